@@ -1,0 +1,41 @@
+/*
+ * output.h - gpu-metrics output writers: table, JSON, JSON Lines, CSV.
+ *
+ * One schema everywhere (snake_case, units in field names, absent = null).
+ * A writer keeps the state that spans samples (the CSV header is written
+ * once per writer). Writers are pure formatting: they read a snapshot and
+ * an env_info_t and write to a FILE*, nothing else.
+ */
+#ifndef KGS_OUTPUT_H
+#define KGS_OUTPUT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "core/snapshot.h"
+#include "env/env.h"
+
+#define OUTPUT_SCHEMA_VERSION 1
+
+typedef enum { OUTPUT_TABLE = 0, OUTPUT_JSON, OUTPUT_JSONL, OUTPUT_CSV } output_format_t;
+
+/* Parses table|json|jsonl|csv. 0, or KGS_EINVAL naming the valid values. */
+int output_format_parse(const char *s, output_format_t *out, char *err, size_t errlen);
+const char *output_format_name(output_format_t f);
+
+typedef struct {
+    output_format_t format; /* public */
+    bool _csv_header_done;  /* private */
+} output_writer_t;
+
+void output_writer_init(output_writer_t *w, output_format_t format);
+
+/*
+ * Writes one sample: the devices of `snap` that `sel` selects (all when sel
+ * is NULL), with the environment block from `env`. Borrowed pointers.
+ * Returns 0, or KGS_EIO when writing to `out` failed.
+ */
+int output_write_sample(output_writer_t *w, FILE *out, const snapshot_t *snap,
+                        const env_info_t *env, const device_selection_t *sel);
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * duration.h - Go-style durations as the Go tools accept them on the
+ * command line: "0", "500ms", "5s", "1.5s", "2m", "1h30m", "250us".
+ */
+#ifndef KGS_DURATION_H
+#define KGS_DURATION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Parses `s` into nanoseconds. Units: ns, us (or µs), ms, s, m, h; a bare
+ * "0" is allowed; every other number needs a unit. Fractions are allowed
+ * ("1.5s"). Negative values, empty strings, unknown units, trailing garbage
+ * and overflow beyond UINT64_MAX ns are KGS_EINVAL / KGS_ERANGE with a
+ * message that quotes the input and shows a valid example.
+ */
+int duration_parse_ns(const char *s, uint64_t *out_ns, char *err, size_t errlen);
+
+/* Formats ns compactly ("1.5s", "500ms", "0s") into buf. Returns buf. */
+char *duration_format(uint64_t ns, char *buf, size_t buflen);
+
+#endif

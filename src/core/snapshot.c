@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 
+#include "nvml/nvml_abi.h"
+
 static const char *const gpu_field_names[GPU_F_COUNT] = {
 #define GPU_FIELD_NAME(id, name) name,
     GPU_FIELDS(GPU_FIELD_NAME)
@@ -76,4 +78,15 @@ bool gpu_memory_used_pct(const gpu_record_t *g, double *out_pct) {
         return false;
     *out_pct = (double)g->memory_used_bytes * 100.0 / (double)g->memory_total_bytes;
     return true;
+}
+
+const char *nvml_code_name(int code) {
+    switch (code) {
+#define NVML_CODE_NAME(value, name)                                                                \
+    case value:                                                                                    \
+        return #name;
+        NVML_RETURN_CODES(NVML_CODE_NAME)
+#undef NVML_CODE_NAME
+    }
+    return "UNKNOWN_CODE";
 }

@@ -171,6 +171,10 @@ static inline bool mig_has(const mig_record_t *m, gpu_field_t f) {
     return (m->valid >> f) & 1u;
 }
 
+/* NVML's name for a return code without the NVML_ERROR_ prefix
+ * ("GPU_IS_LOST", "NOT_SUPPORTED", "SUCCESS"); "UNKNOWN_CODE" otherwise. */
+const char *nvml_code_name(int code);
+
 /* Finds a GPU by NVML index; NULL when absent. Borrowed from s. */
 const gpu_record_t *snapshot_gpu_by_index(const snapshot_t *s, unsigned index);
 

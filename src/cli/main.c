@@ -1,1 +1,286 @@
-int main(void) { return 0; }
+/*
+ * gpu-metrics - GPU metrics from NVML on bare metal, SLURM, Flux, Kubernetes
+ * and containers, in table, JSON, JSON Lines and CSV.
+ *
+ * One shot: sweep once (twice, 150 ms apart, when a rate needs two
+ * readings) and print. With --interval: the sampler thread sweeps on that
+ * cadence and this thread prints each new snapshot until --count samples,
+ * SIGINT or SIGTERM.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/options.h"
+#include "cli/output.h"
+#include "core/duration.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "env/env.h"
+#include "nvml/collector.h"
+#include "nvml/loader.h"
+#include "nvml/sampler.h"
+
+#ifndef KGS_VERSION
+#define KGS_VERSION "0.0.0"
+#endif
+#ifndef KGS_GIT_DESCRIBE
+#define KGS_GIT_DESCRIBE "unknown"
+#endif
+
+enum { EXIT_OK = 0, EXIT_NVML = 1, EXIT_USAGE = 2, EXIT_GPU_UNHEALTHY = 3 };
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void usage_error(const char *msg) {
+    fprintf(stderr, "gpu-metrics: %s\n", msg);
+    fprintf(stderr, "usage: gpu-metrics [--format table|json|jsonl|csv] [--interval DURATION] "
+                    "[--count N] [--device LIST] [--env auto|k8s|kubernetes|slurm|flux|standalone] "
+                    "[--output FILE] [--nvml-library PATH] [--quiet] [--dry-run] [--version]\n");
+}
+
+static void print_dry_run(FILE *out, const cli_options_t *o, const env_info_t *env,
+                          const char *output_path) {
+    char dur[32];
+    fprintf(out, "Environment:   %s\n", env_kind_name(env->orchestrator));
+    fprintf(out, "Node:          %s\n", env->node[0] ? env->node : "(unknown)");
+    if (env->job_id[0]) {
+        fprintf(out, "Job:           %s", env->job_id);
+        if (env->job_name[0])
+            fprintf(out, " (%s)", env->job_name);
+        if (env->task_rank >= 0)
+            fprintf(out, " rank %d", env->task_rank);
+        fputc('\n', out);
+    }
+    if (env->partition[0])
+        fprintf(out, "Partition:     %s\n", env->partition);
+    if (env->pod_name[0])
+        fprintf(out, "Pod:           %s/%s\n", env->namespace_[0] ? env->namespace_ : "-",
+                env->pod_name);
+    if (o->device)
+        fprintf(out, "Devices:       %s (from --device)\n", o->device);
+    else if (env->visible_var[0])
+        fprintf(out, "Devices:       %s (from %s)\n", env->visible_list, env->visible_var);
+    else
+        fprintf(out, "Devices:       all\n");
+    fprintf(out, "Format:        %s\n", output_format_name(o->format));
+    fprintf(out, "Interval:      %s\n",
+            o->interval_ns ? duration_format(o->interval_ns, dur, sizeof dur) : "one shot");
+    if (o->count)
+        fprintf(out, "Count:         %llu\n", (unsigned long long)o->count);
+    fprintf(out, "NVML library:  %s\n", o->nvml_library ? o->nvml_library : NVML_DEFAULT_LIBRARY);
+    fprintf(out, "Output:        %s\n", output_path ? output_path : "stdout");
+}
+
+/* 3 when any selected GPU is lost, needs a reset or errors; else 0. */
+static int health_exit_code(const snapshot_t *s, const device_selection_t *sel) {
+    for (unsigned i = 0; i < s->gpu_count; i++) {
+        const gpu_record_t *g = &s->gpus[i];
+        if (!device_selection_has_gpu(sel, g)) {
+            bool any_mig = false;
+            for (unsigned m = 0; m < g->mig_count; m++)
+                any_mig |= device_selection_has_mig(sel, s, g->mig_first + m);
+            if (!any_mig)
+                continue;
+        }
+        if (g->health != GPU_HEALTH_OK)
+            return EXIT_GPU_UNHEALTHY;
+    }
+    return EXIT_OK;
+}
+
+static void sleep_ns(uint64_t ns) {
+    struct timespec ts = {.tv_sec = (time_t)(ns / NS_PER_SEC), .tv_nsec = (long)(ns % NS_PER_SEC)};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR && !stop_requested) {
+    }
+}
+
+int main(int argc, char **argv) {
+    cli_options_t o;
+    char err[1024];
+    if (cli_options_parse(argc, argv, &o, err, sizeof err) != 0) {
+        usage_error(err);
+        return EXIT_USAGE;
+    }
+    if (o.help) {
+        fputs(cli_usage_text, stdout);
+        return EXIT_OK;
+    }
+    if (o.version) {
+        printf("gpu-metrics %s (%s)\n", KGS_VERSION, KGS_GIT_DESCRIBE);
+        return EXIT_OK;
+    }
+
+    logger_t log = {.level = o.quiet ? LOG_OFF : LOG_WARN, .out = stderr};
+
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0)
+        host[0] = '\0';
+    env_info_t env;
+    if (env_detect(o.env, env_getter_process, NULL, host, &env, err, sizeof err) != 0) {
+        usage_error(err);
+        return EXIT_USAGE;
+    }
+
+    char output_path[4096];
+    const char *out_path = NULL;
+    if (o.output) {
+        if (env_expand_output_path(o.output, &env, output_path, sizeof output_path, err,
+                                   sizeof err) != 0) {
+            usage_error(err);
+            return EXIT_USAGE;
+        }
+        out_path = output_path;
+    }
+
+    if (o.dry_run) {
+        print_dry_run(stdout, &o, &env, out_path);
+        return EXIT_OK;
+    }
+
+    nvml_loader_t *loader = NULL;
+    if (nvml_loader_open(o.nvml_library, &loader, err, sizeof err) != 0) {
+        fprintf(stderr, "gpu-metrics: %s\n", err);
+        fprintf(stderr, "gpu-metrics: hint: is the NVIDIA driver installed and its library on "
+                        "the library path? In a container, run with the NVIDIA runtime "
+                        "(NVIDIA_DRIVER_CAPABILITIES=utility); or name the library with "
+                        "--nvml-library PATH.\n");
+        return EXIT_NVML;
+    }
+
+    int exit_code = EXIT_OK;
+    nvml_collector_t *collector = NULL;
+    sampler_t *sampler = NULL;
+    snapshot_t *snap = NULL;
+    FILE *out = stdout;
+    device_selection_t sel;
+
+    if (nvml_collector_new(nvml_loader_api(loader), &log, env.node, &collector) != 0) {
+        fprintf(stderr, "gpu-metrics: out of memory\n");
+        exit_code = EXIT_NVML;
+        goto done;
+    }
+
+    /* First sweep: tells whether NVML works, and primes the counters that
+     * need two readings (NVLink rates, GPM). */
+    if (nvml_collector_sample(collector, clock_mono_now(), &snap) != 0) {
+        fprintf(stderr, "gpu-metrics: out of memory\n");
+        exit_code = EXIT_NVML;
+        goto done;
+    }
+    if (snap->status == SNAPSHOT_NVML_DOWN) {
+        fprintf(stderr, "gpu-metrics: NVML unavailable: %s\n", snap->error);
+        fprintf(stderr, "gpu-metrics: hint: check that the NVIDIA driver is loaded "
+                        "(nvidia-smi) and this user may open /dev/nvidia*.\n");
+        exit_code = EXIT_NVML;
+        goto done;
+    }
+
+    const char *list_var = o.device ? "--device" : env.visible_var;
+    const char *list = o.device ? o.device : env.visible_list;
+    if (o.device || env.visible_var[0]) {
+        if (device_selection_resolve(list_var, list, snap, &sel, err, sizeof err) != 0) {
+            fprintf(stderr, "gpu-metrics: %s\n", err);
+            exit_code = EXIT_USAGE;
+            goto done;
+        }
+    } else {
+        memset(&sel, 0, sizeof sel);
+        sel.all_gpus = true;
+    }
+
+    if (out_path) {
+        out = fopen(out_path, "w");
+        if (!out) {
+            fprintf(stderr, "gpu-metrics: open --output %s: %s\n", out_path, strerror(errno));
+            out = stdout;
+            exit_code = EXIT_USAGE;
+            goto done;
+        }
+    }
+
+    output_writer_t writer;
+    output_writer_init(&writer, o.format);
+
+    if (nvml_collector_wants_second_sample(collector))
+        sleep_ns(COLLECTOR_RATE_WINDOW_NS);
+
+    if (o.interval_ns == 0) {
+        snapshot_unref(snap);
+        snap = NULL;
+        if (nvml_collector_sample(collector, clock_mono_now(), &snap) != 0) {
+            exit_code = EXIT_NVML;
+            goto done;
+        }
+        if (snap->status == SNAPSHOT_NVML_DOWN) {
+            fprintf(stderr, "gpu-metrics: NVML unavailable: %s\n", snap->error);
+            exit_code = EXIT_NVML;
+            goto done;
+        }
+        if (output_write_sample(&writer, out, snap, &env, &sel) != 0) {
+            fprintf(stderr, "gpu-metrics: write output: %s\n", strerror(errno));
+            exit_code = EXIT_USAGE;
+            goto done;
+        }
+        exit_code = health_exit_code(snap, &sel);
+        goto done;
+    }
+
+    /* Continuous: the sampler thread owns the collector from here. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    sampler_opts_t so = {.interval_ns = o.interval_ns, .log = &log};
+    nvml_collector_t *handed = collector;
+    collector = NULL;
+    if (sampler_start(handed, &so, &sampler, err, sizeof err) != 0) {
+        fprintf(stderr, "gpu-metrics: %s\n", err);
+        exit_code = EXIT_NVML;
+        goto done;
+    }
+    bool live_table = o.format == OUTPUT_TABLE && out == stdout && isatty(STDOUT_FILENO);
+    uint64_t last_seq = 0, printed = 0;
+    while (!stop_requested && (o.count == 0 || printed < o.count)) {
+        /* Short waits so a signal is noticed promptly. */
+        snapshot_t *next = sampler_wait_newer(sampler, last_seq, 200 * NS_PER_MS);
+        if (!next)
+            continue;
+        snapshot_unref(snap);
+        snap = next;
+        last_seq = snap->seq;
+        if (live_table)
+            fputs("\033[H\033[2J", out); /* redraw in place, like watch(1) */
+        if (output_write_sample(&writer, out, snap, &env, &sel) != 0) {
+            fprintf(stderr, "gpu-metrics: write output: %s\n", strerror(errno));
+            exit_code = EXIT_USAGE;
+            goto done;
+        }
+        fflush(out);
+        printed++;
+        exit_code = snap->status == SNAPSHOT_NVML_DOWN ? EXIT_NVML : health_exit_code(snap, &sel);
+    }
+
+done:
+    sampler_stop(sampler);
+    nvml_collector_free(collector);
+    snapshot_unref(snap);
+    if (out != stdout && fclose(out) != 0 && exit_code == EXIT_OK) {
+        fprintf(stderr, "gpu-metrics: close --output %s: %s\n", out_path, strerror(errno));
+        exit_code = EXIT_USAGE;
+    }
+    nvml_loader_free(loader);
+    return exit_code;
+}

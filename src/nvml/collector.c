@@ -1,2 +1,836 @@
-/* placeholder: being written */
-typedef int kgs_placeholder_t;
+/*
+ * collector.c - one NVML sweep into a snapshot.
+ *
+ * DESIGN
+ * - Absent is not zero. Every field is set through field_result(), which sets
+ *   the validity bit only on NVML_SUCCESS and otherwise records the NVML code.
+ *   A NULL symbol (old driver) leaves the field absent with code 0.
+ * - Health. GPU_IS_LOST on any call marks the GPU lost and skips its other
+ *   calls (on real hardware each would fail slowly). RESET_REQUIRED and
+ *   "hard" codes (UNKNOWN, TIMEOUT, ...) mark it reset_required / error.
+ *   NOT_SUPPORTED, NO_PERMISSION and the like only make a field absent.
+ * - Rates. NVLink throughput comes from the cumulative KiB counters
+ *   (field values 138/139, all links) diffed between sweeps; GPM metrics
+ *   from two GPM samples > 100 ms apart. The first sweep (or one after a
+ *   counter reset or a UUID change at that index) has no rate: absent.
+ * - Variants. For every family the newest bound symbol is used
+ *   (_v3 -> _v2 -> v1); a versioned call that answers FUNCTION_NOT_FOUND or
+ *   ARGUMENT_VERSION_MISMATCH falls back to the older one.
+ * - Records are built in collector-owned scratch arrays, then copied into a
+ *   snapshot of the exact size, so a snapshot is one allocation.
+ */
+#include "nvml/collector.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/err.h"
+
+#define INIT_BACKOFF_MIN_NS (1 * NS_PER_SEC)
+#define INIT_BACKOFF_MAX_NS (30 * NS_PER_SEC)
+#define GPM_MIN_GAP_NS (100 * NS_PER_MS)
+
+typedef struct {
+    unsigned gpu_instance_id;
+    bool used;
+    nvmlGpmSample_t prev, cur;
+    bool prev_valid;
+    mono_ns_t prev_time;
+} mig_gpm_state_t;
+
+/* What the collector remembers about the GPU at one NVML index. */
+typedef struct {
+    char uuid[SNAPSHOT_UUID_MAX];
+    bool nvlink_prev_valid[2];
+    unsigned long long nvlink_prev_kib[2];
+    long long nvlink_prev_us[2];
+    int gpm_support; /* -1 not asked yet, 0 no, 1 yes */
+    nvmlGpmSample_t gpm_prev, gpm_cur;
+    bool gpm_prev_valid;
+    mono_ns_t gpm_prev_time;
+    mig_gpm_state_t mig_gpm[COLLECTOR_MAX_MIG_PER_GPU];
+} gpu_state_t;
+
+struct nvml_collector {
+    const nvml_api_t *api;
+    const logger_t *log;
+    char node_name[256];
+
+    bool initialised;
+    mono_ns_t next_init_at;
+    uint64_t init_backoff_ns;
+    char driver_version[80];
+    bool wants_second;
+    uint64_t seq;
+
+    gpu_state_t st[COLLECTOR_MAX_GPUS];
+    gpu_record_t gpus[COLLECTOR_MAX_GPUS];
+    mig_record_t migs[COLLECTOR_MAX_GPUS * COLLECTOR_MAX_MIG_PER_GPU];
+    nvmlGpmMetricsGet_t gpm_get; /* 13 KiB: kept off the stack */
+};
+
+/* ---- error classification ------------------------------------------------ */
+
+static const char *nvml_error_text(const nvml_collector_t *c, nvmlReturn_t r) {
+    if (c->api->nvmlErrorString) {
+        const char *s = c->api->nvmlErrorString(r);
+        if (s)
+            return s;
+    }
+    return nvml_code_name((int)r);
+}
+
+/* Codes that say "this field is not available here", not "the GPU is sick". */
+static bool is_soft_error(nvmlReturn_t r) {
+    switch (r) {
+    case NVML_ERROR_NOT_SUPPORTED:
+    case NVML_ERROR_NO_PERMISSION:
+    case NVML_ERROR_NO_DATA:
+    case NVML_ERROR_NOT_FOUND:
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+    case NVML_ERROR_NOT_READY:
+    case NVML_ERROR_DEPRECATED:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void note_health(gpu_record_t *g, nvmlReturn_t r) {
+    if (r == NVML_SUCCESS || is_soft_error(r))
+        return;
+    if (r == NVML_ERROR_GPU_IS_LOST) {
+        g->health = GPU_HEALTH_LOST;
+        g->health_nvml_code = (int)r;
+    } else if (r == NVML_ERROR_RESET_REQUIRED) {
+        if (g->health != GPU_HEALTH_LOST) {
+            g->health = GPU_HEALTH_RESET_REQUIRED;
+            g->health_nvml_code = (int)r;
+        }
+    } else if (g->health == GPU_HEALTH_OK) {
+        g->health = GPU_HEALTH_ERROR;
+        g->health_nvml_code = (int)r;
+    }
+}
+
+static bool gpu_lost(const gpu_record_t *g) {
+    return g->health == GPU_HEALTH_LOST;
+}
+
+/* Records the outcome of the call behind field f. True when the value the
+ * caller holds may be stored. */
+static bool field_result(gpu_record_t *g, gpu_field_t f, nvmlReturn_t r) {
+    if (r == NVML_SUCCESS) {
+        g->valid |= 1u << f;
+        g->field_error[f] = 0;
+        return true;
+    }
+    g->valid &= ~(1u << f);
+    g->field_error[f] = (int16_t)r;
+    note_health(g, r);
+    return false;
+}
+
+static bool mig_field_result(mig_record_t *m, gpu_field_t f, nvmlReturn_t r) {
+    if (r == NVML_SUCCESS) {
+        m->valid |= 1u << f;
+        return true;
+    }
+    m->field_error[f] = (int16_t)r;
+    return false;
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+int nvml_collector_new(const nvml_api_t *api, const logger_t *log, const char *node_name,
+                       nvml_collector_t **out) {
+    nvml_collector_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return KGS_ENOMEM;
+    c->api = api;
+    c->log = log;
+    snprintf(c->node_name, sizeof c->node_name, "%s", node_name ? node_name : "");
+    c->init_backoff_ns = INIT_BACKOFF_MIN_NS;
+    for (unsigned i = 0; i < COLLECTOR_MAX_GPUS; i++)
+        c->st[i].gpm_support = -1;
+    *out = c;
+    return 0;
+}
+
+static void gpm_sample_free(const nvml_api_t *api, nvmlGpmSample_t *s) {
+    if (*s && api->nvmlGpmSampleFree)
+        api->nvmlGpmSampleFree(*s);
+    *s = NULL;
+}
+
+/* Forgets what was remembered about one index (new GPU there, or shutdown). */
+static void gpu_state_reset(const nvml_api_t *api, gpu_state_t *st) {
+    gpm_sample_free(api, &st->gpm_prev);
+    gpm_sample_free(api, &st->gpm_cur);
+    for (unsigned i = 0; i < COLLECTOR_MAX_MIG_PER_GPU; i++) {
+        gpm_sample_free(api, &st->mig_gpm[i].prev);
+        gpm_sample_free(api, &st->mig_gpm[i].cur);
+    }
+    memset(st, 0, sizeof *st);
+    st->gpm_support = -1;
+}
+
+static void collector_shutdown(nvml_collector_t *c) {
+    for (unsigned i = 0; i < COLLECTOR_MAX_GPUS; i++)
+        gpu_state_reset(c->api, &c->st[i]);
+    if (c->initialised && c->api->nvmlShutdown)
+        c->api->nvmlShutdown();
+    c->initialised = false;
+}
+
+void nvml_collector_free(nvml_collector_t *c) {
+    if (!c)
+        return;
+    collector_shutdown(c);
+    free(c);
+}
+
+bool nvml_collector_wants_second_sample(const nvml_collector_t *c) {
+    return c->wants_second;
+}
+
+/* ---- NVML initialisation ----------------------------------------------- */
+
+static nvmlReturn_t nvml_init(const nvml_api_t *a, const char **which) {
+    /* NO_GPUS: a node whose GPUs are all gone must still initialise, so we
+     * can report zero GPUs rather than "NVML down". */
+    if (a->nvmlInitWithFlags) {
+        *which = "nvmlInitWithFlags";
+        return a->nvmlInitWithFlags(NVML_INIT_FLAG_NO_GPUS);
+    }
+    if (a->nvmlInit_v2) {
+        *which = "nvmlInit_v2";
+        return a->nvmlInit_v2();
+    }
+    *which = "nvmlInit";
+    return a->nvmlInit();
+}
+
+static snapshot_t *down_snapshot(nvml_collector_t *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static snapshot_t *down_snapshot(nvml_collector_t *c, int code, const char *fmt, ...) {
+    snapshot_t *s = snapshot_new(0, 0);
+    if (!s)
+        return NULL;
+    s->status = SNAPSHOT_NVML_DOWN;
+    s->nvml_code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->error, sizeof s->error, fmt, ap);
+    va_end(ap);
+    snprintf(s->driver_version, sizeof s->driver_version, "%s", c->driver_version);
+    return s;
+}
+
+/* Returns 0 when NVML is usable, else an NVML code; on failure schedules the
+ * next attempt with exponential backoff. */
+static nvmlReturn_t ensure_init(nvml_collector_t *c, mono_ns_t now, char *why, size_t whylen) {
+    if (c->initialised)
+        return NVML_SUCCESS;
+    if (c->next_init_at && now < c->next_init_at) {
+        snprintf(why, whylen, "NVML unavailable; next initialisation attempt in %.1f s",
+                 (double)(c->next_init_at - now) / 1e9);
+        return NVML_ERROR_UNINITIALIZED;
+    }
+    const char *which = "nvmlInit";
+    nvmlReturn_t r = nvml_init(c->api, &which);
+    if (r != NVML_SUCCESS) {
+        snprintf(why, whylen, "%s: %s (%s)", which, nvml_code_name((int)r), nvml_error_text(c, r));
+        c->next_init_at = clock_add_sat(now, c->init_backoff_ns);
+        LOG_WARN(c->log, "NVML initialisation failed: %s; retrying in %.0f s", why,
+                 (double)c->init_backoff_ns / 1e9);
+        c->init_backoff_ns = c->init_backoff_ns * 2 > INIT_BACKOFF_MAX_NS
+                                 ? INIT_BACKOFF_MAX_NS
+                                 : c->init_backoff_ns * 2;
+        return r;
+    }
+    c->initialised = true;
+    c->next_init_at = 0;
+    c->init_backoff_ns = INIT_BACKOFF_MIN_NS;
+    c->driver_version[0] = '\0';
+    if (c->api->nvmlSystemGetDriverVersion &&
+        c->api->nvmlSystemGetDriverVersion(c->driver_version, sizeof c->driver_version) !=
+            NVML_SUCCESS)
+        c->driver_version[0] = '\0';
+    LOG_INFO(c->log, "NVML initialised with %s, driver %s", which,
+             c->driver_version[0] ? c->driver_version : "(unknown)");
+    return NVML_SUCCESS;
+}
+
+/* ---- per-field sampling -------------------------------------------------- */
+
+static void sample_memory(const nvml_api_t *a, nvmlDevice_t dev, gpu_record_t *g) {
+    nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (a->nvmlDeviceGetMemoryInfo_v2) {
+        nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
+        r = a->nvmlDeviceGetMemoryInfo_v2(dev, &m2);
+        if (r == NVML_SUCCESS) {
+            field_result(g, GPU_F_MEM_USED, r);
+            field_result(g, GPU_F_MEM_TOTAL, r);
+            field_result(g, GPU_F_MEM_RESERVED, r);
+            g->memory_used_bytes = m2.used;
+            g->memory_total_bytes = m2.total;
+            g->memory_reserved_bytes = m2.reserved;
+            return;
+        }
+    }
+    /* A driver that exports _v2 but rejects our version word answers
+     * FUNCTION_NOT_FOUND; fall back to v1 then, as for a missing symbol. */
+    if (a->nvmlDeviceGetMemoryInfo &&
+        (r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)) {
+        nvmlMemory_t m1;
+        r = a->nvmlDeviceGetMemoryInfo(dev, &m1);
+        if (field_result(g, GPU_F_MEM_USED, r) && field_result(g, GPU_F_MEM_TOTAL, r)) {
+            g->memory_used_bytes = m1.used;
+            g->memory_total_bytes = m1.total;
+        }
+        /* v1 has no reserved figure: absent, not 0. */
+        g->field_error[GPU_F_MEM_RESERVED] = r == NVML_SUCCESS ? 0 : (int16_t)r;
+        return;
+    }
+    if (r != NVML_ERROR_FUNCTION_NOT_FOUND || a->nvmlDeviceGetMemoryInfo_v2) {
+        field_result(g, GPU_F_MEM_USED, r);
+        field_result(g, GPU_F_MEM_TOTAL, r);
+        field_result(g, GPU_F_MEM_RESERVED, r);
+    }
+}
+
+static void sample_temperature(const nvml_api_t *a, nvmlDevice_t dev, gpu_record_t *g) {
+    nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (a->nvmlDeviceGetTemperatureV) {
+        nvmlTemperature_t t = {.version = nvmlTemperature_v1, .sensorType = NVML_TEMPERATURE_GPU};
+        r = a->nvmlDeviceGetTemperatureV(dev, &t);
+        if (r == NVML_SUCCESS) {
+            field_result(g, GPU_F_TEMPERATURE, r);
+            g->temperature_c = t.temperature;
+            return;
+        }
+    }
+    if (a->nvmlDeviceGetTemperature &&
+        (r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)) {
+        unsigned temp;
+        r = a->nvmlDeviceGetTemperature(dev, NVML_TEMPERATURE_GPU, &temp);
+        if (field_result(g, GPU_F_TEMPERATURE, r))
+            g->temperature_c = (int)temp;
+        return;
+    }
+    if (a->nvmlDeviceGetTemperatureV)
+        field_result(g, GPU_F_TEMPERATURE, r);
+}
+
+static void sample_power(const nvml_api_t *a, nvmlDevice_t dev, gpu_record_t *g) {
+    unsigned mw;
+    if (a->nvmlDeviceGetPowerUsage && !gpu_lost(g) &&
+        field_result(g, GPU_F_POWER, a->nvmlDeviceGetPowerUsage(dev, &mw)))
+        g->power_w = mw / 1000.0;
+    nvmlReturn_t (*limit)(nvmlDevice_t, unsigned *) = a->nvmlDeviceGetEnforcedPowerLimit
+                                                          ? a->nvmlDeviceGetEnforcedPowerLimit
+                                                          : a->nvmlDeviceGetPowerManagementLimit;
+    if (limit && !gpu_lost(g) && field_result(g, GPU_F_POWER_LIMIT, limit(dev, &mw)))
+        g->power_limit_w = mw / 1000.0;
+    unsigned long long mj;
+    if (a->nvmlDeviceGetTotalEnergyConsumption && !gpu_lost(g) &&
+        field_result(g, GPU_F_ENERGY, a->nvmlDeviceGetTotalEnergyConsumption(dev, &mj)))
+        g->energy_mj = mj;
+}
+
+static bool field_value_ull(const nvmlFieldValue_t *fv, unsigned long long *out) {
+    switch (fv->valueType) {
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+        *out = fv->value.ullVal;
+        return true;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+        *out = fv->value.ulVal;
+        return true;
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+        *out = fv->value.uiVal;
+        return true;
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+        if (fv->value.sllVal < 0)
+            return false;
+        *out = (unsigned long long)fv->value.sllVal;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* NVLink data throughput as a rate: KiB counters (all links) diffed. */
+static void sample_nvlink(nvml_collector_t *c, nvmlDevice_t dev, gpu_record_t *g,
+                          gpu_state_t *st) {
+    const nvml_api_t *a = c->api;
+    if (!a->nvmlDeviceGetFieldValues || gpu_lost(g))
+        return;
+    nvmlFieldValue_t fv[2] = {
+        {.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, .scopeId = NVML_FI_SCOPE_ALL_LINKS},
+        {.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, .scopeId = NVML_FI_SCOPE_ALL_LINKS},
+    };
+    static const gpu_field_t fields[2] = {GPU_F_NVLINK_TX, GPU_F_NVLINK_RX};
+    nvmlReturn_t r = a->nvmlDeviceGetFieldValues(dev, 2, fv);
+    for (int i = 0; i < 2; i++) {
+        nvmlReturn_t fr = r != NVML_SUCCESS ? r : fv[i].nvmlReturn;
+        unsigned long long kib;
+        if (fr == NVML_SUCCESS && !field_value_ull(&fv[i], &kib))
+            fr = NVML_ERROR_UNKNOWN;
+        if (fr != NVML_SUCCESS) {
+            field_result(g, fields[i], fr);
+            st->nvlink_prev_valid[i] = false;
+            continue;
+        }
+        long long ts = fv[i].timestamp;
+        if (ts <= 0) {
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            ts = (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+        }
+        if (st->nvlink_prev_valid[i] && ts > st->nvlink_prev_us[i] &&
+            kib >= st->nvlink_prev_kib[i]) {
+            double secs = (double)(ts - st->nvlink_prev_us[i]) / 1e6;
+            double rate = (double)(kib - st->nvlink_prev_kib[i]) * 1024.0 / secs;
+            field_result(g, fields[i], NVML_SUCCESS);
+            if (i == 0)
+                g->nvlink_tx_bytes_per_s = rate;
+            else
+                g->nvlink_rx_bytes_per_s = rate;
+        } else {
+            /* First reading, or the counter went backwards (driver reload):
+             * no rate yet. Absent with no error code. */
+            c->wants_second = true;
+        }
+        st->nvlink_prev_valid[i] = true;
+        st->nvlink_prev_kib[i] = kib;
+        st->nvlink_prev_us[i] = ts;
+    }
+}
+
+/* Fills the three GPM percentages from two samples; returns the call's code. */
+static nvmlReturn_t gpm_metrics(nvml_collector_t *c, nvmlGpmSample_t s1, nvmlGpmSample_t s2,
+                                double out[3], nvmlReturn_t codes[3]) {
+    static const unsigned ids[3] = {NVML_GPM_METRIC_SM_UTIL, NVML_GPM_METRIC_SM_OCCUPANCY,
+                                    NVML_GPM_METRIC_DRAM_BW_UTIL};
+    nvmlGpmMetricsGet_t *mg = &c->gpm_get;
+    memset(mg, 0, offsetof(nvmlGpmMetricsGet_t, metrics) + 3 * sizeof mg->metrics[0]);
+    mg->version = NVML_GPM_METRICS_GET_VERSION;
+    mg->numMetrics = 3;
+    mg->sample1 = s1;
+    mg->sample2 = s2;
+    for (int i = 0; i < 3; i++)
+        mg->metrics[i].metricId = ids[i];
+    nvmlReturn_t r = c->api->nvmlGpmMetricsGet(mg);
+    for (int i = 0; i < 3; i++) {
+        codes[i] = r != NVML_SUCCESS ? r : mg->metrics[i].nvmlReturn;
+        out[i] = mg->metrics[i].value;
+    }
+    return r;
+}
+
+static bool gpm_available(const nvml_api_t *a) {
+    return a->nvmlGpmSampleAlloc && a->nvmlGpmSampleFree && a->nvmlGpmMetricsGet;
+}
+
+/*
+ * Takes a GPM sample into *cur and, when a previous one is > 100 ms old,
+ * computes the metrics between them. Returns true with values/codes filled
+ * when metrics were computed.
+ */
+static bool gpm_step(nvml_collector_t *c, nvmlReturn_t sample_r, nvmlGpmSample_t *prev,
+                     nvmlGpmSample_t *cur, bool *prev_valid, mono_ns_t *prev_time, mono_ns_t now,
+                     double vals[3], nvmlReturn_t codes[3]) {
+    if (sample_r != NVML_SUCCESS) {
+        *prev_valid = false;
+        for (int i = 0; i < 3; i++)
+            codes[i] = sample_r;
+        return true;
+    }
+    bool computed = false;
+    if (*prev_valid && now - *prev_time >= GPM_MIN_GAP_NS) {
+        gpm_metrics(c, *prev, *cur, vals, codes);
+        computed = true;
+    }
+    if (!*prev_valid || computed) {
+        nvmlGpmSample_t t = *prev;
+        *prev = *cur;
+        *cur = t;
+        *prev_valid = true;
+        *prev_time = now;
+    }
+    if (!computed)
+        c->wants_second = true;
+    return computed;
+}
+
+static bool gpm_alloc_pair(const nvml_api_t *a, nvmlGpmSample_t *p, nvmlGpmSample_t *q) {
+    if (!*p && a->nvmlGpmSampleAlloc(p) != NVML_SUCCESS)
+        *p = NULL;
+    if (!*q && a->nvmlGpmSampleAlloc(q) != NVML_SUCCESS)
+        *q = NULL;
+    return *p && *q;
+}
+
+static void sample_gpm(nvml_collector_t *c, nvmlDevice_t dev, gpu_record_t *g, gpu_state_t *st,
+                       mono_ns_t now) {
+    const nvml_api_t *a = c->api;
+    if (!gpm_available(a) || !a->nvmlGpmSampleGet || gpu_lost(g))
+        return;
+    if (st->gpm_support < 0) {
+        st->gpm_support = 0;
+        if (a->nvmlGpmQueryDeviceSupport) {
+            nvmlGpmSupport_t sup = {.version = NVML_GPM_SUPPORT_VERSION};
+            nvmlReturn_t r = a->nvmlGpmQueryDeviceSupport(dev, &sup);
+            st->gpm_support = r == NVML_SUCCESS && sup.isSupportedDevice;
+        }
+    }
+    static const gpu_field_t fields[3] = {GPU_F_SM_ACTIVE, GPU_F_SM_OCCUPANCY,
+                                          GPU_F_DRAM_BW_UTIL};
+    if (!st->gpm_support) {
+        for (int i = 0; i < 3; i++)
+            field_result(g, fields[i], NVML_ERROR_NOT_SUPPORTED);
+        return;
+    }
+    if (!gpm_alloc_pair(a, &st->gpm_prev, &st->gpm_cur))
+        return;
+    nvmlReturn_t r = a->nvmlGpmSampleGet(dev, st->gpm_cur);
+    double v[3];
+    nvmlReturn_t codes[3];
+    if (!gpm_step(c, r, &st->gpm_prev, &st->gpm_cur, &st->gpm_prev_valid, &st->gpm_prev_time, now,
+                  v, codes))
+        return;
+    if (field_result(g, GPU_F_SM_ACTIVE, codes[0]))
+        g->sm_active_pct = v[0];
+    if (field_result(g, GPU_F_SM_OCCUPANCY, codes[1]))
+        g->sm_occupancy_pct = v[1];
+    if (field_result(g, GPU_F_DRAM_BW_UTIL, codes[2]))
+        g->dram_bw_util_pct = v[2];
+}
+
+/* ---- MIG ----------------------------------------------------------------- */
+
+/*
+ * The profile name as NVIDIA's go-nvlib builds it ("3g.40gb", "1c.3g.40gb"):
+ * G and C slices from the instance attributes, memory as eighths of the
+ * parent's memory rounded up, times the parent's size in GB rounded up.
+ * Derived this way because the exact GI/CI profile queries need privilege.
+ */
+static void mig_profile_from_attributes(const nvmlDeviceAttributes_t *at,
+                                        uint64_t parent_total_bytes, char *out, size_t outlen) {
+    double frac = (double)at->memorySizeMB * 1048576.0 / (double)parent_total_bytes;
+    double eighths = ceil(frac * 8.0 - 1e-9) / 8.0;
+    double total_gb = ceil((double)parent_total_bytes / 1073741824.0);
+    long gb = lround(eighths * total_gb);
+    if (at->computeInstanceSliceCount == at->gpuInstanceSliceCount)
+        snprintf(out, outlen, "%ug.%ldgb", at->gpuInstanceSliceCount, gb);
+    else
+        snprintf(out, outlen, "%uc.%ug.%ldgb", at->computeInstanceSliceCount,
+                 at->gpuInstanceSliceCount, gb);
+}
+
+/* "NVIDIA A100-SXM4-80GB MIG 3g.40gb" -> "3g.40gb" (observed format). */
+static void mig_profile_from_name(const char *name, char *out, size_t outlen) {
+    const char *p = strstr(name, "MIG ");
+    if (p)
+        snprintf(out, outlen, "%s", p + 4);
+}
+
+static unsigned sample_mig(nvml_collector_t *c, nvmlDevice_t parent, gpu_record_t *g,
+                           gpu_state_t *st, mono_ns_t now, mig_record_t *out, unsigned room) {
+    const nvml_api_t *a = c->api;
+    unsigned max = 0;
+    if (!a->nvmlDeviceGetMaxMigDeviceCount || !a->nvmlDeviceGetMigDeviceHandleByIndex)
+        return 0;
+    if (a->nvmlDeviceGetMaxMigDeviceCount(parent, &max) != NVML_SUCCESS)
+        return 0;
+    if (max > COLLECTOR_MAX_MIG_PER_GPU)
+        max = COLLECTOR_MAX_MIG_PER_GPU;
+    unsigned n = 0;
+    for (unsigned i = 0; i < max && n < room; i++) {
+        nvmlDevice_t mdev;
+        nvmlReturn_t r = a->nvmlDeviceGetMigDeviceHandleByIndex(parent, i, &mdev);
+        if (r == NVML_ERROR_NOT_FOUND || r == NVML_ERROR_INVALID_ARGUMENT)
+            continue; /* empty slot */
+        if (r != NVML_SUCCESS) {
+            note_health(g, r);
+            if (gpu_lost(g))
+                break;
+            continue;
+        }
+        mig_record_t *m = &out[n++];
+        memset(m, 0, sizeof *m);
+        m->parent_index = g->index;
+        if (a->nvmlDeviceGetUUID)
+            a->nvmlDeviceGetUUID(mdev, m->uuid, sizeof m->uuid);
+        if (a->nvmlDeviceGetName)
+            a->nvmlDeviceGetName(mdev, m->name, sizeof m->name);
+        unsigned gi = 0, ci = 0;
+        if (a->nvmlDeviceGetGpuInstanceId && a->nvmlDeviceGetComputeInstanceId &&
+            a->nvmlDeviceGetGpuInstanceId(mdev, &gi) == NVML_SUCCESS &&
+            a->nvmlDeviceGetComputeInstanceId(mdev, &ci) == NVML_SUCCESS) {
+            m->gpu_instance_id = gi;
+            m->compute_instance_id = ci;
+            m->ids_valid = true;
+        }
+        nvmlDeviceAttributes_t at;
+        if (a->nvmlDeviceGetAttributes_v2 && gpu_has(g, GPU_F_MEM_TOTAL) &&
+            g->memory_total_bytes > 0 &&
+            a->nvmlDeviceGetAttributes_v2(mdev, &at) == NVML_SUCCESS &&
+            at.gpuInstanceSliceCount > 0)
+            mig_profile_from_attributes(&at, g->memory_total_bytes, m->profile,
+                                        sizeof m->profile);
+        else
+            mig_profile_from_name(m->name, m->profile, sizeof m->profile);
+
+        /* Per-instance memory needs the MIG handle. */
+        nvmlReturn_t mr = NVML_ERROR_FUNCTION_NOT_FOUND;
+        if (a->nvmlDeviceGetMemoryInfo_v2) {
+            nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
+            mr = a->nvmlDeviceGetMemoryInfo_v2(mdev, &m2);
+            if (mr == NVML_SUCCESS) {
+                m->memory_used_bytes = m2.used;
+                m->memory_total_bytes = m2.total;
+            }
+        }
+        if (mr != NVML_SUCCESS && a->nvmlDeviceGetMemoryInfo &&
+            (mr == NVML_ERROR_FUNCTION_NOT_FOUND || mr == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)) {
+            nvmlMemory_t m1;
+            mr = a->nvmlDeviceGetMemoryInfo(mdev, &m1);
+            if (mr == NVML_SUCCESS) {
+                m->memory_used_bytes = m1.used;
+                m->memory_total_bytes = m1.total;
+            }
+        }
+        mig_field_result(m, GPU_F_MEM_USED, mr);
+        mig_field_result(m, GPU_F_MEM_TOTAL, mr);
+
+        /* NVML reports no utilisation on MIG; GPM per GPU instance is the
+         * only activity source. Without it the fields stay absent. */
+        if (st->gpm_support == 1 && m->ids_valid && a->nvmlGpmMigSampleGet &&
+            i < COLLECTOR_MAX_MIG_PER_GPU) {
+            mig_gpm_state_t *ms = &st->mig_gpm[i];
+            if (!ms->used || ms->gpu_instance_id != gi) {
+                gpm_sample_free(a, &ms->prev);
+                gpm_sample_free(a, &ms->cur);
+                memset(ms, 0, sizeof *ms);
+                ms->used = true;
+                ms->gpu_instance_id = gi;
+            }
+            if (gpm_alloc_pair(a, &ms->prev, &ms->cur)) {
+                nvmlReturn_t sr = a->nvmlGpmMigSampleGet(parent, gi, ms->cur);
+                double v[3];
+                nvmlReturn_t codes[3];
+                if (gpm_step(c, sr, &ms->prev, &ms->cur, &ms->prev_valid, &ms->prev_time, now, v,
+                             codes)) {
+                    if (mig_field_result(m, GPU_F_SM_ACTIVE, codes[0]))
+                        m->sm_active_pct = v[0];
+                    if (mig_field_result(m, GPU_F_SM_OCCUPANCY, codes[1]))
+                        m->sm_occupancy_pct = v[1];
+                    if (mig_field_result(m, GPU_F_DRAM_BW_UTIL, codes[2]))
+                        m->dram_bw_util_pct = v[2];
+                }
+            }
+        } else {
+            m->field_error[GPU_F_SM_ACTIVE] = NVML_ERROR_NOT_SUPPORTED;
+            m->field_error[GPU_F_SM_OCCUPANCY] = NVML_ERROR_NOT_SUPPORTED;
+            m->field_error[GPU_F_DRAM_BW_UTIL] = NVML_ERROR_NOT_SUPPORTED;
+        }
+    }
+    return n;
+}
+
+/* ---- one GPU ------------------------------------------------------------- */
+
+static nvmlReturn_t handle_by_index(const nvml_api_t *a, unsigned i, nvmlDevice_t *dev) {
+    if (a->nvmlDeviceGetHandleByIndex_v2 && a->nvmlDeviceGetCount_v2)
+        return a->nvmlDeviceGetHandleByIndex_v2(i, dev);
+    /* v1 count and v1 handles number only accessible GPUs: never mix. */
+    return a->nvmlDeviceGetHandleByIndex(i, dev);
+}
+
+static unsigned sample_gpu(nvml_collector_t *c, unsigned idx, gpu_record_t *g, mono_ns_t now,
+                           mig_record_t *mig_out, unsigned mig_room) {
+    const nvml_api_t *a = c->api;
+    gpu_state_t *st = &c->st[idx];
+    memset(g, 0, sizeof *g);
+    g->index = idx;
+
+    nvmlDevice_t dev;
+    nvmlReturn_t r = handle_by_index(a, idx, &dev);
+    if (r != NVML_SUCCESS) {
+        note_health(g, r);
+        if (g->health == GPU_HEALTH_OK) { /* even NO_PERMISSION: we cannot see it */
+            g->health = GPU_HEALTH_ERROR;
+            g->health_nvml_code = (int)r;
+        }
+        for (int f = 0; f < GPU_F_COUNT; f++)
+            g->field_error[f] = (int16_t)r;
+        return 0;
+    }
+
+    if (a->nvmlDeviceGetUUID) {
+        r = a->nvmlDeviceGetUUID(dev, g->uuid, sizeof g->uuid);
+        if (r != NVML_SUCCESS) {
+            g->uuid[0] = '\0';
+            note_health(g, r);
+        }
+    }
+    if (strcmp(st->uuid, g->uuid) != 0) { /* another GPU at this index now */
+        gpu_state_reset(a, st);
+        snprintf(st->uuid, sizeof st->uuid, "%s", g->uuid);
+    }
+    if (a->nvmlDeviceGetName && !gpu_lost(g)) {
+        r = a->nvmlDeviceGetName(dev, g->name, sizeof g->name);
+        if (r != NVML_SUCCESS) {
+            g->name[0] = '\0';
+            note_health(g, r);
+        }
+    }
+    nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t *) =
+        a->nvmlDeviceGetPciInfo_v3
+            ? a->nvmlDeviceGetPciInfo_v3
+            : (a->nvmlDeviceGetPciInfo_v2 ? a->nvmlDeviceGetPciInfo_v2 : a->nvmlDeviceGetPciInfo);
+    if (pci && !gpu_lost(g)) {
+        nvmlPciInfo_t p;
+        memset(&p, 0, sizeof p);
+        r = pci(dev, &p);
+        if (r == NVML_SUCCESS) {
+            /* Only _v3 fills busId; older layouts line up on the first 16
+             * bytes (busIdLegacy) alone. */
+            const char *bus = pci == a->nvmlDeviceGetPciInfo_v3 ? p.busId : p.busIdLegacy;
+            snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%.*s",
+                     pci == a->nvmlDeviceGetPciInfo_v3 ? (int)sizeof p.busId
+                                                       : (int)sizeof p.busIdLegacy,
+                     bus);
+        } else {
+            note_health(g, r);
+        }
+    }
+
+    unsigned cur_mig = 0, pend_mig = 0;
+    if (a->nvmlDeviceGetMigMode && !gpu_lost(g) &&
+        a->nvmlDeviceGetMigMode(dev, &cur_mig, &pend_mig) == NVML_SUCCESS)
+        g->mig_enabled = cur_mig == NVML_DEVICE_MIG_ENABLE;
+
+    nvmlUtilization_t u;
+    if (a->nvmlDeviceGetUtilizationRates && !gpu_lost(g)) {
+        r = a->nvmlDeviceGetUtilizationRates(dev, &u);
+        if (field_result(g, GPU_F_GPU_UTIL, r) && field_result(g, GPU_F_MEM_UTIL, r)) {
+            g->gpu_util_pct = u.gpu;
+            g->mem_util_pct = u.memory;
+        }
+    }
+    if (!gpu_lost(g))
+        sample_memory(a, dev, g);
+    if (!gpu_lost(g))
+        sample_temperature(a, dev, g);
+    sample_power(a, dev, g);
+
+    unsigned v;
+    if (a->nvmlDeviceGetPcieThroughput && !gpu_lost(g) &&
+        field_result(g, GPU_F_PCIE_TX,
+                     a->nvmlDeviceGetPcieThroughput(dev, NVML_PCIE_UTIL_TX_BYTES, &v)))
+        g->pcie_tx_bytes_per_s = (uint64_t)v * 1024u; /* NVML: KB/s, taken as KiB/s */
+    if (a->nvmlDeviceGetPcieThroughput && !gpu_lost(g) &&
+        field_result(g, GPU_F_PCIE_RX,
+                     a->nvmlDeviceGetPcieThroughput(dev, NVML_PCIE_UTIL_RX_BYTES, &v)))
+        g->pcie_rx_bytes_per_s = (uint64_t)v * 1024u;
+    if (a->nvmlDeviceGetClockInfo && !gpu_lost(g) &&
+        field_result(g, GPU_F_SM_CLOCK, a->nvmlDeviceGetClockInfo(dev, NVML_CLOCK_SM, &v)))
+        g->sm_clock_mhz = v;
+
+    nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long *) =
+        a->nvmlDeviceGetCurrentClocksEventReasons ? a->nvmlDeviceGetCurrentClocksEventReasons
+                                                  : a->nvmlDeviceGetCurrentClocksThrottleReasons;
+    unsigned long long bits;
+    if (reasons && !gpu_lost(g) && field_result(g, GPU_F_CLOCK_EVENT_REASONS, reasons(dev, &bits)))
+        g->clock_event_reasons = bits;
+
+    sample_nvlink(c, dev, g, st);
+    sample_gpm(c, dev, g, st, now);
+
+    unsigned nmig = 0;
+    if (g->mig_enabled && !gpu_lost(g))
+        nmig = sample_mig(c, dev, g, st, now, mig_out, mig_room);
+
+    if (gpu_lost(g)) {
+        /* Whatever was read before the loss is not to be trusted. */
+        g->valid = 0;
+        for (int f = 0; f < GPU_F_COUNT; f++)
+            if (g->field_error[f] == 0)
+                g->field_error[f] = NVML_ERROR_GPU_IS_LOST;
+        gpu_state_reset(a, st);
+        snprintf(st->uuid, sizeof st->uuid, "%s", g->uuid);
+        nmig = 0;
+    }
+    return nmig;
+}
+
+/* ---- the sweep ----------------------------------------------------------- */
+
+int nvml_collector_sample(nvml_collector_t *c, mono_ns_t now, snapshot_t **out) {
+    const nvml_api_t *a = c->api;
+    mono_ns_t t0 = clock_mono_now();
+    char why[256];
+    c->wants_second = false;
+    *out = NULL;
+
+    nvmlReturn_t r = ensure_init(c, now, why, sizeof why);
+    snapshot_t *s = NULL;
+    if (r != NVML_SUCCESS) {
+        s = down_snapshot(c, (int)r, "%s", why);
+    } else {
+        unsigned count = 0;
+        const char *which = a->nvmlDeviceGetCount_v2 ? "nvmlDeviceGetCount_v2" : "nvmlDeviceGetCount";
+        r = a->nvmlDeviceGetCount_v2 ? a->nvmlDeviceGetCount_v2(&count)
+                                     : a->nvmlDeviceGetCount(&count);
+        if (r != NVML_SUCCESS) {
+            s = down_snapshot(c, (int)r, "%s: %s (%s)", which, nvml_code_name((int)r),
+                              nvml_error_text(c, r));
+            /* Start over: shut down and re-initialise (with backoff). */
+            collector_shutdown(c);
+            c->next_init_at = clock_add_sat(now, c->init_backoff_ns);
+        } else {
+            if (count > COLLECTOR_MAX_GPUS) {
+                LOG_WARN(c->log, "node reports %u GPUs; sampling the first %u", count,
+                         COLLECTOR_MAX_GPUS);
+                count = COLLECTOR_MAX_GPUS;
+            }
+            unsigned nmig = 0;
+            const unsigned mig_room_total = COLLECTOR_MAX_GPUS * COLLECTOR_MAX_MIG_PER_GPU;
+            for (unsigned i = 0; i < count; i++) {
+                unsigned got = sample_gpu(c, i, &c->gpus[i], now, &c->migs[nmig],
+                                          mig_room_total - nmig);
+                c->gpus[i].mig_first = nmig;
+                c->gpus[i].mig_count = got;
+                nmig += got;
+            }
+            s = snapshot_new(count, nmig);
+            if (s) {
+                if (count)
+                    memcpy(s->gpus, c->gpus, count * sizeof *s->gpus);
+                if (nmig)
+                    memcpy(s->mig, c->migs, nmig * sizeof *s->mig);
+                snprintf(s->driver_version, sizeof s->driver_version, "%s", c->driver_version);
+            }
+        }
+    }
+    if (!s)
+        return KGS_ENOMEM;
+    snprintf(s->node_name, sizeof s->node_name, "%s", c->node_name);
+    s->seq = ++c->seq;
+    s->taken_mono = clock_mono_now();
+    s->taken_wall_ms = clock_wall_ms();
+    s->sample_duration_ns = s->taken_mono - t0;
+    *out = s;
+    return 0;
+}

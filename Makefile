@@ -1,0 +1,58 @@
+# The user interface of this repository. On a fresh Debian 12 machine:
+#   make run    install what is missing, build, start on the simulated GPU node
+#   make test   install what is missing, build twice (release -Werror, ASan+UBSan), run every test
+# Also: make build, make bench, make fuzz [FUZZ_SECONDS=N], make format, make clean.
+
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+RELEASE_DIR := build/release
+ASAN_DIR := build/asan
+FUZZ_DIR := build/fuzz
+SCENARIO ?= sim/scenarios/inference-burst.json
+INTERVAL ?= 1s
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps build build-asan run test bench fuzz format format-check clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+$(RELEASE_DIR)/CMakeCache.txt:
+	cmake -S . -B $(RELEASE_DIR) -DCMAKE_BUILD_TYPE=Release -DKGS_WERROR=ON >/dev/null
+
+$(ASAN_DIR)/CMakeCache.txt:
+	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DKGS_SANITIZE=ON -DKGS_WERROR=ON >/dev/null
+
+build: deps $(RELEASE_DIR)/CMakeCache.txt
+	cmake --build $(RELEASE_DIR) -j $(JOBS)
+
+build-asan: deps $(ASAN_DIR)/CMakeCache.txt
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+
+# The live table of the simulated node (Ctrl-C to stop). Later the server.
+run: build
+	NVML_SIM_SCENARIO=$(CURDIR)/$(SCENARIO) \
+	  $(RELEASE_DIR)/src/cli/gpu-metrics --nvml-library $(RELEASE_DIR)/sim/libnvml-sim.so \
+	  --interval $(INTERVAL)
+
+test: build build-asan
+	@scripts/run-tests $(RELEASE_DIR) $(ASAN_DIR)
+
+bench: build
+	@bench/run-all $(RELEASE_DIR)
+
+fuzz: deps
+	@scripts/install-deps fuzz
+	CC=clang cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGS_FUZZ=ON >/dev/null
+	cmake --build $(FUZZ_DIR) -j $(JOBS)
+	@scripts/run-fuzz $(FUZZ_DIR) $(FUZZ_SECONDS)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build

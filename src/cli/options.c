@@ -1,0 +1,176 @@
+#include "cli/options.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/duration.h"
+#include "core/err.h"
+
+const char cli_usage_text[] =
+    "Usage: gpu-metrics [flags]\n"
+    "\n"
+    "Print NVIDIA GPU metrics (read through NVML) on bare metal, SLURM, Flux,\n"
+    "Kubernetes and containers, in one schema for every output format.\n"
+    "\n"
+    "Flags:\n"
+    "  --format table|json|jsonl|csv  output format (default table); jsonl is one\n"
+    "                                 compact JSON object per line per sample\n"
+    "  --interval DURATION            sample every DURATION (500ms, 5s, 1m);\n"
+    "                                 0 = one sample and exit (default 0);\n"
+    "                                 at least 100ms otherwise\n"
+    "  --count N                      stop after N samples (needs --interval)\n"
+    "  --device LIST                  only these GPUs: NVML indexes (0,1), GPU-<uuid>\n"
+    "                                 or a unique prefix, MIG-<uuid>, all, none;\n"
+    "                                 overrides the scheduler's list; -1 = all\n"
+    "  --env auto|k8s|kubernetes|slurm|flux|standalone\n"
+    "                                 environment to report (default auto:\n"
+    "                                 SLURM, then Flux, then Kubernetes)\n"
+    "  --output FILE                  write to FILE instead of stdout; %j = job id,\n"
+    "                                 %n = node name, %t = task rank, %% = %\n"
+    "  --nvml-library PATH            NVML library to load (default\n"
+    "                                 libnvidia-ml.so.1 from the library path)\n"
+    "  --quiet                        no warnings on stderr\n"
+    "  --dry-run                      print what would be collected; no NVML\n"
+    "  --version                      print the version and exit\n"
+    "  --help                         this text\n"
+    "\n"
+    "GPU restriction: without --device, the first non-empty of SLURM_STEP_GPUS,\n"
+    "SLURM_JOB_GPUS, GPU_DEVICE_ORDINAL, CUDA_VISIBLE_DEVICES and\n"
+    "NVIDIA_VISIBLE_DEVICES selects the GPUs; an entry that matches no GPU is an\n"
+    "error, never a silent \"all GPUs\". Integers are NVML indexes (PCI bus order).\n"
+    "\n"
+    "Exit status: 0 ok; 1 NVML unavailable; 2 usage or configuration error;\n"
+    "3 a selected GPU is lost or erroring (the sample is still printed).\n"
+    "\n"
+    "Examples:\n"
+    "  gpu-metrics\n"
+    "  gpu-metrics --format jsonl --interval 5s --output gpu-%j-%n-%t.jsonl\n"
+    "  gpu-metrics --format csv --interval 1s --count 60 --device 0,1\n";
+
+/* Matches "--name", "-name", "--name=v", "-name=v". Sets *inline_value to
+ * the text after '=' or NULL. */
+static bool flag_is(const char *arg, const char *name, const char **inline_value) {
+    if (arg[0] != '-')
+        return false;
+    arg += arg[1] == '-' ? 2 : 1;
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0)
+        return false;
+    if (arg[n] == '\0') {
+        *inline_value = NULL;
+        return true;
+    }
+    if (arg[n] == '=') {
+        *inline_value = arg + n + 1;
+        return true;
+    }
+    return false;
+}
+
+static int take_value(int argc, char **argv, int *i, const char *inline_value, const char *name,
+                      const char **out, char *err, size_t errlen) {
+    if (inline_value) {
+        *out = inline_value;
+        return 0;
+    }
+    if (*i + 1 >= argc)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "flag --%s needs a value", name);
+    *out = argv[++*i];
+    return 0;
+}
+
+static int parse_bool(const char *v, const char *name, bool *out, char *err, size_t errlen) {
+    if (!v || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) {
+        *out = true;
+        return 0;
+    }
+    if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0) {
+        *out = false;
+        return 0;
+    }
+    return kgs_seterr(err, errlen, KGS_EINVAL,
+                      "invalid value \"%s\" for --%s: must be true or false", v, name);
+}
+
+int cli_options_parse(int argc, char **argv, cli_options_t *o, char *err, size_t errlen) {
+    memset(o, 0, sizeof *o);
+    o->format = OUTPUT_TABLE;
+    o->env = ENV_AUTO;
+    bool count_set = false;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *iv = NULL, *v = NULL;
+        int rc = 0;
+        char sub[256];
+        if (strcmp(a, "version") == 0 && i == 1 && argc == 2) {
+            o->version = true; /* the Go tool's bare "version" argument */
+        } else if (flag_is(a, "format", &iv)) {
+            if ((rc = take_value(argc, argv, &i, iv, "format", &v, err, errlen)))
+                return rc;
+            if (output_format_parse(v, &o->format, sub, sizeof sub))
+                return kgs_seterr(err, errlen, KGS_EINVAL, "--format: %s", sub);
+        } else if (flag_is(a, "interval", &iv)) {
+            if ((rc = take_value(argc, argv, &i, iv, "interval", &v, err, errlen)))
+                return rc;
+            if (duration_parse_ns(v, &o->interval_ns, sub, sizeof sub))
+                return kgs_seterr(err, errlen, KGS_EINVAL, "--interval: %s", sub);
+            if (o->interval_ns != 0 && o->interval_ns < 100 * UINT64_C(1000000))
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "--interval %s is too short: use 0 (one sample) or at least "
+                                  "100ms",
+                                  v);
+        } else if (flag_is(a, "count", &iv)) {
+            if ((rc = take_value(argc, argv, &i, iv, "count", &v, err, errlen)))
+                return rc;
+            char *end;
+            errno = 0;
+            unsigned long long n = strtoull(v, &end, 10);
+            if (errno || end == v || *end || v[0] == '-' || n == 0)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "invalid --count \"%s\": must be a whole number >= 1", v);
+            o->count = n;
+            count_set = true;
+        } else if (flag_is(a, "device", &iv)) {
+            if ((rc = take_value(argc, argv, &i, iv, "device", &v, err, errlen)))
+                return rc;
+            o->device = strcmp(v, "-1") == 0 ? "all" : v; /* -1 was "all" in the Go tool */
+        } else if (flag_is(a, "env", &iv)) {
+            if ((rc = take_value(argc, argv, &i, iv, "env", &v, err, errlen)))
+                return rc;
+            if (env_kind_parse(v, &o->env, sub, sizeof sub))
+                return kgs_seterr(err, errlen, KGS_EINVAL, "--env: %s", sub);
+        } else if (flag_is(a, "nvml-library", &iv)) {
+            if ((rc = take_value(argc, argv, &i, iv, "nvml-library", &o->nvml_library, err,
+                                 errlen)))
+                return rc;
+        } else if (flag_is(a, "output", &iv)) {
+            if ((rc = take_value(argc, argv, &i, iv, "output", &o->output, err, errlen)))
+                return rc;
+            if (!o->output[0])
+                return kgs_seterr(err, errlen, KGS_EINVAL, "--output needs a file name");
+        } else if (flag_is(a, "quiet", &iv)) {
+            if ((rc = parse_bool(iv, "quiet", &o->quiet, err, errlen)))
+                return rc;
+        } else if (flag_is(a, "dry-run", &iv)) {
+            if ((rc = parse_bool(iv, "dry-run", &o->dry_run, err, errlen)))
+                return rc;
+        } else if (flag_is(a, "version", &iv)) {
+            o->version = true;
+        } else if (flag_is(a, "help", &iv) || flag_is(a, "h", &iv)) {
+            o->help = true;
+        } else {
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              a[0] == '-' ? "unknown flag %s (see --help)"
+                                          : "unexpected argument \"%s\" (see --help)",
+                              a);
+        }
+    }
+    if (count_set && o->interval_ns == 0 && o->count > 1)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "--count %llu needs --interval (without it gpu-metrics takes one "
+                          "sample)",
+                          (unsigned long long)o->count);
+    return 0;
+}

@@ -1,0 +1,58 @@
+/*
+ * sampler.h - the sampler thread: sweeps NVML on a fixed cadence and
+ * publishes each snapshot for lock-short, NVML-free reading.
+ *
+ * Readers (any thread) call sampler_current() and get a reference to the
+ * latest snapshot; that takes a mutex held only for a pointer copy and a
+ * refcount increment, never across an NVML call, so a hung driver call can
+ * delay the *next* snapshot but never a reader.
+ */
+#ifndef KGS_NVML_SAMPLER_H
+#define KGS_NVML_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/log.h"
+#include "core/snapshot.h"
+#include "nvml/collector.h"
+
+#define SAMPLER_MIN_INTERVAL_NS (100 * NS_PER_MS)
+#define SAMPLER_DEFAULT_INTERVAL_NS (1 * NS_PER_SEC)
+
+typedef struct sampler sampler_t;
+
+typedef struct {
+    uint64_t interval_ns; /* >= SAMPLER_MIN_INTERVAL_NS */
+    /* Called on the sampler thread after each publish (e.g. to write an
+     * eventfd that wakes the event loop). May be NULL. Must not block. */
+    void (*on_publish)(void *user_data);
+    void *user_data;
+    const logger_t *log; /* borrowed; may be NULL */
+} sampler_opts_t;
+
+/*
+ * Starts the thread. `collector` is taken: the sampler owns it from now on
+ * (even on failure) and frees it in sampler_stop(). The first sweep starts
+ * at once. Returns 0, KGS_EINVAL (interval below the minimum; message says
+ * so), or KGS_ENOMEM / KGS_EIO (thread creation failed).
+ */
+int sampler_start(nvml_collector_t *collector, const sampler_opts_t *opts, sampler_t **out,
+                  char *err, size_t errlen);
+
+/* The latest snapshot (returned: one reference, release with
+ * snapshot_unref), or NULL before the first sweep finished. Any thread. */
+snapshot_t *sampler_current(sampler_t *s);
+
+/* Waits until a snapshot with seq > `after_seq` is published or `timeout_ns`
+ * passes. Returns that snapshot (a reference) or NULL on timeout. */
+snapshot_t *sampler_wait_newer(sampler_t *s, uint64_t after_seq, uint64_t timeout_ns);
+
+/* Sweeps that took longer than the interval (each skipped its next tick). */
+uint64_t sampler_overruns(sampler_t *s);
+
+/* Stops and joins the thread (waits for a sweep in progress), frees the
+ * collector and the last snapshot. NULL does nothing. */
+void sampler_stop(sampler_t *s);
+
+#endif

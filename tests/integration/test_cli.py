@@ -1,0 +1,449 @@
+#!/usr/bin/env python3
+"""gpu-metrics end to end: the real binary, the real NVML loader, the NVML
+stand-in (libnvml-sim.so) driven by scenario files.
+
+Environment (set by CTest): GPU_METRICS, NVML_SIM_LIBRARY, KGS_SOURCE_DIR.
+"""
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+GPU_METRICS = os.environ["GPU_METRICS"]
+SIM = os.environ["NVML_SIM_LIBRARY"]
+SRC = os.environ["KGS_SOURCE_DIR"]
+SCENARIOS = os.path.join(SRC, "sim", "scenarios")
+
+H100 = {
+    "name": "NVIDIA H100 80GB HBM3",
+    "memory_total_bytes": 85520809984,
+    "power_limit_mw": 700000,
+    "gpm_supported": True,
+    "nvlink_links": 18,
+}
+
+
+def device(i, **values):
+    d = dict(H100)
+    d["uuid"] = "GPU-%08x-1111-2222-3333-44445555666%d" % (0xABC00000 + i, i)
+    d["pci_bus_id"] = "00000000:%02X:00.0" % (0x17 + i)
+    v = {
+        "gpu_util": 10 * (i + 1),
+        "mem_util": 5,
+        "memory_used_bytes": 1073741824 * (i + 1),
+        "memory_reserved_bytes": 536870912,
+        "temperature_c": 40 + i,
+        "power_mw": 100000 + 1000 * i,
+        "sm_clock_mhz": 1980,
+        "clock_event_reasons": 1,
+        "pcie_tx_kbps": 1000,
+        "pcie_rx_kbps": 2000,
+        "nvlink_tx_kib_per_s": 1024,
+        "nvlink_rx_kib_per_s": 2048,
+        "sm_active": 25.0,
+        "sm_occupancy": 12.5,
+        "dram_bw_util": 7.0,
+    }
+    v.update(values)
+    d["values"] = v
+    return d
+
+
+class Sim:
+    """A scenario file the stand-in reads; rewrite() steers it live."""
+
+    def __init__(self, scenario):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "scenario.json")
+        self.rewrite(scenario)
+
+    def rewrite(self, scenario):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(scenario, f)
+        os.replace(tmp, self.path)
+
+    def close(self):
+        self.dir.cleanup()
+
+
+def run(args, scenario_path=None, env_extra=None, timeout=30, library=SIM):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    # ASan's options must survive the clean environment.
+    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        if k in os.environ:
+            env[k] = os.environ[k]
+    if scenario_path:
+        env["NVML_SIM_SCENARIO"] = scenario_path
+    if env_extra:
+        env.update(env_extra)
+    cmd = [GPU_METRICS]
+    if library:
+        cmd += ["--nvml-library", library]
+    cmd += args
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def shipped(name):
+    return os.path.join(SCENARIOS, name + ".json")
+
+
+class OneShotJson(unittest.TestCase):
+    def setUp(self):
+        self.sim = Sim({"driver_version": "560.35.03", "devices": [device(0), device(1)]})
+
+    def tearDown(self):
+        self.sim.close()
+
+    def test_json_has_schema_units_and_values(self):
+        r = run(["--format", "json"], self.sim.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["schema_version"], 1)
+        self.assertEqual(doc["driver_version"], "560.35.03")
+        self.assertRegex(doc["collected_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertEqual(doc["environment"]["orchestrator"], "standalone")
+        devs = doc["devices"]
+        self.assertEqual(len(devs), 2)
+        d0, d1 = devs
+        self.assertEqual(d0["index"], 0)
+        self.assertEqual(d0["name"], "NVIDIA H100 80GB HBM3")
+        self.assertEqual(d0["health"], "ok")
+        self.assertEqual(d0["gpu_utilization_percent"], 10)
+        self.assertEqual(d1["gpu_utilization_percent"], 20)
+        self.assertEqual(d1["memory_used_bytes"], 2 * 1073741824)
+        self.assertEqual(d0["memory_total_bytes"], 85520809984)
+        self.assertEqual(d0["memory_reserved_bytes"], 536870912)
+        self.assertAlmostEqual(d1["power_draw_watts"], 101.0)
+        self.assertAlmostEqual(d0["power_limit_watts"], 700.0)
+        self.assertEqual(d0["temperature_celsius"], 40)
+        self.assertEqual(d0["pcie_tx_bytes_per_second"], 1000 * 1024)
+        self.assertEqual(d0["sm_clock_mhz"], 1980)
+        self.assertEqual(d0["clock_event_reasons"], ["gpu_idle"])
+        self.assertAlmostEqual(d0["memory_used_percent"], 100.0 * 1073741824 / 85520809984, 6)
+        # Rates need two readings: the one-shot CLI takes them 150 ms apart.
+        self.assertIsNotNone(d0["nvlink_tx_bytes_per_second"])
+        self.assertAlmostEqual(d0["nvlink_tx_bytes_per_second"], 1024 * 1024, delta=1024 * 1024 * 0.2)
+        self.assertAlmostEqual(d0["sm_active_percent"], 25.0)
+        self.assertAlmostEqual(d0["dram_bandwidth_utilization_percent"], 7.0)
+        self.assertFalse(d0["mig_enabled"])
+        self.assertEqual(d0["mig_instances"], [])
+
+    def test_absent_fields_are_null_not_zero(self):
+        d = device(0)
+        for k in ("temperature_c", "sm_active", "sm_occupancy", "dram_bw_util", "power_mw"):
+            del d["values"][k]
+        d["gpm_supported"] = False
+        self.sim.rewrite({"devices": [d]})
+        r = run(["--format", "json"], self.sim.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = json.loads(r.stdout)["devices"][0]
+        for k in ("temperature_celsius", "power_draw_watts", "sm_active_percent",
+                  "sm_occupancy_percent", "dram_bandwidth_utilization_percent"):
+            self.assertIn(k, g)
+            self.assertIsNone(g[k], k)
+        self.assertEqual(g["health"], "ok")  # NOT_SUPPORTED is not a sickness
+        self.assertIsNone(json.loads(r.stdout)["driver_version"])
+
+    def test_field_error_other_than_not_supported_is_reported(self):
+        d = device(0)
+        d["errors"] = {"nvmlDeviceGetTemperatureV": "UNKNOWN", "nvmlDeviceGetTemperature": "UNKNOWN"}
+        self.sim.rewrite({"devices": [d]})
+        r = run(["--format", "json"], self.sim.path)
+        self.assertEqual(r.returncode, 3, r.stderr)  # an erroring GPU
+        g = json.loads(r.stdout)["devices"][0]
+        self.assertIsNone(g["temperature_celsius"])
+        self.assertEqual(g["field_errors"].get("temperature_celsius"), "UNKNOWN")
+        self.assertEqual(g["health"], "error")
+
+
+class Scenarios(unittest.TestCase):
+    """Every shipped scenario loads and reports what it describes."""
+
+    def load(self, name, args=("--format", "json")):
+        r = run(list(args), shipped(name))
+        return r, (json.loads(r.stdout) if r.stdout.strip().startswith("{") else None)
+
+    def test_idle_4xh100(self):
+        r, doc = self.load("idle-4xh100")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(doc["devices"]), 4)
+        uuids = {d["uuid"] for d in doc["devices"]}
+        self.assertEqual(len(uuids), 4)
+        for d in doc["devices"]:
+            self.assertIn("H100", d["name"])
+            self.assertEqual(d["gpu_utilization_percent"], 0)
+            self.assertIsNotNone(d["sm_active_percent"])  # Hopper: GPM present
+            self.assertEqual(d["health"], "ok")
+
+    def test_inference_burst_changes_over_time(self):
+        r, doc = self.load("inference-burst")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(doc["devices"]), 2)
+
+    def test_mig_a100_nests_instances_with_profiles_and_no_fake_utilisation(self):
+        r, doc = self.load("mig-a100")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        mig_gpus = [d for d in doc["devices"] if d["mig_enabled"]]
+        self.assertEqual(len(mig_gpus), 1)
+        g = mig_gpus[0]
+        profiles = sorted(m["profile"] for m in g["mig_instances"])
+        self.assertEqual(profiles, ["1g.10gb", "2g.20gb", "3g.40gb"])
+        # NVML reports no utilisation on MIG-enabled GPUs: absent, not 0.
+        self.assertIsNone(g["gpu_utilization_percent"])
+        for m in g["mig_instances"]:
+            self.assertTrue(m["uuid"].startswith("MIG-"))
+            self.assertIsNotNone(m["memory_total_bytes"])
+            self.assertIsNone(m["sm_active_percent"])  # A100: no GPM
+            self.assertIsNotNone(m["gpu_instance_id"])
+
+    def test_gpu_lost_after_start(self):
+        # The shipped scenario loses GPU 1 at 5 s; a one-shot run sees it healthy.
+        r, doc = self.load("gpu-lost")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(doc["devices"]), 2)
+
+    def test_old_driver_reports_absent_for_missing_symbols(self):
+        r, doc = self.load("old-driver")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d = doc["devices"][0]
+        self.assertIsNone(d["memory_reserved_bytes"])  # only nvmlDeviceGetMemoryInfo_v2 has it
+        self.assertIsNotNone(d["memory_used_bytes"])  # v1 fallback
+        self.assertIsNotNone(d["temperature_celsius"])  # GetTemperature fallback
+        self.assertIsNone(d["sm_active_percent"])  # no GPM symbols
+        self.assertEqual(d["health"], "ok")
+
+
+class GpuLostMidRun(unittest.TestCase):
+    def test_gpu_lost_mid_run_turns_health_lost_and_exit_3(self):
+        d1 = device(1)
+        d1["error_timeline"] = [{"at_s": 0.6, "call": "*", "error": "GPU_IS_LOST"}]
+        sim = Sim({"devices": [device(0), d1]})
+        try:
+            r = run(["--format", "jsonl", "--interval", "200ms", "--count", "8"], sim.path)
+            lines = [json.loads(l) for l in r.stdout.splitlines()]
+            self.assertEqual(len(lines), 8)
+            first, last = lines[0]["devices"], lines[-1]["devices"]
+            self.assertEqual(first[1]["health"], "ok")
+            self.assertEqual(last[1]["health"], "lost")
+            self.assertEqual(last[1]["health_error"], "GPU_IS_LOST")
+            # A lost GPU's values are unknown, not 0.
+            self.assertIsNone(last[1]["gpu_utilization_percent"])
+            self.assertIsNone(last[1]["memory_used_bytes"])
+            self.assertEqual(last[0]["health"], "ok")
+            self.assertEqual(r.returncode, 3, r.stderr)
+        finally:
+            sim.close()
+
+    def test_selecting_only_the_healthy_gpu_exits_0(self):
+        d1 = device(1)
+        d1["errors"] = {"nvmlDeviceGetUUID": "GPU_IS_LOST"}
+        d1["error_timeline"] = [{"at_s": 0, "call": "*", "error": "GPU_IS_LOST"}]
+        sim = Sim({"devices": [device(0), d1]})
+        try:
+            r = run(["--format", "json"], sim.path)
+            self.assertEqual(r.returncode, 3)
+            r = run(["--format", "json", "--device", "0"], sim.path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual([d["index"] for d in json.loads(r.stdout)["devices"]], [0])
+        finally:
+            sim.close()
+
+
+class Formats(unittest.TestCase):
+    def setUp(self):
+        d = device(0)
+        d["name"] = "NVIDIA H100, \"special\" edition"
+        self.sim = Sim({"devices": [d, device(1)]})
+
+    def tearDown(self):
+        self.sim.close()
+
+    def test_jsonl_is_one_compact_object_per_line(self):
+        r = run(["--format", "jsonl", "--interval", "200ms", "--count", "3"], self.sim.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(len(lines), 3)
+        seen = set()
+        for l in lines:
+            doc = json.loads(l)
+            self.assertEqual(len(doc["devices"]), 2)
+            seen.add(doc["collected_at"])
+        self.assertEqual(len(seen), 3)
+
+    def test_csv_header_once_and_every_row_the_same_width(self):
+        r = run(["--format", "csv", "--interval", "200ms", "--count", "3"], self.sim.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = list(csv.reader(io.StringIO(r.stdout)))
+        header = rows[0]
+        self.assertEqual(sum(1 for row in rows if row == header), 1)
+        self.assertEqual(len(rows), 1 + 3 * 2)
+        for row in rows[1:]:
+            self.assertEqual(len(row), len(header))
+        names = {row[header.index("name")] for row in rows[1:]}
+        self.assertIn("NVIDIA H100, \"special\" edition", names)
+        self.assertIn("gpu_utilization_percent", header)
+
+    def test_table_shows_every_gpu_with_units(self):
+        r = run([], self.sim.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("Environment", r.stdout)
+        self.assertEqual(len(re.findall(r"^\s*[01]\s", r.stdout, re.M)), 2, r.stdout)
+
+    def test_output_file_template_expands_job_node_and_rank(self):
+        with tempfile.TemporaryDirectory() as d:
+            tmpl = os.path.join(d, "gpu-%j-%n-%t.jsonl")
+            r = run(["--format", "jsonl", "--output", tmpl], self.sim.path,
+                    {"SLURM_JOB_ID": "4242", "SLURMD_NODENAME": "gpu-a07", "SLURM_PROCID": "3"})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            path = os.path.join(d, "gpu-4242-gpu-a07-3.jsonl")
+            self.assertTrue(os.path.exists(path), os.listdir(d))
+            doc = json.loads(open(path).read())
+            self.assertEqual(doc["environment"]["orchestrator"], "slurm")
+            self.assertEqual(doc["environment"]["job_id"], "4242")
+            self.assertEqual(doc["environment"]["task_rank"], 3)
+            self.assertEqual(doc["environment"]["node"], "gpu-a07")
+            self.assertEqual(r.stdout, "")
+
+
+class Selection(unittest.TestCase):
+    def setUp(self):
+        self.sim = Sim({"devices": [device(i) for i in range(4)]})
+
+    def tearDown(self):
+        self.sim.close()
+
+    def indexes(self, r):
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return [d["index"] for d in json.loads(r.stdout)["devices"]]
+
+    def test_slurm_step_gpus_restricts_devices(self):
+        r = run(["--format", "json"], self.sim.path,
+                {"SLURM_JOB_ID": "1", "SLURM_STEP_GPUS": "1,3", "CUDA_VISIBLE_DEVICES": "0"})
+        self.assertEqual(self.indexes(r), [1, 3])
+
+    def test_gpu_uuid_prefix_selects_one_gpu(self):
+        uuid2 = device(2)["uuid"]
+        r = run(["--format", "json"], self.sim.path, {"CUDA_VISIBLE_DEVICES": uuid2[:14]})
+        self.assertEqual(self.indexes(r), [2])
+
+    def test_nvidia_visible_devices_all(self):
+        r = run(["--format", "json"], self.sim.path, {"NVIDIA_VISIBLE_DEVICES": "all"})
+        self.assertEqual(self.indexes(r), [0, 1, 2, 3])
+
+    def test_unknown_entry_is_an_error_naming_it_never_all_gpus(self):
+        r = run(["--format", "json"], self.sim.path, {"CUDA_VISIBLE_DEVICES": "GPU-deadbeef"})
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("GPU-deadbeef", r.stderr)
+        self.assertIn("CUDA_VISIBLE_DEVICES", r.stderr)
+        self.assertEqual(r.stdout, "")
+
+    def test_device_flag_overrides_environment(self):
+        r = run(["--format", "json", "--device", "2"], self.sim.path, {"CUDA_VISIBLE_DEVICES": "0"})
+        self.assertEqual(self.indexes(r), [2])
+
+    def test_device_out_of_range(self):
+        r = run(["--format", "json", "--device", "7"], self.sim.path)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("7", r.stderr)
+
+
+class Usage(unittest.TestCase):
+    def test_unknown_format_is_exit_2_naming_valid_values(self):
+        r = run(["--format", "xml"], None)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("xml", r.stderr)
+        for v in ("table", "json", "jsonl", "csv"):
+            self.assertIn(v, r.stderr)
+
+    def test_unknown_env_is_exit_2(self):
+        r = run(["--env", "pbs"], None)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("pbs", r.stderr)
+
+    def test_interval_below_100ms_is_rejected(self):
+        r = run(["--interval", "50ms"], None)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("100ms", r.stderr)
+
+    def test_bad_duration_is_rejected(self):
+        r = run(["--interval", "5"], None)
+        self.assertEqual(r.returncode, 2)
+
+    def test_unknown_flag(self):
+        r = run(["--colour"], None)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--colour", r.stderr)
+
+    def test_help_and_version(self):
+        r = run(["--help"], None)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--format table|json|jsonl|csv", r.stdout)
+        r = run(["--version"], None)
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^gpu-metrics \d+\.\d+\.\d+ \(")
+
+    def test_dry_run_touches_no_nvml(self):
+        r = run(["--dry-run", "--format", "csv", "--interval", "5s"], None,
+                {"FLUX_JOB_ID": "f123", "FLUX_TASK_RANK": "2"},
+                library="/nonexistent/libnvidia-ml.so.1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("flux", r.stdout)
+        self.assertIn("f123", r.stdout)
+        self.assertIn("csv", r.stdout)
+
+    def test_missing_nvml_library_is_exit_1_with_hint(self):
+        r = run([], None, library="/nonexistent/libnvidia-ml.so.1")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("/nonexistent/libnvidia-ml.so.1", r.stderr)
+        self.assertIn("hint", r.stderr)
+
+    def test_nvml_init_error_is_exit_1_naming_nvml_error(self):
+        sim = Sim({"init_error": "DRIVER_NOT_LOADED", "devices": []})
+        try:
+            r = run([], sim.path)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("DRIVER_NOT_LOADED", r.stderr)
+        finally:
+            sim.close()
+
+    def test_zero_gpus_is_not_an_error(self):
+        sim = Sim({"devices": []})
+        try:
+            r = run(["--format", "json"], sim.path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["devices"], [])
+        finally:
+            sim.close()
+
+    def test_sigterm_stops_continuous_mode_promptly(self):
+        sim = Sim({"devices": [device(0)]})
+        try:
+            env = {"PATH": "/usr/bin:/bin", "NVML_SIM_SCENARIO": sim.path}
+            for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+                if k in os.environ:
+                    env[k] = os.environ[k]
+            p = subprocess.Popen([GPU_METRICS, "--nvml-library", SIM, "--format", "jsonl",
+                                  "--interval", "1s"], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            first = p.stdout.readline()
+            self.assertTrue(json.loads(first))
+            t0 = time.monotonic()
+            p.terminate()
+            p.wait(timeout=5)
+            self.assertLess(time.monotonic() - t0, 1.5)
+            self.assertEqual(p.returncode, 0)
+            p.stdout.close()
+            p.stderr.close()
+        finally:
+            sim.close()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -98,6 +98,16 @@ static int health_exit_code(const snapshot_t *s, const device_selection_t *sel) 
     return EXIT_OK;
 }
 
+static int write_sample(output_writer_t *w, FILE *out, const snapshot_t *snap,
+                        const env_info_t *env, const device_selection_t *sel) {
+    errno = 0;
+    int rc = output_write_sample(w, out, snap, env, sel);
+    if (rc != 0)
+        fprintf(stderr, "gpu-metrics: write output: %s%s%s\n", kgs_err_str(rc),
+                rc == KGS_EIO && errno ? ": " : "", rc == KGS_EIO && errno ? strerror(errno) : "");
+    return rc;
+}
+
 static void sleep_ns(uint64_t ns) {
     struct timespec ts = {.tv_sec = (time_t)(ns / NS_PER_SEC), .tv_nsec = (long)(ns % NS_PER_SEC)};
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR && !stop_requested) {
@@ -226,8 +236,7 @@ int main(int argc, char **argv) {
             exit_code = EXIT_NVML;
             goto done;
         }
-        if (output_write_sample(&writer, out, snap, &env, &sel) != 0) {
-            fprintf(stderr, "gpu-metrics: write output: %s\n", strerror(errno));
+        if (write_sample(&writer, out, snap, &env, &sel) != 0) {
             exit_code = EXIT_USAGE;
             goto done;
         }
@@ -263,8 +272,7 @@ int main(int argc, char **argv) {
         last_seq = snap->seq;
         if (live_table)
             fputs("\033[H\033[2J", out); /* redraw in place, like watch(1) */
-        if (output_write_sample(&writer, out, snap, &env, &sel) != 0) {
-            fprintf(stderr, "gpu-metrics: write output: %s\n", strerror(errno));
+        if (write_sample(&writer, out, snap, &env, &sel) != 0) {
             exit_code = EXIT_USAGE;
             goto done;
         }

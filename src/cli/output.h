@@ -33,7 +33,8 @@ void output_writer_init(output_writer_t *w, output_format_t format);
 /*
  * Writes one sample: the devices of `snap` that `sel` selects (all when sel
  * is NULL), with the environment block from `env`. Borrowed pointers.
- * Returns 0, or KGS_EIO when writing to `out` failed.
+ * Returns 0, KGS_EIO when writing to `out` failed, KGS_ENOMEM, or KGS_EINVAL
+ * (NULL argument or unknown format).
  */
 int output_write_sample(output_writer_t *w, FILE *out, const snapshot_t *snap,
                         const env_info_t *env, const device_selection_t *sel);

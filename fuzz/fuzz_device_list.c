@@ -1,4 +1,100 @@
-#include <stddef.h>
+/*
+ * fuzz_device_list.c - device_selection_resolve() on arbitrary bytes.
+ *
+ * The input, cut at its first NUL, is resolved against a fixed node of four
+ * GPUs (index 2 with two MIG instances). On success the selection must be
+ * internally consistent: every listed GPU index exists in the snapshot,
+ * every MIG slot is in range, counts fit the arrays, there are no
+ * duplicates, and "all" comes with empty lists. On failure nothing may be
+ * selected (never a fallback to all GPUs) and the message must be set.
+ */
 #include <stdint.h>
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
-int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/snapshot.h"
+#include "env/env.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Unlike assert(), also checked in release builds. */
+#define FUZZ_CHECK(c)                                                                              \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #c);              \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static snapshot_t *fuzz_node(void) {
+    static const char *const gpu[4] = {
+        "GPU-aa110000-0000-0000-0000-000000000000", "GPU-aa220000-0000-0000-0000-000000000000",
+        "GPU-bb330000-0000-0000-0000-000000000000", "GPU-cc440000-0000-0000-0000-000000000000"};
+    static const char *const mig[2] = {"MIG-1f000000-0000-0000-0000-000000000000",
+                                       "MIG-1e000000-0000-0000-0000-000000000000"};
+    snapshot_t *s = snapshot_new(4, 2);
+    if (!s)
+        abort();
+    for (unsigned i = 0; i < 4; i++) {
+        s->gpus[i].index = i;
+        snprintf(s->gpus[i].uuid, sizeof s->gpus[i].uuid, "%s", gpu[i]);
+    }
+    s->gpus[2].mig_enabled = true;
+    s->gpus[2].mig_count = 2;
+    for (unsigned m = 0; m < 2; m++) {
+        s->mig[m].parent_index = 2;
+        snprintf(s->mig[m].uuid, sizeof s->mig[m].uuid, "%s", mig[m]);
+        s->mig[m].gpu_instance_id = 1 + m;
+        s->mig[m].ids_valid = true;
+    }
+    return s;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char *list = malloc(size + 1);
+    if (!list)
+        return 0;
+    memcpy(list, data, size);
+    list[size] = '\0';
+    snapshot_t *s = fuzz_node();
+
+    device_selection_t sel;
+    char err[512];
+    err[0] = '\0';
+    int rc = device_selection_resolve("FUZZ", list, s, &sel, err, sizeof err);
+    if (rc == 0) {
+        FUZZ_CHECK(sel.gpu_count <= s->gpu_count);
+        FUZZ_CHECK(sel.mig_count <= s->mig_total);
+        if (sel.all_gpus)
+            FUZZ_CHECK(sel.gpu_count == 0 && sel.mig_count == 0);
+        for (unsigned i = 0; i < sel.gpu_count; i++) {
+            FUZZ_CHECK(snapshot_gpu_by_index(s, sel.gpu_index[i]) != NULL);
+            for (unsigned j = 0; j < i; j++)
+                FUZZ_CHECK(sel.gpu_index[j] != sel.gpu_index[i]);
+        }
+        for (unsigned i = 0; i < sel.mig_count; i++) {
+            FUZZ_CHECK(sel.mig_slot[i] < s->mig_total);
+            FUZZ_CHECK(device_selection_has_mig(&sel, s, sel.mig_slot[i]));
+            for (unsigned j = 0; j < i; j++)
+                FUZZ_CHECK(sel.mig_slot[j] != sel.mig_slot[i]);
+        }
+        for (unsigned i = 0; i < s->gpu_count; i++) {
+            if (device_selection_has_gpu(&sel, &s->gpus[i]) && !sel.all_gpus) {
+                bool listed = false;
+                for (unsigned j = 0; j < sel.gpu_count; j++)
+                    listed |= sel.gpu_index[j] == s->gpus[i].index;
+                FUZZ_CHECK(listed);
+            }
+        }
+    } else {
+        FUZZ_CHECK(rc < 0);
+        FUZZ_CHECK(!sel.all_gpus && sel.gpu_count == 0 && sel.mig_count == 0);
+        FUZZ_CHECK(err[0] != '\0');
+        FUZZ_CHECK(strlen(err) < sizeof err);
+    }
+
+    snapshot_unref(s);
+    free(list);
+    return 0;
+}

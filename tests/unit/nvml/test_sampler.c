@@ -32,7 +32,7 @@ static void write_scenario(const char *latency_json) {
             "\"uuid\": \"GPU-11111111-2222-3333-4444-555555555555\","
             "\"name\": \"NVIDIA H100 80GB HBM3\", \"pci_bus_id\": \"00000000:17:00.0\","
             "\"memory_total_bytes\": 85520809984, \"power_limit_mw\": 700000,"
-            "\"values\": {\"gpu_util\": 37, \"memory_used_bytes\": 1073741824,"
+            "\"values\": {\"gpu_util\": 37, \"mem_util\": 5, \"memory_used_bytes\": 1073741824,"
             " \"power_mw\": 312000, \"temperature_c\": 51},"
             "\"latency_ms\": {%s}}]}",
             latency_json);

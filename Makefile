@@ -45,7 +45,7 @@ bench: build
 fuzz: deps
 	@scripts/install-deps fuzz
 	CC=clang cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGS_FUZZ=ON >/dev/null
-	cmake --build $(FUZZ_DIR) -j $(JOBS)
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_all
 	@scripts/run-fuzz $(FUZZ_DIR) $(FUZZ_SECONDS)
 
 format:

@@ -111,15 +111,14 @@ PROBE(nvmlGpmQueryDeviceSupport, {
     nvmlReturn_t r = a->nvmlGpmQueryDeviceSupport(d, &s);
     return r != NVML_SUCCESS ? r : (s.isSupportedDevice ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED);
 })
-PROBE(nvmlGpmSampleGet, {
-    return a->nvmlGpmSampleGet(d, *(nvmlGpmSample_t *)scratch);
-})
+PROBE(nvmlGpmSampleGet, { return a->nvmlGpmSampleGet(d, *(nvmlGpmSample_t *)scratch); })
 
 static const struct {
     const char *name;
     probe_fn fn;
 } probes[] = {
-#define P(n) {#n, probe_##n}
+#define P(n)                                                                                       \
+    { #n, probe_##n }
     P(nvmlDeviceGetUUID),
     P(nvmlDeviceGetName),
     P(nvmlDeviceGetPciInfo_v3),

@@ -142,8 +142,8 @@ int cli_options_parse(int argc, char **argv, cli_options_t *o, char *err, size_t
             if (env_kind_parse(v, &o->env, sub, sizeof sub))
                 return kgs_seterr(err, errlen, KGS_EINVAL, "--env: %s", sub);
         } else if (flag_is(a, "nvml-library", &iv)) {
-            if ((rc = take_value(argc, argv, &i, iv, "nvml-library", &o->nvml_library, err,
-                                 errlen)))
+            if ((rc =
+                     take_value(argc, argv, &i, iv, "nvml-library", &o->nvml_library, err, errlen)))
                 return rc;
         } else if (flag_is(a, "output", &iv)) {
             if ((rc = take_value(argc, argv, &i, iv, "output", &o->output, err, errlen)))

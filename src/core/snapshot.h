@@ -134,14 +134,14 @@ typedef enum {
 
 typedef struct snapshot {
     /* read-only after publication */
-    uint64_t seq;        /* 1, 2, ... per sampler */
-    mono_ns_t taken_mono; /* when the sample finished, monotonic */
+    uint64_t seq;          /* 1, 2, ... per sampler */
+    mono_ns_t taken_mono;  /* when the sample finished, monotonic */
     int64_t taken_wall_ms; /* the same instant, Unix milliseconds (UTC) */
     uint64_t sample_duration_ns;
 
     snapshot_status_t status;
-    int nvml_code;        /* the NVML code when status is NVML_DOWN */
-    char error[256];      /* human message when status is NVML_DOWN */
+    int nvml_code;   /* the NVML code when status is NVML_DOWN */
+    char error[256]; /* human message when status is NVML_DOWN */
     char driver_version[80];
     char node_name[256];
 

@@ -13,13 +13,7 @@
 
 #include "core/snapshot.h"
 
-typedef enum {
-    ENV_AUTO = 0,
-    ENV_STANDALONE,
-    ENV_KUBERNETES,
-    ENV_SLURM,
-    ENV_FLUX
-} env_kind_t;
+typedef enum { ENV_AUTO = 0, ENV_STANDALONE, ENV_KUBERNETES, ENV_SLURM, ENV_FLUX } env_kind_t;
 
 /* Parses a --env value: auto, k8s, kubernetes, slurm, flux, standalone.
  * Returns 0, or KGS_EINVAL with a message listing the valid values. */

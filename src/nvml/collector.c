@@ -252,9 +252,8 @@ static nvmlReturn_t ensure_init(nvml_collector_t *c, mono_ns_t now, char *why, s
         c->next_init_at = clock_add_sat(now, c->init_backoff_ns);
         LOG_WARN(c->log, "NVML initialisation failed: %s; retrying in %.0f s", why,
                  (double)c->init_backoff_ns / 1e9);
-        c->init_backoff_ns = c->init_backoff_ns * 2 > INIT_BACKOFF_MAX_NS
-                                 ? INIT_BACKOFF_MAX_NS
-                                 : c->init_backoff_ns * 2;
+        c->init_backoff_ns = c->init_backoff_ns * 2 > INIT_BACKOFF_MAX_NS ? INIT_BACKOFF_MAX_NS
+                                                                          : c->init_backoff_ns * 2;
         return r;
     }
     c->initialised = true;
@@ -369,8 +368,7 @@ static bool field_value_ull(const nvmlFieldValue_t *fv, unsigned long long *out)
 }
 
 /* NVLink data throughput as a rate: KiB counters (all links) diffed. */
-static void sample_nvlink(nvml_collector_t *c, nvmlDevice_t dev, gpu_record_t *g,
-                          gpu_state_t *st) {
+static void sample_nvlink(nvml_collector_t *c, nvmlDevice_t dev, gpu_record_t *g, gpu_state_t *st) {
     const nvml_api_t *a = c->api;
     if (!a->nvmlDeviceGetFieldValues || gpu_lost(g))
         return;
@@ -493,8 +491,7 @@ static void sample_gpm(nvml_collector_t *c, nvmlDevice_t dev, gpu_record_t *g, g
             st->gpm_support = r == NVML_SUCCESS && sup.isSupportedDevice;
         }
     }
-    static const gpu_field_t fields[3] = {GPU_F_SM_ACTIVE, GPU_F_SM_OCCUPANCY,
-                                          GPU_F_DRAM_BW_UTIL};
+    static const gpu_field_t fields[3] = {GPU_F_SM_ACTIVE, GPU_F_SM_OCCUPANCY, GPU_F_DRAM_BW_UTIL};
     if (!st->gpm_support) {
         for (int i = 0; i < 3; i++)
             field_result(g, fields[i], NVML_ERROR_NOT_SUPPORTED);
@@ -583,11 +580,9 @@ static unsigned sample_mig(nvml_collector_t *c, nvmlDevice_t parent, gpu_record_
         }
         nvmlDeviceAttributes_t at;
         if (a->nvmlDeviceGetAttributes_v2 && gpu_has(g, GPU_F_MEM_TOTAL) &&
-            g->memory_total_bytes > 0 &&
-            a->nvmlDeviceGetAttributes_v2(mdev, &at) == NVML_SUCCESS &&
+            g->memory_total_bytes > 0 && a->nvmlDeviceGetAttributes_v2(mdev, &at) == NVML_SUCCESS &&
             at.gpuInstanceSliceCount > 0)
-            mig_profile_from_attributes(&at, g->memory_total_bytes, m->profile,
-                                        sizeof m->profile);
+            mig_profile_from_attributes(&at, g->memory_total_bytes, m->profile, sizeof m->profile);
         else
             mig_profile_from_name(m->name, m->profile, sizeof m->profile);
 
@@ -790,7 +785,8 @@ int nvml_collector_sample(nvml_collector_t *c, mono_ns_t now, snapshot_t **out) 
         s = down_snapshot(c, (int)r, "%s", why);
     } else {
         unsigned count = 0;
-        const char *which = a->nvmlDeviceGetCount_v2 ? "nvmlDeviceGetCount_v2" : "nvmlDeviceGetCount";
+        const char *which =
+            a->nvmlDeviceGetCount_v2 ? "nvmlDeviceGetCount_v2" : "nvmlDeviceGetCount";
         r = a->nvmlDeviceGetCount_v2 ? a->nvmlDeviceGetCount_v2(&count)
                                      : a->nvmlDeviceGetCount(&count);
         if (r != NVML_SUCCESS) {
@@ -808,8 +804,8 @@ int nvml_collector_sample(nvml_collector_t *c, mono_ns_t now, snapshot_t **out) 
             unsigned nmig = 0;
             const unsigned mig_room_total = COLLECTOR_MAX_GPUS * COLLECTOR_MAX_MIG_PER_GPU;
             for (unsigned i = 0; i < count; i++) {
-                unsigned got = sample_gpu(c, i, &c->gpus[i], now, &c->migs[nmig],
-                                          mig_room_total - nmig);
+                unsigned got =
+                    sample_gpu(c, i, &c->gpus[i], now, &c->migs[nmig], mig_room_total - nmig);
                 c->gpus[i].mig_first = nmig;
                 c->gpus[i].mig_count = got;
                 nmig += got;

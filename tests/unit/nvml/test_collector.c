@@ -395,8 +395,8 @@ int main(void) {
         cmocka_unit_test_setup(test_collector_falls_back_to_memory_v1_when_v2_rejects_version,
                                setup),
         cmocka_unit_test_setup(test_collector_not_supported_is_absent_and_healthy, setup),
-        cmocka_unit_test_setup(test_collector_hard_field_error_marks_gpu_error_and_keeps_other_fields,
-                               setup),
+        cmocka_unit_test_setup(
+            test_collector_hard_field_error_marks_gpu_error_and_keeps_other_fields, setup),
         cmocka_unit_test_setup(test_collector_lost_gpu_has_no_values_and_is_not_queried_further,
                                setup),
         cmocka_unit_test_setup(test_collector_nvlink_rate_needs_two_readings_and_survives_reset,

@@ -175,8 +175,8 @@ int main(void) {
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_sampler_slow_nvml_call_never_delays_readers, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_sampler_overrun_skips_ticks_instead_of_queueing,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sampler_overrun_skips_ticks_instead_of_queueing, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_sampler_rejects_interval_below_minimum, setup,
                                         teardown),
     };

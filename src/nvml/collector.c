@@ -45,7 +45,12 @@ typedef struct {
 
 /* What the collector remembers about the GPU at one NVML index. */
 typedef struct {
+    /* The identity last read at this index: a GPU that falls off the bus
+     * stops answering even GetUUID, and "GPU-5c1d... lost" is what an
+     * operator needs to see, not "GPU 1 (no UUID) lost". */
     char uuid[SNAPSHOT_UUID_MAX];
+    char name[SNAPSHOT_NAME_MAX];
+    char pci_bus_id[SNAPSHOT_BUSID_MAX];
     bool nvlink_prev_valid[2];
     unsigned long long nvlink_prev_kib[2];
     long long nvlink_prev_us[2];
@@ -675,7 +680,7 @@ static unsigned sample_gpu(nvml_collector_t *c, unsigned idx, gpu_record_t *g, m
     if (a->nvmlDeviceGetUUID) {
         r = a->nvmlDeviceGetUUID(dev, g->uuid, sizeof g->uuid);
         if (r != NVML_SUCCESS) {
-            g->uuid[0] = '\0';
+            snprintf(g->uuid, sizeof g->uuid, "%s", st->uuid); /* last known, or "" */
             note_health(g, r);
         }
     }
@@ -683,10 +688,15 @@ static unsigned sample_gpu(nvml_collector_t *c, unsigned idx, gpu_record_t *g, m
         gpu_state_reset(a, st);
         snprintf(st->uuid, sizeof st->uuid, "%s", g->uuid);
     }
+    snprintf(g->name, sizeof g->name, "%s", st->name);
+    snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", st->pci_bus_id);
     if (a->nvmlDeviceGetName && !gpu_lost(g)) {
-        r = a->nvmlDeviceGetName(dev, g->name, sizeof g->name);
-        if (r != NVML_SUCCESS) {
-            g->name[0] = '\0';
+        char name[SNAPSHOT_NAME_MAX];
+        r = a->nvmlDeviceGetName(dev, name, sizeof name);
+        if (r == NVML_SUCCESS) {
+            snprintf(g->name, sizeof g->name, "%s", name);
+            snprintf(st->name, sizeof st->name, "%s", name);
+        } else {
             note_health(g, r);
         }
     }
@@ -706,6 +716,7 @@ static unsigned sample_gpu(nvml_collector_t *c, unsigned idx, gpu_record_t *g, m
                      pci == a->nvmlDeviceGetPciInfo_v3 ? (int)sizeof p.busId
                                                        : (int)sizeof p.busIdLegacy,
                      bus);
+            snprintf(st->pci_bus_id, sizeof st->pci_bus_id, "%s", g->pci_bus_id);
         } else {
             note_health(g, r);
         }
@@ -763,8 +774,10 @@ static unsigned sample_gpu(nvml_collector_t *c, unsigned idx, gpu_record_t *g, m
         for (int f = 0; f < GPU_F_COUNT; f++)
             if (g->field_error[f] == 0)
                 g->field_error[f] = NVML_ERROR_GPU_IS_LOST;
-        gpu_state_reset(a, st);
+        gpu_state_reset(a, st); /* counters and GPM samples are void now */
         snprintf(st->uuid, sizeof st->uuid, "%s", g->uuid);
+        snprintf(st->name, sizeof st->name, "%s", g->name);
+        snprintf(st->pci_bus_id, sizeof st->pci_bus_id, "%s", g->pci_bus_id);
         nmig = 0;
     }
     return nmig;

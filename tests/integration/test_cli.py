@@ -232,6 +232,10 @@ class GpuLostMidRun(unittest.TestCase):
             self.assertEqual(first[1]["health"], "ok")
             self.assertEqual(last[1]["health"], "lost")
             self.assertEqual(last[1]["health_error"], "GPU_IS_LOST")
+            # Its identity is the last one read, so the operator knows which GPU it was.
+            self.assertEqual(last[1]["uuid"], d1["uuid"])
+            self.assertEqual(last[1]["name"], d1["name"])
+            self.assertEqual(last[1]["pci_bus_id"], d1["pci_bus_id"])
             # A lost GPU's values are unknown, not 0.
             self.assertIsNone(last[1]["gpu_utilization_percent"])
             self.assertIsNone(last[1]["memory_used_bytes"])

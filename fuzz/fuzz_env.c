@@ -20,16 +20,9 @@
 #include "core/err.h"
 #include "env/env.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-/* Unlike assert(), also checked in release builds. */
-#define FUZZ_CHECK(c)                                                                              \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #c);              \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ_VARS_MAX 64
 

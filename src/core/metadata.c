@@ -1,0 +1,2 @@
+/* placeholder: being written */
+typedef int kgs_placeholder_t;

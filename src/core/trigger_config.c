@@ -1,2 +1,694 @@
-/* placeholder: being written */
-typedef int kgs_placeholder_t;
+/*
+ * trigger_config.c - metadata map -> validated trigger_config_t.
+ *
+ * Resolution is the Go system's (defaults -> profile -> explicit keys), with
+ * these deliberate differences, all documented in docs/configuration.md:
+ *   - unknown keys and duplicate keys are errors ("did you mean" included);
+ *   - numbers are parsed strictly and range-checked (target >= 0.001, which
+ *     is KEDA's milli-quantity resolution; activation >= 0; poll >= 1);
+ *   - a shorthand key (targetGpuUtilization, targetMemoryUtilization) that
+ *     contradicts metricType or the profile is an error, not a silent
+ *     override;
+ *   - the default aggregation is sum (KEDA's AverageValue divides the total
+ *     by the target; a per-node max would cap replicas at ceil(100/target)).
+ *
+ * The outcome does not depend on the order of the pairs: keys are collected
+ * into one slot per known key first, and errors are reported in a fixed
+ * order (unknown keys, smallest first; duplicates; then per key in table
+ * order). The config cache relies on this to cache errors by content.
+ */
+#include "core/trigger_config.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "core/profiles.h"
+
+/* ---- names ----------------------------------------------------------------- */
+
+static const char *const metric_names[METRIC_TYPE_COUNT] = {
+    "gpu_utilization", "memory_utilization", "memory_used_mib", "memory_used_percent",
+    "temperature",     "power_draw",         "pcie_tx_kbps",    "pcie_rx_kbps",
+    "nvlink_tx_mbps",  "nvlink_rx_mbps",     "sm_active",       "sm_occupancy",
+    "dram_bandwidth",
+};
+
+/* The Go system's engine metric types: known, so the error can say why. */
+static const char *const engine_metric_names[] = {
+    "vllm_queue_depth",
+    "vllm_kv_cache_usage",
+    "triton_queue_wait_ms",
+    "triton_request_rate",
+};
+
+const char *metric_type_name(metric_type_t t) {
+    return (unsigned)t < METRIC_TYPE_COUNT ? metric_names[t] : "?";
+}
+
+static const char *const aggregation_names[] = {"sum", "max", "min", "avg", "p95", "p99"};
+#define AGG_COUNT (sizeof aggregation_names / sizeof aggregation_names[0])
+
+const char *aggregation_name(aggregation_t a) {
+    return (unsigned)a < AGG_COUNT ? aggregation_names[a] : "?";
+}
+
+/* ---- keys ------------------------------------------------------------------ */
+
+typedef enum {
+    K_PROFILE,
+    K_METRIC_NAME,
+    K_METRIC_TYPE,
+    K_TARGET_VALUE,
+    K_TARGET_GPU_UTIL,
+    K_TARGET_MEM_UTIL,
+    K_ACTIVATION,
+    K_GPU_INDEX,
+    K_AGGREGATION,
+    K_POLL,
+    K_GPU_UUID,
+    K_MIG_UUID,
+    K_MIG_PROFILE,
+    K_VLLM_ENDPOINT,
+    K_TRITON_ENDPOINT,
+    K_SCALER_ADDRESS, /* KEDA's own: accepted and ignored */
+    K_ENABLE_TLS,
+    K_UNSAFE_SSL,
+    K_COUNT
+} key_id_t;
+
+static const char *const key_names[K_COUNT] = {
+    "profile",
+    "metricName",
+    "metricType",
+    "targetValue",
+    "targetGpuUtilization",
+    "targetMemoryUtilization",
+    "activationThreshold",
+    "gpuIndex",
+    "aggregation",
+    "pollIntervalSeconds",
+    "gpuUUID",
+    "migUUID",
+    "migProfile",
+    "vllmEndpoint",
+    "tritonEndpoint",
+    "scalerAddress",
+    "enableTLS",
+    "unsafeSsl",
+};
+
+static int key_lookup(const char *p, size_t n) {
+    for (int k = 0; k < K_COUNT; k++)
+        if (metadata_slice_eq(p, n, key_names[k]))
+            return k;
+    return -1;
+}
+
+/* ---- message helpers ----------------------------------------------------- */
+
+#define QUOTE_MAX 48 /* input bytes shown before "..." */
+
+/* Writes the slice as a C-ish quoted string: "..." with \" \\ \xNN escapes,
+ * cut after QUOTE_MAX bytes. buf must hold at least QUOTE_MAX * 4 + 8. */
+static const char *quote(char *buf, size_t buflen, const char *p, size_t n) {
+    size_t o = 0;
+    buf[o++] = '"';
+    size_t shown = n < QUOTE_MAX ? n : QUOTE_MAX;
+    for (size_t i = 0; i < shown && o + 6 < buflen; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c == '"' || c == '\\') {
+            buf[o++] = '\\';
+            buf[o++] = (char)c;
+        } else if (c < 0x20 || c >= 0x7f) {
+            o += (size_t)snprintf(buf + o, buflen - o, "\\x%02x", c);
+        } else {
+            buf[o++] = (char)c;
+        }
+    }
+    buf[o++] = '"';
+    if (shown < n && o + 4 < buflen) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+#define QBUF 256
+
+static int lower(int c) {
+    return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
+}
+
+/* Case-insensitive Levenshtein distance, for keys up to 64 bytes. */
+static size_t edit_distance(const char *a, size_t an, const char *b, size_t bn) {
+    size_t row[65];
+    for (size_t j = 0; j <= bn; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= an; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= bn; j++) {
+            size_t up = row[j];
+            size_t cost = lower((unsigned char)a[i - 1]) == lower((unsigned char)b[j - 1]) ? 0 : 1;
+            size_t best = diag + cost;
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[bn];
+}
+
+static bool is_ci_prefix(const char *p, size_t n, const char *s) {
+    size_t sl = strlen(s);
+    if (n > sl)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (lower((unsigned char)p[i]) != lower((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+/* The known key closest to p, or NULL when none is close: a case-insensitive
+ * match, an edit distance of at most 2 (3 for longer keys), or a
+ * case-insensitive prefix of at least 5 characters ("pollInterval"). */
+static const char *suggest_key(const char *p, size_t n) {
+    if (n == 0 || n > 64)
+        return NULL;
+    const char *best = NULL;
+    size_t best_d = (size_t)-1;
+    for (int k = 0; k < K_COUNT; k++) {
+        size_t d = edit_distance(p, n, key_names[k], strlen(key_names[k]));
+        size_t limit = n <= 8 ? 2 : 3;
+        if (d > limit && !(n >= 5 && is_ci_prefix(p, n, key_names[k])))
+            continue;
+        if (d < best_d) {
+            best_d = d;
+            best = key_names[k];
+        }
+    }
+    return best;
+}
+
+/* ---- scalar parsers -------------------------------------------------------- */
+
+/* Strict decimal floating point: [+-]? (D+ (. D*)? | . D+) ([eE] [+-]? D+)?
+ * No whitespace, hex, inf, nan or trailing bytes. */
+static bool parse_number(const char *p, size_t n, double *out) {
+    char buf[64];
+    if (n == 0 || n >= sizeof buf)
+        return false;
+    size_t i = 0, digits = 0;
+    if (p[i] == '+' || p[i] == '-')
+        i++;
+    while (i < n && isdigit((unsigned char)p[i]))
+        i++, digits++;
+    if (i < n && p[i] == '.') {
+        i++;
+        while (i < n && isdigit((unsigned char)p[i]))
+            i++, digits++;
+    }
+    if (digits == 0)
+        return false;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        if (i < n && (p[i] == '+' || p[i] == '-'))
+            i++;
+        size_t ed = 0;
+        while (i < n && isdigit((unsigned char)p[i]))
+            i++, ed++;
+        if (ed == 0)
+            return false;
+    }
+    if (i != n)
+        return false;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    char *end = NULL;
+    double v = strtod(buf, &end); /* the grammar above leaves no locale-dependent input */
+    if (end != buf + n || !isfinite(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Strict decimal integer: [+-]? D{1,18}. */
+static bool parse_integer(const char *p, size_t n, long long *out) {
+    size_t i = 0;
+    bool neg = false;
+    if (n > 0 && (p[0] == '+' || p[0] == '-')) {
+        neg = p[0] == '-';
+        i = 1;
+    }
+    if (i == n || n - i > 18)
+        return false;
+    long long v = 0;
+    for (; i < n; i++) {
+        if (!isdigit((unsigned char)p[i]))
+            return false;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = neg ? -v : v;
+    return true;
+}
+
+/* ---- list parsers ---------------------------------------------------------- */
+
+typedef enum { LIST_GPU_UUID, LIST_MIG_UUID, LIST_MIG_PROFILE } list_kind_t;
+
+static bool uuid_char_ok(unsigned char c, bool mig) {
+    /* Old-style MIG UUIDs are "MIG-GPU-<uuid>/<gi>/<ci>". */
+    return isalnum(c) || c == '-' || (mig && c == '/');
+}
+
+static bool digits_then(const char *p, size_t n, size_t *i, char tail) {
+    size_t d = 0;
+    while (*i < n && isdigit((unsigned char)p[*i]))
+        (*i)++, d++;
+    if (d == 0 || *i >= n || p[*i] != tail)
+        return false;
+    (*i)++;
+    return true;
+}
+
+/* [Nc.]Ng.Mgb, optionally followed by a "+me" / "-me" / "+gfx" style suffix. */
+static bool mig_profile_valid(const char *p, size_t n) {
+    size_t i = 0;
+    size_t j = 0;
+    /* Optional compute-slice prefix "Nc." */
+    while (j < n && isdigit((unsigned char)p[j]))
+        j++;
+    if (j > 0 && j < n && p[j] == 'c') {
+        i = j + 1;
+        if (i >= n || p[i] != '.')
+            return false;
+        i++;
+    }
+    if (!digits_then(p, n, &i, 'g') || i >= n || p[i] != '.')
+        return false;
+    i++;
+    if (!digits_then(p, n, &i, 'g') || i >= n || p[i] != 'b')
+        return false;
+    i++;
+    if (i == n)
+        return true;
+    if (p[i] != '+' && p[i] != '-')
+        return false;
+    for (i++; i < n; i++)
+        if (!islower((unsigned char)p[i]) && !isdigit((unsigned char)p[i]) && p[i] != '.' &&
+            p[i] != '+' && p[i] != '-')
+            return false;
+    return p[n - 1] != '+' && p[n - 1] != '-' && p[n - 1] != '.';
+}
+
+static int parse_list(list_kind_t kind, const char *key, const char *p, size_t n, char *dst,
+                      size_t width, unsigned *count, char *err, size_t errlen) {
+    char q[QBUF];
+    static const char *const what[] = {
+        "a comma-separated list of GPU UUIDs like \"GPU-5c1d0a4e-...\" (nvidia-smi -L)",
+        "a comma-separated list of MIG UUIDs like \"MIG-8f3a...\" (nvidia-smi -L)",
+        "a comma-separated list of MIG profiles like \"3g.40gb\" or \"1c.3g.40gb\"",
+    };
+    *count = 0;
+    size_t i = 0;
+    for (;;) {
+        size_t start = i;
+        while (i < n && p[i] != ',')
+            i++;
+        size_t a = start, b = i;
+        while (a < b && (p[a] == ' ' || p[a] == '\t'))
+            a++;
+        while (b > a && (p[b - 1] == ' ' || p[b - 1] == '\t'))
+            b--;
+        const char *item = p + a;
+        size_t len = b - a;
+        if (len == 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: empty item; must be %s", key,
+                              quote(q, sizeof q, p, n), what[kind]);
+        if (*count == TRIGGER_MAX_UUIDS)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s: more than %d items; must be %s",
+                              key, TRIGGER_MAX_UUIDS, what[kind]);
+        bool ok = len < width;
+        if (ok && kind == LIST_MIG_PROFILE) {
+            ok = mig_profile_valid(item, len);
+        } else if (ok) {
+            const char *prefix = kind == LIST_GPU_UUID ? "GPU-" : "MIG-";
+            ok = len > 4 && memcmp(item, prefix, 4) == 0;
+            for (size_t k = 4; ok && k < len; k++)
+                ok = uuid_char_ok((unsigned char)item[k], kind == LIST_MIG_UUID);
+        }
+        if (!ok)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s item %s: must be %s", key,
+                              quote(q, sizeof q, item, len), what[kind]);
+        for (unsigned k = 0; k < *count; k++)
+            if (metadata_slice_eq(item, len, dst + k * width))
+                return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s: %s is listed twice", key,
+                                  quote(q, sizeof q, item, len));
+        memcpy(dst + *count * width, item, len);
+        dst[*count * width + len] = '\0';
+        (*count)++;
+        if (i == n)
+            return 0;
+        i++; /* skip the comma */
+    }
+}
+
+/* ---- the parser ------------------------------------------------------------ */
+
+typedef struct {
+    const char *p;
+    size_t n;
+} slice_t;
+
+static slice_t key_of(const metadata_pair_t *m) {
+    slice_t s = {m->key ? m->key : "", m->key ? m->key_len : 0};
+    return s;
+}
+
+static slice_t value_of(const metadata_pair_t *m) {
+    slice_t s = {m->value ? m->value : "", m->value ? m->value_len : 0};
+    return s;
+}
+
+static void list_profiles(char *buf, size_t len) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < profile_count() && o < len; i++) {
+        const profile_t *pr = profile_at(i);
+        if (pr->engine_metric)
+            continue;
+        int w = snprintf(buf + o, len - o, "%s%s", o ? ", " : "", pr->name);
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}
+
+static void list_metric_types(char *buf, size_t len) {
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < METRIC_TYPE_COUNT && o < len; t++) {
+        int w = snprintf(buf + o, len - o, "%s%s", o ? ", " : "", metric_names[t]);
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}
+
+static bool metric_name_valid(const char *p, size_t n) {
+    if (n == 0 || n > 127)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (!(c >= 'a' && c <= 'z') && !isdigit(c) && c != '_' && c != '-')
+            return false;
+    }
+    return true;
+}
+
+#define TARGET_MIN 0.001 /* KEDA sends targets as milli-quantities: less rounds to 0 */
+#define TARGET_MAX 1e12  /* keeps target * 1000 far inside int64 */
+#define POLL_MAX 86400
+
+static int parse_target(const char *key, slice_t v, double *out, char *err, size_t errlen) {
+    char q[QBUF];
+    double d;
+    if (!parse_number(v.p, v.n, &d))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "invalid %s %s: must be a decimal number such as \"80\" or \"0.5\"", key,
+                          quote(q, sizeof q, v.p, v.n));
+    if (!(d >= TARGET_MIN && d <= TARGET_MAX))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "invalid %s %s: must be > 0 (at least 0.001, KEDA's resolution, and at "
+                          "most 1e12); the HPA rejects a target of 0",
+                          key, quote(q, sizeof q, v.p, v.n));
+    *out = d;
+    return 0;
+}
+
+static void set_defaults(trigger_config_t *c) {
+    memset(c, 0, sizeof *c);
+    strcpy(c->metric_name, "keda_gpu_metric");
+    c->metric_type = METRIC_GPU_UTILIZATION;
+    c->target_value = 80;
+    c->activation_threshold = 0;
+    c->aggregation = AGG_SUM;
+    c->gpu_index = -1;
+    c->poll_interval_s = 10;
+}
+
+static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
+                   size_t errlen) {
+    char q[QBUF];
+    char list[512];
+    slice_t v;
+    int rc;
+
+    /* Inference-engine sources are not in this build. */
+    for (int k = K_VLLM_ENDPOINT; k <= K_TRITON_ENDPOINT; k++)
+        if (slot[k])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "metadata key \"%s\" is not supported yet: inference-engine metrics "
+                              "(vLLM, Triton) arrive in a later release; this build scales on "
+                              "NVML GPU metrics only",
+                              key_names[k]);
+
+    /* 1. profile */
+    const profile_t *prof = NULL;
+    if (slot[K_PROFILE]) {
+        v = value_of(slot[K_PROFILE]);
+        prof = profile_find(v.p, v.n);
+        list_profiles(list, sizeof list);
+        if (!prof)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "unknown profile %s: must be one of %s",
+                              quote(q, sizeof q, v.p, v.n), list);
+        if (prof->engine_metric)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "profile \"%s\" is not supported yet: it reads the inference-engine "
+                              "metric %s, and engine metrics (vLLM, Triton) arrive in a later "
+                              "release; GPU profiles: %s",
+                              prof->name, prof->engine_metric, list);
+        snprintf(c->profile, sizeof c->profile, "%s", prof->name);
+        snprintf(c->metric_name, sizeof c->metric_name, "%s", prof->metric_name);
+        c->metric_type = prof->metric_type;
+        c->target_value = prof->target;
+        c->activation_threshold = prof->activation;
+    }
+
+    /* 2. metricName */
+    if (slot[K_METRIC_NAME]) {
+        v = value_of(slot[K_METRIC_NAME]);
+        if (!metric_name_valid(v.p, v.n))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid metricName %s: must be 1-127 characters from a-z, 0-9, '_' "
+                              "and '-' (it becomes part of a Kubernetes metric name)",
+                              quote(q, sizeof q, v.p, v.n));
+        memcpy(c->metric_name, v.p, v.n);
+        c->metric_name[v.n] = '\0';
+    }
+
+    /* 3. metricType */
+    if (slot[K_METRIC_TYPE]) {
+        v = value_of(slot[K_METRIC_TYPE]);
+        int found = -1;
+        for (int t = 0; t < METRIC_TYPE_COUNT; t++)
+            if (metadata_slice_eq(v.p, v.n, metric_names[t]))
+                found = t;
+        if (found < 0) {
+            list_metric_types(list, sizeof list);
+            for (size_t e = 0; e < sizeof engine_metric_names / sizeof *engine_metric_names; e++)
+                if (metadata_slice_eq(v.p, v.n, engine_metric_names[e]))
+                    return kgs_seterr(err, errlen, KGS_EINVAL,
+                                      "metricType \"%s\" is not supported yet: inference-engine "
+                                      "metrics (vLLM, Triton) arrive in a later release; GPU "
+                                      "metric types: %s",
+                                      engine_metric_names[e], list);
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid metricType %s: must be one of %s",
+                              quote(q, sizeof q, v.p, v.n), list);
+        }
+        c->metric_type = (metric_type_t)found;
+    }
+
+    /* 4. targetValue and the shorthands */
+    const metadata_pair_t *gs = slot[K_TARGET_GPU_UTIL], *ms = slot[K_TARGET_MEM_UTIL];
+    if (gs && ms)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "targetGpuUtilization and targetMemoryUtilization are both set: use one "
+                          "(each sets metricType and targetValue)");
+    const metadata_pair_t *sh = gs ? gs : ms;
+    const char *sh_key = gs ? key_names[K_TARGET_GPU_UTIL] : key_names[K_TARGET_MEM_UTIL];
+    if (sh && slot[K_TARGET_VALUE])
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s and targetValue are both set: use one (%s is shorthand for a "
+                          "metricType plus targetValue)",
+                          sh_key, sh_key);
+    if (slot[K_TARGET_VALUE]) {
+        rc = parse_target("targetValue", value_of(slot[K_TARGET_VALUE]), &c->target_value, err,
+                          errlen);
+        if (rc)
+            return rc;
+    }
+    if (sh) {
+        metric_type_t want = gs ? METRIC_GPU_UTILIZATION : METRIC_MEMORY_USED_PERCENT;
+        if (slot[K_METRIC_TYPE] && c->metric_type != want)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s implies metricType %s, but metricType is \"%s\": drop one, or "
+                              "use targetValue with metricType",
+                              sh_key, metric_names[want], metric_names[c->metric_type]);
+        if (!slot[K_METRIC_TYPE] && prof && prof->metric_type != want)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s implies metricType %s, but profile \"%s\" uses %s: use "
+                              "targetValue to change the profile's target",
+                              sh_key, metric_names[want], prof->name,
+                              metric_names[prof->metric_type]);
+        rc = parse_target(sh_key, value_of(sh), &c->target_value, err, errlen);
+        if (rc)
+            return rc;
+        c->metric_type = want;
+    }
+
+    /* 5. activationThreshold */
+    if (slot[K_ACTIVATION]) {
+        v = value_of(slot[K_ACTIVATION]);
+        double d;
+        if (!parse_number(v.p, v.n, &d) || d < 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid activationThreshold %s: must be a finite decimal number >= "
+                              "0 (the trigger is active while the value is above it)",
+                              quote(q, sizeof q, v.p, v.n));
+        c->activation_threshold = d == 0 ? 0 : d; /* no -0 */
+    }
+
+    /* 6. gpuIndex */
+    if (slot[K_GPU_INDEX]) {
+        v = value_of(slot[K_GPU_INDEX]);
+        long long i;
+        if (!parse_integer(v.p, v.n, &i) || i < -1 || i > 65535)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid gpuIndex %s: must be -1 (all GPUs) or an NVML index from 0 "
+                              "to 65535",
+                              quote(q, sizeof q, v.p, v.n));
+        c->gpu_index = (int)i;
+    }
+
+    /* 7. aggregation */
+    if (slot[K_AGGREGATION]) {
+        v = value_of(slot[K_AGGREGATION]);
+        int found = -1;
+        for (size_t a = 0; a < AGG_COUNT; a++)
+            if (metadata_slice_eq(v.p, v.n, aggregation_names[a]))
+                found = (int)a;
+        if (found < 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid aggregation %s: must be sum, max, min, avg, p95 or p99",
+                              quote(q, sizeof q, v.p, v.n));
+        c->aggregation = (aggregation_t)found;
+    }
+
+    /* 8. pollIntervalSeconds */
+    if (slot[K_POLL]) {
+        v = value_of(slot[K_POLL]);
+        long long i;
+        if (!parse_integer(v.p, v.n, &i) || i < 1 || i > POLL_MAX)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid pollIntervalSeconds %s: must be a whole number of seconds "
+                              "from 1 to %d",
+                              quote(q, sizeof q, v.p, v.n), POLL_MAX);
+        c->poll_interval_s = (unsigned)i;
+    }
+
+    /* 9. selection lists */
+    if (slot[K_GPU_UUID]) {
+        v = value_of(slot[K_GPU_UUID]);
+        rc = parse_list(LIST_GPU_UUID, "gpuUUID", v.p, v.n, &c->gpu_uuids[0][0],
+                        sizeof c->gpu_uuids[0], &c->gpu_uuid_count, err, errlen);
+        if (rc)
+            return rc;
+    }
+    if (slot[K_MIG_UUID]) {
+        v = value_of(slot[K_MIG_UUID]);
+        rc = parse_list(LIST_MIG_UUID, "migUUID", v.p, v.n, &c->mig_uuids[0][0],
+                        sizeof c->mig_uuids[0], &c->mig_uuid_count, err, errlen);
+        if (rc)
+            return rc;
+    }
+    if (slot[K_MIG_PROFILE]) {
+        v = value_of(slot[K_MIG_PROFILE]);
+        rc = parse_list(LIST_MIG_PROFILE, "migProfile", v.p, v.n, &c->mig_profiles[0][0],
+                        sizeof c->mig_profiles[0], &c->mig_profile_count, err, errlen);
+        if (rc)
+            return rc;
+    }
+    if (c->gpu_index >= 0 && c->gpu_uuid_count > 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "gpuIndex %d and gpuUUID are both set: select GPUs by one of them",
+                          c->gpu_index);
+    if (c->mig_uuid_count > 0 && c->mig_profile_count > 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "migUUID and migProfile are both set: migUUID already names the "
+                          "instances; use one of them");
+    return 0;
+}
+
+int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_t *out, char *err,
+                         size_t errlen) {
+    char q[QBUF];
+    const metadata_pair_t *slot[K_COUNT] = {0};
+    const metadata_pair_t *unknown = NULL, *dup = NULL;
+
+    set_defaults(out);
+    if (err && errlen)
+        err[0] = '\0';
+    if (n > 0 && !pairs)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "metadata: NULL pairs");
+
+    for (size_t i = 0; i < n; i++) {
+        slice_t k = key_of(&pairs[i]);
+        int id = key_lookup(k.p, k.n);
+        if (id < 0) {
+            if (!unknown || metadata_slice_cmp(k.p, k.n, key_of(unknown).p, key_of(unknown).n) < 0)
+                unknown = &pairs[i];
+        } else if (slot[id]) {
+            if (!dup || metadata_slice_cmp(k.p, k.n, key_of(dup).p, key_of(dup).n) < 0)
+                dup = &pairs[i];
+        } else {
+            slot[id] = &pairs[i];
+        }
+    }
+
+    int rc = 0;
+    if (unknown) {
+        slice_t k = key_of(unknown);
+        const char *s = suggest_key(k.p, k.n);
+        if (s)
+            rc =
+                kgs_seterr(err, errlen, KGS_EINVAL, "unknown metadata key %s: did you mean \"%s\"?",
+                           quote(q, sizeof q, k.p, k.n), s);
+        else
+            rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                            "unknown metadata key %s: valid keys are profile, metricName, "
+                            "metricType, targetValue, targetGpuUtilization, "
+                            "targetMemoryUtilization, activationThreshold, gpuIndex, aggregation, "
+                            "pollIntervalSeconds, gpuUUID, migUUID, migProfile (and KEDA's "
+                            "scalerAddress, enableTLS, unsafeSsl)",
+                            quote(q, sizeof q, k.p, k.n));
+    } else if (dup) {
+        slice_t k = key_of(dup);
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, "duplicate metadata key %s: give it once",
+                        quote(q, sizeof q, k.p, k.n));
+    } else {
+        rc = resolve(slot, out, err, errlen);
+    }
+    if (rc != 0)
+        set_defaults(out);
+    return rc;
+}

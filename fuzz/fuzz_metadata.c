@@ -1,0 +1,122 @@
+/*
+ * fuzz_metadata.c - trigger_config_parse() and the config cache on arbitrary
+ * metadata maps.
+ *
+ * Input: lines "key=value" ('\n' separated, at most 64); a line without '='
+ * is a key with an empty value. Bytes are passed as slices, so keys and
+ * values may hold NULs and are never NUL-terminated.
+ *
+ * Checked:
+ *   - success: every invariant the evaluator and the server rely on (target
+ *     finite and >= 0.001, activation finite and >= 0, poll >= 1, metric name
+ *     charset, enums in range, lists within bounds and well-formed);
+ *   - failure: KGS_EINVAL with a non-empty message;
+ *   - the outcome (config bytes or message) is the same for the reversed
+ *     pair order;
+ *   - the cache returns the same entry for both orders, holds the same
+ *     status, and never exceeds its capacity once everything is released.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config_cache.h"
+#include "core/err.h"
+#include "core/trigger_config.h"
+
+#include "fuzz_check.h"
+
+#define MAX_PAIRS 64
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_config(const trigger_config_t *c) {
+    FUZZ_CHECK(isfinite(c->target_value) && c->target_value >= 0.001);
+    FUZZ_CHECK(isfinite(c->activation_threshold) && c->activation_threshold >= 0);
+    FUZZ_CHECK(c->poll_interval_s >= 1);
+    FUZZ_CHECK((unsigned)c->metric_type < METRIC_TYPE_COUNT);
+    FUZZ_CHECK((unsigned)c->aggregation <= AGG_P99);
+    FUZZ_CHECK(c->gpu_index >= -1);
+    size_t n = strnlen(c->metric_name, sizeof c->metric_name);
+    FUZZ_CHECK(n >= 1 && n <= 127);
+    for (size_t i = 0; i < n; i++) {
+        char ch = c->metric_name[i];
+        FUZZ_CHECK((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-');
+    }
+    FUZZ_CHECK(strnlen(c->profile, sizeof c->profile) < sizeof c->profile);
+    FUZZ_CHECK(c->gpu_uuid_count <= TRIGGER_MAX_UUIDS);
+    FUZZ_CHECK(c->mig_uuid_count <= TRIGGER_MAX_UUIDS);
+    FUZZ_CHECK(c->mig_profile_count <= TRIGGER_MAX_UUIDS);
+    for (unsigned i = 0; i < c->gpu_uuid_count; i++) {
+        FUZZ_CHECK(strnlen(c->gpu_uuids[i], 96) < 96);
+        FUZZ_CHECK(strncmp(c->gpu_uuids[i], "GPU-", 4) == 0);
+    }
+    for (unsigned i = 0; i < c->mig_uuid_count; i++) {
+        FUZZ_CHECK(strnlen(c->mig_uuids[i], 96) < 96);
+        FUZZ_CHECK(strncmp(c->mig_uuids[i], "MIG-", 4) == 0);
+    }
+    for (unsigned i = 0; i < c->mig_profile_count; i++)
+        FUZZ_CHECK(strnlen(c->mig_profiles[i], 32) < 32 && strchr(c->mig_profiles[i], 'g'));
+    FUZZ_CHECK(!(c->gpu_index >= 0 && c->gpu_uuid_count > 0));
+    FUZZ_CHECK(!(c->mig_uuid_count > 0 && c->mig_profile_count > 0));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    metadata_pair_t pairs[MAX_PAIRS], rev[MAX_PAIRS];
+    size_t n = 0;
+    const char *p = (const char *)data;
+    size_t i = 0;
+    while (i < size && n < MAX_PAIRS) {
+        size_t start = i;
+        while (i < size && p[i] != '\n')
+            i++;
+        size_t eq = start;
+        while (eq < i && p[eq] != '=')
+            eq++;
+        pairs[n].key = p + start;
+        pairs[n].key_len = eq - start;
+        pairs[n].value = eq < i ? p + eq + 1 : p + i;
+        pairs[n].value_len = eq < i ? i - eq - 1 : 0;
+        n++;
+        i++; /* the newline */
+    }
+    for (size_t k = 0; k < n; k++)
+        rev[k] = pairs[n - 1 - k];
+
+    static trigger_config_t a, b; /* large: keep them off the stack */
+    char ea[512], eb[512];
+    int ra = trigger_config_parse(pairs, n, &a, ea, sizeof ea);
+    int rb = trigger_config_parse(rev, n, &b, eb, sizeof eb);
+    FUZZ_CHECK(ra == rb);
+    if (ra == 0) {
+        check_config(&a);
+        FUZZ_CHECK(memcmp(&a, &b, sizeof a) == 0);
+    } else {
+        FUZZ_CHECK(ra == KGS_EINVAL);
+        FUZZ_CHECK(ea[0] != '\0');
+        FUZZ_CHECK(strcmp(ea, eb) == 0);
+    }
+
+    config_cache_t *cache = NULL;
+    if (config_cache_new(2, &cache) != 0)
+        return 0;
+    const config_entry_t *e1 = config_cache_acquire(cache, pairs, n);
+    const config_entry_t *e2 = config_cache_acquire(cache, rev, n);
+    const config_entry_t *e3 = config_cache_acquire(cache, pairs, n > 0 ? n - 1 : 0);
+    if (e1 && e2) {
+        FUZZ_CHECK(e1 == e2 && e1->id == e2->id);
+        FUZZ_CHECK(e1->status == ra);
+        if (ra == 0)
+            FUZZ_CHECK(memcmp(&e1->config, &a, sizeof a) == 0);
+        else
+            FUZZ_CHECK(strcmp(e1->error, ea) == 0);
+    }
+    config_cache_release(cache, e3);
+    config_cache_release(cache, e2);
+    config_cache_release(cache, e1);
+    FUZZ_CHECK(config_cache_size(cache) <= 2);
+    config_cache_free(cache);
+    return 0;
+}

@@ -1,0 +1,251 @@
+/* test_config_cache.c - one parse per distinct metadata map, shared and
+ * refcounted, with LRU eviction of unreferenced entries. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/config_cache.h"
+#include "core/err.h"
+
+#define MAXP 64
+
+typedef struct {
+    metadata_pair_t p[MAXP];
+    size_t n;
+} map_t;
+
+static map_t mk(const char *const *kv) {
+    map_t m;
+    m.n = 0;
+    for (; kv[2 * m.n]; m.n++) {
+        m.p[m.n].key = kv[2 * m.n];
+        m.p[m.n].key_len = strlen(kv[2 * m.n]);
+        m.p[m.n].value = kv[2 * m.n + 1];
+        m.p[m.n].value_len = strlen(kv[2 * m.n + 1]);
+    }
+    return m;
+}
+
+#define MAP(...) mk((const char *const[]){__VA_ARGS__, NULL})
+
+static const config_entry_t *get(config_cache_t *c, map_t m) {
+    const config_entry_t *e = config_cache_acquire(c, m.p, m.n);
+    assert_non_null(e);
+    return e;
+}
+
+static config_cache_t *new_cache(size_t cap) {
+    config_cache_t *c = NULL;
+    assert_int_equal(config_cache_new(cap, &c), 0);
+    assert_non_null(c);
+    return c;
+}
+
+static void test_config_cache_returns_the_same_entry_for_the_same_map(void **state) {
+    (void)state;
+    config_cache_t *c = new_cache(8);
+    const config_entry_t *a = get(c, MAP("profile", "batch", "targetValue", "50"));
+    const config_entry_t *b = get(c, MAP("profile", "batch", "targetValue", "50"));
+    assert_ptr_equal(a, b);
+    assert_int_equal(a->status, 0);
+    assert_string_equal(a->error, "");
+    assert_true(a->config.target_value == 50);
+    assert_int_equal(config_cache_size(c), 1);
+    config_cache_release(c, a);
+    config_cache_release(c, b);
+    assert_int_equal(config_cache_size(c), 1); /* kept for the next RPC */
+    config_cache_free(c);
+}
+
+static void test_config_cache_ignores_pair_order(void **state) {
+    (void)state;
+    config_cache_t *c = new_cache(8);
+    const config_entry_t *a =
+        get(c, MAP("profile", "batch", "targetValue", "50", "scalerAddress", "x:6000"));
+    const config_entry_t *b =
+        get(c, MAP("scalerAddress", "x:6000", "targetValue", "50", "profile", "batch"));
+    assert_ptr_equal(a, b);
+    assert_int_equal(a->id, b->id);
+    config_cache_release(c, a);
+    config_cache_release(c, b);
+    config_cache_free(c);
+}
+
+static void test_config_cache_gives_different_maps_different_ids(void **state) {
+    (void)state;
+    config_cache_t *c = new_cache(8);
+    const config_entry_t *e[5];
+    e[0] = get(c, MAP("targetValue", "50"));
+    e[1] = get(c, MAP("targetValue", "51"));
+    e[2] = get(c, MAP("targetValue", "50", "gpuIndex", "0"));
+    e[3] = get(c, MAP(NULL));
+    /* length-prefixed: "ab"="" is not "a"="b" */
+    e[4] = get(c, MAP("a", "b"));
+    const config_entry_t *f = get(c, MAP("ab", ""));
+    assert_ptr_not_equal(e[4], f);
+    for (int i = 0; i < 5; i++)
+        for (int j = i + 1; j < 5; j++)
+            assert_true(e[i]->id != e[j]->id);
+    assert_int_equal(config_cache_size(c), 6);
+    for (int i = 0; i < 5; i++)
+        config_cache_release(c, e[i]);
+    config_cache_release(c, f);
+    config_cache_free(c);
+}
+
+static void test_config_cache_compares_slices_including_nul_bytes(void **state) {
+    (void)state;
+    config_cache_t *c = new_cache(8);
+    const char v1[] = "GPU-a\0b", v2[] = "GPU-a\0c";
+    metadata_pair_t p1 = {"gpuUUID", 7, v1, 7}, p2 = {"gpuUUID", 7, v2, 7};
+    const config_entry_t *a = config_cache_acquire(c, &p1, 1);
+    const config_entry_t *b = config_cache_acquire(c, &p2, 1);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_ptr_not_equal(a, b);
+    assert_int_equal(a->status, KGS_EINVAL); /* NUL is not a UUID character */
+    config_cache_release(c, a);
+    config_cache_release(c, b);
+    config_cache_free(c);
+}
+
+static void test_config_cache_caches_errors_too(void **state) {
+    (void)state;
+    config_cache_t *c = new_cache(8);
+    const config_entry_t *a = get(c, MAP("targetvalue", "80"));
+    assert_int_equal(a->status, KGS_EINVAL);
+    assert_non_null(strstr(a->error, "did you mean \"targetValue\"?"));
+    const config_entry_t *b = get(c, MAP("targetvalue", "80"));
+    assert_ptr_equal(a, b);
+    assert_int_equal(config_cache_size(c), 1);
+    config_cache_release(c, a);
+    config_cache_release(c, b);
+    config_cache_free(c);
+}
+
+static void test_config_cache_evicts_the_least_recently_used_entry(void **state) {
+    (void)state;
+    config_cache_t *c = new_cache(2);
+    const config_entry_t *a = get(c, MAP("targetValue", "1"));
+    uint64_t id_a = a->id;
+    config_cache_release(c, a);
+    const config_entry_t *b = get(c, MAP("targetValue", "2"));
+    uint64_t id_b = b->id;
+    config_cache_release(c, b);
+    /* touch A: B becomes the least recently used */
+    a = get(c, MAP("targetValue", "1"));
+    assert_int_equal(a->id, id_a);
+    config_cache_release(c, a);
+    const config_entry_t *d = get(c, MAP("targetValue", "3"));
+    config_cache_release(c, d);
+    assert_int_equal(config_cache_size(c), 2);
+    a = get(c, MAP("targetValue", "1"));
+    assert_int_equal(a->id, id_a); /* survived */
+    config_cache_release(c, a);
+    b = get(c, MAP("targetValue", "2"));
+    assert_true(b->id != id_b); /* evicted and parsed again: a fresh id */
+    assert_true(b->id > id_b);
+    config_cache_release(c, b);
+    assert_int_equal(config_cache_size(c), 2);
+    config_cache_free(c);
+}
+
+static void test_config_cache_never_evicts_referenced_entries(void **state) {
+    (void)state;
+    config_cache_t *c = new_cache(1);
+    const config_entry_t *held[4];
+    char v[4][8];
+    for (int i = 0; i < 4; i++) {
+        snprintf(v[i], sizeof v[i], "%d", i + 1);
+        held[i] = get(c, MAP("targetValue", v[i]));
+    }
+    assert_int_equal(config_cache_size(c), 4); /* all in use: over capacity */
+    for (int i = 0; i < 4; i++)
+        assert_true(held[i]->config.target_value == i + 1); /* still valid memory */
+    const config_entry_t *again = get(c, MAP("targetValue", "1"));
+    assert_ptr_equal(again, held[0]);
+    config_cache_release(c, again);
+    for (int i = 3; i >= 1; i--) {
+        config_cache_release(c, held[i]);
+        assert_int_equal(config_cache_size(c), (size_t)i);
+    }
+    assert_int_equal(config_cache_size(c), 1);
+    config_cache_release(c, held[0]);
+    assert_int_equal(config_cache_size(c), 1);
+    config_cache_free(c);
+}
+
+static void test_config_cache_respects_capacity_over_many_maps(void **state) {
+    (void)state;
+    config_cache_t *c = new_cache(16);
+    char v[16];
+    uint64_t last = 0;
+    for (int i = 0; i < 1000; i++) {
+        snprintf(v, sizeof v, "%d", i + 1);
+        const config_entry_t *e = get(c, MAP("targetValue", v, "aggregation", "max"));
+        assert_true(e->id > last);
+        last = e->id;
+        assert_true(config_cache_size(c) <= 16);
+        config_cache_release(c, e);
+    }
+    assert_int_equal(config_cache_size(c), 16);
+    config_cache_free(c);
+}
+
+static void test_config_cache_handles_large_maps(void **state) {
+    (void)state;
+    config_cache_t *c = new_cache(4);
+    metadata_pair_t fwd[40], rev[40];
+    char keys[40][16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%02d", i);
+        fwd[i] = (metadata_pair_t){keys[i], strlen(keys[i]), "v", 1};
+        rev[39 - i] = fwd[i];
+    }
+    const config_entry_t *a = config_cache_acquire(c, fwd, 40);
+    const config_entry_t *b = config_cache_acquire(c, rev, 40);
+    assert_non_null(a);
+    assert_ptr_equal(a, b);
+    assert_int_equal(a->status, KGS_EINVAL);
+    assert_non_null(strstr(a->error, "\"k00\"")); /* the smallest unknown key */
+    config_cache_release(c, a);
+    config_cache_release(c, b);
+    config_cache_free(c);
+}
+
+static void test_config_cache_rejects_bad_arguments_quietly(void **state) {
+    (void)state;
+    config_cache_t *c = new_cache(0); /* treated as 1 */
+    assert_null(config_cache_acquire(c, NULL, 2));
+    assert_null(config_cache_acquire(NULL, NULL, 0));
+    config_cache_release(c, NULL);
+    config_cache_release(NULL, NULL);
+    assert_int_equal(config_cache_size(NULL), 0);
+    const config_entry_t *e = config_cache_acquire(c, NULL, 0);
+    assert_non_null(e);
+    assert_int_equal(e->status, 0);
+    config_cache_release(c, e);
+    config_cache_free(c);
+    config_cache_free(NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_cache_returns_the_same_entry_for_the_same_map),
+        cmocka_unit_test(test_config_cache_ignores_pair_order),
+        cmocka_unit_test(test_config_cache_gives_different_maps_different_ids),
+        cmocka_unit_test(test_config_cache_compares_slices_including_nul_bytes),
+        cmocka_unit_test(test_config_cache_caches_errors_too),
+        cmocka_unit_test(test_config_cache_evicts_the_least_recently_used_entry),
+        cmocka_unit_test(test_config_cache_never_evicts_referenced_entries),
+        cmocka_unit_test(test_config_cache_respects_capacity_over_many_maps),
+        cmocka_unit_test(test_config_cache_handles_large_maps),
+        cmocka_unit_test(test_config_cache_rejects_bad_arguments_quietly),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,531 @@
+/* test_evaluator.c - (config, snapshot, now) -> value or typed error, on
+ * hand-built snapshots. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/err.h"
+#include "core/evaluator.h"
+#include "core/trigger_config.h"
+
+#define T0 (UINT64_C(1000) * NS_PER_SEC)
+#define STALE (3 * NS_PER_SEC)
+#define MiB 1048576.0
+
+static void set_field(gpu_record_t *g, gpu_field_t f) {
+    g->valid |= 1u << f;
+}
+
+/* GPU i: every field present; gpu_util = 10 * (i + 1). */
+static void fill_gpu(gpu_record_t *g, unsigned i) {
+    memset(g, 0, sizeof *g);
+    g->index = i;
+    snprintf(g->uuid, sizeof g->uuid, "GPU-000%u", i);
+    snprintf(g->name, sizeof g->name, "NVIDIA H100 80GB HBM3");
+    for (int f = 0; f < GPU_F_COUNT; f++)
+        set_field(g, (gpu_field_t)f);
+    g->gpu_util_pct = 10 * (i + 1);
+    g->mem_util_pct = 5;
+    g->memory_used_bytes = (uint64_t)(i + 1) << 30;
+    g->memory_total_bytes = UINT64_C(8) << 30;
+    g->temperature_c = 50;
+    g->power_w = 300;
+    g->pcie_tx_bytes_per_s = 1024;
+    g->pcie_rx_bytes_per_s = 2048;
+    g->nvlink_tx_bytes_per_s = MiB;
+    g->nvlink_rx_bytes_per_s = 2 * MiB;
+    g->sm_active_pct = 20;
+    g->sm_occupancy_pct = 10;
+    g->dram_bw_util_pct = 5;
+    g->health = GPU_HEALTH_OK;
+}
+
+static snapshot_t *node(unsigned gpus, unsigned migs) {
+    snapshot_t *s = snapshot_new(gpus, migs);
+    assert_non_null(s);
+    s->taken_mono = T0;
+    s->status = SNAPSHOT_OK;
+    snprintf(s->node_name, sizeof s->node_name, "node-a");
+    for (unsigned i = 0; i < gpus; i++)
+        fill_gpu(&s->gpus[i], i);
+    return s;
+}
+
+static void fill_mig(snapshot_t *s, unsigned k, unsigned parent, const char *uuid,
+                     const char *profile, double sm_active) {
+    mig_record_t *m = &s->mig[k];
+    memset(m, 0, sizeof *m);
+    m->parent_index = parent;
+    snprintf(m->uuid, sizeof m->uuid, "%s", uuid);
+    snprintf(m->profile, sizeof m->profile, "%s", profile);
+    m->valid = (1u << GPU_F_MEM_USED) | (1u << GPU_F_MEM_TOTAL) | (1u << GPU_F_SM_ACTIVE) |
+               (1u << GPU_F_SM_OCCUPANCY) | (1u << GPU_F_DRAM_BW_UTIL);
+    m->memory_used_bytes = UINT64_C(10) << 30;
+    m->memory_total_bytes = UINT64_C(40) << 30;
+    m->sm_active_pct = sm_active;
+    m->sm_occupancy_pct = sm_active / 2;
+    m->dram_bw_util_pct = 1;
+    gpu_record_t *g = &s->gpus[parent];
+    g->mig_enabled = true;
+    if (g->mig_count++ == 0)
+        g->mig_first = k;
+    /* NVML gives no utilisation on a MIG-enabled GPU */
+    g->valid &= ~((1u << GPU_F_GPU_UTIL) | (1u << GPU_F_MEM_UTIL));
+    g->field_error[GPU_F_GPU_UTIL] = 3;
+    g->field_error[GPU_F_MEM_UTIL] = 3;
+}
+
+/* Two GPUs with MIG: GPU 0 has MIG-a (3g.40gb) and MIG-b (1c.3g.40gb),
+ * GPU 1 has MIG-c (1g.10gb); GPU 2 without MIG. */
+static snapshot_t *mig_node(void) {
+    snapshot_t *s = node(3, 3);
+    fill_mig(s, 0, 0, "MIG-aaaa", "3g.40gb", 30);
+    fill_mig(s, 1, 0, "MIG-bbbb", "1c.3g.40gb", 12);
+    fill_mig(s, 2, 1, "MIG-cccc", "1g.10gb", 50);
+    return s;
+}
+
+static trigger_config_t cfg(const char *const *kv) {
+    metadata_pair_t p[16];
+    size_t n = 0;
+    for (; kv[2 * n]; n++) {
+        p[n].key = kv[2 * n];
+        p[n].key_len = strlen(kv[2 * n]);
+        p[n].value = kv[2 * n + 1];
+        p[n].value_len = strlen(kv[2 * n + 1]);
+    }
+    trigger_config_t c;
+    char err[512];
+    if (trigger_config_parse(p, n, &c, err, sizeof err) != 0)
+        fail_msg("config: %s", err);
+    return c;
+}
+
+#define CFG(...) cfg((const char *const[]){__VA_ARGS__, NULL})
+#define CFG0() cfg((const char *const[]){NULL})
+
+static eval_result_t run(const trigger_config_t *c, const snapshot_t *s, mono_ns_t now) {
+    eval_result_t r;
+    memset(&r, 0x5a, sizeof r);
+    evaluator_run(c, s, now, STALE, &r);
+    return r;
+}
+
+static void expect_ok(eval_result_t r, double value, unsigned inputs) {
+    if (r.status != EVAL_OK)
+        fail_msg("status %d: %s", r.status, r.message);
+    if (fabs(r.value - value) > 1e-9)
+        fail_msg("value %.17g, want %.17g", r.value, value);
+    assert_int_equal(r.inputs, inputs);
+    assert_string_equal(r.message, "");
+}
+
+static void expect_err(eval_result_t r, eval_status_t st, const char *n1, const char *n2) {
+    if (r.status != st)
+        fail_msg("status %d, want %d: %s", r.status, st, r.message);
+    assert_false(r.active);
+    assert_true(r.value == 0);
+    if (n1 && !strstr(r.message, n1))
+        fail_msg("message lacks \"%s\": %s", n1, r.message);
+    if (n2 && !strstr(r.message, n2))
+        fail_msg("message lacks \"%s\": %s", n2, r.message);
+}
+
+static void test_evaluator_sums_all_gpus_by_default(void **state) {
+    (void)state;
+    snapshot_t *s = node(4, 0);
+    trigger_config_t c = CFG0();
+    eval_result_t r = run(&c, s, T0);
+    expect_ok(r, 10 + 20 + 30 + 40, 4);
+    assert_true(r.active);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_applies_the_configured_aggregation(void **state) {
+    (void)state;
+    snapshot_t *s = node(4, 0);
+    trigger_config_t c = CFG("aggregation", "max");
+    expect_ok(run(&c, s, T0), 40, 4);
+    c = CFG("aggregation", "avg");
+    expect_ok(run(&c, s, T0), 25, 4);
+    c = CFG("aggregation", "min");
+    expect_ok(run(&c, s, T0), 10, 4);
+    c = CFG("aggregation", "p95");
+    expect_ok(run(&c, s, T0), 40, 4);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_is_active_only_above_the_threshold(void **state) {
+    (void)state;
+    snapshot_t *s = node(1, 0);
+    trigger_config_t c = CFG("activationThreshold", "10");
+    eval_result_t r = run(&c, s, T0);
+    expect_ok(r, 10, 1);
+    assert_false(r.active); /* strict, as the Go system */
+    c = CFG("activationThreshold", "9.5");
+    assert_true(run(&c, s, T0).active);
+    s->gpus[0].gpu_util_pct = 0;
+    c = CFG0();
+    r = run(&c, s, T0);
+    expect_ok(r, 0, 1); /* a measured 0 is a value */
+    assert_false(r.active);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_selects_one_gpu_by_index(void **state) {
+    (void)state;
+    snapshot_t *s = node(4, 0);
+    trigger_config_t c = CFG("gpuIndex", "2");
+    expect_ok(run(&c, s, T0), 30, 1);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_rejects_gpu_index_out_of_range(void **state) {
+    (void)state;
+    snapshot_t *s = node(4, 0);
+    trigger_config_t c = CFG("gpuIndex", "9");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION,
+               "gpuIndex 9 out of range: node node-a has 4 GPUs (0-3)", NULL);
+    /* a gap in the indexes (a GPU that NVML no longer enumerates) lists them */
+    s->gpus[1].index = 7;
+    c = CFG("gpuIndex", "1");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "gpuIndex 1 not found",
+               "GPU-0001 (index 7)");
+    snapshot_unref(s);
+    s = node(1, 0);
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "has 1 GPU (0-0)", NULL);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_selects_gpus_by_uuid(void **state) {
+    (void)state;
+    snapshot_t *s = node(4, 0);
+    trigger_config_t c = CFG("gpuUUID", "GPU-0001,GPU-0003");
+    expect_ok(run(&c, s, T0), 20 + 40, 2);
+    c = CFG("gpuUUID", "GPU-0001,GPU-0009");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION,
+               "gpuUUID GPU-0009 not found on node node-a", "GPU-0000 (index 0), GPU-0001");
+    snapshot_unref(s);
+}
+
+static void test_evaluator_reports_nvml_down_as_unavailable(void **state) {
+    (void)state;
+    snapshot_t *s = node(0, 0);
+    s->status = SNAPSHOT_NVML_DOWN;
+    s->nvml_code = 9;
+    snprintf(s->error, sizeof s->error, "nvmlInit: DRIVER_NOT_LOADED");
+    trigger_config_t c = CFG0();
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "NVML unavailable on node node-a",
+               "nvmlInit: DRIVER_NOT_LOADED");
+    s->error[0] = '\0';
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "DRIVER_NOT_LOADED", NULL);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_reports_a_stale_snapshot_as_unavailable(void **state) {
+    (void)state;
+    snapshot_t *s = node(2, 0);
+    trigger_config_t c = CFG0();
+    expect_err(run(&c, s, T0 + 4200 * NS_PER_MS), EVAL_UNAVAILABLE,
+               "GPU snapshot is 4.2 s old (stale after 3.0 s)", "node-a");
+    expect_ok(run(&c, s, T0 + STALE), 30, 2);      /* exactly at the limit: still fresh */
+    expect_ok(run(&c, s, T0 - NS_PER_SEC), 30, 2); /* "now" before the sample: age 0 */
+    snapshot_unref(s);
+}
+
+static void test_evaluator_reports_no_gpus_as_unavailable(void **state) {
+    (void)state;
+    snapshot_t *s = node(0, 0);
+    trigger_config_t c = CFG0();
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "no GPU visible to NVML on node node-a", NULL);
+    s->node_name[0] = '\0';
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "(unnamed)", NULL);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_reports_a_missing_snapshot_or_config(void **state) {
+    (void)state;
+    trigger_config_t c = CFG0();
+    expect_err(run(&c, NULL, T0), EVAL_UNAVAILABLE, "no GPU snapshot yet", NULL);
+    snapshot_t *s = node(1, 0);
+    expect_err(run(NULL, s, T0), EVAL_FAILED_PRECONDITION, "no trigger configuration", NULL);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_never_skips_a_lost_gpu(void **state) {
+    (void)state;
+    snapshot_t *s = node(4, 0);
+    s->gpus[2].health = GPU_HEALTH_LOST;
+    s->gpus[2].health_nvml_code = 15;
+    s->gpus[2].valid = 0;
+    trigger_config_t c = CFG0();
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "GPU 2 (GPU-0002) on node node-a is lost",
+               "NVML GPU_IS_LOST");
+    /* a GPU outside the selection does not matter */
+    c = CFG("gpuIndex", "1");
+    expect_ok(run(&c, s, T0), 20, 1);
+    c = CFG("gpuIndex", "2");
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "is lost", NULL);
+    s->gpus[2].health = GPU_HEALTH_RESET_REQUIRED;
+    s->gpus[2].health_nvml_code = 16;
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "reset_required", "RESET_REQUIRED");
+    snapshot_unref(s);
+}
+
+static void test_evaluator_reports_an_absent_field_with_the_gpu_and_field(void **state) {
+    (void)state;
+    snapshot_t *s = node(2, 0);
+    s->gpus[1].valid &= ~(1u << GPU_F_TEMPERATURE);
+    s->gpus[1].field_error[GPU_F_TEMPERATURE] = 3; /* NOT_SUPPORTED */
+    trigger_config_t c = CFG("metricType", "temperature");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION,
+               "metricType temperature: GPU 1 (GPU-0001) on node node-a has no temperature value",
+               "NVML NOT_SUPPORTED");
+    /* a transient NVML failure is UNAVAILABLE: retry later */
+    s->gpus[1].field_error[GPU_F_TEMPERATURE] = 10; /* TIMEOUT */
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "NVML TIMEOUT", NULL);
+    /* no code at all (symbol missing, or a rate without a second sample) */
+    s->gpus[1].valid &= ~(1u << GPU_F_NVLINK_TX);
+    s->gpus[1].field_error[GPU_F_NVLINK_TX] = 0;
+    c = CFG("metricType", "nvlink_tx_mbps");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "has no nvlink_tx value (NVML gave none)",
+               "two samples");
+    snapshot_unref(s);
+}
+
+static void test_evaluator_hints_at_gpm_when_utilisation_is_absent_with_mig(void **state) {
+    (void)state;
+    snapshot_t *s = mig_node();
+    trigger_config_t c = CFG("gpuIndex", "0");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "has no gpu_utilization value",
+               "NVML reports no utilisation with MIG enabled; use metricType sm_active");
+    /* a GPM field absent: hint names Hopper */
+    s->gpus[2].valid &= ~(1u << GPU_F_SM_ACTIVE);
+    s->gpus[2].field_error[GPU_F_SM_ACTIVE] = 3;
+    c = CFG("gpuIndex", "2", "metricType", "sm_active");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "Hopper", NULL);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_converts_each_metric_type_to_its_unit(void **state) {
+    (void)state;
+    snapshot_t *s = node(1, 0);
+    gpu_record_t *g = &s->gpus[0];
+    g->gpu_util_pct = 37;
+    g->mem_util_pct = 12;
+    g->memory_used_bytes = 1572865; /* 1.5 MiB + 1 byte: no truncation */
+    g->memory_total_bytes = 3145730;
+    g->temperature_c = 51;
+    g->power_w = 312.5;
+    g->pcie_tx_bytes_per_s = 1536;
+    g->pcie_rx_bytes_per_s = 512;
+    g->nvlink_tx_bytes_per_s = 3.5 * MiB;
+    g->nvlink_rx_bytes_per_s = 0.25 * MiB;
+    g->sm_active_pct = 30.5;
+    g->sm_occupancy_pct = 22.25;
+    g->dram_bw_util_pct = 8.75;
+    static const struct {
+        const char *type;
+        double want;
+    } cases[] = {
+        {"gpu_utilization", 37},
+        {"memory_utilization", 12},
+        {"memory_used_mib", 1572865.0 / MiB},
+        {"memory_used_percent", 1572865.0 * 100.0 / 3145730.0},
+        {"temperature", 51},
+        {"power_draw", 312.5},
+        {"pcie_tx_kbps", 1.5},
+        {"pcie_rx_kbps", 0.5},
+        {"nvlink_tx_mbps", 3.5},
+        {"nvlink_rx_mbps", 0.25},
+        {"sm_active", 30.5},
+        {"sm_occupancy", 22.25},
+        {"dram_bandwidth", 8.75},
+    };
+    assert_int_equal(sizeof cases / sizeof cases[0], METRIC_TYPE_COUNT);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        trigger_config_t c = CFG("metricType", cases[i].type);
+        expect_ok(run(&c, s, T0), cases[i].want, 1);
+    }
+    snapshot_unref(s);
+}
+
+static void test_evaluator_memory_percent_needs_a_nonzero_total(void **state) {
+    (void)state;
+    snapshot_t *s = node(1, 0);
+    s->gpus[0].memory_total_bytes = 0;
+    trigger_config_t c = CFG("metricType", "memory_used_percent");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "no memory_total value", NULL);
+    s->gpus[0].memory_total_bytes = 1;
+    s->gpus[0].valid &= ~(1u << GPU_F_MEM_USED);
+    s->gpus[0].field_error[GPU_F_MEM_USED] = 3;
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "no memory_used value", NULL);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_selects_mig_instances_by_profile(void **state) {
+    (void)state;
+    snapshot_t *s = mig_node();
+    /* "3g.40gb" also matches the compute instance "1c.3g.40gb" */
+    trigger_config_t c = CFG("migProfile", "3g.40gb", "metricType", "sm_active");
+    expect_ok(run(&c, s, T0), 30 + 12, 2);
+    c = CFG("migProfile", "1c.3g.40gb", "metricType", "sm_active");
+    expect_ok(run(&c, s, T0), 12, 1);
+    c = CFG("migProfile", "3g.40gb,1g.10gb", "metricType", "sm_occupancy", "aggregation", "max");
+    expect_ok(run(&c, s, T0), 25, 3);
+    /* restricted to the GPUs that gpuIndex selects */
+    c = CFG("migProfile", "3g.40gb,1g.10gb", "metricType", "sm_active", "gpuIndex", "1");
+    expect_ok(run(&c, s, T0), 50, 1);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_selects_mig_instances_by_uuid(void **state) {
+    (void)state;
+    snapshot_t *s = mig_node();
+    trigger_config_t c = CFG("migUUID", "MIG-cccc,MIG-aaaa", "metricType", "memory_used_percent");
+    expect_ok(run(&c, s, T0), 25 + 25, 2);
+    c = CFG("migUUID", "MIG-bbbb", "metricType", "memory_used_mib");
+    expect_ok(run(&c, s, T0), 10 * 1024, 1);
+    c = CFG("migUUID", "MIG-aaaa", "metricType", "dram_bandwidth", "gpuUUID", "GPU-0000");
+    expect_ok(run(&c, s, T0), 1, 1);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_reports_unmatched_mig_selection_with_what_exists(void **state) {
+    (void)state;
+    snapshot_t *s = mig_node();
+    trigger_config_t c = CFG("migUUID", "MIG-zzzz", "metricType", "sm_active");
+    expect_err(
+        run(&c, s, T0), EVAL_FAILED_PRECONDITION,
+        "migUUID MIG-zzzz not found among the MIG instances of all GPUs on node node-a",
+        "MIG-aaaa (3g.40gb, GPU 0), MIG-bbbb (1c.3g.40gb, GPU 0), MIG-cccc (1g.10gb, GPU 1)");
+    c = CFG("migUUID", "MIG-cccc", "metricType", "sm_active", "gpuIndex", "0");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION,
+               "migUUID MIG-cccc is on GPU 1 (GPU-0001), which is outside the selection (GPU 0)",
+               NULL);
+    c = CFG("migProfile", "7g.80gb", "metricType", "sm_active");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION,
+               "no MIG instance with migProfile 7g.80gb on all GPUs of node node-a",
+               "MIG-cccc (1g.10gb, GPU 1)");
+    c = CFG("migProfile", "1g.10gb", "metricType", "sm_active", "gpuIndex", "2");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "on GPU 2 of node node-a",
+               "none (MIG is not enabled, or has no instances, on the selected GPUs)");
+    snapshot_unref(s);
+}
+
+static void test_evaluator_rejects_gpu_only_metrics_on_mig_instances(void **state) {
+    (void)state;
+    snapshot_t *s = mig_node();
+    static const char *gpu_only[] = {"gpu_utilization", "memory_utilization", "temperature",
+                                     "power_draw",      "pcie_tx_kbps",       "pcie_rx_kbps",
+                                     "nvlink_tx_mbps",  "nvlink_rx_mbps"};
+    for (int i = 0; i < 8; i++) {
+        trigger_config_t c = CFG("migProfile", "3g.40gb", "metricType", gpu_only[i]);
+        expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "does not exist per MIG instance",
+                   "select whole GPUs");
+    }
+    snapshot_unref(s);
+}
+
+static void test_evaluator_reports_an_absent_mig_field(void **state) {
+    (void)state;
+    snapshot_t *s = mig_node();
+    s->mig[1].valid &= ~(1u << GPU_F_SM_ACTIVE);
+    s->mig[1].field_error[GPU_F_SM_ACTIVE] = 3;
+    trigger_config_t c = CFG("migProfile", "3g.40gb", "metricType", "sm_active");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION,
+               "MIG instance MIG-bbbb (1c.3g.40gb) of GPU 0 on node node-a has no sm_active value",
+               "Hopper");
+    snapshot_unref(s);
+}
+
+static void test_evaluator_reports_the_unhealthy_parent_of_a_mig_instance(void **state) {
+    (void)state;
+    snapshot_t *s = mig_node();
+    s->gpus[0].health = GPU_HEALTH_ERROR;
+    s->gpus[0].health_nvml_code = 17; /* OPERATING_SYSTEM */
+    trigger_config_t c = CFG("migProfile", "3g.40gb", "metricType", "sm_active");
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "GPU 0 (GPU-0000) on node node-a is error",
+               "NVML OPERATING_SYSTEM");
+    /* a lost GPU lists no instances: the selection is unknown, not wrong */
+    snapshot_unref(s);
+    s = node(2, 0);
+    s->gpus[1].health = GPU_HEALTH_LOST;
+    s->gpus[1].health_nvml_code = 15;
+    c = CFG("migProfile", "3g.40gb", "metricType", "sm_active");
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "GPU 1 (GPU-0001)",
+               "MIG instances cannot be listed");
+    c = CFG("migUUID", "MIG-aaaa", "metricType", "sm_active");
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "is lost", NULL);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_rejects_a_non_finite_reading(void **state) {
+    (void)state;
+    snapshot_t *s = node(2, 0);
+    s->gpus[1].power_w = NAN;
+    trigger_config_t c = CFG("metricType", "power_draw");
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "non-finite", NULL);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_target_size_is_ceil_and_at_least_one(void **state) {
+    (void)state;
+    assert_int_equal(metric_target_size(80), 80);
+    assert_int_equal(metric_target_size(79.2), 80);
+    assert_int_equal(metric_target_size(0.5), 1);
+    assert_int_equal(metric_target_size(0.001), 1);
+    assert_int_equal(metric_target_size(0), 1);
+    assert_int_equal(metric_target_size(-3), 1);
+    assert_int_equal(metric_target_size(NAN), 1);
+    assert_true(metric_target_size(1e300) == INT64_MAX);
+}
+
+static void test_evaluator_value_int_is_llround_clamped(void **state) {
+    (void)state;
+    assert_int_equal(metric_value_int(0), 0);
+    assert_int_equal(metric_value_int(0.4), 0);
+    assert_int_equal(metric_value_int(0.5), 1);
+    assert_int_equal(metric_value_int(99.6), 100);
+    assert_int_equal(metric_value_int(-2.5), -3);
+    assert_int_equal(metric_value_int(NAN), 0);
+    assert_true(metric_value_int(1e300) == INT64_MAX);
+    assert_true(metric_value_int(INFINITY) == INT64_MAX);
+    assert_true(metric_value_int(-1e300) == INT64_MIN);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_evaluator_sums_all_gpus_by_default),
+        cmocka_unit_test(test_evaluator_applies_the_configured_aggregation),
+        cmocka_unit_test(test_evaluator_is_active_only_above_the_threshold),
+        cmocka_unit_test(test_evaluator_selects_one_gpu_by_index),
+        cmocka_unit_test(test_evaluator_rejects_gpu_index_out_of_range),
+        cmocka_unit_test(test_evaluator_selects_gpus_by_uuid),
+        cmocka_unit_test(test_evaluator_reports_nvml_down_as_unavailable),
+        cmocka_unit_test(test_evaluator_reports_a_stale_snapshot_as_unavailable),
+        cmocka_unit_test(test_evaluator_reports_no_gpus_as_unavailable),
+        cmocka_unit_test(test_evaluator_reports_a_missing_snapshot_or_config),
+        cmocka_unit_test(test_evaluator_never_skips_a_lost_gpu),
+        cmocka_unit_test(test_evaluator_reports_an_absent_field_with_the_gpu_and_field),
+        cmocka_unit_test(test_evaluator_hints_at_gpm_when_utilisation_is_absent_with_mig),
+        cmocka_unit_test(test_evaluator_converts_each_metric_type_to_its_unit),
+        cmocka_unit_test(test_evaluator_memory_percent_needs_a_nonzero_total),
+        cmocka_unit_test(test_evaluator_selects_mig_instances_by_profile),
+        cmocka_unit_test(test_evaluator_selects_mig_instances_by_uuid),
+        cmocka_unit_test(test_evaluator_reports_unmatched_mig_selection_with_what_exists),
+        cmocka_unit_test(test_evaluator_rejects_gpu_only_metrics_on_mig_instances),
+        cmocka_unit_test(test_evaluator_reports_an_absent_mig_field),
+        cmocka_unit_test(test_evaluator_reports_the_unhealthy_parent_of_a_mig_instance),
+        cmocka_unit_test(test_evaluator_rejects_a_non_finite_reading),
+        cmocka_unit_test(test_evaluator_target_size_is_ceil_and_at_least_one),
+        cmocka_unit_test(test_evaluator_value_int_is_llround_clamped),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

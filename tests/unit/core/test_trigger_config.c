@@ -1,0 +1,490 @@
+/* test_trigger_config.c - metadata map -> trigger_config_t: every key, every
+ * default, every error path and its message. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/err.h"
+#include "core/trigger_config.h"
+
+#define MAXP 40
+
+/* kv: NULL-terminated alternating key, value. */
+static int parse_kv(const char *const *kv, trigger_config_t *out, char *err, size_t errlen) {
+    metadata_pair_t p[MAXP];
+    size_t n = 0;
+    for (; kv[2 * n]; n++) {
+        p[n].key = kv[2 * n];
+        p[n].key_len = strlen(kv[2 * n]);
+        p[n].value = kv[2 * n + 1];
+        p[n].value_len = strlen(kv[2 * n + 1]);
+    }
+    memset(out, 0x5a, sizeof *out); /* sentinel */
+    return trigger_config_parse(p, n, out, err, errlen);
+}
+
+static trigger_config_t ok_kv(const char *const *kv) {
+    trigger_config_t c;
+    char err[512] = "";
+    int rc = parse_kv(kv, &c, err, sizeof err);
+    if (rc != 0)
+        fail_msg("expected success, got %d: %s", rc, err);
+    return c;
+}
+
+static void err_kv(const char *const *kv, const char *needle1, const char *needle2) {
+    trigger_config_t c;
+    char err[512] = "";
+    int rc = parse_kv(kv, &c, err, sizeof err);
+    if (rc != KGS_EINVAL)
+        fail_msg("expected KGS_EINVAL for %s=%s, got %d", kv[0] ? kv[0] : "", kv[0] ? kv[1] : "",
+                 rc);
+    if (needle1 && !strstr(err, needle1))
+        fail_msg("error lacks \"%s\": %s", needle1, err);
+    if (needle2 && !strstr(err, needle2))
+        fail_msg("error lacks \"%s\": %s", needle2, err);
+    /* on error *out holds the defaults, not half-parsed data */
+    assert_string_equal(c.metric_name, "keda_gpu_metric");
+    assert_true(c.target_value == 80);
+}
+
+#define OK(...) ok_kv((const char *const[]){__VA_ARGS__, NULL})
+#define OK0() ok_kv((const char *const[]){NULL})
+#define ERR(n1, n2, ...) err_kv((const char *const[]){__VA_ARGS__, NULL}, n1, n2)
+
+static void test_trigger_config_defaults_match_the_go_system_except_aggregation(void **state) {
+    (void)state;
+    trigger_config_t c = OK0();
+    assert_string_equal(c.metric_name, "keda_gpu_metric");
+    assert_string_equal(c.profile, "");
+    assert_int_equal(c.metric_type, METRIC_GPU_UTILIZATION);
+    assert_true(c.target_value == 80);
+    assert_true(c.activation_threshold == 0);
+    assert_int_equal(c.aggregation, AGG_SUM);
+    assert_int_equal(c.gpu_index, -1);
+    assert_int_equal(c.poll_interval_s, 10);
+    assert_int_equal(c.gpu_uuid_count, 0);
+    assert_int_equal(c.mig_uuid_count, 0);
+    assert_int_equal(c.mig_profile_count, 0);
+}
+
+static void test_trigger_config_null_pairs_with_zero_count_gives_defaults(void **state) {
+    (void)state;
+    trigger_config_t c;
+    assert_int_equal(trigger_config_parse(NULL, 0, &c, NULL, 0), 0);
+    assert_int_equal(c.aggregation, AGG_SUM);
+    assert_int_equal(trigger_config_parse(NULL, 3, &c, NULL, 0), KGS_EINVAL);
+}
+
+static void test_trigger_config_accepts_every_metric_type(void **state) {
+    (void)state;
+    for (int t = 0; t < METRIC_TYPE_COUNT; t++) {
+        trigger_config_t c = OK("metricType", metric_type_name((metric_type_t)t));
+        assert_int_equal(c.metric_type, t);
+    }
+    assert_string_equal(metric_type_name(METRIC_GPU_UTILIZATION), "gpu_utilization");
+    assert_string_equal(metric_type_name(METRIC_MEMORY_USED_PERCENT), "memory_used_percent");
+    assert_string_equal(metric_type_name(METRIC_PCIE_TX_KBPS), "pcie_tx_kbps");
+    assert_string_equal(metric_type_name(METRIC_NVLINK_RX_MBPS), "nvlink_rx_mbps");
+    assert_string_equal(metric_type_name(METRIC_DRAM_BANDWIDTH), "dram_bandwidth");
+    assert_string_equal(metric_type_name(METRIC_TYPE_COUNT), "?");
+}
+
+static void test_trigger_config_accepts_every_aggregation(void **state) {
+    (void)state;
+    static const char *names[] = {"sum", "max", "min", "avg", "p95", "p99"};
+    for (int a = 0; a < 6; a++) {
+        trigger_config_t c = OK("aggregation", names[a]);
+        assert_int_equal(c.aggregation, a);
+        assert_string_equal(aggregation_name((aggregation_t)a), names[a]);
+    }
+    assert_string_equal(aggregation_name((aggregation_t)6), "?");
+    ERR("invalid aggregation \"mean\"", "sum, max, min, avg, p95 or p99", "aggregation", "mean");
+    ERR("invalid aggregation \"MAX\"", NULL, "aggregation", "MAX");
+}
+
+static void test_trigger_config_reads_each_scalar_key(void **state) {
+    (void)state;
+    trigger_config_t c =
+        OK("metricName", "my-metric_1", "targetValue", "42.5", "activationThreshold", "2.25",
+           "gpuIndex", "3", "pollIntervalSeconds", "30");
+    assert_string_equal(c.metric_name, "my-metric_1");
+    assert_true(c.target_value == 42.5);
+    assert_true(c.activation_threshold == 2.25);
+    assert_int_equal(c.gpu_index, 3);
+    assert_int_equal(c.poll_interval_s, 30);
+}
+
+static void test_trigger_config_ignores_kedas_own_keys(void **state) {
+    (void)state;
+    trigger_config_t c =
+        OK("scalerAddress", "keda-gpu-scaler:6000", "enableTLS", "true", "unsafeSsl", "false");
+    assert_int_equal(c.metric_type, METRIC_GPU_UTILIZATION);
+}
+
+static void test_trigger_config_rejects_unknown_key_with_suggestion(void **state) {
+    (void)state;
+    ERR("unknown metadata key \"targetvalue\": did you mean \"targetValue\"?", NULL, "targetvalue",
+        "80");
+    ERR("did you mean \"gpuIndex\"?", NULL, "gpuindex", "0");
+    ERR("did you mean \"targetValue\"?", NULL, "targtValue", "80");
+    ERR("did you mean \"pollIntervalSeconds\"?", NULL, "pollInterval", "5");
+    ERR("did you mean \"aggregation\"?", NULL, "aggregate", "max");
+    ERR("did you mean \"migUUID\"?", NULL, "migUuid", "MIG-a");
+    ERR("did you mean \"metricType\"?", NULL, "metric_type", "gpu_utilization");
+}
+
+static void
+test_trigger_config_rejects_unknown_key_without_suggestion_when_nothing_is_close(void **state) {
+    (void)state;
+    trigger_config_t c;
+    char err[512];
+    const char *const kv[] = {"colour", "blue", NULL};
+    assert_int_equal(parse_kv(kv, &c, err, sizeof err), KGS_EINVAL);
+    assert_non_null(strstr(err, "unknown metadata key \"colour\""));
+    assert_null(strstr(err, "did you mean"));
+    assert_non_null(strstr(err, "valid keys are profile, metricName"));
+}
+
+static void test_trigger_config_reports_the_smallest_unknown_key_whatever_the_order(void **state) {
+    (void)state;
+    ERR("\"aaa\"", NULL, "zzz", "1", "aaa", "2");
+    ERR("\"aaa\"", NULL, "aaa", "2", "zzz", "1");
+}
+
+static void test_trigger_config_escapes_and_truncates_quoted_input(void **state) {
+    (void)state;
+    ERR("unknown metadata key \"a\\x01\\\"b\"", NULL, "a\x01\"b", "1");
+    char longkey[200];
+    memset(longkey, 'q', sizeof longkey - 1);
+    longkey[sizeof longkey - 1] = '\0';
+    ERR("qqq\"...", NULL, longkey, "1");
+}
+
+static void test_trigger_config_rejects_duplicate_keys(void **state) {
+    (void)state;
+    ERR("duplicate metadata key \"targetValue\"", NULL, "targetValue", "1", "targetValue", "2");
+    ERR("duplicate metadata key \"scalerAddress\"", NULL, "scalerAddress", "a", "scalerAddress",
+        "b");
+}
+
+static void test_trigger_config_rejects_engine_endpoints_until_a_later_release(void **state) {
+    (void)state;
+    ERR("\"vllmEndpoint\"", "later release", "vllmEndpoint", "http://vllm:8000/metrics");
+    ERR("\"tritonEndpoint\"", "later release", "tritonEndpoint", "http://triton:8002/metrics");
+}
+
+static void test_trigger_config_rejects_engine_metric_types_until_a_later_release(void **state) {
+    (void)state;
+    static const char *engine[] = {"vllm_queue_depth", "vllm_kv_cache_usage",
+                                   "triton_queue_wait_ms", "triton_request_rate"};
+    for (int i = 0; i < 4; i++)
+        ERR(engine[i], "later release", "metricType", engine[i]);
+}
+
+static void test_trigger_config_rejects_unknown_metric_type_listing_valid_ones(void **state) {
+    (void)state;
+    ERR("invalid metricType \"gpu_util\"", "gpu_utilization, memory_utilization", "metricType",
+        "gpu_util");
+    ERR("dram_bandwidth", NULL, "metricType", "GPU_UTILIZATION");
+}
+
+static void test_trigger_config_applies_profile_then_explicit_keys(void **state) {
+    (void)state;
+    trigger_config_t c = OK("profile", "batch");
+    assert_string_equal(c.profile, "batch");
+    assert_string_equal(c.metric_name, "keda_gpu_batch");
+    assert_int_equal(c.metric_type, METRIC_MEMORY_USED_PERCENT);
+    assert_true(c.target_value == 70);
+    assert_true(c.activation_threshold == 1);
+    assert_int_equal(c.aggregation, AGG_SUM); /* profiles do not set it */
+
+    c = OK("profile", "batch", "metricName", "mine", "metricType", "memory_used_mib", "targetValue",
+           "4096", "activationThreshold", "0");
+    assert_string_equal(c.profile, "batch");
+    assert_string_equal(c.metric_name, "mine");
+    assert_int_equal(c.metric_type, METRIC_MEMORY_USED_MIB);
+    assert_true(c.target_value == 4096);
+    assert_true(c.activation_threshold == 0);
+}
+
+static void test_trigger_config_rejects_unknown_profile_listing_gpu_profiles(void **state) {
+    (void)state;
+    ERR("unknown profile \"vllm\"",
+        "distributed-training, vllm-inference, triton-inference, training, batch, ollama, "
+        "tgi-inference, sm-active, mig-sm-active",
+        "profile", "vllm");
+}
+
+static void test_trigger_config_rejects_engine_profiles_until_a_later_release(void **state) {
+    (void)state;
+    ERR("profile \"vllm-queue-depth\"", "vllm_queue_depth", "profile", "vllm-queue-depth");
+    ERR("profile \"triton-queue-wait\"", "later release", "profile", "triton-queue-wait");
+    ERR("profile \"triton-request-rate\"", "triton_request_rate", "profile", "triton-request-rate");
+}
+
+static void test_trigger_config_shorthand_sets_type_and_target(void **state) {
+    (void)state;
+    trigger_config_t c = OK("targetGpuUtilization", "65");
+    assert_int_equal(c.metric_type, METRIC_GPU_UTILIZATION);
+    assert_true(c.target_value == 65);
+    c = OK("targetMemoryUtilization", "75");
+    assert_int_equal(c.metric_type, METRIC_MEMORY_USED_PERCENT); /* as the Go system */
+    assert_true(c.target_value == 75);
+    /* consistent with an explicit metricType or the profile: fine */
+    c = OK("metricType", "gpu_utilization", "targetGpuUtilization", "50");
+    assert_true(c.target_value == 50);
+    c = OK("profile", "training", "targetGpuUtilization", "85");
+    assert_true(c.target_value == 85);
+    assert_string_equal(c.metric_name, "keda_gpu_training");
+    c = OK("profile", "ollama", "targetMemoryUtilization", "60");
+    assert_true(c.target_value == 60);
+    /* explicit metricType replaces the profile's type before the shorthand */
+    c = OK("profile", "batch", "metricType", "gpu_utilization", "targetGpuUtilization", "55");
+    assert_int_equal(c.metric_type, METRIC_GPU_UTILIZATION);
+}
+
+static void test_trigger_config_rejects_shorthand_contradicting_metric_type(void **state) {
+    (void)state;
+    ERR("targetGpuUtilization implies metricType gpu_utilization",
+        "metricType is \"memory_used_mib\"", "metricType", "memory_used_mib",
+        "targetGpuUtilization", "50");
+    ERR("targetMemoryUtilization implies metricType memory_used_percent",
+        "metricType is \"memory_utilization\"", "targetMemoryUtilization", "50", "metricType",
+        "memory_utilization");
+}
+
+static void test_trigger_config_rejects_shorthand_contradicting_profile(void **state) {
+    (void)state;
+    ERR("targetGpuUtilization implies metricType gpu_utilization",
+        "profile \"batch\" uses memory_used_percent", "profile", "batch", "targetGpuUtilization",
+        "50");
+    ERR("targetMemoryUtilization", "profile \"training\" uses gpu_utilization", "profile",
+        "training", "targetMemoryUtilization", "50");
+}
+
+static void test_trigger_config_rejects_two_shorthands_or_shorthand_with_target(void **state) {
+    (void)state;
+    ERR("targetGpuUtilization and targetMemoryUtilization are both set", NULL,
+        "targetGpuUtilization", "50", "targetMemoryUtilization", "50");
+    ERR("targetGpuUtilization and targetValue are both set", NULL, "targetGpuUtilization", "50",
+        "targetValue", "50");
+    ERR("targetMemoryUtilization and targetValue are both set", NULL, "targetValue", "5",
+        "targetMemoryUtilization", "50");
+}
+
+static void test_trigger_config_parses_numbers_strictly(void **state) {
+    (void)state;
+    static const char *good[] = {"80", "+80", "8e1", "8E+1", "800e-1", ".5", "5.", "0.001", "1e12"};
+    static const double want[] = {80, 80, 80, 80, 80, 0.5, 5, 0.001, 1e12};
+    for (int i = 0; i < 9; i++) {
+        trigger_config_t c = OK("targetValue", good[i]);
+        assert_true(c.target_value == want[i]);
+    }
+    static const char *bad[] = {"",   " 80", "80 ", "80abc", "0x10", "inf",   "nan", "Infinity",
+                                "1e", "e5",  ".",   "--1",   "1,5",  "1e400", "80%", "1_000"};
+    for (int i = 0; i < 16; i++)
+        ERR("invalid targetValue", "decimal number", "targetValue", bad[i]);
+}
+
+static void test_trigger_config_requires_a_positive_target(void **state) {
+    (void)state;
+    ERR("invalid targetValue \"0\"", "must be > 0", "targetValue", "0");
+    ERR("invalid targetValue \"-5\"", "must be > 0", "targetValue", "-5");
+    ERR("invalid targetValue \"0.0001\"", "0.001", "targetValue", "0.0001");
+    ERR("invalid targetValue \"2e12\"", "1e12", "targetValue", "2e12");
+    ERR("invalid targetGpuUtilization \"0\"", "must be > 0", "targetGpuUtilization", "0");
+    ERR("invalid targetMemoryUtilization \"x\"", NULL, "targetMemoryUtilization", "x");
+}
+
+static void test_trigger_config_requires_a_non_negative_activation(void **state) {
+    (void)state;
+    ERR("invalid activationThreshold \"-1\"", ">= 0", "activationThreshold", "-1");
+    ERR("invalid activationThreshold \"nan\"", NULL, "activationThreshold", "nan");
+    ERR("invalid activationThreshold \"\"", NULL, "activationThreshold", "");
+    trigger_config_t c = OK("activationThreshold", "-0");
+    assert_true(c.activation_threshold == 0 && !signbit(c.activation_threshold));
+}
+
+static void test_trigger_config_validates_gpu_index(void **state) {
+    (void)state;
+    assert_int_equal(OK("gpuIndex", "-1").gpu_index, -1);
+    assert_int_equal(OK("gpuIndex", "0").gpu_index, 0);
+    assert_int_equal(OK("gpuIndex", "+7").gpu_index, 7);
+    static const char *bad[] = {"-2", "1.5", "abc", "", "99999999999999999999", "65536", " 1"};
+    for (int i = 0; i < 7; i++)
+        ERR("invalid gpuIndex", "-1 (all GPUs)", "gpuIndex", bad[i]);
+}
+
+static void test_trigger_config_validates_poll_interval(void **state) {
+    (void)state;
+    assert_int_equal(OK("pollIntervalSeconds", "1").poll_interval_s, 1);
+    assert_int_equal(OK("pollIntervalSeconds", "86400").poll_interval_s, 86400);
+    static const char *bad[] = {"0", "-1", "1.5", "86401", "", "10s"};
+    for (int i = 0; i < 6; i++)
+        ERR("invalid pollIntervalSeconds", "from 1 to 86400", "pollIntervalSeconds", bad[i]);
+}
+
+static void test_trigger_config_validates_metric_name(void **state) {
+    (void)state;
+    char name[129];
+    memset(name, 'a', 127);
+    name[127] = '\0';
+    assert_int_equal(strlen(OK("metricName", name).metric_name), 127);
+    name[127] = 'a';
+    name[128] = '\0';
+    ERR("invalid metricName", "1-127 characters", "metricName", name);
+    ERR("invalid metricName \"GPU\"", "a-z, 0-9", "metricName", "GPU");
+    ERR("invalid metricName \"\"", NULL, "metricName", "");
+    ERR("invalid metricName \"a.b\"", NULL, "metricName", "a.b");
+}
+
+static void test_trigger_config_reads_gpu_uuid_lists(void **state) {
+    (void)state;
+    trigger_config_t c = OK("gpuUUID", "GPU-aaaa-1111, GPU-bbbb-2222 ,GPU-cccc");
+    assert_int_equal(c.gpu_uuid_count, 3);
+    assert_string_equal(c.gpu_uuids[0], "GPU-aaaa-1111");
+    assert_string_equal(c.gpu_uuids[1], "GPU-bbbb-2222");
+    assert_string_equal(c.gpu_uuids[2], "GPU-cccc");
+    ERR("invalid gpuUUID item \"gpu-aaaa\"", "GPU UUIDs", "gpuUUID", "gpu-aaaa");
+    ERR("invalid gpuUUID item \"GPU-\"", NULL, "gpuUUID", "GPU-");
+    ERR("invalid gpuUUID item \"GPU-a/b\"", NULL, "gpuUUID", "GPU-a/b");
+    ERR("invalid gpuUUID item \"MIG-a\"", NULL, "gpuUUID", "MIG-a");
+    ERR("empty item", NULL, "gpuUUID", "GPU-a,,GPU-b");
+    ERR("empty item", NULL, "gpuUUID", "GPU-a,");
+    ERR("empty item", NULL, "gpuUUID", "");
+    ERR("\"GPU-a\" is listed twice", NULL, "gpuUUID", "GPU-a,GPU-b,GPU-a");
+    char many[17 * 8 + 1] = "";
+    for (int i = 0; i < 17; i++) {
+        char item[9];
+        snprintf(item, sizeof item, "%sGPU-%02d", i ? "," : "", i);
+        strcat(many, item);
+    }
+    ERR("more than 16 items", NULL, "gpuUUID", many);
+    many[strlen(many) - 7] = '\0'; /* 16 items */
+    assert_int_equal(OK("gpuUUID", many).gpu_uuid_count, 16);
+    char longid[101] = "GPU-";
+    memset(longid + 4, 'a', 96);
+    longid[100] = '\0';
+    ERR("invalid gpuUUID item", NULL, "gpuUUID", longid);
+}
+
+static void test_trigger_config_reads_mig_uuid_lists_in_both_styles(void **state) {
+    (void)state;
+    trigger_config_t c = OK("migUUID", "MIG-8f3a5b2c-1d4e,MIG-GPU-5c1d0a4e/1/0");
+    assert_int_equal(c.mig_uuid_count, 2);
+    assert_string_equal(c.mig_uuids[1], "MIG-GPU-5c1d0a4e/1/0");
+    ERR("invalid migUUID item \"GPU-a\"", "MIG UUIDs", "migUUID", "GPU-a");
+}
+
+static void test_trigger_config_validates_mig_profiles(void **state) {
+    (void)state;
+    static const char *good[] = {"1g.10gb",    "3g.40gb",        "7g.80gb",    "1c.3g.40gb",
+                                 "1g.10gb+me", "1g.18gb+me.all", "1g.12gb-me", "1g.24gb+gfx"};
+    for (int i = 0; i < 8; i++) {
+        trigger_config_t c = OK("migProfile", good[i]);
+        assert_int_equal(c.mig_profile_count, 1);
+        assert_string_equal(c.mig_profiles[0], good[i]);
+    }
+    static const char *bad[] = {"3g",      "3g.40",     "g.40gb",    "3g.40gb+", "MIG 3g.40gb",
+                                "3G.40GB", "c.3g.40gb", "1c3g.40gb", "3g.gb",    "3g.40gb+ME"};
+    for (int i = 0; i < 10; i++)
+        ERR("invalid migProfile item", "3g.40gb", "migProfile", bad[i]);
+    trigger_config_t c = OK("migProfile", "1g.10gb, 2g.20gb");
+    assert_int_equal(c.mig_profile_count, 2);
+}
+
+static void test_trigger_config_rejects_gpu_index_with_gpu_uuid(void **state) {
+    (void)state;
+    ERR("gpuIndex 0 and gpuUUID are both set", NULL, "gpuIndex", "0", "gpuUUID", "GPU-a");
+    trigger_config_t c = OK("gpuIndex", "-1", "gpuUUID", "GPU-a");
+    assert_int_equal(c.gpu_uuid_count, 1);
+}
+
+static void test_trigger_config_allows_mig_keys_with_gpu_selection(void **state) {
+    (void)state;
+    trigger_config_t c = OK("gpuIndex", "1", "migProfile", "3g.40gb");
+    assert_int_equal(c.gpu_index, 1);
+    c = OK("gpuUUID", "GPU-a", "migUUID", "MIG-b");
+    assert_int_equal(c.mig_uuid_count, 1);
+    ERR("migUUID and migProfile are both set", NULL, "migUUID", "MIG-b", "migProfile", "3g.40gb");
+}
+
+static void test_trigger_config_uses_slice_lengths_not_nul_terminators(void **state) {
+    (void)state;
+    const char buf[] = "targetValue75xyzgpuIndex2junk";
+    metadata_pair_t p[2] = {{buf, 11, buf + 11, 2}, {buf + 16, 8, buf + 24, 1}};
+    trigger_config_t c;
+    char err[256] = "";
+    assert_int_equal(trigger_config_parse(p, 2, &c, err, sizeof err), 0);
+    assert_true(c.target_value == 75);
+    assert_int_equal(c.gpu_index, 2);
+}
+
+static void test_trigger_config_result_does_not_depend_on_pair_order(void **state) {
+    (void)state;
+    trigger_config_t a = OK("profile", "batch", "targetValue", "50", "aggregation", "max");
+    trigger_config_t b = OK("aggregation", "max", "targetValue", "50", "profile", "batch");
+    assert_memory_equal(&a, &b, sizeof a);
+    /* errors too: the first error in key-table order wins */
+    ERR("invalid metricType", NULL, "targetValue", "0", "metricType", "x");
+    ERR("invalid metricType", NULL, "metricType", "x", "targetValue", "0");
+}
+
+static void test_trigger_config_accepts_null_error_buffer(void **state) {
+    (void)state;
+    metadata_pair_t p = {"bogus", 5, "1", 1};
+    trigger_config_t c;
+    assert_int_equal(trigger_config_parse(&p, 1, &c, NULL, 0), KGS_EINVAL);
+    char tiny[8];
+    assert_int_equal(trigger_config_parse(&p, 1, &c, tiny, sizeof tiny), KGS_EINVAL);
+    assert_true(strlen(tiny) < sizeof tiny);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trigger_config_defaults_match_the_go_system_except_aggregation),
+        cmocka_unit_test(test_trigger_config_null_pairs_with_zero_count_gives_defaults),
+        cmocka_unit_test(test_trigger_config_accepts_every_metric_type),
+        cmocka_unit_test(test_trigger_config_accepts_every_aggregation),
+        cmocka_unit_test(test_trigger_config_reads_each_scalar_key),
+        cmocka_unit_test(test_trigger_config_ignores_kedas_own_keys),
+        cmocka_unit_test(test_trigger_config_rejects_unknown_key_with_suggestion),
+        cmocka_unit_test(
+            test_trigger_config_rejects_unknown_key_without_suggestion_when_nothing_is_close),
+        cmocka_unit_test(test_trigger_config_reports_the_smallest_unknown_key_whatever_the_order),
+        cmocka_unit_test(test_trigger_config_escapes_and_truncates_quoted_input),
+        cmocka_unit_test(test_trigger_config_rejects_duplicate_keys),
+        cmocka_unit_test(test_trigger_config_rejects_engine_endpoints_until_a_later_release),
+        cmocka_unit_test(test_trigger_config_rejects_engine_metric_types_until_a_later_release),
+        cmocka_unit_test(test_trigger_config_rejects_unknown_metric_type_listing_valid_ones),
+        cmocka_unit_test(test_trigger_config_applies_profile_then_explicit_keys),
+        cmocka_unit_test(test_trigger_config_rejects_unknown_profile_listing_gpu_profiles),
+        cmocka_unit_test(test_trigger_config_rejects_engine_profiles_until_a_later_release),
+        cmocka_unit_test(test_trigger_config_shorthand_sets_type_and_target),
+        cmocka_unit_test(test_trigger_config_rejects_shorthand_contradicting_metric_type),
+        cmocka_unit_test(test_trigger_config_rejects_shorthand_contradicting_profile),
+        cmocka_unit_test(test_trigger_config_rejects_two_shorthands_or_shorthand_with_target),
+        cmocka_unit_test(test_trigger_config_parses_numbers_strictly),
+        cmocka_unit_test(test_trigger_config_requires_a_positive_target),
+        cmocka_unit_test(test_trigger_config_requires_a_non_negative_activation),
+        cmocka_unit_test(test_trigger_config_validates_gpu_index),
+        cmocka_unit_test(test_trigger_config_validates_poll_interval),
+        cmocka_unit_test(test_trigger_config_validates_metric_name),
+        cmocka_unit_test(test_trigger_config_reads_gpu_uuid_lists),
+        cmocka_unit_test(test_trigger_config_reads_mig_uuid_lists_in_both_styles),
+        cmocka_unit_test(test_trigger_config_validates_mig_profiles),
+        cmocka_unit_test(test_trigger_config_rejects_gpu_index_with_gpu_uuid),
+        cmocka_unit_test(test_trigger_config_allows_mig_keys_with_gpu_selection),
+        cmocka_unit_test(test_trigger_config_uses_slice_lengths_not_nul_terminators),
+        cmocka_unit_test(test_trigger_config_result_does_not_depend_on_pair_order),
+        cmocka_unit_test(test_trigger_config_accepts_null_error_buffer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,560 @@
+/*
+ * grpc_client.c - gRPC client on nghttp2, the mirror of grpc_server.c.
+ *
+ * DESIGN
+ * Requests are submitted to the nghttp2 session at once, even while the TCP
+ * connect or TLS handshake is still in progress: nghttp2 queues the frames
+ * and they go out on the first flush after the transport is ready. Every
+ * completion (trailers, RST, deadline, connection loss) is delivered from a
+ * zero-delay timer, so on_done never runs inside nghttp2 or inside
+ * grpc_client_call(), and a handler may start new calls or free the client.
+ */
+#include "net/grpc_client.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "core/err.h"
+#include "net/grpc_frame.h"
+#include "net/transport.h"
+
+typedef enum { CLIENT_CONNECTING, CLIENT_HANDSHAKING, CLIENT_READY, CLIENT_CLOSED } client_state_t;
+
+struct grpc_client_call {
+    grpc_client_t *client;
+    int32_t stream_id;
+    uint8_t *req;
+    size_t req_len, req_off;
+    uint8_t *resp;
+    size_t resp_len, resp_cap;
+    int http_status;
+    int grpc_status; /* -1 until seen */
+    char grpc_message[512];
+    bool cancelled, deadline_hit, closed, completed;
+    int final_status;
+    char final_message[512];
+    grpc_client_message_cb on_message;
+    grpc_client_done_cb on_done;
+    void *user_data;
+    loop_timer_t deadline_timer, done_timer;
+    grpc_client_call_t *next, *prev;
+};
+
+struct grpc_client {
+    loop_t *loop;
+    char address[256];
+    char server_name[256];
+    const logger_t *log;
+    SSL_CTX *tls;
+    client_state_t state;
+    transport_t tr;
+    loop_io_t *io;
+    uint32_t io_events;
+    nghttp2_session *h2;
+    uint8_t *out;
+    size_t out_len, out_off, out_cap;
+    bool in_recv;
+    char close_reason[300];
+    grpc_client_call_t *calls;
+};
+
+static void client_flush(grpc_client_t *c);
+static void client_fail(grpc_client_t *c, const char *reason);
+
+/* ---- calls ------------------------------------------------------------------- */
+
+static void call_free(grpc_client_call_t *k) {
+    grpc_client_t *c = k->client;
+    /* nghttp2 may still report this stream (an RST in flight): unhook it. */
+    if (!k->closed && k->stream_id > 0 && c->h2)
+        nghttp2_session_set_stream_user_data(c->h2, k->stream_id, NULL);
+    loop_timer_stop(c->loop, &k->deadline_timer);
+    loop_timer_stop(c->loop, &k->done_timer);
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        c->calls = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    free(k->req);
+    free(k->resp);
+    free(k);
+}
+
+static void on_done_timer(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    grpc_client_call_t *k = ud;
+    grpc_client_done_cb cb = k->on_done;
+    void *cud = k->user_data;
+    int status = k->final_status;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", k->final_message);
+    call_free(k);
+    cb(cud, status, msg);
+}
+
+/* Records the outcome once and schedules on_done. */
+static void call_complete(grpc_client_call_t *k, int status, const char *message) {
+    if (k->completed)
+        return;
+    k->completed = true;
+    k->final_status = status;
+    snprintf(k->final_message, sizeof k->final_message, "%s", message ? message : "");
+    loop_timer_stop(k->client->loop, &k->deadline_timer);
+    loop_timer_start(k->client->loop, &k->done_timer, loop_now(k->client->loop));
+}
+
+/* gRPC's HTTP-status-to-code mapping, for answers that are not gRPC. */
+static int status_from_http(int http) {
+    switch (http) {
+    case 400:
+        return GRPC_INTERNAL;
+    case 401:
+        return GRPC_UNAUTHENTICATED;
+    case 403:
+        return GRPC_PERMISSION_DENIED;
+    case 404:
+        return GRPC_UNIMPLEMENTED;
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+        return GRPC_UNAVAILABLE;
+    default:
+        return GRPC_UNKNOWN;
+    }
+}
+
+static void on_deadline(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    grpc_client_call_t *k = ud;
+    k->deadline_hit = true;
+    if (k->stream_id > 0 && !k->closed)
+        nghttp2_submit_rst_stream(k->client->h2, NGHTTP2_FLAG_NONE, k->stream_id, NGHTTP2_CANCEL);
+    call_complete(k, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+    client_flush(k->client);
+}
+
+static ssize_t req_read_cb(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
+                           uint32_t *flags, nghttp2_data_source *src, void *ud) {
+    (void)s;
+    (void)id;
+    (void)ud;
+    grpc_client_call_t *k = src->ptr;
+    size_t n = k->req_len - k->req_off;
+    if (n > len)
+        n = len;
+    memcpy(buf, k->req + k->req_off, n);
+    k->req_off += n;
+    if (k->req_off == k->req_len)
+        *flags |= NGHTTP2_DATA_FLAG_EOF; /* END_STREAM: one request message */
+    return (ssize_t)n;
+}
+
+static nghttp2_nv nv(const char *name, const char *value) {
+    nghttp2_nv x = {(uint8_t *)(uintptr_t)name, (uint8_t *)(uintptr_t)value, strlen(name),
+                    strlen(value), NGHTTP2_NV_FLAG_NONE};
+    return x;
+}
+
+int grpc_client_call(grpc_client_t *c, const char *path, const uint8_t *req, size_t len,
+                     uint64_t timeout_ns, grpc_client_message_cb on_message,
+                     grpc_client_done_cb on_done, void *user_data, grpc_client_call_t **out) {
+    if (c->state == CLIENT_CLOSED)
+        return KGS_ESTATE;
+    if (len > GRPC_MAX_MESSAGE_BYTES)
+        return KGS_ERANGE;
+    grpc_client_call_t *k = calloc(1, sizeof *k);
+    if (!k)
+        return KGS_ENOMEM;
+    k->req = malloc(len + 5);
+    if (!k->req) {
+        free(k);
+        return KGS_ENOMEM;
+    }
+    grpc_frame_prefix(k->req, (uint32_t)len);
+    if (len)
+        memcpy(k->req + 5, req, len);
+    k->req_len = len + 5;
+    k->client = c;
+    k->grpc_status = -1;
+    k->on_message = on_message;
+    k->on_done = on_done;
+    k->user_data = user_data;
+    loop_timer_init(&k->deadline_timer, on_deadline, k);
+    loop_timer_init(&k->done_timer, on_done_timer, k);
+
+    char timeout[32] = "";
+    if (timeout_ns)
+        grpc_timeout_format(timeout_ns, timeout, sizeof timeout);
+    const char *authority = c->server_name[0] ? c->server_name : c->address;
+    nghttp2_nv hdrs[8] = {nv(":method", "POST"),
+                          nv(":scheme", c->tls ? "https" : "http"),
+                          nv(":path", path),
+                          nv(":authority", authority),
+                          nv("content-type", "application/grpc"),
+                          nv("te", "trailers"),
+                          nv("user-agent", "keda-gpu-scaler-query"),
+                          nv("grpc-timeout", timeout)};
+    nghttp2_data_provider dp = {.source.ptr = k, .read_callback = req_read_cb};
+    int32_t id = nghttp2_submit_request(c->h2, NULL, hdrs, timeout_ns ? 8 : 7, &dp, k);
+    if (id < 0) {
+        free(k->req);
+        free(k);
+        return KGS_ESTATE;
+    }
+    k->stream_id = id;
+    k->next = c->calls;
+    if (c->calls)
+        c->calls->prev = k;
+    c->calls = k;
+    if (timeout_ns)
+        loop_timer_start(c->loop, &k->deadline_timer, clock_add_sat(loop_now(c->loop), timeout_ns));
+    if (out)
+        *out = k;
+    client_flush(c);
+    return 0;
+}
+
+void grpc_client_cancel(grpc_client_call_t *k) {
+    if (k->completed)
+        return;
+    k->cancelled = true;
+    if (!k->closed)
+        nghttp2_submit_rst_stream(k->client->h2, NGHTTP2_FLAG_NONE, k->stream_id, NGHTTP2_CANCEL);
+    call_complete(k, GRPC_CANCELLED, "cancelled by the client");
+    client_flush(k->client);
+}
+
+/* ---- nghttp2 callbacks ----------------------------------------------------------- */
+
+static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *ud) {
+    (void)flags;
+    (void)ud;
+    if (frame->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    grpc_client_call_t *k = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
+    if (!k)
+        return 0;
+    char v[512];
+    size_t n = valuelen < sizeof v - 1 ? valuelen : sizeof v - 1;
+    memcpy(v, value, n);
+    v[n] = '\0';
+    if (namelen == 7 && memcmp(name, ":status", 7) == 0)
+        k->http_status = atoi(v);
+    else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
+        k->grpc_status = atoi(v);
+    else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0)
+        grpc_percent_decode(v, n, k->grpc_message, sizeof k->grpc_message);
+    return 0;
+}
+
+static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, const uint8_t *data,
+                         size_t len, void *ud) {
+    (void)flags;
+    (void)ud;
+    grpc_client_call_t *k = nghttp2_session_get_stream_user_data(h2, stream_id);
+    if (!k || k->completed)
+        return 0;
+    if (k->resp_len + len > k->resp_cap) {
+        size_t cap = k->resp_cap ? k->resp_cap : 256;
+        while (cap < k->resp_len + len)
+            cap *= 2;
+        uint8_t *nb = realloc(k->resp, cap);
+        if (!nb) {
+            nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+            call_complete(k, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+            return 0;
+        }
+        k->resp = nb;
+        k->resp_cap = cap;
+    }
+    memcpy(k->resp + k->resp_len, data, len);
+    k->resp_len += len;
+    size_t off = 0;
+    for (;;) {
+        const uint8_t *msg;
+        size_t mlen, used;
+        int r = grpc_frame_decode(k->resp + off, k->resp_len - off, GRPC_MAX_MESSAGE_BYTES, &msg,
+                                  &mlen, &used);
+        if (r == GRPC_FRAME_INCOMPLETE)
+            break;
+        if (r != GRPC_FRAME_COMPLETE) {
+            nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+            call_complete(k, GRPC_INTERNAL, "malformed or compressed response message");
+            return 0;
+        }
+        if (k->on_message && !k->completed)
+            k->on_message(k->user_data, msg, mlen);
+        off += used;
+    }
+    memmove(k->resp, k->resp + off, k->resp_len - off);
+    k->resp_len -= off;
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *h2, int32_t stream_id, uint32_t error_code, void *ud) {
+    (void)ud;
+    grpc_client_call_t *k = nghttp2_session_get_stream_user_data(h2, stream_id);
+    if (!k)
+        return 0;
+    k->closed = true;
+    if (k->grpc_status >= 0)
+        call_complete(k, k->grpc_status, k->grpc_message);
+    else if (k->http_status && k->http_status != 200) {
+        char m[64];
+        snprintf(m, sizeof m, "HTTP status %d (not a gRPC answer)", k->http_status);
+        call_complete(k, status_from_http(k->http_status), m);
+    } else if (error_code == NGHTTP2_REFUSED_STREAM) {
+        call_complete(k, GRPC_UNAVAILABLE, "stream refused by the server");
+    } else {
+        char m[96];
+        snprintf(m, sizeof m, "stream closed without a gRPC status (HTTP/2 error %s)",
+                 nghttp2_http2_strerror(error_code));
+        call_complete(k, GRPC_INTERNAL, m);
+    }
+    return 0;
+}
+
+/* ---- connection ---------------------------------------------------------------------- */
+
+static void client_update_events(grpc_client_t *c) {
+    if (!c->io || c->state == CLIENT_CLOSED)
+        return;
+    uint32_t ev;
+    if (c->state == CLIENT_CONNECTING)
+        ev = EPOLLOUT;
+    else
+        ev = transport_poll_events(&c->tr, true,
+                                   c->state == CLIENT_READY && (c->out_len > c->out_off ||
+                                                                nghttp2_session_want_write(c->h2)));
+    if (ev != c->io_events && loop_io_modify(c->loop, c->io, ev) == 0)
+        c->io_events = ev;
+}
+
+static void client_fail(grpc_client_t *c, const char *reason) {
+    if (c->state == CLIENT_CLOSED)
+        return;
+    c->state = CLIENT_CLOSED;
+    snprintf(c->close_reason, sizeof c->close_reason, "%s", reason);
+    LOG_DEBUG(c->log, "grpc client %s: %s", c->address, reason);
+    for (grpc_client_call_t *k = c->calls; k; k = k->next)
+        call_complete(k, GRPC_UNAVAILABLE, c->close_reason);
+    if (c->io) {
+        loop_io_remove(c->loop, c->io);
+        c->io = NULL;
+    }
+    transport_close(&c->tr);
+}
+
+static void client_flush(grpc_client_t *c) {
+    if (c->state != CLIENT_READY || c->in_recv)
+        return;
+    for (;;) {
+        while (c->out_off < c->out_len) {
+            ssize_t n = transport_write(&c->tr, c->out + c->out_off, c->out_len - c->out_off);
+            if (n == TRANSPORT_AGAIN)
+                goto blocked;
+            if (n <= 0) {
+                client_fail(c, c->tr.error[0] ? c->tr.error : "write failed");
+                return;
+            }
+            c->out_off += (size_t)n;
+        }
+        c->out_off = c->out_len = 0;
+        const uint8_t *data;
+        ssize_t n = nghttp2_session_mem_send(c->h2, &data);
+        if (n < 0) {
+            client_fail(c, nghttp2_strerror((int)n));
+            return;
+        }
+        if (n == 0)
+            break;
+        if ((size_t)n > c->out_cap) {
+            uint8_t *nb = realloc(c->out, (size_t)n);
+            if (!nb) {
+                client_fail(c, "out of memory");
+                return;
+            }
+            c->out = nb;
+            c->out_cap = (size_t)n;
+        }
+        memcpy(c->out, data, (size_t)n);
+        c->out_len = (size_t)n;
+    }
+blocked:
+    client_update_events(c);
+}
+
+static void on_client_io(loop_t *loop, int fd, uint32_t events, void *ud) {
+    (void)loop;
+    grpc_client_t *c = ud;
+    if (c->state == CLIENT_CONNECTING) {
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+        if (soerr) {
+            char m[300];
+            snprintf(m, sizeof m, "connect %.200s: %s", c->address, strerror(soerr));
+            client_fail(c, m);
+            return;
+        }
+        if (!(events & EPOLLOUT))
+            return;
+        c->state = c->tls ? CLIENT_HANDSHAKING : CLIENT_READY;
+    }
+    if (c->state == CLIENT_HANDSHAKING) {
+        int r = transport_handshake(&c->tr);
+        if (r == TRANSPORT_AGAIN) {
+            client_update_events(c);
+            return;
+        }
+        if (r != 0) {
+            char m[300];
+            snprintf(m, sizeof m, "%.40s: %.250s", c->address, c->tr.error);
+            client_fail(c, m);
+            return;
+        }
+        c->state = CLIENT_READY;
+    }
+    uint8_t buf[16384];
+    for (;;) {
+        ssize_t n = transport_read(&c->tr, buf, sizeof buf);
+        if (n == TRANSPORT_AGAIN)
+            break;
+        if (n <= 0) {
+            client_fail(c, n == 0 ? "connection closed by the server" : c->tr.error);
+            return;
+        }
+        c->in_recv = true;
+        ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)n);
+        c->in_recv = false;
+        if (used < 0) {
+            client_fail(c, nghttp2_strerror((int)used));
+            return;
+        }
+    }
+    client_flush(c);
+    if (c->state == CLIENT_READY && !nghttp2_session_want_read(c->h2) &&
+        !nghttp2_session_want_write(c->h2))
+        client_fail(c, "connection closed (GOAWAY)");
+}
+
+static int split_host_port(const char *addr, char *host, size_t hostlen, char *port,
+                           size_t portlen) {
+    const char *colon;
+    if (addr[0] == '[') {
+        const char *end = strchr(addr, ']');
+        if (!end || end[1] != ':')
+            return -1;
+        snprintf(host, hostlen, "%.*s", (int)(end - addr - 1), addr + 1);
+        colon = end + 1;
+    } else {
+        colon = strrchr(addr, ':');
+        if (!colon || colon == addr)
+            return -1;
+        snprintf(host, hostlen, "%.*s", (int)(colon - addr), addr);
+    }
+    if (!colon[1])
+        return -1;
+    snprintf(port, portlen, "%s", colon + 1);
+    return 0;
+}
+
+int grpc_client_connect(loop_t *loop, const grpc_client_opts_t *opts, grpc_client_t **out,
+                        char *err, size_t errlen) {
+    char host[256], port[16];
+    if (split_host_port(opts->address, host, sizeof host, port, sizeof port) != 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "address \"%s\": expected HOST:PORT (e.g. 127.0.0.1:6000)",
+                          opts->address);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int gai = getaddrinfo(host, port, &hints, &ai);
+    if (gai != 0)
+        return kgs_seterr(err, errlen, KGS_EIO, "resolve %s: %s", opts->address, gai_strerror(gai));
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        freeaddrinfo(ai);
+        return kgs_seterr(err, errlen, KGS_EIO, "connect %s: socket: %s", opts->address,
+                          strerror(errno));
+    }
+    int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+    int saved = errno;
+    freeaddrinfo(ai);
+    if (rc != 0 && saved != EINPROGRESS) {
+        close(fd);
+        return kgs_seterr(err, errlen, KGS_EIO, "connect %s: %s", opts->address, strerror(saved));
+    }
+
+    grpc_client_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "grpc client: out of memory");
+    }
+    c->loop = loop;
+    c->log = opts->log;
+    c->tls = opts->tls;
+    snprintf(c->address, sizeof c->address, "%s", opts->address);
+    snprintf(c->server_name, sizeof c->server_name, "%s",
+             opts->server_name ? opts->server_name : host);
+    if (transport_init(&c->tr, fd, opts->tls, false, c->tls ? c->server_name : NULL) != 0) {
+        close(fd);
+        free(c);
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "grpc client: out of memory");
+    }
+    nghttp2_session_callbacks *cbs;
+    nghttp2_session_callbacks_new(&cbs);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    int rv = nghttp2_session_client_new(&c->h2, cbs, c);
+    nghttp2_session_callbacks_del(cbs);
+    if (rv != 0) {
+        transport_close(&c->tr);
+        free(c);
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "grpc client: nghttp2: %s",
+                          nghttp2_strerror(rv));
+    }
+    nghttp2_settings_entry iv[1] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20}};
+    nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 1);
+    c->state = CLIENT_CONNECTING;
+    c->io_events = EPOLLOUT;
+    c->io = loop_io_add(loop, fd, c->io_events, on_client_io, c);
+    if (!c->io) {
+        nghttp2_session_del(c->h2);
+        transport_close(&c->tr);
+        free(c);
+        return kgs_seterr(err, errlen, KGS_EIO, "grpc client: epoll: %s", strerror(errno));
+    }
+    *out = c;
+    return 0;
+}
+
+void grpc_client_free(grpc_client_t *c) {
+    if (!c)
+        return;
+    client_fail(c, "client closed");
+    /* Deliver what is pending now: the loop will not run these timers. */
+    while (c->calls) {
+        grpc_client_call_t *k = c->calls;
+        grpc_client_done_cb cb = k->on_done;
+        void *cud = k->user_data;
+        int st = k->final_status;
+        call_free(k);
+        cb(cud, st, "client closed");
+    }
+    nghttp2_session_del(c->h2);
+    free(c->out);
+    free(c);
+}

@@ -1,0 +1,878 @@
+/*
+ * grpc_server.c - gRPC server on nghttp2, one event-loop thread.
+ *
+ * DESIGN
+ * - nghttp2 never sees a socket: bytes read from the transport go in with
+ *   nghttp2_session_mem_recv(), bytes come out of nghttp2_session_mem_send()
+ *   into a bounded per-connection output buffer that is written to the
+ *   transport. Above OUT_HIGH_WATER we stop pulling from nghttp2 until the
+ *   socket drains (backpressure).
+ * - A call is created in on_begin_headers and freed in on_stream_close, and
+ *   nowhere else (nghttp2_session_del does not report stream closes, so
+ *   connection teardown walks its own call list).
+ * - Response messages sit in the call's `out` buffer; a data provider hands
+ *   them to nghttp2 and, once the handler has finished the call and the
+ *   buffer is empty, submits the trailers (grpc-status, grpc-message). A
+ *   call finished before any message uses the Trailers-Only form.
+ * - Connection teardown is always deferred to a zero-delay timer, so a
+ *   handler that is iterating its streams never sees on_call_gone re-enter
+ *   it from a flush.
+ */
+#include "net/grpc_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "core/err.h"
+#include "net/grpc_frame.h"
+#include "net/transport.h"
+
+#define OUT_HIGH_WATER (256 * 1024)
+#define READ_CHUNK 16384
+#define MAX_PATH 256
+
+typedef struct grpc_conn grpc_conn_t;
+
+struct grpc_call {
+    grpc_conn_t *conn;
+    int32_t stream_id;
+    char path[MAX_PATH];
+    bool method_post, content_type_ok, path_too_long;
+    bool has_timeout;
+    uint64_t timeout_ns;
+    mono_ns_t started;
+
+    uint8_t *req;
+    size_t req_len, req_cap;
+    bool req_overflow; /* exceeded the message cap: answered, rest discarded */
+
+    bool dispatched; /* on_request ran */
+    bool finished;   /* the handler (or we) finished it */
+    bool response_submitted;
+    bool trailers_only;
+    int status;
+    char *status_message; /* percent-encoded */
+
+    uint8_t *out;
+    size_t out_len, out_off, out_cap;
+    bool deferred; /* the data provider is parked: resume on new data */
+
+    loop_timer_t deadline_timer;
+    void *user_data;
+    grpc_call_t *next, *prev;
+};
+
+struct grpc_conn {
+    grpc_server_t *srv;
+    transport_t tr;
+    loop_io_t *io;
+    uint32_t io_events;
+    nghttp2_session *h2;
+    char peer[64];
+
+    uint8_t *out;
+    size_t out_len, out_off, out_cap;
+
+    grpc_call_t *calls;
+    unsigned ncalls;
+    loop_timer_t idle_timer;
+    loop_timer_t close_timer;
+    bool closing;
+    bool first_read_done;
+    bool in_recv; /* inside nghttp2_session_mem_recv: no mem_send from callbacks */
+    grpc_conn_t *next, *prev;
+};
+
+struct grpc_server {
+    loop_t *loop;
+    grpc_server_opts_t opts;
+    grpc_server_handlers_t handlers;
+    void *user_data;
+    int listen_fd;
+    loop_io_t *listen_io;
+    uint16_t port;
+    grpc_conn_t *conns;
+    unsigned nconns, ncalls;
+    bool shutting_down;
+    void (*shutdown_done)(void *);
+    void *shutdown_ud;
+    loop_timer_t shutdown_timer;
+};
+
+static void conn_flush(grpc_conn_t *c);
+static void conn_schedule_close(grpc_conn_t *c);
+
+/* ---- small buffers ----------------------------------------------------------- */
+
+static int buf_append(uint8_t **buf, size_t *len, size_t *cap, const void *data, size_t n) {
+    if (*len + n > *cap) {
+        size_t nc = *cap ? *cap : 256;
+        while (nc < *len + n)
+            nc *= 2;
+        uint8_t *nb = realloc(*buf, nc);
+        if (!nb)
+            return KGS_ENOMEM;
+        *buf = nb;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, data, n);
+    *len += n;
+    return 0;
+}
+
+static nghttp2_nv make_nv(const char *name, const char *value) {
+    nghttp2_nv nv = {(uint8_t *)(uintptr_t)name, (uint8_t *)(uintptr_t)value, strlen(name),
+                     strlen(value), NGHTTP2_NV_FLAG_NONE};
+    return nv;
+}
+
+/* ---- calls ------------------------------------------------------------------ */
+
+static void call_free(grpc_call_t *call) {
+    free(call->req);
+    free(call->out);
+    free(call->status_message);
+    free(call);
+}
+
+void grpc_call_set_user_data(grpc_call_t *c, void *user_data) {
+    c->user_data = user_data;
+}
+
+void *grpc_call_user_data(const grpc_call_t *c) {
+    return c->user_data;
+}
+
+mono_ns_t grpc_call_deadline(const grpc_call_t *c) {
+    return c->has_timeout ? clock_add_sat(c->started, c->timeout_ns) : 0;
+}
+
+const char *grpc_call_peer(const grpc_call_t *c) {
+    return c->conn->peer;
+}
+
+static ssize_t call_read_cb(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
+                            uint32_t *flags, nghttp2_data_source *src, void *ud) {
+    (void)ud;
+    grpc_call_t *c = src->ptr;
+    size_t avail = c->out_len - c->out_off;
+    if (avail == 0 && !c->finished) {
+        c->deferred = true;
+        return NGHTTP2_ERR_DEFERRED;
+    }
+    size_t n = avail < len ? avail : len;
+    memcpy(buf, c->out + c->out_off, n);
+    c->out_off += n;
+    if (c->out_off == c->out_len)
+        c->out_off = c->out_len = 0;
+    if (c->out_len == 0 && c->finished) {
+        /* Everything sent: end the stream with trailers, not END_STREAM on DATA. */
+        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        char code[12];
+        snprintf(code, sizeof code, "%d", c->status);
+        nghttp2_nv tr[2] = {make_nv("grpc-status", code), {0}};
+        size_t ntr = 1;
+        if (c->status_message && c->status_message[0])
+            tr[ntr++] = make_nv("grpc-message", c->status_message);
+        nghttp2_submit_trailer(s, id, tr, ntr);
+    }
+    return (ssize_t)n;
+}
+
+static int call_submit_headers(grpc_call_t *c) {
+    nghttp2_nv hdrs[2] = {make_nv(":status", "200"), make_nv("content-type", "application/grpc")};
+    nghttp2_data_provider dp = {.source.ptr = c, .read_callback = call_read_cb};
+    int rv = nghttp2_submit_response(c->conn->h2, c->stream_id, hdrs, 2, &dp);
+    if (rv != 0)
+        return KGS_ESTATE;
+    c->response_submitted = true;
+    return 0;
+}
+
+int grpc_call_send(grpc_call_t *c, const uint8_t *msg, size_t len, bool latest_only) {
+    if (c->finished)
+        return KGS_ESTATE;
+    if (len > GRPC_MAX_MESSAGE_BYTES)
+        return KGS_ERANGE;
+    if (latest_only && c->out_off == 0)
+        c->out_len = 0; /* the older message never started: the newest replaces it */
+    uint8_t prefix[5];
+    grpc_frame_prefix(prefix, (uint32_t)len);
+    if (buf_append(&c->out, &c->out_len, &c->out_cap, prefix, 5) != 0 ||
+        (len && buf_append(&c->out, &c->out_len, &c->out_cap, msg, len) != 0))
+        return KGS_ENOMEM;
+    if (!c->response_submitted) {
+        if (call_submit_headers(c) != 0)
+            return KGS_ESTATE;
+    } else if (c->deferred) {
+        c->deferred = false;
+        nghttp2_session_resume_data(c->conn->h2, c->stream_id);
+    }
+    conn_flush(c->conn);
+    return 0;
+}
+
+void grpc_call_finish(grpc_call_t *c, int status, const char *message) {
+    if (c->finished)
+        return;
+    c->finished = true;
+    c->status = status;
+    loop_timer_stop(c->conn->srv->loop, &c->deadline_timer);
+    if (message && message[0]) {
+        size_t need = grpc_percent_encode(message, strlen(message), NULL, 0) + 1;
+        c->status_message = malloc(need);
+        if (c->status_message)
+            grpc_percent_encode(message, strlen(message), c->status_message, need);
+    }
+    if (!c->response_submitted) {
+        /* Trailers-Only: one HEADERS frame with END_STREAM. */
+        char code[12];
+        snprintf(code, sizeof code, "%d", status);
+        nghttp2_nv h[4] = {make_nv(":status", "200"),
+                           make_nv("content-type", "application/grpc"),
+                           make_nv("grpc-status", code),
+                           {0}};
+        size_t nh = 3;
+        if (c->status_message && c->status_message[0])
+            h[nh++] = make_nv("grpc-message", c->status_message);
+        c->trailers_only = true;
+        c->response_submitted = true;
+        nghttp2_submit_response(c->conn->h2, c->stream_id, h, nh, NULL);
+    } else if (c->deferred) {
+        c->deferred = false;
+        nghttp2_session_resume_data(c->conn->h2, c->stream_id);
+    }
+    conn_flush(c->conn);
+}
+
+/* A call that disappears before the handler finished it. */
+static void call_gone(grpc_call_t *c) {
+    grpc_server_t *s = c->conn->srv;
+    loop_timer_stop(s->loop, &c->deadline_timer);
+    if (c->dispatched && !c->finished && s->handlers.on_call_gone) {
+        c->finished = true;
+        s->handlers.on_call_gone(c, c->user_data, s->user_data);
+    }
+    c->finished = true;
+}
+
+static void on_deadline(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    grpc_call_t *c = ud;
+    if (c->finished)
+        return;
+    grpc_server_t *s = c->conn->srv;
+    bool tell = c->dispatched && s->handlers.on_call_gone;
+    void *cud = c->user_data;
+    grpc_call_finish(c, GRPC_DEADLINE_EXCEEDED, "deadline exceeded (grpc-timeout)");
+    if (tell)
+        s->handlers.on_call_gone(c, cud, s->user_data);
+}
+
+static void call_unlink(grpc_conn_t *conn, grpc_call_t *c) {
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        conn->calls = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    conn->ncalls--;
+    conn->srv->ncalls--;
+}
+
+/* ---- request handling ---------------------------------------------------- */
+
+/* The request is complete: validate and hand it to the handler. */
+static void call_dispatch(grpc_call_t *c) {
+    grpc_server_t *s = c->conn->srv;
+    if (c->req_overflow)
+        return; /* already answered RESOURCE_EXHAUSTED */
+    if (!c->method_post || !c->content_type_ok) {
+        /* Not gRPC: the spec's answer is HTTP 415 (405 for a wrong method). */
+        nghttp2_nv h[1] = {make_nv(":status", c->method_post ? "415" : "405")};
+        c->finished = c->response_submitted = true;
+        nghttp2_submit_response(c->conn->h2, c->stream_id, h, 1, NULL);
+        return;
+    }
+    const uint8_t *msg = NULL;
+    size_t msg_len = 0, used = 0;
+    int r = grpc_frame_decode(c->req, c->req_len, GRPC_MAX_MESSAGE_BYTES, &msg, &msg_len, &used);
+    if (r == GRPC_FRAME_COMPRESSED) {
+        grpc_call_finish(c, GRPC_UNIMPLEMENTED,
+                         "compressed messages are not supported: send uncompressed (identity)");
+        return;
+    }
+    if (r == GRPC_FRAME_TOO_LARGE) {
+        grpc_call_finish(c, GRPC_RESOURCE_EXHAUSTED, "request message larger than 4 MiB");
+        return;
+    }
+    if (r != GRPC_FRAME_COMPLETE || used != c->req_len) {
+        grpc_call_finish(c, GRPC_INTERNAL,
+                         r == GRPC_FRAME_MALFORMED
+                             ? "malformed gRPC message prefix"
+                             : "expected exactly one request message (cardinality violation)");
+        return;
+    }
+    if (c->path_too_long) {
+        grpc_call_finish(c, GRPC_UNIMPLEMENTED, "unknown method (path too long)");
+        return;
+    }
+    if (c->has_timeout) {
+        loop_timer_init(&c->deadline_timer, on_deadline, c);
+        loop_timer_start(s->loop, &c->deadline_timer, grpc_call_deadline(c));
+    }
+    c->dispatched = true;
+    s->handlers.on_request(c, c->path, msg, msg_len, s->user_data);
+}
+
+static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, void *ud) {
+    grpc_conn_t *conn = ud;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    grpc_call_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    c->conn = conn;
+    c->stream_id = frame->hd.stream_id;
+    c->started = loop_now(conn->srv->loop);
+    loop_timer_init(&c->deadline_timer, on_deadline, c);
+    c->next = conn->calls;
+    if (conn->calls)
+        conn->calls->prev = c;
+    conn->calls = c;
+    conn->ncalls++;
+    conn->srv->ncalls++;
+    loop_timer_stop(conn->srv->loop, &conn->idle_timer);
+    nghttp2_session_set_stream_user_data(h2, c->stream_id, c);
+    return 0;
+}
+
+static bool name_is(const uint8_t *name, size_t len, const char *want) {
+    return len == strlen(want) && memcmp(name, want, len) == 0;
+}
+
+static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *ud) {
+    (void)flags;
+    (void)ud;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    grpc_call_t *c = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
+    if (!c)
+        return 0;
+    if (name_is(name, namelen, ":method")) {
+        c->method_post = valuelen == 4 && memcmp(value, "POST", 4) == 0;
+    } else if (name_is(name, namelen, ":path")) {
+        if (valuelen >= sizeof c->path) {
+            c->path_too_long = true;
+        } else {
+            memcpy(c->path, value, valuelen);
+            c->path[valuelen] = '\0';
+        }
+    } else if (name_is(name, namelen, "content-type")) {
+        c->content_type_ok = grpc_content_type_ok((const char *)value, valuelen);
+    } else if (name_is(name, namelen, "grpc-timeout")) {
+        uint64_t ns;
+        if (grpc_timeout_parse((const char *)value, valuelen, &ns) == 0) {
+            c->has_timeout = true;
+            c->timeout_ns = ns;
+        }
+    }
+    return 0;
+}
+
+static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, const uint8_t *data,
+                         size_t len, void *ud) {
+    (void)flags;
+    (void)ud;
+    grpc_call_t *c = nghttp2_session_get_stream_user_data(h2, stream_id);
+    if (!c || c->req_overflow || c->finished)
+        return 0;
+    if (c->req_len + len > GRPC_MAX_MESSAGE_BYTES + 5) {
+        /* Answer now and stop buffering; the client may keep sending, so
+         * also reset the stream once the answer is queued. */
+        c->req_overflow = true;
+        grpc_call_finish(c, GRPC_RESOURCE_EXHAUSTED, "request message larger than 4 MiB");
+        return 0; /* RST_STREAM(NO_ERROR) follows once the status is out: on_frame_send */
+    }
+    if (buf_append(&c->req, &c->req_len, &c->req_cap, data, len) != 0) {
+        c->req_overflow = true;
+        grpc_call_finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory buffering the request");
+    }
+    return 0;
+}
+
+static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *ud) {
+    (void)ud;
+    if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+        /* Look the call up again: it may have been closed meanwhile. */
+        grpc_call_t *c = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
+        if (c && !c->dispatched && !c->finished)
+            call_dispatch(c);
+    }
+    return 0;
+}
+
+/* After answering an oversized request early, stop the client's upload with
+ * RST_STREAM(NO_ERROR), as the gRPC spec allows -- but only once the status
+ * has gone out, since nghttp2 would otherwise send the RST first. */
+static int on_frame_send(nghttp2_session *h2, const nghttp2_frame *frame, void *ud) {
+    (void)ud;
+    if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        return 0;
+    grpc_call_t *c = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
+    if (c && c->req_overflow)
+        nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *h2, int32_t stream_id, uint32_t error_code, void *ud) {
+    (void)error_code;
+    grpc_conn_t *conn = ud;
+    grpc_call_t *c = nghttp2_session_get_stream_user_data(h2, stream_id);
+    if (!c)
+        return 0;
+    nghttp2_session_set_stream_user_data(h2, stream_id, NULL);
+    call_gone(c);
+    call_unlink(conn, c);
+    call_free(c);
+    if (conn->ncalls == 0 && !conn->closing && conn->srv->opts.idle_timeout_ns)
+        loop_timer_start(conn->srv->loop, &conn->idle_timer,
+                         clock_add_sat(loop_now(conn->srv->loop), conn->srv->opts.idle_timeout_ns));
+    return 0;
+}
+
+/* ---- connections -------------------------------------------------------------- */
+
+static void conn_update_events(grpc_conn_t *c) {
+    if (c->closing || !c->io)
+        return;
+    bool want_write = c->out_len > c->out_off || nghttp2_session_want_write(c->h2);
+    uint32_t ev = transport_poll_events(&c->tr, true, want_write);
+    if (ev != c->io_events && loop_io_modify(c->srv->loop, c->io, ev) == 0)
+        c->io_events = ev;
+}
+
+/* Pulls frames from nghttp2 into the output buffer and writes what the
+ * transport takes. Never closes synchronously. */
+static void conn_flush(grpc_conn_t *c) {
+    /* nghttp2 forbids mem_send inside its own callbacks; the reader flushes
+     * once mem_recv returns. */
+    if (c->closing || !c->tr.handshake_done || c->in_recv)
+        return;
+    for (;;) {
+        /* Write what is buffered. */
+        while (c->out_off < c->out_len) {
+            ssize_t n = transport_write(&c->tr, c->out + c->out_off, c->out_len - c->out_off);
+            if (n == TRANSPORT_AGAIN)
+                goto blocked;
+            if (n <= 0) {
+                LOG_DEBUG(c->srv->opts.log, "grpc %s: %s", c->peer, c->tr.error);
+                conn_schedule_close(c);
+                return;
+            }
+            c->out_off += (size_t)n;
+        }
+        c->out_off = c->out_len = 0;
+        /* Refill from nghttp2, up to the high-water mark. */
+        bool got = false;
+        while (c->out_len < OUT_HIGH_WATER) {
+            const uint8_t *data;
+            ssize_t n = nghttp2_session_mem_send(c->h2, &data);
+            if (n < 0) {
+                conn_schedule_close(c);
+                return;
+            }
+            if (n == 0)
+                break;
+            if (buf_append(&c->out, &c->out_len, &c->out_cap, data, (size_t)n) != 0) {
+                conn_schedule_close(c);
+                return;
+            }
+            got = true;
+        }
+        if (!got)
+            break;
+    }
+    if (!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2)) {
+        conn_schedule_close(c); /* GOAWAY done and no streams left */
+        return;
+    }
+blocked:
+    conn_update_events(c);
+}
+
+static void conn_destroy(grpc_conn_t *c) {
+    grpc_server_t *s = c->srv;
+    loop_timer_stop(s->loop, &c->idle_timer);
+    loop_timer_stop(s->loop, &c->close_timer);
+    /* nghttp2_session_del does not report stream closes: walk our list. */
+    while (c->calls) {
+        grpc_call_t *call = c->calls;
+        call_gone(call);
+        call_unlink(c, call);
+        call_free(call);
+    }
+    loop_io_remove(s->loop, c->io);
+    c->io = NULL;
+    nghttp2_session_del(c->h2);
+    transport_close(&c->tr);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->nconns--;
+    free(c->out);
+    free(c);
+    if (s->shutting_down && s->nconns == 0 && s->shutdown_done)
+        loop_timer_start(s->loop, &s->shutdown_timer, loop_now(s->loop));
+}
+
+static void on_close_timer(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    conn_destroy(ud);
+}
+
+static void conn_schedule_close(grpc_conn_t *c) {
+    if (c->closing)
+        return;
+    c->closing = true;
+    loop_timer_start(c->srv->loop, &c->close_timer, loop_now(c->srv->loop));
+}
+
+static void on_idle(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    grpc_conn_t *c = ud;
+    if (c->ncalls > 0 || c->closing)
+        return;
+    nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->h2),
+                          NGHTTP2_NO_ERROR, (const uint8_t *)"idle", 4);
+    conn_flush(c);
+}
+
+static bool looks_like_http1(const uint8_t *b, size_t n) {
+    static const char *const methods[] = {"GET ", "POST ", "HEAD ", "PUT ", "OPTIONS ", "DELETE "};
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        size_t m = strlen(methods[i]);
+        if (n >= m && memcmp(b, methods[i], m) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void conn_refuse_http1(grpc_conn_t *c) {
+    static const char reply[] =
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+        "Content-Length: 101\r\n\r\n"
+        "This port speaks gRPC (HTTP/2 with prior knowledge). Probes and /metrics are on "
+        "their own HTTP ports.\n";
+    transport_write(&c->tr, reply, sizeof reply - 1); /* best effort, then close */
+}
+
+static void on_conn_io(loop_t *loop, int fd, uint32_t events, void *ud) {
+    (void)loop;
+    (void)fd;
+    grpc_conn_t *c = ud;
+    if (c->closing)
+        return;
+    if (!c->tr.handshake_done) {
+        int r = transport_handshake(&c->tr);
+        if (r == TRANSPORT_AGAIN) {
+            conn_update_events(c);
+            return;
+        }
+        if (r != 0) {
+            LOG_DEBUG(c->srv->opts.log, "grpc %s: %s", c->peer, c->tr.error);
+            conn_schedule_close(c);
+            return;
+        }
+    }
+    (void)events;
+    /* Always read until the transport would block: after a TLS handshake
+     * the first application bytes may already sit decrypted inside OpenSSL,
+     * where epoll cannot see them. */
+    uint8_t buf[READ_CHUNK];
+    for (;;) {
+        ssize_t n = transport_read(&c->tr, buf, sizeof buf);
+        if (n == TRANSPORT_AGAIN)
+            break;
+        if (n <= 0) {
+            conn_schedule_close(c);
+            return;
+        }
+        c->in_recv = true;
+        ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)n);
+        c->in_recv = false;
+        if (used < 0) {
+            if (!c->first_read_done && used == NGHTTP2_ERR_BAD_CLIENT_MAGIC &&
+                looks_like_http1(buf, (size_t)n))
+                conn_refuse_http1(c);
+            LOG_DEBUG(c->srv->opts.log, "grpc %s: HTTP/2 error: %s", c->peer,
+                      nghttp2_strerror((int)used));
+            conn_flush(c); /* a GOAWAY nghttp2 queued, if any */
+            conn_schedule_close(c);
+            return;
+        }
+        c->first_read_done = true;
+        if (c->closing)
+            return;
+        if (c->out_len - c->out_off > OUT_HIGH_WATER)
+            break; /* the peer is not reading our answers: stop reading its requests */
+    }
+    conn_flush(c);
+}
+
+static void conn_accept(grpc_server_t *s, int fd, const struct sockaddr_storage *ss) {
+    char peer[64] = "?";
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+        snprintf(peer, sizeof peer, "%s:%u", ip, ntohs(a->sin_port));
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        char ip[INET6_ADDRSTRLEN];
+        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+        snprintf(peer, sizeof peer, "[%s]:%u", ip, ntohs(a->sin6_port));
+    }
+    if (s->shutting_down || (s->opts.max_connections && s->nconns >= s->opts.max_connections)) {
+        LOG_WARN(s->opts.log, "grpc %s: refused: %s", peer,
+                 s->shutting_down ? "shutting down" : "connection limit reached");
+        close(fd);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+
+    grpc_conn_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return;
+    }
+    c->srv = s;
+    snprintf(c->peer, sizeof c->peer, "%s", peer);
+    loop_timer_init(&c->idle_timer, on_idle, c);
+    loop_timer_init(&c->close_timer, on_close_timer, c);
+    if (transport_init(&c->tr, fd, s->opts.tls ? tls_server_ctx(s->opts.tls) : NULL, true, NULL) !=
+        0) {
+        close(fd);
+        free(c);
+        return;
+    }
+
+    nghttp2_session_callbacks *cbs;
+    nghttp2_session_callbacks_new(&cbs);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
+    nghttp2_option *opt;
+    nghttp2_option_new(&opt);
+    /* CVE-2023-44487 (rapid reset), CVE-2024-28182 (CONTINUATION flood),
+     * SETTINGS flood: limits the library enforces for us. */
+    nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 100);
+    nghttp2_option_set_max_continuations(opt, 8);
+    nghttp2_option_set_max_settings(opt, 32);
+    nghttp2_option_set_max_outbound_ack(opt, 1000);
+    int rv = nghttp2_session_server_new2(&c->h2, cbs, c, opt);
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cbs);
+    if (rv != 0) {
+        transport_close(&c->tr);
+        free(c);
+        return;
+    }
+    nghttp2_settings_entry iv[2] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
+         s->opts.max_concurrent_streams ? s->opts.max_concurrent_streams : 1000},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
+    };
+    nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 2);
+
+    c->io_events = EPOLLIN | EPOLLOUT;
+    c->io = loop_io_add(s->loop, fd, c->io_events, on_conn_io, c);
+    if (!c->io) {
+        nghttp2_session_del(c->h2);
+        transport_close(&c->tr);
+        free(c);
+        return;
+    }
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    if (s->opts.idle_timeout_ns)
+        loop_timer_start(s->loop, &c->idle_timer,
+                         clock_add_sat(loop_now(s->loop), s->opts.idle_timeout_ns));
+    LOG_DEBUG(s->opts.log, "grpc %s: connected%s", peer, s->opts.tls ? " (TLS)" : "");
+}
+
+static void on_listen_io(loop_t *loop, int fd, uint32_t events, void *ud) {
+    (void)loop;
+    (void)events;
+    grpc_server_t *s = ud;
+    for (int i = 0; i < 64; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int cfd = accept4(fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                LOG_WARN(s->opts.log, "grpc accept: %s", strerror(errno));
+            return;
+        }
+        conn_accept(s, cfd, &ss);
+    }
+}
+
+/* ---- server --------------------------------------------------------------- */
+
+static int listen_socket(const char *addr, uint16_t port, int *out_fd, uint16_t *bound, char *err,
+                         size_t errlen) {
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    socklen_t sl;
+    int family;
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
+        family = AF_INET;
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons(port);
+        sl = sizeof *a4;
+    } else if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
+        family = AF_INET6;
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons(port);
+        sl = sizeof *a6;
+    } else {
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "listen %s:%u: not an IPv4 or IPv6 address (e.g. 0.0.0.0, ::, 127.0.0.1)",
+                          addr, port);
+    }
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return kgs_seterr(err, errlen, KGS_EIO, "listen %s:%u: socket: %s", addr, port,
+                          strerror(errno));
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 512) != 0) {
+        int saved = errno;
+        close(fd);
+        return kgs_seterr(err, errlen, KGS_EIO, "listen %s:%u: %s", addr, port, strerror(saved));
+    }
+    sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *bound = ntohs(family == AF_INET ? a4->sin_port : a6->sin6_port);
+    *out_fd = fd;
+    return 0;
+}
+
+static void on_shutdown_done(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    grpc_server_t *s = ud;
+    void (*done)(void *) = s->shutdown_done;
+    s->shutdown_done = NULL;
+    if (done)
+        done(s->shutdown_ud);
+}
+
+int grpc_server_start(loop_t *loop, const grpc_server_opts_t *opts,
+                      const grpc_server_handlers_t *handlers, void *user_data, grpc_server_t **out,
+                      char *err, size_t errlen) {
+    grpc_server_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "grpc server: out of memory");
+    s->loop = loop;
+    s->opts = *opts;
+    s->handlers = *handlers;
+    s->user_data = user_data;
+    loop_timer_init(&s->shutdown_timer, on_shutdown_done, s);
+    int rc = listen_socket(opts->listen_address, opts->port, &s->listen_fd, &s->port, err, errlen);
+    if (rc != 0) {
+        free(s);
+        return rc;
+    }
+    s->listen_io = loop_io_add(loop, s->listen_fd, EPOLLIN, on_listen_io, s);
+    if (!s->listen_io) {
+        close(s->listen_fd);
+        free(s);
+        return kgs_seterr(err, errlen, KGS_EIO, "grpc server: epoll: %s", strerror(errno));
+    }
+    *out = s;
+    return 0;
+}
+
+uint16_t grpc_server_port(const grpc_server_t *s) {
+    return s->port;
+}
+
+unsigned grpc_server_connection_count(const grpc_server_t *s) {
+    return s->nconns;
+}
+
+unsigned grpc_server_call_count(const grpc_server_t *s) {
+    return s->ncalls;
+}
+
+void grpc_server_shutdown(grpc_server_t *s, void (*done)(void *), void *user_data) {
+    s->shutting_down = true;
+    s->shutdown_done = done;
+    s->shutdown_ud = user_data;
+    if (s->listen_io) {
+        loop_io_remove(s->loop, s->listen_io);
+        s->listen_io = NULL;
+        close(s->listen_fd);
+        s->listen_fd = -1;
+    }
+    for (grpc_conn_t *c = s->conns; c; c = c->next) {
+        if (c->closing)
+            continue;
+        if (!c->tr.handshake_done) {
+            conn_schedule_close(c);
+            continue;
+        }
+        nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(c->h2), NGHTTP2_NO_ERROR,
+                              (const uint8_t *)"shutdown", 8);
+        conn_flush(c);
+    }
+    if (s->nconns == 0)
+        loop_timer_start(s->loop, &s->shutdown_timer, loop_now(s->loop));
+}
+
+void grpc_server_free(grpc_server_t *s) {
+    if (!s)
+        return;
+    s->shutdown_done = NULL;
+    s->handlers.on_call_gone = NULL; /* no callbacks while tearing down */
+    while (s->conns)
+        conn_destroy(s->conns);
+    loop_timer_stop(s->loop, &s->shutdown_timer);
+    if (s->listen_io) {
+        loop_io_remove(s->loop, s->listen_io);
+        close(s->listen_fd);
+    }
+    free(s);
+}

@@ -1,0 +1,84 @@
+/*
+ * grpc_server.h - gRPC over HTTP/2 (nghttp2) on the event loop: h2c or TLS,
+ * unary and server-streaming calls. Loop thread only.
+ *
+ * A call arrives complete (its one request message) through on_request.
+ * The handler answers at once (unary: grpc_call_send + grpc_call_finish) or
+ * keeps the call and sends messages later (server streaming). A call the
+ * handler has not finished can disappear (client cancel, connection loss,
+ * deadline, server shutdown): on_call_gone tells the handler, after which
+ * the pointer is invalid. A call the handler finished is never reported.
+ */
+#ifndef KGS_NET_GRPC_SERVER_H
+#define KGS_NET_GRPC_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/log.h"
+#include "net/loop.h"
+#include "net/tls.h"
+
+typedef struct grpc_server grpc_server_t;
+typedef struct grpc_call grpc_call_t;
+
+typedef struct {
+    void (*on_request)(grpc_call_t *call, const char *path, const uint8_t *msg, size_t len,
+                       void *server_user_data);
+    void (*on_call_gone)(grpc_call_t *call, void *call_user_data, void *server_user_data);
+} grpc_server_handlers_t;
+
+typedef struct {
+    const char *listen_address;      /* "0.0.0.0", "::", "127.0.0.1" */
+    uint16_t port;                   /* 0 = ephemeral (see grpc_server_port) */
+    tls_server_t *tls;               /* borrowed; NULL = h2c */
+    unsigned max_connections;        /* beyond it, new connections are closed at once */
+    uint64_t idle_timeout_ns;        /* a connection without streams for this long is closed */
+    unsigned max_concurrent_streams; /* advertised per connection */
+    const logger_t *log;             /* borrowed; may be NULL */
+} grpc_server_opts_t;
+
+/* Listens and starts accepting. Returns 0, or KGS_EIO with a message like
+ * "listen 0.0.0.0:6000: bind: Address already in use", or KGS_ENOMEM. */
+int grpc_server_start(loop_t *loop, const grpc_server_opts_t *opts,
+                      const grpc_server_handlers_t *handlers, void *user_data, grpc_server_t **out,
+                      char *err, size_t errlen);
+
+uint16_t grpc_server_port(const grpc_server_t *s);
+unsigned grpc_server_connection_count(const grpc_server_t *s);
+unsigned grpc_server_call_count(const grpc_server_t *s);
+
+/*
+ * Graceful shutdown: stops accepting, sends GOAWAY on every connection
+ * (calls already started may finish), and runs done(user_data) once every
+ * connection has closed. The handler should finish its streaming calls.
+ */
+void grpc_server_shutdown(grpc_server_t *s, void (*done)(void *), void *user_data);
+
+/* Closes everything at once (no callbacks) and frees. NULL does nothing. */
+void grpc_server_free(grpc_server_t *s);
+
+/* ---- calls ----------------------------------------------------------------- */
+
+void grpc_call_set_user_data(grpc_call_t *c, void *user_data);
+void *grpc_call_user_data(const grpc_call_t *c);
+/* The client's deadline from grpc-timeout (monotonic), or 0 when none.
+ * The server enforces it: at the deadline an unfinished call ends with
+ * DEADLINE_EXCEEDED and on_call_gone is called. */
+mono_ns_t grpc_call_deadline(const grpc_call_t *c);
+/* "ip:port" of the peer. Borrowed. */
+const char *grpc_call_peer(const grpc_call_t *c);
+
+/*
+ * Queues one response message (copied). With latest_only, a previous
+ * message that has not started going out is replaced instead of queued:
+ * a slow reader of a state stream only ever gets the newest state.
+ * Returns 0 or KGS_ENOMEM / KGS_ESTATE (already finished).
+ */
+int grpc_call_send(grpc_call_t *c, const uint8_t *msg, size_t len, bool latest_only);
+
+/* Ends the call with a status (and message, percent-encoded on the wire;
+ * may be NULL). After this the handler must not touch the call. */
+void grpc_call_finish(grpc_call_t *c, int status, const char *message);
+
+#endif

@@ -1,0 +1,617 @@
+/*
+ * http_server.c - HTTP/1.1 for probes and /metrics, on the event loop.
+ *
+ * DESIGN
+ * Each connection keeps the unparsed input in a fixed buffer one byte
+ * larger than the longest head we accept (http1 reports TOO_LARGE as soon as
+ * that is exceeded), and the unsent output in a growable buffer. One driver,
+ * conn_drive(), runs after every event: parse what is buffered, read more
+ * while there is room, write what is queued, then choose the epoll interest
+ * and the single timer from the state. Reading stops while more than
+ * OUT_HIGH_WATER bytes wait to be sent, so a client that pipelines requests
+ * and never reads cannot make us buffer without bound.
+ *
+ * A connection closed after an error answer is "lingered": we shut down our
+ * write side and discard input for a moment before close(), because
+ * closing a socket with unread input makes the kernel send RST, which can
+ * destroy the answer before the client reads it (the classic lingering
+ * close of Apache and nginx).
+ *
+ * The handler may free the server (rule 16): http_server_free() during a
+ * dispatch only marks it, and the dispatcher finishes the free on return
+ * and unwinds with -1 without touching the connection again. Every
+ * function that can close a connection returns -1 when it did.
+ */
+#include "net/http_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/err.h"
+
+#define DEFAULT_MAX_CONNECTIONS 64u
+#define DEFAULT_IDLE_TIMEOUT_NS (30 * NS_PER_SEC)
+#define DEFAULT_HEAD_TIMEOUT_NS (10 * NS_PER_SEC)
+#define LINGER_NS (2 * NS_PER_SEC)
+#define ACCEPT_PAUSE_NS (100 * NS_PER_MS)
+#define OUT_HIGH_WATER (256u * 1024u)
+#define LINGER_DISCARD_MAX (64u * 1024u) /* per event, so a flood cannot hold the loop */
+
+typedef enum {
+    C_OPEN,    /* reading requests */
+    C_CLOSING, /* the last answer is queued; write it, then linger */
+    C_LINGER   /* write side shut; discarding input until EOF or timeout */
+} conn_state_t;
+
+typedef struct http_conn http_conn_t;
+struct http_conn {
+    http_server_t *srv;
+    int fd;
+    loop_io_t *io;
+    uint32_t events;
+    loop_timer_t timer;
+    conn_state_t state;
+    bool read_eof;
+    mono_ns_t head_started; /* first byte of the current partial head; 0 = none */
+    mono_ns_t last_progress;
+    mono_ns_t linger_until;
+    char *out;
+    size_t out_off, out_len, out_cap;
+    size_t in_len;
+    http_conn_t *prev, *next;
+    char in[HTTP1_MAX_HEAD_BYTES + 1];
+};
+
+struct http_server {
+    loop_t *loop;
+    int fd;
+    loop_io_t *io;
+    uint16_t port;
+    http_server_opts_t opts;
+    http_handler_fn handler;
+    void *user_data;
+    prom_buf_t scratch;
+    http_conn_t *conns;
+    unsigned nconns;
+    loop_timer_t accept_timer;
+    int dispatching;
+    bool free_pending;
+};
+
+static void server_destroy(http_server_t *s);
+
+/* ---- connection lifetime -------------------------------------------------- */
+
+static void conn_close(http_conn_t *c) {
+    http_server_t *s = c->srv;
+    loop_timer_stop(s->loop, &c->timer);
+    loop_io_remove(s->loop, c->io);
+    close(c->fd);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->nconns--;
+    free(c->out);
+    free(c);
+}
+
+static size_t out_pending(const http_conn_t *c) {
+    return c->out_len - c->out_off;
+}
+
+/* Appends to the output buffer. Returns 0 or KGS_ENOMEM. */
+static int out_append(http_conn_t *c, const char *p, size_t n) {
+    if (n == 0)
+        return 0;
+    if (c->out_off > 0 && c->out_off == c->out_len)
+        c->out_off = c->out_len = 0;
+    if (n > c->out_cap - c->out_len) {
+        if (c->out_off > 0) { /* compact first */
+            memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+            c->out_len -= c->out_off;
+            c->out_off = 0;
+        }
+        if (n > SIZE_MAX / 2 - c->out_len)
+            return KGS_ENOMEM;
+        size_t need = c->out_len + n;
+        if (need > c->out_cap) {
+            size_t cap = c->out_cap ? c->out_cap : 4096;
+            while (cap < need)
+                cap *= 2;
+            char *nb = realloc(c->out, cap);
+            if (!nb)
+                return KGS_ENOMEM;
+            c->out = nb;
+            c->out_cap = cap;
+        }
+    }
+    memcpy(c->out + c->out_len, p, n);
+    c->out_len += n;
+    return 0;
+}
+
+/* Queues one answer. extra_header (may be NULL) is one "Name: value\r\n"
+ * line added to the head. Returns 0 or KGS_ENOMEM. */
+static int queue_response(http_conn_t *c, int status, const char *ctype, const char *body,
+                          size_t body_len, bool keep_alive, bool head_only,
+                          const char *extra_header) {
+    char head[1024];
+    size_t n = http1_format_head(head, sizeof head, status, ctype, body_len, keep_alive);
+    size_t extra = extra_header ? strlen(extra_header) : 0;
+    if (n + extra >= sizeof head) {
+        /* Only a content type of hundreds of bytes gets here. */
+        n = http1_format_head(head, sizeof head, 500, NULL, 0, false);
+        body_len = 0;
+        extra = 0;
+        c->state = C_CLOSING;
+    }
+    if (extra) {
+        /* Insert before the blank line that ends the head. */
+        memcpy(head + n - 2, extra_header, extra);
+        memcpy(head + n - 2 + extra, "\r\n", 2);
+        n += extra;
+    }
+    int rc = out_append(c, head, n);
+    if (rc == 0 && !head_only)
+        rc = out_append(c, body, body_len);
+    return rc;
+}
+
+static const char *const status_text_plain = "text/plain; charset=utf-8";
+
+/* Queues an error answer with a one-line explanation and stops reading. */
+static int queue_error(http_conn_t *c, int status, const char *why) {
+    char body[256];
+    int n = snprintf(body, sizeof body, "%d %s%s%s\n", status, http1_reason(status),
+                     why ? ": " : "", why ? why : "");
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof body ? (size_t)n : sizeof body - 1;
+    c->state = C_CLOSING;
+    c->in_len = 0;
+    c->head_started = 0;
+    return queue_response(c, status, status_text_plain, body, len, false, false,
+                          status == 405 ? "Allow: GET, HEAD\r\n" : NULL);
+}
+
+static bool span_is(const char *p, size_t n, const char *lit) {
+    return n == strlen(lit) && memcmp(p, lit, n) == 0;
+}
+
+/* Runs the handler for one request and queues the answer. Returns 0, -1
+ * if the server was freed by the handler (c is gone), or KGS_ENOMEM. */
+static int dispatch(http_conn_t *c, const http1_request_t *req) {
+    http_server_t *s = c->srv;
+    bool head = span_is(req->method, req->method_len, "HEAD");
+    if (!head && !span_is(req->method, req->method_len, "GET"))
+        return queue_error(c, 405, "only GET and HEAD are served");
+    http_response_t resp = {404, status_text_plain, "not found\n", 10};
+    prom_buf_reset(&s->scratch);
+    s->dispatching++;
+    s->handler(req, &resp, &s->scratch, s->user_data);
+    s->dispatching--;
+    if (s->free_pending && s->dispatching == 0) {
+        server_destroy(s);
+        return -1;
+    }
+    bool keep = req->keep_alive;
+    if (s->scratch.failed || resp.status < 100 || resp.status > 599 ||
+        (!resp.body && resp.body_len)) {
+        resp = (http_response_t){500, status_text_plain, "internal error\n", 15};
+        keep = false;
+    }
+    if (!keep)
+        c->state = C_CLOSING;
+    return queue_response(c, resp.status, resp.content_type, resp.body, resp.body_len, keep, head,
+                          NULL);
+}
+
+/* Parses and answers buffered requests while the output is not backed up.
+ * Returns 0, or -1 when c was closed or freed. */
+static int conn_process(http_conn_t *c) {
+    while (c->state == C_OPEN && c->in_len > 0 && out_pending(c) < OUT_HIGH_WATER) {
+        http1_request_t req;
+        size_t used = 0;
+        const char *why = NULL;
+        int r = http1_parse_request(c->in, c->in_len, &req, &used, &why);
+        int rc = 0;
+        if (r == HTTP1_INCOMPLETE && c->in_len < sizeof c->in)
+            break;
+        if (r == HTTP1_INCOMPLETE) /* cannot happen (http1 bounds the head); never spin */
+            r = HTTP1_ERR_TOO_LARGE;
+        if (r == HTTP1_ERR_BAD_REQUEST)
+            rc = queue_error(c, why && strstr(why, "bodies") ? 413 : 400, why);
+        else if (r == HTTP1_ERR_TOO_LARGE)
+            rc = queue_error(c, 431, why);
+        else if (r == HTTP1_ERR_VERSION)
+            rc = queue_error(c, 505, why);
+        else if (r == HTTP1_COMPLETE) {
+            rc = dispatch(c, &req);
+            if (rc == -1)
+                return -1;
+            if (c->state == C_OPEN) {
+                memmove(c->in, c->in + used, c->in_len - used);
+                c->in_len -= used;
+                c->head_started = c->in_len ? loop_now(c->srv->loop) : 0;
+            } else {
+                c->in_len = 0; /* closing: what follows is never answered */
+                c->head_started = 0;
+            }
+        } else
+            rc = queue_error(c, 400, "unparseable request");
+        if (rc == KGS_ENOMEM) {
+            conn_close(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Reads and processes until EAGAIN, EOF, a full buffer or backed-up
+ * output. Returns 0, or -1 when c was closed or freed. */
+static int conn_pump(http_conn_t *c) {
+    for (;;) {
+        if (conn_process(c) < 0)
+            return -1;
+        if (c->state != C_OPEN || c->read_eof || out_pending(c) >= OUT_HIGH_WATER ||
+            c->in_len == sizeof c->in)
+            return 0;
+        ssize_t n = read(c->fd, c->in + c->in_len, sizeof c->in - c->in_len);
+        if (n > 0) {
+            mono_ns_t now = loop_now(c->srv->loop);
+            if (c->in_len == 0)
+                c->head_started = now;
+            c->in_len += (size_t)n;
+            c->last_progress = now;
+        } else if (n == 0) {
+            c->read_eof = true;
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            return 0;
+        } else {
+            conn_close(c); /* ECONNRESET and friends */
+            return -1;
+        }
+    }
+}
+
+/* Writes what is queued. Returns 0, or -1 when c was closed. */
+static int conn_flush(http_conn_t *c) {
+    while (out_pending(c) > 0) {
+        /* MSG_NOSIGNAL: a peer that went away must not SIGPIPE us. */
+        ssize_t n = send(c->fd, c->out + c->out_off, out_pending(c), MSG_NOSIGNAL);
+        if (n > 0) {
+            c->out_off += (size_t)n;
+            c->last_progress = loop_now(c->srv->loop);
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return 0;
+        } else {
+            conn_close(c);
+            return -1;
+        }
+    }
+    c->out_off = c->out_len = 0;
+    return 0;
+}
+
+/* Discards input of a lingering connection. Returns 0, or -1 when c was
+ * closed (EOF, error). */
+static int conn_discard(http_conn_t *c) {
+    char buf[4096];
+    size_t total = 0;
+    while (total < LINGER_DISCARD_MAX) {
+        ssize_t n = read(c->fd, buf, sizeof buf);
+        if (n > 0) {
+            total += (size_t)n;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return 0;
+        } else {
+            conn_close(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void conn_on_timer(loop_t *loop, loop_timer_t *t, void *ud);
+static void conn_drive(http_conn_t *c);
+
+/* Chooses epoll interest and the timer from the state, or closes a
+ * connection that has nothing left to do. */
+static void conn_settle(http_conn_t *c) {
+    http_server_t *s = c->srv;
+    mono_ns_t now = loop_now(s->loop);
+    if (c->state == C_CLOSING && out_pending(c) == 0) {
+        if (c->read_eof) {
+            conn_close(c);
+            return;
+        }
+        shutdown(c->fd, SHUT_WR);
+        c->state = C_LINGER;
+        c->linger_until = clock_add_sat(now, LINGER_NS);
+        if (conn_discard(c) < 0)
+            return;
+    }
+    if (c->state == C_OPEN && c->read_eof && out_pending(c) == 0) {
+        conn_close(c); /* the peer is done; a partial head can never complete */
+        return;
+    }
+    uint32_t want = 0;
+    if (c->state == C_LINGER ||
+        (c->state == C_OPEN && !c->read_eof && out_pending(c) < OUT_HIGH_WATER))
+        want |= EPOLLIN;
+    if (out_pending(c) > 0)
+        want |= EPOLLOUT;
+    if (want != c->events) {
+        if (loop_io_modify(s->loop, c->io, want) != 0) {
+            conn_close(c);
+            return;
+        }
+        c->events = want;
+    }
+    mono_ns_t due;
+    if (c->state == C_LINGER)
+        due = c->linger_until;
+    else if (out_pending(c) == 0 && c->state == C_OPEN && c->head_started)
+        due = clock_add_sat(c->head_started, s->opts.head_timeout_ns);
+    else
+        due = clock_add_sat(c->last_progress, s->opts.idle_timeout_ns);
+    if (loop_timer_start(s->loop, &c->timer, due) != 0)
+        conn_close(c); /* no memory for the timer: do not keep an unguarded connection */
+}
+
+static void conn_drive(http_conn_t *c) {
+    if (c->state == C_LINGER) {
+        if (conn_discard(c) < 0)
+            return;
+        conn_settle(c);
+        return;
+    }
+    /* Bounded: each round either drains output that was backed up or stops. */
+    for (int round = 0; round < 16; round++) {
+        if (conn_pump(c) < 0)
+            return;
+        bool backed_up = out_pending(c) >= OUT_HIGH_WATER;
+        if (conn_flush(c) < 0)
+            return;
+        if (!backed_up || out_pending(c) > 0 || c->state != C_OPEN)
+            break;
+    }
+    conn_settle(c);
+}
+
+static void conn_on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
+    (void)loop;
+    (void)fd;
+    http_conn_t *c = ud;
+    if ((events & EPOLLERR) && !(events & EPOLLIN)) {
+        conn_close(c);
+        return;
+    }
+    conn_drive(c);
+}
+
+static void conn_on_timer(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)t;
+    http_conn_t *c = ud;
+    mono_ns_t now = loop_now(loop);
+    if (c->state == C_OPEN && out_pending(c) == 0 && c->head_started &&
+        now >= clock_add_sat(c->head_started, c->srv->opts.head_timeout_ns)) {
+        /* Slowloris: a head that trickles in. Say so, then close. */
+        LOG_DEBUG(c->srv->opts.log, "http :%u: request head not complete in time; closing",
+                  (unsigned)c->srv->port);
+        if (queue_error(c, 408, "request head not received in time") != 0) {
+            conn_close(c);
+            return;
+        }
+        c->last_progress = now;
+        conn_drive(c);
+        return;
+    }
+    /* Idle keep-alive, a stalled writer, or the end of a linger. */
+    conn_close(c);
+}
+
+/* ---- listener --------------------------------------------------------------- */
+
+static void server_on_accept(loop_t *loop, int fd, uint32_t events, void *ud);
+
+static void accept_resume(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)t;
+    http_server_t *s = ud;
+    loop_io_modify(loop, s->io, EPOLLIN);
+}
+
+static void conn_open(http_server_t *s, int fd) {
+    http_conn_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        return;
+    }
+    int one = 1;
+    /* Answers go out in one write; Nagle would only delay pipelined ones. */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    c->srv = s;
+    c->fd = fd;
+    c->events = EPOLLIN;
+    c->state = C_OPEN;
+    c->last_progress = loop_now(s->loop);
+    loop_timer_init(&c->timer, conn_on_timer, c);
+    c->io = loop_io_add(s->loop, fd, EPOLLIN, conn_on_io, c);
+    if (!c->io) {
+        close(fd);
+        free(c);
+        return;
+    }
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    conn_settle(c); /* arms the idle timer */
+}
+
+static void server_on_accept(loop_t *loop, int lfd, uint32_t events, void *ud) {
+    (void)events;
+    http_server_t *s = ud;
+    for (;;) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            /* EMFILE, ENFILE, ENOBUFS, ENOMEM: the pending connection stays
+             * queued and the level-triggered listener would fire again at
+             * once, so stop listening for a moment instead of spinning. */
+            LOG_WARN(s->opts.log, "http :%u: accept: %s; pausing accepts for 100ms",
+                     (unsigned)s->port, strerror(errno));
+            loop_io_modify(loop, s->io, 0);
+            if (loop_timer_start(loop, &s->accept_timer,
+                                 clock_add_sat(loop_now(loop), ACCEPT_PAUSE_NS)) != 0)
+                loop_io_modify(loop, s->io, EPOLLIN);
+            return;
+        }
+        if (s->nconns >= s->opts.max_connections) {
+            LOG_DEBUG(s->opts.log, "http :%u: %u connections open (the cap); closing a new one",
+                      (unsigned)s->port, s->nconns);
+            close(fd);
+            continue;
+        }
+        conn_open(s, fd);
+    }
+}
+
+/* "0.0.0.0:8081" or "[::]:8081" for messages. */
+static void format_endpoint(char *out, size_t outlen, const char *addr, bool v6, uint16_t port) {
+    if (v6 && addr[0] != '[')
+        snprintf(out, outlen, "[%s]:%u", addr, (unsigned)port);
+    else
+        snprintf(out, outlen, "%s:%u", addr, (unsigned)port);
+}
+
+int http_server_listen(loop_t *loop, const char *addr, uint16_t port,
+                       const http_server_opts_t *opts, http_handler_fn handler, void *user_data,
+                       http_server_t **out, char *err, size_t errlen) {
+    char host[64];
+    size_t alen = strlen(addr);
+    if (alen >= 2 && addr[0] == '[' && addr[alen - 1] == ']' && alen - 2 < sizeof host) {
+        memcpy(host, addr + 1, alen - 2);
+        host[alen - 2] = '\0';
+    } else {
+        snprintf(host, sizeof host, "%s", addr);
+    }
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    socklen_t sslen;
+    bool v6 = false;
+    struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons(port);
+        sslen = sizeof *sin;
+    } else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons(port);
+        sslen = sizeof *sin6;
+        v6 = true;
+    } else {
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "listen %s:%u: invalid address: must be a numeric IPv4 or IPv6 address",
+                          addr, (unsigned)port);
+    }
+    char where[96];
+    format_endpoint(where, sizeof where, addr, v6, port);
+
+    http_server_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "listen %s: out of memory", where);
+    s->loop = loop;
+    s->handler = handler;
+    s->user_data = user_data;
+    s->opts = opts ? *opts : (http_server_opts_t){0};
+    if (!s->opts.max_connections)
+        s->opts.max_connections = DEFAULT_MAX_CONNECTIONS;
+    if (!s->opts.idle_timeout_ns)
+        s->opts.idle_timeout_ns = DEFAULT_IDLE_TIMEOUT_NS;
+    if (!s->opts.head_timeout_ns)
+        s->opts.head_timeout_ns = DEFAULT_HEAD_TIMEOUT_NS;
+    prom_buf_init(&s->scratch);
+    loop_timer_init(&s->accept_timer, accept_resume, s);
+
+    const char *step = "socket";
+    s->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (s->fd < 0)
+        goto fail;
+    int one = 1;
+    step = "setsockopt SO_REUSEADDR";
+    if (setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+        goto fail;
+    step = "bind";
+    if (bind(s->fd, (struct sockaddr *)&ss, sslen) != 0)
+        goto fail;
+    step = "listen";
+    if (listen(s->fd, SOMAXCONN) != 0)
+        goto fail;
+    step = "getsockname";
+    sslen = sizeof ss;
+    if (getsockname(s->fd, (struct sockaddr *)&ss, &sslen) != 0)
+        goto fail;
+    s->port = ntohs(v6 ? sin6->sin6_port : sin->sin_port);
+    step = "epoll";
+    s->io = loop_io_add(loop, s->fd, EPOLLIN, server_on_accept, s);
+    if (!s->io)
+        goto fail;
+    *out = s;
+    return 0;
+fail:;
+    int saved = errno;
+    if (s->fd >= 0)
+        close(s->fd);
+    free(s);
+    return kgs_seterr(err, errlen, saved == ENOMEM ? KGS_ENOMEM : KGS_EIO, "listen %s: %s: %s",
+                      where, step, strerror(saved));
+}
+
+uint16_t http_server_port(const http_server_t *s) {
+    return s->port;
+}
+
+unsigned http_server_connections(const http_server_t *s) {
+    return s->nconns;
+}
+
+static void server_destroy(http_server_t *s) {
+    while (s->conns)
+        conn_close(s->conns);
+    loop_timer_stop(s->loop, &s->accept_timer);
+    loop_io_remove(s->loop, s->io);
+    close(s->fd);
+    prom_buf_free(&s->scratch);
+    free(s);
+}
+
+void http_server_free(http_server_t *s) {
+    if (!s)
+        return;
+    if (s->dispatching > 0) {
+        s->free_pending = true;
+        return;
+    }
+    server_destroy(s);
+}

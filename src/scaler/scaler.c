@@ -1,0 +1,669 @@
+/*
+ * scaler.c - the ExternalScaler and Health services.
+ *
+ * DESIGN
+ * - Configuration: each call's scalerMetadata goes through the config cache,
+ *   so a map is parsed once however often KEDA sends it; bad metadata is
+ *   cached too and answered INVALID_ARGUMENT every time.
+ * - Unknown is never 0: an evaluation that cannot produce a value (NVML
+ *   down, stale snapshot, lost GPU, absent field) is a gRPC error, so KEDA's
+ *   fallback engages instead of scaling on a made-up number.
+ * - Streams (StreamIsActive) are grouped by configuration. scaler_refresh()
+ *   evaluates each group once and pushes to the streams whose last sent
+ *   state differs. While a group cannot be evaluated its streams stay open
+ *   and silent: KEDA keeps its last answer (the safe direction: no scale
+ *   to zero on an outage) and the pull path reports the error.
+ * - A stream opened while evaluation fails ends at once with that error, as
+ *   a unary call would; KEDA retries with backoff.
+ */
+#include "scaler/scaler.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config_cache.h"
+#include "core/err.h"
+#include "core/evaluator.h"
+#include "core/metadata.h"
+#include "net/grpc_frame.h"
+#include "proto/externalscaler.pb-c.h"
+#include "proto/health.pb-c.h"
+
+#define PATH_ES "/externalscaler.ExternalScaler/"
+#define PATH_HEALTH "/grpc.health.v1.Health/"
+#define CONFIG_CACHE_CAPACITY 4096
+
+typedef enum { STREAM_IS_ACTIVE, STREAM_HEALTH_WATCH } stream_kind_t;
+
+typedef struct stream_group stream_group_t;
+
+typedef struct scaler_stream {
+    scaler_t *sc;
+    grpc_call_t *call;
+    stream_kind_t kind;
+    stream_group_t *group; /* IS_ACTIVE */
+    int last_sent;         /* -1 nothing yet; else the bool / health status sent */
+    bool health_known_service;
+    mono_ns_t started;
+    loop_timer_t heartbeat;
+    char ref[160]; /* "namespace/name" for logs */
+    struct scaler_stream *next, *prev;
+} scaler_stream_t;
+
+struct stream_group {
+    const config_entry_t *entry; /* one reference held */
+    eval_result_t result;
+    bool evaluated;
+    scaler_stream_t *streams;
+    unsigned nstreams;
+    stream_group_t *next, *prev;
+};
+
+struct scaler {
+    scaler_opts_t opts;
+    config_cache_t *cache;
+    stream_group_t *groups;
+    scaler_stream_t *health_watchers;
+    unsigned nstreams;
+    bool shutting_down;
+    int health_status; /* last computed SERVING / NOT_SERVING */
+    loop_timer_t recheck;
+};
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static double since_s(scaler_t *s, mono_ns_t t0) {
+    return (double)(loop_now(s->opts.loop) - t0) / 1e9;
+}
+
+static void rpc_done(scaler_t *s, scaler_rpc_t rpc, int status, mono_ns_t t0) {
+    if (s->opts.on_rpc_done)
+        s->opts.on_rpc_done(s->opts.rpc_user_data, rpc, status, since_s(s, t0));
+}
+
+static int eval_grpc_code(eval_status_t st) {
+    return st == EVAL_OK            ? GRPC_OK
+           : st == EVAL_UNAVAILABLE ? GRPC_UNAVAILABLE
+                                    : GRPC_FAILED_PRECONDITION;
+}
+
+/* Finishes a call with an error and logs it, naming the ScaledObject. */
+static void fail_call(scaler_t *s, grpc_call_t *call, scaler_rpc_t rpc, mono_ns_t t0,
+                      const char *ref, const char *metric, int code, const char *msg) {
+    LOG_WARN(s->opts.log, "%s %s trigger %s: %s: %s", rpc == SCALER_RPC_OTHER ? "rpc" : "scaler",
+             ref && ref[0] ? ref : "(no ScaledObject)", metric && metric[0] ? metric : "-",
+             grpc_status_name(code), msg);
+    grpc_call_finish(call, code, msg);
+    rpc_done(s, rpc, code, t0);
+}
+
+/* Packs a protobuf-c message and sends it as the call's next message. */
+static int send_message(grpc_call_t *call, const ProtobufCMessage *m, bool latest_only) {
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t stackbuf[512];
+    uint8_t *buf = n <= sizeof stackbuf ? stackbuf : malloc(n);
+    if (!buf)
+        return KGS_ENOMEM;
+    protobuf_c_message_pack(m, buf);
+    int rc = grpc_call_send(call, buf, n, latest_only);
+    if (buf != stackbuf)
+        free(buf);
+    return rc;
+}
+
+static void format_ref(const Externalscaler__ScaledObjectRef *r, char *out, size_t outlen) {
+    if (!r) {
+        snprintf(out, outlen, "(no ScaledObject)");
+        return;
+    }
+    snprintf(out, outlen, "%.70s/%.70s", r->namespace_ && r->namespace_[0] ? r->namespace_ : "-",
+             r->name && r->name[0] ? r->name : "-");
+}
+
+/* The trigger configuration for a ScaledObjectRef's metadata (a reference
+ * to release), or NULL when out of memory. */
+static const config_entry_t *acquire_config(scaler_t *s, const Externalscaler__ScaledObjectRef *r) {
+    size_t n = r ? r->n_scalermetadata : 0;
+    metadata_pair_t stack_pairs[64];
+    metadata_pair_t *pairs = n <= 64 ? stack_pairs : malloc(n * sizeof *pairs);
+    if (!pairs)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const Externalscaler__ScaledObjectRef__ScalerMetadataEntry *e = r->scalermetadata[i];
+        pairs[i].key = e->key ? e->key : "";
+        pairs[i].key_len = strlen(pairs[i].key);
+        pairs[i].value = e->value ? e->value : "";
+        pairs[i].value_len = strlen(pairs[i].value);
+    }
+    const config_entry_t *entry = config_cache_acquire(s->cache, pairs, n);
+    if (pairs != stack_pairs)
+        free(pairs);
+    return entry;
+}
+
+static void evaluate_now(scaler_t *s, const trigger_config_t *cfg, eval_result_t *out) {
+    snapshot_t *snap = s->opts.current_snapshot(s->opts.snapshot_user_data);
+    if (!snap) {
+        memset(out, 0, sizeof *out);
+        out->status = EVAL_UNAVAILABLE;
+        snprintf(out->message, sizeof out->message,
+                 "no GPU snapshot yet: the first NVML sample has not completed");
+    } else {
+        evaluator_run(cfg, snap, loop_now(s->opts.loop), s->opts.stale_after_ns, out);
+    }
+    snapshot_unref(snap);
+}
+
+/* ---- unary ExternalScaler ---------------------------------------------------- */
+
+static void handle_metric_spec(scaler_t *s, grpc_call_t *call, const trigger_config_t *cfg,
+                               mono_ns_t t0) {
+    Externalscaler__MetricSpec spec = EXTERNALSCALER__METRIC_SPEC__INIT;
+    spec.metricname = (char *)cfg->metric_name;
+    spec.targetsize = metric_target_size(cfg->target_value);
+    spec.targetsizefloat = cfg->target_value;
+    Externalscaler__MetricSpec *specs[1] = {&spec};
+    Externalscaler__GetMetricSpecResponse resp = EXTERNALSCALER__GET_METRIC_SPEC_RESPONSE__INIT;
+    resp.n_metricspecs = 1;
+    resp.metricspecs = specs;
+    int rc = send_message(call, &resp.base, false);
+    grpc_call_finish(call, rc ? GRPC_INTERNAL : GRPC_OK, rc ? "out of memory" : NULL);
+    rpc_done(s, SCALER_RPC_GET_METRIC_SPEC, rc ? GRPC_INTERNAL : GRPC_OK, t0);
+}
+
+static void handle_get_metrics(scaler_t *s, grpc_call_t *call, const trigger_config_t *cfg,
+                               const char *ref, mono_ns_t t0) {
+    eval_result_t r;
+    evaluate_now(s, cfg, &r);
+    if (r.status != EVAL_OK) {
+        fail_call(s, call, SCALER_RPC_GET_METRICS, t0, ref, cfg->metric_name,
+                  eval_grpc_code(r.status), r.message);
+        return;
+    }
+    Externalscaler__MetricValue v = EXTERNALSCALER__METRIC_VALUE__INIT;
+    v.metricname = (char *)cfg->metric_name;
+    v.metricvalue = metric_value_int(r.value);
+    v.metricvaluefloat = r.value;
+    Externalscaler__MetricValue *vals[1] = {&v};
+    Externalscaler__GetMetricsResponse resp = EXTERNALSCALER__GET_METRICS_RESPONSE__INIT;
+    resp.n_metricvalues = 1;
+    resp.metricvalues = vals;
+    int rc = send_message(call, &resp.base, false);
+    grpc_call_finish(call, rc ? GRPC_INTERNAL : GRPC_OK, rc ? "out of memory" : NULL);
+    rpc_done(s, SCALER_RPC_GET_METRICS, rc ? GRPC_INTERNAL : GRPC_OK, t0);
+}
+
+static int send_bool(grpc_call_t *call, bool v, bool latest_only) {
+    Externalscaler__IsActiveResponse resp = EXTERNALSCALER__IS_ACTIVE_RESPONSE__INIT;
+    resp.result = v;
+    return send_message(call, &resp.base, latest_only);
+}
+
+static void handle_is_active(scaler_t *s, grpc_call_t *call, const trigger_config_t *cfg,
+                             const char *ref, mono_ns_t t0) {
+    eval_result_t r;
+    evaluate_now(s, cfg, &r);
+    if (r.status != EVAL_OK) {
+        fail_call(s, call, SCALER_RPC_IS_ACTIVE, t0, ref, cfg->metric_name,
+                  eval_grpc_code(r.status), r.message);
+        return;
+    }
+    int rc = send_bool(call, r.active, false);
+    grpc_call_finish(call, rc ? GRPC_INTERNAL : GRPC_OK, rc ? "out of memory" : NULL);
+    rpc_done(s, SCALER_RPC_IS_ACTIVE, rc ? GRPC_INTERNAL : GRPC_OK, t0);
+}
+
+/* ---- streams ----------------------------------------------------------------- */
+
+/* The group of streams sharing this configuration. The caller's reference
+ * to `entry` is consumed: kept by a new group, released for an existing one
+ * (which holds its own). NULL (entry released) when out of memory. */
+static stream_group_t *group_for(scaler_t *s, const config_entry_t *entry) {
+    for (stream_group_t *g = s->groups; g; g = g->next) {
+        if (g->entry->id == entry->id) {
+            config_cache_release(s->cache, entry);
+            return g;
+        }
+    }
+    stream_group_t *g = calloc(1, sizeof *g);
+    if (!g) {
+        config_cache_release(s->cache, entry);
+        return NULL;
+    }
+    g->entry = entry;
+    g->next = s->groups;
+    if (s->groups)
+        s->groups->prev = g;
+    s->groups = g;
+    return g;
+}
+
+static void group_release_if_empty(scaler_t *s, stream_group_t *g) {
+    if (g->nstreams > 0)
+        return;
+    if (g->prev)
+        g->prev->next = g->next;
+    else
+        s->groups = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
+    config_cache_release(s->cache, g->entry);
+    free(g);
+}
+
+static void stream_unlink(scaler_t *s, scaler_stream_t *st) {
+    loop_timer_stop(s->opts.loop, &st->heartbeat);
+    if (st->kind == STREAM_IS_ACTIVE) {
+        stream_group_t *g = st->group;
+        if (st->prev)
+            st->prev->next = st->next;
+        else
+            g->streams = st->next;
+        if (st->next)
+            st->next->prev = st->prev;
+        g->nstreams--;
+        group_release_if_empty(s, g);
+    } else {
+        if (st->prev)
+            st->prev->next = st->next;
+        else
+            s->health_watchers = st->next;
+        if (st->next)
+            st->next->prev = st->prev;
+    }
+    s->nstreams--;
+}
+
+/* Ends a stream from our side. */
+static void stream_end(scaler_t *s, scaler_stream_t *st, int code, const char *msg) {
+    grpc_call_finish(st->call, code, msg);
+    rpc_done(s,
+             st->kind == STREAM_IS_ACTIVE ? SCALER_RPC_STREAM_IS_ACTIVE : SCALER_RPC_HEALTH_WATCH,
+             code, st->started);
+    stream_unlink(s, st);
+    free(st);
+}
+
+static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud);
+
+/* Pushes the group's current state to one stream when it changed, and keeps
+ * the heartbeat armed while active. */
+static void stream_push(scaler_t *s, scaler_stream_t *st) {
+    const eval_result_t *r = &st->group->result;
+    if (r->status != EVAL_OK) {
+        loop_timer_stop(s->opts.loop, &st->heartbeat);
+        return;
+    }
+    if (st->last_sent != (int)r->active) {
+        if (send_bool(st->call, r->active, true) == 0)
+            st->last_sent = r->active;
+    }
+    if (r->active && !loop_timer_armed(&st->heartbeat)) {
+        uint64_t every = (uint64_t)st->group->entry->config.poll_interval_s * NS_PER_SEC;
+        loop_timer_start(s->opts.loop, &st->heartbeat,
+                         clock_add_sat(loop_now(s->opts.loop), every));
+    } else if (!r->active) {
+        loop_timer_stop(s->opts.loop, &st->heartbeat);
+    }
+}
+
+static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)t;
+    scaler_stream_t *st = ud;
+    const eval_result_t *r = &st->group->result;
+    if (r->status != EVAL_OK || !r->active)
+        return;
+    /* KEDA treats each `true` as "still active": repeat it while it holds. */
+    send_bool(st->call, true, true);
+    st->last_sent = 1;
+    uint64_t every = (uint64_t)st->group->entry->config.poll_interval_s * NS_PER_SEC;
+    loop_timer_start(loop, &st->heartbeat, clock_add_sat(loop_now(loop), every));
+}
+
+static void handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
+                                    const char *ref, mono_ns_t t0) {
+    eval_result_t r;
+    evaluate_now(s, &entry->config, &r);
+    if (r.status != EVAL_OK) {
+        fail_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, t0, ref, entry->config.metric_name,
+                  eval_grpc_code(r.status), r.message);
+        config_cache_release(s->cache, entry);
+        return;
+    }
+    scaler_stream_t *st = calloc(1, sizeof *st);
+    stream_group_t *g = NULL;
+    if (st)
+        g = group_for(s, entry);
+    else
+        config_cache_release(s->cache, entry);
+    if (!g) {
+        free(st);
+        grpc_call_finish(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        rpc_done(s, SCALER_RPC_STREAM_IS_ACTIVE, GRPC_RESOURCE_EXHAUSTED, t0);
+        return;
+    }
+    if (!g->evaluated) {
+        g->result = r;
+        g->evaluated = true;
+    }
+    st->sc = s;
+    st->call = call;
+    st->kind = STREAM_IS_ACTIVE;
+    st->group = g;
+    st->last_sent = -1;
+    st->started = t0;
+    snprintf(st->ref, sizeof st->ref, "%s", ref);
+    loop_timer_init(&st->heartbeat, on_heartbeat, st);
+    st->next = g->streams;
+    if (g->streams)
+        g->streams->prev = st;
+    g->streams = st;
+    g->nstreams++;
+    s->nstreams++;
+    grpc_call_set_user_data(call, st);
+    /* The current state at once, from this call's own evaluation. */
+    st->group->result = r;
+    stream_push(s, st);
+}
+
+/* ---- health -------------------------------------------------------------------- */
+
+bool scaler_ready(scaler_t *s, char *why, size_t whylen) {
+    snapshot_t *snap = s->opts.current_snapshot(s->opts.snapshot_user_data);
+    bool ok = false;
+    if (!snap) {
+        snprintf(why, whylen, "no GPU snapshot yet");
+    } else if (snap->status != SNAPSHOT_OK) {
+        snprintf(why, whylen, "NVML unavailable: %s", snap->error);
+    } else {
+        mono_ns_t now = loop_now(s->opts.loop);
+        uint64_t age = now > snap->taken_mono ? now - snap->taken_mono : 0;
+        if (age > s->opts.stale_after_ns)
+            snprintf(why, whylen, "GPU snapshot is %.1f s old (stale after %.1f s)",
+                     (double)age / 1e9, (double)s->opts.stale_after_ns / 1e9);
+        else
+            ok = true;
+    }
+    if (ok && whylen)
+        why[0] = '\0';
+    snapshot_unref(snap);
+    return ok;
+}
+
+static bool health_service_known(const char *svc) {
+    return !svc || !svc[0] || strcmp(svc, "externalscaler.ExternalScaler") == 0 ||
+           strcmp(svc, "grpc.health.v1.Health") == 0;
+}
+
+static int send_health(grpc_call_t *call, int status, bool latest_only) {
+    Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+    resp.status = (Grpc__Health__V1__HealthCheckResponse__ServingStatus)status;
+    return send_message(call, &resp.base, latest_only);
+}
+
+static int current_health(scaler_t *s) {
+    char why[256];
+    return scaler_ready(s, why, sizeof why)
+               ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
+               : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
+}
+
+static void handle_health(scaler_t *s, grpc_call_t *call, bool watch, const uint8_t *msg,
+                          size_t len, mono_ns_t t0) {
+    scaler_rpc_t rpc = watch ? SCALER_RPC_HEALTH_WATCH : SCALER_RPC_HEALTH_CHECK;
+    Grpc__Health__V1__HealthCheckRequest *req =
+        grpc__health__v1__health_check_request__unpack(NULL, len, msg);
+    if (!req) {
+        fail_call(s, call, rpc, t0, NULL, NULL, GRPC_INVALID_ARGUMENT,
+                  "malformed HealthCheckRequest");
+        return;
+    }
+    bool known = health_service_known(req->service);
+    grpc__health__v1__health_check_request__free_unpacked(req, NULL);
+    if (!watch) {
+        if (!known) {
+            grpc_call_finish(call, GRPC_NOT_FOUND, "unknown service");
+            rpc_done(s, rpc, GRPC_NOT_FOUND, t0);
+            return;
+        }
+        int rc = send_health(call, current_health(s), false);
+        grpc_call_finish(call, rc ? GRPC_INTERNAL : GRPC_OK, NULL);
+        rpc_done(s, rpc, rc ? GRPC_INTERNAL : GRPC_OK, t0);
+        return;
+    }
+    scaler_stream_t *st = calloc(1, sizeof *st);
+    if (!st) {
+        grpc_call_finish(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        rpc_done(s, rpc, GRPC_RESOURCE_EXHAUSTED, t0);
+        return;
+    }
+    st->sc = s;
+    st->call = call;
+    st->kind = STREAM_HEALTH_WATCH;
+    st->health_known_service = known;
+    st->started = t0;
+    loop_timer_init(&st->heartbeat, on_heartbeat, st);
+    st->next = s->health_watchers;
+    if (s->health_watchers)
+        s->health_watchers->prev = st;
+    s->health_watchers = st;
+    s->nstreams++;
+    grpc_call_set_user_data(call, st);
+    /* Per the health protocol, an unknown service is reported, not refused. */
+    st->last_sent = known
+                        ? current_health(s)
+                        : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
+    send_health(call, st->last_sent, true);
+}
+
+/* ---- dispatch ------------------------------------------------------------------- */
+
+void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, size_t len,
+                       void *ud) {
+    scaler_t *s = ud;
+    mono_ns_t t0 = loop_now(s->opts.loop);
+
+    if (strncmp(path, PATH_HEALTH, strlen(PATH_HEALTH)) == 0) {
+        const char *m = path + strlen(PATH_HEALTH);
+        if (strcmp(m, "Check") == 0 || (strcmp(m, "Watch") == 0 && !s->shutting_down)) {
+            handle_health(s, call, m[0] == 'W', msg, len, t0);
+            return;
+        }
+    }
+    scaler_rpc_t rpc = SCALER_RPC_OTHER;
+    if (strncmp(path, PATH_ES, strlen(PATH_ES)) == 0) {
+        const char *m = path + strlen(PATH_ES);
+        if (strcmp(m, "IsActive") == 0)
+            rpc = SCALER_RPC_IS_ACTIVE;
+        else if (strcmp(m, "StreamIsActive") == 0)
+            rpc = SCALER_RPC_STREAM_IS_ACTIVE;
+        else if (strcmp(m, "GetMetricSpec") == 0)
+            rpc = SCALER_RPC_GET_METRIC_SPEC;
+        else if (strcmp(m, "GetMetrics") == 0)
+            rpc = SCALER_RPC_GET_METRICS;
+        else if (strcmp(m, "StreamMetricSpec") == 0)
+            rpc = SCALER_RPC_STREAM_METRIC_SPEC;
+    }
+    if (rpc == SCALER_RPC_OTHER || rpc == SCALER_RPC_STREAM_METRIC_SPEC) {
+        /* KEDA treats UNIMPLEMENTED on StreamMetricSpec as "pull only". */
+        char m[320];
+        snprintf(m, sizeof m, "method %.256s is not implemented", path);
+        grpc_call_finish(call, GRPC_UNIMPLEMENTED, m);
+        rpc_done(s, rpc, GRPC_UNIMPLEMENTED, t0);
+        return;
+    }
+
+    Externalscaler__GetMetricsRequest *gm = NULL;
+    Externalscaler__ScaledObjectRef *ref = NULL;
+    const Externalscaler__ScaledObjectRef *r;
+    if (rpc == SCALER_RPC_GET_METRICS) {
+        gm = externalscaler__get_metrics_request__unpack(NULL, len, msg);
+        r = gm ? gm->scaledobjectref : NULL;
+    } else {
+        ref = externalscaler__scaled_object_ref__unpack(NULL, len, msg);
+        r = ref;
+    }
+    char refname[160];
+    format_ref(r, refname, sizeof refname);
+    if (!gm && !ref) {
+        fail_call(s, call, rpc, t0, NULL, NULL, GRPC_INVALID_ARGUMENT,
+                  "malformed request message (protobuf decoding failed)");
+        return;
+    }
+    if (s->shutting_down && rpc == SCALER_RPC_STREAM_IS_ACTIVE) {
+        fail_call(s, call, rpc, t0, refname, NULL, GRPC_UNAVAILABLE, "server is shutting down");
+        goto out;
+    }
+    const config_entry_t *entry = acquire_config(s, r);
+    if (!entry) {
+        fail_call(s, call, rpc, t0, refname, NULL, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        goto out;
+    }
+    if (entry->status != 0) {
+        fail_call(s, call, rpc, t0, refname, NULL, GRPC_INVALID_ARGUMENT, entry->error);
+        config_cache_release(s->cache, entry);
+        goto out;
+    }
+    switch (rpc) {
+    case SCALER_RPC_GET_METRIC_SPEC:
+        handle_metric_spec(s, call, &entry->config, t0);
+        break;
+    case SCALER_RPC_GET_METRICS:
+        handle_get_metrics(s, call, &entry->config, refname, t0);
+        break;
+    case SCALER_RPC_IS_ACTIVE:
+        handle_is_active(s, call, &entry->config, refname, t0);
+        break;
+    case SCALER_RPC_STREAM_IS_ACTIVE:
+        handle_stream_is_active(s, call, entry, refname, t0);
+        entry = NULL; /* moved (or released) */
+        break;
+    default:
+        break;
+    }
+    if (entry)
+        config_cache_release(s->cache, entry);
+out:
+    if (gm)
+        externalscaler__get_metrics_request__free_unpacked(gm, NULL);
+    if (ref)
+        externalscaler__scaled_object_ref__free_unpacked(ref, NULL);
+}
+
+void scaler_on_call_gone(grpc_call_t *call, void *call_ud, void *ud) {
+    (void)call;
+    scaler_t *s = ud;
+    scaler_stream_t *st = call_ud;
+    if (!st)
+        return;
+    rpc_done(s,
+             st->kind == STREAM_IS_ACTIVE ? SCALER_RPC_STREAM_IS_ACTIVE : SCALER_RPC_HEALTH_WATCH,
+             GRPC_CANCELLED, st->started);
+    stream_unlink(s, st);
+    free(st);
+}
+
+/* ---- refresh ----------------------------------------------------------------------- */
+
+static void on_recheck(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    scaler_refresh(ud);
+}
+
+void scaler_refresh(scaler_t *s) {
+    snapshot_t *snap = s->opts.current_snapshot(s->opts.snapshot_user_data);
+    mono_ns_t now = loop_now(s->opts.loop);
+    for (stream_group_t *g = s->groups; g; g = g->next) {
+        eval_result_t prev = g->result;
+        if (snap) {
+            evaluator_run(&g->entry->config, snap, now, s->opts.stale_after_ns, &g->result);
+        } else {
+            g->result.status = EVAL_UNAVAILABLE;
+            snprintf(g->result.message, sizeof g->result.message, "no GPU snapshot yet");
+        }
+        g->evaluated = true;
+        if (g->result.status != EVAL_OK &&
+            (prev.status != g->result.status || strcmp(prev.message, g->result.message) != 0))
+            LOG_WARN(s->opts.log,
+                     "stream trigger %s (%u stream(s)): %s: %s; streams stay open, "
+                     "nothing pushed until it recovers",
+                     g->entry->config.metric_name, g->nstreams,
+                     grpc_status_name(eval_grpc_code(g->result.status)), g->result.message);
+        for (scaler_stream_t *st = g->streams; st; st = st->next)
+            stream_push(s, st);
+    }
+    snapshot_unref(snap);
+
+    int health = current_health(s);
+    if (health != s->health_status) {
+        s->health_status = health;
+        for (scaler_stream_t *st = s->health_watchers; st; st = st->next) {
+            if (st->health_known_service && st->last_sent != health) {
+                send_health(st->call, health, true);
+                st->last_sent = health;
+            }
+        }
+    }
+    if (s->opts.recheck_interval_ns && !s->shutting_down)
+        loop_timer_start(s->opts.loop, &s->recheck,
+                         clock_add_sat(now, s->opts.recheck_interval_ns));
+}
+
+/* ---- lifecycle ------------------------------------------------------------------- */
+
+int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
+    scaler_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return KGS_ENOMEM;
+    s->opts = *opts;
+    if (config_cache_new(CONFIG_CACHE_CAPACITY, &s->cache) != 0) {
+        free(s);
+        return KGS_ENOMEM;
+    }
+    s->health_status = -1;
+    loop_timer_init(&s->recheck, on_recheck, s);
+    *out = s;
+    return 0;
+}
+
+unsigned scaler_stream_count(const scaler_t *s) {
+    return s->nstreams;
+}
+
+void scaler_shutdown(scaler_t *s) {
+    s->shutting_down = true;
+    loop_timer_stop(s->opts.loop, &s->recheck);
+    /* Status OK: KEDA re-dials in 2 s (after an error it would back off). */
+    while (s->groups) {
+        stream_group_t *g = s->groups;
+        /* stream_end may free g together with its last stream. */
+        while (s->groups == g && g->streams)
+            stream_end(s, g->streams, GRPC_OK, "server shutting down");
+    }
+    while (s->health_watchers)
+        stream_end(s, s->health_watchers, GRPC_OK, "server shutting down");
+}
+
+void scaler_free(scaler_t *s) {
+    if (!s)
+        return;
+    loop_timer_stop(s->opts.loop, &s->recheck);
+    while (s->groups) {
+        stream_group_t *g = s->groups;
+        while (s->groups == g && g->streams) {
+            scaler_stream_t *st = g->streams;
+            stream_unlink(s, st);
+            free(st);
+        }
+    }
+    while (s->health_watchers) {
+        scaler_stream_t *st = s->health_watchers;
+        stream_unlink(s, st);
+        free(st);
+    }
+    config_cache_free(s->cache);
+    free(s);
+}

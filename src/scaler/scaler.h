@@ -1,0 +1,74 @@
+/*
+ * scaler.h - KEDA's externalscaler.ExternalScaler and grpc.health.v1.Health
+ * on top of grpc_server, answering from the latest node snapshot.
+ *
+ * Loop thread only. Unary calls evaluate the current snapshot (microseconds,
+ * no NVML). Streams are grouped by trigger configuration: one evaluation per
+ * group per snapshot, pushed to every stream of the group whose state
+ * changed, plus a `true` every pollIntervalSeconds while active.
+ */
+#ifndef KGS_SCALER_H
+#define KGS_SCALER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/log.h"
+#include "core/snapshot.h"
+#include "net/grpc_server.h"
+#include "net/loop.h"
+
+typedef struct scaler scaler_t;
+
+/* Which RPC a call was; the order is server/metrics.h's rpc_method_t. */
+typedef enum {
+    SCALER_RPC_IS_ACTIVE,
+    SCALER_RPC_STREAM_IS_ACTIVE,
+    SCALER_RPC_GET_METRIC_SPEC,
+    SCALER_RPC_GET_METRICS,
+    SCALER_RPC_STREAM_METRIC_SPEC,
+    SCALER_RPC_HEALTH_CHECK,
+    SCALER_RPC_HEALTH_WATCH,
+    SCALER_RPC_OTHER
+} scaler_rpc_t;
+
+typedef struct {
+    loop_t *loop;
+    const logger_t *log;          /* borrowed, may be NULL */
+    uint64_t stale_after_ns;      /* a snapshot older than this is unusable */
+    uint64_t recheck_interval_ns; /* re-evaluate streams and health this often without snapshots */
+    /* The latest snapshot (returned reference) or NULL; from the sampler. */
+    snapshot_t *(*current_snapshot)(void *user_data);
+    void *snapshot_user_data;
+    /* Called when an RPC completes (for streams: when they end). May be NULL. */
+    void (*on_rpc_done)(void *user_data, scaler_rpc_t rpc, int grpc_status, double seconds);
+    void *rpc_user_data;
+} scaler_opts_t;
+
+/* Returns 0 or KGS_ENOMEM. */
+int scaler_new(const scaler_opts_t *opts, scaler_t **out);
+
+/* grpc_server handlers: pass these with the scaler as server user data. */
+void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, size_t len,
+                       void *scaler);
+void scaler_on_call_gone(grpc_call_t *call, void *call_user_data, void *scaler);
+
+/* A new snapshot was published (or time passed): re-evaluate streams and
+ * readiness, push what changed. */
+void scaler_refresh(scaler_t *s);
+
+/* Ready: a snapshot exists, NVML answered, and it is not stale. The gRPC
+ * health service says SERVING exactly when this is true. */
+bool scaler_ready(scaler_t *s, char *why, size_t whylen);
+
+unsigned scaler_stream_count(const scaler_t *s);
+
+/* Ends every stream with status OK (KEDA reconnects in 2 s) and stops
+ * accepting new streams (they get UNAVAILABLE). */
+void scaler_shutdown(scaler_t *s);
+
+/* Frees; streams must have ended (grpc_server_free first). NULL ok. */
+void scaler_free(scaler_t *s);
+
+#endif

@@ -1,0 +1,403 @@
+/*
+ * keda-gpu-scaler - the KEDA external scaler (standalone role) and, as
+ * `keda-gpu-scaler query`, a client that calls a scaler as KEDA does.
+ *
+ * DESIGN
+ * Two threads. The sampler thread sweeps NVML on --sample-interval and
+ * publishes a snapshot, then writes the loop's eventfd. The loop thread owns
+ * every socket (gRPC, /metrics, probes) and the signalfd; on each wakeup it
+ * re-evaluates the StreamIsActive groups and health, so pushes follow a
+ * change within one sample. No RPC ever waits on NVML.
+ *
+ * Shutdown (SIGTERM/SIGINT): streams end with status OK, GOAWAY goes to
+ * every connection, unary calls in flight finish, and the process exits
+ * when the last connection closes or after --shutdown-grace, whichever
+ * comes first.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "core/err.h"
+#include "core/log.h"
+#include "env/env.h"
+#include "net/grpc_server.h"
+#include "net/http_server.h"
+#include "net/loop.h"
+#include "net/tls.h"
+#include "nvml/collector.h"
+#include "nvml/loader.h"
+#include "nvml/sampler.h"
+#include "scaler/scaler.h"
+#include "server/metrics.h"
+#include "server/options.h"
+#include "server/query.h"
+
+#ifndef KGS_VERSION
+#define KGS_VERSION "0.0.0"
+#endif
+#ifndef KGS_GIT_DESCRIBE
+#define KGS_GIT_DESCRIBE "unknown"
+#endif
+
+#define TLS_RELOAD_CHECK_NS (10 * NS_PER_SEC)
+
+typedef struct {
+    server_options_t o;
+    logger_t log;
+    char node[256];
+    loop_t *loop;
+    nvml_loader_t *loader;
+    sampler_t *sampler;
+    tls_server_t *tls;
+    grpc_server_t *grpc;
+    scaler_t *scaler;
+    http_server_t *metrics_http, *probe_http;
+    server_stats_t stats;
+    int sigfd;
+    loop_io_t *sig_io;
+    loop_timer_t tls_timer, grace_timer;
+    bool shutting_down;
+    bool was_ready;
+    uint64_t last_seq_seen;
+    char readyz_body[400]; /* the 503 text; the HTTP server copies it before the next call */
+} server_t;
+
+/* ---- glue --------------------------------------------------------------------- */
+
+static snapshot_t *current_snapshot(void *ud) {
+    server_t *sv = ud;
+    return sampler_current(sv->sampler);
+}
+
+static void on_rpc_done(void *ud, scaler_rpc_t rpc, int status, double seconds) {
+    server_t *sv = ud;
+    /* scaler_rpc_t and rpc_method_t list the methods in the same order. */
+    server_stats_record_rpc(&sv->stats, (rpc_method_t)rpc, status, seconds);
+}
+
+static void on_sample_published(void *ud) {
+    loop_wakeup(ud); /* the sampler thread: only this is allowed */
+}
+
+static void log_readiness(server_t *sv) {
+    char why[300];
+    bool ready = scaler_ready(sv->scaler, why, sizeof why);
+    if (ready != sv->was_ready) {
+        if (ready)
+            LOG_INFO(&sv->log, "ready: serving GPU metrics for node %s", sv->node);
+        else
+            LOG_WARN(&sv->log, "not ready: %s", why);
+        sv->was_ready = ready;
+    }
+}
+
+static void on_wakeup(loop_t *loop, void *ud) {
+    (void)loop;
+    server_t *sv = ud;
+    snapshot_t *snap = sampler_current(sv->sampler);
+    if (snap && snap->seq != sv->last_seq_seen) {
+        sv->last_seq_seen = snap->seq;
+        server_stats_record_snapshot(&sv->stats, snap);
+    }
+    snapshot_unref(snap);
+    if (!sv->shutting_down)
+        scaler_refresh(sv->scaler);
+    log_readiness(sv);
+}
+
+/* ---- HTTP: /metrics, /healthz, /readyz ------------------------------------------- */
+
+static bool path_is(const http1_request_t *req, const char *p) {
+    size_t n = strlen(p);
+    /* Ignore a query string: "/metrics?x=y" is /metrics. */
+    return req->path_len >= n && memcmp(req->path, p, n) == 0 &&
+           (req->path_len == n || req->path[n] == '?');
+}
+
+static void text(http_response_t *r, int status, const char *body) {
+    r->status = status;
+    r->content_type = "text/plain; charset=utf-8";
+    r->body = body;
+    r->body_len = strlen(body);
+}
+
+static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_t *scratch,
+                    void *ud) {
+    server_t *sv = ud;
+    if (path_is(req, "/metrics")) {
+        snapshot_t *snap = sampler_current(sv->sampler);
+        char why[8];
+        metrics_context_t ctx = {
+            .node = sv->node,
+            .version = KGS_VERSION,
+            .commit = KGS_GIT_DESCRIBE,
+            .now = clock_mono_now(),
+            .stale_after_ns = sv->o.stale_after_ns,
+            .sampler_overruns = sampler_overruns(sv->sampler),
+            .streams_open = scaler_stream_count(sv->scaler),
+            .connections_open = sv->grpc ? grpc_server_connection_count(sv->grpc) : 0,
+            .ready = scaler_ready(sv->scaler, why, sizeof why),
+        };
+        prom_buf_reset(scratch);
+        metrics_render(scratch, snap, &sv->stats, &ctx);
+        snapshot_unref(snap);
+        if (scratch->failed) {
+            text(resp, 500, "out of memory rendering metrics\n");
+            return;
+        }
+        resp->status = 200;
+        resp->content_type = METRICS_CONTENT_TYPE;
+        resp->body = scratch->data;
+        resp->body_len = scratch->len;
+        return;
+    }
+    if (path_is(req, "/healthz")) {
+        /* The loop answered: it is alive. */
+        text(resp, 200, "ok\n");
+        return;
+    }
+    if (path_is(req, "/readyz")) {
+        char why[300];
+        if (scaler_ready(sv->scaler, why, sizeof why) && !sv->shutting_down) {
+            text(resp, 200, "ready\n");
+            return;
+        }
+        snprintf(sv->readyz_body, sizeof sv->readyz_body, "not ready: %s\n",
+                 sv->shutting_down ? "shutting down" : why);
+        text(resp, 503, sv->readyz_body);
+        return;
+    }
+    text(resp, 404, "not found: try /metrics, /healthz or /readyz\n");
+}
+
+/* ---- shutdown ------------------------------------------------------------------------ */
+
+static void on_grpc_closed(void *ud) {
+    server_t *sv = ud;
+    LOG_INFO(&sv->log, "all gRPC connections closed");
+    loop_stop(sv->loop);
+}
+
+static void on_grace(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)t;
+    server_t *sv = ud;
+    LOG_WARN(&sv->log, "shutdown grace period over with %u connection(s) open: closing them",
+             sv->grpc ? grpc_server_connection_count(sv->grpc) : 0);
+    loop_stop(loop);
+}
+
+static void begin_shutdown(server_t *sv, const char *why) {
+    if (sv->shutting_down)
+        return;
+    sv->shutting_down = true;
+    LOG_INFO(&sv->log, "%s: ending %u stream(s) and draining %u connection(s)", why,
+             scaler_stream_count(sv->scaler), grpc_server_connection_count(sv->grpc));
+    scaler_shutdown(sv->scaler);
+    loop_timer_start(sv->loop, &sv->grace_timer,
+                     clock_add_sat(loop_now(sv->loop), sv->o.shutdown_grace_ns));
+    grpc_server_shutdown(sv->grpc, on_grpc_closed, sv);
+}
+
+static void on_signal(loop_t *loop, int fd, uint32_t events, void *ud) {
+    (void)loop;
+    (void)events;
+    server_t *sv = ud;
+    struct signalfd_siginfo si;
+    while (read(fd, &si, sizeof si) == (ssize_t)sizeof si)
+        begin_shutdown(sv, si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+static void on_tls_check(loop_t *loop, loop_timer_t *t, void *ud) {
+    server_t *sv = ud;
+    bool reloaded = false;
+    char err[512];
+    if (tls_server_reload_if_changed(sv->tls, &reloaded, err, sizeof err) != 0)
+        LOG_WARN(&sv->log, "TLS reload failed, still serving the previous certificate: %s", err);
+    else if (reloaded)
+        LOG_INFO(&sv->log, "TLS certificate reloaded from %s; new handshakes use it",
+                 sv->o.tls_cert);
+    loop_timer_start(loop, t, clock_add_sat(loop_now(loop), TLS_RELOAD_CHECK_NS));
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+static void resolve_node_name(server_t *sv) {
+    if (sv->o.node_name && sv->o.node_name[0]) {
+        snprintf(sv->node, sizeof sv->node, "%s", sv->o.node_name);
+        return;
+    }
+    const char *env = getenv("NODE_NAME");
+    if (env && env[0]) {
+        snprintf(sv->node, sizeof sv->node, "%s", env);
+        return;
+    }
+    if (gethostname(sv->node, sizeof sv->node - 1) != 0)
+        snprintf(sv->node, sizeof sv->node, "unknown");
+}
+
+static int start_http(server_t *sv, uint16_t port, const char *what, http_server_t **out) {
+    char err[512];
+    if (port == 0)
+        return 0;
+    if (http_server_listen(sv->loop, sv->o.listen_address, port, NULL, on_http, sv, out, err,
+                           sizeof err) != 0) {
+        LOG_ERROR(&sv->log, "%s: %s", what, err);
+        return 1;
+    }
+    LOG_INFO(&sv->log, "%s on %s:%u", what, sv->o.listen_address, http_server_port(*out));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "query") == 0)
+        return query_main(argc - 1, argv + 1);
+
+    server_t sv;
+    memset(&sv, 0, sizeof sv);
+    sv.sigfd = -1;
+    char err[1024];
+    if (server_options_parse(argc, argv, env_getter_process, NULL, &sv.o, err, sizeof err) != 0) {
+        fprintf(stderr, "keda-gpu-scaler: %s\n(see keda-gpu-scaler --help)\n", err);
+        return 2;
+    }
+    if (sv.o.help) {
+        fputs(server_usage_text, stdout);
+        return 0;
+    }
+    if (sv.o.version) {
+        printf("keda-gpu-scaler %s (%s)\n", KGS_VERSION, KGS_GIT_DESCRIBE);
+        return 0;
+    }
+    sv.log.level = sv.o.log_level;
+    sv.log.format = sv.o.log_format;
+    sv.log.out = stderr;
+    resolve_node_name(&sv);
+    server_stats_init(&sv.stats);
+
+    /* Signals: handled on the loop through a signalfd. Blocked before the
+     * sampler thread starts so it inherits the mask and never takes them. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN); /* TLS writes use write(2); a dead peer is an error, not a kill */
+
+    int rc = 1;
+    if (loop_new(&sv.loop, err, sizeof err) != 0) {
+        LOG_ERROR(&sv.log, "%s", err);
+        return 1;
+    }
+    loop_timer_init(&sv.tls_timer, on_tls_check, &sv);
+    loop_timer_init(&sv.grace_timer, on_grace, &sv);
+    loop_set_wakeup(sv.loop, on_wakeup, &sv);
+    sv.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sv.sigfd < 0 || !(sv.sig_io = loop_io_add(sv.loop, sv.sigfd, EPOLLIN, on_signal, &sv))) {
+        LOG_ERROR(&sv.log, "signalfd: %s", strerror(errno));
+        goto out;
+    }
+
+    if (nvml_loader_open(sv.o.nvml_library, &sv.loader, err, sizeof err) != 0) {
+        LOG_ERROR(&sv.log, "%s", err);
+        LOG_ERROR(&sv.log, "hint: run on a GPU node with the NVIDIA driver (in Kubernetes: the "
+                           "NVIDIA container runtime, NVIDIA_DRIVER_CAPABILITIES=utility), or "
+                           "name the library with --nvml-library PATH");
+        goto out;
+    }
+    char missing[2048];
+    if (nvml_loader_missing(sv.loader, missing, sizeof missing) > 0)
+        LOG_INFO(&sv.log, "NVML %s lacks %s; those fields are reported absent",
+                 nvml_loader_path(sv.loader), missing);
+
+    nvml_collector_t *collector;
+    if (nvml_collector_new(nvml_loader_api(sv.loader), &sv.log, sv.node, &collector) != 0) {
+        LOG_ERROR(&sv.log, "out of memory");
+        goto out;
+    }
+    sampler_opts_t so = {.interval_ns = sv.o.sample_interval_ns,
+                         .on_publish = on_sample_published,
+                         .user_data = sv.loop,
+                         .log = &sv.log};
+    if (sampler_start(collector, &so, &sv.sampler, err, sizeof err) != 0) {
+        LOG_ERROR(&sv.log, "%s", err);
+        goto out;
+    }
+
+    if (sv.o.tls_cert) {
+        if (tls_server_new(sv.o.tls_cert, sv.o.tls_key, sv.o.tls_client_ca, &sv.tls, err,
+                           sizeof err) != 0) {
+            LOG_ERROR(&sv.log, "%s", err);
+            goto out;
+        }
+        loop_timer_start(sv.loop, &sv.tls_timer,
+                         clock_add_sat(loop_now(sv.loop), TLS_RELOAD_CHECK_NS));
+    }
+
+    scaler_opts_t sco = {.loop = sv.loop,
+                         .log = &sv.log,
+                         .stale_after_ns = sv.o.stale_after_ns,
+                         .recheck_interval_ns = sv.o.sample_interval_ns,
+                         .current_snapshot = current_snapshot,
+                         .snapshot_user_data = &sv,
+                         .on_rpc_done = on_rpc_done,
+                         .rpc_user_data = &sv};
+    if (scaler_new(&sco, &sv.scaler) != 0) {
+        LOG_ERROR(&sv.log, "out of memory");
+        goto out;
+    }
+    grpc_server_opts_t go = {.listen_address = sv.o.listen_address,
+                             .port = sv.o.port,
+                             .tls = sv.tls,
+                             .max_connections = sv.o.max_connections,
+                             .idle_timeout_ns = sv.o.idle_timeout_ns,
+                             .max_concurrent_streams = 10000,
+                             .log = &sv.log};
+    grpc_server_handlers_t gh = {.on_request = scaler_on_request,
+                                 .on_call_gone = scaler_on_call_gone};
+    if (grpc_server_start(sv.loop, &go, &gh, sv.scaler, &sv.grpc, err, sizeof err) != 0) {
+        LOG_ERROR(&sv.log, "gRPC: %s", err);
+        goto out;
+    }
+    LOG_INFO(&sv.log, "keda-gpu-scaler %s: gRPC (%s%s) on %s:%u, node %s, sampling every %.0f ms",
+             KGS_VERSION, sv.tls ? "TLS" : "h2c", sv.o.tls_client_ca ? ", client certificates" : "",
+             sv.o.listen_address, grpc_server_port(sv.grpc), sv.node,
+             (double)sv.o.sample_interval_ns / 1e6);
+
+    if (sv.o.metrics_port && sv.o.metrics_port == sv.o.probe_port) {
+        if (start_http(&sv, sv.o.metrics_port, "metrics and probes", &sv.metrics_http))
+            goto out;
+    } else if (start_http(&sv, sv.o.metrics_port, "metrics", &sv.metrics_http) ||
+               start_http(&sv, sv.o.probe_port, "probes", &sv.probe_http)) {
+        goto out;
+    }
+
+    scaler_refresh(sv.scaler);
+    if (loop_run(sv.loop) != 0)
+        LOG_ERROR(&sv.log, "event loop failed: %s", strerror(errno));
+    rc = 0;
+
+out:
+    if (sv.sampler)
+        LOG_INFO(&sv.log, "stopping");
+    grpc_server_free(sv.grpc);
+    scaler_free(sv.scaler);
+    http_server_free(sv.metrics_http);
+    http_server_free(sv.probe_http);
+    if (sv.loop) {
+        loop_timer_stop(sv.loop, &sv.tls_timer);
+        loop_timer_stop(sv.loop, &sv.grace_timer);
+        loop_io_remove(sv.loop, sv.sig_io);
+    }
+    if (sv.sigfd >= 0)
+        close(sv.sigfd);
+    sampler_stop(sv.sampler);
+    tls_server_free(sv.tls);
+    nvml_loader_free(sv.loader);
+    loop_free(sv.loop);
+    return rc;
+}

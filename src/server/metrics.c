@@ -1,0 +1,399 @@
+/*
+ * metrics.c - renders keda_gpu_scaler_* from a snapshot and the server's
+ * statistics.
+ *
+ * DESIGN
+ * The Go system set gauges as a side effect of KEDA's RPCs, so values froze
+ * without traffic and series of removed GPUs never went away. Here a scrape
+ * renders from the latest snapshot alone: what is not in it is not exported.
+ * A family's HELP/TYPE header is written only before its first sample, so an
+ * exposition never carries an empty family (e.g. no MIG on this node).
+ * Families are written whole, GPU by GPU inside each, as the text format
+ * requires all samples of one metric to be adjacent.
+ */
+#include "server/metrics.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NS "keda_gpu_scaler_"
+
+static const char *const method_names[RPC_METHOD_COUNT] = {
+    "IsActive",         "StreamIsActive", "GetMetricSpec", "GetMetrics",
+    "StreamMetricSpec", "HealthCheck",    "HealthWatch",   "Other",
+};
+
+/* 50 us .. 5 s: an RPC served from memory takes tens of microseconds, so
+ * the Go system's DefBuckets (5 ms and up) would put them all in one bucket. */
+static const double rpc_bounds[METRICS_RPC_BUCKETS] = {
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+    0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,
+};
+
+/* 100 us .. 10 s: a sweep is sub-millisecond per GPU without PCIe windows,
+ * tens of milliseconds with them, and seconds only when a driver hangs. */
+static const double sample_bounds[METRICS_SAMPLE_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+
+const char *rpc_method_name(rpc_method_t m) {
+    return (unsigned)m < RPC_METHOD_COUNT ? method_names[m] : method_names[RPC_OTHER];
+}
+
+void server_stats_init(server_stats_t *st) {
+    memset(st, 0, sizeof *st);
+}
+
+void server_stats_record_rpc(server_stats_t *st, rpc_method_t m, int grpc_status, double seconds) {
+    if ((unsigned)m >= RPC_METHOD_COUNT)
+        m = RPC_OTHER;
+    if (!(seconds > 0)) /* also NaN */
+        seconds = 0;
+    st->requests[m]++;
+    if (grpc_status != 0)
+        st->errors[m]++;
+    metrics_rpc_hist_t *h = &st->latency[m];
+    prom_histogram_t v = {rpc_bounds, METRICS_RPC_BUCKETS, h->_counts, h->_sum, h->_count};
+    prom_histogram_observe(&v, seconds);
+    h->_sum = v.sum;
+    h->_count = v.count;
+}
+
+void server_stats_record_snapshot(server_stats_t *st, const snapshot_t *s) {
+    if (!s || s->seq == st->last_seq)
+        return;
+    st->last_seq = s->seq;
+    st->collections++;
+    if (s->status != SNAPSHOT_OK)
+        st->collection_errors++;
+    prom_histogram_t v = {sample_bounds, METRICS_SAMPLE_BUCKETS, st->_sample_counts,
+                          st->_sample_sum, st->_sample_count};
+    prom_histogram_observe(&v, (double)s->sample_duration_ns / 1e9);
+    st->_sample_sum = v.sum;
+    st->_sample_count = v.count;
+}
+
+/* ---- rendering -------------------------------------------------------------- */
+
+/* A family whose header is written before its first sample only. */
+typedef struct {
+    prom_buf_t *b;
+    const char *name, *type, *help;
+    bool started;
+} family_t;
+
+static family_t family(prom_buf_t *b, const char *name, const char *type, const char *help) {
+    return (family_t){b, name, type, help, false};
+}
+
+static void family_start(family_t *f) {
+    if (!f->started) {
+        prom_family(f->b, f->name, f->type, f->help);
+        f->started = true;
+    }
+}
+
+static void sample(family_t *f, const prom_label_t *labels, size_t n, const prom_label_t *extra,
+                   double v) {
+    family_start(f);
+    prom_sample(f->b, f->name, NULL, labels, n, extra, v);
+}
+
+/* Labels of one GPU's series; idx is the caller's storage. */
+#define GPU_LABELS 4
+static void gpu_labels(const gpu_record_t *g, const char *node, char idx[16],
+                       prom_label_t out[GPU_LABELS]) {
+    snprintf(idx, 16, "%u", g->index);
+    out[0] = (prom_label_t){"gpu_index", idx};
+    out[1] = (prom_label_t){"gpu_uuid", g->uuid};
+    out[2] = (prom_label_t){"gpu_name", g->name};
+    out[3] = (prom_label_t){"node", node};
+}
+
+typedef double (*gpu_value_fn)(const gpu_record_t *g);
+
+static double v_gpu_util(const gpu_record_t *g) {
+    return g->gpu_util_pct;
+}
+static double v_mem_util(const gpu_record_t *g) {
+    return g->mem_util_pct;
+}
+static double v_mem_used(const gpu_record_t *g) {
+    return (double)g->memory_used_bytes;
+}
+static double v_mem_total(const gpu_record_t *g) {
+    return (double)g->memory_total_bytes;
+}
+static double v_temp(const gpu_record_t *g) {
+    return g->temperature_c;
+}
+static double v_power(const gpu_record_t *g) {
+    return g->power_w;
+}
+static double v_power_limit(const gpu_record_t *g) {
+    return g->power_limit_w;
+}
+static double v_sm_active(const gpu_record_t *g) {
+    return g->sm_active_pct;
+}
+static double v_sm_occupancy(const gpu_record_t *g) {
+    return g->sm_occupancy_pct;
+}
+static double v_dram_bw(const gpu_record_t *g) {
+    return g->dram_bw_util_pct;
+}
+/* The Go gauge was NVML's KB/s as is; ours are bytes/s from KiB/s. */
+static double v_pcie_tx(const gpu_record_t *g) {
+    return (double)g->pcie_tx_bytes_per_s / 1024.0;
+}
+static double v_pcie_rx(const gpu_record_t *g) {
+    return (double)g->pcie_rx_bytes_per_s / 1024.0;
+}
+/* "mbps" in the Go name; MiB/s here, documented in HELP. */
+static double v_nvlink_tx(const gpu_record_t *g) {
+    return g->nvlink_tx_bytes_per_s / 1048576.0;
+}
+static double v_nvlink_rx(const gpu_record_t *g) {
+    return g->nvlink_rx_bytes_per_s / 1048576.0;
+}
+
+typedef struct {
+    const char *name;
+    const char *help;
+    gpu_field_t field;
+    gpu_value_fn value;
+} gpu_gauge_t;
+
+static const gpu_gauge_t gpu_gauges[] = {
+    {NS "gpu_utilization_percent", "Percent of time a kernel ran on the GPU (NVML).",
+     GPU_F_GPU_UTIL, v_gpu_util},
+    {NS "gpu_memory_utilization_percent",
+     "Percent of time device memory was read or written (NVML memory utilization).", GPU_F_MEM_UTIL,
+     v_mem_util},
+    {NS "gpu_memory_used_bytes", "Device memory in use, bytes.", GPU_F_MEM_USED, v_mem_used},
+    {NS "gpu_memory_total_bytes", "Device memory installed, bytes.", GPU_F_MEM_TOTAL, v_mem_total},
+    {NS "gpu_temperature_celsius", "GPU core temperature, degrees Celsius.", GPU_F_TEMPERATURE,
+     v_temp},
+    {NS "gpu_power_draw_watts", "Power drawn by the board, watts.", GPU_F_POWER, v_power},
+    {NS "gpu_power_limit_watts", "Power management limit, watts.", GPU_F_POWER_LIMIT,
+     v_power_limit},
+    {NS "gpu_sm_active_percent", "Percent of time at least one warp was active per SM (GPM).",
+     GPU_F_SM_ACTIVE, v_sm_active},
+    {NS "gpu_sm_occupancy_percent", "Resident warps as a percent of the SM maximum (GPM).",
+     GPU_F_SM_OCCUPANCY, v_sm_occupancy},
+    {NS "gpu_dram_bandwidth_utilization_percent",
+     "Device memory bandwidth used, percent of peak (GPM).", GPU_F_DRAM_BW_UTIL, v_dram_bw},
+};
+
+static void render_gpu_gauge(prom_buf_t *b, const snapshot_t *s, const char *node,
+                             const gpu_gauge_t *gg) {
+    family_t f = family(b, gg->name, "gauge", gg->help);
+    for (unsigned i = 0; i < s->gpu_count; i++) {
+        const gpu_record_t *g = &s->gpus[i];
+        if (!gpu_has(g, gg->field))
+            continue;
+        char idx[16];
+        prom_label_t l[GPU_LABELS];
+        gpu_labels(g, node, idx, l);
+        sample(&f, l, GPU_LABELS, NULL, gg->value(g));
+    }
+}
+
+/* A gauge with direction="tx"/"rx" from two fields. */
+static void render_gpu_directional(prom_buf_t *b, const snapshot_t *s, const char *node,
+                                   const char *name, const char *help, gpu_field_t ftx,
+                                   gpu_value_fn tx, gpu_field_t frx, gpu_value_fn rx) {
+    family_t f = family(b, name, "gauge", help);
+    for (unsigned i = 0; i < s->gpu_count; i++) {
+        const gpu_record_t *g = &s->gpus[i];
+        char idx[16];
+        prom_label_t l[GPU_LABELS];
+        gpu_labels(g, node, idx, l);
+        if (gpu_has(g, ftx))
+            sample(&f, l, GPU_LABELS, &(prom_label_t){"direction", "tx"}, tx(g));
+        if (gpu_has(g, frx))
+            sample(&f, l, GPU_LABELS, &(prom_label_t){"direction", "rx"}, rx(g));
+    }
+}
+
+static void render_gpu_health(prom_buf_t *b, const snapshot_t *s, const char *node) {
+    static const gpu_health_t states[] = {GPU_HEALTH_OK, GPU_HEALTH_LOST, GPU_HEALTH_RESET_REQUIRED,
+                                          GPU_HEALTH_ERROR};
+    family_t f = family(b, NS "gpu_health", "gauge",
+                        "1 for the GPU's current health state, 0 for the others.");
+    for (unsigned i = 0; i < s->gpu_count; i++) {
+        const gpu_record_t *g = &s->gpus[i];
+        char idx[16];
+        prom_label_t l[GPU_LABELS];
+        gpu_labels(g, node, idx, l);
+        for (size_t k = 0; k < sizeof states / sizeof states[0]; k++)
+            sample(&f, l, GPU_LABELS, &(prom_label_t){"state", gpu_health_name(states[k])},
+                   g->health == states[k] ? 1 : 0);
+    }
+}
+
+typedef double (*mig_value_fn)(const mig_record_t *m);
+static double m_mem_used(const mig_record_t *m) {
+    return (double)m->memory_used_bytes;
+}
+static double m_mem_total(const mig_record_t *m) {
+    return (double)m->memory_total_bytes;
+}
+static double m_sm_active(const mig_record_t *m) {
+    return m->sm_active_pct;
+}
+static double m_sm_occupancy(const mig_record_t *m) {
+    return m->sm_occupancy_pct;
+}
+static double m_dram_bw(const mig_record_t *m) {
+    return m->dram_bw_util_pct;
+}
+
+static const struct {
+    const char *name;
+    const char *help;
+    gpu_field_t field;
+    mig_value_fn value;
+} mig_gauges[] = {
+    {NS "mig_memory_used_bytes", "MIG instance memory in use, bytes.", GPU_F_MEM_USED, m_mem_used},
+    {NS "mig_memory_total_bytes", "MIG instance memory size, bytes.", GPU_F_MEM_TOTAL, m_mem_total},
+    {NS "mig_sm_active_percent", "MIG instance SM activity, percent (GPM).", GPU_F_SM_ACTIVE,
+     m_sm_active},
+    {NS "mig_sm_occupancy_percent", "MIG instance SM occupancy, percent (GPM).", GPU_F_SM_OCCUPANCY,
+     m_sm_occupancy},
+    {NS "mig_dram_bandwidth_utilization_percent",
+     "MIG instance memory bandwidth used, percent of peak (GPM).", GPU_F_DRAM_BW_UTIL, m_dram_bw},
+};
+
+#define MIG_LABELS 6
+static void render_mig(prom_buf_t *b, const snapshot_t *s, const char *node) {
+    for (size_t k = 0; k < sizeof mig_gauges / sizeof mig_gauges[0]; k++) {
+        family_t f = family(b, mig_gauges[k].name, "gauge", mig_gauges[k].help);
+        for (unsigned i = 0; i < s->mig_total; i++) {
+            const mig_record_t *m = &s->mig[i];
+            if (!mig_has(m, mig_gauges[k].field))
+                continue;
+            const gpu_record_t *parent = snapshot_gpu_by_index(s, m->parent_index);
+            char idx[16], gi[16];
+            snprintf(idx, sizeof idx, "%u", m->parent_index);
+            if (m->ids_valid)
+                snprintf(gi, sizeof gi, "%u", m->gpu_instance_id);
+            else
+                gi[0] = '\0';
+            prom_label_t l[MIG_LABELS] = {
+                {"gpu_index", idx},      {"gpu_uuid", parent ? parent->uuid : ""},
+                {"mig_uuid", m->uuid},   {"mig_profile", m->profile},
+                {"gpu_instance_id", gi}, {"node", node},
+            };
+            sample(&f, l, MIG_LABELS, NULL, mig_gauges[k].value(m));
+        }
+    }
+}
+
+static void render_gpus(prom_buf_t *b, const snapshot_t *s, const char *node) {
+    for (size_t k = 0; k < sizeof gpu_gauges / sizeof gpu_gauges[0]; k++)
+        render_gpu_gauge(b, s, node, &gpu_gauges[k]);
+    render_gpu_directional(b, s, node, NS "gpu_pcie_throughput_kbps",
+                           "PCIe throughput, KiB/s (NVML's KB/s).", GPU_F_PCIE_TX, v_pcie_tx,
+                           GPU_F_PCIE_RX, v_pcie_rx);
+    render_gpu_directional(b, s, node, NS "gpu_nvlink_throughput_mbps",
+                           "NVLink throughput summed over links, MiB/s.", GPU_F_NVLINK_TX,
+                           v_nvlink_tx, GPU_F_NVLINK_RX, v_nvlink_rx);
+    render_gpu_health(b, s, node);
+    render_mig(b, s, node);
+}
+
+static void one(prom_buf_t *b, const char *name, const char *type, const char *help, double v) {
+    prom_family(b, name, type, help);
+    prom_sample(b, name, NULL, NULL, 0, NULL, v);
+}
+
+static void write_hist(prom_buf_t *b, const char *name, const prom_label_t *labels, size_t n,
+                       const double *bounds, size_t nbounds, const uint64_t *counts, double sum,
+                       uint64_t count) {
+    uint64_t copy[METRICS_RPC_BUCKETS > METRICS_SAMPLE_BUCKETS ? METRICS_RPC_BUCKETS + 1
+                                                               : METRICS_SAMPLE_BUCKETS + 1];
+    memcpy(copy, counts, (nbounds + 1) * sizeof copy[0]);
+    prom_histogram_t h = {bounds, nbounds, copy, sum, count};
+    prom_histogram_write(b, name, labels, n, &h);
+}
+
+static void render_rpc(prom_buf_t *b, const server_stats_t *st) {
+    prom_label_t l[1];
+    prom_family(b, NS "scaler_requests_total", "counter",
+                "gRPC requests finished, by method (health checks included).");
+    for (int m = 0; m < RPC_METHOD_COUNT; m++) {
+        l[0] = (prom_label_t){"method", method_names[m]};
+        prom_sample(b, NS "scaler_requests_total", NULL, l, 1, NULL, (double)st->requests[m]);
+    }
+    prom_family(b, NS "scaler_request_errors_total", "counter",
+                "gRPC requests finished with a status other than OK, by method.");
+    for (int m = 0; m < RPC_METHOD_COUNT; m++) {
+        l[0] = (prom_label_t){"method", method_names[m]};
+        prom_sample(b, NS "scaler_request_errors_total", NULL, l, 1, NULL, (double)st->errors[m]);
+    }
+    prom_family(b, NS "scaler_request_duration_seconds", "histogram",
+                "gRPC request duration (streams: until closed), seconds.");
+    for (int m = 0; m < RPC_METHOD_COUNT; m++) {
+        l[0] = (prom_label_t){"method", method_names[m]};
+        const metrics_rpc_hist_t *h = &st->latency[m];
+        write_hist(b, NS "scaler_request_duration_seconds", l, 1, rpc_bounds, METRICS_RPC_BUCKETS,
+                   h->_counts, h->_sum, h->_count);
+    }
+}
+
+void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_t *st,
+                    const metrics_context_t *ctx) {
+    const char *node = ctx->node ? ctx->node : snap ? snap->node_name : "";
+    bool nvml_ok = snap && snap->status == SNAPSHOT_OK;
+
+    prom_label_t bi[2] = {{"version", ctx->version ? ctx->version : "unknown"},
+                          {"commit", ctx->commit ? ctx->commit : "unknown"}};
+    prom_family(out, NS "build_info", "gauge", "Always 1; labels carry the build.");
+    prom_sample(out, NS "build_info", NULL, bi, 2, NULL, 1);
+
+    one(out, NS "ready", "gauge", "1 when /readyz answers 200.", ctx->ready ? 1 : 0);
+    one(out, NS "nvml_up", "gauge",
+        "1 when the latest sample reached NVML, 0 when NVML is down or not sampled yet.",
+        nvml_ok ? 1 : 0);
+    if (nvml_ok && snap->driver_version[0]) {
+        prom_label_t dl[2] = {{"driver_version", snap->driver_version}, {"node", node}};
+        prom_family(out, NS "nvml_driver_info", "gauge", "Always 1; labels carry the driver.");
+        prom_sample(out, NS "nvml_driver_info", NULL, dl, 2, NULL, 1);
+    }
+    /* The Go docs promised gpu_device_count, which never existed; promtool's
+     * lint rejects a gauge ending in _count (it reads as a histogram's), so
+     * the name is gpu_devices. */
+    if (nvml_ok)
+        one(out, NS "gpu_devices", "gauge", "GPUs NVML reports on this node.", snap->gpu_count);
+    if (snap) {
+        double age = ctx->now > snap->taken_mono ? (double)(ctx->now - snap->taken_mono) / 1e9 : 0;
+        one(out, NS "snapshot_age_seconds", "gauge", "Age of the latest sample, seconds.", age);
+        one(out, NS "sample_duration_seconds", "gauge",
+            "How long the latest NVML sweep took, seconds.",
+            (double)snap->sample_duration_ns / 1e9);
+    }
+    if (ctx->stale_after_ns > 0)
+        one(out, NS "snapshot_stale_after_seconds", "gauge",
+            "Sample age beyond which RPCs fail with UNAVAILABLE (--stale-after), seconds.",
+            (double)ctx->stale_after_ns / 1e9);
+    one(out, NS "sampler_overruns_total", "counter",
+        "NVML sweeps that took longer than the sample interval.", (double)ctx->sampler_overruns);
+
+    one(out, NS "collections_total", "counter", "NVML sweeps completed.", (double)st->collections);
+    one(out, NS "collection_errors_total", "counter", "NVML sweeps that found NVML down.",
+        (double)st->collection_errors);
+    prom_family(out, NS "collection_duration_seconds", "histogram",
+                "NVML sweep duration, seconds.");
+    write_hist(out, NS "collection_duration_seconds", NULL, 0, sample_bounds,
+               METRICS_SAMPLE_BUCKETS, st->_sample_counts, st->_sample_sum, st->_sample_count);
+
+    render_rpc(out, st);
+    one(out, NS "grpc_streams_open", "gauge", "gRPC streams open now.", ctx->streams_open);
+    one(out, NS "grpc_connections_open", "gauge", "gRPC connections open now.",
+        ctx->connections_open);
+
+    if (nvml_ok)
+        render_gpus(out, snap, node);
+}

@@ -1,0 +1,524 @@
+/*
+ * options.c - server flags and their KEDA_GPU_SCALER_* variables.
+ *
+ * DESIGN
+ * Parsing runs in two passes. The first walks argv and only records the raw
+ * text of each flag (the last one wins, as with Go's flag package). The
+ * second takes, for each option, the flag's text or else its variable's,
+ * and validates it once, naming where the text came from. So a flag that
+ * overrides a broken variable hides it completely, and each message names
+ * exactly what the operator has to fix.
+ */
+#include "server/options.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/duration.h"
+#include "core/err.h"
+#include "nvml/sampler.h"
+
+const char server_usage_text[] =
+    "Usage: keda-gpu-scaler [flags]\n"
+    "\n"
+    "A KEDA external scaler that reads GPU metrics from NVML on this node and\n"
+    "answers KEDA over gRPC (externalscaler.ExternalScaler and grpc.health.v1).\n"
+    "Prometheus metrics are served on /metrics and probes on /healthz, /readyz.\n"
+    "\n"
+    "Flags (each can also be set as KEDA_GPU_SCALER_<FLAG>, e.g.\n"
+    "KEDA_GPU_SCALER_METRICS_PORT=0; a flag beats its variable):\n"
+    "  --role standalone             what this process does (default standalone:\n"
+    "                                sample this node and serve KEDA); agent and\n"
+    "                                aggregator arrive in a later release\n"
+    "  --port N                      gRPC port (default 6000; 0 picks a free port,\n"
+    "                                which is logged)\n"
+    "  --metrics-port N              Prometheus /metrics port (default 9090;\n"
+    "                                0 disables it)\n"
+    "  --probe-port N                /healthz and /readyz port (default 8081;\n"
+    "                                0 disables it)\n"
+    "  --listen-address ADDR         numeric IPv4 or IPv6 address for all three\n"
+    "                                ports (default 0.0.0.0; :: for IPv6)\n"
+    "  --sample-interval DURATION    how often NVML is sampled (default 1s;\n"
+    "                                at least 100ms)\n"
+    "  --stale-after DURATION        a snapshot older than this makes RPCs fail\n"
+    "                                with UNAVAILABLE and /readyz answer 503\n"
+    "                                (default 3 x --sample-interval; 0 = default;\n"
+    "                                must exceed --sample-interval)\n"
+    "  --health-check-interval DURATION\n"
+    "                                how often the gRPC health status is\n"
+    "                                re-evaluated for Watch (default 30s; 0 = 30s);\n"
+    "                                readiness changes are also pushed at once\n"
+    "  --nvml-library PATH           NVML library to load (default\n"
+    "                                libnvidia-ml.so.1 from the library path)\n"
+    "  --node-name NAME              node label on metrics (default $NODE_NAME,\n"
+    "                                else the host name)\n"
+    "  --tls-cert FILE               serve gRPC over TLS with this certificate\n"
+    "                                chain (PEM); needs --tls-key\n"
+    "  --tls-key FILE                the certificate's private key (PEM)\n"
+    "  --tls-client-ca FILE          require client certificates signed by this\n"
+    "                                CA (mutual TLS); needs --tls-cert, --tls-key\n"
+    "  --log-level LEVEL             debug, info, warn or error (default info)\n"
+    "  --log-format FORMAT           text or json (default text)\n"
+    "  --max-connections N           gRPC connection cap (default 1024)\n"
+    "  --idle-timeout DURATION       close gRPC connections idle this long\n"
+    "                                (default 10m; 0 = never)\n"
+    "  --shutdown-grace DURATION     on SIGTERM, how long open RPCs may finish\n"
+    "                                (default 5s)\n"
+    "  --version                     print the version and exit\n"
+    "  --help                        this text\n"
+    "\n"
+    "Durations: 500ms, 5s, 1m30s, 2h. An invalid value, flag or variable is an\n"
+    "error (exit status 2), never a silent default. A variable set to \"\" counts\n"
+    "as unset.\n"
+    "\n"
+    "Examples:\n"
+    "  keda-gpu-scaler\n"
+    "  keda-gpu-scaler --port 6000 --metrics-port 0 --log-format json\n"
+    "  keda-gpu-scaler --sample-interval 500ms --stale-after 5s --log-level debug\n"
+    "  keda-gpu-scaler --tls-cert /tls/tls.crt --tls-key /tls/tls.key \\\n"
+    "                  --tls-client-ca /tls/ca.crt\n"
+    "  KEDA_GPU_SCALER_LOG_LEVEL=debug KEDA_GPU_SCALER_PROBE_PORT=0 keda-gpu-scaler\n"
+    "  keda-gpu-scaler --nvml-library ./build/sim/libnvml-sim.so   # no GPU needed\n";
+
+typedef enum {
+    O_ROLE,
+    O_LISTEN_ADDRESS,
+    O_PORT,
+    O_METRICS_PORT,
+    O_PROBE_PORT,
+    O_SAMPLE_INTERVAL,
+    O_STALE_AFTER,
+    O_HEALTH_CHECK_INTERVAL,
+    O_NVML_LIBRARY,
+    O_NODE_NAME,
+    O_TLS_CERT,
+    O_TLS_KEY,
+    O_TLS_CLIENT_CA,
+    O_LOG_LEVEL,
+    O_LOG_FORMAT,
+    O_MAX_CONNECTIONS,
+    O_IDLE_TIMEOUT,
+    O_SHUTDOWN_GRACE,
+    O_COUNT
+} opt_id_t;
+
+/* Flag names, in opt_id_t order; the variable is derived from the name. */
+static const char *const opt_names[O_COUNT] = {
+    "role",          "listen-address",  "port",        "metrics-port",
+    "probe-port",    "sample-interval", "stale-after", "health-check-interval",
+    "nvml-library",  "node-name",       "tls-cert",    "tls-key",
+    "tls-client-ca", "log-level",       "log-format",  "max-connections",
+    "idle-timeout",  "shutdown-grace",
+};
+
+#define DEFAULT_HEALTH_CHECK_INTERVAL_NS (30 * NS_PER_SEC)
+#define DEFAULT_IDLE_TIMEOUT_NS (600 * NS_PER_SEC)
+#define DEFAULT_SHUTDOWN_GRACE_NS (5 * NS_PER_SEC)
+#define MIN_HEALTH_CHECK_INTERVAL_NS (100 * NS_PER_MS)
+
+/* Where one option's text came from: "--port" or "KEDA_GPU_SCALER_PORT". */
+typedef struct {
+    const char *text; /* NULL = not given */
+    char source[64];
+} raw_t;
+
+/* Matches "--name", "-name", "--name=v", "-name=v". Sets *inline_value to
+ * the text after '=' or NULL. */
+static bool flag_is(const char *arg, const char *name, const char **inline_value) {
+    if (arg[0] != '-')
+        return false;
+    arg += arg[1] == '-' ? 2 : 1;
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n) != 0)
+        return false;
+    if (arg[n] == '\0') {
+        *inline_value = NULL;
+        return true;
+    }
+    if (arg[n] == '=') {
+        *inline_value = arg + n + 1;
+        return true;
+    }
+    return false;
+}
+
+/* Levenshtein distance, capped: enough to suggest a flag for a typo. */
+static size_t edit_distance(const char *a, size_t la, const char *b) {
+    size_t lb = strlen(b);
+    if (la > 63 || lb > 63)
+        return 99;
+    size_t prev[64], cur[64];
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+        memcpy(prev, cur, (lb + 1) * sizeof prev[0]);
+    }
+    return prev[lb];
+}
+
+static int unknown_flag(const char *arg, char *err, size_t errlen) {
+    const char *name = arg + (arg[1] == '-' ? 2 : 1);
+    size_t len = strcspn(name, "=");
+    const char *best = NULL;
+    size_t best_d = 3; /* suggest only close matches */
+    for (int i = 0; i < O_COUNT; i++) {
+        size_t d = edit_distance(name, len, opt_names[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = opt_names[i];
+        }
+    }
+    static const char *const bools[] = {"version", "help"};
+    for (size_t i = 0; i < 2; i++) {
+        size_t d = edit_distance(name, len, bools[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = bools[i];
+        }
+    }
+    if (best)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "unknown flag %.*s (did you mean --%s?); see --help",
+                          (int)(len + (size_t)(name - arg)), arg, best);
+    return kgs_seterr(err, errlen, KGS_EINVAL, "unknown flag %.*s; see --help",
+                      (int)(len + (size_t)(name - arg)), arg);
+}
+
+static int parse_bool(const char *v, const char *flag, bool *out, char *err, size_t errlen) {
+    if (!v || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) {
+        *out = true;
+        return 0;
+    }
+    if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0) {
+        *out = false;
+        return 0;
+    }
+    return kgs_seterr(err, errlen, KGS_EINVAL, "--%s: invalid value \"%s\": must be true or false",
+                      flag, v);
+}
+
+/* Decimal digits only: no sign, no spaces, no hex (strtoul would take
+ * " 12", "+12" and "0x1f"). */
+static bool parse_uint(const char *s, unsigned long max, unsigned long *out) {
+    if (!*s || strlen(s) > 10)
+        return false;
+    unsigned long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        v = v * 10 + (unsigned long)(*p - '0');
+    }
+    if (v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int parse_port(const raw_t *r, uint16_t *out, char *err, size_t errlen) {
+    unsigned long v;
+    if (!parse_uint(r->text, 65535, &v))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: invalid port \"%s\": must be 0..65535",
+                          r->source, r->text);
+    *out = (uint16_t)v;
+    return 0;
+}
+
+static int parse_duration(const raw_t *r, uint64_t *out, char *err, size_t errlen) {
+    char sub[192];
+    if (duration_parse_ns(r->text, out, sub, sizeof sub))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, sub);
+    return 0;
+}
+
+static int parse_nonempty(const raw_t *r, const char **out, const char *what, char *err,
+                          size_t errlen) {
+    if (!r->text[0])
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: needs a %s, got an empty value", r->source,
+                          what);
+    *out = r->text;
+    return 0;
+}
+
+static int parse_address(const raw_t *r, const char **out, char *err, size_t errlen) {
+    const char *s = r->text;
+    char buf[64];
+    size_t n = strlen(s);
+    if (n >= 2 && s[0] == '[' && s[n - 1] == ']' && n - 2 < sizeof buf) {
+        memcpy(buf, s + 1, n - 2); /* "[::]" as in URLs */
+        buf[n - 2] = '\0';
+        s = buf;
+    }
+    unsigned char addr[16];
+    if (inet_pton(AF_INET, s, addr) != 1 && inet_pton(AF_INET6, s, addr) != 1)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: invalid address \"%s\": must be a numeric IPv4 or IPv6 address "
+                          "such as 0.0.0.0, 127.0.0.1 or ::",
+                          r->source, r->text);
+    *out = r->text;
+    return 0;
+}
+
+static int parse_node_name(const raw_t *r, const char **out, char *err, size_t errlen) {
+    size_t n = strlen(r->text);
+    if (n == 0 || n > 253)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: invalid node name (%zu bytes): must be 1 to 253 bytes", r->source,
+                          n);
+    for (const unsigned char *p = (const unsigned char *)r->text; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: invalid node name: control character at byte %zu", r->source,
+                              (size_t)(p - (const unsigned char *)r->text));
+    *out = r->text;
+    return 0;
+}
+
+static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    char sub[192];
+    unsigned long v;
+    switch (id) {
+    case O_ROLE:
+        if (strcmp(r->text, "standalone") == 0) {
+            o->role = SERVER_ROLE_STANDALONE;
+            return 0;
+        }
+        if (strcmp(r->text, "agent") == 0 || strcmp(r->text, "aggregator") == 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: role \"%s\" arrives in a later release; this release runs "
+                              "only standalone",
+                              r->source, r->text);
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: invalid role \"%s\": must be standalone (agent and aggregator "
+                          "arrive in a later release)",
+                          r->source, r->text);
+    case O_LISTEN_ADDRESS:
+        return parse_address(r, &o->listen_address, err, errlen);
+    case O_PORT:
+        return parse_port(r, &o->port, err, errlen);
+    case O_METRICS_PORT:
+        return parse_port(r, &o->metrics_port, err, errlen);
+    case O_PROBE_PORT:
+        return parse_port(r, &o->probe_port, err, errlen);
+    case O_SAMPLE_INTERVAL:
+        if (parse_duration(r, &o->sample_interval_ns, err, errlen))
+            return KGS_EINVAL;
+        if (o->sample_interval_ns < SAMPLER_MIN_INTERVAL_NS)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s is too short: the minimum is %s",
+                              r->source, r->text,
+                              duration_format(SAMPLER_MIN_INTERVAL_NS, sub, sizeof sub));
+        return 0;
+    case O_STALE_AFTER:
+        return parse_duration(r, &o->stale_after_ns, err, errlen);
+    case O_HEALTH_CHECK_INTERVAL:
+        if (parse_duration(r, &o->health_check_interval_ns, err, errlen))
+            return KGS_EINVAL;
+        if (o->health_check_interval_ns == 0) /* as the Go server: 0 means 30s */
+            o->health_check_interval_ns = DEFAULT_HEALTH_CHECK_INTERVAL_NS;
+        if (o->health_check_interval_ns < MIN_HEALTH_CHECK_INTERVAL_NS)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: %s is too short: the minimum is 100ms (0 means 30s)", r->source,
+                              r->text);
+        return 0;
+    case O_NVML_LIBRARY:
+        return parse_nonempty(r, &o->nvml_library, "library path", err, errlen);
+    case O_NODE_NAME:
+        return parse_node_name(r, &o->node_name, err, errlen);
+    case O_TLS_CERT:
+        return parse_nonempty(r, &o->tls_cert, "certificate file", err, errlen);
+    case O_TLS_KEY:
+        return parse_nonempty(r, &o->tls_key, "key file", err, errlen);
+    case O_TLS_CLIENT_CA:
+        return parse_nonempty(r, &o->tls_client_ca, "CA file", err, errlen);
+    case O_LOG_LEVEL:
+        /* The Go server silently took anything unknown as info. */
+        if (strcmp(r->text, "off") == 0 || log_level_parse(r->text, &o->log_level, NULL, 0))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: invalid log level \"%s\": must be debug, info, warn or error",
+                              r->source, r->text);
+        return 0;
+    case O_LOG_FORMAT:
+        if (log_format_parse(r->text, &o->log_format, sub, sizeof sub))
+            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, sub);
+        return 0;
+    case O_MAX_CONNECTIONS:
+        if (!parse_uint(r->text, SERVER_MAX_MAX_CONNECTIONS, &v) || v == 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: invalid connection limit \"%s\": must be 1..%u", r->source,
+                              r->text, SERVER_MAX_MAX_CONNECTIONS);
+        o->max_connections = (unsigned)v;
+        return 0;
+    case O_IDLE_TIMEOUT:
+        return parse_duration(r, &o->idle_timeout_ns, err, errlen);
+    case O_SHUTDOWN_GRACE:
+        return parse_duration(r, &o->shutdown_grace_ns, err, errlen);
+    case O_COUNT:
+        break;
+    }
+    return 0;
+}
+
+static void set_defaults(server_options_t *o) {
+    memset(o, 0, sizeof *o);
+    o->role = SERVER_ROLE_STANDALONE;
+    o->listen_address = "0.0.0.0";
+    o->port = SERVER_DEFAULT_PORT;
+    o->metrics_port = SERVER_DEFAULT_METRICS_PORT;
+    o->probe_port = SERVER_DEFAULT_PROBE_PORT;
+    o->sample_interval_ns = SAMPLER_DEFAULT_INTERVAL_NS;
+    o->stale_after_ns = 0;
+    o->health_check_interval_ns = DEFAULT_HEALTH_CHECK_INTERVAL_NS;
+    o->log_level = LOG_INFO;
+    o->log_format = LOG_FORMAT_TEXT;
+    o->max_connections = SERVER_DEFAULT_MAX_CONNECTIONS;
+    o->idle_timeout_ns = DEFAULT_IDLE_TIMEOUT_NS;
+    o->shutdown_grace_ns = DEFAULT_SHUTDOWN_GRACE_NS;
+}
+
+static void env_name(const char *flag, char *out, size_t outlen) {
+    size_t n = (size_t)snprintf(out, outlen, "%s", SERVER_ENV_PREFIX);
+    for (const char *p = flag; *p && n + 1 < outlen; p++)
+        out[n++] = *p == '-' ? '_' : (char)(*p - (*p >= 'a' && *p <= 'z' ? 'a' - 'A' : 0));
+    out[n] = '\0';
+}
+
+static const char *src_or_flag(const raw_t *raw, opt_id_t id, char *buf, size_t buflen) {
+    if (raw[id].text)
+        return raw[id].source;
+    snprintf(buf, buflen, "--%s", opt_names[id]);
+    return buf;
+}
+
+/* Two ports that are both enabled must differ, or the second bind fails
+ * later with a less helpful message. */
+static int check_ports(const server_options_t *o, const raw_t *raw, char *err, size_t errlen) {
+    static const opt_id_t ids[] = {O_PORT, O_METRICS_PORT, O_PROBE_PORT};
+    const uint16_t vals[] = {o->port, o->metrics_port, o->probe_port};
+    char b1[64], b2[64];
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = i + 1; j < 3; j++)
+            if (vals[i] != 0 && vals[i] == vals[j])
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "%s and %s are both %u: use different ports (0 disables "
+                                  "--metrics-port or --probe-port)",
+                                  src_or_flag(raw, ids[i], b1, sizeof b1),
+                                  src_or_flag(raw, ids[j], b2, sizeof b2), (unsigned)vals[i]);
+    return 0;
+}
+
+int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, server_options_t *o,
+                         char *err, size_t errlen) {
+    set_defaults(o);
+    raw_t raw[O_COUNT];
+    memset(raw, 0, sizeof raw);
+    int first_err = 0;
+    char first_msg[512] = "", first_text[512] = "";
+
+    /* Pass 1: argv. */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *iv = NULL;
+        int rc = 0;
+        bool matched = false;
+        if (strcmp(a, "version") == 0 && argc == 2) {
+            o->version = true; /* the Go server's bare "version" argument */
+            continue;
+        }
+        if (strcmp(a, "-h") == 0) {
+            o->help = true;
+            continue;
+        }
+        if (flag_is(a, "version", &iv)) {
+            rc = parse_bool(iv, "version", &o->version, first_msg, sizeof first_msg);
+            matched = true;
+        } else if (flag_is(a, "help", &iv)) {
+            rc = parse_bool(iv, "help", &o->help, first_msg, sizeof first_msg);
+            matched = true;
+        }
+        for (int k = 0; !matched && k < O_COUNT; k++) {
+            if (!flag_is(a, opt_names[k], &iv))
+                continue;
+            matched = true;
+            if (!iv) {
+                if (i + 1 >= argc) {
+                    rc = kgs_seterr(first_msg, sizeof first_msg, KGS_EINVAL,
+                                    "flag --%s needs a value", opt_names[k]);
+                    break;
+                }
+                iv = argv[++i];
+            }
+            raw[k].text = iv;
+            snprintf(raw[k].source, sizeof raw[k].source, "--%s", opt_names[k]);
+        }
+        if (!matched) {
+            if (a[0] == '-' && a[1] != '\0')
+                rc = unknown_flag(a, first_msg, sizeof first_msg);
+            else
+                rc = kgs_seterr(first_msg, sizeof first_msg, KGS_EINVAL,
+                                "unexpected argument \"%s\": this program takes only flags; see "
+                                "--help",
+                                a);
+        }
+        /* Keep scanning after an error: a later --help still wins. */
+        if (rc && !first_err) {
+            first_err = rc;
+            snprintf(first_text, sizeof first_text, "%s", first_msg);
+        }
+    }
+    if (o->help || o->version)
+        return 0;
+    if (first_err)
+        return kgs_seterr(err, errlen, first_err, "%s", first_text);
+
+    /* Pass 2: variables fill what no flag gave, then everything is checked. */
+    for (int k = 0; k < O_COUNT; k++) {
+        if (!raw[k].text && get) {
+            char name[64];
+            env_name(opt_names[k], name, sizeof name);
+            const char *v = get(name, ud);
+            if (v && v[0]) {
+                raw[k].text = v;
+                snprintf(raw[k].source, sizeof raw[k].source, "%s", name);
+            }
+        }
+        if (raw[k].text) {
+            int rc = apply((opt_id_t)k, &raw[k], o, err, errlen);
+            if (rc)
+                return rc;
+        }
+    }
+
+    char b1[64], b2[64];
+    if (o->stale_after_ns == 0) {
+        o->stale_after_ns =
+            o->sample_interval_ns > UINT64_MAX / 3 ? UINT64_MAX : 3 * o->sample_interval_ns;
+    } else if (o->stale_after_ns <= o->sample_interval_ns) {
+        char d1[32], d2[32];
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s %s must be longer than %s %s: a snapshot is that old "
+                          "just before the next one",
+                          src_or_flag(raw, O_STALE_AFTER, b1, sizeof b1),
+                          duration_format(o->stale_after_ns, d1, sizeof d1),
+                          src_or_flag(raw, O_SAMPLE_INTERVAL, b2, sizeof b2),
+                          duration_format(o->sample_interval_ns, d2, sizeof d2));
+    }
+    if (o->tls_cert && !o->tls_key)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s needs --tls-key: give both or neither",
+                          src_or_flag(raw, O_TLS_CERT, b1, sizeof b1));
+    if (o->tls_key && !o->tls_cert)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s needs --tls-cert: give both or neither",
+                          src_or_flag(raw, O_TLS_KEY, b1, sizeof b1));
+    if (o->tls_client_ca && !o->tls_cert)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s needs --tls-cert and --tls-key: client certificates are checked "
+                          "only on a TLS listener",
+                          src_or_flag(raw, O_TLS_CLIENT_CA, b1, sizeof b1));
+    return check_ports(o, raw, err, errlen);
+}

@@ -1,0 +1,75 @@
+/*
+ * options.h - keda-gpu-scaler flags, each also settable through an
+ * environment variable, parsed without side effects so the parser is
+ * unit-testable.
+ *
+ * Flags accept "--name value", "--name=value" and the single-dash forms Go's
+ * flag package accepted ("-port=6000"). The variable for --metrics-port is
+ * KEDA_GPU_SCALER_METRICS_PORT (upper case, dashes as underscores). A flag
+ * beats its variable, and then the variable is not even validated. A
+ * variable set to "" counts as unset (templated manifests often render
+ * empty values). Every value is validated here, once.
+ */
+#ifndef KGS_SERVER_OPTIONS_H
+#define KGS_SERVER_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/log.h"
+#include "env/env.h"
+
+#define SERVER_ENV_PREFIX "KEDA_GPU_SCALER_"
+
+typedef enum { SERVER_ROLE_STANDALONE = 0 } server_role_t;
+
+/* After a successful parse every field holds its final value (defaults and
+ * derived values filled in). String pointers are borrowed from argv, from
+ * the getter's results, or are static defaults; NULL means "not given". */
+typedef struct {
+    server_role_t role;          /* --role standalone */
+    const char *listen_address;  /* --listen-address, default "0.0.0.0"; for all three ports */
+    uint16_t port;               /* --port gRPC, default 6000; 0 = pick a free port */
+    uint16_t metrics_port;       /* --metrics-port, default 9090; 0 = disabled */
+    uint16_t probe_port;         /* --probe-port, default 8081; 0 = disabled */
+    uint64_t sample_interval_ns; /* --sample-interval, default 1s, >= 100ms */
+    uint64_t stale_after_ns;     /* --stale-after, default 3 x sample interval */
+    uint64_t health_check_interval_ns; /* --health-check-interval, default 30s */
+    const char *nvml_library;          /* --nvml-library, NULL = libnvidia-ml.so.1 */
+    const char *node_name;             /* --node-name, NULL = main resolves NODE_NAME/hostname */
+    const char *tls_cert;              /* --tls-cert, NULL = plaintext gRPC */
+    const char *tls_key;               /* --tls-key */
+    const char *tls_client_ca;         /* --tls-client-ca, NULL = no client certificates */
+    log_level_t log_level;             /* --log-level, default info */
+    log_format_t log_format;           /* --log-format, default text */
+    unsigned max_connections;          /* --max-connections, default 1024 (gRPC) */
+    uint64_t idle_timeout_ns;          /* --idle-timeout, default 10m; 0 = never */
+    uint64_t shutdown_grace_ns;        /* --shutdown-grace, default 5s */
+    bool version;                      /* --version or a bare "version" argument */
+    bool help;                         /* --help or -h */
+} server_options_t;
+
+#define SERVER_DEFAULT_PORT 6000
+#define SERVER_DEFAULT_METRICS_PORT 9090
+#define SERVER_DEFAULT_PROBE_PORT 8081
+#define SERVER_DEFAULT_MAX_CONNECTIONS 1024u
+#define SERVER_MAX_MAX_CONNECTIONS 100000u
+
+/*
+ * Parses argv[1..argc-1] and the KEDA_GPU_SCALER_* variables read through
+ * `get` (called with `ud`; pass env_getter_process for the real
+ * environment) into *o. Returns 0, or KGS_EINVAL with a message that names
+ * the flag or the variable and says what is valid, e.g.
+ * "--sample-interval: 50ms is too short: the minimum is 100ms" or
+ * "KEDA_GPU_SCALER_METRICS_PORT: invalid port \"x\": must be 0..65535".
+ * With --help or --version the rest is still parsed, but errors in it are
+ * not reported (the caller prints the text and exits).
+ */
+int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, server_options_t *o,
+                         char *err, size_t errlen);
+
+/* The --help text. */
+extern const char server_usage_text[];
+
+#endif

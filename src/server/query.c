@@ -1,0 +1,502 @@
+/*
+ * query.c - `keda-gpu-scaler query`: call a scaler the way KEDA does and
+ * show what KEDA and the HPA would do with the answer.
+ *
+ * One connection; per round GetMetricSpec -> GetMetrics -> IsActive, in
+ * KEDA's order (GetMetricsAndActivity). With --watch, rounds repeat every
+ * --interval and a StreamIsActive stays open beside them (what the
+ * external-push trigger uses), printing every push.
+ */
+#include "server/query.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/duration.h"
+#include "core/err.h"
+#include "net/grpc_client.h"
+#include "net/grpc_frame.h"
+#include "net/loop.h"
+#include "net/tls.h"
+#include "proto/externalscaler.pb-c.h"
+
+#define MAX_METADATA 64
+
+const char query_usage_text[] =
+    "Usage: keda-gpu-scaler query --address HOST:PORT --metadata KEY=VALUE... [flags]\n"
+    "\n"
+    "Calls a scaler exactly as KEDA does (GetMetricSpec, GetMetrics, IsActive on one\n"
+    "connection) and prints the metric, its target, its value, whether the trigger is\n"
+    "active, and the replica count KEDA and the HPA would choose.\n"
+    "\n"
+    "Flags:\n"
+    "  --address HOST:PORT     the scaler (KEDA's scalerAddress), e.g. 127.0.0.1:6000\n"
+    "  --metadata KEY=VALUE    one trigger metadata entry; repeat for each key\n"
+    "  --name NAME             ScaledObject name sent with the calls (default query)\n"
+    "  --namespace NS          ScaledObject namespace (default default)\n"
+    "  --replicas N            current replicas, for the HPA's Value arithmetic\n"
+    "  --max-replicas N        maxReplicaCount to clamp to (default 100)\n"
+    "  --watch                 repeat every --interval and keep a StreamIsActive open\n"
+    "  --interval DURATION     time between rounds with --watch (default 2s)\n"
+    "  --count N               stop after N rounds (default 1, or unlimited with --watch)\n"
+    "  --timeout DURATION      deadline per call (default 3s, KEDA's HPA-path budget)\n"
+    "  --tls                   use TLS; with --ca FILE to trust, --cert FILE --key FILE\n"
+    "                          for mTLS, --server-name NAME, --insecure to skip checks\n"
+    "\n"
+    "Replicas: KEDA's default AverageValue target gives ceil(value / target); with\n"
+    "the trigger's metricType: Value it is ceil(replicas x value / target). An\n"
+    "inactive trigger with minReplicaCount 0 gives 0.\n"
+    "\n"
+    "Example:\n"
+    "  keda-gpu-scaler query --address 127.0.0.1:6000 --metadata metricType=gpu_utilization \\\n"
+    "      --metadata targetValue=60 --watch\n";
+
+typedef struct {
+    const char *address, *name, *namespace_;
+    const char *keys[MAX_METADATA], *values[MAX_METADATA];
+    size_t nmeta;
+    long replicas, max_replicas, count;
+    bool watch, tls, insecure, help;
+    const char *ca, *cert, *key, *server_name;
+    uint64_t interval_ns, timeout_ns;
+} query_opts_t;
+
+typedef struct {
+    query_opts_t o;
+    loop_t *loop;
+    grpc_client_t *client;
+    SSL_CTX *tls;
+    loop_timer_t round_timer;
+    long rounds_done;
+    int exit_code;
+    bool stream_open;
+    /* current round */
+    char metric_name[128];
+    double target, value;
+    int64_t target_int, value_int;
+    int sigfd;
+    loop_io_t *sig_io;
+    bool quitting; /* tearing down: pending calls end without output */
+    Externalscaler__ScaledObjectRef__ScalerMetadataEntry entries[MAX_METADATA];
+    Externalscaler__ScaledObjectRef__ScalerMetadataEntry *entry_ptrs[MAX_METADATA];
+    char keybuf[MAX_METADATA][128];
+} query_t;
+
+/* ---- flags ---------------------------------------------------------------- */
+
+static int parse_long(const char *v, long min, const char *flag, long *out, char *err,
+                      size_t errlen) {
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || end == v || *end || n < min)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s \"%s\": must be an integer >= %ld",
+                          flag, v, min);
+    *out = n;
+    return 0;
+}
+
+static int query_parse(int argc, char **argv, query_opts_t *o, char *err, size_t errlen) {
+    memset(o, 0, sizeof *o);
+    o->name = "query";
+    o->namespace_ = "default";
+    o->replicas = -1;
+    o->max_replicas = 100;
+    o->count = -1;
+    o->interval_ns = 2 * NS_PER_SEC;
+    o->timeout_ns = 3 * NS_PER_SEC;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char sub[256];
+#define NEED_VALUE()                                                                               \
+    do {                                                                                           \
+        if (!v)                                                                                    \
+            return kgs_seterr(err, errlen, KGS_EINVAL, "flag %s needs a value", a);                \
+        i++;                                                                                       \
+    } while (0)
+        if (strcmp(a, "--address") == 0) {
+            NEED_VALUE();
+            o->address = v;
+        } else if (strcmp(a, "--metadata") == 0) {
+            NEED_VALUE();
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "--metadata \"%s\": expected KEY=VALUE (e.g. targetValue=60)", v);
+            if (o->nmeta == MAX_METADATA)
+                return kgs_seterr(err, errlen, KGS_EINVAL, "at most %d --metadata entries",
+                                  MAX_METADATA);
+            o->keys[o->nmeta] = v;
+            o->values[o->nmeta] = eq + 1;
+            o->nmeta++;
+        } else if (strcmp(a, "--name") == 0) {
+            NEED_VALUE();
+            o->name = v;
+        } else if (strcmp(a, "--namespace") == 0) {
+            NEED_VALUE();
+            o->namespace_ = v;
+        } else if (strcmp(a, "--replicas") == 0) {
+            NEED_VALUE();
+            if (parse_long(v, 0, a, &o->replicas, err, errlen))
+                return KGS_EINVAL;
+        } else if (strcmp(a, "--max-replicas") == 0) {
+            NEED_VALUE();
+            if (parse_long(v, 1, a, &o->max_replicas, err, errlen))
+                return KGS_EINVAL;
+        } else if (strcmp(a, "--count") == 0) {
+            NEED_VALUE();
+            if (parse_long(v, 1, a, &o->count, err, errlen))
+                return KGS_EINVAL;
+        } else if (strcmp(a, "--interval") == 0 || strcmp(a, "--timeout") == 0) {
+            NEED_VALUE();
+            uint64_t ns;
+            if (duration_parse_ns(v, &ns, sub, sizeof sub) || ns == 0)
+                return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", a,
+                                  ns == 0 ? "must be more than 0" : sub);
+            if (a[2] == 'i')
+                o->interval_ns = ns;
+            else
+                o->timeout_ns = ns;
+        } else if (strcmp(a, "--watch") == 0) {
+            o->watch = true;
+        } else if (strcmp(a, "--tls") == 0) {
+            o->tls = true;
+        } else if (strcmp(a, "--insecure") == 0) {
+            o->insecure = true;
+        } else if (strcmp(a, "--ca") == 0) {
+            NEED_VALUE();
+            o->ca = v;
+        } else if (strcmp(a, "--cert") == 0) {
+            NEED_VALUE();
+            o->cert = v;
+        } else if (strcmp(a, "--key") == 0) {
+            NEED_VALUE();
+            o->key = v;
+        } else if (strcmp(a, "--server-name") == 0) {
+            NEED_VALUE();
+            o->server_name = v;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            o->help = true;
+        } else {
+            return kgs_seterr(err, errlen, KGS_EINVAL, "query: unknown flag %s (see query --help)",
+                              a);
+        }
+#undef NEED_VALUE
+    }
+    if (o->help)
+        return 0;
+    if (!o->address)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "query needs --address HOST:PORT");
+    if ((o->cert != NULL) != (o->key != NULL))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "--cert and --key go together");
+    if ((o->ca || o->cert || o->insecure || o->server_name) && !o->tls)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "--ca/--cert/--key/--insecure need --tls");
+    if (o->count < 0)
+        o->count = o->watch ? 0 : 1;
+    return 0;
+}
+
+/* ---- messages ---------------------------------------------------------------------- */
+
+/* Builds the ScaledObjectRef; values point into argv, keys (cut at '=')
+ * into q->keybuf. */
+static void build_ref(query_t *q, Externalscaler__ScaledObjectRef *ref) {
+    const query_opts_t *o = &q->o;
+    Externalscaler__ScaledObjectRef__ScalerMetadataEntry *entries = q->entries;
+    Externalscaler__ScaledObjectRef__ScalerMetadataEntry **entry_ptrs = q->entry_ptrs;
+    char(*keybuf)[128] = q->keybuf;
+    externalscaler__scaled_object_ref__init(ref);
+    ref->name = (char *)o->name;
+    ref->namespace_ = (char *)o->namespace_;
+    for (size_t i = 0; i < o->nmeta; i++) {
+        externalscaler__scaled_object_ref__scaler_metadata_entry__init(&entries[i]);
+        size_t klen = (size_t)(o->values[i] - 1 - o->keys[i]);
+        snprintf(keybuf[i], 128, "%.*s", (int)klen, o->keys[i]);
+        entries[i].key = keybuf[i];
+        entries[i].value = (char *)o->values[i];
+        entry_ptrs[i] = &entries[i];
+    }
+    ref->n_scalermetadata = o->nmeta;
+    ref->scalermetadata = entry_ptrs;
+}
+
+static uint8_t *pack(const ProtobufCMessage *m, size_t *len) {
+    *len = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(*len ? *len : 1);
+    if (buf)
+        protobuf_c_message_pack(m, buf);
+    return buf;
+}
+
+static void timestamp(char *out, size_t n) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    localtime_r(&ts.tv_sec, &tm);
+    size_t w = strftime(out, n, "%H:%M:%S", &tm);
+    snprintf(out + w, n - w, ".%03ld", ts.tv_nsec / 1000000);
+}
+
+/* ---- the round -------------------------------------------------------------------- */
+
+static void start_round(query_t *q);
+static void call_with_ref(query_t *q, const char *method, grpc_client_message_cb on_msg,
+                          grpc_client_done_cb on_done, bool metrics_request);
+
+static void round_finished(query_t *q) {
+    if (q->quitting)
+        return;
+    q->rounds_done++;
+    if (q->o.count && q->rounds_done >= q->o.count) {
+        loop_stop(q->loop);
+        return;
+    }
+    loop_timer_start(q->loop, &q->round_timer, clock_add_sat(loop_now(q->loop), q->o.interval_ns));
+}
+
+static void round_error(query_t *q, const char *call, int status, const char *msg) {
+    if (q->quitting)
+        return;
+    char ts[32];
+    timestamp(ts, sizeof ts);
+    printf("%s  %s: %s: %s\n", ts, call, grpc_status_name(status), msg);
+    fflush(stdout);
+    q->exit_code = 1;
+    round_finished(q);
+}
+
+static long replicas_average_value(double value, double target, long max) {
+    double d = ceil(value / target - 1e-9);
+    if (d < 1)
+        d = 1;
+    return d > (double)max ? max : (long)d;
+}
+
+static void on_is_active_msg(void *ud, const uint8_t *msg, size_t len) {
+    query_t *q = ud;
+    Externalscaler__IsActiveResponse *r =
+        externalscaler__is_active_response__unpack(NULL, len, msg);
+    if (!r)
+        return;
+    char ts[32];
+    timestamp(ts, sizeof ts);
+    bool active = r->result;
+    externalscaler__is_active_response__free_unpacked(r, NULL);
+    /* KEDA reads the float fields when they are > 0, else the ints. */
+    double target = q->target > 0 ? q->target : (double)q->target_int;
+    double value = q->value > 0 ? q->value : (double)q->value_int;
+    long avg = active ? replicas_average_value(value, target, q->o.max_replicas) : 0;
+    printf("%s  %-22s target %-8g value %-10.3f active %-5s  replicas: %ld (AverageValue)", ts,
+           q->metric_name, target, value, active ? "true" : "false", avg);
+    if (q->o.replicas >= 0) {
+        long cur = q->o.replicas;
+        long v = 0;
+        if (active) {
+            double d = cur > 0 ? ceil((double)cur * value / target - 1e-9) : 1;
+            v = d < 1 ? 1 : (d > (double)q->o.max_replicas ? q->o.max_replicas : (long)d);
+        }
+        printf(", %ld (Value, from %ld)", v, cur);
+    }
+    putchar('\n');
+    fflush(stdout);
+}
+
+static void on_is_active_done(void *ud, int status, const char *msg) {
+    query_t *q = ud;
+    if (status != GRPC_OK) {
+        round_error(q, "IsActive", status, msg);
+        return;
+    }
+    round_finished(q);
+}
+
+static void on_metrics_msg(void *ud, const uint8_t *msg, size_t len) {
+    query_t *q = ud;
+    Externalscaler__GetMetricsResponse *r =
+        externalscaler__get_metrics_response__unpack(NULL, len, msg);
+    if (!r)
+        return;
+    if (r->n_metricvalues > 0) {
+        q->value = r->metricvalues[0]->metricvaluefloat;
+        q->value_int = r->metricvalues[0]->metricvalue;
+    }
+    externalscaler__get_metrics_response__free_unpacked(r, NULL);
+}
+
+static void on_metrics_done(void *ud, int status, const char *msg) {
+    query_t *q = ud;
+    if (status != GRPC_OK) {
+        round_error(q, "GetMetrics", status, msg);
+        return;
+    }
+    call_with_ref(q, "IsActive", on_is_active_msg, on_is_active_done, false);
+}
+
+static void on_spec_msg(void *ud, const uint8_t *msg, size_t len) {
+    query_t *q = ud;
+    Externalscaler__GetMetricSpecResponse *r =
+        externalscaler__get_metric_spec_response__unpack(NULL, len, msg);
+    if (!r)
+        return;
+    if (r->n_metricspecs > 0) {
+        snprintf(q->metric_name, sizeof q->metric_name, "%s", r->metricspecs[0]->metricname);
+        q->target = r->metricspecs[0]->targetsizefloat;
+        q->target_int = r->metricspecs[0]->targetsize;
+    }
+    externalscaler__get_metric_spec_response__free_unpacked(r, NULL);
+}
+
+static void on_spec_done(void *ud, int status, const char *msg) {
+    query_t *q = ud;
+    if (status != GRPC_OK) {
+        round_error(q, "GetMetricSpec", status, msg);
+        return;
+    }
+    call_with_ref(q, "GetMetrics", on_metrics_msg, on_metrics_done, true);
+}
+
+static void call_with_ref(query_t *q, const char *method, grpc_client_message_cb on_msg,
+                          grpc_client_done_cb on_done, bool metrics_request) {
+    Externalscaler__ScaledObjectRef ref;
+    build_ref(q, &ref);
+    size_t len;
+    uint8_t *buf;
+    if (metrics_request) {
+        Externalscaler__GetMetricsRequest req = EXTERNALSCALER__GET_METRICS_REQUEST__INIT;
+        req.scaledobjectref = &ref;
+        req.metricname = q->metric_name;
+        buf = pack(&req.base, &len);
+    } else {
+        buf = pack(&ref.base, &len);
+    }
+    char path[96];
+    snprintf(path, sizeof path, "/externalscaler.ExternalScaler/%s", method);
+    int rc =
+        buf ? grpc_client_call(q->client, path, buf, len, q->o.timeout_ns, on_msg, on_done, q, NULL)
+            : KGS_ENOMEM;
+    free(buf);
+    if (rc != 0)
+        round_error(q, method, GRPC_UNAVAILABLE, "connection is closed");
+}
+
+static void start_round(query_t *q) {
+    q->value = q->target = 0;
+    q->value_int = q->target_int = 0;
+    q->metric_name[0] = '\0';
+    call_with_ref(q, "GetMetricSpec", on_spec_msg, on_spec_done, false);
+}
+
+static void on_round_timer(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    start_round(ud);
+}
+
+/* ---- the stream (--watch) ------------------------------------------------------- */
+
+static void on_stream_msg(void *ud, const uint8_t *msg, size_t len) {
+    (void)ud;
+    Externalscaler__IsActiveResponse *r =
+        externalscaler__is_active_response__unpack(NULL, len, msg);
+    if (!r)
+        return;
+    char ts[32];
+    timestamp(ts, sizeof ts);
+    printf("%s  StreamIsActive push: active %s\n", ts, r->result ? "true" : "false");
+    fflush(stdout);
+    externalscaler__is_active_response__free_unpacked(r, NULL);
+}
+
+static void on_stream_done(void *ud, int status, const char *msg) {
+    query_t *q = ud;
+    q->stream_open = false;
+    if (q->quitting)
+        return;
+    char ts[32];
+    timestamp(ts, sizeof ts);
+    printf("%s  StreamIsActive ended: %s%s%s\n", ts, grpc_status_name(status), msg[0] ? ": " : "",
+           msg);
+    fflush(stdout);
+}
+
+static void on_signal(loop_t *loop, int fd, uint32_t events, void *ud) {
+    (void)events;
+    (void)ud;
+    struct signalfd_siginfo si;
+    while (read(fd, &si, sizeof si) > 0) {
+    }
+    loop_stop(loop);
+}
+
+int query_main(int argc, char **argv) {
+    query_t q;
+    memset(&q, 0, sizeof q);
+    char err[512];
+    if (query_parse(argc, argv, &q.o, err, sizeof err) != 0) {
+        fprintf(stderr, "keda-gpu-scaler query: %s\n", err);
+        return 2;
+    }
+    if (q.o.help) {
+        fputs(query_usage_text, stdout);
+        return 0;
+    }
+    if (q.o.tls) {
+        q.tls = tls_client_ctx_new(q.o.ca, q.o.cert, q.o.key, q.o.insecure, err, sizeof err);
+        if (!q.tls) {
+            fprintf(stderr, "keda-gpu-scaler query: %s\n", err);
+            return 2;
+        }
+    }
+    if (loop_new(&q.loop, err, sizeof err) != 0) {
+        fprintf(stderr, "keda-gpu-scaler query: %s\n", err);
+        SSL_CTX_free(q.tls);
+        return 1;
+    }
+    grpc_client_opts_t co = {.address = q.o.address, .tls = q.tls, .server_name = q.o.server_name};
+    if (grpc_client_connect(q.loop, &co, &q.client, err, sizeof err) != 0) {
+        fprintf(stderr, "keda-gpu-scaler query: %s\n", err);
+        loop_free(q.loop);
+        SSL_CTX_free(q.tls);
+        return 1;
+    }
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    q.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (q.sigfd >= 0)
+        q.sig_io = loop_io_add(q.loop, q.sigfd, EPOLLIN, on_signal, &q);
+
+    loop_timer_init(&q.round_timer, on_round_timer, &q);
+    if (q.o.watch) {
+        Externalscaler__ScaledObjectRef ref;
+        build_ref(&q, &ref);
+        size_t len;
+        uint8_t *buf = pack(&ref.base, &len);
+        if (buf && grpc_client_call(q.client, "/externalscaler.ExternalScaler/StreamIsActive", buf,
+                                    len, 0, on_stream_msg, on_stream_done, &q, NULL) == 0)
+            q.stream_open = true;
+        free(buf);
+    }
+    start_round(&q);
+    loop_run(q.loop);
+
+    q.quitting = true;
+    loop_timer_stop(q.loop, &q.round_timer);
+    grpc_client_free(q.client);
+    loop_io_remove(q.loop, q.sig_io);
+    if (q.sigfd >= 0)
+        close(q.sigfd);
+    loop_free(q.loop);
+    SSL_CTX_free(q.tls);
+    return q.exit_code;
+}

@@ -1,0 +1,453 @@
+/* test_metrics.c - the keda_gpu_scaler_* exposition: names kept from the Go
+ * system, absent fields give no sample, series follow the latest snapshot,
+ * counters really count, and promtool accepts the output. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "server/metrics.h"
+
+#define SEC UINT64_C(1000000000)
+#define NS "keda_gpu_scaler_"
+
+static void set(gpu_record_t *g, gpu_field_t f) {
+    g->valid |= 1u << f;
+}
+
+/* Two GPUs: GPU 0 fully populated with MIG off, GPU 1 a MIG parent with
+ * few fields and two instances; one instance without GPM values. */
+static snapshot_t *make_snapshot(uint64_t seq) {
+    snapshot_t *s = snapshot_new(2, 2);
+    assert_non_null(s);
+    s->seq = seq;
+    s->taken_mono = 100 * SEC;
+    s->sample_duration_ns = 1500000; /* 1.5 ms */
+    s->status = SNAPSHOT_OK;
+    snprintf(s->driver_version, sizeof s->driver_version, "560.35.03");
+    snprintf(s->node_name, sizeof s->node_name, "node-from-snapshot");
+    s->gpu_count = 2;
+
+    gpu_record_t *g = &s->gpus[0];
+    g->index = 0;
+    snprintf(g->uuid, sizeof g->uuid, "GPU-aaaa");
+    snprintf(g->name, sizeof g->name, "NVIDIA H100 80GB \"HBM3\"");
+    g->gpu_util_pct = 37;
+    set(g, GPU_F_GPU_UTIL);
+    g->mem_util_pct = 12;
+    set(g, GPU_F_MEM_UTIL);
+    g->memory_used_bytes = UINT64_C(21474836480);
+    set(g, GPU_F_MEM_USED);
+    g->memory_total_bytes = UINT64_C(85520809984);
+    set(g, GPU_F_MEM_TOTAL);
+    g->temperature_c = 51;
+    set(g, GPU_F_TEMPERATURE);
+    g->power_w = 312.5;
+    set(g, GPU_F_POWER);
+    g->power_limit_w = 700;
+    set(g, GPU_F_POWER_LIMIT);
+    g->pcie_tx_bytes_per_s = 1200 * 1024;
+    set(g, GPU_F_PCIE_TX);
+    g->pcie_rx_bytes_per_s = 800 * 1024;
+    set(g, GPU_F_PCIE_RX);
+    g->nvlink_tx_bytes_per_s = 3 * 1048576.0;
+    set(g, GPU_F_NVLINK_TX);
+    g->nvlink_rx_bytes_per_s = 0.5 * 1048576.0;
+    set(g, GPU_F_NVLINK_RX);
+    g->sm_active_pct = 30.5;
+    set(g, GPU_F_SM_ACTIVE);
+    g->sm_occupancy_pct = 20.25;
+    set(g, GPU_F_SM_OCCUPANCY);
+    g->dram_bw_util_pct = 10;
+    set(g, GPU_F_DRAM_BW_UTIL);
+
+    g = &s->gpus[1];
+    g->index = 1;
+    snprintf(g->uuid, sizeof g->uuid, "GPU-bbbb");
+    snprintf(g->name, sizeof g->name, "NVIDIA A100-SXM4-80GB");
+    g->gpu_util_pct = 0; /* a real 0 is exported */
+    set(g, GPU_F_GPU_UTIL);
+    g->health = GPU_HEALTH_OK;
+    g->mig_enabled = true;
+    g->mig_first = 0;
+    g->mig_count = 2;
+
+    s->mig_total = 2;
+    mig_record_t *m = &s->mig[0];
+    m->parent_index = 1;
+    snprintf(m->uuid, sizeof m->uuid, "MIG-1111");
+    snprintf(m->profile, sizeof m->profile, "3g.40gb");
+    m->gpu_instance_id = 1;
+    m->ids_valid = true;
+    m->memory_used_bytes = 1024;
+    m->valid |= 1u << GPU_F_MEM_USED;
+    m->memory_total_bytes = UINT64_C(42949672960);
+    m->valid |= 1u << GPU_F_MEM_TOTAL;
+    m->sm_active_pct = 55;
+    m->valid |= 1u << GPU_F_SM_ACTIVE;
+    m = &s->mig[1];
+    m->parent_index = 1;
+    snprintf(m->uuid, sizeof m->uuid, "MIG-2222");
+    snprintf(m->profile, sizeof m->profile, "4g.40gb");
+    m->gpu_instance_id = 2;
+    m->ids_valid = true;
+    m->memory_total_bytes = UINT64_C(42949672960);
+    m->valid |= 1u << GPU_F_MEM_TOTAL;
+    return s;
+}
+
+static metrics_context_t ctx_default(void) {
+    return (metrics_context_t){.node = "gpu-node-1",
+                               .version = "0.1.0",
+                               .commit = "abc123",
+                               .now = 102 * SEC + 500000000,
+                               .stale_after_ns = 3 * SEC,
+                               .sampler_overruns = 4,
+                               .streams_open = 2,
+                               .connections_open = 1,
+                               .ready = true};
+}
+
+static char *render(const snapshot_t *s, const server_stats_t *st, const metrics_context_t *c) {
+    prom_buf_t b;
+    prom_buf_init(&b);
+    metrics_render(&b, s, st, c);
+    assert_false(b.failed);
+    assert_non_null(b.data);
+    char *copy = strdup(b.data);
+    prom_buf_free(&b);
+    return copy;
+}
+
+static void expect_line(const char *text, const char *line) {
+    char want[1024];
+    snprintf(want, sizeof want, "\n%s\n", line);
+    if (!strstr(text, want))
+        fail_msg("missing line: %s\n--- exposition ---\n%s", line, text);
+}
+
+static void expect_no(const char *text, const char *needle) {
+    if (strstr(text, needle))
+        fail_msg("unexpected \"%s\" in exposition:\n%s", needle, text);
+}
+
+#define GPU0                                                                                       \
+    "gpu_index=\"0\",gpu_uuid=\"GPU-aaaa\",gpu_name=\"NVIDIA H100 80GB "                           \
+    "\\\"HBM3\\\"\",node=\"gpu-node-1\""
+#define GPU1                                                                                       \
+    "gpu_index=\"1\",gpu_uuid=\"GPU-bbbb\",gpu_name=\"NVIDIA A100-SXM4-80GB\",node=\"gpu-node-1\""
+
+static void test_metrics_gpu_gauges_keep_the_go_names_with_a_node_label(void **state) {
+    (void)state;
+    snapshot_t *s = make_snapshot(1);
+    server_stats_t st;
+    server_stats_init(&st);
+    metrics_context_t c = ctx_default();
+    char *t = render(s, &st, &c);
+    expect_line(t, NS "gpu_utilization_percent{" GPU0 "} 37");
+    expect_line(t, NS "gpu_utilization_percent{" GPU1 "} 0");
+    expect_line(t, NS "gpu_memory_used_bytes{" GPU0 "} 21474836480");
+    expect_line(t, NS "gpu_memory_total_bytes{" GPU0 "} 85520809984");
+    expect_line(t, NS "gpu_temperature_celsius{" GPU0 "} 51");
+    expect_line(t, NS "gpu_power_draw_watts{" GPU0 "} 312.5");
+    expect_line(t, NS "gpu_pcie_throughput_kbps{" GPU0 ",direction=\"tx\"} 1200");
+    expect_line(t, NS "gpu_pcie_throughput_kbps{" GPU0 ",direction=\"rx\"} 800");
+    expect_line(t, NS "gpu_nvlink_throughput_mbps{" GPU0 ",direction=\"tx\"} 3");
+    expect_line(t, NS "gpu_nvlink_throughput_mbps{" GPU0 ",direction=\"rx\"} 0.5");
+    expect_line(t, "# TYPE " NS "gpu_utilization_percent gauge");
+    free(t);
+    snapshot_unref(s);
+}
+
+static void test_metrics_new_gpu_gauges(void **state) {
+    (void)state;
+    snapshot_t *s = make_snapshot(1);
+    server_stats_t st;
+    server_stats_init(&st);
+    metrics_context_t c = ctx_default();
+    char *t = render(s, &st, &c);
+    expect_line(t, NS "gpu_memory_utilization_percent{" GPU0 "} 12");
+    expect_line(t, NS "gpu_power_limit_watts{" GPU0 "} 700");
+    expect_line(t, NS "gpu_sm_active_percent{" GPU0 "} 30.5");
+    expect_line(t, NS "gpu_sm_occupancy_percent{" GPU0 "} 20.25");
+    expect_line(t, NS "gpu_dram_bandwidth_utilization_percent{" GPU0 "} 10");
+    expect_line(t, NS "gpu_health{" GPU0 ",state=\"ok\"} 1");
+    expect_line(t, NS "gpu_health{" GPU0 ",state=\"lost\"} 0");
+    expect_line(t, NS "gpu_health{" GPU0 ",state=\"reset_required\"} 0");
+    expect_line(t, NS "gpu_health{" GPU0 ",state=\"error\"} 0");
+    expect_line(t, NS "gpu_devices 2");
+    expect_line(t, NS "nvml_up 1");
+    expect_line(t, NS "nvml_driver_info{driver_version=\"560.35.03\",node=\"gpu-node-1\"} 1");
+    free(t);
+    snapshot_unref(s);
+}
+
+static void test_metrics_absent_fields_give_no_sample(void **state) {
+    (void)state;
+    snapshot_t *s = make_snapshot(1);
+    server_stats_t st;
+    server_stats_init(&st);
+    metrics_context_t c = ctx_default();
+    char *t = render(s, &st, &c);
+    /* GPU 1 has only utilisation. */
+    expect_no(t, NS "gpu_memory_used_bytes{" GPU1);
+    expect_no(t, NS "gpu_temperature_celsius{" GPU1);
+    expect_no(t, NS "gpu_pcie_throughput_kbps{" GPU1);
+    free(t);
+    /* No GPU has a temperature: the family disappears, header included. */
+    s->gpus[0].valid &= ~(1u << GPU_F_TEMPERATURE);
+    t = render(s, &st, &c);
+    expect_no(t, "gpu_temperature_celsius");
+    free(t);
+    snapshot_unref(s);
+}
+
+static void test_metrics_mig_instances_have_their_own_series(void **state) {
+    (void)state;
+    snapshot_t *s = make_snapshot(1);
+    server_stats_t st;
+    server_stats_init(&st);
+    metrics_context_t c = ctx_default();
+    char *t = render(s, &st, &c);
+    expect_line(t, NS
+                "mig_memory_used_bytes{gpu_index=\"1\",gpu_uuid=\"GPU-bbbb\",mig_uuid=\"MIG-"
+                "1111\",mig_profile=\"3g.40gb\",gpu_instance_id=\"1\",node=\"gpu-node-1\"} 1024");
+    expect_line(t, NS "mig_memory_total_bytes{gpu_index=\"1\",gpu_uuid=\"GPU-bbbb\",mig_uuid=\"MIG-"
+                      "2222\",mig_profile=\"4g.40gb\",gpu_instance_id=\"2\",node=\"gpu-node-1\"} "
+                      "42949672960");
+    expect_line(t,
+                NS "mig_sm_active_percent{gpu_index=\"1\",gpu_uuid=\"GPU-bbbb\",mig_uuid=\"MIG-"
+                   "1111\",mig_profile=\"3g.40gb\",gpu_instance_id=\"1\",node=\"gpu-node-1\"} 55");
+    expect_no(t, "mig_uuid=\"MIG-2222\",mig_profile=\"4g.40gb\",gpu_instance_id=\"2\",node=\"gpu-"
+                 "node-1\"} 0");
+    expect_no(t, "mig_dram_bandwidth");
+    free(t);
+    snapshot_unref(s);
+}
+
+static void test_metrics_series_follow_the_latest_snapshot(void **state) {
+    (void)state;
+    snapshot_t *s = make_snapshot(1);
+    server_stats_t st;
+    server_stats_init(&st);
+    metrics_context_t c = ctx_default();
+    char *t = render(s, &st, &c);
+    expect_line(t, NS "gpu_utilization_percent{" GPU1 "} 0");
+    free(t);
+    /* GPU 1 removed: its series vanish; nothing is remembered. */
+    s->gpu_count = 1;
+    s->mig_total = 0;
+    t = render(s, &st, &c);
+    expect_no(t, "GPU-bbbb");
+    expect_no(t, "mig_");
+    expect_line(t, NS "gpu_devices 1");
+    free(t);
+    snapshot_unref(s);
+}
+
+static void test_metrics_lost_gpu_shows_in_health(void **state) {
+    (void)state;
+    snapshot_t *s = make_snapshot(1);
+    s->gpus[1].health = GPU_HEALTH_LOST;
+    s->gpus[1].valid = 0;
+    server_stats_t st;
+    server_stats_init(&st);
+    metrics_context_t c = ctx_default();
+    char *t = render(s, &st, &c);
+    expect_line(t, NS "gpu_health{" GPU1 ",state=\"ok\"} 0");
+    expect_line(t, NS "gpu_health{" GPU1 ",state=\"lost\"} 1");
+    expect_no(t, NS "gpu_utilization_percent{" GPU1);
+    free(t);
+    snapshot_unref(s);
+}
+
+static void test_metrics_before_first_snapshot(void **state) {
+    (void)state;
+    server_stats_t st;
+    server_stats_init(&st);
+    metrics_context_t c = ctx_default();
+    c.ready = false;
+    c.node = NULL;
+    char *t = render(NULL, &st, &c);
+    expect_line(t, NS "nvml_up 0");
+    expect_line(t, NS "ready 0");
+    expect_line(t, NS "collections_total 0");
+    expect_no(t, "gpu_devices");
+    expect_no(t, "snapshot_age_seconds");
+    expect_no(t, "gpu_utilization");
+    free(t);
+}
+
+static void test_metrics_nvml_down(void **state) {
+    (void)state;
+    snapshot_t *s = snapshot_new(0, 0);
+    s->seq = 3;
+    s->status = SNAPSHOT_NVML_DOWN;
+    s->taken_mono = 100 * SEC;
+    server_stats_t st;
+    server_stats_init(&st);
+    server_stats_record_snapshot(&st, s);
+    metrics_context_t c = ctx_default();
+    char *t = render(s, &st, &c);
+    expect_line(t, NS "nvml_up 0");
+    expect_line(t, NS "collections_total 1");
+    expect_line(t, NS "collection_errors_total 1");
+    expect_line(t, NS "snapshot_age_seconds 2.5");
+    expect_no(t, "gpu_devices");
+    expect_no(t, "nvml_driver_info");
+    free(t);
+    snapshot_unref(s);
+}
+
+static void test_metrics_server_gauges_and_build_info(void **state) {
+    (void)state;
+    snapshot_t *s = make_snapshot(1);
+    server_stats_t st;
+    server_stats_init(&st);
+    metrics_context_t c = ctx_default();
+    c.node = NULL; /* falls back to the snapshot's node */
+    char *t = render(s, &st, &c);
+    expect_line(t, NS "build_info{version=\"0.1.0\",commit=\"abc123\"} 1");
+    expect_line(t, NS "ready 1");
+    expect_line(t, NS "snapshot_age_seconds 2.5");
+    expect_line(t, NS "sample_duration_seconds 0.0015");
+    expect_line(t, NS "snapshot_stale_after_seconds 3");
+    expect_line(t, NS "sampler_overruns_total 4");
+    expect_line(t, NS "grpc_streams_open 2");
+    expect_line(t, NS "grpc_connections_open 1");
+    assert_non_null(strstr(t, "node=\"node-from-snapshot\""));
+    free(t);
+    c.version = NULL;
+    c.commit = NULL;
+    t = render(s, &st, &c);
+    expect_line(t, NS "build_info{version=\"unknown\",commit=\"unknown\"} 1");
+    free(t);
+    snapshot_unref(s);
+}
+
+static void test_metrics_rpc_counters_really_count(void **state) {
+    (void)state;
+    server_stats_t st;
+    server_stats_init(&st);
+    server_stats_record_rpc(&st, RPC_GET_METRICS, 0, 0.00004); /* first bucket */
+    server_stats_record_rpc(&st, RPC_GET_METRICS, 0, 0.0003);  /* le=0.0005 */
+    server_stats_record_rpc(&st, RPC_GET_METRICS, 14, 0.002);  /* UNAVAILABLE */
+    server_stats_record_rpc(&st, RPC_IS_ACTIVE, 3, 0.00001);   /* INVALID_ARGUMENT */
+    server_stats_record_rpc(&st, (rpc_method_t)99, 12, -1.0);  /* -> Other, 0 s */
+    metrics_context_t c = ctx_default();
+    char *t = render(NULL, &st, &c);
+    expect_line(t, NS "scaler_requests_total{method=\"GetMetrics\"} 3");
+    expect_line(t, NS "scaler_request_errors_total{method=\"GetMetrics\"} 1");
+    expect_line(t, NS "scaler_requests_total{method=\"IsActive\"} 1");
+    expect_line(t, NS "scaler_request_errors_total{method=\"IsActive\"} 1");
+    expect_line(t, NS "scaler_requests_total{method=\"StreamIsActive\"} 0");
+    expect_line(t, NS "scaler_requests_total{method=\"Other\"} 1");
+    expect_line(t,
+                NS "scaler_request_duration_seconds_bucket{method=\"GetMetrics\",le=\"5e-05\"} 1");
+    expect_line(t,
+                NS "scaler_request_duration_seconds_bucket{method=\"GetMetrics\",le=\"0.0005\"} 2");
+    expect_line(t,
+                NS "scaler_request_duration_seconds_bucket{method=\"GetMetrics\",le=\"0.0025\"} 3");
+    expect_line(t,
+                NS "scaler_request_duration_seconds_bucket{method=\"GetMetrics\",le=\"+Inf\"} 3");
+    expect_line(t, NS "scaler_request_duration_seconds_count{method=\"GetMetrics\"} 3");
+    expect_line(t, NS "scaler_request_duration_seconds_bucket{method=\"Other\",le=\"5e-05\"} 1");
+    expect_line(t, "# TYPE " NS "scaler_request_duration_seconds histogram");
+    free(t);
+    assert_string_equal(rpc_method_name(RPC_HEALTH_WATCH), "HealthWatch");
+    assert_string_equal(rpc_method_name(RPC_STREAM_METRIC_SPEC), "StreamMetricSpec");
+    assert_string_equal(rpc_method_name((rpc_method_t)-1), "Other");
+}
+
+static void test_metrics_snapshot_counted_once_per_seq(void **state) {
+    (void)state;
+    server_stats_t st;
+    server_stats_init(&st);
+    snapshot_t *a = make_snapshot(7), *b = make_snapshot(8);
+    server_stats_record_snapshot(&st, a);
+    server_stats_record_snapshot(&st, a);
+    server_stats_record_snapshot(&st, NULL);
+    server_stats_record_snapshot(&st, b);
+    assert_int_equal(st.collections, 2);
+    assert_int_equal(st.collection_errors, 0);
+    metrics_context_t c = ctx_default();
+    char *t = render(b, &st, &c);
+    expect_line(t, NS "collection_duration_seconds_bucket{le=\"0.001\"} 0");
+    expect_line(t, NS "collection_duration_seconds_bucket{le=\"0.0025\"} 2");
+    expect_line(t, NS "collection_duration_seconds_count 2");
+    expect_line(t, NS "collection_duration_seconds_sum 0.003");
+    free(t);
+    snapshot_unref(a);
+    snapshot_unref(b);
+}
+
+/* Pipes the exposition to `promtool check metrics`; returns its exit status
+ * and output in out. */
+static int promtool_check(const char *text, char *out, size_t outlen) {
+    char path[] = "/tmp/kgs-metrics-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t len = strlen(text);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "promtool check metrics < %s 2>&1", path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, outlen - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    unlink(path);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_metrics_output_passes_promtool(void **state) {
+    (void)state;
+    if (access("/usr/bin/promtool", X_OK) != 0 && system("command -v promtool >/dev/null 2>&1")) {
+        print_message("SKIP: promtool not installed (Debian: apt-get install prometheus)\n");
+        skip();
+    }
+    snapshot_t *s = make_snapshot(1);
+    s->gpus[1].health = GPU_HEALTH_RESET_REQUIRED;
+    server_stats_t st;
+    server_stats_init(&st);
+    server_stats_record_snapshot(&st, s);
+    for (int m = 0; m < RPC_METHOD_COUNT; m++)
+        server_stats_record_rpc(&st, (rpc_method_t)m, m % 2 ? 14 : 0, 0.0001 * (m + 1));
+    metrics_context_t c = ctx_default();
+    const snapshot_t *cases[] = {s, NULL};
+    for (size_t i = 0; i < 2; i++) {
+        char *t = render(cases[i], &st, &c);
+        char out[8192];
+        int rc = promtool_check(t, out, sizeof out);
+        if (rc != 0 || out[0])
+            fail_msg("promtool check metrics: exit %d:\n%s\n--- exposition ---\n%s", rc, out, t);
+        free(t);
+    }
+    snapshot_unref(s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_metrics_gpu_gauges_keep_the_go_names_with_a_node_label),
+        cmocka_unit_test(test_metrics_new_gpu_gauges),
+        cmocka_unit_test(test_metrics_absent_fields_give_no_sample),
+        cmocka_unit_test(test_metrics_mig_instances_have_their_own_series),
+        cmocka_unit_test(test_metrics_series_follow_the_latest_snapshot),
+        cmocka_unit_test(test_metrics_lost_gpu_shows_in_health),
+        cmocka_unit_test(test_metrics_before_first_snapshot),
+        cmocka_unit_test(test_metrics_nvml_down),
+        cmocka_unit_test(test_metrics_server_gauges_and_build_info),
+        cmocka_unit_test(test_metrics_rpc_counters_really_count),
+        cmocka_unit_test(test_metrics_snapshot_counted_once_per_seq),
+        cmocka_unit_test(test_metrics_output_passes_promtool),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

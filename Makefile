@@ -11,7 +11,7 @@ SCENARIO ?= sim/scenarios/inference-burst.json
 INTERVAL ?= 1s
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build build-asan run test bench fuzz format format-check clean
+.PHONY: all deps js-deps build build-asan run table test bench fuzz format format-check clean
 
 all: build
 
@@ -30,13 +30,24 @@ build: deps $(RELEASE_DIR)/CMakeCache.txt
 build-asan: deps $(ASAN_DIR)/CMakeCache.txt
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 
-# The live table of the simulated node (Ctrl-C to stop). Later the server.
+# The scaler on the simulated node, with a KEDA-shaped client watching it
+# (Ctrl-C to stop). `make table` shows the node with gpu-metrics instead.
 run: build
+	@scripts/run-demo $(RELEASE_DIR) $(SCENARIO)
+
+table: build
 	NVML_SIM_SCENARIO=$(CURDIR)/$(SCENARIO) \
 	  $(RELEASE_DIR)/src/cli/gpu-metrics --nvml-library $(RELEASE_DIR)/sim/libnvml-sim.so \
 	  --interval $(INTERVAL)
 
-test: build build-asan
+# grpc-js for the integration tests, from the lock file (npm registry).
+JS_DIR := tests/integration/js
+$(JS_DIR)/node_modules/.package-lock.json: $(JS_DIR)/package-lock.json
+	npm ci --prefix $(JS_DIR) --no-audit --no-fund --loglevel=error
+
+js-deps: deps $(JS_DIR)/node_modules/.package-lock.json
+
+test: build build-asan js-deps
 	@scripts/run-tests $(RELEASE_DIR) $(ASAN_DIR)
 
 bench: build

@@ -1,0 +1,676 @@
+#!/usr/bin/env python3
+"""keda-gpu-scaler's gRPC server end to end: the real binary on the NVML
+stand-in, driven by KEDA-like clients (kedaclient on grpc-go 1.33, grpc-js,
+raw HTTP/2 through nghttp).
+
+Environment (set by CTest): KEDA_GPU_SCALER, NVML_SIM_LIBRARY,
+KGS_SOURCE_DIR, KGS_BUILD_DIR, KGS_GO_CLIENT (kedaclient).
+
+Reference mode: with KGS_BASELINE_SERVER (the Go baseline-server) set and
+KEDA_GPU_SCALER unset, the cases whose behaviour both servers share run
+against the baseline instead; the others are skipped. That checks the
+harness and the clients themselves.
+
+Every wait is bounded; every server runs on free loopback ports.
+"""
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+SERVER = os.environ.get("KEDA_GPU_SCALER", "")
+BASELINE = os.environ.get("KGS_BASELINE_SERVER", "")
+SIM = os.environ.get("NVML_SIM_LIBRARY", "")
+CLIENT = os.environ.get("KGS_GO_CLIENT", "")
+SRC = os.environ.get("KGS_SOURCE_DIR",
+                     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+MODE = "c" if SERVER else ("baseline" if BASELINE else "")
+
+SAMPLE_S = 0.2  # --sample-interval 200ms
+# KGS_SERVER_WRAPPER runs the server under a tool (valgrind): every server
+# must then exit 0 at SIGTERM, i.e. memcheck found no error and no leak.
+WRAPPER = os.environ.get("KGS_SERVER_WRAPPER", "").split()
+SLOW = 10.0 if WRAPPER else 1.0
+MD = {"metricType": "gpu_utilization", "targetValue": "50"}
+METHOD = "/externalscaler.ExternalScaler/"
+
+
+# Under `make test` every tool is installed; a missing one is a failure,
+# not a skip (KGS_REQUIRE_ALL=1 is set by CTest).
+REQUIRE_ALL = os.environ.get("KGS_REQUIRE_ALL") == "1"
+
+
+def require(ok, why):
+    """Skip (reference/ad-hoc runs) or fail (make test) when a tool is missing."""
+    if ok:
+        return
+    if REQUIRE_ALL:
+        raise AssertionError("required for make test: " + why)
+    raise unittest.SkipTest(why)
+
+
+def setUpModule():
+    if REQUIRE_ALL and MODE != "c":
+        raise AssertionError("KGS_REQUIRE_ALL=1 but KEDA_GPU_SCALER is not set")
+    if not MODE:
+        raise unittest.SkipTest("neither KEDA_GPU_SCALER nor KGS_BASELINE_SERVER is set")
+    require(CLIENT and os.access(CLIENT, os.X_OK),
+            "KGS_GO_CLIENT (kedaclient) is not set or not executable")
+
+
+def c_only(fn):
+    """The case needs the C server (the NVML stand-in, its metadata rules, its HTTP port)."""
+    return unittest.skipUnless(MODE == "c", "C server only (reference mode: %s)" % MODE)(fn)
+
+
+# ---- scenarios (as in test_cli.py) ----
+
+H100 = {
+    "name": "NVIDIA H100 80GB HBM3",
+    "memory_total_bytes": 85520809984,
+    "power_limit_mw": 700000,
+    "gpm_supported": True,
+    "nvlink_links": 18,
+}
+
+
+def device(i, **values):
+    d = dict(H100)
+    d["uuid"] = "GPU-%08x-1111-2222-3333-44445555666%d" % (0xABC00000 + i, i)
+    d["pci_bus_id"] = "00000000:%02X:00.0" % (0x17 + i)
+    v = {
+        "gpu_util": 10 * (i + 1),
+        "mem_util": 5,
+        "memory_used_bytes": 1073741824 * (i + 1),
+        "memory_reserved_bytes": 536870912,
+        "temperature_c": 40 + i,
+        "power_mw": 100000 + 1000 * i,
+        "sm_clock_mhz": 1980,
+        "clock_event_reasons": 1,
+        "pcie_tx_kbps": 1000,
+        "pcie_rx_kbps": 2000,
+        "nvlink_tx_kib_per_s": 1024,
+        "nvlink_rx_kib_per_s": 2048,
+        "sm_active": 25.0,
+        "sm_occupancy": 12.5,
+        "dram_bw_util": 7.0,
+    }
+    v.update(values)
+    d["values"] = v
+    return d
+
+
+def four_gpus(utils=(10, 20, 30, 40), **per_device):
+    """4 H100s with these gpu_util values; per_device: {index: extra device keys}."""
+    devs = [device(i, gpu_util=u) for i, u in enumerate(utils)]
+    for i, extra in per_device.get("extra", {}).items():
+        devs[i].update(extra)
+    return {"driver_version": "560.35.03", "devices": devs}
+
+
+class Sim:
+    """A scenario file the stand-in reads; rewrite() steers it live."""
+
+    def __init__(self, scenario):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "scenario.json")
+        self.scenario = None
+        self.rewrite(scenario)
+
+    def rewrite(self, scenario):
+        self.scenario = scenario
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(scenario, f)
+        os.replace(tmp, self.path)
+
+    def close(self):
+        self.dir.cleanup()
+
+
+# ---- processes ----
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(port, path, timeout=2.0):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
+            return r.status, r.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError) as e:
+        return None, str(e)
+
+
+class Server:
+    """The server under test (C, or the Go baseline in reference mode)."""
+
+    def __init__(self, scenario, tls=None, client_ca=False):
+        self.sim = Sim(scenario)
+        self.port = free_port()
+        self.metrics_port = free_port()
+        self.probe_port = free_port()
+        self.log = tempfile.NamedTemporaryFile(prefix="kgs-server-", suffix=".log", delete=False)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "NODE_NAME": "kgs-test-node"}
+        for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+            if k in os.environ:
+                env[k] = os.environ[k]
+        if MODE == "c":
+            env["NVML_SIM_SCENARIO"] = self.sim.path
+            cmd = [SERVER, "--listen-address", "127.0.0.1", "--port", str(self.port),
+                   "--metrics-port", str(self.metrics_port), "--probe-port", str(self.probe_port),
+                   "--nvml-library", SIM, "--sample-interval", "%dms" % int(SAMPLE_S * 1000)]
+            if tls:
+                cmd += ["--tls-cert", tls.server_cert, "--tls-key", tls.server_key]
+                if client_ca:
+                    cmd += ["--tls-client-ca", tls.ca]
+        else:
+            utils = ",".join(str(d["values"]["gpu_util"]) for d in scenario["devices"])
+            cmd = [BASELINE, "-listen", "127.0.0.1:%d" % self.port, "-gpu-util", utils]
+            if tls:
+                cmd += ["-tls-cert", tls.server_cert, "-tls-key", tls.server_key]
+                if client_ca:
+                    cmd += ["-tls-client-ca", tls.ca]
+        self.proc = subprocess.Popen(WRAPPER + cmd, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.wait_ready(timeout=10.0 * SLOW)
+
+    @property
+    def addr(self):
+        return "127.0.0.1:%d" % self.port
+
+    def output(self):
+        try:
+            with open(self.log.name, errors="replace") as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ""
+
+    def wait_ready(self, timeout=10.0):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise AssertionError("server exited %d before ready:\n%s"
+                                     % (self.proc.returncode, self.output()))
+            if MODE == "c":
+                code, _ = http_get(self.probe_port, "/readyz", timeout=1.0)
+                if code == 200:
+                    return
+            else:
+                try:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                    return
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        self.stop()
+        raise AssertionError("server not ready within %.0f s:\n%s" % (timeout, self.output()))
+
+    def stop(self, timeout=5.0):
+        """SIGTERM, then SIGKILL after timeout; returns (exit status, seconds)."""
+        t0 = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+                return None, time.monotonic() - t0
+        return self.proc.returncode, time.monotonic() - t0
+
+    def close(self):
+        code, _ = self.stop(timeout=5.0 * SLOW)
+        out = self.output()
+        self.sim.close()
+        self.log.close()
+        os.unlink(self.log.name)
+        if WRAPPER and code != 0:
+            raise AssertionError("server under %s exited %s:\n%s" % (WRAPPER[0], code, out))
+
+
+def md_args(md):
+    args = []
+    for k, v in (md or {}).items():
+        args += ["-metadata", "%s=%s" % (k, v)]
+    return args
+
+
+def kc(server, sub, *args, md=None, tls=None, timeout=30):
+    """Runs kedaclient SUB against server; returns (exit status, [JSON lines])."""
+    cmd = [CLIENT, sub, "-addr", server.addr, "-max-time", "%ds" % timeout] + md_args(md)
+    cmd += tls or []
+    cmd += list(args)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 10)
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+    if p.returncode == 2:
+        raise AssertionError("kedaclient usage error: %s" % p.stderr)
+    return p.returncode, lines
+
+
+def kc1(server, sub, *args, **kw):
+    """One-shot subcommand: exit status 0 and exactly one JSON object."""
+    rc, lines = kc(server, sub, *args, **kw)
+    if rc != 0 or len(lines) != 1:
+        raise AssertionError("kedaclient %s: exit %d, output %r\nserver:\n%s"
+                             % (sub, rc, lines, server.output()))
+    return lines[0]
+
+
+class Streaming:
+    """A kedaclient run whose JSON lines are read as they arrive (with times)."""
+
+    def __init__(self, server, sub, *args, md=None, max_time=60):
+        cmd = [CLIENT, sub, "-addr", server.addr, "-max-time", "%ds" % max_time] + md_args(md)
+        self.proc = subprocess.Popen(cmd + list(args), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.q = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if line.strip():
+                self.q.put((time.monotonic(), json.loads(line)))
+        self.q.put((time.monotonic(), None))
+
+    def next(self, timeout):
+        """(arrival time, object); fails on timeout or end of output."""
+        try:
+            t, obj = self.q.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError("no output from kedaclient within %.1f s" % timeout)
+        if obj is None:
+            raise AssertionError("kedaclient ended early: %s" % self.proc.stderr.read())
+        return t, obj
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+def poll_until(fn, timeout, interval=0.05):
+    """Calls fn until it returns a true value; returns it or None after timeout."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = fn()
+        if r:
+            return r
+        time.sleep(interval)
+    return None
+
+
+# ---- raw gRPC over nghttp (server-side checks a grpc-go client cannot make) ----
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _field(tag, data):
+    return _varint(tag << 3 | 2) + _varint(len(data)) + data
+
+
+def scaled_object_ref(name="so", namespace="default", md=None):
+    msg = _field(1, name.encode()) + _field(2, namespace.encode())
+    for k, v in (md or {}).items():
+        msg += _field(3, _field(1, k.encode()) + _field(2, v.encode()))
+    return msg
+
+
+def grpc_frame(msg):
+    return struct.pack(">BI", 0, len(msg)) + msg
+
+
+def nghttp_call(server, method, body, headers=(), timeout=5):
+    """POSTs one gRPC request with nghttp -v; returns its frame dump."""
+    with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+        f.write(body)
+        f.flush()
+        cmd = ["nghttp", "-v", "-n", "-d", f.name, "-t", "%ds" % timeout,
+               "-H", "content-type: application/grpc", "-H", "te: trailers"]
+        for h in headers:
+            cmd += ["-H", h]
+        cmd.append("http://%s%s%s" % (server.addr, METHOD, method))
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 5)
+        return p.stdout + p.stderr
+
+
+# ---- TLS material ----
+
+class Pki:
+    """A throwaway CA, a server certificate (SAN localhost, 127.0.0.1) and a
+    client certificate (clientAuth), made with openssl."""
+
+    def __init__(self):
+        self.dir = tempfile.TemporaryDirectory()
+        d = self.dir.name
+        p = lambda n: os.path.join(d, n)
+        self.ca, self.server_cert, self.server_key = p("ca.pem"), p("server.pem"), p("server.key")
+        self.client_cert, self.client_key = p("client.pem"), p("client.key")
+
+        def ossl(*a):
+            subprocess.run(["openssl"] + list(a), check=True, capture_output=True, timeout=60)
+        ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", p("ca.key"), "-out", self.ca,
+             "-days", "2", "-subj", "/CN=kgs-test-ca")
+        for who, ext in (("server", "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
+                                    "extendedKeyUsage=serverAuth\n"),
+                         ("client", "extendedKeyUsage=clientAuth\n")):
+            with open(p(who + ".ext"), "w") as f:
+                f.write(ext)
+            ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", p(who + ".key"),
+                 "-out", p(who + ".csr"), "-subj", "/CN=kgs-test-" + who)
+            ossl("x509", "-req", "-in", p(who + ".csr"), "-CA", self.ca, "-CAkey", p("ca.key"),
+                 "-CAcreateserial", "-out", p(who + ".pem"), "-days", "2",
+                 "-extfile", p(who + ".ext"))
+
+    def close(self):
+        self.dir.cleanup()
+
+
+# ---- cases ----
+
+class ServerCase(unittest.TestCase):
+    """One server per class, on four_gpus() unless SCENARIO says otherwise."""
+    SCENARIO = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(cls.SCENARIO or four_gpus())
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
+
+    def code_of(self, obj):
+        self.assertIn("error", obj, obj)
+        return obj["error"]["code"]
+
+
+class Poll(ServerCase):
+    def test_poll_sum_is_default(self):
+        r = kc1(self.server, "poll", md=MD)
+        self.assertEqual(r["metricValueFloat"], 100, r)
+        self.assertEqual(r["metricValue"], 100, r)
+        self.assertEqual(r["targetSizeFloat"], 50, r)
+        self.assertEqual(r["targetSize"], 50, r)
+        self.assertIs(r["active"], True, r)
+
+    def test_poll_max(self):
+        r = kc1(self.server, "poll", md=dict(MD, aggregation="max"))
+        self.assertEqual(r["metricValueFloat"], 40, r)
+        self.assertEqual(r["metricValue"], 40, r)
+
+    def test_activation_threshold(self):
+        r = kc1(self.server, "poll", md=dict(MD, activationThreshold="200"))
+        self.assertEqual(r["metricValueFloat"], 100, r)
+        self.assertIs(r["active"], False, r)
+
+    @c_only
+    def test_misspelt_key_is_invalid_argument(self):
+        r = kc1(self.server, "poll", md={"metricType": "gpu_utilization", "targetvalue": "50"})
+        self.assertEqual(self.code_of(r), "INVALID_ARGUMENT", r)
+        self.assertIn('did you mean "targetValue"', r["error"]["message"])
+
+    def test_poll_interval_zero_is_invalid_argument(self):
+        r = kc1(self.server, "poll", md=dict(MD, pollIntervalSeconds="0"))
+        self.assertEqual(self.code_of(r), "INVALID_ARGUMENT", r)
+
+    def test_unimplemented(self):
+        for path in (METHOD + "StreamMetricSpec", METHOD + "NoSuchMethod", "/no.such.Service/Call"):
+            r = kc1(self.server, "method", "-path", path, "-timeout", "5s")
+            self.assertEqual(r["code"], "UNIMPLEMENTED", r)
+            self.assertEqual(r["messages"], 0, r)
+
+    def test_big_message_is_resource_exhausted(self):
+        r = kc1(self.server, "big", "-bytes", str(5 * 1024 * 1024), md=MD)
+        self.assertEqual(r["code"], "RESOURCE_EXHAUSTED", r)
+        # and the connection-level damage, if any, is not lasting
+        self.assertEqual(kc1(self.server, "poll", md=MD)["metricValueFloat"], 100)
+
+    def test_health(self):
+        self.assertEqual(kc1(self.server, "health")["status"], "SERVING")
+        rc, lines = kc(self.server, "health-watch", "-count", "1", "-timeout", "5s")
+        self.assertEqual(rc, 0, lines)
+        self.assertEqual(lines[0]["status"], "SERVING", lines)
+        self.assertEqual(lines[-1]["end"]["reason"], "count", lines)
+
+
+class Streams(ServerCase):
+    def test_first_message_at_once(self):
+        rc, lines = kc(self.server, "stream", "-count", "1", "-timeout", "5s", md=MD)
+        self.assertEqual(rc, 0, lines)
+        self.assertIs(lines[0]["result"], True, lines)
+        self.assertLess(lines[0]["t_ms"], 500, lines)
+        self.assertEqual(lines[-1]["end"]["reason"], "count", lines)
+
+    def test_200_streams_on_one_connection(self):
+        r = kc1(self.server, "streams", "-n", "200", "-timeout", "10s", md=MD)
+        self.assertEqual(r["opened"], 200, r)
+        self.assertEqual(r["first_messages"], 200, r)
+
+    def test_deadline_exceeded(self):
+        r = kc1(self.server, "deadline", "-timeout", "300ms", md=MD)
+        self.assertEqual(r["code"], "DEADLINE_EXCEEDED", r)
+        self.assertGreaterEqual(r["messages"], 1, r)
+        self.assertLess(r["t_ms"], 2000, r)
+
+    def test_server_honours_grpc_timeout(self):
+        require(shutil.which("nghttp"), "nghttp (nghttp2-client) is not installed")
+        # The client's own timer is out of the picture here: nghttp has none
+        # below its 5 s -t, so grpc-status 4 can only come from the server.
+        body = grpc_frame(scaled_object_ref(md=MD))
+        t0 = time.monotonic()
+        out = nghttp_call(self.server, "StreamIsActive", body, headers=["grpc-timeout: 300m"])
+        took = time.monotonic() - t0
+        self.assertRegex(out, r"grpc-status: 4\b", out[-3000:])
+        self.assertLess(took, 3.0, out[-3000:])
+
+    def test_cancel(self):
+        r = kc1(self.server, "cancel", md=MD)
+        self.assertEqual(r["code"], "CANCELLED", r)
+        self.assertEqual(r["messages"], 1, r)
+        self.assertEqual(kc1(self.server, "health")["status"], "SERVING")
+
+
+class StreamFlips(ServerCase):
+    SCENARIO = four_gpus(utils=(0, 0, 0, 0))
+
+    @c_only
+    def test_flip_then_periodic_true(self):
+        md = dict(MD, activationThreshold="50", pollIntervalSeconds="1")
+        s = Streaming(self.server, "stream", "-count", "0", "-timeout", "20s", md=md)
+        self.addCleanup(s.close)
+        t, m = s.next(5)
+        self.assertIs(m.get("result"), False, m)
+        self.assertLess(m["t_ms"], 500, m)  # since the client opened the stream
+        time.sleep(2 * SAMPLE_S)
+        t_change = time.monotonic()
+        self.server.sim.rewrite(four_gpus(utils=(90, 0, 0, 0)))
+        deadline = t_change + 5
+        while True:  # falses may repeat until the sampler sees the change
+            t, m = s.next(max(0.1, deadline - time.monotonic()))
+            if m.get("result") is True:
+                break
+            self.assertIn("result", m, m)
+        # ~2 sample intervals, plus the stand-in's 10 ms reload check and slack
+        self.assertLess(t - t_change, 2 * SAMPLE_S + 0.6, "true after %.3f s" % (t - t_change))
+        # while active, true repeats every pollIntervalSeconds (1 s)
+        times = [t]
+        for _ in range(2):
+            t, m = s.next(3)
+            self.assertIs(m.get("result"), True, m)
+            times.append(t)
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        for g in gaps:
+            self.assertGreater(g, 0.7, gaps)
+            self.assertLess(g, 1.5, gaps)
+
+
+class LostGpu(ServerCase):
+    @c_only
+    def test_lost_gpu_is_unavailable_never_zero(self):
+        scen = four_gpus()
+        lost = scen["devices"][2]
+        self.assertEqual(kc1(self.server, "poll", md=MD)["metricValueFloat"], 100)
+        lost["error_timeline"] = [{"at_s": 0, "call": "*", "error": "GPU_IS_LOST"}]
+        self.server.sim.rewrite(scen)
+        seen = []
+
+        def unavailable():
+            r = kc1(self.server, "poll", md=MD)
+            seen.append(r)
+            return r if "error" in r else None
+        r = poll_until(unavailable, timeout=10 * SAMPLE_S + 2)
+        self.assertIsNotNone(r, "never UNAVAILABLE: %r" % seen[-3:])
+        self.assertEqual(r["call"], "GetMetrics", r)
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+        msg = r["error"]["message"]
+        self.assertTrue(lost["uuid"] in msg or re.search(r"(?i)\bGPU[ #-]?2\b|index 2\b", msg),
+                        "message does not name the GPU: %r" % msg)
+        # no value before the change was anything but the full sum; none after it at all
+        for x in seen:
+            if "error" not in x:
+                self.assertEqual(x["metricValueFloat"], 100, seen)
+        for _ in range(5):
+            x = kc1(self.server, "poll", md=MD)
+            self.assertEqual(x.get("error", {}).get("code"), "UNAVAILABLE", x)
+            time.sleep(SAMPLE_S)
+
+
+class Shutdown(ServerCase):
+    def test_sigterm_with_200_streams(self):
+        s = Streaming(self.server, "streams", "-n", "200", "-timeout", "20s", "-hold", md=MD)
+        self.addCleanup(s.close)
+        _, first = s.next(15)
+        self.assertEqual(first["first_messages"], 200, first)
+        rc, took = self.server.stop(timeout=5)
+        self.assertEqual(rc, 0, "exit %s after %.2f s\n%s" % (rc, took, self.server.output()))
+        self.assertLess(took, 5)
+        _, ends = s.next(10)
+        self.assertEqual(ends["ended"], {"OK": 200}, ends)
+        self.assertEqual(ends["still_open"], 0, ends)
+
+
+class Tls(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require(shutil.which("openssl"), "openssl is not installed")
+        cls.pki = Pki()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pki.close()
+
+    def start(self, client_ca=False):
+        s = Server(four_gpus(), tls=self.pki, client_ca=client_ca)
+        self.addCleanup(s.close)
+        return s
+
+    def tls(self, cert=False, server_name=None):
+        a = ["-tls", "-ca", self.pki.ca]
+        if cert:
+            a += ["-cert", self.pki.client_cert, "-key", self.pki.client_key]
+        if server_name:
+            a += ["-server-name", server_name]
+        return a
+
+    def test_tls_with_alpn_h2(self):
+        s = self.start()
+        r = kc1(s, "poll", md=MD, tls=self.tls())
+        self.assertEqual(r["metricValueFloat"], 100, r)
+        self.assertEqual(r["alpn"], "h2", r)  # kedaclient exits 1 otherwise
+        r = kc1(s, "poll", md=MD, tls=self.tls(server_name="localhost"))
+        self.assertEqual(r["alpn"], "h2", r)
+        # plaintext h2c to a TLS port does not work
+        r = kc1(s, "isactive", md=MD)
+        self.assertEqual(self.code_of_error(r), "UNAVAILABLE", r)
+
+    def test_mtls_requires_a_client_certificate(self):
+        s = self.start(client_ca=True)
+        r = kc1(s, "isactive", md=MD, tls=self.tls())
+        self.assertEqual(self.code_of_error(r), "UNAVAILABLE", r)
+        r = kc1(s, "poll", md=MD, tls=self.tls(cert=True))
+        self.assertIs(r["active"], True, r)
+        self.assertEqual(r["alpn"], "h2", r)
+
+    def test_grpc_js_over_mtls(self):
+        s = self.start(client_ca=True)
+        run_js_suite(self, s, {"KGS_TLS_CA": self.pki.ca, "KGS_TLS_CERT": self.pki.client_cert,
+                               "KGS_TLS_KEY": self.pki.client_key})
+
+    def code_of_error(self, r):
+        self.assertIn("error", r, r)
+        return r["error"]["code"]
+
+
+JS_DIR = os.path.join(SRC, "tests", "integration", "js")
+
+
+def run_js_suite(case, server, extra_env):
+    require(shutil.which("node"), "node is not installed")
+    require(os.path.isdir(os.path.join(JS_DIR, "node_modules", "@grpc", "grpc-js")),
+            "no node_modules: run npm ci in tests/integration/js")
+    env = dict(os.environ, KGS_GRPC_ADDR=server.addr, KGS_METADATA=json.dumps(MD),
+               KGS_EXPECT=json.dumps({"metricValueFloat": 100, "metricValue": 100,
+                                      "targetSizeFloat": 50, "targetSize": 50, "active": True}))
+    env.update(extra_env)
+    p = subprocess.run(["node", "--test", JS_DIR], env=env, capture_output=True, text=True,
+                       timeout=120)
+    case.assertEqual(p.returncode, 0, p.stdout[-4000:] + p.stderr[-2000:])
+    case.assertRegex(p.stdout, r"(?m)^# fail 0$")
+    if "KGS_TLS_CA" not in extra_env:
+        case.assertRegex(p.stdout, r"(?m)^# pass 7$")
+    else:
+        case.assertRegex(p.stdout, r"(?m)^# pass 8$")
+
+
+class GrpcJs(ServerCase):
+    def test_grpc_js_suite(self):
+        run_js_suite(self, self.server, {})
+
+
+class Metrics(ServerCase):
+    @c_only
+    def test_metrics_exposition(self):
+        def fetch():
+            code, body = http_get(self.server.metrics_port, "/metrics")
+            return body if code == 200 and "keda_gpu_scaler_gpu_utilization_percent" in body else None
+        body = poll_until(fetch, timeout=3)
+        self.assertIsNotNone(body, http_get(self.server.metrics_port, "/metrics"))
+        self.assertRegex(body, r'(?m)^keda_gpu_scaler_gpu_utilization_percent\{[^}]*node="[^"]+"[^}]*\} ')
+        require(os.access("/usr/bin/promtool", os.X_OK), "promtool (Debian: prometheus) is missing")
+        p = subprocess.run(["/usr/bin/promtool", "check", "metrics"], input=body,
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -459,7 +459,9 @@ static int on_stream_close(nghttp2_session *h2, int32_t stream_id, uint32_t erro
 static void conn_update_events(grpc_conn_t *c) {
     if (c->closing || !c->io)
         return;
-    bool want_write = c->out_len > c->out_off || nghttp2_session_want_write(c->h2);
+    /* Nothing goes out before the client's first bytes (see conn_flush). */
+    bool want_write = c->first_read_done &&
+                      (c->out_len > c->out_off || nghttp2_session_want_write(c->h2));
     uint32_t ev = transport_poll_events(&c->tr, true, want_write);
     if (ev != c->io_events && loop_io_modify(c->srv->loop, c->io, ev) == 0)
         c->io_events = ev;
@@ -470,8 +472,14 @@ static void conn_update_events(grpc_conn_t *c) {
 static void conn_flush(grpc_conn_t *c) {
     /* nghttp2 forbids mem_send inside its own callbacks; the reader flushes
      * once mem_recv returns. */
-    if (c->closing || !c->tr.handshake_done || c->in_recv)
+    if (c->closing || c->in_recv)
         return;
+    /* The server preface waits for the client's: a plain HTTP/1.1 request on
+     * this port then gets a readable 400 instead of binary SETTINGS. */
+    if (!c->tr.handshake_done || !c->first_read_done) {
+        conn_update_events(c);
+        return;
+    }
     for (;;) {
         /* Write what is buffered. */
         while (c->out_off < c->out_len) {
@@ -632,8 +640,17 @@ static void on_conn_io(loop_t *loop, int fd, uint32_t events, void *ud) {
         c->first_read_done = true;
         if (c->closing)
             return;
-        if (c->out_len - c->out_off > OUT_HIGH_WATER)
-            break; /* the peer is not reading our answers: stop reading its requests */
+        /* Answer what this chunk asked before reading the next one, so
+         * responses do not pile up inside nghttp2 while a busy client keeps
+         * the socket readable (that queue is what peak memory is made of). */
+        conn_flush(c);
+        if (c->closing || c->out_len - c->out_off > OUT_HIGH_WATER)
+            return; /* the peer is not reading our answers: stop reading its requests */
+        /* A short read on plain TCP drained the socket: skip the recv that
+         * would only say EAGAIN (epoll is level-triggered, nothing is lost).
+         * TLS may hold decrypted bytes epoll cannot see, so it reads on. */
+        if (!c->tr.ssl && (size_t)n < sizeof buf)
+            break;
     }
     conn_flush(c);
 }
@@ -692,6 +709,9 @@ static void conn_accept(grpc_server_t *s, int fd, const struct sockaddr_storage 
     nghttp2_option_set_max_continuations(opt, 8);
     nghttp2_option_set_max_settings(opt, 32);
     nghttp2_option_set_max_outbound_ack(opt, 1000);
+    /* nghttp2 otherwise keeps up to MAX_CONCURRENT_STREAMS closed streams for
+     * its priority tree: megabytes of memory for a feature gRPC never uses. */
+    nghttp2_option_set_no_closed_streams(opt, 1);
     int rv = nghttp2_session_server_new2(&c->h2, cbs, c, opt);
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cbs);

@@ -70,6 +70,7 @@ struct scaler {
     bool shutting_down;
     int health_status; /* last computed SERVING / NOT_SERVING */
     loop_timer_t recheck;
+    log_ratelimit_t errors_rl; /* KEDA repeats a failing call every poll: log it once a minute */
 };
 
 /* ---- helpers ----------------------------------------------------------------- */
@@ -90,11 +91,22 @@ static int eval_grpc_code(eval_status_t st) {
 }
 
 /* Finishes a call with an error and logs it, naming the ScaledObject. */
+static const char *rpc_name(scaler_rpc_t rpc) {
+    static const char *const names[] = {"IsActive",     "StreamIsActive",   "GetMetricSpec",
+                                        "GetMetrics",   "StreamMetricSpec", "Health/Check",
+                                        "Health/Watch", "unknown method"};
+    return (unsigned)rpc < sizeof names / sizeof names[0] ? names[rpc] : "?";
+}
+
 static void fail_call(scaler_t *s, grpc_call_t *call, scaler_rpc_t rpc, mono_ns_t t0,
                       const char *ref, const char *metric, int code, const char *msg) {
-    LOG_WARN(s->opts.log, "%s %s trigger %s: %s: %s", rpc == SCALER_RPC_OTHER ? "rpc" : "scaler",
-             ref && ref[0] ? ref : "(no ScaledObject)", metric && metric[0] ? metric : "-",
-             grpc_status_name(code), msg);
+    const char *who = ref && ref[0] ? ref : "(no ScaledObject)";
+    const char *trig = metric && metric[0] ? metric : "-";
+    char key[320];
+    snprintf(key, sizeof key, "%.160s|%.100s|%s|%d", who, trig, rpc_name(rpc), code);
+    LOG_RATELIMITED(s->opts.log, &s->errors_rl, key, loop_now(s->opts.loop), LOG_WARN,
+                    "%s ScaledObject %s trigger %s from %s: %s: %s", rpc_name(rpc), who, trig,
+                    grpc_call_peer(call), grpc_status_name(code), msg);
     grpc_call_finish(call, code, msg);
     rpc_done(s, rpc, code, t0);
 }
@@ -625,6 +637,7 @@ int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
     }
     s->health_status = -1;
     loop_timer_init(&s->recheck, on_recheck, s);
+    log_ratelimit_init(&s->errors_rl, 60 * NS_PER_SEC);
     *out = s;
     return 0;
 }

@@ -341,7 +341,14 @@ int main(int argc, char **argv) {
     scaler_opts_t sco = {.loop = sv.loop,
                          .log = &sv.log,
                          .stale_after_ns = sv.o.stale_after_ns,
-                         .recheck_interval_ns = sv.o.sample_interval_ns,
+                         /* Health and streams are re-evaluated on every sample and, should
+                          * samples stop, at the shorter of the sample and health-check
+                          * intervals, so staleness is noticed without a new snapshot. */
+                         .recheck_interval_ns =
+                             sv.o.health_check_interval_ns &&
+                                     sv.o.health_check_interval_ns < sv.o.sample_interval_ns
+                                 ? sv.o.health_check_interval_ns
+                                 : sv.o.sample_interval_ns,
                          .current_snapshot = current_snapshot,
                          .snapshot_user_data = &sv,
                          .on_rpc_done = on_rpc_done,

@@ -161,7 +161,7 @@ def http_get(port, path, timeout=2.0):
 class Server:
     """The server under test (C, or the Go baseline in reference mode)."""
 
-    def __init__(self, scenario, tls=None, client_ca=False):
+    def __init__(self, scenario, tls=None, client_ca=False, wait=True):
         self.sim = Sim(scenario)
         self.port = free_port()
         self.metrics_port = free_port()
@@ -189,7 +189,13 @@ class Server:
                     cmd += ["-tls-client-ca", tls.ca]
         self.proc = subprocess.Popen(WRAPPER + cmd, env=env, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=subprocess.STDOUT)
-        self.wait_ready(timeout=10.0 * SLOW)
+        if wait:
+            self.wait_ready(timeout=10.0 * SLOW)
+        else:
+            # Only wait for the probe port to answer at all.
+            end = time.monotonic() + 10.0 * SLOW
+            while time.monotonic() < end and http_get(self.probe_port, "/healthz")[0] != 200:
+                time.sleep(0.05)
 
     @property
     def addr(self):
@@ -655,6 +661,105 @@ def run_js_suite(case, server, extra_env):
 class GrpcJs(ServerCase):
     def test_grpc_js_suite(self):
         run_js_suite(self, self.server, {})
+
+
+class WireDetails(ServerCase):
+    """Details of the gRPC wire contract, checked with raw HTTP/2 (nghttp)."""
+
+    @c_only
+    def test_compressed_request_is_unimplemented(self):
+        require(shutil.which("nghttp"), "nghttp (nghttp2-client) is not installed")
+        msg = scaled_object_ref(md=MD)
+        body = struct.pack(">BI", 1, len(msg)) + msg  # compressed flag set
+        out = nghttp_call(self.server, "IsActive", body, headers=["grpc-encoding: gzip"])
+        self.assertRegex(out, r"grpc-status: 12\b", out[-3000:])
+
+    @c_only
+    def test_int_fields_are_ceil_and_llround_of_the_floats(self):
+        r = kc1(self.server, "poll", md={"metricType": "gpu_utilization", "targetValue": "12.5",
+                                        "aggregation": "avg"})
+        self.assertEqual(r["targetSizeFloat"], 12.5, r)
+        self.assertEqual(r["targetSize"], 13, r)  # ceil: old KEDA reads only the ints
+        self.assertEqual(r["metricValueFloat"], 25, r)
+        self.assertEqual(r["metricValue"], 25, r)
+
+    @c_only
+    def test_plain_http1_on_the_grpc_port_is_refused_with_an_explanation(self):
+        with socket.create_connection(("127.0.0.1", self.server.port), timeout=5) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            data = b""
+            while True:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        self.assertTrue(data.startswith(b"HTTP/1.1 400"), data)
+        self.assertIn(b"gRPC", data)
+        # and the server is unharmed
+        self.assertEqual(kc1(self.server, "poll", md=MD)["metricValueFloat"], 100)
+
+
+class StaleSnapshot(ServerCase):
+    """An NVML call that hangs: RPCs keep answering at once, from the last
+    snapshot until it is stale, then UNAVAILABLE (never a made-up value);
+    readiness and health follow; everything recovers when NVML does."""
+
+    @c_only
+    def test_hung_nvml_call_makes_answers_unavailable_then_recover(self):
+        scen = four_gpus()
+        for d in scen["devices"]:
+            d["latency_ms"] = {"nvmlDeviceGetPowerUsage": 3000}
+        self.server.sim.rewrite(scen)
+        # The sampler is now stuck in a 3 s call per GPU (12 s a sweep); the
+        # snapshot goes stale after 3 x 200 ms.
+        def stale():
+            r = kc1(self.server, "poll", md=MD)
+            return r if "error" in r else None
+        r = poll_until(stale, timeout=5)
+        self.assertIsNotNone(r, "never went stale")
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+        self.assertIn("stale", r["error"]["message"])
+        self.assertLess(r["ms"], 1000, r)  # answered at once, not after the hung call
+        code, body = http_get(self.server.probe_port, "/readyz")
+        self.assertEqual(code, 503, body)
+        self.assertIn("stale", body)
+        self.assertEqual(kc1(self.server, "health")["status"], "NOT_SERVING")
+        code, _ = http_get(self.server.probe_port, "/healthz")
+        self.assertEqual(code, 200)  # the loop itself is fine
+        # NVML recovers: the sweep in progress still has to finish (<= 12 s).
+        self.server.sim.rewrite(four_gpus())
+        r = poll_until(lambda: (lambda x: x if "error" not in x else None)(
+            kc1(self.server, "poll", md=MD)), timeout=20)
+        self.assertIsNotNone(r, "did not recover")
+        self.assertEqual(r["metricValueFloat"], 100, r)
+        self.assertEqual(kc1(self.server, "health")["status"], "SERVING")
+
+
+class NvmlDownAtStart(unittest.TestCase):
+    """NVML fails to initialise: the server stays up, not ready, answers
+    UNAVAILABLE, and becomes ready by itself once NVML works."""
+
+    @c_only
+    def test_server_waits_for_nvml_and_recovers(self):
+        scen = four_gpus()
+        scen["init_error"] = "DRIVER_NOT_LOADED"
+        server = Server.__new__(Server)
+        try:
+            Server.__init__(server, scen, wait=False)
+            def probe():
+                code, body = http_get(server.probe_port, "/readyz")
+                return body if code == 503 else None
+            body = poll_until(probe, timeout=10 * SLOW)
+            self.assertIsNotNone(body)
+            self.assertIn("DRIVER_NOT_LOADED", body)
+            r = kc1(server, "poll", md=MD)
+            self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+            self.assertIn("DRIVER_NOT_LOADED", r["error"]["message"])
+            server.sim.rewrite(four_gpus())
+            server.wait_ready(timeout=15 * SLOW)  # init is retried with backoff (1 s, 2 s, ...)
+            self.assertEqual(kc1(server, "poll", md=MD)["metricValueFloat"], 100)
+        finally:
+            server.close()
 
 
 class Metrics(ServerCase):

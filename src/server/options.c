@@ -80,7 +80,13 @@ const char server_usage_text[] =
     "  keda-gpu-scaler --tls-cert /tls/tls.crt --tls-key /tls/tls.key \\\n"
     "                  --tls-client-ca /tls/ca.crt\n"
     "  KEDA_GPU_SCALER_LOG_LEVEL=debug KEDA_GPU_SCALER_PROBE_PORT=0 keda-gpu-scaler\n"
-    "  keda-gpu-scaler --nvml-library ./build/sim/libnvml-sim.so   # no GPU needed\n";
+    "  keda-gpu-scaler --nvml-library ./build/sim/libnvml-sim.so   # no GPU needed\n"
+    "\n"
+    "Certificates are re-read when their files change; new handshakes use them.\n"
+    "\n"
+    "Client: keda-gpu-scaler query --address HOST:PORT --metadata KEY=VALUE...\n"
+    "calls a scaler as KEDA does and shows the replicas KEDA would choose\n"
+    "(keda-gpu-scaler query --help).\n";
 
 typedef enum {
     O_ROLE,

@@ -87,5 +87,44 @@ class Docs(unittest.TestCase):
             self.assertIn(k, names, "JSON device field %s is undocumented" % k)
 
 
+SERVER = os.environ["KEDA_GPU_SCALER"]
+SERVER_DOC = os.path.join(SRC, "docs", "server.md")
+
+
+def server_flags(*args):
+    out = subprocess.run([SERVER] + list(args), capture_output=True, text=True, check=True).stdout
+    return set(re.findall(r"^\s+(--[a-z-]+)", out, re.M))
+
+
+class ServerDocs(unittest.TestCase):
+    def test_every_server_flag_is_in_the_flag_table(self):
+        doc = read(SERVER_DOC)
+        for flag in server_flags("--help"):
+            self.assertTrue("`%s`" % flag in doc, "flag %s is missing from docs/server.md" % flag)
+
+    def test_every_flag_in_the_table_exists(self):
+        known = server_flags("--help")
+        table = read(SERVER_DOC).split("### Flags", 1)[1].split("###", 1)[0]
+        for flag in set(re.findall(r"`(--[a-z-]+)`", table)):
+            self.assertIn(flag, known, "docs/server.md documents unknown flag %s" % flag)
+
+    def test_every_query_flag_is_documented(self):
+        doc = read(SERVER_DOC)
+        for flag in server_flags("query", "--help"):
+            self.assertTrue(flag in doc, "query flag %s is missing from docs/server.md" % flag)
+
+    def test_documented_metric_names_exist_in_the_code(self):
+        src = read(os.path.join(SRC, "src", "server", "metrics.c"))
+        table = read(SERVER_DOC).split("### Metrics", 1)[1].split("##", 1)[0]
+        names = set()
+        for cell in re.findall(r"^\| ([^|]+) \|", table, re.M):
+            names |= set(re.findall(r"`([a-z_]+)(?:\{[^`]*\})?`", cell))
+        self.assertGreater(len(names), 20)
+        for n in names:
+            if n in ("keda_gpu_scaler_",):
+                continue
+            self.assertTrue('"%s"' % n in src, "docs/server.md names metric %s, not in metrics.c" % n)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -397,8 +397,34 @@ class Pki:
                  "-CAcreateserial", "-out", p(who + ".pem"), "-days", "2",
                  "-extfile", p(who + ".ext"))
 
+    def rotate_server_cert(self):
+        """A new key and certificate for the server, same CA, swapped in by
+        rename (as a Kubernetes Secret update does). Returns its serial."""
+        d = self.dir.name
+        p = lambda n: os.path.join(d, n)
+
+        def ossl(*a):
+            return subprocess.run(["openssl"] + list(a), check=True, capture_output=True,
+                                  text=True, timeout=60).stdout
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", p("new.key"), "-out",
+             p("new.csr"), "-subj", "/CN=kgs-test-server-rotated")
+        ossl("x509", "-req", "-in", p("new.csr"), "-CA", self.ca, "-CAkey", p("ca.key"),
+             "-CAcreateserial", "-out", p("new.pem"), "-days", "2", "-extfile", p("server.ext"))
+        os.replace(p("new.key"), self.server_key)
+        os.replace(p("new.pem"), self.server_cert)
+        return ossl("x509", "-in", self.server_cert, "-noout", "-serial").strip()
+
     def close(self):
         self.dir.cleanup()
+
+
+def served_serial(port):
+    """The serial of the certificate a new TLS handshake on port gets."""
+    p = subprocess.run(["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-alpn", "h2"],
+                       input="", capture_output=True, text=True, timeout=20)
+    q = subprocess.run(["openssl", "x509", "-noout", "-serial"], input=p.stdout,
+                       capture_output=True, text=True, timeout=20)
+    return q.stdout.strip()
 
 
 # ---- cases ----
@@ -618,6 +644,28 @@ class Tls(unittest.TestCase):
         # plaintext h2c to a TLS port does not work
         r = kc1(s, "isactive", md=MD)
         self.assertEqual(self.code_of_error(r), "UNAVAILABLE", r)
+
+    @c_only
+    def test_rotated_certificate_is_served_without_dropping_calls(self):
+        pki = Pki()  # its own, since rotation rewrites the files
+        self.addCleanup(pki.close)
+        s = Server(four_gpus(), tls=pki)
+        self.addCleanup(s.close)
+        before = served_serial(s.port)
+        self.assertTrue(before.startswith("serial="), before)
+        watch = Streaming(s, "stream", "-count", "0", "-timeout", "30s", "-tls", "-ca", pki.ca,
+                          md=MD)
+        self.addCleanup(watch.close)
+        _, first = watch.next(5)
+        self.assertIn("result", first, first)
+        new = pki.rotate_server_cert()
+        self.assertNotEqual(new, before)
+        got = poll_until(lambda: served_serial(s.port) == new or None, timeout=10 * SLOW, interval=0.5)
+        self.assertTrue(got, "the new certificate was not served within 10 s")
+        # New connections verify against the same CA; the open stream lived on.
+        r = kc1(s, "poll", md=MD, tls=["-tls", "-ca", pki.ca])
+        self.assertEqual(r["metricValueFloat"], 100, r)
+        self.assertIsNone(watch.proc.poll(), "the stream opened before the rotation was dropped")
 
     def test_mtls_requires_a_client_certificate(self):
         s = self.start(client_ca=True)

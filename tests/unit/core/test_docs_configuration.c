@@ -1,0 +1,123 @@
+/*
+ * docs/configuration.md against the code: every profile and metric type the
+ * code knows has its row with the same values, and every key the document
+ * lists is one the parser accepts (not "unknown metadata key").
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/profiles.h"
+#include "core/trigger_config.h"
+
+static char *doc;
+
+static int load_doc(void **state) {
+    (void)state;
+    char path[4096];
+    const char *src = getenv("KGS_SOURCE_DIR");
+    assert_non_null(src);
+    snprintf(path, sizeof path, "%s/docs/configuration.md", src);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    doc = calloc(1, (size_t)n + 1);
+    assert_int_equal(fread(doc, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    return 0;
+}
+
+static int free_doc(void **state) {
+    (void)state;
+    free(doc);
+    return 0;
+}
+
+/* The table row that starts with "| `name`", as its own string. */
+static char *row_for(const char *name) {
+    char needle[160];
+    snprintf(needle, sizeof needle, "\n| `%s`", name);
+    const char *p = strstr(doc, needle);
+    if (!p)
+        return NULL;
+    p++;
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    char *row = malloc(len + 1);
+    memcpy(row, p, len);
+    row[len] = '\0';
+    return row;
+}
+
+static void test_docs_list_every_profile_with_its_values(void **state) {
+    (void)state;
+    for (size_t i = 0; i < profile_count(); i++) {
+        const profile_t *p = profile_at(i);
+        char *row = row_for(p->name);
+        if (!row)
+            fail_msg("docs/configuration.md has no row for profile %s", p->name);
+        char want[64];
+        assert_non_null(strstr(row, p->metric_name));
+        const char *type = p->engine_metric ? p->engine_metric : metric_type_name(p->metric_type);
+        snprintf(want, sizeof want, "`%s`", type);
+        if (!strstr(row, want))
+            fail_msg("profile %s: row lacks metric type %s: %s", p->name, type, row);
+        snprintf(want, sizeof want, "| %g |", p->target);
+        if (!strstr(row, want))
+            fail_msg("profile %s: row lacks target %g: %s", p->name, p->target, row);
+        snprintf(want, sizeof want, "| %g |", p->activation);
+        if (!strstr(row, want))
+            fail_msg("profile %s: row lacks activation %g: %s", p->name, p->activation, row);
+        free(row);
+    }
+}
+
+static void test_docs_list_every_metric_type(void **state) {
+    (void)state;
+    for (int t = 0; t < METRIC_TYPE_COUNT; t++) {
+        char want[80];
+        snprintf(want, sizeof want, "`%s`", metric_type_name((metric_type_t)t));
+        if (!strstr(doc, want))
+            fail_msg("docs/configuration.md never names metric type %s", want);
+    }
+}
+
+static void test_every_documented_key_is_known_to_the_parser(void **state) {
+    (void)state;
+    const char *table = strstr(doc, "| Key |");
+    assert_non_null(table);
+    const char *end = strstr(table, "\n\n");
+    int keys = 0;
+    for (const char *p = strstr(table, "\n| `"); p && (!end || p < end);
+         p = strstr(p + 1, "\n| `")) {
+        const char *k = p + 4;
+        const char *q = strchr(k, '`');
+        char key[64];
+        snprintf(key, sizeof key, "%.*s", (int)(q - k), k);
+        metadata_pair_t pair = {key, strlen(key), "x", 1};
+        trigger_config_t cfg;
+        char err[512] = "";
+        trigger_config_parse(&pair, 1, &cfg, err, sizeof err);
+        if (strstr(err, "unknown metadata key"))
+            fail_msg("documented key %s is unknown to the parser: %s", key, err);
+        keys++;
+    }
+    assert_true(keys >= 14);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_docs_list_every_profile_with_its_values),
+        cmocka_unit_test(test_docs_list_every_metric_type),
+        cmocka_unit_test(test_every_documented_key_is_known_to_the_parser),
+    };
+    return cmocka_run_group_tests(tests, load_doc, free_doc);
+}

@@ -460,8 +460,8 @@ static void conn_update_events(grpc_conn_t *c) {
     if (c->closing || !c->io)
         return;
     /* Nothing goes out before the client's first bytes (see conn_flush). */
-    bool want_write = c->first_read_done &&
-                      (c->out_len > c->out_off || nghttp2_session_want_write(c->h2));
+    bool want_write =
+        c->first_read_done && (c->out_len > c->out_off || nghttp2_session_want_write(c->h2));
     uint32_t ev = transport_poll_events(&c->tr, true, want_write);
     if (ev != c->io_events && loop_io_modify(c->srv->loop, c->io, ev) == 0)
         c->io_events = ev;

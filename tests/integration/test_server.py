@@ -161,7 +161,7 @@ def http_get(port, path, timeout=2.0):
 class Server:
     """The server under test (C, or the Go baseline in reference mode)."""
 
-    def __init__(self, scenario, tls=None, client_ca=False, wait=True):
+    def __init__(self, scenario, tls=None, client_ca=False, wait=True, extra_args=()):
         self.sim = Sim(scenario)
         self.port = free_port()
         self.metrics_port = free_port()
@@ -180,6 +180,7 @@ class Server:
                 cmd += ["--tls-cert", tls.server_cert, "--tls-key", tls.server_key]
                 if client_ca:
                     cmd += ["--tls-client-ca", tls.ca]
+            cmd += list(extra_args)
         else:
             utils = ",".join(str(d["values"]["gpu_util"]) for d in scenario["devices"])
             cmd = [BASELINE, "-listen", "127.0.0.1:%d" % self.port, "-gpu-util", utils]
@@ -808,6 +809,63 @@ class NvmlDownAtStart(unittest.TestCase):
             self.assertEqual(kc1(server, "poll", md=MD)["metricValueFloat"], 100)
         finally:
             server.close()
+
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def h2_frames_until_eof(sock, timeout):
+    """Reads until the server closes; returns the frame types seen (or None on timeout)."""
+    sock.settimeout(timeout)
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        return None
+    except ConnectionResetError:
+        pass  # closed with our bytes unread: the kernel answers with RST
+    types, off = [], 0
+    while off + 9 <= len(data):
+        length = int.from_bytes(data[off:off + 3], "big")
+        types.append(data[off + 3])
+        off += 9 + length
+    return types
+
+
+class ConnectionLimits(unittest.TestCase):
+    @c_only
+    def test_idle_connection_gets_goaway_then_closes(self):
+        s = Server(four_gpus(), extra_args=["--idle-timeout", "1s"])
+        self.addCleanup(s.close)
+        with socket.create_connection(("127.0.0.1", s.port), timeout=5) as sock:
+            sock.sendall(H2_PREFACE)
+            t0 = time.monotonic()
+            types = h2_frames_until_eof(sock, timeout=5 * SLOW)
+        self.assertIsNotNone(types, "idle connection was not closed")
+        self.assertIn(7, types)  # GOAWAY
+        self.assertGreater(time.monotonic() - t0, 0.8)
+
+    @c_only
+    def test_connections_beyond_the_cap_are_closed_at_once(self):
+        s = Server(four_gpus(), extra_args=["--max-connections", "2"])
+        self.addCleanup(s.close)
+        held = []
+        for _ in range(2):
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+            c.sendall(H2_PREFACE)
+            held.append(c)
+        self.addCleanup(lambda: [c.close() for c in held])
+        time.sleep(0.2 * SLOW)
+        with socket.create_connection(("127.0.0.1", s.port), timeout=5) as extra:
+            extra.sendall(H2_PREFACE)
+            self.assertEqual(h2_frames_until_eof(extra, timeout=3 * SLOW), [])
+        # the ones within the cap still work: they got the server's SETTINGS
+        held[0].settimeout(3)
+        self.assertEqual(held[0].recv(9)[3], 4)
 
 
 class Metrics(ServerCase):

@@ -6,6 +6,7 @@
 
 #include "core/duration.h"
 #include "core/err.h"
+#include "core/flags.h"
 
 const char cli_usage_text[] =
     "Usage: gpu-metrics [flags]\n"
@@ -48,26 +49,6 @@ const char cli_usage_text[] =
     "  gpu-metrics --format jsonl --interval 5s --output gpu-%j-%n-%t.jsonl\n"
     "  gpu-metrics --format csv --interval 1s --count 60 --device 0,1\n";
 
-/* Matches "--name", "-name", "--name=v", "-name=v". Sets *inline_value to
- * the text after '=' or NULL. */
-static bool flag_is(const char *arg, const char *name, const char **inline_value) {
-    if (arg[0] != '-')
-        return false;
-    arg += arg[1] == '-' ? 2 : 1;
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0)
-        return false;
-    if (arg[n] == '\0') {
-        *inline_value = NULL;
-        return true;
-    }
-    if (arg[n] == '=') {
-        *inline_value = arg + n + 1;
-        return true;
-    }
-    return false;
-}
-
 static int take_value(int argc, char **argv, int *i, const char *inline_value, const char *name,
                       const char **out, char *err, size_t errlen) {
     if (inline_value) {
@@ -106,12 +87,12 @@ int cli_options_parse(int argc, char **argv, cli_options_t *o, char *err, size_t
         char sub[256];
         if (strcmp(a, "version") == 0 && i == 1 && argc == 2) {
             o->version = true; /* the Go tool's bare "version" argument */
-        } else if (flag_is(a, "format", &iv)) {
+        } else if (flag_match(a, "format", &iv)) {
             if ((rc = take_value(argc, argv, &i, iv, "format", &v, err, errlen)))
                 return rc;
             if (output_format_parse(v, &o->format, sub, sizeof sub))
                 return kgs_seterr(err, errlen, KGS_EINVAL, "--format: %s", sub);
-        } else if (flag_is(a, "interval", &iv)) {
+        } else if (flag_match(a, "interval", &iv)) {
             if ((rc = take_value(argc, argv, &i, iv, "interval", &v, err, errlen)))
                 return rc;
             if (duration_parse_ns(v, &o->interval_ns, sub, sizeof sub))
@@ -121,7 +102,7 @@ int cli_options_parse(int argc, char **argv, cli_options_t *o, char *err, size_t
                                   "--interval %s is too short: use 0 (one sample) or at least "
                                   "100ms",
                                   v);
-        } else if (flag_is(a, "count", &iv)) {
+        } else if (flag_match(a, "count", &iv)) {
             if ((rc = take_value(argc, argv, &i, iv, "count", &v, err, errlen)))
                 return rc;
             char *end;
@@ -132,33 +113,33 @@ int cli_options_parse(int argc, char **argv, cli_options_t *o, char *err, size_t
                                   "invalid --count \"%s\": must be a whole number >= 1", v);
             o->count = n;
             count_set = true;
-        } else if (flag_is(a, "device", &iv)) {
+        } else if (flag_match(a, "device", &iv)) {
             if ((rc = take_value(argc, argv, &i, iv, "device", &v, err, errlen)))
                 return rc;
             o->device = strcmp(v, "-1") == 0 ? "all" : v; /* -1 was "all" in the Go tool */
-        } else if (flag_is(a, "env", &iv)) {
+        } else if (flag_match(a, "env", &iv)) {
             if ((rc = take_value(argc, argv, &i, iv, "env", &v, err, errlen)))
                 return rc;
             if (env_kind_parse(v, &o->env, sub, sizeof sub))
                 return kgs_seterr(err, errlen, KGS_EINVAL, "--env: %s", sub);
-        } else if (flag_is(a, "nvml-library", &iv)) {
+        } else if (flag_match(a, "nvml-library", &iv)) {
             if ((rc =
                      take_value(argc, argv, &i, iv, "nvml-library", &o->nvml_library, err, errlen)))
                 return rc;
-        } else if (flag_is(a, "output", &iv)) {
+        } else if (flag_match(a, "output", &iv)) {
             if ((rc = take_value(argc, argv, &i, iv, "output", &o->output, err, errlen)))
                 return rc;
             if (!o->output[0])
                 return kgs_seterr(err, errlen, KGS_EINVAL, "--output needs a file name");
-        } else if (flag_is(a, "quiet", &iv)) {
+        } else if (flag_match(a, "quiet", &iv)) {
             if ((rc = parse_bool(iv, "quiet", &o->quiet, err, errlen)))
                 return rc;
-        } else if (flag_is(a, "dry-run", &iv)) {
+        } else if (flag_match(a, "dry-run", &iv)) {
             if ((rc = parse_bool(iv, "dry-run", &o->dry_run, err, errlen)))
                 return rc;
-        } else if (flag_is(a, "version", &iv)) {
+        } else if (flag_match(a, "version", &iv)) {
             o->version = true;
-        } else if (flag_is(a, "help", &iv) || flag_is(a, "h", &iv)) {
+        } else if (flag_match(a, "help", &iv) || flag_match(a, "h", &iv)) {
             o->help = true;
         } else {
             return kgs_seterr(err, errlen, KGS_EINVAL,

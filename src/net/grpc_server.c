@@ -34,6 +34,7 @@
 
 #include "core/err.h"
 #include "net/grpc_frame.h"
+#include "net/sock.h"
 #include "net/transport.h"
 
 #define OUT_HIGH_WATER (256 * 1024)
@@ -656,18 +657,8 @@ static void on_conn_io(loop_t *loop, int fd, uint32_t events, void *ud) {
 }
 
 static void conn_accept(grpc_server_t *s, int fd, const struct sockaddr_storage *ss) {
-    char peer[64] = "?";
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-        char ip[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
-        snprintf(peer, sizeof peer, "%s:%u", ip, ntohs(a->sin_port));
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-        char ip[INET6_ADDRSTRLEN];
-        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
-        snprintf(peer, sizeof peer, "[%s]:%u", ip, ntohs(a->sin6_port));
-    }
+    char peer[64];
+    sock_format_peer(ss, peer, sizeof peer);
     if (s->shutting_down || (s->opts.max_connections && s->nconns >= s->opts.max_connections)) {
         LOG_WARN(s->opts.log, "grpc %s: refused: %s", peer,
                  s->shutting_down ? "shutting down" : "connection limit reached");
@@ -767,47 +758,6 @@ static void on_listen_io(loop_t *loop, int fd, uint32_t events, void *ud) {
 
 /* ---- server --------------------------------------------------------------- */
 
-static int listen_socket(const char *addr, uint16_t port, int *out_fd, uint16_t *bound, char *err,
-                         size_t errlen) {
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    socklen_t sl;
-    int family;
-    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
-    if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
-        family = AF_INET;
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons(port);
-        sl = sizeof *a4;
-    } else if (inet_pton(AF_INET6, addr, &a6->sin6_addr) == 1) {
-        family = AF_INET6;
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons(port);
-        sl = sizeof *a6;
-    } else {
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "listen %s:%u: not an IPv4 or IPv6 address (e.g. 0.0.0.0, ::, 127.0.0.1)",
-                          addr, port);
-    }
-    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return kgs_seterr(err, errlen, KGS_EIO, "listen %s:%u: socket: %s", addr, port,
-                          strerror(errno));
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 512) != 0) {
-        int saved = errno;
-        close(fd);
-        return kgs_seterr(err, errlen, KGS_EIO, "listen %s:%u: %s", addr, port, strerror(saved));
-    }
-    sl = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
-    *bound = ntohs(family == AF_INET ? a4->sin_port : a6->sin6_port);
-    *out_fd = fd;
-    return 0;
-}
-
 static void on_shutdown_done(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)loop;
     (void)t;
@@ -829,7 +779,7 @@ int grpc_server_start(loop_t *loop, const grpc_server_opts_t *opts,
     s->handlers = *handlers;
     s->user_data = user_data;
     loop_timer_init(&s->shutdown_timer, on_shutdown_done, s);
-    int rc = listen_socket(opts->listen_address, opts->port, &s->listen_fd, &s->port, err, errlen);
+    int rc = sock_listen(opts->listen_address, opts->port, &s->listen_fd, &s->port, err, errlen);
     if (rc != 0) {
         free(s);
         return rc;

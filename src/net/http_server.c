@@ -23,6 +23,7 @@
  * function that can close a connection returns -1 when it did.
  */
 #include "net/http_server.h"
+#include "net/sock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -497,50 +498,20 @@ static void server_on_accept(loop_t *loop, int lfd, uint32_t events, void *ud) {
 }
 
 /* "0.0.0.0:8081" or "[::]:8081" for messages. */
-static void format_endpoint(char *out, size_t outlen, const char *addr, bool v6, uint16_t port) {
-    if (v6 && addr[0] != '[')
-        snprintf(out, outlen, "[%s]:%u", addr, (unsigned)port);
-    else
-        snprintf(out, outlen, "%s:%u", addr, (unsigned)port);
-}
-
 int http_server_listen(loop_t *loop, const char *addr, uint16_t port,
                        const http_server_opts_t *opts, http_handler_fn handler, void *user_data,
                        http_server_t **out, char *err, size_t errlen) {
-    char host[64];
-    size_t alen = strlen(addr);
-    if (alen >= 2 && addr[0] == '[' && addr[alen - 1] == ']' && alen - 2 < sizeof host) {
-        memcpy(host, addr + 1, alen - 2);
-        host[alen - 2] = '\0';
-    } else {
-        snprintf(host, sizeof host, "%s", addr);
-    }
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    socklen_t sslen;
-    bool v6 = false;
-    struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-    if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-        sin->sin_family = AF_INET;
-        sin->sin_port = htons(port);
-        sslen = sizeof *sin;
-    } else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-        sin6->sin6_family = AF_INET6;
-        sin6->sin6_port = htons(port);
-        sslen = sizeof *sin6;
-        v6 = true;
-    } else {
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "listen %s:%u: invalid address: must be a numeric IPv4 or IPv6 address",
-                          addr, (unsigned)port);
-    }
-    char where[96];
-    format_endpoint(where, sizeof where, addr, v6, port);
-
+    int fd;
+    uint16_t bound;
+    int rc = sock_listen(addr, port, &fd, &bound, err, errlen);
+    if (rc != 0)
+        return rc;
     http_server_t *s = calloc(1, sizeof *s);
-    if (!s)
-        return kgs_seterr(err, errlen, KGS_ENOMEM, "listen %s: out of memory", where);
+    if (!s) {
+        close(fd);
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "listen %s:%u: out of memory", addr,
+                          (unsigned)port);
+    }
     s->loop = loop;
     s->handler = handler;
     s->user_data = user_data;
@@ -554,38 +525,18 @@ int http_server_listen(loop_t *loop, const char *addr, uint16_t port,
     prom_buf_init(&s->scratch);
     loop_timer_init(&s->accept_timer, accept_resume, s);
 
-    const char *step = "socket";
-    s->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (s->fd < 0)
-        goto fail;
-    int one = 1;
-    step = "setsockopt SO_REUSEADDR";
-    if (setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
-        goto fail;
-    step = "bind";
-    if (bind(s->fd, (struct sockaddr *)&ss, sslen) != 0)
-        goto fail;
-    step = "listen";
-    if (listen(s->fd, SOMAXCONN) != 0)
-        goto fail;
-    step = "getsockname";
-    sslen = sizeof ss;
-    if (getsockname(s->fd, (struct sockaddr *)&ss, &sslen) != 0)
-        goto fail;
-    s->port = ntohs(v6 ? sin6->sin6_port : sin->sin_port);
-    step = "epoll";
+    s->fd = fd;
+    s->port = bound;
     s->io = loop_io_add(loop, s->fd, EPOLLIN, server_on_accept, s);
-    if (!s->io)
-        goto fail;
+    if (!s->io) {
+        int saved = errno;
+        close(s->fd);
+        free(s);
+        return kgs_seterr(err, errlen, KGS_EIO, "listen %s:%u: epoll: %s", addr, (unsigned)port,
+                          strerror(saved));
+    }
     *out = s;
     return 0;
-fail:;
-    int saved = errno;
-    if (s->fd >= 0)
-        close(s->fd);
-    free(s);
-    return kgs_seterr(err, errlen, saved == ENOMEM ? KGS_ENOMEM : KGS_EIO, "listen %s: %s: %s",
-                      where, step, strerror(saved));
 }
 
 uint16_t http_server_port(const http_server_t *s) {

@@ -18,6 +18,7 @@
 
 #include "core/duration.h"
 #include "core/err.h"
+#include "core/flags.h"
 #include "nvml/sampler.h"
 
 const char server_usage_text[] =
@@ -129,26 +130,6 @@ typedef struct {
     const char *text; /* NULL = not given */
     char source[64];
 } raw_t;
-
-/* Matches "--name", "-name", "--name=v", "-name=v". Sets *inline_value to
- * the text after '=' or NULL. */
-static bool flag_is(const char *arg, const char *name, const char **inline_value) {
-    if (arg[0] != '-')
-        return false;
-    arg += arg[1] == '-' ? 2 : 1;
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0)
-        return false;
-    if (arg[n] == '\0') {
-        *inline_value = NULL;
-        return true;
-    }
-    if (arg[n] == '=') {
-        *inline_value = arg + n + 1;
-        return true;
-    }
-    return false;
-}
 
 /* Levenshtein distance, capped: enough to suggest a flag for a typo. */
 static size_t edit_distance(const char *a, size_t la, const char *b) {
@@ -441,15 +422,15 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
             o->help = true;
             continue;
         }
-        if (flag_is(a, "version", &iv)) {
+        if (flag_match(a, "version", &iv)) {
             rc = parse_bool(iv, "version", &o->version, first_msg, sizeof first_msg);
             matched = true;
-        } else if (flag_is(a, "help", &iv)) {
+        } else if (flag_match(a, "help", &iv)) {
             rc = parse_bool(iv, "help", &o->help, first_msg, sizeof first_msg);
             matched = true;
         }
         for (int k = 0; !matched && k < O_COUNT; k++) {
-            if (!flag_is(a, opt_names[k], &iv))
+            if (!flag_match(a, opt_names[k], &iv))
                 continue;
             matched = true;
             if (!iv) {

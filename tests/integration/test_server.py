@@ -30,6 +30,8 @@ import unittest
 import urllib.error
 import urllib.request
 
+from kgs_sim import H100, Sim, device  # noqa: F401 (H100 for scenario tweaks)
+
 SERVER = os.environ.get("KEDA_GPU_SCALER", "")
 BASELINE = os.environ.get("KGS_BASELINE_SERVER", "")
 SIM = os.environ.get("NVML_SIM_LIBRARY", "")
@@ -77,67 +79,12 @@ def c_only(fn):
 
 # ---- scenarios (as in test_cli.py) ----
 
-H100 = {
-    "name": "NVIDIA H100 80GB HBM3",
-    "memory_total_bytes": 85520809984,
-    "power_limit_mw": 700000,
-    "gpm_supported": True,
-    "nvlink_links": 18,
-}
-
-
-def device(i, **values):
-    d = dict(H100)
-    d["uuid"] = "GPU-%08x-1111-2222-3333-44445555666%d" % (0xABC00000 + i, i)
-    d["pci_bus_id"] = "00000000:%02X:00.0" % (0x17 + i)
-    v = {
-        "gpu_util": 10 * (i + 1),
-        "mem_util": 5,
-        "memory_used_bytes": 1073741824 * (i + 1),
-        "memory_reserved_bytes": 536870912,
-        "temperature_c": 40 + i,
-        "power_mw": 100000 + 1000 * i,
-        "sm_clock_mhz": 1980,
-        "clock_event_reasons": 1,
-        "pcie_tx_kbps": 1000,
-        "pcie_rx_kbps": 2000,
-        "nvlink_tx_kib_per_s": 1024,
-        "nvlink_rx_kib_per_s": 2048,
-        "sm_active": 25.0,
-        "sm_occupancy": 12.5,
-        "dram_bw_util": 7.0,
-    }
-    v.update(values)
-    d["values"] = v
-    return d
-
-
 def four_gpus(utils=(10, 20, 30, 40), **per_device):
     """4 H100s with these gpu_util values; per_device: {index: extra device keys}."""
     devs = [device(i, gpu_util=u) for i, u in enumerate(utils)]
     for i, extra in per_device.get("extra", {}).items():
         devs[i].update(extra)
     return {"driver_version": "560.35.03", "devices": devs}
-
-
-class Sim:
-    """A scenario file the stand-in reads; rewrite() steers it live."""
-
-    def __init__(self, scenario):
-        self.dir = tempfile.TemporaryDirectory()
-        self.path = os.path.join(self.dir.name, "scenario.json")
-        self.scenario = None
-        self.rewrite(scenario)
-
-    def rewrite(self, scenario):
-        self.scenario = scenario
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(scenario, f)
-        os.replace(tmp, self.path)
-
-    def close(self):
-        self.dir.cleanup()
 
 
 # ---- processes ----

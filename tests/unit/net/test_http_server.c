@@ -513,7 +513,7 @@ static void test_http_server_reports_listen_errors(void **state) {
         http_server_listen(f->loop, "localhost", 8081, NULL, handler, f, &second, err, sizeof err),
         KGS_EINVAL);
     assert_string_equal(err, "listen localhost:8081: invalid address: must be a numeric IPv4 or "
-                             "IPv6 address");
+                             "IPv6 address (e.g. 0.0.0.0, ::, 127.0.0.1)");
 }
 
 static void test_http_server_listens_on_ipv6(void **state) {

@@ -615,6 +615,18 @@ class Tls(unittest.TestCase):
         self.assertEqual(r["metricValueFloat"], 100, r)
         self.assertIsNone(watch.proc.poll(), "the stream opened before the rotation was dropped")
 
+    @c_only
+    def test_query_over_mtls(self):
+        s = self.start(client_ca=True)
+        args = ["--metadata", "metricType=gpu_utilization", "--metadata", "targetValue=50",
+                "--tls", "--ca", self.pki.ca, "--server-name", "localhost"]
+        rc, out, err = query(s, *args)
+        self.assertEqual(rc, 1, out + err)  # no client certificate: refused
+        self.assertIn("UNAVAILABLE", out)
+        rc, out, err = query(s, *args, "--cert", self.pki.client_cert, "--key", self.pki.client_key)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("replicas: 2 (AverageValue)", out)
+
     def test_mtls_requires_a_client_certificate(self):
         s = self.start(client_ca=True)
         r = kc1(s, "isactive", md=MD, tls=self.tls())
@@ -756,6 +768,38 @@ class NvmlDownAtStart(unittest.TestCase):
             self.assertEqual(kc1(server, "poll", md=MD)["metricValueFloat"], 100)
         finally:
             server.close()
+
+
+def query(server, *args, timeout=20):
+    """keda-gpu-scaler query against server; returns (exit status, stdout, stderr)."""
+    p = subprocess.run([SERVER, "query", "--address", server.addr] + list(args),
+                       capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+class Query(ServerCase):
+    """keda-gpu-scaler query: KEDA's calls, and the replicas KEDA + HPA would pick."""
+
+    @c_only
+    def test_query_prints_value_and_average_value_replicas(self):
+        rc, out, err = query(self.server, "--metadata", "metricType=gpu_utilization",
+                             "--metadata", "targetValue=30", "--replicas", "2")
+        self.assertEqual(rc, 0, err)
+        # 4 GPUs at 10+20+30+40 = 100 against 30: ceil(100/30) = 4; Value from 2: ceil(2*100/30) = 7
+        self.assertRegex(out, r"value 100\.000 +active true +replicas: 4 \(AverageValue\), 7 \(Value, from 2\)")
+
+    @c_only
+    def test_query_reports_the_failing_call_and_exits_1(self):
+        rc, out, err = query(self.server, "--metadata", "targetvalue=30")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("GetMetricSpec: INVALID_ARGUMENT", out)
+        self.assertIn('did you mean "targetValue"', out)
+
+    @c_only
+    def test_query_usage_errors_exit_2(self):
+        rc, _, err = query(self.server, "--metadata", "novalue")
+        self.assertEqual(rc, 2)
+        self.assertIn("KEY=VALUE", err)
 
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"

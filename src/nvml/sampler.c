@@ -155,19 +155,36 @@ uint64_t sampler_overruns(sampler_t *s) {
     return n;
 }
 
-void sampler_stop(sampler_t *s) {
+bool sampler_stop_within(sampler_t *s, uint64_t timeout_ns) {
     if (!s)
-        return;
+        return true;
     if (s->thread_started) {
         pthread_mutex_lock(&s->lock);
         s->stopping = true;
         pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);
-        pthread_join(s->thread, NULL);
+        if (timeout_ns) {
+            struct timespec deadline;
+            clock_gettime(CLOCK_REALTIME, &deadline); /* pthread_timedjoin_np's clock */
+            uint64_t ns = (uint64_t)deadline.tv_nsec + timeout_ns % NS_PER_SEC;
+            deadline.tv_sec += (time_t)(timeout_ns / NS_PER_SEC + ns / NS_PER_SEC);
+            deadline.tv_nsec = (long)(ns % NS_PER_SEC);
+            /* A thread stuck in a hung NVML call cannot be stopped: leave it
+             * (and everything it may touch) to process exit. */
+            if (pthread_timedjoin_np(s->thread, NULL, &deadline) != 0)
+                return false;
+        } else {
+            pthread_join(s->thread, NULL);
+        }
     }
     nvml_collector_free(s->collector);
     snapshot_unref(s->current);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);
     free(s);
+    return true;
+}
+
+void sampler_stop(sampler_t *s) {
+    sampler_stop_within(s, 0);
 }

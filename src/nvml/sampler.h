@@ -10,6 +10,7 @@
 #ifndef KGS_NVML_SAMPLER_H
 #define KGS_NVML_SAMPLER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,5 +55,11 @@ uint64_t sampler_overruns(sampler_t *s);
 /* Stops and joins the thread (waits for a sweep in progress), frees the
  * collector and the last snapshot. NULL does nothing. */
 void sampler_stop(sampler_t *s);
+
+/* As sampler_stop, but waits at most timeout_ns for a sweep in progress.
+ * Returns false when the thread is still inside NVML (a hung call): then
+ * nothing is freed -- the thread may still use it -- and the caller should
+ * let process exit reclaim it, and not unload NVML. 0 = wait forever. */
+bool sampler_stop_within(sampler_t *s, uint64_t timeout_ns);
 
 #endif

@@ -400,9 +400,12 @@ out:
     }
     if (sv.sigfd >= 0)
         close(sv.sigfd);
-    sampler_stop(sv.sampler);
     tls_server_free(sv.tls);
-    nvml_loader_free(sv.loader);
+    /* A hung NVML call must not hold the exit past the grace period. */
+    if (sampler_stop_within(sv.sampler, NS_PER_SEC))
+        nvml_loader_free(sv.loader);
+    else
+        LOG_WARN(&sv.log, "NVML call still running at exit: leaving it to the kernel");
     loop_free(sv.loop);
     return rc;
 }

@@ -743,6 +743,23 @@ class StaleSnapshot(ServerCase):
         self.assertEqual(kc1(self.server, "health")["status"], "SERVING")
 
 
+class HungNvmlAtShutdown(unittest.TestCase):
+    @c_only
+    def test_sigterm_exits_promptly_while_an_nvml_call_hangs(self):
+        s = Server(four_gpus())
+        try:
+            scen = four_gpus()
+            scen["devices"][0]["latency_ms"] = {"nvmlDeviceGetPowerUsage": 10000}
+            s.sim.rewrite(scen)
+            time.sleep(1.0)  # the sampler is now inside the 10 s call
+            code, took = s.stop(timeout=8)
+            self.assertEqual(code, 0, s.output())
+            self.assertLess(took, 5.0, s.output())
+            self.assertIn("NVML call still running at exit", s.output())
+        finally:
+            s.close()
+
+
 class NvmlDownAtStart(unittest.TestCase):
     """NVML fails to initialise: the server stays up, not ready, answers
     UNAVAILABLE, and becomes ready by itself once NVML works."""

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <nghttp2/nghttp2.h>
@@ -475,26 +476,54 @@ static int split_host_port(const char *addr, char *host, size_t hostlen, char *p
 int grpc_client_connect(loop_t *loop, const grpc_client_opts_t *opts, grpc_client_t **out,
                         char *err, size_t errlen) {
     char host[256], port[16];
-    if (split_host_port(opts->address, host, sizeof host, port, sizeof port) != 0)
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "address \"%s\": expected HOST:PORT (e.g. 127.0.0.1:6000)",
-                          opts->address);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int gai = getaddrinfo(host, port, &hints, &ai);
-    if (gai != 0)
-        return kgs_seterr(err, errlen, KGS_EIO, "resolve %s: %s", opts->address, gai_strerror(gai));
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
+    int fd, rc, saved;
+    if (strncmp(opts->address, "unix:", 5) == 0) {
+        /* A unix socket (the kubelet's pod-resources API): "unix:/path". */
+        const char *path = opts->address + 5;
+        struct sockaddr_un un = {.sun_family = AF_UNIX};
+        if (!path[0] || strlen(path) >= sizeof un.sun_path)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "address \"%s\": expected unix:/absolute/path (at most %zu bytes)",
+                              opts->address, sizeof un.sun_path - 1);
+        memcpy(un.sun_path, path, strlen(path) + 1);
+        snprintf(host, sizeof host, "localhost");
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return kgs_seterr(err, errlen, KGS_EIO, "connect %s: socket: %s", opts->address,
+                              strerror(errno));
+        rc = connect(fd, (struct sockaddr *)&un, sizeof un);
+        saved = errno;
+        /* A unix connect completes at once or fails at once (EAGAIN: backlog full). */
+        if (rc != 0 && saved != EINPROGRESS) {
+            close(fd);
+            return kgs_seterr(err, errlen, KGS_EIO, "connect %s: %s", opts->address,
+                              strerror(saved));
+        }
+    } else {
+        if (split_host_port(opts->address, host, sizeof host, port, sizeof port) != 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "address \"%s\": expected HOST:PORT (e.g. 127.0.0.1:6000) or "
+                              "unix:/path",
+                              opts->address);
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+        int gai = getaddrinfo(host, port, &hints, &ai);
+        if (gai != 0)
+            return kgs_seterr(err, errlen, KGS_EIO, "resolve %s: %s", opts->address,
+                              gai_strerror(gai));
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            freeaddrinfo(ai);
+            return kgs_seterr(err, errlen, KGS_EIO, "connect %s: socket: %s", opts->address,
+                              strerror(errno));
+        }
+        rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+        saved = errno;
         freeaddrinfo(ai);
-        return kgs_seterr(err, errlen, KGS_EIO, "connect %s: socket: %s", opts->address,
-                          strerror(errno));
-    }
-    int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
-    int saved = errno;
-    freeaddrinfo(ai);
-    if (rc != 0 && saved != EINPROGRESS) {
-        close(fd);
-        return kgs_seterr(err, errlen, KGS_EIO, "connect %s: %s", opts->address, strerror(saved));
+        if (rc != 0 && saved != EINPROGRESS) {
+            close(fd);
+            return kgs_seterr(err, errlen, KGS_EIO, "connect %s: %s", opts->address,
+                              strerror(saved));
+        }
     }
 
     grpc_client_t *c = calloc(1, sizeof *c);

@@ -22,7 +22,7 @@ typedef struct grpc_client grpc_client_t;
 typedef struct grpc_client_call grpc_client_call_t;
 
 typedef struct {
-    const char *address;     /* "host:port", "[v6]:port" */
+    const char *address;     /* "host:port", "[v6]:port", "unix:/path" */
     SSL_CTX *tls;            /* borrowed; NULL = h2c */
     const char *server_name; /* TLS SNI and hostname check; NULL = the host part */
     const logger_t *log;     /* borrowed; may be NULL */

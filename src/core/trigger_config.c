@@ -12,6 +12,12 @@
  *   - the default aggregation is sum (KEDA's AverageValue divides the total
  *     by the target; a per-node max would cap replicas at ceil(100/target)).
  *
+ * The workload-scope keys (podSelector, namespace, nodeSelector,
+ * podAggregation, partialData) are new. They are validated here, whichever
+ * role runs; combinations that would be ignored or contradict each other
+ * (podSelector with device selection or nodeSelector, podAggregation or
+ * namespace without podSelector) are errors rather than silent no-ops.
+ *
  * The outcome does not depend on the order of the pairs: keys are collected
  * into one slot per known key first, and errors are reported in a fixed
  * order (unknown keys, smallest first; duplicates; then per key in table
@@ -57,6 +63,20 @@ const char *aggregation_name(aggregation_t a) {
     return (unsigned)a < AGG_COUNT ? aggregation_names[a] : "?";
 }
 
+static const char *const pod_aggregation_names[] = {"avg", "sum", "max", "min"};
+#define POD_AGG_COUNT (sizeof pod_aggregation_names / sizeof pod_aggregation_names[0])
+
+const char *pod_aggregation_name(pod_aggregation_t a) {
+    return (unsigned)a < POD_AGG_COUNT ? pod_aggregation_names[a] : "?";
+}
+
+static const char *const partial_data_names[] = {"error", "ignore"};
+#define PARTIAL_DATA_COUNT (sizeof partial_data_names / sizeof partial_data_names[0])
+
+const char *partial_data_name(partial_data_t p) {
+    return (unsigned)p < PARTIAL_DATA_COUNT ? partial_data_names[p] : "?";
+}
+
 /* ---- keys ------------------------------------------------------------------ */
 
 typedef enum {
@@ -73,6 +93,11 @@ typedef enum {
     K_GPU_UUID,
     K_MIG_UUID,
     K_MIG_PROFILE,
+    K_POD_SELECTOR,
+    K_NAMESPACE,
+    K_NODE_SELECTOR,
+    K_POD_AGGREGATION,
+    K_PARTIAL_DATA,
     K_VLLM_ENDPOINT,
     K_TRITON_ENDPOINT,
     K_SCALER_ADDRESS, /* KEDA's own: accepted and ignored */
@@ -95,6 +120,11 @@ static const char *const key_names[K_COUNT] = {
     "gpuUUID",
     "migUUID",
     "migProfile",
+    "podSelector",
+    "namespace",
+    "nodeSelector",
+    "podAggregation",
+    "partialData",
     "vllmEndpoint",
     "tritonEndpoint",
     "scalerAddress",
@@ -199,6 +229,64 @@ static const char *suggest_key(const char *p, size_t n) {
     return best;
 }
 
+/* Words people write for an enum value, mapped to the value they mean. */
+static const char *const value_synonyms[][2] = {
+    {"average", "avg"},  {"mean", "avg"},       {"total", "sum"},    {"maximum", "max"},
+    {"minimum", "min"},  {"fail", "error"},     {"strict", "error"}, {"skip", "ignore"},
+    {"allow", "ignore"}, {"partial", "ignore"},
+};
+
+/* The valid enum value closest to p, or NULL: a synonym above, the same
+ * letters in another case, at most 1 edit (2 for values of 5+ bytes), or
+ * either being a case-insensitive prefix of the other (3+ bytes). */
+static const char *suggest_value(const char *p, size_t n, const char *const *names, size_t count) {
+    if (n == 0 || n > 64)
+        return NULL;
+    for (size_t i = 0; i < sizeof value_synonyms / sizeof value_synonyms[0]; i++) {
+        size_t sl = strlen(value_synonyms[i][0]);
+        if (sl == n && edit_distance(p, n, value_synonyms[i][0], sl) == 0)
+            for (size_t k = 0; k < count; k++)
+                if (strcmp(names[k], value_synonyms[i][1]) == 0)
+                    return names[k];
+    }
+    const char *best = NULL;
+    size_t best_d = (size_t)-1;
+    for (size_t k = 0; k < count; k++) {
+        size_t nl = strlen(names[k]);
+        size_t d = edit_distance(p, n, names[k], nl);
+        size_t limit = nl >= 5 ? 2 : 1;
+        /* "ign" is a prefix of "ignore"; "maximum" starts with "max" */
+        bool prefix =
+            n >= 3 && (is_ci_prefix(p, n, names[k]) || (nl <= n && is_ci_prefix(p, nl, names[k])));
+        if (d > limit && !prefix)
+            continue;
+        if (d < best_d) {
+            best_d = d;
+            best = names[k];
+        }
+    }
+    return best;
+}
+
+/* Looks (p, n) up in names; on a miss writes "invalid <key> "<v>": must be
+ * <valid>[; did you mean "<x>"?]" and returns KGS_EINVAL. */
+static int parse_enum(const char *key, const char *p, size_t n, const char *const *names,
+                      size_t count, const char *valid, int *out, char *err, size_t errlen) {
+    char q[QBUF];
+    for (size_t k = 0; k < count; k++)
+        if (metadata_slice_eq(p, n, names[k])) {
+            *out = (int)k;
+            return 0;
+        }
+    const char *s = suggest_value(p, n, names, count);
+    if (s)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "invalid %s %s: must be %s; did you mean \"%s\"?", key,
+                          quote(q, sizeof q, p, n), valid, s);
+    return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be %s", key,
+                      quote(q, sizeof q, p, n), valid);
+}
+
 /* ---- scalar parsers -------------------------------------------------------- */
 
 /* Strict decimal floating point: [+-]? (D+ (. D*)? | . D+) ([eE] [+-]? D+)?
@@ -263,11 +351,31 @@ static bool parse_integer(const char *p, size_t n, long long *out) {
 
 /* ---- list parsers ---------------------------------------------------------- */
 
-typedef enum { LIST_GPU_UUID, LIST_MIG_UUID, LIST_MIG_PROFILE } list_kind_t;
+typedef enum { LIST_GPU_UUID, LIST_MIG_UUID, LIST_MIG_PROFILE, LIST_NODE_NAME } list_kind_t;
 
 static bool uuid_char_ok(unsigned char c, bool mig) {
     /* Old-style MIG UUIDs are "MIG-GPU-<uuid>/<gi>/<ci>". */
     return isalnum(c) || c == '-' || (mig && c == '/');
+}
+
+/* A Kubernetes node name: an RFC 1123 subdomain as Kubernetes checks it
+ * (IsDNS1123Subdomain), at most 253 bytes of [a-z0-9]([-a-z0-9]*[a-z0-9])?
+ * parts joined by '.'. */
+static bool node_name_valid(const char *p, size_t n) {
+    if (n == 0 || n > 253)
+        return false;
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && p[i] != '.') {
+            if (!islower((unsigned char)p[i]) && !isdigit((unsigned char)p[i]) && p[i] != '-')
+                return false;
+            continue;
+        }
+        if (i == start || p[start] == '-' || p[i - 1] == '-')
+            return false;
+        start = i + 1;
+    }
+    return true;
 }
 
 static bool digits_then(const char *p, size_t n, size_t *i, char tail) {
@@ -317,6 +425,8 @@ static int parse_list(list_kind_t kind, const char *key, const char *p, size_t n
         "a comma-separated list of GPU UUIDs like \"GPU-5c1d0a4e-...\" (nvidia-smi -L)",
         "a comma-separated list of MIG UUIDs like \"MIG-8f3a...\" (nvidia-smi -L)",
         "a comma-separated list of MIG profiles like \"3g.40gb\" or \"1c.3g.40gb\"",
+        "a comma-separated list of node names (lowercase DNS names like \"gpu-node-1\"), or a "
+        "label selector such as \"pool=gpu\"",
     };
     *count = 0;
     size_t i = 0;
@@ -338,7 +448,9 @@ static int parse_list(list_kind_t kind, const char *key, const char *p, size_t n
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s: more than %d items; must be %s",
                               key, TRIGGER_MAX_UUIDS, what[kind]);
         bool ok = len < width;
-        if (ok && kind == LIST_MIG_PROFILE) {
+        if (ok && kind == LIST_NODE_NAME) {
+            ok = node_name_valid(item, len);
+        } else if (ok && kind == LIST_MIG_PROFILE) {
             ok = mig_profile_valid(item, len);
         } else if (ok) {
             const char *prefix = kind == LIST_GPU_UUID ? "GPU-" : "MIG-";
@@ -444,6 +556,124 @@ static void set_defaults(trigger_config_t *c) {
     c->aggregation = AGG_SUM;
     c->gpu_index = -1;
     c->poll_interval_s = 10;
+}
+
+/* A namespace name: an RFC 1123 label, [a-z0-9]([-a-z0-9]*[a-z0-9])?, at
+ * most 63 bytes. */
+static bool dns_label_valid(const char *p, size_t n) {
+    if (n == 0 || n > 63 || p[0] == '-' || p[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!islower((unsigned char)p[i]) && !isdigit((unsigned char)p[i]) && p[i] != '-')
+            return false;
+    return true;
+}
+
+/* Bytes no node name contains and every selector needs (an operator, a
+ * parenthesis, or the '/' of a prefixed key). */
+#define NODE_SELECTOR_MARKS "=!()/<>"
+
+/* nodeSelector is read as a label selector when it contains one of
+ * NODE_SELECTOR_MARKS, and as a list of node names otherwise. Node names are
+ * DNS subdomains, so no valid list is taken for a selector; the only
+ * selector that cannot be written is a lone unprefixed existence test
+ * ("gpu"), which reads as a node name (docs/configuration.md says so). */
+static bool node_selector_is_label_selector(const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != '\0' && strchr(NODE_SELECTOR_MARKS, p[i]))
+            return true;
+    return false;
+}
+
+/* 10. The workload scope: podSelector, namespace, nodeSelector,
+ * podAggregation, partialData, each validated, then their combinations. */
+static int resolve_scope(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
+                         size_t errlen) {
+    char q[QBUF], why[512];
+    slice_t v;
+    int rc, e = 0;
+
+    if (slot[K_POD_SELECTOR]) {
+        v = value_of(slot[K_POD_SELECTOR]);
+        if (label_selector_parse(v.p, v.n, &c->pod_selector, why, sizeof why) != 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid podSelector: %s", why);
+        c->has_pod_selector = true;
+    }
+    if (slot[K_NAMESPACE]) {
+        v = value_of(slot[K_NAMESPACE]);
+        if (!dns_label_valid(v.p, v.n))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid namespace %s: must be a Kubernetes namespace name, 1-63 "
+                              "characters from a-z, 0-9 and '-', starting and ending with a letter "
+                              "or digit",
+                              quote(q, sizeof q, v.p, v.n));
+        memcpy(c->pod_namespace, v.p, v.n);
+        c->pod_namespace[v.n] = '\0';
+        c->has_namespace = true;
+    }
+    if (slot[K_NODE_SELECTOR]) {
+        v = value_of(slot[K_NODE_SELECTOR]);
+        if (node_selector_is_label_selector(v.p, v.n)) {
+            if (label_selector_parse(v.p, v.n, &c->node_selector, why, sizeof why) != 0)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "invalid nodeSelector (a label selector, since it contains one "
+                                  "of = ! ( ) / < >): %s",
+                                  why);
+            c->node_scope = NODE_SCOPE_SELECTOR;
+        } else {
+            rc = parse_list(LIST_NODE_NAME, "nodeSelector", v.p, v.n, &c->node_names[0][0],
+                            sizeof c->node_names[0], &c->node_name_count, err, errlen);
+            if (rc)
+                return rc;
+            c->node_scope = NODE_SCOPE_NAMES;
+        }
+    }
+    if (slot[K_POD_AGGREGATION]) {
+        v = value_of(slot[K_POD_AGGREGATION]);
+        rc = parse_enum("podAggregation", v.p, v.n, pod_aggregation_names, POD_AGG_COUNT,
+                        "avg, sum, max or min", &e, err, errlen);
+        if (rc)
+            return rc;
+        c->pod_aggregation = (pod_aggregation_t)e;
+    }
+    if (slot[K_PARTIAL_DATA]) {
+        v = value_of(slot[K_PARTIAL_DATA]);
+        rc = parse_enum("partialData", v.p, v.n, partial_data_names, PARTIAL_DATA_COUNT,
+                        "error or ignore", &e, err, errlen);
+        if (rc)
+            return rc;
+        c->partial_data = (partial_data_t)e;
+    }
+
+    if (c->has_pod_selector) {
+        const char *device = c->gpu_index >= 0          ? "gpuIndex"
+                             : c->gpu_uuid_count > 0    ? "gpuUUID"
+                             : c->mig_uuid_count > 0    ? "migUUID"
+                             : c->mig_profile_count > 0 ? "migProfile"
+                                                        : NULL;
+        if (device)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "podSelector and %s are both set: pod scope and device selection "
+                              "don't mix; with podSelector the inputs are the GPUs the kubelet "
+                              "assigned to the selected pods, so drop %s",
+                              device, device);
+        if (c->node_scope != NODE_SCOPE_ALL)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "podSelector and nodeSelector are both set: the pods say where they "
+                              "run, so drop nodeSelector");
+    } else {
+        if (slot[K_POD_AGGREGATION])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "podAggregation is set without podSelector: it combines each "
+                              "selected pod's GPUs, so it would be ignored; add podSelector or "
+                              "drop podAggregation");
+        if (slot[K_NAMESPACE])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "namespace is set without podSelector: it is the namespace of the "
+                              "pods podSelector selects, so it would be ignored; add podSelector "
+                              "or drop namespace");
+    }
+    return 0;
 }
 
 static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
@@ -636,7 +866,7 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "migUUID and migProfile are both set: migUUID already names the "
                           "instances; use one of them");
-    return 0;
+    return resolve_scope(slot, c, err, errlen);
 }
 
 int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_t *out, char *err,
@@ -678,7 +908,8 @@ int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_
                             "unknown metadata key %s: valid keys are profile, metricName, "
                             "metricType, targetValue, targetGpuUtilization, "
                             "targetMemoryUtilization, activationThreshold, gpuIndex, aggregation, "
-                            "pollIntervalSeconds, gpuUUID, migUUID, migProfile (and KEDA's "
+                            "pollIntervalSeconds, gpuUUID, migUUID, migProfile, podSelector, "
+                            "namespace, nodeSelector, podAggregation, partialData (and KEDA's "
                             "scalerAddress, enableTLS, unsafeSsl)",
                             quote(q, sizeof q, k.p, k.n));
     } else if (dup) {

@@ -8,8 +8,10 @@
 #ifndef KGS_TRIGGER_CONFIG_H
 #define KGS_TRIGGER_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
+#include "core/label_selector.h"
 #include "core/metadata.h"
 
 /* What is measured. Units are in docs/configuration.md. */
@@ -38,7 +40,30 @@ typedef enum { AGG_SUM, AGG_MAX, AGG_MIN, AGG_AVG, AGG_P95, AGG_P99 } aggregatio
 /* "sum", "max", "min", "avg", "p95", "p99"; "?" when out of range. */
 const char *aggregation_name(aggregation_t a);
 
+/* podAggregation: how one pod's GPUs combine into the pod's value. */
+typedef enum { POD_AGG_AVG, POD_AGG_SUM, POD_AGG_MAX, POD_AGG_MIN } pod_aggregation_t;
+
+/* "avg", "sum", "max", "min"; "?" when out of range. */
+const char *pod_aggregation_name(pod_aggregation_t a);
+
+/* partialData: what a node with a stale snapshot does to the answer. */
+typedef enum {
+    PARTIAL_DATA_ERROR, /* UNAVAILABLE, naming the node */
+    PARTIAL_DATA_IGNORE /* computed from the nodes with fresh data */
+} partial_data_t;
+
+/* "error", "ignore"; "?" when out of range. */
+const char *partial_data_name(partial_data_t p);
+
+/* nodeSelector: which nodes count when no podSelector is given. */
+typedef enum {
+    NODE_SCOPE_ALL,     /* no nodeSelector */
+    NODE_SCOPE_NAMES,   /* node_names[0 .. node_name_count) */
+    NODE_SCOPE_SELECTOR /* node_selector, on the nodes' labels */
+} node_scope_t;
+
 #define TRIGGER_MAX_UUIDS 16
+#define TRIGGER_MAX_NODES 16
 
 typedef struct {
     char metric_name[128]; /* validated [a-z0-9_-]+, <= 127 bytes; default "keda_gpu_metric"
@@ -56,6 +81,20 @@ typedef struct {
     unsigned mig_profile_count;
     char mig_profiles[TRIGGER_MAX_UUIDS][32]; /* migProfile, comma list e.g. "3g.40gb" */
     unsigned poll_interval_s;                 /* >= 1, default 10 */
+
+    /* Workload scope, used by the aggregator role (docs/configuration.md,
+     * "Workload scope"). The parser only validates; the standalone server
+     * rejects podSelector and nodeSelector itself. */
+    bool has_pod_selector;         /* podSelector given (an empty one selects every pod) */
+    label_selector_t pod_selector; /* empty unless has_pod_selector */
+    bool has_namespace;            /* false: the ScaledObject's namespace (the server's call) */
+    char pod_namespace[64];        /* a DNS label; "" unless has_namespace */
+    node_scope_t node_scope;       /* NODE_SCOPE_ALL unless nodeSelector; never with podSelector */
+    unsigned node_name_count;      /* NODE_SCOPE_NAMES: 1..TRIGGER_MAX_NODES */
+    char node_names[TRIGGER_MAX_NODES][254]; /* DNS subdomains, in the order given */
+    label_selector_t node_selector;          /* NODE_SCOPE_SELECTOR; otherwise empty */
+    pod_aggregation_t pod_aggregation;       /* default POD_AGG_AVG; set only with podSelector */
+    partial_data_t partial_data;             /* default PARTIAL_DATA_ERROR */
 } trigger_config_t;
 
 /*

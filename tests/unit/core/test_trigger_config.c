@@ -447,6 +447,249 @@ static void test_trigger_config_accepts_null_error_buffer(void **state) {
     assert_true(strlen(tiny) < sizeof tiny);
 }
 
+/* ---- workload scope (aggregator role) ---------------------------------------- */
+
+static const char *selector_text(const label_selector_t *sel) {
+    static char buf[LABEL_SELECTOR_MAX_LEN + 1];
+    label_selector_format(sel, buf, sizeof buf);
+    return buf;
+}
+
+static void test_trigger_config_scope_defaults_to_nodes_and_strict_partial_data(void **state) {
+    (void)state;
+    trigger_config_t c = OK0();
+    assert_false(c.has_pod_selector);
+    assert_true(label_selector_is_empty(&c.pod_selector));
+    assert_false(c.has_namespace);
+    assert_string_equal(c.pod_namespace, "");
+    assert_int_equal(c.node_scope, NODE_SCOPE_ALL);
+    assert_int_equal(c.node_name_count, 0);
+    assert_true(label_selector_is_empty(&c.node_selector));
+    assert_int_equal(c.pod_aggregation, POD_AGG_AVG);
+    assert_int_equal(c.partial_data, PARTIAL_DATA_ERROR);
+    assert_string_equal(pod_aggregation_name(POD_AGG_AVG), "avg");
+    assert_string_equal(pod_aggregation_name((pod_aggregation_t)4), "?");
+    assert_string_equal(partial_data_name(PARTIAL_DATA_IGNORE), "ignore");
+    assert_string_equal(partial_data_name((partial_data_t)2), "?");
+}
+
+static void test_trigger_config_reads_pod_selector_and_namespace(void **state) {
+    (void)state;
+    trigger_config_t c =
+        OK("podSelector", "app.kubernetes.io/name=vllm, tier in (b,a)", "namespace", "ml-serving");
+    assert_true(c.has_pod_selector);
+    assert_string_equal(selector_text(&c.pod_selector),
+                        "app.kubernetes.io/name=vllm,tier in (a,b)");
+    assert_true(c.has_namespace);
+    assert_string_equal(c.pod_namespace, "ml-serving");
+    assert_int_equal(c.node_scope, NODE_SCOPE_ALL);
+    assert_int_equal(c.pod_aggregation, POD_AGG_AVG);
+
+    /* namespace is optional: the server fills in the ScaledObject's */
+    c = OK("podSelector", "app=vllm");
+    assert_false(c.has_namespace);
+    assert_string_equal(c.pod_namespace, "");
+
+    /* an empty selector selects every pod in the namespace, as in Kubernetes */
+    c = OK("podSelector", "");
+    assert_true(c.has_pod_selector);
+    assert_true(label_selector_is_empty(&c.pod_selector));
+}
+
+static void
+test_trigger_config_rejects_invalid_pod_selector_with_the_selector_message(void **state) {
+    (void)state;
+    ERR("invalid podSelector: requirement \"app=-x\": invalid value \"-x\"", "letter or digit",
+        "podSelector", "app=-x");
+    ERR("invalid podSelector: requirement \"tier in (a,)\": empty value in the in set", NULL,
+        "podSelector", "app=web,tier in (a,)");
+    ERR("invalid podSelector: empty requirement", NULL, "podSelector", "app=web,");
+    ERR("invalid podSelector: requirement \"replicas>1\"", "not supported", "podSelector",
+        "replicas>1");
+}
+
+static void test_trigger_config_validates_namespace_as_a_dns_label(void **state) {
+    (void)state;
+    char ns[65];
+    memset(ns, 'n', 63);
+    ns[63] = '\0';
+    assert_string_equal(OK("podSelector", "a", "namespace", ns).pod_namespace, ns);
+    assert_string_equal(OK("podSelector", "a", "namespace", "0-a").pod_namespace, "0-a");
+    ns[63] = 'n';
+    ns[64] = '\0';
+    static const char *bad[] = {"ML", "-a", "a-", "", "a.b", "a_b", " a", "kube system"};
+    for (int i = 0; i < 8; i++)
+        ERR("invalid namespace", "1-63 characters from a-z, 0-9 and '-'", "podSelector", "a",
+            "namespace", bad[i]);
+    ERR("invalid namespace \"nnn", NULL, "podSelector", "a", "namespace", ns);
+}
+
+static void test_trigger_config_reads_node_selector_as_names_without_operators(void **state) {
+    (void)state;
+    trigger_config_t c = OK("nodeSelector", "gpu-node-1, gpu-node-2 ,node.example.com");
+    assert_int_equal(c.node_scope, NODE_SCOPE_NAMES);
+    assert_int_equal(c.node_name_count, 3);
+    assert_string_equal(c.node_names[0], "gpu-node-1");
+    assert_string_equal(c.node_names[1], "gpu-node-2");
+    assert_string_equal(c.node_names[2], "node.example.com");
+    assert_true(label_selector_is_empty(&c.node_selector));
+
+    ERR("invalid nodeSelector item \"Gpu_Node\"", "or a label selector such as \"pool=gpu\"",
+        "nodeSelector", "Gpu_Node");
+    ERR("invalid nodeSelector item \"gpu node\"", NULL, "nodeSelector", "gpu node");
+    ERR("invalid nodeSelector item \"-a\"", NULL, "nodeSelector", "a,-a");
+    ERR("invalid nodeSelector item \"a..b\"", NULL, "nodeSelector", "a..b");
+    ERR("invalid nodeSelector \"\": empty item", NULL, "nodeSelector", "");
+    ERR("empty item", NULL, "nodeSelector", "a,,b");
+    ERR("\"a\" is listed twice", NULL, "nodeSelector", "a,b,a");
+    char many[17 * 4 + 1] = "";
+    for (int i = 0; i < 17; i++) {
+        char item[5];
+        snprintf(item, sizeof item, "%sn%02d", i ? "," : "", i);
+        strcat(many, item);
+    }
+    ERR("invalid nodeSelector: more than 16 items", NULL, "nodeSelector", many);
+    many[strlen(many) - 4] = '\0';
+    assert_int_equal(OK("nodeSelector", many).node_name_count, 16);
+    char name[300];
+    for (int i = 0; i < 253; i++)
+        name[i] = i % 60 == 59 ? '.' : 'n';
+    name[253] = '\0';
+    assert_string_equal(OK("nodeSelector", name).node_names[0], name);
+    strcpy(name + 253, "n");
+    ERR("invalid nodeSelector item", NULL, "nodeSelector", name);
+}
+
+static void test_trigger_config_reads_node_selector_with_an_operator_as_a_selector(void **state) {
+    (void)state;
+    static const struct {
+        const char *in, *canon;
+    } cases[] = {
+        {"pool=gpu", "pool=gpu"},
+        {"pool==gpu,zone!=b", "pool=gpu,zone!=b"},
+        {"zone in (a,b)", "zone in (a,b)"},
+        {"zone notin (c)", "zone notin (c)"},
+        {"!spot", "!spot"},
+        {"nvidia.com/gpu.present", "nvidia.com/gpu.present"}, /* '/' never occurs in a name */
+        {"gpu,pool=a", "gpu,pool=a"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        trigger_config_t c = OK("nodeSelector", cases[i].in);
+        assert_int_equal(c.node_scope, NODE_SCOPE_SELECTOR);
+        assert_int_equal(c.node_name_count, 0);
+        assert_string_equal(selector_text(&c.node_selector), cases[i].canon);
+    }
+    ERR("invalid nodeSelector (a label selector, since it contains one of = ! ( ) / < >): "
+        "requirement \"pool=-x\"",
+        NULL, "nodeSelector", "gpu-node-1,pool=-x");
+    ERR("invalid nodeSelector (a label selector", "'>' and '<' are not supported", "nodeSelector",
+        "gpus>2");
+    /* partialData and device selection go with a node scope */
+    trigger_config_t c = OK("nodeSelector", "pool=gpu", "partialData", "ignore", "gpuIndex", "0",
+                            "migProfile", "3g.40gb");
+    assert_int_equal(c.partial_data, PARTIAL_DATA_IGNORE);
+    assert_int_equal(c.gpu_index, 0);
+}
+
+static void test_trigger_config_reads_pod_aggregation_and_partial_data(void **state) {
+    (void)state;
+    static const char *aggs[] = {"avg", "sum", "max", "min"};
+    for (int a = 0; a < 4; a++) {
+        trigger_config_t c = OK("podSelector", "app=x", "podAggregation", aggs[a]);
+        assert_int_equal(c.pod_aggregation, a);
+        assert_string_equal(pod_aggregation_name((pod_aggregation_t)a), aggs[a]);
+    }
+    assert_int_equal(OK("partialData", "error").partial_data, PARTIAL_DATA_ERROR);
+    assert_int_equal(OK("partialData", "ignore").partial_data, PARTIAL_DATA_IGNORE);
+    assert_int_equal(OK("podSelector", "a", "partialData", "ignore").partial_data,
+                     PARTIAL_DATA_IGNORE);
+}
+
+static void test_trigger_config_rejects_bad_scope_enums_with_suggestion(void **state) {
+    (void)state;
+    static const struct {
+        const char *in, *want;
+    } agg[] = {{"average", "avg"}, {"mean", "avg"},    {"AVG", "avg"},
+               {"Max", "max"},     {"maximum", "max"}, {"mx", "max"},
+               {"total", "sum"},   {"minimum", "min"}, {"summ", "sum"}};
+    for (size_t i = 0; i < sizeof agg / sizeof agg[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "did you mean \"%s\"?", agg[i].want);
+        ERR("invalid podAggregation", want, "podSelector", "a", "podAggregation", agg[i].in);
+    }
+    ERR("invalid podAggregation \"p95\": must be avg, sum, max or min", NULL, "podSelector", "a",
+        "podAggregation", "p95");
+    trigger_config_t c;
+    char err[512] = "";
+    const char *const kv[] = {"podSelector", "a", "podAggregation", "bogus", NULL};
+    assert_int_equal(parse_kv(kv, &c, err, sizeof err), KGS_EINVAL);
+    assert_null(strstr(err, "did you mean"));
+
+    ERR("invalid partialData \"Ignore\": must be error or ignore; did you mean \"ignore\"?", NULL,
+        "partialData", "Ignore");
+    ERR("did you mean \"ignore\"?", NULL, "partialData", "skip");
+    ERR("did you mean \"ignore\"?", NULL, "partialData", "ign");
+    ERR("did you mean \"error\"?", NULL, "partialData", "fail");
+    ERR("did you mean \"error\"?", NULL, "partialData", "eror");
+    ERR("invalid partialData \"\": must be error or ignore", NULL, "partialData", "");
+}
+
+static void test_trigger_config_rejects_pod_selector_with_device_selection(void **state) {
+    (void)state;
+    ERR("podSelector and gpuIndex are both set", "pod scope and device selection don't mix",
+        "podSelector", "app=x", "gpuIndex", "0");
+    ERR("podSelector and gpuUUID are both set", "drop gpuUUID", "podSelector", "app=x", "gpuUUID",
+        "GPU-a");
+    ERR("podSelector and migUUID are both set", NULL, "migUUID", "MIG-a", "podSelector", "app=x");
+    ERR("podSelector and migProfile are both set", NULL, "podSelector", "app=x", "migProfile",
+        "3g.40gb");
+    /* gpuIndex -1 is "no restriction", as everywhere else */
+    assert_true(OK("podSelector", "app=x", "gpuIndex", "-1").has_pod_selector);
+}
+
+static void test_trigger_config_rejects_pod_selector_with_node_selector(void **state) {
+    (void)state;
+    ERR("podSelector and nodeSelector are both set", "the pods say where they run", "podSelector",
+        "app=x", "nodeSelector", "gpu-node-1");
+    ERR("podSelector and nodeSelector are both set", NULL, "nodeSelector", "pool=gpu",
+        "podSelector", "app=x");
+}
+
+static void test_trigger_config_rejects_pod_keys_that_would_be_ignored(void **state) {
+    (void)state;
+    ERR("podAggregation is set without podSelector", "would be ignored", "podAggregation", "max");
+    ERR("podAggregation is set without podSelector", NULL, "nodeSelector", "a", "podAggregation",
+        "avg");
+    ERR("namespace is set without podSelector", "would be ignored", "namespace", "default");
+}
+
+static void test_trigger_config_suggests_the_scope_keys(void **state) {
+    (void)state;
+    ERR("did you mean \"podSelector\"?", NULL, "podselector", "a");
+    ERR("did you mean \"nodeSelector\"?", NULL, "nodeSelectors", "a");
+    ERR("did you mean \"podAggregation\"?", NULL, "podAgg", "max");
+    ERR("did you mean \"partialData\"?", NULL, "partialdata", "ignore");
+    ERR("did you mean \"namespace\"?", NULL, "namespce", "default");
+    trigger_config_t c;
+    char err[512];
+    const char *const kv[] = {"colour", "blue", NULL};
+    assert_int_equal(parse_kv(kv, &c, err, sizeof err), KGS_EINVAL);
+    assert_non_null(
+        strstr(err, "podSelector, namespace, nodeSelector, podAggregation, partialData"));
+}
+
+static void test_trigger_config_scope_result_does_not_depend_on_pair_order(void **state) {
+    (void)state;
+    trigger_config_t a = OK("podSelector", "b=1,a in (y,x)", "namespace", "ml", "podAggregation",
+                            "max", "partialData", "ignore");
+    trigger_config_t b = OK("partialData", "ignore", "podAggregation", "max", "namespace", "ml",
+                            "podSelector", "a in (x,y),b==1");
+    assert_memory_equal(&a, &b, sizeof a);
+    /* per-key errors come before combination errors, whatever the order */
+    ERR("invalid namespace", NULL, "nodeSelector", "a", "podSelector", "x", "namespace", "A");
+    ERR("invalid namespace", NULL, "namespace", "A", "podSelector", "x", "nodeSelector", "a");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trigger_config_defaults_match_the_go_system_except_aggregation),
@@ -485,6 +728,20 @@ int main(void) {
         cmocka_unit_test(test_trigger_config_uses_slice_lengths_not_nul_terminators),
         cmocka_unit_test(test_trigger_config_result_does_not_depend_on_pair_order),
         cmocka_unit_test(test_trigger_config_accepts_null_error_buffer),
+        cmocka_unit_test(test_trigger_config_scope_defaults_to_nodes_and_strict_partial_data),
+        cmocka_unit_test(test_trigger_config_reads_pod_selector_and_namespace),
+        cmocka_unit_test(
+            test_trigger_config_rejects_invalid_pod_selector_with_the_selector_message),
+        cmocka_unit_test(test_trigger_config_validates_namespace_as_a_dns_label),
+        cmocka_unit_test(test_trigger_config_reads_node_selector_as_names_without_operators),
+        cmocka_unit_test(test_trigger_config_reads_node_selector_with_an_operator_as_a_selector),
+        cmocka_unit_test(test_trigger_config_reads_pod_aggregation_and_partial_data),
+        cmocka_unit_test(test_trigger_config_rejects_bad_scope_enums_with_suggestion),
+        cmocka_unit_test(test_trigger_config_rejects_pod_selector_with_device_selection),
+        cmocka_unit_test(test_trigger_config_rejects_pod_selector_with_node_selector),
+        cmocka_unit_test(test_trigger_config_rejects_pod_keys_that_would_be_ignored),
+        cmocka_unit_test(test_trigger_config_suggests_the_scope_keys),
+        cmocka_unit_test(test_trigger_config_scope_result_does_not_depend_on_pair_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,14 +1,14 @@
 #!/bin/sh
-# Build the Go test client (kedaclient) and the Go reference server
-# (baseline-server) offline, from Debian's packages only (GOPATH mode, no
-# module proxy).
+# Build the Go test client (kedaclient), the Go reference server
+# (baseline-server) and the fake kubelet pod-resources server (fake-kubelet)
+# offline, from Debian's packages only (GOPATH mode, no module proxy).
 #
 #   tests/integration/go/build.sh OUTDIR
 #
-# Produces OUTDIR/kedaclient and OUTDIR/baseline-server. Generated Go code and
-# the GOPATH live under OUTDIR/gopath (never in the source tree). Idempotent:
-# a second run regenerates nothing that is up to date and lets the Go build
-# cache skip the compile.
+# Produces OUTDIR/kedaclient, OUTDIR/baseline-server and OUTDIR/fake-kubelet.
+# Generated Go code and the GOPATH live under OUTDIR/gopath (never in the
+# source tree). Idempotent: a second run regenerates nothing that is up to
+# date and lets the Go build cache skip the compile.
 set -eu
 
 if [ $# -ne 1 ]; then
@@ -79,8 +79,21 @@ if [ ! -f "$gen" ] || [ "$proto" -nt "$gen" ] || [ "$0" -nt "$gen" ]; then
         "$proto"
 fi
 
+# 2b. Go code for the kubelet's podresources.proto (go_package
+#     "kgs/podresources"; proto package v1), for fake-kubelet.
+gen="$gp/src/kgs/podresources/podresources.pb.go"
+proto="$root/proto/podresources.proto"
+if [ ! -f "$gen" ] || [ "$proto" -nt "$gen" ] || [ "$0" -nt "$gen" ]; then
+    rm -rf "$gp/src/kgs/podresources"
+    PATH="$gp/bin:$PATH" protoc -I "$root/proto" \
+        --go_out="$gp/src" --go_opt=paths=import \
+        --go-grpc_out="$gp/src" --go-grpc_opt=paths=import \
+        "$proto"
+fi
+
 # 3. The binaries. Their sources stay in the tree; imports resolve via GOPATH.
 cd "$here"
 go build -o "$out/kedaclient" ./kedaclient
 go build -o "$out/baseline-server" ./baseline-server
-echo "built $out/kedaclient $out/baseline-server"
+go build -o "$out/fake-kubelet" ./fake-kubelet
+echo "built $out/kedaclient $out/baseline-server $out/fake-kubelet"

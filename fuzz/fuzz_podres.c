@@ -1,0 +1,56 @@
+/*
+ * fuzz_podres.c - the kubelet's pod-resources List answer, decoded with
+ * protobuf-c from arbitrary bytes and turned into a pod map, as
+ * podres_client does with what it reads from the kubelet socket.
+ *
+ * Invariants when the map builds: every device it lists can be looked up,
+ * has at least one holder, is a "GPU-"/"MIG-" id without a "::" suffix, and
+ * every holder's strings are non-NULL; the map equals itself rebuilt.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "cluster/pod_map.h"
+#include "core/err.h"
+#include "proto/podresources.pb-c.h"
+
+#include "fuzz_check.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int check_device(void *ud, const char *uuid, const pod_holder_t *holders, size_t n) {
+    const pod_map_t *m = ud;
+    FUZZ_CHECK(uuid && n >= 1 && holders);
+    FUZZ_CHECK(strncmp(uuid, "GPU-", 4) == 0 || strncmp(uuid, "MIG-", 4) == 0);
+    FUZZ_CHECK(strstr(uuid, "::") == NULL);
+    for (size_t i = 0; i < n; i++) {
+        FUZZ_CHECK(holders[i].namespace_ && holders[i].pod && holders[i].container);
+        FUZZ_CHECK(holders[i].resource_name &&
+                   strncmp(holders[i].resource_name, "nvidia.com/", 11) == 0);
+    }
+    const pod_holder_t *h = NULL;
+    size_t hn = 0;
+    FUZZ_CHECK(pod_map_lookup(m, uuid, &h, &hn) == 0 && h == holders && hn == n);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    V1__ListPodResourcesResponse *r = v1__list_pod_resources_response__unpack(NULL, size, data);
+    if (!r)
+        return 0;
+    pod_map_t *m = NULL, *again = NULL;
+    char err[256];
+    int rc = pod_map_from_response(r, &m, err, sizeof err);
+    if (rc == 0) {
+        FUZZ_CHECK(m != NULL);
+        pod_map_foreach(m, check_device, m);
+        FUZZ_CHECK(pod_map_from_response(r, &again, err, sizeof err) == 0);
+        FUZZ_CHECK(pod_map_equal(m, again));
+    } else {
+        FUZZ_CHECK(m == NULL && (rc == KGS_ENOMEM || rc == KGS_ERANGE));
+    }
+    pod_map_free(again);
+    pod_map_free(m);
+    v1__list_pod_resources_response__free_unpacked(r, NULL);
+    return 0;
+}

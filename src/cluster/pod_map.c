@@ -1,0 +1,334 @@
+/*
+ * pod_map.c - device UUID -> holding containers, from a pod-resources List.
+ *
+ * DESIGN
+ * Built in three passes over the decoded answer, which stays alive for the
+ * duration of the call so the first two passes need no copies:
+ *   1. count the (device, container) pairs that qualify (pod_map.h says which);
+ *   2. collect them as pointers into the answer, sort by device then holder,
+ *      and drop duplicates (a container holding replicas ::0 and ::1 of one
+ *      GPU is one holder);
+ *   3. copy the surviving strings into one arena and group the holders per
+ *      device.
+ * The result is a sorted array of devices, each pointing at a run of the
+ * holder array, so a lookup is a binary search and the whole map is four
+ * allocations whatever the cluster size. Sorting also makes the map (and
+ * pod_map_foreach's order) independent of the order the kubelet lists pods
+ * in, which pod_map_equal relies on.
+ */
+#include "cluster/pod_map.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+
+#define POD_MAP_UUID_BODY_MAX 90 /* NVML's UUID buffer is 96 bytes ("MIG-" + 90 + NUL fits) */
+#define POD_MAP_REPLICA_DIGITS_MAX 9
+#define POD_MAP_RESOURCE_PREFIX "nvidia.com/"
+
+typedef struct {
+    const char *uuid;
+    size_t first; /* index of its first holder */
+    size_t n;     /* >= 1 */
+} pod_map_device_t;
+
+struct pod_map {
+    pod_map_device_t *devices; /* sorted by uuid */
+    size_t n_devices;
+    pod_holder_t *holders; /* grouped per device, each run sorted */
+    size_t n_holders;
+    char *strings; /* arena every pointer above points into */
+};
+
+/* A qualifying (device, container) pair, pointing into the decoded answer. */
+typedef struct {
+    const char *uuid;
+    size_t uuid_len; /* without the "::N" suffix */
+    const char *ns, *pod, *container, *resource;
+} pod_map_pair_t;
+
+static const char *str_or_empty(const char *s) {
+    return s ? s : "";
+}
+
+static bool resource_is_nvidia(const char *name) {
+    size_t n = strlen(POD_MAP_RESOURCE_PREFIX);
+    return name && strncmp(name, POD_MAP_RESOURCE_PREFIX, n) == 0 && name[n] != '\0';
+}
+
+static bool uuid_char_ok(char ch) {
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           ch == '-' || ch == '/';
+}
+
+/*
+ * Accepts "GPU-<body>" / "MIG-<body>" with an optional "::<digits>" replica
+ * suffix; *uuid_len is the length without the suffix. Anything else (index
+ * ids, empty strings, stray bytes) is not a device we can attribute.
+ */
+static bool device_id_parse(const char *id, size_t *uuid_len) {
+    if (!id || (strncmp(id, "GPU-", 4) != 0 && strncmp(id, "MIG-", 4) != 0))
+        return false;
+    size_t i = 4;
+    while (id[i] && id[i] != ':') {
+        if (!uuid_char_ok(id[i]) || i - 4 >= POD_MAP_UUID_BODY_MAX)
+            return false;
+        i++;
+    }
+    if (i == 4)
+        return false;
+    *uuid_len = i;
+    if (id[i] == '\0')
+        return true;
+    if (id[i + 1] != ':')
+        return false;
+    size_t d = i + 2;
+    while (id[d] >= '0' && id[d] <= '9' && d - (i + 2) < POD_MAP_REPLICA_DIGITS_MAX)
+        d++;
+    return d > i + 2 && id[d] == '\0';
+}
+
+/* Calls fn for every qualifying pair; the one walk both passes share. */
+typedef void (*pair_fn)(void *ud, const pod_map_pair_t *p);
+
+static void walk_pairs(const V1__ListPodResourcesResponse *r, pair_fn fn, void *ud) {
+    for (size_t i = 0; i < r->n_pod_resources; i++) {
+        const V1__PodResources *pod = r->pod_resources ? r->pod_resources[i] : NULL;
+        if (!pod || !pod->containers)
+            continue;
+        for (size_t j = 0; j < pod->n_containers; j++) {
+            const V1__ContainerResources *ctr = pod->containers[j];
+            if (!ctr || !ctr->devices)
+                continue;
+            for (size_t k = 0; k < ctr->n_devices; k++) {
+                const V1__ContainerDevices *dev = ctr->devices[k];
+                if (!dev || !dev->device_ids || !resource_is_nvidia(dev->resource_name))
+                    continue;
+                for (size_t d = 0; d < dev->n_device_ids; d++) {
+                    pod_map_pair_t p = {.ns = str_or_empty(pod->namespace_),
+                                        .pod = str_or_empty(pod->name),
+                                        .container = str_or_empty(ctr->name),
+                                        .resource = dev->resource_name};
+                    if (!device_id_parse(dev->device_ids[d], &p.uuid_len))
+                        continue;
+                    p.uuid = dev->device_ids[d];
+                    fn(ud, &p);
+                }
+            }
+        }
+    }
+}
+
+static void count_pair(void *ud, const pod_map_pair_t *p) {
+    (void)p;
+    (*(size_t *)ud)++;
+}
+
+typedef struct {
+    pod_map_pair_t *pairs;
+    size_t n;
+} pair_collector_t;
+
+static void collect_pair(void *ud, const pod_map_pair_t *p) {
+    pair_collector_t *pc = ud;
+    pc->pairs[pc->n++] = *p;
+}
+
+static int uuid_cmp(const pod_map_pair_t *a, const pod_map_pair_t *b) {
+    size_t n = a->uuid_len < b->uuid_len ? a->uuid_len : b->uuid_len;
+    int c = memcmp(a->uuid, b->uuid, n);
+    if (c)
+        return c;
+    return (a->uuid_len > b->uuid_len) - (a->uuid_len < b->uuid_len);
+}
+
+/* Same device and same container: the second is a duplicate. */
+static int holder_cmp(const pod_map_pair_t *a, const pod_map_pair_t *b) {
+    int c = strcmp(a->ns, b->ns);
+    if (!c)
+        c = strcmp(a->pod, b->pod);
+    if (!c)
+        c = strcmp(a->container, b->container);
+    return c;
+}
+
+static int pair_qsort_cmp(const void *va, const void *vb) {
+    const pod_map_pair_t *a = va, *b = vb;
+    int c = uuid_cmp(a, b);
+    if (!c)
+        c = holder_cmp(a, b);
+    if (!c) /* a total order, so which duplicate survives is deterministic */
+        c = strcmp(a->resource, b->resource);
+    return c;
+}
+
+/* *acc += n, failing instead of wrapping. */
+static bool add_ok(size_t *acc, size_t n) {
+    if (n > SIZE_MAX - *acc)
+        return false;
+    *acc += n;
+    return true;
+}
+
+static char *arena_put(char **cursor, const char *s, size_t len) {
+    char *at = *cursor;
+    memcpy(at, s, len);
+    at[len] = '\0';
+    *cursor += len + 1;
+    return at;
+}
+
+pod_map_t *pod_map_new_empty(void) {
+    return calloc(1, sizeof(pod_map_t));
+}
+
+int pod_map_from_response(const V1__ListPodResourcesResponse *r, pod_map_t **out, char *err,
+                          size_t errlen) {
+    if (out)
+        *out = NULL;
+    if (!r || !out)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "pod map: %s is NULL", !r ? "response" : "out");
+    int rc;
+    pod_map_pair_t *pairs = NULL;
+    pod_map_t *m = NULL;
+
+    size_t n_pairs = 0;
+    walk_pairs(r, count_pair, &n_pairs);
+    m = pod_map_new_empty();
+    if (!m)
+        goto nomem;
+    if (n_pairs == 0) {
+        *out = m;
+        return 0;
+    }
+    if (n_pairs > SIZE_MAX / sizeof *pairs) {
+        rc = kgs_seterr(err, errlen, KGS_ERANGE, "pod map: %zu devices is too many", n_pairs);
+        goto fail;
+    }
+    pairs = malloc(n_pairs * sizeof *pairs);
+    if (!pairs)
+        goto nomem;
+    pair_collector_t pc = {pairs, 0};
+    walk_pairs(r, collect_pair, &pc);
+    qsort(pairs, n_pairs, sizeof *pairs, pair_qsort_cmp);
+
+    /* Drop duplicates in place; count devices and string bytes. */
+    size_t kept = 0, n_devices = 0, bytes = 0;
+    for (size_t i = 0; i < n_pairs; i++) {
+        bool new_device = kept == 0 || uuid_cmp(&pairs[kept - 1], &pairs[i]) != 0;
+        if (!new_device && holder_cmp(&pairs[kept - 1], &pairs[i]) == 0)
+            continue;
+        pairs[kept] = pairs[i];
+        const pod_map_pair_t *p = &pairs[kept++];
+        bool ok = add_ok(&bytes, strlen(p->ns) + 1) && add_ok(&bytes, strlen(p->pod) + 1) &&
+                  add_ok(&bytes, strlen(p->container) + 1) &&
+                  add_ok(&bytes, strlen(p->resource) + 1);
+        if (new_device) {
+            n_devices++;
+            ok = ok && add_ok(&bytes, p->uuid_len + 1);
+        }
+        if (!ok) {
+            rc = kgs_seterr(err, errlen, KGS_ERANGE, "pod map: the answer is too large");
+            goto fail;
+        }
+    }
+
+    m->devices = malloc(n_devices * sizeof *m->devices);
+    m->holders = malloc(kept * sizeof *m->holders); /* kept <= n_pairs: no overflow */
+    m->strings = malloc(bytes);
+    if (!m->devices || !m->holders || !m->strings)
+        goto nomem;
+    char *cursor = m->strings;
+    for (size_t i = 0; i < kept; i++) {
+        const pod_map_pair_t *p = &pairs[i];
+        if (i == 0 || uuid_cmp(&pairs[i - 1], p) != 0) {
+            pod_map_device_t *d = &m->devices[m->n_devices++];
+            d->uuid = arena_put(&cursor, p->uuid, p->uuid_len);
+            d->first = i;
+            d->n = 0;
+        }
+        m->devices[m->n_devices - 1].n++;
+        pod_holder_t *h = &m->holders[m->n_holders++];
+        h->namespace_ = arena_put(&cursor, p->ns, strlen(p->ns));
+        h->pod = arena_put(&cursor, p->pod, strlen(p->pod));
+        h->container = arena_put(&cursor, p->container, strlen(p->container));
+        h->resource_name = arena_put(&cursor, p->resource, strlen(p->resource));
+    }
+    free(pairs);
+    *out = m;
+    return 0;
+
+nomem:
+    rc = kgs_seterr(err, errlen, KGS_ENOMEM, "pod map: out of memory");
+fail:
+    free(pairs);
+    pod_map_free(m);
+    return rc;
+}
+
+static int device_search_cmp(const void *key, const void *elem) {
+    return strcmp(key, ((const pod_map_device_t *)elem)->uuid);
+}
+
+int pod_map_lookup(const pod_map_t *m, const char *device_uuid, const pod_holder_t **holders,
+                   size_t *n) {
+    if (holders)
+        *holders = NULL;
+    if (n)
+        *n = 0;
+    if (!m || !device_uuid || !holders || !n)
+        return KGS_EINVAL;
+    if (m->n_devices == 0)
+        return KGS_ENOTFOUND;
+    const pod_map_device_t *d =
+        bsearch(device_uuid, m->devices, m->n_devices, sizeof *m->devices, device_search_cmp);
+    if (!d)
+        return KGS_ENOTFOUND;
+    *holders = &m->holders[d->first];
+    *n = d->n;
+    return 0;
+}
+
+size_t pod_map_device_count(const pod_map_t *m) {
+    return m ? m->n_devices : 0;
+}
+
+int pod_map_foreach(const pod_map_t *m, pod_map_visit_cb visit, void *user_data) {
+    if (!m || !visit)
+        return 0;
+    for (size_t i = 0; i < m->n_devices; i++) {
+        const pod_map_device_t *d = &m->devices[i];
+        int rc = visit(user_data, d->uuid, &m->holders[d->first], d->n);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+bool pod_map_equal(const pod_map_t *a, const pod_map_t *b) {
+    if (!a || !b)
+        return a == b;
+    if (a->n_devices != b->n_devices || a->n_holders != b->n_holders)
+        return false;
+    for (size_t i = 0; i < a->n_devices; i++)
+        if (a->devices[i].n != b->devices[i].n || strcmp(a->devices[i].uuid, b->devices[i].uuid))
+            return false;
+    for (size_t i = 0; i < a->n_holders; i++) {
+        const pod_holder_t *x = &a->holders[i], *y = &b->holders[i];
+        if (strcmp(x->namespace_, y->namespace_) || strcmp(x->pod, y->pod) ||
+            strcmp(x->container, y->container) || strcmp(x->resource_name, y->resource_name))
+            return false;
+    }
+    return true;
+}
+
+void pod_map_free(pod_map_t *m) {
+    if (!m)
+        return;
+    free(m->devices);
+    free(m->holders);
+    free(m->strings);
+    free(m);
+}

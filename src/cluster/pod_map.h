@@ -1,0 +1,87 @@
+/*
+ * pod_map.h - which pod holds which GPU: an immutable map from a device UUID
+ * (the string NVML reports: "GPU-<uuid>" or "MIG-<uuid>") to the containers
+ * the kubelet assigned it to, built from one pod-resources List answer.
+ * Pure: no I/O.
+ *
+ * What counts (everything else in the answer is ignored, silently):
+ * - devices under a resource name starting with "nvidia.com/" (the NVIDIA
+ *   device plugin: "nvidia.com/gpu", and with the mixed MIG strategy
+ *   "nvidia.com/mig-3g.40gb" etc.); CPU ids and other vendors' resources
+ *   ("example.com/fpga") are not GPUs;
+ * - device ids that start with "GPU-" or "MIG-", followed by 1 to 90 of
+ *   [0-9A-Za-z-/] (the "/" admits the old "MIG-GPU-<uuid>/<gi>/<ci>" form),
+ *   optionally followed by a time-slicing replica suffix "::<digits>" that is
+ *   stripped: "GPU-x::3" is held as "GPU-x". Index ids ("0", the device
+ *   plugin's DEVICE_ID_STRATEGY=index) are not UUIDs and are ignored.
+ * A device can have several holders (time-slicing replicas in several pods,
+ * or an init container whose device the kubelet reused for an app
+ * container); the same (namespace, pod, container) appears once per device
+ * even when it holds several replicas of it.
+ *
+ * Thread safety: a map is immutable once built, so any number of threads
+ * may read it at once; one owner frees it.
+ */
+#ifndef KGS_CLUSTER_POD_MAP_H
+#define KGS_CLUSTER_POD_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proto/podresources.pb-c.h"
+
+typedef struct pod_map pod_map_t;
+
+/* One container holding a device. All fields public, read-only, borrowed
+ * from the map (valid until pod_map_free); never NULL (may be ""). */
+typedef struct {
+    const char *namespace_;
+    const char *pod;
+    const char *container;
+    const char *resource_name; /* e.g. "nvidia.com/gpu", "nvidia.com/mig-3g.40gb" */
+} pod_holder_t;
+
+/*
+ * Builds the map from a decoded List answer (borrowed for the call; the map
+ * copies what it keeps). NULL entries and NULL strings in `r` are tolerated
+ * (treated as absent / ""). Returns 0 with the map in *out (returned: free
+ * with pod_map_free), KGS_EINVAL (r or out NULL) or KGS_ENOMEM / KGS_ERANGE
+ * (the answer is too large to index), with a message; *out is then NULL.
+ */
+int pod_map_from_response(const V1__ListPodResourcesResponse *r, pod_map_t **out, char *err,
+                          size_t errlen);
+
+/* An empty map (no pod holds a GPU). Returns NULL when out of memory. */
+pod_map_t *pod_map_new_empty(void);
+
+/*
+ * The holders of `device_uuid` (compared exactly; pass the UUID as NVML
+ * reports it, without a "::N" suffix). Returns 0 with *holders (borrowed,
+ * valid until pod_map_free) and *n >= 1, or KGS_ENOTFOUND with *holders =
+ * NULL and *n = 0 (no pod holds it), or KGS_EINVAL (a NULL argument).
+ * Holders are sorted by namespace, pod, container.
+ */
+int pod_map_lookup(const pod_map_t *m, const char *device_uuid, const pod_holder_t **holders,
+                   size_t *n);
+
+/* Number of devices with at least one holder. */
+size_t pod_map_device_count(const pod_map_t *m);
+
+/*
+ * Calls visit for every device in UUID order (strcmp), with its holders
+ * (all borrowed for the call). Stops at the first non-zero return and
+ * returns it; returns 0 after the last device. The map must not be freed
+ * from inside visit.
+ */
+typedef int (*pod_map_visit_cb)(void *user_data, const char *device_uuid,
+                                const pod_holder_t *holders, size_t n);
+int pod_map_foreach(const pod_map_t *m, pod_map_visit_cb visit, void *user_data);
+
+/* True when both maps hold the same devices with the same holders (two
+ * NULLs are equal), so a caller can publish only changes. */
+bool pod_map_equal(const pod_map_t *a, const pod_map_t *b);
+
+/* Frees the map and every string it holds. NULL does nothing. */
+void pod_map_free(pod_map_t *m);
+
+#endif

@@ -1,0 +1,423 @@
+/* The pod map: which container holds which GPU / MIG device, from a
+ * pod-resources List answer. pod_map.c is included so that its allocations
+ * go through a failing allocator (every ENOMEM path is taken, nothing leaks). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* ---- failing allocator ---------------------------------------------------- */
+
+static long alloc_live;    /* blocks allocated and not yet freed */
+static long alloc_fail_at; /* 1-based allocation number that fails; 0 = none */
+static long alloc_count;
+
+static void *fx_malloc(size_t n) {
+    if (alloc_fail_at && ++alloc_count == alloc_fail_at)
+        return NULL;
+    void *p = malloc(n);
+    if (p)
+        alloc_live++;
+    return p;
+}
+
+static void *fx_calloc(size_t n, size_t size) {
+    if (alloc_fail_at && ++alloc_count == alloc_fail_at)
+        return NULL;
+    void *p = calloc(n, size);
+    if (p)
+        alloc_live++;
+    return p;
+}
+
+static void fx_free(void *p) {
+    if (p)
+        alloc_live--;
+    free(p);
+}
+
+#define malloc(n) fx_malloc(n)
+#define calloc(n, s) fx_calloc(n, s)
+#define free(p) fx_free(p)
+#include "../../../src/cluster/pod_map.c"
+#undef malloc
+#undef calloc
+#undef free
+
+#include "core/err.h"
+
+/* ---- building answers ------------------------------------------------------- */
+
+#define MAX_ROWS 12
+
+/* One row = one pod with one container holding one resource's ids. */
+typedef struct {
+    const char *ns, *pod, *ctr, *res;
+    const char *ids[4];
+} row_t;
+
+typedef struct {
+    V1__ListPodResourcesResponse resp;
+    V1__PodResources pods[MAX_ROWS];
+    V1__PodResources *pod_ptrs[MAX_ROWS];
+    V1__ContainerResources ctrs[MAX_ROWS];
+    V1__ContainerResources *ctr_ptrs[MAX_ROWS];
+    V1__ContainerDevices devs[MAX_ROWS];
+    V1__ContainerDevices *dev_ptrs[MAX_ROWS];
+    char *ids[MAX_ROWS][4];
+    int64_t cpus[2];
+} answer_t;
+
+static void answer_build(answer_t *a, const row_t *rows, size_t n) {
+    assert_true(n <= MAX_ROWS);
+    memset(a, 0, sizeof *a);
+    a->resp = (V1__ListPodResourcesResponse)V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+    a->cpus[0] = 2;
+    a->cpus[1] = 3;
+    for (size_t i = 0; i < n; i++) {
+        a->devs[i] = (V1__ContainerDevices)V1__CONTAINER_DEVICES__INIT;
+        a->devs[i].resource_name = (char *)rows[i].res;
+        size_t k = 0;
+        while (k < 4 && rows[i].ids[k]) {
+            a->ids[i][k] = (char *)rows[i].ids[k];
+            k++;
+        }
+        a->devs[i].device_ids = a->ids[i];
+        a->devs[i].n_device_ids = k;
+        a->dev_ptrs[i] = &a->devs[i];
+        a->ctrs[i] = (V1__ContainerResources)V1__CONTAINER_RESOURCES__INIT;
+        a->ctrs[i].name = (char *)rows[i].ctr;
+        a->ctrs[i].devices = &a->dev_ptrs[i];
+        a->ctrs[i].n_devices = 1;
+        a->ctrs[i].cpu_ids = a->cpus;
+        a->ctrs[i].n_cpu_ids = 2;
+        a->ctr_ptrs[i] = &a->ctrs[i];
+        a->pods[i] = (V1__PodResources)V1__POD_RESOURCES__INIT;
+        a->pods[i].namespace_ = (char *)rows[i].ns;
+        a->pods[i].name = (char *)rows[i].pod;
+        a->pods[i].containers = &a->ctr_ptrs[i];
+        a->pods[i].n_containers = 1;
+        a->pod_ptrs[i] = &a->pods[i];
+    }
+    a->resp.pod_resources = a->pod_ptrs;
+    a->resp.n_pod_resources = n;
+}
+
+static pod_map_t *map_of(const row_t *rows, size_t n) {
+    answer_t a;
+    answer_build(&a, rows, n);
+    pod_map_t *m = (pod_map_t *)(uintptr_t)0x1; /* sentinel: must be overwritten */
+    char err[128] = "";
+    assert_int_equal(pod_map_from_response(&a.resp, &m, err, sizeof err), 0);
+    assert_non_null(m);
+    return m;
+}
+
+static void assert_holder(const pod_holder_t *h, const char *ns, const char *pod, const char *ctr,
+                          const char *res) {
+    assert_string_equal(h->namespace_, ns);
+    assert_string_equal(h->pod, pod);
+    assert_string_equal(h->container, ctr);
+    assert_string_equal(h->resource_name, res);
+}
+
+static int setup(void **state) {
+    (void)state;
+    alloc_live = alloc_count = alloc_fail_at = 0;
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    assert_int_equal(alloc_live, 0); /* every map was released */
+    return 0;
+}
+
+/* ---- cases -------------------------------------------------------------------- */
+
+static const row_t cluster_rows[] = {
+    {"ml", "vllm-0", "main", "nvidia.com/gpu", {"GPU-aaaa-1111"}},
+    {"ml", "tgi-1", "server", "nvidia.com/gpu", {"GPU-bbbb-2222::1"}},
+    {"dev", "notebook", "jupyter", "nvidia.com/gpu", {"GPU-bbbb-2222::0"}},
+    {"ml", "small", "main", "nvidia.com/mig-3g.40gb", {"MIG-cccc-3333"}},
+    {"ml", "fpga", "main", "example.com/fpga", {"GPU-dddd-4444"}},
+};
+
+static void test_pod_map_attributes_gpu_mig_and_time_sliced_holders(void **state) {
+    (void)state;
+    pod_map_t *m = map_of(cluster_rows, 5);
+    assert_int_equal(pod_map_device_count(m), 3);
+
+    const pod_holder_t *h = (const pod_holder_t *)(uintptr_t)0x1;
+    size_t n = 99;
+    assert_int_equal(pod_map_lookup(m, "GPU-aaaa-1111", &h, &n), 0);
+    assert_int_equal(n, 1);
+    assert_holder(&h[0], "ml", "vllm-0", "main", "nvidia.com/gpu");
+
+    /* Time-slicing: the ::N suffix is stripped; both holders, sorted. */
+    assert_int_equal(pod_map_lookup(m, "GPU-bbbb-2222", &h, &n), 0);
+    assert_int_equal(n, 2);
+    assert_holder(&h[0], "dev", "notebook", "jupyter", "nvidia.com/gpu");
+    assert_holder(&h[1], "ml", "tgi-1", "server", "nvidia.com/gpu");
+
+    assert_int_equal(pod_map_lookup(m, "MIG-cccc-3333", &h, &n), 0);
+    assert_int_equal(n, 1);
+    assert_holder(&h[0], "ml", "small", "main", "nvidia.com/mig-3g.40gb");
+    pod_map_free(m);
+}
+
+static void test_pod_map_ignores_other_vendors_resources_even_with_gpu_like_ids(void **state) {
+    (void)state;
+    pod_map_t *m = map_of(cluster_rows, 5);
+    const pod_holder_t *h = (const pod_holder_t *)(uintptr_t)0x1;
+    size_t n = 99;
+    assert_int_equal(pod_map_lookup(m, "GPU-dddd-4444", &h, &n), KGS_ENOTFOUND);
+    assert_null(h);
+    assert_int_equal(n, 0);
+    /* A suffixed id is not a UUID to look up. */
+    assert_int_equal(pod_map_lookup(m, "GPU-bbbb-2222::1", &h, &n), KGS_ENOTFOUND);
+    pod_map_free(m);
+}
+
+static void test_pod_map_ignores_ids_that_are_not_device_uuids(void **state) {
+    (void)state;
+    char long_id[128];
+    memset(long_id, 'a', sizeof long_id);
+    memcpy(long_id, "GPU-", 4);
+    long_id[4 + POD_MAP_UUID_BODY_MAX + 1] = '\0'; /* one byte too long */
+    const row_t rows[] = {
+        {"ml", "a", "c", "nvidia.com/gpu", {"0", "1", "", "GPU-"}},
+        {"ml", "b", "c", "nvidia.com/gpu", {"GPU-x::", "GPU-x::a", "GPU-x:1", "gpu-x"}},
+        {"ml", "c", "c", "nvidia.com/gpu", {"GPU-x y", "GPU-x::1::2", "GPU-\xc3\xa9", long_id}},
+        {"ml", "d", "c", "nvidia.com/", {"GPU-x"}},
+        {"ml", "e", "c", "nvidia.com", {"GPU-x"}},
+        {"ml", "f", "c", "", {"GPU-x"}},
+        {"ml", "g", "c", "cpu", {"GPU-x"}},
+    };
+    pod_map_t *m = map_of(rows, 7);
+    assert_int_equal(pod_map_device_count(m), 0);
+    pod_map_free(m);
+}
+
+static void test_pod_map_accepts_legacy_mig_ids_and_the_longest_uuid(void **state) {
+    (void)state;
+    char longest[128];
+    memset(longest, 'f', sizeof longest);
+    memcpy(longest, "GPU-", 4);
+    longest[4 + POD_MAP_UUID_BODY_MAX] = '\0';
+    const row_t rows[] = {
+        {"ml", "old", "c", "nvidia.com/mig-1g.5gb", {"MIG-GPU-eeee-5555/1/0"}},
+        {"ml", "big", "c", "nvidia.com/gpu", {longest}},
+    };
+    pod_map_t *m = map_of(rows, 2);
+    const pod_holder_t *h;
+    size_t n;
+    assert_int_equal(pod_map_lookup(m, "MIG-GPU-eeee-5555/1/0", &h, &n), 0);
+    assert_int_equal(pod_map_lookup(m, longest, &h, &n), 0);
+    pod_map_free(m);
+}
+
+static void test_pod_map_counts_a_container_holding_several_replicas_once(void **state) {
+    (void)state;
+    const row_t rows[] = {
+        {"ml", "p", "c", "nvidia.com/gpu", {"GPU-x::0", "GPU-x::1", "GPU-x::3", "GPU-y"}},
+        {"ml", "p", "init", "nvidia.com/gpu", {"GPU-x::2"}},
+    };
+    pod_map_t *m = map_of(rows, 2);
+    assert_int_equal(pod_map_device_count(m), 2);
+    const pod_holder_t *h;
+    size_t n;
+    assert_int_equal(pod_map_lookup(m, "GPU-x", &h, &n), 0);
+    assert_int_equal(n, 2);
+    assert_holder(&h[0], "ml", "p", "c", "nvidia.com/gpu");
+    assert_holder(&h[1], "ml", "p", "init", "nvidia.com/gpu");
+    pod_map_free(m);
+}
+
+typedef struct {
+    const char *seen[8];
+    size_t n_holders[8];
+    int calls;
+    int stop_after;
+} visit_fx_t;
+
+static int visit(void *ud, const char *uuid, const pod_holder_t *holders, size_t n) {
+    visit_fx_t *v = ud;
+    assert_non_null(holders);
+    v->seen[v->calls] = uuid;
+    v->n_holders[v->calls] = n;
+    v->calls++;
+    return v->calls == v->stop_after ? 42 : 0;
+}
+
+static void test_pod_map_foreach_visits_devices_in_uuid_order_and_stops_on_request(void **state) {
+    (void)state;
+    pod_map_t *m = map_of(cluster_rows, 5);
+    visit_fx_t v = {.stop_after = 0};
+    assert_int_equal(pod_map_foreach(m, visit, &v), 0);
+    assert_int_equal(v.calls, 3);
+    assert_string_equal(v.seen[0], "GPU-aaaa-1111");
+    assert_string_equal(v.seen[1], "GPU-bbbb-2222");
+    assert_string_equal(v.seen[2], "MIG-cccc-3333");
+    assert_int_equal(v.n_holders[1], 2);
+
+    visit_fx_t w = {.stop_after = 2};
+    assert_int_equal(pod_map_foreach(m, visit, &w), 42);
+    assert_int_equal(w.calls, 2);
+    pod_map_free(m);
+}
+
+static void test_pod_map_equal_ignores_listing_order_and_sees_changes(void **state) {
+    (void)state;
+    row_t reversed[5];
+    for (size_t i = 0; i < 5; i++)
+        reversed[i] = cluster_rows[4 - i];
+    pod_map_t *a = map_of(cluster_rows, 5), *b = map_of(reversed, 5);
+    assert_true(pod_map_equal(a, b));
+
+    row_t moved[5];
+    memcpy(moved, cluster_rows, sizeof moved);
+    moved[0].pod = "vllm-1"; /* the GPU went to another pod */
+    pod_map_t *c = map_of(moved, 5);
+    assert_false(pod_map_equal(a, c));
+
+    pod_map_t *empty = pod_map_new_empty();
+    assert_non_null(empty);
+    assert_false(pod_map_equal(a, empty));
+    assert_false(pod_map_equal(a, NULL));
+    assert_true(pod_map_equal(NULL, NULL));
+    pod_map_free(a);
+    pod_map_free(b);
+    pod_map_free(c);
+    pod_map_free(empty);
+}
+
+static void test_pod_map_tolerates_null_entries_and_strings(void **state) {
+    (void)state;
+    const row_t rows[] = {
+        {NULL, NULL, NULL, "nvidia.com/gpu", {"GPU-x"}},
+        {"ml", "p", "c", NULL, {"GPU-y"}},
+        {"ml", "q", "c", "nvidia.com/gpu", {"GPU-z"}},
+    };
+    answer_t a;
+    answer_build(&a, rows, 3);
+    a.ids[2][1] = NULL; /* a NULL id after the real ones */
+    a.devs[2].n_device_ids = 2;
+    a.pod_ptrs[1] = NULL;
+    pod_map_t *m = NULL;
+    assert_int_equal(pod_map_from_response(&a.resp, &m, NULL, 0), 0);
+    const pod_holder_t *h;
+    size_t n;
+    assert_int_equal(pod_map_lookup(m, "GPU-x", &h, &n), 0);
+    assert_holder(&h[0], "", "", "", "nvidia.com/gpu");
+    assert_int_equal(pod_map_lookup(m, "GPU-y", &h, &n), KGS_ENOTFOUND);
+    assert_int_equal(pod_map_lookup(m, "GPU-z", &h, &n), 0);
+    pod_map_free(m);
+
+    /* An array pointer that is NULL while its count is not. */
+    a.resp.pod_resources = NULL;
+    assert_int_equal(pod_map_from_response(&a.resp, &m, NULL, 0), 0);
+    assert_int_equal(pod_map_device_count(m), 0);
+    pod_map_free(m);
+}
+
+static void test_pod_map_rejects_null_arguments_with_einval(void **state) {
+    (void)state;
+    answer_t a;
+    answer_build(&a, cluster_rows, 1);
+    pod_map_t *m = (pod_map_t *)(uintptr_t)0x1;
+    char err[128] = "";
+    assert_int_equal(pod_map_from_response(NULL, &m, err, sizeof err), KGS_EINVAL);
+    assert_null(m);
+    assert_string_equal(err, "pod map: response is NULL");
+    assert_int_equal(pod_map_from_response(&a.resp, NULL, err, sizeof err), KGS_EINVAL);
+
+    const pod_holder_t *h;
+    size_t n;
+    assert_int_equal(pod_map_lookup(NULL, "GPU-x", &h, &n), KGS_EINVAL);
+    pod_map_t *e = pod_map_new_empty();
+    assert_int_equal(pod_map_lookup(e, NULL, &h, &n), KGS_EINVAL);
+    assert_int_equal(pod_map_lookup(e, "GPU-x", &h, &n), KGS_ENOTFOUND);
+    assert_int_equal(pod_map_device_count(NULL), 0);
+    assert_int_equal(pod_map_foreach(NULL, visit, NULL), 0);
+    pod_map_free(e);
+    pod_map_free(NULL);
+}
+
+static void test_pod_map_reads_the_wire_format(void **state) {
+    (void)state;
+    answer_t a;
+    answer_build(&a, cluster_rows, 5);
+    size_t len = v1__list_pod_resources_response__get_packed_size(&a.resp);
+    uint8_t *buf = malloc(len);
+    assert_non_null(buf);
+    v1__list_pod_resources_response__pack(&a.resp, buf);
+    V1__ListPodResourcesResponse *r = v1__list_pod_resources_response__unpack(NULL, len, buf);
+    assert_non_null(r);
+    pod_map_t *m = NULL;
+    assert_int_equal(pod_map_from_response(r, &m, NULL, 0), 0);
+    pod_map_t *direct = map_of(cluster_rows, 5);
+    assert_true(pod_map_equal(m, direct));
+    pod_map_free(m);
+    pod_map_free(direct);
+    v1__list_pod_resources_response__free_unpacked(r, NULL);
+    free(buf);
+}
+
+static void test_pod_map_fails_cleanly_at_every_allocation(void **state) {
+    (void)state;
+    answer_t a;
+    answer_build(&a, cluster_rows, 5);
+    int failures = 0;
+    for (long at = 1;; at++) {
+        alloc_count = 0;
+        alloc_fail_at = at;
+        pod_map_t *m = (pod_map_t *)(uintptr_t)0x1;
+        char err[128] = "";
+        int rc = pod_map_from_response(&a.resp, &m, err, sizeof err);
+        if (rc == 0) {
+            pod_map_free(m);
+            break;
+        }
+        failures++;
+        assert_int_equal(rc, KGS_ENOMEM);
+        assert_null(m);
+        assert_string_equal(err, "pod map: out of memory");
+        assert_int_equal(alloc_live, 0);
+        assert_true(at < 20);
+    }
+    alloc_fail_at = 0;
+    assert_int_equal(failures, 5); /* map, pairs, devices, holders, strings */
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_pod_map_attributes_gpu_mig_and_time_sliced_holders,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_pod_map_ignores_other_vendors_resources_even_with_gpu_like_ids, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_ignores_ids_that_are_not_device_uuids, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_accepts_legacy_mig_ids_and_the_longest_uuid,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_pod_map_counts_a_container_holding_several_replicas_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_pod_map_foreach_visits_devices_in_uuid_order_and_stops_on_request, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_equal_ignores_listing_order_and_sees_changes,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_tolerates_null_entries_and_strings, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_rejects_null_arguments_with_einval, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_reads_the_wire_format, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_fails_cleanly_at_every_allocation, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,163 @@
+/*
+ * node_pods.c - the immutable pod attribution list.
+ *
+ * One allocation holds the header, the entry array, every device-id pointer
+ * array and every string, so the list is freed with one free() and nothing
+ * can be half-built. Sizes are summed with overflow checks before the
+ * allocation (the bounds in the header keep them far from SIZE_MAX on
+ * 64-bit, but not on 32-bit).
+ */
+#include "cluster/node_pods.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+
+static bool add_size(size_t *acc, size_t n) {
+    if (*acc > SIZE_MAX - n)
+        return false;
+    *acc += n;
+    return true;
+}
+
+/* Checks one string against its bound and adds its storage to *bytes. */
+static int check_str(const char *s, size_t max, size_t i, const char *what, size_t *bytes,
+                     char *err, size_t errlen) {
+    if (!s)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "node pods: entries[%zu]: %s: missing", i, what);
+    size_t len = strnlen(s, max + 1);
+    if (len > max)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "node pods: entries[%zu]: %s: longer than %zu bytes", i, what, max);
+    if (!add_size(bytes, len + 1))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "node pods: too large");
+    return 0;
+}
+
+static char *copy_str(char **cursor, const char *s) {
+    size_t len = strlen(s) + 1;
+    char *d = memcpy(*cursor, s, len);
+    *cursor += len;
+    return d;
+}
+
+int node_pods_new(const node_pod_entry_t *entries, size_t n, node_pods_t **out, char *err,
+                  size_t errlen) {
+    *out = NULL;
+    if (n > NODE_PODS_MAX_ENTRIES)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "node pods: %zu entries, at most %u", n,
+                          NODE_PODS_MAX_ENTRIES);
+    if (n > 0 && !entries)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "node pods: entries missing");
+
+    /* Layout: header | entries | pointer arrays | strings ("" for error first). */
+    size_t head = sizeof(node_pods_t);
+    size_t entry_bytes = n * sizeof(node_pod_entry_t);
+    size_t ptr_count = 0, str_bytes = 1;
+    for (size_t i = 0; i < n; i++) {
+        const node_pod_entry_t *e = &entries[i];
+        int rc;
+        if ((rc = check_str(e->namespace_, NODE_PODS_NAME_MAX, i, "namespace", &str_bytes, err,
+                            errlen)) ||
+            (rc = check_str(e->pod, NODE_PODS_NAME_MAX, i, "pod", &str_bytes, err, errlen)) ||
+            (rc = check_str(e->container, NODE_PODS_NAME_MAX, i, "container", &str_bytes, err,
+                            errlen)))
+            return rc;
+        if (e->device_count > NODE_PODS_MAX_DEVICES)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "node pods: entries[%zu]: %zu device ids, at most %u", i,
+                              e->device_count, NODE_PODS_MAX_DEVICES);
+        if (e->device_count > 0 && !e->device_ids)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "node pods: entries[%zu]: device ids missing", i);
+        for (size_t d = 0; d < e->device_count; d++)
+            if ((rc = check_str(e->device_ids[d], NODE_PODS_DEVICE_ID_MAX, i, "device id",
+                                &str_bytes, err, errlen)))
+                return rc;
+        if (!add_size(&ptr_count, e->device_count))
+            return kgs_seterr(err, errlen, KGS_EINVAL, "node pods: too large");
+    }
+    size_t total = head;
+    if (ptr_count > SIZE_MAX / sizeof(char *) || !add_size(&total, entry_bytes) ||
+        !add_size(&total, ptr_count * sizeof(char *)) || !add_size(&total, str_bytes))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "node pods: too large");
+
+    char *block = calloc(1, total);
+    if (!block)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "node pods: out of memory");
+    node_pods_t *p = (node_pods_t *)block;
+    node_pod_entry_t *ents = n ? (node_pod_entry_t *)(block + head) : NULL;
+    const char **ptrs = (const char **)(block + head + entry_bytes);
+    char *cursor = block + head + entry_bytes + ptr_count * sizeof(char *);
+    p->known = true;
+    p->error = copy_str(&cursor, "");
+    for (size_t i = 0; i < n; i++) {
+        const node_pod_entry_t *e = &entries[i];
+        ents[i].namespace_ = copy_str(&cursor, e->namespace_);
+        ents[i].pod = copy_str(&cursor, e->pod);
+        ents[i].container = copy_str(&cursor, e->container);
+        ents[i].device_count = e->device_count;
+        ents[i].device_ids = e->device_count ? ptrs : NULL;
+        for (size_t d = 0; d < e->device_count; d++)
+            *ptrs++ = copy_str(&cursor, e->device_ids[d]);
+    }
+    p->entries = ents;
+    p->count = n;
+    *out = p;
+    return 0;
+}
+
+int node_pods_new_unknown(const char *error, node_pods_t **out) {
+    *out = NULL;
+    if (!error)
+        error = "";
+    size_t len = strnlen(error, NODE_PODS_ERROR_MAX);
+    char *block = calloc(1, sizeof(node_pods_t) + len + 1);
+    if (!block)
+        return KGS_ENOMEM;
+    node_pods_t *p = (node_pods_t *)block;
+    char *msg = block + sizeof(node_pods_t);
+    memcpy(msg, error, len);
+    msg[len] = '\0';
+    p->known = false;
+    p->error = msg;
+    *out = p;
+    return 0;
+}
+
+void node_pods_free(node_pods_t *p) {
+    free(p);
+}
+
+/* Length of a device id without its time-slicing "::N" suffix. */
+static size_t device_base_len(const char *id) {
+    const char *sep = strstr(id, "::");
+    return sep ? (size_t)(sep - id) : strlen(id);
+}
+
+static bool entry_holds(const node_pod_entry_t *e, const char *want, size_t want_len) {
+    for (size_t d = 0; d < e->device_count; d++) {
+        const char *id = e->device_ids[d];
+        if (device_base_len(id) == want_len && memcmp(id, want, want_len) == 0)
+            return true;
+    }
+    return false;
+}
+
+size_t node_pods_lookup(const node_pods_t *p, const char *device_id, const node_pod_entry_t **out,
+                        size_t max) {
+    if (!p || !p->known || !device_id)
+        return 0;
+    size_t want_len = device_base_len(device_id);
+    size_t found = 0;
+    for (size_t i = 0; i < p->count; i++) {
+        if (!entry_holds(&p->entries[i], device_id, want_len))
+            continue;
+        if (found < max && out)
+            out[found] = &p->entries[i];
+        found++;
+    }
+    return found;
+}

@@ -1,0 +1,1064 @@
+/*
+ * kube_client.c - list + watch of pods over HTTP/1.1 on the event loop.
+ *
+ * DESIGN
+ * One connection at a time, one request per connection (Connection:
+ * close): a list page, or a watch. The phases follow each other:
+ *
+ *   LIST page 1..n ──► cache replaced, on_synced ──► WATCH ──► events ──► on_change
+ *        ▲                                             │
+ *        └──────── 410 Gone / lost event ──────────────┤ stream ended: WATCH again
+ *                                                      │ failure: backoff, then WATCH
+ *                                                      ▼ (LIST if never listed)
+ *
+ * Timers: `retry` starts the next request (after a backoff, or at once on
+ * the next loop turn, so nothing recurses and no callback runs inside
+ * kube_client_new); `idle` fails a connection that has been silent for
+ * io_timeout (connect, handshake, a list), or for timeoutSeconds + 60 s on
+ * a watch (the server ends it at timeoutSeconds, and sends bookmarks in
+ * between). The idle deadline is checked lazily: reads only store the
+ * time, and the timer re-arms itself for what is left.
+ *
+ * TLS: transport_handshake() insists on ALPN "h2" (it exists for gRPC), so
+ * this file drives SSL_do_handshake itself, offers "http/1.1", and then
+ * uses the transport for reads and writes as usual.
+ *
+ * Callbacks may free the client: notify() counts the depth and defers the
+ * free until the outermost callback returns; every caller of notify()
+ * returns at once when it reports the client gone.
+ */
+#include "cluster/kube_client.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "cluster/kube_http.h"
+#include "core/err.h"
+#include "net/tls.h"
+#include "net/transport.h"
+
+#define LIST_BODY_MAX ((size_t)256 << 20) /* one page of 500 pods is a few MiB */
+#define WATCH_LINE_MAX ((size_t)8 << 20)  /* one event: a pod is at most ~1.5 MiB in etcd */
+#define ERROR_BODY_MAX 4096
+#define TOKEN_MAX 65536
+
+typedef enum { PHASE_IDLE, PHASE_LIST, PHASE_WATCH } phase_t;
+typedef enum {
+    CONN_NONE,
+    CONN_CONNECTING,
+    CONN_HANDSHAKE,
+    CONN_SENDING,
+    CONN_HEAD,
+    CONN_BODY
+} conn_state_t;
+
+struct kube_client {
+    loop_t *loop;
+    kube_client_config_t cfg;
+    kube_url_t url;
+    kube_client_callbacks_t cbs;
+    const logger_t *log;
+    pod_cache_t *cache;
+
+    /* the connection */
+    phase_t phase;
+    conn_state_t cstate;
+    transport_t tr;
+    loop_io_t *io;
+    uint32_t io_events;
+    uint64_t gen; /* bumped on every close: a read loop stops when it changes */
+    char *req;
+    size_t req_len, req_off;
+    char head[KUBE_HTTP_MAX_HEAD_BYTES + 1];
+    size_t head_len;
+    kube_http_response_t resp;
+    kube_http_body_t body;
+    char *buf; /* list body, watch line or error body */
+    size_t buf_len, buf_cap;
+    mono_ns_t last_io, conn_started;
+    bool watch_saw_event;
+
+    /* the list being assembled across pages */
+    pod_t *acc;
+    size_t acc_n, acc_cap;
+    char cont[KUBE_CONTINUE_MAX + 1];
+    bool relist_needed;
+    bool changed;
+
+    loop_timer_t retry, idle;
+    uint64_t backoff_ns;
+    uint64_t rng;
+    bool listed, failing;
+    mono_ns_t failing_since;
+    char last_error[512];
+    kube_client_stats_t stats;
+    int cb_depth;
+    bool free_pending;
+    char rbuf[65536]; /* socket read scratch */
+};
+
+static void conn_close(kube_client_t *c);
+static void client_fail(kube_client_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void schedule(kube_client_t *c, uint64_t delay_ns);
+
+/* ---- configuration ----------------------------------------------------------------- */
+
+void kube_client_config_init(kube_client_config_t *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->page_limit = 500;
+    cfg->watch_timeout_s = 300;
+    cfg->stale_after_ns = 60 * NS_PER_SEC;
+    cfg->io_timeout_ns = 30 * NS_PER_SEC;
+    cfg->backoff_min_ns = 500 * NS_PER_MS;
+    cfg->backoff_max_ns = 30 * NS_PER_SEC;
+}
+
+int kube_url_parse(const char *url, kube_url_t *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    const char *p;
+    if (strncmp(url, "https://", 8) == 0) {
+        out->https = true;
+        out->port = 443;
+        p = url + 8;
+    } else if (strncmp(url, "http://", 7) == 0) {
+        out->port = 80;
+        p = url + 7;
+    } else {
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "API URL \"%.100s\": scheme must be http:// or https://", url);
+    }
+    const char *host = p, *host_end;
+    if (*p == '[') {
+        host = p + 1;
+        host_end = strchr(host, ']');
+        if (!host_end)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "API URL \"%.100s\": missing ']'", url);
+        p = host_end + 1;
+    } else {
+        host_end = p + strcspn(p, ":/?#@");
+        p = host_end;
+    }
+    if (*p == '@' || memchr(host, '@', (size_t)(host_end - host)))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "API URL \"%.100s\": user info not allowed",
+                          url);
+    size_t hlen = (size_t)(host_end - host);
+    if (hlen == 0 || hlen >= sizeof out->host)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "API URL \"%.100s\": bad host", url);
+    memcpy(out->host, host, hlen);
+    out->host[hlen] = '\0';
+    unsigned char addr[sizeof(struct in6_addr)];
+    if (inet_pton(AF_INET, out->host, addr) == 1 && host[-1] != '[')
+        out->family = AF_INET;
+    else if (inet_pton(AF_INET6, out->host, addr) == 1 && host[-1] == '[')
+        out->family = AF_INET6;
+    else
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "API URL \"%.100s\": host \"%s\" is not an IP literal (host names "
+                          "are not resolved yet; IPv6 goes in brackets)",
+                          url, out->host);
+    if (*p == ':') {
+        p++;
+        unsigned long port = 0;
+        const char *digits = p;
+        while (*p >= '0' && *p <= '9' && port <= 65535)
+            port = port * 10 + (unsigned long)(*p++ - '0');
+        if (p == digits || port == 0 || port > 65535 || (*p && *p != '/'))
+            return kgs_seterr(err, errlen, KGS_EINVAL, "API URL \"%.100s\": bad port", url);
+        out->port = (uint16_t)port;
+    }
+    if (*p && strcmp(p, "/") != 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "API URL \"%.100s\": no path, query or fragment allowed", url);
+    snprintf(out->host_header, sizeof out->host_header,
+             out->family == AF_INET6 ? "[%s]:%u" : "%s:%u", out->host, (unsigned)out->port);
+    return 0;
+}
+
+int kube_client_config_in_cluster(kube_client_config_t *cfg, const char *sa_dir, char *err,
+                                  size_t errlen) {
+    kube_client_config_init(cfg);
+    if (!sa_dir)
+        sa_dir = KUBE_SA_DIR;
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    const char *port = getenv("KUBERNETES_SERVICE_PORT");
+    if (!host || !*host)
+        return kgs_seterr(err, errlen, KGS_ENOTFOUND,
+                          "in-cluster config: KUBERNETES_SERVICE_HOST is not set (not running "
+                          "in a pod?)");
+    if (!port || !*port)
+        return kgs_seterr(err, errlen, KGS_ENOTFOUND,
+                          "in-cluster config: KUBERNETES_SERVICE_PORT is not set");
+    kube_client_config_t c;
+    kube_client_config_init(&c);
+    bool v6 = strchr(host, ':') != NULL;
+    if ((size_t)snprintf(c.api_url, sizeof c.api_url, v6 ? "https://[%s]:%s" : "https://%s:%s",
+                         host, port) >= sizeof c.api_url)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "in-cluster config: API address too long");
+    kube_url_t u;
+    char why[300];
+    if (kube_url_parse(c.api_url, &u, why, sizeof why))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "in-cluster config: KUBERNETES_SERVICE_HOST/PORT: %s", why);
+    if ((size_t)snprintf(c.token_file, sizeof c.token_file, "%s/token", sa_dir) >=
+            sizeof c.token_file ||
+        (size_t)snprintf(c.ca_file, sizeof c.ca_file, "%s/ca.crt", sa_dir) >= sizeof c.ca_file)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "in-cluster config: %.100s: path too long",
+                          sa_dir);
+    const char *files[] = {c.token_file, c.ca_file};
+    for (size_t i = 0; i < 2; i++)
+        if (access(files[i], R_OK) != 0)
+            return kgs_seterr(err, errlen, KGS_ENOTFOUND,
+                              "in-cluster config: %s: %s (is the service account token "
+                              "mounted? automountServiceAccountToken must not be false)",
+                              files[i], strerror(errno));
+    *cfg = c;
+    return 0;
+}
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+static const char *phase_name(phase_t p) {
+    return p == PHASE_LIST ? "list pods" : p == PHASE_WATCH ? "watch pods" : "pods";
+}
+
+/* Percent-encodes everything but RFC 3986 unreserved characters. */
+static bool url_encode(const char *s, char *out, size_t cap) {
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~';
+        if (o + (plain ? 1 : 3) >= cap)
+            return false;
+        if (plain) {
+            out[o++] = (char)ch;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[ch >> 4];
+            out[o++] = hex[ch & 15];
+        }
+    }
+    out[o] = '\0';
+    return true;
+}
+
+/* Reads the token file: whitespace trimmed, non-empty. Returned: free(). A
+ * small local file (tmpfs in a pod), so the blocking read is acceptable. */
+static char *token_read(const char *path, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        kgs_seterr(err, errlen, KGS_EIO, "token file %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *tok = malloc(TOKEN_MAX + 1);
+    size_t n = 0;
+    if (!tok) {
+        close(fd);
+        kgs_seterr(err, errlen, KGS_ENOMEM, "token file %s: out of memory", path);
+        return NULL;
+    }
+    for (;;) {
+        ssize_t r = read(fd, tok + n, TOKEN_MAX + 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            kgs_seterr(err, errlen, KGS_EIO, "token file %s: %s", path, strerror(errno));
+            goto fail;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n > TOKEN_MAX) {
+            kgs_seterr(err, errlen, KGS_EINVAL, "token file %s: larger than %d bytes", path,
+                       TOKEN_MAX);
+            goto fail;
+        }
+    }
+    close(fd);
+    fd = -1;
+    while (n &&
+           (tok[n - 1] == '\n' || tok[n - 1] == '\r' || tok[n - 1] == ' ' || tok[n - 1] == '\t'))
+        n--;
+    tok[n] = '\0';
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)tok[i] < 0x21 || tok[i] == 0x7f) {
+            kgs_seterr(err, errlen, KGS_EINVAL, "token file %s: not a bearer token", path);
+            goto fail;
+        }
+    if (!n) {
+        kgs_seterr(err, errlen, KGS_EINVAL, "token file %s: empty", path);
+        goto fail;
+    }
+    return tok;
+fail:
+    if (fd >= 0)
+        close(fd);
+    free(tok);
+    return NULL;
+}
+
+/* Grows c->buf to hold `more` bytes beyond buf_len, up to `max`. */
+static int buf_append(kube_client_t *c, const char *data, size_t len, size_t max) {
+    if (len > max - c->buf_len)
+        return KGS_ERANGE;
+    if (c->buf_len + len + 1 > c->buf_cap) {
+        size_t cap = c->buf_cap ? c->buf_cap : 65536;
+        while (cap < c->buf_len + len + 1)
+            cap *= 2;
+        char *nb = realloc(c->buf, cap);
+        if (!nb)
+            return KGS_ENOMEM;
+        c->buf = nb;
+        c->buf_cap = cap;
+    }
+    memcpy(c->buf + c->buf_len, data, len);
+    c->buf_len += len;
+    c->buf[c->buf_len] = '\0';
+    return 0;
+}
+
+/* xorshift64*: per-client jitter source (no global state). */
+static uint64_t rng_next(kube_client_t *c) {
+    c->rng ^= c->rng >> 12;
+    c->rng ^= c->rng << 25;
+    c->rng ^= c->rng >> 27;
+    return c->rng * UINT64_C(2685821657736338717);
+}
+
+/* Runs a callback; returns true when the client was freed inside it (the
+ * caller must then return without touching c). */
+static bool notify(kube_client_t *c, void (*cb)(void *)) {
+    if (!cb)
+        return false;
+    c->cb_depth++;
+    cb(c->cbs.user_data);
+    c->cb_depth--;
+    if (c->free_pending && c->cb_depth == 0) {
+        c->free_pending = false;
+        kube_client_free(c);
+        return true;
+    }
+    return c->free_pending;
+}
+
+/* ---- connection -------------------------------------------------------------------- */
+
+static void conn_close(kube_client_t *c) {
+    if (c->cstate == CONN_NONE)
+        return;
+    loop_io_remove(c->loop, c->io);
+    c->io = NULL;
+    transport_close(&c->tr);
+    loop_timer_stop(c->loop, &c->idle);
+    free(c->req);
+    c->req = NULL;
+    c->req_len = c->req_off = 0;
+    c->head_len = 0;
+    c->buf_len = 0;
+    c->cstate = CONN_NONE;
+    c->gen++;
+}
+
+static void update_poll(kube_client_t *c) {
+    bool want_write = c->cstate == CONN_CONNECTING || c->cstate == CONN_SENDING;
+    bool want_read = c->cstate == CONN_HEAD || c->cstate == CONN_BODY;
+    uint32_t ev = c->cstate == CONN_CONNECTING
+                      ? EPOLLOUT
+                      : transport_poll_events(&c->tr, want_read, want_write);
+    if (ev != c->io_events && loop_io_modify(c->loop, c->io, ev) == 0)
+        c->io_events = ev;
+}
+
+static uint64_t idle_limit(const kube_client_t *c) {
+    if (c->phase == PHASE_WATCH && (c->cstate == CONN_HEAD || c->cstate == CONN_BODY))
+        return ((uint64_t)c->cfg.watch_timeout_s + 60) * NS_PER_SEC;
+    return c->cfg.io_timeout_ns;
+}
+
+static void on_idle(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)t;
+    kube_client_t *c = ud;
+    mono_ns_t due = clock_add_sat(c->last_io, idle_limit(c));
+    if (loop_now(loop) < due) {
+        loop_timer_start(loop, &c->idle, due);
+        return;
+    }
+    client_fail(c, "%s %s: no answer for %llu s", phase_name(c->phase), c->url.host_header,
+                (unsigned long long)(idle_limit(c) / NS_PER_SEC));
+}
+
+/* Backoff: "equal jitter", half fixed and half random, then double. */
+static void client_fail(kube_client_t *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->last_error, sizeof c->last_error, fmt, ap);
+    va_end(ap);
+    mono_ns_t now = loop_now(c->loop);
+    if (!c->failing) {
+        c->failing = true;
+        c->failing_since = now;
+    }
+    c->stats.failures++;
+    conn_close(c);
+    uint64_t b = c->backoff_ns ? c->backoff_ns : c->cfg.backoff_min_ns;
+    uint64_t delay = b / 2 + (b / 2 ? rng_next(c) % (b / 2 + 1) : 0);
+    c->backoff_ns = b >= c->cfg.backoff_max_ns / 2 ? c->cfg.backoff_max_ns : b * 2;
+    LOG_WARN(c->log, "kube %s: %s; retrying in %llu ms", c->url.host_header, c->last_error,
+             (unsigned long long)(delay / NS_PER_MS));
+    schedule(c, delay);
+}
+
+static void succeeded(kube_client_t *c) {
+    c->failing = false;
+    c->last_error[0] = '\0';
+    c->backoff_ns = 0;
+}
+
+static void on_io(loop_t *loop, int fd, uint32_t events, void *ud);
+
+/* Builds the request and starts connecting. Failures go through
+ * client_fail (backoff). */
+static void conn_open(kube_client_t *c, const char *path) {
+    char why[400];
+    char *token = NULL;
+    SSL_CTX *ctx = NULL;
+    int fd = -1;
+    if (c->cfg.token_file[0] && !(token = token_read(c->cfg.token_file, why, sizeof why))) {
+        client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, why);
+        return;
+    }
+    size_t cap = strlen(path) + (token ? strlen(token) : 0) + 512;
+    c->req = malloc(cap);
+    if (!c->req) {
+        free(token);
+        client_fail(c, "%s: out of memory", phase_name(c->phase));
+        return;
+    }
+    int n = snprintf(c->req, cap,
+                     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: keda-gpu-scaler\r\n"
+                     "Accept: application/json\r\n%s%s%sConnection: close\r\n\r\n",
+                     path, c->url.host_header, token ? "Authorization: Bearer " : "",
+                     token ? token : "", token ? "\r\n" : "");
+    free(token);
+    c->req_len = (size_t)n;
+    c->req_off = 0;
+
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    socklen_t sslen;
+    if (c->url.family == AF_INET) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons(c->url.port);
+        inet_pton(AF_INET, c->url.host, &sin->sin_addr);
+        sslen = sizeof *sin;
+    } else {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons(c->url.port);
+        inet_pton(AF_INET6, c->url.host, &sin6->sin6_addr);
+        sslen = sizeof *sin6;
+    }
+    fd = socket(c->url.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(why, sizeof why, "socket: %s", strerror(errno));
+        goto fail;
+    }
+    if (connect(fd, (struct sockaddr *)&ss, sslen) != 0 && errno != EINPROGRESS) {
+        snprintf(why, sizeof why, "connect: %s", strerror(errno));
+        goto fail;
+    }
+    if (c->url.https) {
+        /* A fresh context per connection: a rotated CA file is picked up. */
+        ctx = tls_client_ctx_new(c->cfg.ca_file[0] ? c->cfg.ca_file : NULL, NULL, NULL, false, why,
+                                 sizeof why);
+        if (!ctx)
+            goto fail;
+        static const unsigned char alpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+        SSL_CTX_set_alpn_protos(ctx, alpn, sizeof alpn);
+    }
+    if (transport_init(&c->tr, fd, ctx, false, NULL) != 0) {
+        snprintf(why, sizeof why, "out of memory");
+        goto fail;
+    }
+    SSL_CTX_free(ctx); /* the SSL holds its own reference */
+    ctx = NULL;
+    fd = -1; /* owned by the transport now */
+    if (c->tr.ssl) {
+        /* No SNI for an IP literal (RFC 6066 section 3); verify the IP SAN. */
+        X509_VERIFY_PARAM *param = SSL_get0_param(c->tr.ssl);
+        X509_VERIFY_PARAM_set_hostflags(param, 0);
+        if (X509_VERIFY_PARAM_set1_ip_asc(param, c->url.host) != 1) {
+            snprintf(why, sizeof why, "TLS: cannot set the expected IP");
+            transport_close(&c->tr);
+            goto fail;
+        }
+    }
+    c->io_events = EPOLLOUT;
+    c->io = loop_io_add(c->loop, c->tr.fd, EPOLLOUT, on_io, c);
+    if (!c->io) {
+        snprintf(why, sizeof why, "epoll: %s", strerror(errno));
+        transport_close(&c->tr);
+        goto fail;
+    }
+    c->cstate = CONN_CONNECTING;
+    c->conn_started = c->last_io = loop_now(c->loop);
+    c->head_len = 0;
+    c->buf_len = 0;
+    c->watch_saw_event = false;
+    loop_timer_start(c->loop, &c->idle, clock_add_sat(c->last_io, c->cfg.io_timeout_ns));
+    LOG_DEBUG(c->log, "kube %s: GET %s", c->url.host_header, path);
+    return;
+fail:
+    if (fd >= 0)
+        close(fd);
+    SSL_CTX_free(ctx);
+    free(c->req);
+    c->req = NULL;
+    client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, why);
+}
+
+static void start_list(kube_client_t *c) {
+    char path[KUBE_CONTINUE_MAX * 3 + 128];
+    char enc[KUBE_CONTINUE_MAX * 3 + 1];
+    c->phase = PHASE_LIST;
+    if (!c->cont[0])
+        c->acc_n = 0;
+    int n = snprintf(path, sizeof path, "/api/v1/pods?limit=%u", (unsigned)c->cfg.page_limit);
+    if (c->cont[0] && url_encode(c->cont, enc, sizeof enc))
+        snprintf(path + n, sizeof path - (size_t)n, "&continue=%s", enc);
+    conn_open(c, path);
+}
+
+static void start_watch(kube_client_t *c) {
+    char path[512], enc[KUBE_RV_MAX * 3 + 1];
+    c->phase = PHASE_WATCH;
+    url_encode(pod_cache_resource_version(c->cache), enc, sizeof enc);
+    snprintf(path, sizeof path,
+             "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u",
+             enc, (unsigned)c->cfg.watch_timeout_s);
+    conn_open(c, path);
+}
+
+static void on_retry(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    kube_client_t *c = ud;
+    if (c->cstate != CONN_NONE)
+        return;
+    if (!c->listed || c->relist_needed || c->phase == PHASE_LIST) {
+        /* A list that failed part-way starts over: its pages must come
+         * from one snapshot. */
+        c->cont[0] = '\0';
+        c->relist_needed = false;
+        start_list(c);
+    } else {
+        start_watch(c);
+    }
+}
+
+static void schedule(kube_client_t *c, uint64_t delay_ns) {
+    loop_timer_start(c->loop, &c->retry, clock_add_sat(loop_now(c->loop), delay_ns));
+}
+
+/* Drives SSL_do_handshake (see DESIGN: not transport_handshake, which
+ * requires h2). Returns 0 done, TRANSPORT_AGAIN or TRANSPORT_ERROR. */
+static int handshake_http1(transport_t *t, char *why, size_t whylen) {
+    ERR_clear_error();
+    int rc = SSL_do_handshake(t->ssl);
+    if (rc == 1) {
+        t->ssl_wants_read = t->ssl_wants_write = false;
+        const unsigned char *proto = NULL;
+        unsigned len = 0;
+        SSL_get0_alpn_selected(t->ssl, &proto, &len);
+        if (len && (len != 8 || memcmp(proto, "http/1.1", 8) != 0)) {
+            snprintf(why, whylen, "TLS handshake: server chose ALPN %.*s, not http/1.1", (int)len,
+                     (const char *)proto);
+            return TRANSPORT_ERROR;
+        }
+        t->handshake_done = true;
+        return 0;
+    }
+    int e = SSL_get_error(t->ssl, rc);
+    t->ssl_wants_read = e == SSL_ERROR_WANT_READ;
+    t->ssl_wants_write = e == SSL_ERROR_WANT_WRITE;
+    if (t->ssl_wants_read || t->ssl_wants_write)
+        return TRANSPORT_AGAIN;
+    char ossl[200];
+    long vr = SSL_get_verify_result(t->ssl);
+    if (vr != X509_V_OK)
+        snprintf(why, whylen, "TLS handshake: certificate verification: %s",
+                 X509_verify_cert_error_string(vr));
+    else if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
+        snprintf(why, whylen, "TLS handshake: %s", errno ? strerror(errno) : "connection closed");
+    else
+        snprintf(why, whylen, "TLS handshake: %s", tls_error_string(ossl, sizeof ossl));
+    ERR_clear_error();
+    return TRANSPORT_ERROR;
+}
+
+/* ---- response handling ------------------------------------------------------------- */
+
+static int sink_collect(const char *data, size_t len, void *ud) {
+    kube_client_t *c = ud;
+    if (c->resp.status != 200) /* an error body: keep the start for the message */
+        return buf_append(c, data,
+                          len < ERROR_BODY_MAX - c->buf_len ? len : ERROR_BODY_MAX - c->buf_len,
+                          ERROR_BODY_MAX);
+    return buf_append(c, data, len, LIST_BODY_MAX);
+}
+
+/* Applies one watch line. Returns 0 to go on, or 1 when it closed the
+ * connection (failure or relist). */
+static int watch_line(kube_client_t *c, const char *line, size_t len) {
+    while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
+        len--;
+    if (!len)
+        return 0;
+    kube_event_type_t type;
+    pod_t *pod = malloc(sizeof *pod); /* 3 KiB: off the stack */
+    char rv[KUBE_RV_MAX + 1], why[400];
+    int code = 0;
+    if (!pod) {
+        c->relist_needed = true;
+        client_fail(c, "watch pods: out of memory");
+        return 1;
+    }
+    int rc = kube_watch_event_parse(line, len, &type, pod, rv, sizeof rv, &code, why, sizeof why);
+    if (rc == KGS_ERANGE && pod->uid[0]) {
+        /* Unrepresentable now: drop any old copy rather than keep stale labels. */
+        c->stats.skipped_pods++;
+        if (pod_cache_remove(c->cache, pod->uid))
+            c->changed = true;
+        LOG_WARN(c->log, "kube %s: %s (ignored)", c->url.host_header, why);
+        free(pod);
+        return 0;
+    }
+    if (rc) {
+        free(pod);
+        c->relist_needed = true; /* an event is lost: only a relist is consistent again */
+        client_fail(c, "watch pods %s: %s", c->url.host_header, why);
+        return 1;
+    }
+    if (type == KUBE_EVENT_ERROR) {
+        free(pod);
+        if (code == 410) {
+            c->stats.gone++;
+            LOG_INFO(c->log, "kube %s: %s; relisting", c->url.host_header, why);
+            conn_close(c);
+            c->relist_needed = true;
+            schedule(c, 0);
+        } else {
+            client_fail(c, "watch pods %s: %s", c->url.host_header, why);
+        }
+        return 1;
+    }
+    bool changed = false;
+    rc = pod_cache_apply(c->cache, type, pod, rv, &changed);
+    free(pod);
+    if (rc) {
+        c->relist_needed = true;
+        client_fail(c, "watch pods: applying an event: %s", kgs_err_str(rc));
+        return 1;
+    }
+    c->stats.events++;
+    c->watch_saw_event = true;
+    c->changed |= changed;
+    return 0;
+}
+
+static int sink_watch(const char *data, size_t len, void *ud) {
+    kube_client_t *c = ud;
+    if (c->resp.status != 200)
+        return sink_collect(data, len, ud);
+    uint64_t gen = c->gen;
+    while (len) {
+        const char *nl = memchr(data, '\n', len);
+        size_t take = nl ? (size_t)(nl - data) : len;
+        if (c->buf_len == 0 && nl) {
+            /* The common case: a whole line inside this piece, no copy. */
+            if (watch_line(c, data, take) || c->gen != gen)
+                return 1;
+        } else {
+            int rc = buf_append(c, data, take, WATCH_LINE_MAX);
+            if (rc) {
+                c->relist_needed = true;
+                client_fail(c, "watch pods %s: event longer than %zu bytes or out of memory",
+                            c->url.host_header, WATCH_LINE_MAX);
+                return 1;
+            }
+            if (nl) {
+                size_t line_len = c->buf_len;
+                c->buf_len = 0; /* watch_line may close the connection, which resets it too */
+                if (watch_line(c, c->buf, line_len) || c->gen != gen)
+                    return 1;
+            }
+        }
+        data += take + (nl ? 1 : 0);
+        len -= take + (nl ? 1 : 0);
+    }
+    return 0;
+}
+
+/* The message of a metav1.Status body, or the body's start. */
+static void error_body_message(const kube_client_t *c, char *out, size_t cap) {
+    out[0] = '\0';
+    if (!c->buf_len)
+        return;
+    json_t *j = json_loadb(c->buf, c->buf_len, 0, NULL);
+    const json_t *m = j ? json_object_get(j, "message") : NULL;
+    if (json_is_string(m))
+        snprintf(out, cap, ": %s", json_string_value(m));
+    else
+        snprintf(out, cap, ": %.*s", (int)(c->buf_len < 200 ? c->buf_len : 200), c->buf);
+    json_decref(j);
+}
+
+/* A list page arrived whole. Returns true if the client was freed. */
+static bool list_page_done(kube_client_t *c) {
+    kube_pod_list_t page;
+    char why[400];
+    int rc = kube_pod_list_parse(c->buf, c->buf_len, &page, why, sizeof why);
+    conn_close(c);
+    if (rc) {
+        c->cont[0] = '\0';
+        client_fail(c, "list pods %s: %s", c->url.host_header, why);
+        return false;
+    }
+    c->stats.list_pages++;
+    c->stats.skipped_pods += page.skipped;
+    if (page.skipped)
+        LOG_WARN(c->log, "kube %s: list pods: %zu pods ignored, first: %s", c->url.host_header,
+                 page.skipped, page.skip_reason);
+    if (page.count > c->acc_cap - c->acc_n) {
+        size_t cap = c->acc_cap ? c->acc_cap : 512;
+        while (cap < c->acc_n + page.count)
+            cap *= 2;
+        pod_t *na = realloc(c->acc, cap * sizeof *na);
+        if (!na) {
+            kube_pod_list_deinit(&page);
+            c->cont[0] = '\0';
+            client_fail(c, "list pods: out of memory");
+            return false;
+        }
+        c->acc = na;
+        c->acc_cap = cap;
+    }
+    if (page.count)
+        memcpy(c->acc + c->acc_n, page.items, page.count * sizeof *page.items);
+    c->acc_n += page.count;
+    snprintf(c->cont, sizeof c->cont, "%s", page.continue_token);
+    if (c->cont[0]) {
+        kube_pod_list_deinit(&page);
+        start_list(c);
+        return false;
+    }
+    rc = pod_cache_replace_all(c->cache, c->acc, c->acc_n, page.resource_version);
+    kube_pod_list_deinit(&page);
+    c->acc_n = 0;
+    if (c->acc_cap > 4096) { /* do not keep a big cluster's list around */
+        free(c->acc);
+        c->acc = NULL;
+        c->acc_cap = 0;
+    }
+    if (rc) {
+        client_fail(c, "list pods: replacing the cache: %s", kgs_err_str(rc));
+        return false;
+    }
+    c->listed = true;
+    c->stats.lists++;
+    succeeded(c);
+    LOG_INFO(c->log, "kube %s: listed %zu pods at resourceVersion %s", c->url.host_header,
+             pod_cache_size(c->cache), pod_cache_resource_version(c->cache));
+    start_watch(c);
+    return notify(c, c->cbs.on_synced);
+}
+
+/* The response head is in: decide what the body means. Returns 1 when
+ * the connection was closed. */
+static int head_done(kube_client_t *c) {
+    int st = c->resp.status;
+    if (st == 410) {
+        c->stats.gone++;
+        LOG_INFO(c->log, "kube %s: %s: 410 Gone; relisting", c->url.host_header,
+                 phase_name(c->phase));
+        conn_close(c);
+        c->cont[0] = '\0'; /* an expired continue token also answers 410 */
+        c->relist_needed = true;
+        schedule(c, 0);
+        return 1;
+    }
+    if (st == 200 && c->phase == PHASE_WATCH) {
+        c->stats.watches++;
+        succeeded(c);
+    }
+    return 0;
+}
+
+/* The whole body arrived (or the stream ended). Returns true if freed. */
+static bool body_done(kube_client_t *c) {
+    if (c->resp.status != 200) {
+        char msg[300];
+        error_body_message(c, msg, sizeof msg);
+        c->cont[0] = '\0';
+        client_fail(c, "%s %s: HTTP %d%s", phase_name(c->phase), c->url.host_header, c->resp.status,
+                    msg);
+        return false;
+    }
+    if (c->phase == PHASE_LIST)
+        return list_page_done(c);
+    /* The watch ended (timeoutSeconds, or the server closed it): resume
+     * from the last resourceVersion. A watch that ends at once without an
+     * event is treated as a failure, so a misbehaving server cannot spin us. */
+    bool quick = loop_now(c->loop) - c->conn_started < NS_PER_SEC && !c->watch_saw_event;
+    if (quick) {
+        client_fail(c, "watch pods %s: stream ended at once", c->url.host_header);
+        return false;
+    }
+    LOG_DEBUG(c->log, "kube %s: watch ended; resuming at %s", c->url.host_header,
+              pod_cache_resource_version(c->cache));
+    conn_close(c);
+    schedule(c, 0);
+    return false;
+}
+
+/* Feeds bytes read from the socket. Returns 1 when the connection was
+ * closed (or replaced), 2 when the client was freed. */
+static int process(kube_client_t *c, const char *data, size_t len) {
+    uint64_t gen = c->gen;
+    if (c->cstate == CONN_HEAD) {
+        size_t room = KUBE_HTTP_MAX_HEAD_BYTES + 1 - c->head_len;
+        size_t n = len < room ? len : room;
+        memcpy(c->head + c->head_len, data, n);
+        c->head_len += n;
+        size_t used;
+        const char *why;
+        int rc = kube_http_parse_head(c->head, c->head_len, &c->resp, &used, &why);
+        if (rc == KUBE_HTTP_INCOMPLETE)
+            return 0;
+        if (rc != KUBE_HTTP_COMPLETE) {
+            client_fail(c, "%s %s: bad response: %s", phase_name(c->phase), c->url.host_header,
+                        why);
+            return 1;
+        }
+        /* Bytes past the head: those already in `head`, then the rest of data. */
+        size_t extra_in_head = c->head_len - used;
+        size_t from_data = len - n;
+        kube_http_body_init(&c->body, &c->resp);
+        c->cstate = CONN_BODY;
+        c->buf_len = 0;
+        if (head_done(c))
+            return 1;
+        if (extra_in_head) {
+            int r = process(c, c->head + used, extra_in_head);
+            if (r)
+                return r;
+        }
+        if (from_data)
+            return process(c, data + n, from_data);
+        if (c->body.done)
+            return body_done(c) ? 2 : 1;
+        return 0;
+    }
+    size_t used;
+    const char *why;
+    int rc = kube_http_body_feed(&c->body, data, len, &used,
+                                 c->phase == PHASE_WATCH ? sink_watch : sink_collect, c, &why);
+    if (c->gen != gen)
+        return 1;
+    if (rc == KUBE_HTTP_ERROR) {
+        c->relist_needed = c->phase == PHASE_WATCH;
+        client_fail(c, "%s %s: bad response body: %s", phase_name(c->phase), c->url.host_header,
+                    why);
+        return 1;
+    }
+    if (rc) {
+        client_fail(c, "%s %s: response body: %s", phase_name(c->phase), c->url.host_header,
+                    kgs_err_str(rc));
+        return 1;
+    }
+    if (c->body.done)
+        return body_done(c) ? 2 : 1;
+    return 0;
+}
+
+static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
+    (void)loop;
+    (void)fd;
+    kube_client_t *c = ud;
+    char why[400];
+    uint64_t gen = c->gen;
+    c->last_io = loop_now(c->loop);
+    if (c->cstate == CONN_CONNECTING) {
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        if (getsockopt(c->tr.fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0)
+            soerr = errno;
+        if (soerr) {
+            client_fail(c, "%s %s: connect: %s", phase_name(c->phase), c->url.host_header,
+                        strerror(soerr));
+            return;
+        }
+        if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+            return;
+        c->cstate = c->tr.ssl ? CONN_HANDSHAKE : CONN_SENDING;
+    }
+    if (c->cstate == CONN_HANDSHAKE) {
+        int rc = handshake_http1(&c->tr, why, sizeof why);
+        if (rc == TRANSPORT_ERROR) {
+            client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, why);
+            return;
+        }
+        if (rc == TRANSPORT_AGAIN) {
+            update_poll(c);
+            return;
+        }
+        c->cstate = CONN_SENDING;
+    }
+    if (c->cstate == CONN_SENDING) {
+        while (c->req_off < c->req_len) {
+            ssize_t n = transport_write(&c->tr, c->req + c->req_off, c->req_len - c->req_off);
+            if (n == TRANSPORT_AGAIN) {
+                update_poll(c);
+                return;
+            }
+            if (n < 0) {
+                client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, c->tr.error);
+                return;
+            }
+            c->req_off += (size_t)n;
+        }
+        c->cstate = CONN_HEAD;
+        loop_timer_start(c->loop, &c->idle, clock_add_sat(c->last_io, idle_limit(c)));
+    }
+    c->changed = false;
+    while (c->gen == gen && (c->cstate == CONN_HEAD || c->cstate == CONN_BODY)) {
+        ssize_t n = transport_read(&c->tr, c->rbuf, sizeof c->rbuf);
+        if (n == TRANSPORT_AGAIN) {
+            update_poll(c);
+            break;
+        }
+        if (n == TRANSPORT_ERROR) {
+            client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, c->tr.error);
+            break;
+        }
+        if (n == 0) {
+            const char *bwhy;
+            if (c->cstate == CONN_HEAD) {
+                client_fail(c, "%s %s: connection closed before a response", phase_name(c->phase),
+                            c->url.host_header);
+            } else if (kube_http_body_eof(&c->body, &bwhy) != 0 && c->phase == PHASE_LIST) {
+                client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, bwhy);
+            } else if (body_done(c)) {
+                return;
+            }
+            /* A watch cut short mid-stream is an ordinary end: resume from
+             * the last complete event (a partial line is dropped). */
+            break;
+        }
+        int r = process(c, c->rbuf, (size_t)n);
+        if (r == 2)
+            return;
+        if (r)
+            break;
+    }
+    if (c->changed) {
+        c->changed = false;
+        notify(c, c->cbs.on_change);
+    }
+}
+
+/* ---- lifetime ---------------------------------------------------------------------- */
+
+int kube_client_new(loop_t *loop, const kube_client_config_t *cfg,
+                    const kube_client_callbacks_t *cbs, const logger_t *log, kube_client_t **out,
+                    char *err, size_t errlen) {
+    *out = NULL;
+    kube_url_t url;
+    int rc = kube_url_parse(cfg->api_url, &url, err, errlen);
+    if (rc)
+        return rc;
+    if (cfg->page_limit == 0 || cfg->watch_timeout_s == 0 || cfg->io_timeout_ns == 0 ||
+        cfg->backoff_min_ns == 0 || cfg->backoff_max_ns < cfg->backoff_min_ns)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "kube client: page_limit, watch_timeout_s, io_timeout_ns and backoff "
+                          "must be > 0 (use kube_client_config_init)");
+    if (url.https) {
+        /* Fail early on a CA file that cannot be used; connections make their own. */
+        SSL_CTX *ctx = tls_client_ctx_new(cfg->ca_file[0] ? cfg->ca_file : NULL, NULL, NULL, false,
+                                          err, errlen);
+        if (!ctx)
+            return KGS_EINVAL;
+        SSL_CTX_free(ctx);
+    }
+    kube_client_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "kube client: out of memory");
+    if (pod_cache_new(&c->cache)) {
+        free(c);
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "kube client: out of memory");
+    }
+    c->loop = loop;
+    c->cfg = *cfg;
+    c->url = url;
+    if (cbs)
+        c->cbs = *cbs;
+    c->log = log;
+    c->tr.fd = -1;
+    c->rng = clock_mono_now() ^ (uint64_t)(uintptr_t)c ^ UINT64_C(0x9E3779B97F4A7C15);
+    if (!c->rng)
+        c->rng = 1;
+    loop_timer_init(&c->retry, on_retry, c);
+    loop_timer_init(&c->idle, on_idle, c);
+    schedule(c, 0);
+    *out = c;
+    return 0;
+}
+
+void kube_client_free(kube_client_t *c) {
+    if (!c)
+        return;
+    if (c->cb_depth > 0) {
+        c->free_pending = true;
+        return;
+    }
+    conn_close(c);
+    loop_timer_stop(c->loop, &c->retry);
+    loop_timer_stop(c->loop, &c->idle);
+    pod_cache_free(c->cache);
+    free(c->acc);
+    free(c->buf);
+    free(c);
+}
+
+const pod_cache_t *kube_client_cache(const kube_client_t *c) {
+    return c->cache;
+}
+
+bool kube_client_synced(const kube_client_t *c, mono_ns_t now) {
+    if (!c->listed)
+        return false;
+    return !c->failing || now - c->failing_since < c->cfg.stale_after_ns;
+}
+
+const char *kube_client_last_error(const kube_client_t *c) {
+    return c->last_error;
+}
+
+void kube_client_stats(const kube_client_t *c, kube_client_stats_t *out) {
+    *out = c->stats;
+}

@@ -1,0 +1,633 @@
+/*
+ * kube_pods.c - pod JSON decoding and the pod cache.
+ *
+ * DESIGN
+ * The cache is two chained hash tables over one set of heap entries: by uid
+ * (what watch events identify pods by: a pod recreated under the same name
+ * is a new uid) and by namespace/name (what the agents report). A relist
+ * builds a complete new table set and swaps it in, so an allocation failure
+ * half-way leaves the old content untouched. Apply allocates before it
+ * unlinks anything for the same reason.
+ */
+#include "cluster/kube_pods.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+
+static const char *const phase_names[] = {"Unknown", "Pending", "Running", "Succeeded", "Failed"};
+
+const char *pod_phase_name(pod_phase_t phase) {
+    if ((unsigned)phase >= sizeof phase_names / sizeof phase_names[0])
+        return "Unknown";
+    return phase_names[phase];
+}
+
+static const char *const event_names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+
+const char *kube_event_type_name(kube_event_type_t t) {
+    if ((unsigned)t >= sizeof event_names / sizeof event_names[0])
+        return "?";
+    return event_names[t];
+}
+
+const char *pod_label(const pod_t *p, const char *key) {
+    for (size_t i = 0; i < p->label_count && i < KUBE_LABELS_MAX; i++) {
+        const char *k = p->_label_bytes + p->_label_off[i];
+        if (strcmp(k, key) == 0)
+            return k + strlen(k) + 1;
+    }
+    return NULL;
+}
+
+int pod_label_at(const pod_t *p, size_t i, const char **key, const char **value) {
+    if (i >= p->label_count || i >= KUBE_LABELS_MAX)
+        return KGS_ERANGE;
+    const char *k = p->_label_bytes + p->_label_off[i];
+    if (key)
+        *key = k;
+    if (value)
+        *value = k + strlen(k) + 1;
+    return 0;
+}
+
+/* ---- decoding ---------------------------------------------------------------------- */
+
+/* Copies a JSON string into dst[cap]. `what` names the field in messages.
+ * A missing or null member is "" when optional. */
+static int copy_string(const json_t *parent, const char *key, bool required, char *dst, size_t cap,
+                       const char *who, const char *what, char *err, size_t errlen) {
+    const json_t *v = parent ? json_object_get(parent, key) : NULL;
+    dst[0] = '\0';
+    if (!v || json_is_null(v)) {
+        if (required)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: missing", who, what);
+        return 0;
+    }
+    if (!json_is_string(v))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: not a string", who, what);
+    size_t n = json_string_length(v);
+    const char *s = json_string_value(v);
+    if (memchr(s, '\0', n))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: contains a NUL character", who, what);
+    if (n >= cap)
+        return kgs_seterr(err, errlen, KGS_ERANGE, "%s: %s: %zu bytes, limit %zu", who, what, n,
+                          cap - 1);
+    if (required && n == 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: empty", who, what);
+    memcpy(dst, s, n + 1);
+    return 0;
+}
+
+/* Returns the member if it is an object, NULL if absent or null; sets *bad
+ * when it exists with another type. */
+static const json_t *get_object(const json_t *parent, const char *key, bool *bad) {
+    const json_t *v = parent ? json_object_get(parent, key) : NULL;
+    if (!v || json_is_null(v))
+        return NULL;
+    if (!json_is_object(v)) {
+        *bad = true;
+        return NULL;
+    }
+    return v;
+}
+
+static pod_phase_t phase_parse(const char *s) {
+    for (size_t i = 1; i < sizeof phase_names / sizeof phase_names[0]; i++)
+        if (strcmp(s, phase_names[i]) == 0)
+            return (pod_phase_t)i;
+    return POD_PHASE_UNKNOWN;
+}
+
+static int labels_parse(const json_t *labels, pod_t *out, const char *who, char *err,
+                        size_t errlen) {
+    if (!labels || json_is_null(labels))
+        return 0;
+    if (!json_is_object(labels))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: metadata.labels: not an object", who);
+    if (json_object_size(labels) > KUBE_LABELS_MAX)
+        return kgs_seterr(err, errlen, KGS_ERANGE, "%s: metadata.labels: %zu labels, limit %d", who,
+                          json_object_size(labels), KUBE_LABELS_MAX);
+    const char *key;
+    size_t klen;
+    json_t *value;
+    json_object_keylen_foreach((json_t *)labels, key, klen, value) {
+        if (!json_is_string(value))
+            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: label %.80s: not a string", who, key);
+        size_t vlen = json_string_length(value);
+        const char *v = json_string_value(value);
+        if (memchr(key, '\0', klen) || memchr(v, '\0', vlen))
+            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: label %.80s: contains a NUL", who, key);
+        if (klen == 0 || klen > KUBE_LABEL_KEY_MAX)
+            return kgs_seterr(err, errlen, klen ? KGS_ERANGE : KGS_EINVAL,
+                              "%s: label key of %zu bytes: must be 1..%d", who, klen,
+                              KUBE_LABEL_KEY_MAX);
+        if (vlen > KUBE_LABEL_VALUE_MAX)
+            return kgs_seterr(err, errlen, KGS_ERANGE,
+                              "%s: label %.80s: value of %zu bytes, limit %d", who, key, vlen,
+                              KUBE_LABEL_VALUE_MAX);
+        size_t need = klen + 1 + vlen + 1;
+        if (need > (size_t)KUBE_LABEL_BYTES - out->_label_used)
+            return kgs_seterr(err, errlen, KGS_ERANGE, "%s: metadata.labels: more than %d bytes",
+                              who, KUBE_LABEL_BYTES);
+        char *dst = out->_label_bytes + out->_label_used;
+        memcpy(dst, key, klen + 1);
+        memcpy(dst + klen + 1, v, vlen + 1);
+        out->_label_off[out->label_count++] = out->_label_used;
+        out->_label_used = (uint16_t)(out->_label_used + need);
+    }
+    return 0;
+}
+
+/*
+ * Identity first (so a KGS_ERANGE later still names the pod), then the rest.
+ * `who` grows from "pod" to "pod NS/NAME" as soon as those are known.
+ */
+int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(obj))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "pod: not a JSON object");
+    bool bad = false;
+    const json_t *meta = get_object(obj, "metadata", &bad);
+    const json_t *spec = get_object(obj, "spec", &bad);
+    const json_t *status = get_object(obj, "status", &bad);
+    if (bad)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "pod: metadata, spec or status not an object");
+    if (!meta)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "pod: metadata: missing");
+    int rc;
+    pod_t *p = out;
+    if ((rc = copy_string(meta, "namespace", true, p->namespace, sizeof p->namespace, "pod",
+                          "metadata.namespace", err, errlen)) ||
+        (rc = copy_string(meta, "name", true, p->name, sizeof p->name, "pod", "metadata.name", err,
+                          errlen)))
+        goto fail;
+    char who[KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 8];
+    snprintf(who, sizeof who, "pod %s/%s", p->namespace, p->name);
+    if ((rc = copy_string(meta, "uid", true, p->uid, sizeof p->uid, who, "metadata.uid", err,
+                          errlen)))
+        goto fail;
+    if ((rc = copy_string(meta, "resourceVersion", true, p->resource_version,
+                          sizeof p->resource_version, who, "metadata.resourceVersion", err,
+                          errlen)) ||
+        (rc = copy_string(spec, "nodeName", false, p->node, sizeof p->node, who, "spec.nodeName",
+                          err, errlen)) ||
+        (rc = copy_string(status, "podIP", false, p->pod_ip, sizeof p->pod_ip, who, "status.podIP",
+                          err, errlen)))
+        goto fail_keep_identity;
+    char phase[32];
+    if ((rc = copy_string(status, "phase", false, phase, sizeof phase, who, "status.phase", err,
+                          errlen)))
+        goto fail_keep_identity;
+    p->phase = phase_parse(phase);
+    const json_t *dt = json_object_get(meta, "deletionTimestamp");
+    p->deleting = dt && !json_is_null(dt);
+    if ((rc = labels_parse(json_object_get(meta, "labels"), p, who, err, errlen)))
+        goto fail_keep_identity;
+    return 0;
+
+fail_keep_identity : {
+    /* Keep only what the header promises: the identity. */
+    char ns[sizeof p->namespace], name[sizeof p->name], uid[sizeof p->uid];
+    memcpy(ns, p->namespace, sizeof ns);
+    memcpy(name, p->name, sizeof name);
+    memcpy(uid, p->uid, sizeof uid);
+    memset(p, 0, sizeof *p);
+    memcpy(p->namespace, ns, sizeof ns);
+    memcpy(p->name, name, sizeof name);
+    memcpy(p->uid, uid, sizeof uid);
+    return rc;
+}
+fail:
+    memset(p, 0, sizeof *p);
+    return rc;
+}
+
+static int rv_copy(const json_t *meta, char *dst, size_t cap, bool required, const char *who,
+                   char *err, size_t errlen) {
+    return copy_string(meta, "resourceVersion", required, dst, cap, who, "metadata.resourceVersion",
+                       err, errlen);
+}
+
+static json_t *load(const char *buf, size_t len, const char *what, char *err, size_t errlen,
+                    int *rc) {
+    json_error_t je;
+    /* JSON_ALLOW_NUL keeps "\u0000" from failing the whole document: the
+     * field checks reject it where it matters. */
+    json_t *root = json_loadb(buf, len, JSON_ALLOW_NUL, &je);
+    if (!root) {
+        *rc = je.text[0] && strstr(je.text, "memory") ? KGS_ENOMEM : KGS_EINVAL;
+        kgs_seterr(err, errlen, *rc, "%s: bad JSON at line %d column %d: %s", what, je.line,
+                   je.column, je.text);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        *rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s: not a JSON object", what);
+        return NULL;
+    }
+    *rc = 0;
+    return root;
+}
+
+void kube_pod_list_deinit(kube_pod_list_t *l) {
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+int kube_pod_list_parse(const char *buf, size_t len, kube_pod_list_t *out, char *err,
+                        size_t errlen) {
+    memset(out, 0, sizeof *out);
+    int rc;
+    json_t *root = load(buf, len, "PodList", err, errlen, &rc);
+    if (!root)
+        return rc;
+    const json_t *kind = json_object_get(root, "kind");
+    if (kind && (!json_is_string(kind) || strcmp(json_string_value(kind), "PodList") != 0)) {
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, "PodList: kind is not \"PodList\"");
+        goto fail;
+    }
+    bool bad = false;
+    const json_t *meta = get_object(root, "metadata", &bad);
+    if (bad || !meta) {
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, "PodList: metadata: missing or not an object");
+        goto fail;
+    }
+    if ((rc = rv_copy(meta, out->resource_version, sizeof out->resource_version, true, "PodList",
+                      err, errlen)) ||
+        (rc = copy_string(meta, "continue", false, out->continue_token, sizeof out->continue_token,
+                          "PodList", "metadata.continue", err, errlen)))
+        goto fail;
+    const json_t *items = json_object_get(root, "items");
+    if (items && !json_is_null(items) && !json_is_array(items)) {
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, "PodList: items: not an array");
+        goto fail;
+    }
+    size_t n = items ? json_array_size(items) : 0;
+    if (n) {
+        out->items = calloc(n, sizeof *out->items);
+        if (!out->items) {
+            rc = kgs_seterr(err, errlen, KGS_ENOMEM, "PodList: %zu items: out of memory", n);
+            goto fail;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        char why[300];
+        rc = kube_pod_from_json(json_array_get(items, i), &out->items[out->count], why, sizeof why);
+        if (rc == KGS_ERANGE) {
+            if (out->skipped++ == 0)
+                snprintf(out->skip_reason, sizeof out->skip_reason, "%.255s", why);
+            continue;
+        }
+        if (rc) {
+            kgs_seterr(err, errlen, rc, "PodList: item %zu: %s", i, why);
+            goto fail;
+        }
+        out->count++;
+    }
+    json_decref(root);
+    return 0;
+fail:
+    json_decref(root);
+    kube_pod_list_deinit(out);
+    return rc;
+}
+
+int kube_watch_event_parse(const char *line, size_t len, kube_event_type_t *type, pod_t *pod,
+                           char *rv, size_t rvlen, int *error_code, char *err, size_t errlen) {
+    pod_t scratch;
+    pod_t *p = pod ? pod : &scratch;
+    memset(p, 0, sizeof *p);
+    if (rv && rvlen)
+        rv[0] = '\0';
+    if (error_code)
+        *error_code = 0;
+    int rc;
+    json_t *root = load(line, len, "watch event", err, errlen, &rc);
+    if (!root)
+        return rc;
+    const json_t *jt = json_object_get(root, "type");
+    const json_t *obj = json_object_get(root, "object");
+    if (!json_is_string(jt) || !json_is_object(obj)) {
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch event: type or object missing");
+        goto out;
+    }
+    const char *ts = json_string_value(jt);
+    size_t t;
+    for (t = 0; t < sizeof event_names / sizeof event_names[0]; t++)
+        if (strcmp(ts, event_names[t]) == 0)
+            break;
+    if (t == sizeof event_names / sizeof event_names[0]) {
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch event: unknown type \"%.40s\"", ts);
+        goto out;
+    }
+    *type = (kube_event_type_t)t;
+    if (*type == KUBE_EVENT_ERROR) {
+        /* A metav1.Status: {"kind":"Status","status":"Failure","message":
+         * "too old resource version: 5 (9)","reason":"Expired","code":410}. */
+        const json_t *code = json_object_get(obj, "code");
+        const json_t *msg = json_object_get(obj, "message");
+        if (!json_is_integer(code) || json_integer_value(code) < 0 ||
+            json_integer_value(code) > 999) {
+            rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch ERROR event: no valid status code");
+            goto out;
+        }
+        if (error_code)
+            *error_code = (int)json_integer_value(code);
+        kgs_seterr(err, errlen, 0, "watch ERROR event: %d: %.300s", (int)json_integer_value(code),
+                   json_is_string(msg) ? json_string_value(msg) : "(no message)");
+        rc = 0;
+        goto out;
+    }
+    char rvbuf[KUBE_RV_MAX + 1];
+    if (*type == KUBE_EVENT_BOOKMARK) {
+        bool bad = false;
+        const json_t *meta = get_object(obj, "metadata", &bad);
+        if (bad || !meta) {
+            rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch BOOKMARK event: metadata missing");
+            goto out;
+        }
+        if ((rc = rv_copy(meta, rvbuf, sizeof rvbuf, true, "watch BOOKMARK event", err, errlen)))
+            goto out;
+    } else {
+        if ((rc = kube_pod_from_json(obj, p, err, errlen)))
+            goto out;
+        memcpy(rvbuf, p->resource_version, sizeof rvbuf);
+    }
+    if (rv && rvlen) {
+        if (strlen(rvbuf) >= rvlen) {
+            rc = kgs_seterr(err, errlen, KGS_ERANGE, "watch event: resourceVersion too long");
+            goto out;
+        }
+        memcpy(rv, rvbuf, strlen(rvbuf) + 1);
+    }
+out:
+    json_decref(root);
+    return rc;
+}
+
+/* ---- cache ------------------------------------------------------------------------- */
+
+typedef struct entry {
+    pod_t pod;
+    struct entry *next_uid; /* chain in by_uid */
+    struct entry *next_nn;  /* chain in by_name */
+} entry_t;
+
+typedef struct {
+    entry_t **by_uid, **by_name;
+    size_t nbuckets; /* power of two */
+    size_t size;
+} table_t;
+
+struct pod_cache {
+    table_t t;
+    char rv[KUBE_RV_MAX + 1];
+};
+
+/* FNV-1a; `sep` lets namespace/name hash as one key without building it. */
+static uint64_t hash_str(uint64_t h, const char *s) {
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= UINT64_C(1099511628211);
+    }
+    return h;
+}
+#define HASH_SEED UINT64_C(14695981039346656037)
+
+static size_t uid_slot(const table_t *t, const char *uid) {
+    return (size_t)hash_str(HASH_SEED, uid) & (t->nbuckets - 1);
+}
+
+static size_t name_slot(const table_t *t, const char *ns, const char *name) {
+    uint64_t h = hash_str(HASH_SEED, ns);
+    h = (h ^ '/') * UINT64_C(1099511628211);
+    return (size_t)hash_str(h, name) & (t->nbuckets - 1);
+}
+
+static int table_init(table_t *t, size_t want) {
+    size_t n = 16;
+    while (n < want && n < ((size_t)1 << 30))
+        n <<= 1;
+    t->by_uid = calloc(n, sizeof *t->by_uid);
+    t->by_name = calloc(n, sizeof *t->by_name);
+    if (!t->by_uid || !t->by_name) {
+        free(t->by_uid);
+        free(t->by_name);
+        t->by_uid = t->by_name = NULL;
+        return KGS_ENOMEM;
+    }
+    t->nbuckets = n;
+    t->size = 0;
+    return 0;
+}
+
+static void table_deinit(table_t *t) {
+    for (size_t i = 0; i < t->nbuckets; i++) {
+        entry_t *e = t->by_uid[i];
+        while (e) {
+            entry_t *next = e->next_uid;
+            free(e);
+            e = next;
+        }
+    }
+    free(t->by_uid);
+    free(t->by_name);
+    memset(t, 0, sizeof *t);
+}
+
+static entry_t **uid_link(const table_t *t, const char *uid) {
+    entry_t **pp = &t->by_uid[uid_slot(t, uid)];
+    while (*pp && strcmp((*pp)->pod.uid, uid) != 0)
+        pp = &(*pp)->next_uid;
+    return pp;
+}
+
+static void link_entry(table_t *t, entry_t *e) {
+    size_t u = uid_slot(t, e->pod.uid), n = name_slot(t, e->pod.namespace, e->pod.name);
+    e->next_uid = t->by_uid[u];
+    t->by_uid[u] = e;
+    e->next_nn = t->by_name[n];
+    t->by_name[n] = e;
+    t->size++;
+}
+
+static void unlink_entry(table_t *t, entry_t *e) {
+    entry_t **pp = uid_link(t, e->pod.uid);
+    if (*pp == e)
+        *pp = e->next_uid;
+    pp = &t->by_name[name_slot(t, e->pod.namespace, e->pod.name)];
+    while (*pp && *pp != e)
+        pp = &(*pp)->next_nn;
+    if (*pp == e)
+        *pp = e->next_nn;
+    t->size--;
+}
+
+/* Doubles the buckets when the load passes 1. Failure to grow is not an
+ * error: chains just get longer. */
+static void table_maybe_grow(table_t *t) {
+    if (t->size < t->nbuckets || t->nbuckets >= ((size_t)1 << 30))
+        return;
+    table_t bigger;
+    if (table_init(&bigger, t->nbuckets * 2))
+        return;
+    for (size_t i = 0; i < t->nbuckets; i++) {
+        entry_t *e = t->by_uid[i];
+        while (e) {
+            entry_t *next = e->next_uid;
+            link_entry(&bigger, e);
+            e = next;
+        }
+    }
+    free(t->by_uid);
+    free(t->by_name);
+    *t = bigger;
+}
+
+int pod_cache_new(pod_cache_t **out) {
+    *out = NULL;
+    pod_cache_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return KGS_ENOMEM;
+    if (table_init(&c->t, 16)) {
+        free(c);
+        return KGS_ENOMEM;
+    }
+    *out = c;
+    return 0;
+}
+
+void pod_cache_free(pod_cache_t *c) {
+    if (!c)
+        return;
+    table_deinit(&c->t);
+    free(c);
+}
+
+static int rv_check(const char *rv) {
+    return rv && strlen(rv) > KUBE_RV_MAX ? KGS_EINVAL : 0;
+}
+
+int pod_cache_replace_all(pod_cache_t *c, const pod_t *pods, size_t n, const char *rv) {
+    if (rv_check(rv))
+        return KGS_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!pods[i].uid[0])
+            return KGS_EINVAL;
+    table_t t;
+    if (table_init(&t, n))
+        return KGS_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        entry_t **pp = uid_link(&t, pods[i].uid);
+        if (*pp) { /* listed twice: keep the last copy */
+            entry_t *dup = *pp;
+            unlink_entry(&t, dup);
+            free(dup);
+        }
+        entry_t *e = malloc(sizeof *e);
+        if (!e) {
+            table_deinit(&t);
+            return KGS_ENOMEM;
+        }
+        e->pod = pods[i];
+        link_entry(&t, e);
+    }
+    table_deinit(&c->t);
+    c->t = t;
+    snprintf(c->rv, sizeof c->rv, "%s", rv ? rv : "");
+    return 0;
+}
+
+/* Field-wise equality: label bytes past _label_used are not compared. */
+static bool pod_equal(const pod_t *a, const pod_t *b) {
+    return strcmp(a->namespace, b->namespace) == 0 && strcmp(a->name, b->name) == 0 &&
+           strcmp(a->uid, b->uid) == 0 && strcmp(a->node, b->node) == 0 &&
+           strcmp(a->pod_ip, b->pod_ip) == 0 &&
+           strcmp(a->resource_version, b->resource_version) == 0 && a->phase == b->phase &&
+           a->deleting == b->deleting && a->label_count == b->label_count &&
+           a->_label_used == b->_label_used &&
+           memcmp(a->_label_off, b->_label_off, a->label_count * sizeof a->_label_off[0]) == 0 &&
+           memcmp(a->_label_bytes, b->_label_bytes, a->_label_used) == 0;
+}
+
+int pod_cache_apply(pod_cache_t *c, kube_event_type_t type, const pod_t *pod, const char *rv,
+                    bool *changed) {
+    if (changed)
+        *changed = false;
+    if (rv_check(rv) || type == KUBE_EVENT_ERROR || (unsigned)type > KUBE_EVENT_ERROR)
+        return KGS_EINVAL;
+    if (type != KUBE_EVENT_BOOKMARK && (!pod || !pod->uid[0]))
+        return KGS_EINVAL;
+    switch (type) {
+    case KUBE_EVENT_ADDED:
+    case KUBE_EVENT_MODIFIED: {
+        entry_t **pp = uid_link(&c->t, pod->uid);
+        entry_t *old = *pp;
+        if (old && pod_equal(&old->pod, pod))
+            break;
+        entry_t *e = malloc(sizeof *e);
+        if (!e)
+            return KGS_ENOMEM;
+        e->pod = *pod;
+        if (old) {
+            unlink_entry(&c->t, old);
+            free(old);
+        }
+        link_entry(&c->t, e);
+        table_maybe_grow(&c->t);
+        if (changed)
+            *changed = true;
+        break;
+    }
+    case KUBE_EVENT_DELETED: {
+        bool was = pod_cache_remove(c, pod->uid);
+        if (changed)
+            *changed = was;
+        break;
+    }
+    default:
+        break;
+    }
+    if (rv && rv[0])
+        snprintf(c->rv, sizeof c->rv, "%s", rv);
+    return 0;
+}
+
+bool pod_cache_remove(pod_cache_t *c, const char *uid) {
+    entry_t *e = *uid_link(&c->t, uid);
+    if (!e)
+        return false;
+    unlink_entry(&c->t, e);
+    free(e);
+    return true;
+}
+
+const pod_t *pod_cache_get(const pod_cache_t *c, const char *uid) {
+    entry_t *e = *uid_link(&c->t, uid);
+    return e ? &e->pod : NULL;
+}
+
+const pod_t *pod_cache_find(const pod_cache_t *c, const char *ns, const char *name) {
+    for (entry_t *e = c->t.by_name[name_slot(&c->t, ns, name)]; e; e = e->next_nn)
+        if (strcmp(e->pod.namespace, ns) == 0 && strcmp(e->pod.name, name) == 0)
+            return &e->pod;
+    return NULL;
+}
+
+void pod_cache_foreach(const pod_cache_t *c, pod_cache_cb cb, void *user_data) {
+    for (size_t i = 0; i < c->t.nbuckets; i++)
+        for (entry_t *e = c->t.by_uid[i]; e; e = e->next_uid)
+            if (!cb(&e->pod, user_data))
+                return;
+}
+
+size_t pod_cache_size(const pod_cache_t *c) {
+    return c->t.size;
+}
+
+const char *pod_cache_resource_version(const pod_cache_t *c) {
+    return c->rv;
+}

@@ -1,0 +1,203 @@
+/*
+ * kube_pods.h - the Kubernetes pod model the aggregator needs, its JSON
+ * decoding (PodList pages and watch events), and a local cache kept current
+ * by list + watch. Pure: no I/O; jansson does the JSON. Nothing here is
+ * thread-safe: one owner thread (the loop) per cache.
+ *
+ * Only the fields the aggregator uses are kept: identity, labels, node,
+ * phase, deletion, pod IP and resourceVersion. Every field has a fixed
+ * bound taken from Kubernetes' own validation; input over a bound is
+ * rejected with KGS_ERANGE, never truncated (a cut label value would match
+ * the wrong selector).
+ */
+#ifndef KGS_CLUSTER_KUBE_PODS_H
+#define KGS_CLUSTER_KUBE_PODS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* Bounds, without the NUL. Kubernetes: namespace is a DNS label (63), a pod
+ * name and a node name DNS subdomains (253), a uid a 36-char UUID, an IP
+ * at most an IPv6 text form (45). resourceVersion is opaque; etcd's are
+ * decimal uint64 (20 digits). A label key is [prefix (253) "/"] name (63),
+ * a value at most 63. */
+#define KUBE_NAMESPACE_MAX 63
+#define KUBE_NAME_MAX 253
+#define KUBE_UID_MAX 63
+#define KUBE_NODE_MAX 253
+#define KUBE_POD_IP_MAX 45
+#define KUBE_RV_MAX 63
+#define KUBE_LABEL_KEY_MAX 317
+#define KUBE_LABEL_VALUE_MAX 63
+#define KUBE_LABELS_MAX 64
+/* All keys and values of one pod, each with its NUL. Real pods carry a few
+ * hundred bytes of labels; this bounds a pod_t at about 3 KiB. */
+#define KUBE_LABEL_BYTES 2048
+/* A list page's continue token (opaque base64; a few hundred bytes). */
+#define KUBE_CONTINUE_MAX 4095
+
+typedef enum {
+    POD_PHASE_UNKNOWN = 0, /* "Unknown", or no phase reported yet */
+    POD_PHASE_PENDING,
+    POD_PHASE_RUNNING,
+    POD_PHASE_SUCCEEDED,
+    POD_PHASE_FAILED
+} pod_phase_t;
+
+/* "Pending", "Running", ...; "Unknown" for anything else. Static. */
+const char *pod_phase_name(pod_phase_t phase);
+
+/* One pod. Plain value: copy it freely. Public fields are read-only for
+ * everyone but the parser; labels go through pod_label()/pod_label_at(). */
+typedef struct {
+    char namespace[KUBE_NAMESPACE_MAX + 1];
+    char name[KUBE_NAME_MAX + 1];
+    char uid[KUBE_UID_MAX + 1];
+    char node[KUBE_NODE_MAX + 1];     /* spec.nodeName; "" when unscheduled */
+    char pod_ip[KUBE_POD_IP_MAX + 1]; /* status.podIP; "" when none yet */
+    char resource_version[KUBE_RV_MAX + 1];
+    pod_phase_t phase;
+    bool deleting; /* metadata.deletionTimestamp is set */
+    uint16_t label_count;
+    /* private: label i is _label_bytes + _label_off[i] ("key\0value\0") */
+    uint16_t _label_off[KUBE_LABELS_MAX];
+    uint16_t _label_used;
+    char _label_bytes[KUBE_LABEL_BYTES];
+} pod_t;
+
+/* The value of label `key`, or NULL when the pod has no such label.
+ * Borrowed: valid as long as *p. */
+const char *pod_label(const pod_t *p, const char *key);
+
+/* Label i (< label_count) in the order they were parsed. Borrowed like
+ * pod_label(). Returns 0, or KGS_ERANGE when i is out of range. */
+int pod_label_at(const pod_t *p, size_t i, const char **key, const char **value);
+
+/*
+ * Decodes one Pod object (a parsed JSON object, borrowed) into *out.
+ * Required: metadata.namespace, .name, .uid, .resourceVersion. Optional:
+ * metadata.labels, metadata.deletionTimestamp (set and not null means
+ * deleting), spec.nodeName, status.phase, status.podIP. Unknown fields are
+ * ignored. Returns 0, or with "pod NS/NAME: <field>: <reason>" in err:
+ *   KGS_EINVAL  a required field missing, a field of the wrong JSON type,
+ *               or a string holding a NUL;
+ *   KGS_ERANGE  a field or the labels over their bound. The pod's identity
+ *               (namespace, name, uid) is still filled when those were
+ *               valid, so a caller can drop a cached copy it can no
+ *               longer keep current.
+ */
+int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen);
+
+/* A decoded PodList page. Storage is the caller's; kube_pod_list_deinit()
+ * frees the items. */
+typedef struct {
+    pod_t *items; /* owned: count pods */
+    size_t count;
+    char resource_version[KUBE_RV_MAX + 1];     /* metadata.resourceVersion */
+    char continue_token[KUBE_CONTINUE_MAX + 1]; /* metadata.continue; "" on the last page */
+    size_t skipped;                             /* items refused with KGS_ERANGE (see below) */
+    char skip_reason[256];                      /* the first such item's message; "" if none */
+} kube_pod_list_t;
+
+/*
+ * Parses a PodList page from buf[0..len) (borrowed; need not be NUL
+ * terminated). On success *out holds the pods (release with
+ * kube_pod_list_deinit). An item over a bound (KGS_ERANGE from
+ * kube_pod_from_json) is skipped and counted, so one odd pod cannot stop
+ * the whole cluster's list; any other defect fails the page. Returns 0,
+ * KGS_EINVAL (not JSON, not a PodList, a bad item, metadata.resourceVersion
+ * missing), KGS_ERANGE (resourceVersion or continue token too long) or
+ * KGS_ENOMEM, with a message; on failure *out is empty (nothing to free).
+ */
+int kube_pod_list_parse(const char *buf, size_t len, kube_pod_list_t *out, char *err,
+                        size_t errlen);
+
+/* Frees the items and empties *l. Safe on an empty or failed list. */
+void kube_pod_list_deinit(kube_pod_list_t *l);
+
+typedef enum {
+    KUBE_EVENT_ADDED = 0,
+    KUBE_EVENT_MODIFIED,
+    KUBE_EVENT_DELETED,
+    KUBE_EVENT_BOOKMARK,
+    KUBE_EVENT_ERROR
+} kube_event_type_t;
+
+/* "ADDED", "MODIFIED", ...; "?" out of range. Static. */
+const char *kube_event_type_name(kube_event_type_t t);
+
+/*
+ * Parses one watch event, a JSON object {"type":..., "object":...} in
+ * line[0..len) (borrowed; a trailing newline or CR is fine). Sets *type and:
+ *   ADDED/MODIFIED/DELETED: *pod and rv (the pod's resourceVersion);
+ *   BOOKMARK: rv only (the object is a Pod with nothing but
+ *     metadata.resourceVersion); *pod is zeroed;
+ *   ERROR: *error_code = the Status object's code (410: the requested
+ *     resourceVersion is gone, relist), rv = "", and err holds the Status
+ *     message. Returns 0: the event parsed fine, it reports an error.
+ * rv (rvlen > KUBE_RV_MAX recommended) and pod may be NULL when unwanted;
+ * error_code may be NULL. *error_code is 0 for other types.
+ * Returns 0, KGS_EINVAL (malformed, unknown type) or KGS_ERANGE (see
+ * kube_pod_from_json: *type and the pod identity are then filled), with a
+ * message in err.
+ */
+int kube_watch_event_parse(const char *line, size_t len, kube_event_type_t *type, pod_t *pod,
+                           char *rv, size_t rvlen, int *error_code, char *err, size_t errlen);
+
+/* ---- cache ------------------------------------------------------------------------- */
+
+/*
+ * Pods by uid (and by namespace/name), plus the resourceVersion the cache
+ * reflects. Opaque; one owner thread. The cache owns copies of its pods.
+ */
+typedef struct pod_cache pod_cache_t;
+
+/* Returns 0 or KGS_ENOMEM. Returned: free with pod_cache_free(). */
+int pod_cache_new(pod_cache_t **out);
+void pod_cache_free(pod_cache_t *c);
+
+/*
+ * Replaces the whole content with pods[0..n) (borrowed, copied) as of
+ * resourceVersion rv (borrowed; NULL or "" leaves it empty): a relist.
+ * Pods no longer listed are gone. A uid listed twice keeps the last copy.
+ * Returns 0, KGS_EINVAL (rv too long, a pod without uid) or KGS_ENOMEM;
+ * on failure the cache is unchanged.
+ */
+int pod_cache_replace_all(pod_cache_t *c, const pod_t *pods, size_t n, const char *rv);
+
+/*
+ * Applies one watch event: ADDED/MODIFIED insert or replace the pod by uid
+ * (a MODIFIED for an unknown uid inserts, as after a missed ADDED); DELETED
+ * removes it (unknown uid: nothing to do); BOOKMARK only moves the
+ * resourceVersion. rv (borrowed, may be NULL or "") becomes the cache's
+ * resourceVersion when non-empty. *changed (may be NULL) tells whether the
+ * pod set changed (a MODIFIED with identical fields is no change).
+ * Returns 0, KGS_EINVAL (ERROR event, pod NULL or without uid for a pod
+ * event, rv too long) or KGS_ENOMEM (cache unchanged).
+ */
+int pod_cache_apply(pod_cache_t *c, kube_event_type_t type, const pod_t *pod, const char *rv,
+                    bool *changed);
+
+/* Removes the pod with this uid if present. Returns true if it was. */
+bool pod_cache_remove(pod_cache_t *c, const char *uid);
+
+/* The pod with this uid / this namespace and name, or NULL. Borrowed:
+ * valid until the next call that modifies the cache. */
+const pod_t *pod_cache_get(const pod_cache_t *c, const char *uid);
+const pod_t *pod_cache_find(const pod_cache_t *c, const char *ns, const char *name);
+
+/* Calls cb for every pod, in no particular order; cb returning false
+ * stops early. cb must not modify the cache. */
+typedef bool (*pod_cache_cb)(const pod_t *pod, void *user_data);
+void pod_cache_foreach(const pod_cache_t *c, pod_cache_cb cb, void *user_data);
+
+size_t pod_cache_size(const pod_cache_t *c);
+
+/* The resourceVersion of the last relist or event; "" before any.
+ * Borrowed: valid until the cache is modified. */
+const char *pod_cache_resource_version(const pod_cache_t *c);
+
+#endif

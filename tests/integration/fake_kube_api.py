@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""A fake Kubernetes API server for pods: list (with paging), watch (a
+chunked stream of events), 410 Gone after a simulated compaction, and
+bearer-token checks, speaking the JSON shapes of the real kube-apiserver.
+
+As a library (tests):
+
+    api = FakeKubeAPI(token="t1"); api.start()
+    uid = api.add_pod("inference", "vllm-0", labels={"app": "vllm"})
+    api.modify_pod(uid, phase="Running", node="gpu-1", pod_ip="10.244.0.5")
+    api.delete_pod(uid); api.break_watches(); api.compact(); api.stop()
+
+Standalone: python3 fake_kube_api.py --port P --token T, with a control API
+on the same port (no token needed): POST /_control/<op> with a JSON body,
+op one of add, modify, delete, bookmark, break, compact, tokens, gone_mode.
+
+Loopback only; plain HTTP (TLS is tested elsewhere). Every wait is bounded.
+"""
+import argparse
+import json
+import random
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+
+def status_object(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+class FakeKubeAPI:
+    def __init__(self, token="token-1", host="127.0.0.1", port=0, seed=1, tls=None):
+        self.cond = threading.Condition()
+        self.rv = 1000
+        self.pods = {}          # uid -> pod object
+        self.history = []       # (rv, type, pod object copy)
+        self.compacted_rv = 0   # a watch from an older RV gets 410
+        self.tokens = {token} if token else set()
+        self.requests = []      # dicts: kind, query, token, status
+        self.break_gen = 0
+        self.gone_mode = "event"  # "event": 200 + ERROR event 410; "http": HTTP 410
+        self.snapshots = {}     # continue token -> (rv, items, offset)
+        self.stopping = False
+        self.rng = random.Random(seed)
+        self.host = host
+        api = self
+
+        class Handler(FakeKubeHandler):
+            pass
+        Handler.api = api
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.scheme = "http"
+        if tls:  # (cert, key): HTTPS with ALPN http/1.1, like kube-apiserver
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            ctx.set_alpn_protocols(["http/1.1"])
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+            self.scheme = "https"
+        self.thread = None
+
+    # ---- lifecycle ----
+    @property
+    def url(self):
+        return "%s://%s:%d" % (self.scheme, self.host, self.port)
+
+    def start(self):
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        with self.cond:
+            self.stopping = True
+            self.cond.notify_all()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    # ---- state changes (each bumps the resourceVersion) ----
+    def _bump(self, typ, pod):
+        self.rv += 1
+        if pod is not None:
+            pod["metadata"]["resourceVersion"] = str(self.rv)
+            self.history.append((self.rv, typ, json.loads(json.dumps(pod))))
+        self.cond.notify_all()
+
+    def add_pod(self, namespace, name, labels=None, node="", phase="Pending", pod_ip="",
+                uid=None):
+        uid = uid or str(uuid.UUID(int=self.rng.getrandbits(128)))
+        pod = {
+            "kind": "Pod", "apiVersion": "v1",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid,
+                         "resourceVersion": "0",
+                         "creationTimestamp": "2026-11-29T10:00:00Z",
+                         "labels": dict(labels or {}),
+                         "managedFields": [{"manager": "kubectl", "operation": "Update"}]},
+            "spec": {"containers": [{"name": "main", "image": "vllm/vllm-openai:v0.6.3",
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+            "status": {"phase": phase, "qosClass": "Burstable"},
+        }
+        if node:
+            pod["spec"]["nodeName"] = node
+        if pod_ip:
+            pod["status"]["podIP"] = pod_ip
+            pod["status"]["podIPs"] = [{"ip": pod_ip}]
+        with self.cond:
+            self.pods[uid] = pod
+            self._bump("ADDED", pod)
+        return uid
+
+    def modify_pod(self, uid, phase=None, node=None, pod_ip=None, labels=None, deleting=None):
+        with self.cond:
+            pod = self.pods[uid]
+            if phase is not None:
+                pod["status"]["phase"] = phase
+            if node is not None:
+                pod["spec"]["nodeName"] = node
+            if pod_ip is not None:
+                pod["status"]["podIP"] = pod_ip
+            if labels is not None:
+                pod["metadata"]["labels"] = dict(labels)
+            if deleting:
+                pod["metadata"]["deletionTimestamp"] = "2026-11-29T11:00:30Z"
+                pod["metadata"]["deletionGracePeriodSeconds"] = 30
+            self._bump("MODIFIED", pod)
+
+    def delete_pod(self, uid):
+        with self.cond:
+            pod = self.pods.pop(uid)
+            self._bump("DELETED", pod)
+
+    def advance_rv(self, n=1):
+        """Other resources changed: the RV moves on, no pod event."""
+        with self.cond:
+            self.rv += n
+
+    def bookmark(self):
+        """Every open watch gets a BOOKMARK at the current resourceVersion."""
+        with self.cond:
+            self.history.append((self.rv, "BOOKMARK", None))
+            self.cond.notify_all()
+
+    def break_watches(self):
+        """Every open watch is cut (connection closed without a final chunk)."""
+        with self.cond:
+            self.break_gen += 1
+            self.cond.notify_all()
+
+    def compact(self):
+        """History up to now is gone: a watch or continue from an older RV gets 410."""
+        with self.cond:
+            self.compacted_rv = self.rv
+            self.history = []
+
+    def set_tokens(self, *tokens):
+        with self.cond:
+            self.tokens = set(tokens)
+
+    # ---- observation ----
+    def requests_of(self, kind):
+        with self.cond:
+            return [r for r in self.requests if r["kind"] == kind]
+
+    def wait_for(self, pred, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not pred(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("fake kube API: condition not met in %.1fs" % timeout)
+                self.cond.wait(min(left, 0.1))
+
+    def _log(self, **kw):
+        with self.cond:
+            self.requests.append(kw)
+            self.cond.notify_all()
+
+
+class FakeKubeHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    api = None  # set per server
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def _json(self, code, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def do_POST(self):
+        api = self.api
+        parts = urlsplit(self.path)
+        if not parts.path.startswith("/_control/"):
+            return self._json(404, status_object(404, "NotFound", "not found"))
+        op = parts.path[len("/_control/"):]
+        n = int(self.headers.get("Content-Length") or 0)
+        arg = json.loads(self.rfile.read(n) or b"{}")
+        result = None
+        if op == "add":
+            result = api.add_pod(**arg)
+        elif op == "modify":
+            api.modify_pod(**arg)
+        elif op == "delete":
+            api.delete_pod(**arg)
+        elif op == "bookmark":
+            api.bookmark()
+        elif op == "break":
+            api.break_watches()
+        elif op == "compact":
+            api.compact()
+        elif op == "tokens":
+            api.set_tokens(*arg["tokens"])
+        elif op == "gone_mode":
+            api.gone_mode = arg["mode"]
+        else:
+            return self._json(404, status_object(404, "NotFound", "unknown op " + op))
+        self._json(200, {"result": result})
+
+    def do_GET(self):
+        api = self.api
+        parts = urlsplit(self.path)
+        q = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        auth = self.headers.get("Authorization", "")
+        token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+        kind = "watch" if q.get("watch") in ("1", "true") else "list"
+        if parts.path != "/api/v1/pods":
+            api._log(kind="other", query=q, token=token, status=404, path=parts.path)
+            return self._json(404, status_object(404, "NotFound", "the server could not find "
+                                                 "the requested resource"))
+        with api.cond:
+            ok = token in api.tokens
+        if not ok:
+            api._log(kind=kind, query=q, token=token, status=401)
+            return self._json(401, status_object(401, "Unauthorized", "Unauthorized"))
+        if kind == "watch":
+            return self._watch(q, token)
+        return self._list(q, token)
+
+    def _list(self, q, token):
+        api = self.api
+        limit = int(q.get("limit", "0") or 0)
+        cont = q.get("continue")
+        with api.cond:
+            if cont:
+                snap = api.snapshots.get(cont)
+                if snap is None or snap[0] < api.compacted_rv:
+                    api.requests.append(dict(kind="list", query=q, token=token, status=410))
+                    api.cond.notify_all()
+                    return self._json(410, status_object(
+                        410, "Expired", "The provided continue parameter is too old to display "
+                        "a consistent list result. You can start a new list without the continue "
+                        "parameter."))
+                rv, items, offset = snap
+            else:
+                rv = api.rv
+                items = sorted((json.loads(json.dumps(p)) for p in api.pods.values()),
+                               key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
+                offset = 0
+            page = items[offset:offset + limit] if limit else items[offset:]
+            meta = {"resourceVersion": str(rv)}
+            nxt = offset + len(page)
+            if limit and nxt < len(items):
+                token_c = "c%d-%d-%d" % (rv, nxt, api.rng.getrandbits(32))
+                api.snapshots[token_c] = (rv, items, nxt)
+                meta["continue"] = token_c
+                meta["remainingItemCount"] = len(items) - nxt
+            api.requests.append(dict(kind="list", query=q, token=token, status=200))
+            api.cond.notify_all()
+        self._json(200, {"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": page})
+
+    def _chunks(self, data):
+        """Writes data as chunks of random sizes, so lines straddle chunks."""
+        api = self.api
+        pos = 0
+        while pos < len(data):
+            n = api.rng.randint(1, 300)
+            piece = data[pos:pos + n]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            pos += n
+        self.wfile.flush()
+
+    def _watch(self, q, token):
+        api = self.api
+        try:
+            since = int(q.get("resourceVersion", "0") or 0)
+        except ValueError:
+            since = -1
+        timeout_s = int(q.get("timeoutSeconds", "300") or 300)
+        bookmarks = q.get("allowWatchBookmarks") == "true"
+        with api.cond:
+            gone = since < api.compacted_rv
+            if gone and api.gone_mode == "http":
+                api.requests.append(dict(kind="watch", query=q, token=token, status=410))
+                api.cond.notify_all()
+                return self._json(410, status_object(
+                    410, "Expired", "too old resource version: %d (%d)" % (since,
+                                                                          api.compacted_rv)))
+            api.requests.append(dict(kind="watch", query=q, token=token, status=200))
+            api.cond.notify_all()
+            gen = api.break_gen
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        if gone:
+            ev = {"type": "ERROR", "object": status_object(
+                410, "Expired", "too old resource version: %d (%d)" % (since, api.compacted_rv))}
+            self._chunks(json.dumps(ev).encode() + b"\n")
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        sent_upto = since
+        # History entries are appended in RV order; bookmarks repeat the current RV,
+        # so track an index once past `since`.
+        with api.cond:
+            idx = 0
+            while idx < len(api.history) and api.history[idx][0] <= since:
+                idx += 1
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                with api.cond:
+                    while (idx >= len(api.history) and api.break_gen == gen
+                           and not api.stopping and time.monotonic() < deadline):
+                        api.cond.wait(min(0.2, max(0.0, deadline - time.monotonic())))
+                    if api.break_gen != gen or api.stopping:
+                        return  # cut: no terminal chunk
+                    batch = api.history[idx:]
+                    idx = len(api.history)
+                    ended = time.monotonic() >= deadline and not batch
+                if ended:
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
+                out = b""
+                for rv, typ, pod in batch:
+                    if typ == "BOOKMARK":
+                        if not bookmarks:
+                            continue
+                        obj = {"kind": "Pod", "apiVersion": "v1",
+                               "metadata": {"resourceVersion": str(rv),
+                                            "creationTimestamp": None},
+                               "spec": {"containers": None}, "status": {}}
+                    else:
+                        if rv <= sent_upto:
+                            continue
+                        obj = pod
+                        sent_upto = rv
+                    out += json.dumps({"type": typ, "object": obj}).encode() + b"\n"
+                if out:
+                    self._chunks(out)
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--token", default="token-1")
+    args = ap.parse_args()
+    api = FakeKubeAPI(token=args.token, port=args.port)
+    print("fake kube API on %s" % api.url, flush=True)
+    api.start()
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        api.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -22,6 +22,10 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "cluster/agent_service.h"
+#include "cluster/node_pods.h"
+#include "cluster/pod_map.h"
+#include "cluster/podres_client.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "env/env.h"
@@ -57,6 +61,9 @@ typedef struct {
     tls_server_t *tls;
     grpc_server_t *grpc;
     scaler_t *scaler;
+    agent_service_t *agent;  /* --role agent */
+    podres_client_t *podres; /* --role agent with a kubelet socket */
+    node_pods_t *pods;       /* the latest GPU-to-pod attribution (agent) */
     http_server_t *metrics_http, *probe_http;
     server_stats_t stats;
     int sigfd;
@@ -106,9 +113,96 @@ static void on_wakeup(loop_t *loop, void *ud) {
         server_stats_record_snapshot(&sv->stats, snap);
     }
     snapshot_unref(snap);
-    if (!sv->shutting_down)
+    if (!sv->shutting_down) {
         scaler_refresh(sv->scaler);
+        if (sv->agent)
+            agent_service_publish(sv->agent);
+    }
     log_readiness(sv);
+}
+
+/* ---- agent: Watch streams next to the scaler, pods from the kubelet --------------- */
+
+static void on_grpc_request(grpc_call_t *call, const char *path, const uint8_t *msg, size_t len,
+                            void *ud) {
+    server_t *sv = ud;
+    if (sv->agent && agent_service_handles(path))
+        agent_service_on_request(call, path, msg, len, sv->agent);
+    else
+        scaler_on_request(call, path, msg, len, sv->scaler);
+}
+
+static void on_grpc_call_gone(grpc_call_t *call, void *call_ud, void *ud) {
+    server_t *sv = ud;
+    if (sv->agent && agent_service_owns_call(sv->agent, call))
+        agent_service_on_call_gone(call, call_ud, sv->agent);
+    else
+        scaler_on_call_gone(call, call_ud, sv->scaler);
+}
+
+static const node_pods_t *current_pods(void *ud) {
+    server_t *sv = ud;
+    return sv->pods;
+}
+
+static void set_pods(server_t *sv, node_pods_t *pods) {
+    node_pods_free(sv->pods);
+    sv->pods = pods;
+}
+
+typedef struct {
+    node_pod_entry_t *entries;
+    const char **ids;
+    size_t n, cap;
+} pods_builder_t;
+
+/* One node_pods entry per (device, holder): lookups by device and by pod
+ * both work on that shape, and it needs no grouping. */
+static int collect_holders(void *ud, const char *device_uuid, const pod_holder_t *holders,
+                           size_t n) {
+    pods_builder_t *b = ud;
+    for (size_t i = 0; i < n; i++) {
+        if (b->n == b->cap)
+            return 1; /* sized up front; cannot happen */
+        b->ids[b->n] = device_uuid;
+        b->entries[b->n] = (node_pod_entry_t){holders[i].namespace_, holders[i].pod,
+                                              holders[i].container, &b->ids[b->n], 1};
+        b->n++;
+    }
+    return 0;
+}
+
+static int count_holders(void *ud, const char *device_uuid, const pod_holder_t *holders, size_t n) {
+    (void)device_uuid;
+    (void)holders;
+    *(size_t *)ud += n;
+    return 0;
+}
+
+static void on_pod_map(void *ud, pod_map_t *map) {
+    server_t *sv = ud;
+    size_t total = 0;
+    pod_map_foreach(map, count_holders, &total);
+    pods_builder_t b = {calloc(total ? total : 1, sizeof *b.entries),
+                        calloc(total ? total : 1, sizeof *b.ids), 0, total};
+    char err[256];
+    node_pods_t *pods = NULL;
+    if (b.entries && b.ids && pod_map_foreach(map, collect_holders, &b) == 0 &&
+        node_pods_new(b.entries, b.n, &pods, err, sizeof err) == 0)
+        set_pods(sv, pods);
+    else
+        LOG_WARN(&sv->log, "kubelet pod map: %s", b.entries && b.ids ? err : "out of memory");
+    free(b.entries);
+    free(b.ids);
+    pod_map_free(map);
+}
+
+static void on_pod_map_error(void *ud, const char *msg) {
+    server_t *sv = ud;
+    node_pods_t *pods = NULL;
+    /* Unknown, not empty: the aggregator must not read "no pods here". */
+    if (node_pods_new_unknown(msg, &pods) == 0)
+        set_pods(sv, pods);
 }
 
 /* ---- HTTP: /metrics, /healthz, /readyz ------------------------------------------- */
@@ -197,8 +291,12 @@ static void begin_shutdown(server_t *sv, const char *why) {
         return;
     sv->shutting_down = true;
     LOG_INFO(&sv->log, "%s: ending %u stream(s) and draining %u connection(s)", why,
-             scaler_stream_count(sv->scaler), grpc_server_connection_count(sv->grpc));
+             scaler_stream_count(sv->scaler) +
+                 (sv->agent ? agent_service_stream_count(sv->agent) : 0),
+             grpc_server_connection_count(sv->grpc));
     scaler_shutdown(sv->scaler);
+    if (sv->agent)
+        agent_service_shutdown(sv->agent);
     loop_timer_start(sv->loop, &sv->grace_timer,
                      clock_add_sat(loop_now(sv->loop), sv->o.shutdown_grace_ns));
     grpc_server_shutdown(sv->grpc, on_grpc_closed, sv);
@@ -358,6 +456,33 @@ int main(int argc, char **argv) {
         LOG_ERROR(&sv.log, "out of memory");
         goto out;
     }
+    if (sv.o.role == SERVER_ROLE_AGENT) {
+        agent_service_opts_t ao = {.loop = sv.loop,
+                                   .log = &sv.log,
+                                   .current_snapshot = current_snapshot,
+                                   .current_pods = current_pods,
+                                   .user_data = &sv,
+                                   .sample_interval_ms =
+                                       (uint32_t)(sv.o.sample_interval_ns / NS_PER_MS)};
+        if (agent_service_new(&ao, &sv.agent) != 0) {
+            LOG_ERROR(&sv.log, "out of memory");
+            goto out;
+        }
+        if (sv.o.kubelet_socket) {
+            podres_client_callbacks_t pc = {
+                .on_map = on_pod_map, .on_error = on_pod_map_error, .user_data = &sv};
+            if (podres_client_start(sv.loop, sv.o.kubelet_socket, sv.o.sample_interval_ns, &sv.log,
+                                    &pc, &sv.podres, err, sizeof err) != 0) {
+                LOG_ERROR(&sv.log, "kubelet pod-resources: %s", err);
+                goto out;
+            }
+        } else {
+            node_pods_t *unknown = NULL;
+            if (node_pods_new_unknown("pod attribution disabled (--kubelet-socket none)",
+                                      &unknown) == 0)
+                set_pods(&sv, unknown);
+        }
+    }
     grpc_server_opts_t go = {.listen_address = sv.o.listen_address,
                              .port = sv.o.port,
                              .tls = sv.tls,
@@ -365,14 +490,15 @@ int main(int argc, char **argv) {
                              .idle_timeout_ns = sv.o.idle_timeout_ns,
                              .max_concurrent_streams = 10000,
                              .log = &sv.log};
-    grpc_server_handlers_t gh = {.on_request = scaler_on_request,
-                                 .on_call_gone = scaler_on_call_gone};
-    if (grpc_server_start(sv.loop, &go, &gh, sv.scaler, &sv.grpc, err, sizeof err) != 0) {
+    grpc_server_handlers_t gh = {.on_request = on_grpc_request, .on_call_gone = on_grpc_call_gone};
+    if (grpc_server_start(sv.loop, &go, &gh, &sv, &sv.grpc, err, sizeof err) != 0) {
         LOG_ERROR(&sv.log, "gRPC: %s", err);
         goto out;
     }
-    LOG_INFO(&sv.log, "keda-gpu-scaler %s: gRPC (%s%s) on %s:%u, node %s, sampling every %.0f ms",
-             KGS_VERSION, sv.tls ? "TLS" : "h2c", sv.o.tls_client_ca ? ", client certificates" : "",
+    LOG_INFO(&sv.log,
+             "keda-gpu-scaler %s (%s): gRPC (%s%s) on %s:%u, node %s, sampling every %.0f ms",
+             KGS_VERSION, sv.o.role == SERVER_ROLE_AGENT ? "agent" : "standalone",
+             sv.tls ? "TLS" : "h2c", sv.o.tls_client_ca ? ", client certificates" : "",
              sv.o.listen_address, grpc_server_port(sv.grpc), sv.node,
              (double)sv.o.sample_interval_ns / 1e6);
 
@@ -391,6 +517,9 @@ out:
         LOG_INFO(&sv.log, "stopping");
     grpc_server_free(sv.grpc);
     scaler_free(sv.scaler);
+    agent_service_free(sv.agent);
+    podres_client_free(sv.podres);
+    node_pods_free(sv.pods);
     http_server_free(sv.metrics_http);
     http_server_free(sv.probe_http);
     if (sv.loop) {

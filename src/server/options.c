@@ -30,9 +30,13 @@ const char server_usage_text[] =
     "\n"
     "Flags (each can also be set as KEDA_GPU_SCALER_<FLAG>, e.g.\n"
     "KEDA_GPU_SCALER_METRICS_PORT=0; a flag beats its variable):\n"
-    "  --role standalone             what this process does (default standalone:\n"
-    "                                sample this node and serve KEDA); agent and\n"
-    "                                aggregator arrive in a later release\n"
+    "  --role standalone|agent       what this process does (default standalone:\n"
+    "                                sample this node and serve KEDA; agent: also\n"
+    "                                stream node snapshots with the GPU-to-pod map\n"
+    "                                to aggregators); aggregator arrives later\n"
+    "  --kubelet-socket PATH|none    agent: the kubelet pod-resources socket\n"
+    "                                (default /var/lib/kubelet/pod-resources/\n"
+    "                                kubelet.sock; none = no pod attribution)\n"
     "  --port N                      gRPC port (default 6000; 0 picks a free port,\n"
     "                                which is logged)\n"
     "  --metrics-port N              Prometheus /metrics port (default 9090;\n"
@@ -108,16 +112,17 @@ typedef enum {
     O_MAX_CONNECTIONS,
     O_IDLE_TIMEOUT,
     O_SHUTDOWN_GRACE,
+    O_KUBELET_SOCKET,
     O_COUNT
 } opt_id_t;
 
 /* Flag names, in opt_id_t order; the variable is derived from the name. */
 static const char *const opt_names[O_COUNT] = {
-    "role",          "listen-address",  "port",        "metrics-port",
-    "probe-port",    "sample-interval", "stale-after", "health-check-interval",
-    "nvml-library",  "node-name",       "tls-cert",    "tls-key",
-    "tls-client-ca", "log-level",       "log-format",  "max-connections",
-    "idle-timeout",  "shutdown-grace",
+    "role",          "listen-address",  "port",           "metrics-port",
+    "probe-port",    "sample-interval", "stale-after",    "health-check-interval",
+    "nvml-library",  "node-name",       "tls-cert",       "tls-key",
+    "tls-client-ca", "log-level",       "log-format",     "max-connections",
+    "idle-timeout",  "shutdown-grace",  "kubelet-socket",
 };
 
 #define DEFAULT_HEALTH_CHECK_INTERVAL_NS (30 * NS_PER_SEC)
@@ -277,14 +282,18 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
             o->role = SERVER_ROLE_STANDALONE;
             return 0;
         }
-        if (strcmp(r->text, "agent") == 0 || strcmp(r->text, "aggregator") == 0)
+        if (strcmp(r->text, "agent") == 0) {
+            o->role = SERVER_ROLE_AGENT;
+            return 0;
+        }
+        if (strcmp(r->text, "aggregator") == 0)
             return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: role \"%s\" arrives in a later release; this release runs "
-                              "only standalone",
-                              r->source, r->text);
+                              "%s: role \"aggregator\" arrives in a later release; this release "
+                              "runs standalone or agent",
+                              r->source);
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "%s: invalid role \"%s\": must be standalone (agent and aggregator "
-                          "arrive in a later release)",
+                          "%s: invalid role \"%s\": must be standalone or agent (aggregator "
+                          "arrives in a later release)",
                           r->source, r->text);
     case O_LISTEN_ADDRESS:
         return parse_address(r, &o->listen_address, err, errlen);
@@ -346,6 +355,14 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
         return parse_duration(r, &o->idle_timeout_ns, err, errlen);
     case O_SHUTDOWN_GRACE:
         return parse_duration(r, &o->shutdown_grace_ns, err, errlen);
+    case O_KUBELET_SOCKET:
+        if (!r->text[0] || (strcmp(r->text, "none") != 0 && r->text[0] != '/'))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: invalid kubelet socket \"%s\": must be an absolute path or "
+                              "none",
+                              r->source, r->text);
+        o->kubelet_socket = strcmp(r->text, "none") == 0 ? NULL : r->text;
+        return 0;
     case O_COUNT:
         break;
     }
@@ -355,6 +372,7 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
 static void set_defaults(server_options_t *o) {
     memset(o, 0, sizeof *o);
     o->role = SERVER_ROLE_STANDALONE;
+    o->kubelet_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
     o->listen_address = "0.0.0.0";
     o->port = SERVER_DEFAULT_PORT;
     o->metrics_port = SERVER_DEFAULT_METRICS_PORT;

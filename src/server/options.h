@@ -22,7 +22,10 @@
 
 #define SERVER_ENV_PREFIX "KEDA_GPU_SCALER_"
 
-typedef enum { SERVER_ROLE_STANDALONE = 0 } server_role_t;
+typedef enum {
+    SERVER_ROLE_STANDALONE = 0, /* sample this node, serve KEDA */
+    SERVER_ROLE_AGENT           /* also serve Agent/Watch (node snapshots + pod attribution) */
+} server_role_t;
 
 /* After a successful parse every field holds its final value (defaults and
  * derived values filled in). String pointers are borrowed from argv, from
@@ -46,8 +49,9 @@ typedef struct {
     unsigned max_connections;          /* --max-connections, default 1024 (gRPC) */
     uint64_t idle_timeout_ns;          /* --idle-timeout, default 10m; 0 = never */
     uint64_t shutdown_grace_ns;        /* --shutdown-grace, default 5s */
-    bool version;                      /* --version or a bare "version" argument */
-    bool help;                         /* --help or -h */
+    const char *kubelet_socket; /* --kubelet-socket (agent), NULL = no pod attribution ("none") */
+    bool version;               /* --version or a bare "version" argument */
+    bool help;                  /* --help or -h */
 } server_options_t;
 
 #define SERVER_DEFAULT_PORT 6000

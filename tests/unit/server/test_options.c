@@ -170,15 +170,20 @@ static void test_options_rejects_clashing_ports(void **state) {
 static void test_options_role(void **state) {
     (void)state;
     server_options_t o;
-    expect_error(PARSE(&o, "--role", "agent"),
-                 "--role: role \"agent\" arrives in a later release; this release runs only "
-                 "standalone");
+    assert_int_equal(PARSE(&o, "--role", "agent"), 0);
+    assert_int_equal(o.role, SERVER_ROLE_AGENT);
+    assert_string_equal(o.kubelet_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
+    assert_int_equal(PARSE(&o, "--role", "agent", "--kubelet-socket", "none"), 0);
+    assert_null(o.kubelet_socket);
+    expect_error(PARSE(&o, "--kubelet-socket", "kubelet.sock"),
+                 "--kubelet-socket: invalid kubelet socket \"kubelet.sock\": must be an absolute "
+                 "path or none");
     expect_error(PARSE(&o, "--role=aggregator"),
-                 "--role: role \"aggregator\" arrives in a later release; this release runs only "
-                 "standalone");
+                 "--role: role \"aggregator\" arrives in a later release; this release runs "
+                 "standalone or agent");
     expect_error(PARSE(&o, "--role", "server"),
-                 "--role: invalid role \"server\": must be standalone (agent and aggregator "
-                 "arrive in a later release)");
+                 "--role: invalid role \"server\": must be standalone or agent (aggregator "
+                 "arrives in a later release)");
 }
 
 static void test_options_listen_address(void **state) {
@@ -396,10 +401,10 @@ static void test_options_invalid_variable_is_named(void **state) {
     expect_error(parse_env(&o, e2, (char *)NULL),
                  "KEDA_GPU_SCALER_LOG_LEVEL: invalid log level \"verbose\": must be debug, info, "
                  "warn or error");
-    const char *e3[] = {"KEDA_GPU_SCALER_ROLE", "agent", NULL};
+    const char *e3[] = {"KEDA_GPU_SCALER_ROLE", "aggregator", NULL};
     expect_error(parse_env(&o, e3, (char *)NULL),
-                 "KEDA_GPU_SCALER_ROLE: role \"agent\" arrives in a later release; this release "
-                 "runs only standalone");
+                 "KEDA_GPU_SCALER_ROLE: role \"aggregator\" arrives in a later release; this "
+                 "release runs standalone or agent");
     const char *e4[] = {"KEDA_GPU_SCALER_STALE_AFTER", "500ms", NULL};
     expect_error(parse_env(&o, e4, (char *)NULL),
                  "KEDA_GPU_SCALER_STALE_AFTER 500ms must be longer than --sample-interval 1s: a "

@@ -54,6 +54,7 @@ typedef struct scaler_stream {
 
 struct stream_group {
     const config_entry_t *entry; /* one reference held */
+    char ns[128];                /* the ScaledObjects' namespace: a workload scope default */
     eval_result_t result;
     bool evaluated;
     scaler_stream_t *streams;
@@ -155,7 +156,12 @@ static const config_entry_t *acquire_config(scaler_t *s, const Externalscaler__S
     return entry;
 }
 
-static void evaluate_now(scaler_t *s, const trigger_config_t *cfg, eval_result_t *out) {
+static void evaluate_now(scaler_t *s, const trigger_config_t *cfg, const char *ns,
+                         eval_result_t *out) {
+    if (s->opts.evaluate) {
+        s->opts.evaluate(s->opts.eval_user_data, cfg, ns, loop_now(s->opts.loop), out);
+        return;
+    }
     snapshot_t *snap = s->opts.current_snapshot(s->opts.snapshot_user_data);
     if (!snap) {
         memset(out, 0, sizeof *out);
@@ -186,9 +192,9 @@ static void handle_metric_spec(scaler_t *s, grpc_call_t *call, const trigger_con
 }
 
 static void handle_get_metrics(scaler_t *s, grpc_call_t *call, const trigger_config_t *cfg,
-                               const char *ref, mono_ns_t t0) {
+                               const char *ns, const char *ref, mono_ns_t t0) {
     eval_result_t r;
-    evaluate_now(s, cfg, &r);
+    evaluate_now(s, cfg, ns, &r);
     if (r.status != EVAL_OK) {
         fail_call(s, call, SCALER_RPC_GET_METRICS, t0, ref, cfg->metric_name,
                   eval_grpc_code(r.status), r.message);
@@ -214,9 +220,9 @@ static int send_bool(grpc_call_t *call, bool v, bool latest_only) {
 }
 
 static void handle_is_active(scaler_t *s, grpc_call_t *call, const trigger_config_t *cfg,
-                             const char *ref, mono_ns_t t0) {
+                             const char *ns, const char *ref, mono_ns_t t0) {
     eval_result_t r;
-    evaluate_now(s, cfg, &r);
+    evaluate_now(s, cfg, ns, &r);
     if (r.status != EVAL_OK) {
         fail_call(s, call, SCALER_RPC_IS_ACTIVE, t0, ref, cfg->metric_name,
                   eval_grpc_code(r.status), r.message);
@@ -232,9 +238,9 @@ static void handle_is_active(scaler_t *s, grpc_call_t *call, const trigger_confi
 /* The group of streams sharing this configuration. The caller's reference
  * to `entry` is consumed: kept by a new group, released for an existing one
  * (which holds its own). NULL (entry released) when out of memory. */
-static stream_group_t *group_for(scaler_t *s, const config_entry_t *entry) {
+static stream_group_t *group_for(scaler_t *s, const config_entry_t *entry, const char *ns) {
     for (stream_group_t *g = s->groups; g; g = g->next) {
-        if (g->entry->id == entry->id) {
+        if (g->entry->id == entry->id && strcmp(g->ns, ns) == 0) {
             config_cache_release(s->cache, entry);
             return g;
         }
@@ -245,6 +251,7 @@ static stream_group_t *group_for(scaler_t *s, const config_entry_t *entry) {
         return NULL;
     }
     g->entry = entry;
+    snprintf(g->ns, sizeof g->ns, "%s", ns);
     g->next = s->groups;
     if (s->groups)
         s->groups->prev = g;
@@ -335,9 +342,9 @@ static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud) {
 }
 
 static void handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
-                                    const char *ref, mono_ns_t t0) {
+                                    const char *ns, const char *ref, mono_ns_t t0) {
     eval_result_t r;
-    evaluate_now(s, &entry->config, &r);
+    evaluate_now(s, &entry->config, ns, &r);
     if (r.status != EVAL_OK) {
         fail_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, t0, ref, entry->config.metric_name,
                   eval_grpc_code(r.status), r.message);
@@ -347,7 +354,7 @@ static void handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
     scaler_stream_t *st = calloc(1, sizeof *st);
     stream_group_t *g = NULL;
     if (st)
-        g = group_for(s, entry);
+        g = group_for(s, entry, ns);
     else
         config_cache_release(s->cache, entry);
     if (!g) {
@@ -383,6 +390,8 @@ static void handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
 /* ---- health -------------------------------------------------------------------- */
 
 bool scaler_ready(scaler_t *s, char *why, size_t whylen) {
+    if (s->opts.ready)
+        return s->opts.ready(s->opts.eval_user_data, loop_now(s->opts.loop), why, whylen);
     snapshot_t *snap = s->opts.current_snapshot(s->opts.snapshot_user_data);
     bool ok = false;
     if (!snap) {
@@ -538,18 +547,27 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         config_cache_release(s->cache, entry);
         goto out;
     }
+    if (!s->opts.evaluate &&
+        (entry->config.has_pod_selector || entry->config.node_scope != NODE_SCOPE_ALL)) {
+        fail_call(s, call, rpc, t0, refname, entry->config.metric_name, GRPC_INVALID_ARGUMENT,
+                  "podSelector and nodeSelector need the aggregator role: this server sees only "
+                  "its own node's GPUs and no pods");
+        config_cache_release(s->cache, entry);
+        goto out;
+    }
+    const char *ns = r && r->namespace_ ? r->namespace_ : "";
     switch (rpc) {
     case SCALER_RPC_GET_METRIC_SPEC:
         handle_metric_spec(s, call, &entry->config, t0);
         break;
     case SCALER_RPC_GET_METRICS:
-        handle_get_metrics(s, call, &entry->config, refname, t0);
+        handle_get_metrics(s, call, &entry->config, ns, refname, t0);
         break;
     case SCALER_RPC_IS_ACTIVE:
-        handle_is_active(s, call, &entry->config, refname, t0);
+        handle_is_active(s, call, &entry->config, ns, refname, t0);
         break;
     case SCALER_RPC_STREAM_IS_ACTIVE:
-        handle_stream_is_active(s, call, entry, refname, t0);
+        handle_stream_is_active(s, call, entry, ns, refname, t0);
         entry = NULL; /* moved (or released) */
         break;
     default:
@@ -590,7 +608,9 @@ void scaler_refresh(scaler_t *s) {
     mono_ns_t now = loop_now(s->opts.loop);
     for (stream_group_t *g = s->groups; g; g = g->next) {
         eval_result_t prev = g->result;
-        if (snap) {
+        if (s->opts.evaluate) {
+            s->opts.evaluate(s->opts.eval_user_data, &g->entry->config, g->ns, now, &g->result);
+        } else if (snap) {
             evaluator_run(&g->entry->config, snap, now, s->opts.stale_after_ns, &g->result);
         } else {
             g->result.status = EVAL_UNAVAILABLE;

@@ -15,7 +15,9 @@
 #include <stdint.h>
 
 #include "core/log.h"
+#include "core/evaluator.h"
 #include "core/snapshot.h"
+#include "core/trigger_config.h"
 #include "net/grpc_server.h"
 #include "net/loop.h"
 
@@ -44,6 +46,13 @@ typedef struct {
     /* Called when an RPC completes (for streams: when they end). May be NULL. */
     void (*on_rpc_done)(void *user_data, scaler_rpc_t rpc, int grpc_status, double seconds);
     void *rpc_user_data;
+    /* The aggregator's evaluation of a trigger over the cluster, for a
+     * ScaledObject in `so_namespace` (the default pod namespace), and its
+     * readiness. NULL: this node's latest snapshot (standalone, agent). */
+    void (*evaluate)(void *user_data, const trigger_config_t *c, const char *so_namespace,
+                     mono_ns_t now, eval_result_t *out);
+    bool (*ready)(void *user_data, mono_ns_t now, char *why, size_t whylen);
+    void *eval_user_data;
 } scaler_opts_t;
 
 /* Returns 0 or KGS_ENOMEM. */

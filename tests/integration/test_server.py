@@ -419,6 +419,12 @@ class Poll(ServerCase):
         self.assertEqual(self.code_of(r), "INVALID_ARGUMENT", r)
         self.assertIn('did you mean "targetValue"', r["error"]["message"])
 
+    @c_only
+    def test_pod_selector_needs_the_aggregator_role(self):
+        r = kc1(self.server, "poll", md=dict(MD, podSelector="app=vllm"))
+        self.assertEqual(self.code_of(r), "INVALID_ARGUMENT", r)
+        self.assertIn("aggregator role", r["error"]["message"])
+
     def test_poll_interval_zero_is_invalid_argument(self):
         r = kc1(self.server, "poll", md=dict(MD, pollIntervalSeconds="0"))
         self.assertEqual(self.code_of(r), "INVALID_ARGUMENT", r)

@@ -1,0 +1,82 @@
+/*
+ * workload.h - the aggregator's answer for one trigger: (trigger config,
+ * cluster view, pod cache, now) -> one metric value for the whole workload,
+ * or a typed error. Pure: no I/O, no clock reads; loop thread only (the view
+ * and the pod cache belong to it).
+ *
+ * Scope (docs/configuration.md, "Workload scope"):
+ *   - podSelector: the Running, not-deleting pods of one namespace whose
+ *     labels match; each pod's GPUs (from its node's kubelet attribution)
+ *     fold into one value with podAggregation, and the pods' values fold
+ *     into the answer with aggregation. No pod in scope -> 0, OK.
+ *   - otherwise: every selected GPU (or MIG instance) of every selected node
+ *     is one input, aggregated once across all of them.
+ * An unknown value is never 0: a stale node, NVML down, an unknown pod
+ * attribution, an unhealthy GPU or an absent field is a status with a
+ * message naming the node (and the pod).
+ */
+#ifndef KGS_CLUSTER_WORKLOAD_H
+#define KGS_CLUSTER_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster/cluster_view.h"
+#include "cluster/kube_pods.h"
+#include "core/clock.h"
+#include "core/evaluator.h"
+#include "core/trigger_config.h"
+
+/* The most values one answer aggregates (pods with GPUs, or GPUs / MIG
+ * instances without podSelector); beyond it the answer is
+ * FAILED_PRECONDITION. Bounds the one scratch array (512 KiB at most). */
+#define WORKLOAD_MAX_INPUTS 65536u
+
+/* What went into an answer, for logs and /metrics. All counts are of this
+ * evaluation only. */
+typedef struct {
+    unsigned pods_in_scope;    /* podSelector: matching, Running, not deleting */
+    unsigned pods_counted;     /* podSelector: pods that contributed a value */
+    unsigned pods_without_gpu; /* podSelector: in scope, fresh node, no device attributed yet */
+    unsigned nodes_counted;    /* no podSelector: nodes whose GPUs contributed */
+    unsigned skipped;          /* partialData ignore: pods (podSelector) or nodes left out */
+    char skip_reason[256];     /* why one of them was left out; "" when none */
+} workload_stats_t;
+
+/*
+ * Evaluates trigger c for the whole workload and writes *out in full.
+ *
+ * scaled_object_namespace (borrowed) is the pods' namespace when c has a
+ * podSelector without `namespace`. view (borrowed; NULL = empty) holds every
+ * agent's latest snapshot and pod attribution, with taken_mono on the same
+ * monotonic clock as `now`; a snapshot older than stale_after_ns is stale.
+ * pods (borrowed; NULL = no pod data) is the Kubernetes pod cache, and
+ * pods_synced says whether its initial list completed.
+ *
+ * out->status:
+ *   EVAL_OK                 value, active (value > activationThreshold) and
+ *                           inputs (GPUs and MIG instances that contributed);
+ *   EVAL_UNAVAILABLE        transient: pods not synced, no agent yet, a stale
+ *                           or NVML-down node or an unknown attribution with
+ *                           partialData error, an unhealthy GPU, nothing fresh;
+ *   EVAL_FAILED_PRECONDITION the config does not fit the cluster: a device id
+ *                           the snapshot does not know, an absent metric field,
+ *                           a selection no node has, a nodeSelector label
+ *                           selector (needs the nodes API), too many inputs.
+ * When several pods or nodes fail, the message names the one first in name
+ * order (so every aggregator replica gives the same answer) and counts the
+ * rest. May allocate one scratch array (freed before returning); out of
+ * memory is EVAL_UNAVAILABLE.
+ */
+void workload_evaluate(const trigger_config_t *c, const char *scaled_object_namespace,
+                       const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
+                       mono_ns_t now, uint64_t stale_after_ns, eval_result_t *out);
+
+/* The same, also filling *stats (may be NULL) with what went into the
+ * answer; *stats is fully written whatever the status. */
+void workload_evaluate_detail(const trigger_config_t *c, const char *scaled_object_namespace,
+                              const cluster_view_t *view, const pod_cache_t *pods,
+                              bool pods_synced, mono_ns_t now, uint64_t stale_after_ns,
+                              eval_result_t *out, workload_stats_t *stats);
+
+#endif

@@ -56,8 +56,8 @@ struct agent {
     char address[AGENT_POOL_ADDRESS_MAX + 1];
     grpc_client_t *client; /* NULL while waiting to re-dial */
     grpc_client_call_t *call;
-    bool closing;        /* we are freeing client: ignore its on_done */
-    bool streaming;      /* the current stream delivered a snapshot */
+    bool closing;         /* we are freeing client: ignore its on_done */
+    bool streaming;       /* the current stream delivered a snapshot */
     uint32_t interval_ms; /* the agent's last reported sample interval; 0 unknown */
     uint64_t backoff_cap_ns;
     loop_timer_t retry_timer;
@@ -207,7 +207,12 @@ static void agent_drop(agent_t *a, const char *reason) {
                     (unsigned long long)(delay / NS_PER_MS));
     cluster_view_disconnected(p->o.view, a->address, reason);
     pool_changed(p);
-    loop_timer_start(p->o.loop, &a->retry_timer, clock_add_sat(loop_now(p->o.loop), delay));
+    if (loop_timer_start(p->o.loop, &a->retry_timer, clock_add_sat(loop_now(p->o.loop), delay)) !=
+        0)
+        LOG_ERROR(p->o.log,
+                  "agent %s: cannot schedule a redial: out of memory; it stays down until it is "
+                  "removed and added again",
+                  a->address);
 }
 
 static void on_watch_message(void *ud, const uint8_t *msg, size_t len) {
@@ -372,7 +377,8 @@ int agent_pool_set_addresses(agent_pool_t *p, const char *const *addrs, size_t n
         return KGS_EINVAL;
     for (size_t i = 0; i < n; i++) {
         if (!addrs[i] || !address_valid(addrs[i])) {
-            LOG_ERROR(p->o.log, "agent address \"%s\": expected IP:PORT or [IPv6]:PORT, at most %u bytes",
+            LOG_ERROR(p->o.log,
+                      "agent address \"%s\": expected IP:PORT or [IPv6]:PORT, at most %u bytes",
                       addrs[i] ? addrs[i] : "(null)", AGENT_POOL_ADDRESS_MAX);
             return KGS_EINVAL;
         }

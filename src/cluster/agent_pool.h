@@ -30,9 +30,9 @@
 typedef struct agent_pool agent_pool_t;
 
 typedef struct {
-    loop_t *loop;          /* borrowed; outlives the pool. Required */
-    const logger_t *log;   /* borrowed; may be NULL */
-    cluster_view_t *view;  /* borrowed; outlives the pool. Required */
+    loop_t *loop;         /* borrowed; outlives the pool. Required */
+    const logger_t *log;  /* borrowed; may be NULL */
+    cluster_view_t *view; /* borrowed; outlives the pool. Required */
     /* Called after the view changed (snapshot, disconnect, removal). Calls
      * are coalesced: one per loop iteration at most, always from a timer of
      * the pool, never from inside agent_pool_* or a gRPC callback, so it may

@@ -75,8 +75,8 @@ void workload_evaluate(const trigger_config_t *c, const char *scaled_object_name
 /* The same, also filling *stats (may be NULL) with what went into the
  * answer; *stats is fully written whatever the status. */
 void workload_evaluate_detail(const trigger_config_t *c, const char *scaled_object_namespace,
-                              const cluster_view_t *view, const pod_cache_t *pods,
-                              bool pods_synced, mono_ns_t now, uint64_t stale_after_ns,
-                              eval_result_t *out, workload_stats_t *stats);
+                              const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
+                              mono_ns_t now, uint64_t stale_after_ns, eval_result_t *out,
+                              workload_stats_t *stats);
 
 #endif

@@ -22,7 +22,12 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "cluster/agent_pool.h"
 #include "cluster/agent_service.h"
+#include "cluster/cluster_view.h"
+#include "cluster/kube_client.h"
+#include "cluster/resolver.h"
+#include "cluster/workload.h"
 #include "cluster/node_pods.h"
 #include "cluster/pod_map.h"
 #include "cluster/podres_client.h"
@@ -64,6 +69,10 @@ typedef struct {
     agent_service_t *agent;  /* --role agent */
     podres_client_t *podres; /* --role agent with a kubelet socket */
     node_pods_t *pods;       /* the latest GPU-to-pod attribution (agent) */
+    cluster_view_t *view;    /* --role aggregator: every agent's latest snapshot */
+    agent_pool_t *pool;      /* the Watch streams to the agents */
+    resolver_t *resolver;    /* --agents-dns */
+    kube_client_t *kube;     /* pods from the Kubernetes API; NULL without one */
     http_server_t *metrics_http, *probe_http;
     server_stats_t stats;
     int sigfd;
@@ -79,7 +88,7 @@ typedef struct {
 
 static snapshot_t *current_snapshot(void *ud) {
     server_t *sv = ud;
-    return sampler_current(sv->sampler);
+    return sv->sampler ? sampler_current(sv->sampler) : NULL;
 }
 
 static void on_rpc_done(void *ud, scaler_rpc_t rpc, int status, double seconds) {
@@ -107,7 +116,7 @@ static void log_readiness(server_t *sv) {
 static void on_wakeup(loop_t *loop, void *ud) {
     (void)loop;
     server_t *sv = ud;
-    snapshot_t *snap = sampler_current(sv->sampler);
+    snapshot_t *snap = current_snapshot(sv);
     if (snap && snap->seq != sv->last_seq_seen) {
         sv->last_seq_seen = snap->seq;
         server_stats_record_snapshot(&sv->stats, snap);
@@ -205,6 +214,127 @@ static void on_pod_map_error(void *ud, const char *msg) {
         set_pods(sv, pods);
 }
 
+/* ---- aggregator: the cluster view, the agents, the pods ----------------------------- */
+
+static void aggregator_evaluate(void *ud, const trigger_config_t *c, const char *so_namespace,
+                                mono_ns_t now, eval_result_t *out) {
+    server_t *sv = ud;
+    workload_evaluate(c, so_namespace, sv->view, sv->kube ? kube_client_cache(sv->kube) : NULL,
+                      sv->kube && kube_client_synced(sv->kube, now), now, sv->o.stale_after_ns,
+                      out);
+}
+
+/* Ready once an agent streams to us and, with an API, the pod list synced. */
+static bool aggregator_ready(void *ud, mono_ns_t now, char *why, size_t whylen) {
+    server_t *sv = ud;
+    if (agent_pool_connected(sv->pool) == 0) {
+        snprintf(why, whylen, "no agent is streaming snapshots (%zu known)",
+                 cluster_view_count(sv->view));
+        return false;
+    }
+    if (sv->kube && !kube_client_synced(sv->kube, now)) {
+        snprintf(why, whylen, "pod list not synced: %s", kube_client_last_error(sv->kube));
+        return false;
+    }
+    if (whylen)
+        why[0] = '\0';
+    return true;
+}
+
+static void on_cluster_change(void *ud) {
+    server_t *sv = ud;
+    if (!sv->shutting_down)
+        scaler_refresh(sv->scaler);
+    log_readiness(sv);
+}
+
+static void on_agents_resolved(void *ud, const char *const *addrs, size_t n, const char *error) {
+    server_t *sv = ud;
+    if (error)
+        LOG_WARN(&sv->log, "--agents-dns %s: %s (keeping %zu agent(s))", sv->o.agents_dns, error,
+                 n);
+    if (agent_pool_set_addresses(sv->pool, addrs, n) == 0 && !error)
+        LOG_DEBUG(&sv->log, "--agents-dns %s: %zu agent(s)", sv->o.agents_dns, n);
+}
+
+/* Splits --agents (a comma list) and hands it to the pool. */
+static int set_static_agents(server_t *sv, char *err, size_t errlen) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", sv->o.agents) >= (int)sizeof buf)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "--agents: list longer than %zu bytes",
+                          sizeof buf - 1);
+    const char *addrs[256];
+    size_t n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ')
+            tok++;
+        if (!*tok)
+            continue;
+        if (n == sizeof addrs / sizeof addrs[0])
+            return kgs_seterr(err, errlen, KGS_EINVAL, "--agents: more than 256 agents");
+        addrs[n++] = tok;
+    }
+    if (n == 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "--agents: no HOST:PORT given");
+    int rc = agent_pool_set_addresses(sv->pool, addrs, n);
+    if (rc != 0)
+        return kgs_seterr(err, errlen, rc,
+                          "--agents \"%s\": every entry must be IP:PORT (e.g. 10.0.0.5:6000)",
+                          sv->o.agents);
+    return 0;
+}
+
+static void on_kube_event(void *ud) {
+    on_cluster_change(ud);
+}
+
+static int start_aggregator(server_t *sv, char *err, size_t errlen) {
+    if (cluster_view_new(&sv->view) != 0)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+    agent_pool_opts_t po = {.loop = sv->loop,
+                            .log = &sv->log,
+                            .view = sv->view,
+                            .on_change = on_cluster_change,
+                            .user_data = sv};
+    if (agent_pool_new(&po, &sv->pool) != 0)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+    if (sv->o.agents && set_static_agents(sv, err, errlen) != 0)
+        return KGS_EINVAL;
+    if (sv->o.agents_dns && resolver_start(sv->loop, sv->o.agents_dns, 10 * NS_PER_SEC,
+                                           on_agents_resolved, sv, &sv->resolver, err, errlen) != 0)
+        return KGS_EINVAL;
+
+    kube_client_config_t kc;
+    kube_client_config_init(&kc);
+    const char *api = sv->o.kube_api;
+    if (api && strcmp(api, "none") == 0) {
+        LOG_INFO(&sv->log, "no Kubernetes API (--kube-api none): podSelector triggers will answer "
+                           "UNAVAILABLE");
+        return 0;
+    }
+    if (api) {
+        snprintf(kc.api_url, sizeof kc.api_url, "%s", api);
+        if (sv->o.kube_token_file)
+            snprintf(kc.token_file, sizeof kc.token_file, "%s", sv->o.kube_token_file);
+        if (sv->o.kube_ca_file)
+            snprintf(kc.ca_file, sizeof kc.ca_file, "%s", sv->o.kube_ca_file);
+    } else if (getenv("KUBERNETES_SERVICE_HOST")) {
+        if (kube_client_config_in_cluster(&kc, NULL, err, errlen) != 0)
+            return KGS_EINVAL;
+    } else {
+        LOG_INFO(&sv->log, "not in a pod and no --kube-api: podSelector triggers will answer "
+                           "UNAVAILABLE");
+        return 0;
+    }
+    kube_client_callbacks_t kcb = {
+        .on_synced = on_kube_event, .on_change = on_kube_event, .user_data = sv};
+    if (kube_client_new(sv->loop, &kc, &kcb, &sv->log, &sv->kube, err, errlen) != 0)
+        return KGS_EINVAL;
+    LOG_INFO(&sv->log, "watching pods at %s", kc.api_url);
+    return 0;
+}
+
 /* ---- HTTP: /metrics, /healthz, /readyz ------------------------------------------- */
 
 static bool path_is(const http1_request_t *req, const char *p) {
@@ -225,7 +355,7 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
                     void *ud) {
     server_t *sv = ud;
     if (path_is(req, "/metrics")) {
-        snapshot_t *snap = sampler_current(sv->sampler);
+        snapshot_t *snap = current_snapshot(sv);
         char why[8];
         metrics_context_t ctx = {
             .node = sv->node,
@@ -233,7 +363,7 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             .commit = KGS_GIT_DESCRIBE,
             .now = clock_mono_now(),
             .stale_after_ns = sv->o.stale_after_ns,
-            .sampler_overruns = sampler_overruns(sv->sampler),
+            .sampler_overruns = sv->sampler ? sampler_overruns(sv->sampler) : 0,
             .streams_open = scaler_stream_count(sv->scaler),
             .connections_open = sv->grpc ? grpc_server_connection_count(sv->grpc) : 0,
             .ready = scaler_ready(sv->scaler, why, sizeof why),
@@ -366,6 +496,7 @@ int main(int argc, char **argv) {
     }
     if (sv.o.help) {
         fputs(server_usage_text, stdout);
+        fputs(server_usage_text_more, stdout);
         return 0;
     }
     if (sv.o.version) {
@@ -401,30 +532,38 @@ int main(int argc, char **argv) {
         goto out;
     }
 
-    if (nvml_loader_open(sv.o.nvml_library, &sv.loader, err, sizeof err) != 0) {
-        LOG_ERROR(&sv.log, "%s", err);
-        LOG_ERROR(&sv.log, "hint: run on a GPU node with the NVIDIA driver (in Kubernetes: the "
-                           "NVIDIA container runtime, NVIDIA_DRIVER_CAPABILITIES=utility), or "
-                           "name the library with --nvml-library PATH");
-        goto out;
-    }
-    char missing[2048];
-    if (nvml_loader_missing(sv.loader, missing, sizeof missing) > 0)
-        LOG_INFO(&sv.log, "NVML %s lacks %s; those fields are reported absent",
-                 nvml_loader_path(sv.loader), missing);
+    if (sv.o.role == SERVER_ROLE_AGGREGATOR) {
+        /* The aggregator reads no GPU itself: its data comes from the agents. */
+        if (start_aggregator(&sv, err, sizeof err) != 0) {
+            LOG_ERROR(&sv.log, "%s", err);
+            goto out;
+        }
+    } else {
+        if (nvml_loader_open(sv.o.nvml_library, &sv.loader, err, sizeof err) != 0) {
+            LOG_ERROR(&sv.log, "%s", err);
+            LOG_ERROR(&sv.log, "hint: run on a GPU node with the NVIDIA driver (in Kubernetes: the "
+                               "NVIDIA container runtime, NVIDIA_DRIVER_CAPABILITIES=utility), or "
+                               "name the library with --nvml-library PATH");
+            goto out;
+        }
+        char missing[2048];
+        if (nvml_loader_missing(sv.loader, missing, sizeof missing) > 0)
+            LOG_INFO(&sv.log, "NVML %s lacks %s; those fields are reported absent",
+                     nvml_loader_path(sv.loader), missing);
 
-    nvml_collector_t *collector;
-    if (nvml_collector_new(nvml_loader_api(sv.loader), &sv.log, sv.node, &collector) != 0) {
-        LOG_ERROR(&sv.log, "out of memory");
-        goto out;
-    }
-    sampler_opts_t so = {.interval_ns = sv.o.sample_interval_ns,
-                         .on_publish = on_sample_published,
-                         .user_data = sv.loop,
-                         .log = &sv.log};
-    if (sampler_start(collector, &so, &sv.sampler, err, sizeof err) != 0) {
-        LOG_ERROR(&sv.log, "%s", err);
-        goto out;
+        nvml_collector_t *collector;
+        if (nvml_collector_new(nvml_loader_api(sv.loader), &sv.log, sv.node, &collector) != 0) {
+            LOG_ERROR(&sv.log, "out of memory");
+            goto out;
+        }
+        sampler_opts_t so = {.interval_ns = sv.o.sample_interval_ns,
+                             .on_publish = on_sample_published,
+                             .user_data = sv.loop,
+                             .log = &sv.log};
+        if (sampler_start(collector, &so, &sv.sampler, err, sizeof err) != 0) {
+            LOG_ERROR(&sv.log, "%s", err);
+            goto out;
+        }
     }
 
     if (sv.o.tls_cert) {
@@ -452,6 +591,11 @@ int main(int argc, char **argv) {
                          .snapshot_user_data = &sv,
                          .on_rpc_done = on_rpc_done,
                          .rpc_user_data = &sv};
+    if (sv.o.role == SERVER_ROLE_AGGREGATOR) {
+        sco.evaluate = aggregator_evaluate;
+        sco.ready = aggregator_ready;
+        sco.eval_user_data = &sv;
+    }
     if (scaler_new(&sco, &sv.scaler) != 0) {
         LOG_ERROR(&sv.log, "out of memory");
         goto out;
@@ -497,7 +641,10 @@ int main(int argc, char **argv) {
     }
     LOG_INFO(&sv.log,
              "keda-gpu-scaler %s (%s): gRPC (%s%s) on %s:%u, node %s, sampling every %.0f ms",
-             KGS_VERSION, sv.o.role == SERVER_ROLE_AGENT ? "agent" : "standalone",
+             KGS_VERSION,
+             sv.o.role == SERVER_ROLE_AGENT        ? "agent"
+             : sv.o.role == SERVER_ROLE_AGGREGATOR ? "aggregator"
+                                                   : "standalone",
              sv.tls ? "TLS" : "h2c", sv.o.tls_client_ca ? ", client certificates" : "",
              sv.o.listen_address, grpc_server_port(sv.grpc), sv.node,
              (double)sv.o.sample_interval_ns / 1e6);
@@ -520,6 +667,10 @@ out:
     agent_service_free(sv.agent);
     podres_client_free(sv.podres);
     node_pods_free(sv.pods);
+    resolver_free(sv.resolver);
+    agent_pool_free(sv.pool);
+    kube_client_free(sv.kube);
+    cluster_view_free(sv.view);
     http_server_free(sv.metrics_http);
     http_server_free(sv.probe_http);
     if (sv.loop) {

@@ -30,10 +30,21 @@ const char server_usage_text[] =
     "\n"
     "Flags (each can also be set as KEDA_GPU_SCALER_<FLAG>, e.g.\n"
     "KEDA_GPU_SCALER_METRICS_PORT=0; a flag beats its variable):\n"
-    "  --role standalone|agent       what this process does (default standalone:\n"
+    "  --role standalone|agent|aggregator\n"
+    "                                what this process does (default standalone:\n"
     "                                sample this node and serve KEDA; agent: also\n"
     "                                stream node snapshots with the GPU-to-pod map\n"
-    "                                to aggregators); aggregator arrives later\n"
+    "                                to aggregators; aggregator: answer KEDA for\n"
+    "                                workloads across every agent's node)\n"
+    "  --agents HOST:PORT,...        aggregator: the agents to subscribe to\n"
+    "  --agents-dns NAME:PORT        aggregator: every address of this name (a\n"
+    "                                headless Service), re-resolved every 10s\n"
+    "  --kube-api URL|none           aggregator: the Kubernetes API for pods\n"
+    "                                (default: in-cluster when\n"
+    "                                KUBERNETES_SERVICE_HOST is set, else none)\n"
+    "  --kube-token-file FILE        aggregator: bearer token (default: the pod's\n"
+    "                                service account token)\n"
+    "  --kube-ca-file FILE           aggregator: CA for an https API\n"
     "  --kubelet-socket PATH|none    agent: the kubelet pod-resources socket\n"
     "                                (default /var/lib/kubelet/pod-resources/\n"
     "                                kubelet.sock; none = no pod attribution)\n"
@@ -74,6 +85,10 @@ const char server_usage_text[] =
     "  --version                     print the version and exit\n"
     "  --help                        this text\n"
     "\n"
+    "";
+
+/* Split in two: ISO C caps one string literal at 4095 bytes. */
+const char server_usage_text_more[] =
     "Durations: 500ms, 5s, 1m30s, 2h. An invalid value, flag or variable is an\n"
     "error (exit status 2), never a silent default. A variable set to \"\" counts\n"
     "as unset.\n"
@@ -113,16 +128,40 @@ typedef enum {
     O_IDLE_TIMEOUT,
     O_SHUTDOWN_GRACE,
     O_KUBELET_SOCKET,
+    O_AGENTS,
+    O_AGENTS_DNS,
+    O_KUBE_API,
+    O_KUBE_TOKEN_FILE,
+    O_KUBE_CA_FILE,
     O_COUNT
 } opt_id_t;
 
 /* Flag names, in opt_id_t order; the variable is derived from the name. */
 static const char *const opt_names[O_COUNT] = {
-    "role",          "listen-address",  "port",           "metrics-port",
-    "probe-port",    "sample-interval", "stale-after",    "health-check-interval",
-    "nvml-library",  "node-name",       "tls-cert",       "tls-key",
-    "tls-client-ca", "log-level",       "log-format",     "max-connections",
-    "idle-timeout",  "shutdown-grace",  "kubelet-socket",
+    "role",
+    "listen-address",
+    "port",
+    "metrics-port",
+    "probe-port",
+    "sample-interval",
+    "stale-after",
+    "health-check-interval",
+    "nvml-library",
+    "node-name",
+    "tls-cert",
+    "tls-key",
+    "tls-client-ca",
+    "log-level",
+    "log-format",
+    "max-connections",
+    "idle-timeout",
+    "shutdown-grace",
+    "kubelet-socket",
+    "agents",
+    "agents-dns",
+    "kube-api",
+    "kube-token-file",
+    "kube-ca-file",
 };
 
 #define DEFAULT_HEALTH_CHECK_INTERVAL_NS (30 * NS_PER_SEC)
@@ -286,14 +325,12 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
             o->role = SERVER_ROLE_AGENT;
             return 0;
         }
-        if (strcmp(r->text, "aggregator") == 0)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: role \"aggregator\" arrives in a later release; this release "
-                              "runs standalone or agent",
-                              r->source);
+        if (strcmp(r->text, "aggregator") == 0) {
+            o->role = SERVER_ROLE_AGGREGATOR;
+            return 0;
+        }
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "%s: invalid role \"%s\": must be standalone or agent (aggregator "
-                          "arrives in a later release)",
+                          "%s: invalid role \"%s\": must be standalone, agent or aggregator",
                           r->source, r->text);
     case O_LISTEN_ADDRESS:
         return parse_address(r, &o->listen_address, err, errlen);
@@ -362,6 +399,29 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
                               "none",
                               r->source, r->text);
         o->kubelet_socket = strcmp(r->text, "none") == 0 ? NULL : r->text;
+        return 0;
+    case O_AGENTS:
+        if (!r->text[0])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: needs a comma-separated list of HOST:PORT", r->source);
+        o->agents = r->text;
+        return 0;
+    case O_AGENTS_DNS:
+        if (!strchr(r->text, ':'))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: invalid \"%s\": expected NAME:PORT (e.g. "
+                              "keda-gpu-scaler-agents.keda.svc:6000)",
+                              r->source, r->text);
+        o->agents_dns = r->text;
+        return 0;
+    case O_KUBE_API:
+        o->kube_api = r->text;
+        return 0;
+    case O_KUBE_TOKEN_FILE:
+        o->kube_token_file = r->text;
+        return 0;
+    case O_KUBE_CA_FILE:
+        o->kube_ca_file = r->text;
         return 0;
     case O_COUNT:
         break;
@@ -525,5 +585,12 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
                           "%s needs --tls-cert and --tls-key: client certificates are checked "
                           "only on a TLS listener",
                           src_or_flag(raw, O_TLS_CLIENT_CA, b1, sizeof b1));
+    if (o->role == SERVER_ROLE_AGGREGATOR && !o->agents && !o->agents_dns)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "--role aggregator needs --agents HOST:PORT,... or --agents-dns "
+                          "NAME:PORT (the agents' headless Service)");
+    if (o->role != SERVER_ROLE_AGGREGATOR && (o->agents || o->agents_dns || o->kube_api))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "--agents, --agents-dns and --kube-api are for --role aggregator");
     return check_ports(o, raw, err, errlen);
 }

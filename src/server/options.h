@@ -24,7 +24,8 @@
 
 typedef enum {
     SERVER_ROLE_STANDALONE = 0, /* sample this node, serve KEDA */
-    SERVER_ROLE_AGENT           /* also serve Agent/Watch (node snapshots + pod attribution) */
+    SERVER_ROLE_AGENT,          /* also serve Agent/Watch (node snapshots + pod attribution) */
+    SERVER_ROLE_AGGREGATOR      /* subscribe to agents, answer KEDA for workloads cluster-wide */
 } server_role_t;
 
 /* After a successful parse every field holds its final value (defaults and
@@ -49,9 +50,14 @@ typedef struct {
     unsigned max_connections;          /* --max-connections, default 1024 (gRPC) */
     uint64_t idle_timeout_ns;          /* --idle-timeout, default 10m; 0 = never */
     uint64_t shutdown_grace_ns;        /* --shutdown-grace, default 5s */
-    const char *kubelet_socket; /* --kubelet-socket (agent), NULL = no pod attribution ("none") */
-    bool version;               /* --version or a bare "version" argument */
-    bool help;                  /* --help or -h */
+    const char *kubelet_socket;  /* --kubelet-socket (agent), NULL = no pod attribution ("none") */
+    const char *agents;          /* --agents HOST:PORT,... (aggregator) */
+    const char *agents_dns;      /* --agents-dns NAME:PORT (aggregator) */
+    const char *kube_api;        /* --kube-api URL or "none"; NULL = in-cluster if available */
+    const char *kube_token_file; /* --kube-token-file */
+    const char *kube_ca_file;    /* --kube-ca-file */
+    bool version;                /* --version or a bare "version" argument */
+    bool help;                   /* --help or -h */
 } server_options_t;
 
 #define SERVER_DEFAULT_PORT 6000
@@ -74,6 +80,8 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
                          char *err, size_t errlen);
 
 /* The --help text. */
+/* The --help text, in two parts (print both). */
 extern const char server_usage_text[];
+extern const char server_usage_text_more[];
 
 #endif

@@ -179,11 +179,15 @@ static void test_options_role(void **state) {
                  "--kubelet-socket: invalid kubelet socket \"kubelet.sock\": must be an absolute "
                  "path or none");
     expect_error(PARSE(&o, "--role=aggregator"),
-                 "--role: role \"aggregator\" arrives in a later release; this release runs "
-                 "standalone or agent");
+                 "--role aggregator needs --agents HOST:PORT,... or --agents-dns NAME:PORT (the "
+                 "agents' headless Service)");
+    assert_int_equal(PARSE(&o, "--role=aggregator", "--agents", "10.0.0.1:6000,10.0.0.2:6000"), 0);
+    assert_int_equal(o.role, SERVER_ROLE_AGGREGATOR);
+    assert_string_equal(o.agents, "10.0.0.1:6000,10.0.0.2:6000");
+    expect_error(PARSE(&o, "--agents", "10.0.0.1:6000"),
+                 "--agents, --agents-dns and --kube-api are for --role aggregator");
     expect_error(PARSE(&o, "--role", "server"),
-                 "--role: invalid role \"server\": must be standalone or agent (aggregator "
-                 "arrives in a later release)");
+                 "--role: invalid role \"server\": must be standalone, agent or aggregator");
 }
 
 static void test_options_listen_address(void **state) {
@@ -401,10 +405,10 @@ static void test_options_invalid_variable_is_named(void **state) {
     expect_error(parse_env(&o, e2, (char *)NULL),
                  "KEDA_GPU_SCALER_LOG_LEVEL: invalid log level \"verbose\": must be debug, info, "
                  "warn or error");
-    const char *e3[] = {"KEDA_GPU_SCALER_ROLE", "aggregator", NULL};
+    const char *e3[] = {"KEDA_GPU_SCALER_ROLE", "worker", NULL};
     expect_error(parse_env(&o, e3, (char *)NULL),
-                 "KEDA_GPU_SCALER_ROLE: role \"aggregator\" arrives in a later release; this "
-                 "release runs standalone or agent");
+                 "KEDA_GPU_SCALER_ROLE: invalid role \"worker\": must be standalone, agent or "
+                 "aggregator");
     const char *e4[] = {"KEDA_GPU_SCALER_STALE_AFTER", "500ms", NULL};
     expect_error(parse_env(&o, e4, (char *)NULL),
                  "KEDA_GPU_SCALER_STALE_AFTER 500ms must be longer than --sample-interval 1s: a "
@@ -450,11 +454,13 @@ static void test_options_usage_teaches_flags_variables_and_examples(void **state
                            "--idle-timeout",   "--shutdown-grace",
                            "--version",        "--help",
                            "KEDA_GPU_SCALER_", "Examples:"};
+    char usage[8192];
+    snprintf(usage, sizeof usage, "%s%s", server_usage_text, server_usage_text_more);
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-        if (!strstr(server_usage_text, flags[i]))
+        if (!strstr(usage, flags[i]))
             fail_msg("usage lacks %s", flags[i]);
     /* Fits an 80-column terminal. */
-    for (const char *p = server_usage_text; *p;) {
+    for (const char *p = usage; *p;) {
         size_t n = strcspn(p, "\n");
         assert_true(n <= 80);
         p += n + (p[n] == '\n');

@@ -1,0 +1,794 @@
+/*
+ * workload.c - one answer for a whole workload, from every node's latest
+ * snapshot (the cluster view) and the Kubernetes pod cache.
+ *
+ * DESIGN
+ *
+ * podSelector: the pods in scope are those of one namespace whose labels
+ * match, in phase Running and not being deleted. A pod's GPUs are the device
+ * ids its node's kubelet attributed to any of its containers ("GPU-<uuid>",
+ * "GPU-<uuid>::<replica>" with time-slicing, "MIG-<uuid>"); a physical
+ * device counts once per pod however many replicas of it the pod holds. The
+ * pod's devices are evaluated by the standalone evaluator itself (a copy of
+ * the config whose gpuUUID / migUUID lists are the pod's devices, in batches
+ * of TRIGGER_MAX_UUIDS), so health checks, absent-field statuses and their
+ * hints are word for word the standalone server's; we only prefix the node
+ * and pod. Pods fold with podAggregation (a batch is summed, or max'd /
+ * min'd, and batches combine exactly), and the pods' values with
+ * `aggregation`. No pod in scope is a known 0 (scale-to-zero looks like
+ * that); a pod with no device attributed yet contributes nothing.
+ *
+ * Without podSelector every selected GPU (or MIG instance) of every selected
+ * node is one input, and the aggregation runs once across all of them:
+ * KEDA's AverageValue divides the workload-wide total by the target, so a
+ * per-node fold would be wrong. Each node is first validated by
+ * evaluator_run (same messages as standalone), then its per-GPU values are
+ * collected. gpuIndex and migProfile apply on every node; gpuUUID and
+ * migUUID name devices wherever they are (each node contributes the ones it
+ * holds, and each must exist on some node), since a UUID list that had to
+ * exist on every node could never span two.
+ *
+ * Partial data: a node with no agent, a stale or NVML-down snapshot, or (for
+ * pods) an unknown attribution is a gap. partialData error turns a gap into
+ * UNAVAILABLE; ignore leaves the pod (or node) out and counts it, and if
+ * nothing fresh is left the answer is UNAVAILABLE, never 0.
+ *
+ * Determinism: KEDA round-robins over aggregator replicas (DESIGN.md rule 7)
+ * and each replica's pod cache iterates in its own hash order. So every
+ * problem is collected and the one whose pod (or node) name sorts first is
+ * reported, and values are sorted before they are summed.
+ *
+ * Memory: the context lives on the stack (about 20 KiB); values go to a
+ * stack array and, past WL_STACK_VALUES, one heap array bounded by
+ * WORKLOAD_MAX_INPUTS.
+ */
+#include "cluster/workload.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/aggregate.h"
+
+#define WL_STACK_VALUES 256
+/* snapshot_new() allows at most 4096 GPUs and 4096 * 8 MIG instances. */
+#define WL_SEEN_BYTES ((4096u + 4096u * 8u + 7u) / 8u)
+#define WL_KEY_MAX 256
+
+/* The problem to report: the one whose key (pod or node name) sorts first. */
+typedef struct {
+    bool set;
+    eval_status_t status;
+    unsigned count; /* problems seen in all */
+    char key[WL_KEY_MAX];
+    char message[sizeof(((eval_result_t *)0)->message)];
+} wl_problem_t;
+
+typedef struct {
+    const trigger_config_t *c;
+    const char *ns; /* podSelector: the pods' namespace */
+    const cluster_view_t *view;
+    mono_ns_t now;
+    uint64_t stale_after_ns;
+    workload_stats_t *st;
+    bool mig_metric; /* the metric exists per MIG instance */
+
+    trigger_config_t scratch; /* c with per-node or per-pod device lists */
+
+    double stack_vals[WL_STACK_VALUES];
+    double *vals;
+    size_t n, cap;
+    bool overflow, oom;
+    unsigned inputs; /* GPUs and MIG instances behind the values */
+
+    wl_problem_t err;
+    wl_problem_t hidden; /* no podSelector: an unhealthy GPU may hide a migUUID */
+    char skip_key[WL_KEY_MAX];
+
+    bool found_gpu[TRIGGER_MAX_UUIDS]; /* no podSelector: gpuUUID u is on some fresh node */
+    bool found_mig[TRIGGER_MAX_UUIDS];
+    unsigned char seen[WL_SEEN_BYTES]; /* podSelector: devices already counted for this pod */
+} wl_ctx_t;
+
+/* ---- small helpers --------------------------------------------------------- */
+
+static void set_result(eval_result_t *out, eval_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_result(eval_result_t *out, eval_status_t st, const char *fmt, ...) {
+    out->status = st;
+    out->value = 0;
+    out->active = false;
+    out->inputs = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->message, sizeof out->message, fmt, ap);
+    va_end(ap);
+}
+
+static void problem_voffer(wl_problem_t *p, const char *key, eval_status_t st, const char *fmt,
+                           va_list ap) {
+    p->count++;
+    if (p->set && strcmp(key, p->key) >= 0)
+        return;
+    p->set = true;
+    p->status = st;
+    snprintf(p->key, sizeof p->key, "%s", key);
+    vsnprintf(p->message, sizeof p->message, fmt, ap);
+}
+
+static void problem_offer(wl_problem_t *p, const char *key, eval_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void problem_offer(wl_problem_t *p, const char *key, eval_status_t st, const char *fmt,
+                          ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    problem_voffer(p, key, st, fmt, ap);
+    va_end(ap);
+}
+
+static void fail(wl_ctx_t *x, const char *key, eval_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void fail(wl_ctx_t *x, const char *key, eval_status_t st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    problem_voffer(&x->err, key, st, fmt, ap);
+    va_end(ap);
+}
+
+/* A pod or node whose data cannot be used: an error, or with partialData
+ * ignore a counted skip (its reason kept for the stats). */
+static void gap(wl_ctx_t *x, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void gap(wl_ctx_t *x, const char *key, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (x->c->partial_data == PARTIAL_DATA_ERROR) {
+        problem_voffer(&x->err, key, EVAL_UNAVAILABLE, fmt, ap);
+    } else {
+        if (x->st->skipped++ == 0 || strcmp(key, x->skip_key) < 0) {
+            snprintf(x->skip_key, sizeof x->skip_key, "%s", key);
+            vsnprintf(x->st->skip_reason, sizeof x->st->skip_reason, fmt, ap);
+        }
+    }
+    va_end(ap);
+}
+
+/* Appends a value; false (with overflow or oom set) when it cannot. */
+static bool push(wl_ctx_t *x, double v) {
+    if (x->n == x->cap) {
+        if (x->cap >= WORKLOAD_MAX_INPUTS) {
+            x->overflow = true;
+            return false;
+        }
+        size_t cap = x->cap * 4 < WORKLOAD_MAX_INPUTS ? x->cap * 4 : WORKLOAD_MAX_INPUTS;
+        double *nv = malloc(cap * sizeof *nv);
+        if (!nv) {
+            x->oom = true;
+            return false;
+        }
+        memcpy(nv, x->vals, x->n * sizeof *nv);
+        if (x->vals != x->stack_vals)
+            free(x->vals);
+        x->vals = nv;
+        x->cap = cap;
+    }
+    x->vals[x->n++] = v;
+    return true;
+}
+
+static bool stopped(const wl_ctx_t *x) {
+    return x->overflow || x->oom;
+}
+
+static double secs(uint64_t ns) {
+    return (double)ns / 1e9;
+}
+
+/* true when e's snapshot may be used; otherwise why says why not. */
+static bool node_fresh(const wl_ctx_t *x, const cluster_node_t *e, char *why, size_t len) {
+    const snapshot_t *s = e->snap;
+    const char *down = e->connected ? "" : "; agent stream down: ";
+    const char *down_why = e->connected ? "" : (e->error[0] ? e->error : "disconnected");
+    if (s->status == SNAPSHOT_NVML_DOWN) {
+        snprintf(why, len, "NVML unavailable: %s%s%s",
+                 s->error[0] ? s->error : nvml_code_name(s->nvml_code), down, down_why);
+        return false;
+    }
+    uint64_t age = x->now > s->taken_mono ? x->now - s->taken_mono : 0;
+    if (age > x->stale_after_ns) {
+        snprintf(why, len, "GPU snapshot is %.1f s old (stale after %.1f s)%s%s", secs(age),
+                 secs(x->stale_after_ns), e->connected ? "; the agent sends nothing newer" : down,
+                 down_why);
+        return false;
+    }
+    return true;
+}
+
+/* Mirrors evaluator.c's selection rules, which evaluator_run has already
+ * validated on the node before these are used to collect per-GPU values. */
+static bool in_list(const char *s, const char (*list)[96], unsigned n) {
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(s, list[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool gpu_selected(const trigger_config_t *c, const gpu_record_t *g) {
+    if (c->gpu_index >= 0)
+        return g->index == (unsigned)c->gpu_index;
+    if (c->gpu_uuid_count > 0)
+        return in_list(g->uuid, c->gpu_uuids, c->gpu_uuid_count);
+    return true;
+}
+
+/* "3g.40gb" also matches the compute-instance profiles "Nc.3g.40gb". */
+static bool mig_profile_matches(const char *pattern, const char *profile) {
+    if (strcmp(pattern, profile) == 0)
+        return true;
+    if (strchr(pattern, 'c'))
+        return false;
+    const char *p = profile;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (p == profile || p[0] != 'c' || p[1] != '.')
+        return false;
+    return strcmp(p + 2, pattern) == 0;
+}
+
+static bool mig_selected(const trigger_config_t *c, const mig_record_t *m) {
+    if (c->mig_uuid_count > 0)
+        return in_list(m->uuid, c->mig_uuids, c->mig_uuid_count);
+    for (unsigned i = 0; i < c->mig_profile_count; i++)
+        if (mig_profile_matches(c->mig_profiles[i], m->profile))
+            return true;
+    return false;
+}
+
+static const gpu_record_t *first_unhealthy_selected(const trigger_config_t *c,
+                                                    const snapshot_t *s) {
+    for (unsigned i = 0; i < s->gpu_count; i++)
+        if (gpu_selected(c, &s->gpus[i]) && s->gpus[i].health != GPU_HEALTH_OK)
+            return &s->gpus[i];
+    return NULL;
+}
+
+/* Any GPU of the node that is not healthy (a pod's MIG device may sit on
+ * any of them), or NULL. */
+static const gpu_record_t *first_unhealthy(const snapshot_t *s) {
+    for (unsigned i = 0; i < s->gpu_count; i++)
+        if (s->gpus[i].health != GPU_HEALTH_OK)
+            return &s->gpus[i];
+    return NULL;
+}
+
+/* Whether metric t exists per MIG instance: asked of evaluator_mig_value
+ * with every field present, so the list lives in one place. */
+static bool metric_exists_per_mig(metric_type_t t) {
+    mig_record_t m;
+    memset(&m, 0, sizeof m);
+    m.valid = UINT32_MAX;
+    m.memory_total_bytes = 1;
+    double v;
+    return evaluator_mig_value(t, &m, &v);
+}
+
+static int find_gpu(const snapshot_t *s, const char *id, size_t len) {
+    for (unsigned i = 0; i < s->gpu_count; i++)
+        if (strncmp(s->gpus[i].uuid, id, len) == 0 && s->gpus[i].uuid[len] == '\0')
+            return (int)i;
+    return -1;
+}
+
+static int find_mig(const snapshot_t *s, const char *id, size_t len) {
+    for (unsigned i = 0; i < s->mig_total; i++)
+        if (strncmp(s->mig[i].uuid, id, len) == 0 && s->mig[i].uuid[len] == '\0')
+            return (int)i;
+    return -1;
+}
+
+/* ---- podSelector ----------------------------------------------------------- */
+
+/* One pod's devices folded so far. */
+typedef struct {
+    unsigned n;
+    double v; /* sum (avg, sum) or extreme (max, min) */
+    bool failed;
+} pod_acc_t;
+
+typedef struct {
+    wl_ctx_t *x;
+    const pod_t *pod;
+    const snapshot_t *s;
+    char who[WL_KEY_MAX + KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 16]; /* node N (pod ns/p) */
+    pod_acc_t acc;
+} pod_eval_t;
+
+static aggregation_t batch_aggregation(pod_aggregation_t a) {
+    switch (a) {
+    case POD_AGG_MAX:
+        return AGG_MAX;
+    case POD_AGG_MIN:
+        return AGG_MIN;
+    case POD_AGG_AVG:
+    case POD_AGG_SUM:
+        break;
+    }
+    return AGG_SUM; /* avg divides the exact sum at the end */
+}
+
+/* Evaluates the devices gathered in scratch's gpuUUID or migUUID list. */
+static void pod_flush(pod_eval_t *pe) {
+    wl_ctx_t *x = pe->x;
+    trigger_config_t *sc = &x->scratch;
+    if (sc->gpu_uuid_count == 0 && sc->mig_uuid_count == 0)
+        return;
+    eval_result_t r;
+    if (!pe->acc.failed) {
+        evaluator_run(sc, pe->s, x->now, x->stale_after_ns, &r);
+        if (r.status != EVAL_OK) {
+            fail(x, pe->pod->name, r.status, "%s: %s", pe->who, r.message);
+            pe->acc.failed = true;
+        } else {
+            pod_aggregation_t a = x->c->pod_aggregation;
+            if (pe->acc.n == 0 || a == POD_AGG_AVG || a == POD_AGG_SUM)
+                pe->acc.v = pe->acc.n == 0 ? r.value : pe->acc.v + r.value;
+            else if (a == POD_AGG_MAX ? r.value > pe->acc.v : r.value < pe->acc.v)
+                pe->acc.v = r.value;
+            pe->acc.n += r.inputs;
+        }
+    }
+    sc->gpu_uuid_count = 0;
+    sc->mig_uuid_count = 0;
+}
+
+/* Adds device id d of the pod to the batch; false when the pod failed. */
+static bool pod_add_device(pod_eval_t *pe, const char *d) {
+    wl_ctx_t *x = pe->x;
+    const snapshot_t *s = pe->s;
+    trigger_config_t *sc = &x->scratch;
+    const char *sep = strstr(d, "::");
+    size_t len = sep ? (size_t)(sep - d) : strlen(d);
+    bool is_gpu = strncmp(d, "GPU-", 4) == 0, is_mig = strncmp(d, "MIG-", 4) == 0;
+    int i = is_gpu ? find_gpu(s, d, len) : is_mig ? find_mig(s, d, len) : -1;
+    if (i < 0) {
+        const gpu_record_t *sick = is_mig ? first_unhealthy(s) : NULL;
+        if (sick)
+            fail(x, pe->pod->name, EVAL_UNAVAILABLE,
+                 "%s: MIG device %.*s is not in the snapshot, and GPU %u (%s) is %s (NVML %s): "
+                 "its MIG instances cannot be listed",
+                 pe->who, (int)len, d, sick->index, sick->uuid[0] ? sick->uuid : "uuid unknown",
+                 gpu_health_name(sick->health), nvml_code_name(sick->health_nvml_code));
+        else if (!is_gpu && !is_mig)
+            fail(x, pe->pod->name, EVAL_FAILED_PRECONDITION,
+                 "%s: device id %s is neither GPU-<uuid> nor MIG-<uuid>", pe->who, d);
+        else
+            fail(x, pe->pod->name, EVAL_FAILED_PRECONDITION,
+                 "%s: device %s is unknown to NVML on the node (it reports %u GPU%s and %u MIG "
+                 "instance%s)",
+                 pe->who, d, s->gpu_count, s->gpu_count == 1 ? "" : "s", s->mig_total,
+                 s->mig_total == 1 ? "" : "s");
+        pe->acc.failed = true;
+        return false;
+    }
+    unsigned bit = is_gpu ? (unsigned)i : s->gpu_count + (unsigned)i;
+    if (x->seen[bit / 8] & (1u << (bit % 8)))
+        return true; /* another replica (or container) of a device already counted */
+    x->seen[bit / 8] |= (unsigned char)(1u << (bit % 8));
+    if (is_gpu) {
+        if (sc->mig_uuid_count)
+            pod_flush(pe);
+        snprintf(sc->gpu_uuids[sc->gpu_uuid_count++], sizeof sc->gpu_uuids[0], "%s",
+                 s->gpus[i].uuid);
+        if (sc->gpu_uuid_count == TRIGGER_MAX_UUIDS)
+            pod_flush(pe);
+    } else {
+        if (!x->mig_metric) {
+            fail(x, pe->pod->name, EVAL_FAILED_PRECONDITION,
+                 "%s: metricType %s does not exist per MIG instance, and the pod holds MIG "
+                 "instance %s: MIG instances have memory_used_mib, memory_used_percent, "
+                 "sm_active, sm_occupancy and dram_bandwidth",
+                 pe->who, metric_type_name(x->c->metric_type), s->mig[i].uuid);
+            pe->acc.failed = true;
+            return false;
+        }
+        if (sc->gpu_uuid_count)
+            pod_flush(pe);
+        snprintf(sc->mig_uuids[sc->mig_uuid_count++], sizeof sc->mig_uuids[0], "%s",
+                 s->mig[i].uuid);
+        if (sc->mig_uuid_count == TRIGGER_MAX_UUIDS)
+            pod_flush(pe);
+    }
+    return !pe->acc.failed;
+}
+
+static void pod_evaluate(wl_ctx_t *x, const pod_t *p) {
+    pod_eval_t pe = {.x = x, .pod = p};
+    if (!p->node[0]) {
+        gap(x, p->name, "pod %s/%s: Running but assigned to no node", p->namespace, p->name);
+        return;
+    }
+    snprintf(pe.who, sizeof pe.who, "node %s (pod %s/%s)", p->node, p->namespace, p->name);
+    const cluster_node_t *e = x->view ? cluster_view_find_node(x->view, p->node) : NULL;
+    if (!e) {
+        gap(x, p->name, "%s: no agent has reported for this node", pe.who);
+        return;
+    }
+    char why[640];
+    if (!node_fresh(x, e, why, sizeof why)) {
+        gap(x, p->name, "%s: %s", pe.who, why);
+        return;
+    }
+    if (!e->pods || !e->pods->known) {
+        gap(x, p->name, "%s: which pods hold which GPUs on the node is unknown: %s", pe.who,
+            !e->pods            ? "the agent sent no pod attribution"
+            : e->pods->error[0] ? e->pods->error
+                                : "no reason given");
+        return;
+    }
+    pe.s = e->snap;
+    memset(x->seen, 0, (pe.s->gpu_count + pe.s->mig_total + 7u) / 8u);
+    x->scratch.gpu_uuid_count = 0;
+    x->scratch.mig_uuid_count = 0;
+    const node_pods_t *np = e->pods;
+    for (size_t k = 0; k < np->count && !pe.acc.failed; k++) {
+        const node_pod_entry_t *ent = &np->entries[k];
+        if (strcmp(ent->namespace_, p->namespace) != 0 || strcmp(ent->pod, p->name) != 0)
+            continue;
+        for (size_t d = 0; d < ent->device_count; d++)
+            if (!pod_add_device(&pe, ent->device_ids[d]))
+                break;
+    }
+    pod_flush(&pe);
+    if (pe.acc.failed)
+        return;
+    if (pe.acc.n == 0) {
+        x->st->pods_without_gpu++; /* normal right after scheduling */
+        return;
+    }
+    double v = x->c->pod_aggregation == POD_AGG_AVG ? pe.acc.v / pe.acc.n : pe.acc.v;
+    if (push(x, v)) {
+        x->st->pods_counted++;
+        x->inputs += pe.acc.n;
+    }
+}
+
+typedef struct {
+    const pod_t *pod;
+} pod_ref_t;
+
+static const char *pod_lookup(void *ud, const char *key) {
+    return pod_label(((const pod_ref_t *)ud)->pod, key);
+}
+
+static bool pod_visit(const pod_t *p, void *ud) {
+    wl_ctx_t *x = ud;
+    if (p->phase != POD_PHASE_RUNNING || p->deleting || strcmp(p->namespace, x->ns) != 0)
+        return true;
+    pod_ref_t ref = {p};
+    if (!label_selector_matches(&x->c->pod_selector, pod_lookup, &ref))
+        return true;
+    x->st->pods_in_scope++;
+    pod_evaluate(x, p);
+    return !stopped(x);
+}
+
+/* ---- nodes ----------------------------------------------------------------- */
+
+static bool node_has_profile_match(const trigger_config_t *c, const snapshot_t *s) {
+    for (unsigned i = 0; i < s->mig_total; i++) {
+        const gpu_record_t *parent = snapshot_gpu_by_index(s, s->mig[i].parent_index);
+        if (parent && gpu_selected(c, parent) && mig_selected(c, &s->mig[i]))
+            return true;
+    }
+    return false;
+}
+
+/* Narrows gpuUUID / migUUID to the devices on s (scratch) and records which
+ * were found. false when the node holds none of them. */
+static bool node_narrow_uuids(wl_ctx_t *x, const snapshot_t *s, const char *name) {
+    const trigger_config_t *c = x->c;
+    trigger_config_t *sc = &x->scratch;
+    sc->gpu_uuid_count = 0;
+    sc->mig_uuid_count = 0;
+    for (unsigned u = 0; u < c->gpu_uuid_count; u++)
+        if (find_gpu(s, c->gpu_uuids[u], strlen(c->gpu_uuids[u])) >= 0) {
+            x->found_gpu[u] = true;
+            memcpy(sc->gpu_uuids[sc->gpu_uuid_count++], c->gpu_uuids[u], sizeof c->gpu_uuids[u]);
+        }
+    for (unsigned u = 0; u < c->mig_uuid_count; u++)
+        if (find_mig(s, c->mig_uuids[u], strlen(c->mig_uuids[u])) >= 0) {
+            x->found_mig[u] = true;
+            memcpy(sc->mig_uuids[sc->mig_uuid_count++], c->mig_uuids[u], sizeof c->mig_uuids[u]);
+        }
+    if (c->gpu_uuid_count > 0 && sc->gpu_uuid_count == 0)
+        return false;
+    if (c->mig_uuid_count > 0 && sc->mig_uuid_count == 0) {
+        const gpu_record_t *sick = first_unhealthy_selected(sc, s);
+        if (sick)
+            problem_offer(&x->hidden, name, EVAL_UNAVAILABLE,
+                          "GPU %u (%s) on node %s is %s (NVML %s): its MIG instances cannot be "
+                          "listed",
+                          sick->index, sick->uuid[0] ? sick->uuid : "uuid unknown", name,
+                          gpu_health_name(sick->health), nvml_code_name(sick->health_nvml_code));
+        return false;
+    }
+    return true;
+}
+
+static void node_evaluate(wl_ctx_t *x, const cluster_node_t *e) {
+    const trigger_config_t *c = x->c;
+    const snapshot_t *s = e->snap;
+    const char *name = e->node[0] ? e->node : e->address;
+    char why[640];
+    if (!node_fresh(x, e, why, sizeof why)) {
+        gap(x, name, "node %s: %s", name, why);
+        return;
+    }
+    const trigger_config_t *nc = c;
+    if (c->gpu_uuid_count > 0 || c->mig_uuid_count > 0) {
+        if (!node_narrow_uuids(x, s, name))
+            return; /* none of the named devices lives here */
+        nc = &x->scratch;
+    } else if (c->mig_profile_count > 0 && !node_has_profile_match(c, s) &&
+               !first_unhealthy_selected(c, s)) {
+        return; /* no such instance here; the workload may still have some elsewhere */
+    }
+    eval_result_t r;
+    evaluator_run(nc, s, x->now, x->stale_after_ns, &r);
+    if (r.status != EVAL_OK) {
+        fail(x, name, r.status, "%s", r.message);
+        return;
+    }
+    bool mig_mode = nc->mig_uuid_count > 0 || nc->mig_profile_count > 0;
+    unsigned got = 0;
+    double v;
+    if (!mig_mode) {
+        for (unsigned i = 0; i < s->gpu_count && !stopped(x); i++)
+            if (gpu_selected(nc, &s->gpus[i]) &&
+                evaluator_gpu_value(nc->metric_type, &s->gpus[i], &v) && push(x, v))
+                got++;
+    } else {
+        for (unsigned i = 0; i < s->mig_total && !stopped(x); i++) {
+            const mig_record_t *m = &s->mig[i];
+            const gpu_record_t *parent = snapshot_gpu_by_index(s, m->parent_index);
+            if (parent && gpu_selected(nc, parent) && mig_selected(nc, m) &&
+                evaluator_mig_value(nc->metric_type, m, &v) && push(x, v))
+                got++;
+        }
+    }
+    if (stopped(x))
+        return;
+    if (got != r.inputs) { /* a broken invariant, but never worth a crash */
+        fail(x, name, EVAL_FAILED_PRECONDITION,
+             "node %s: collected %u values where the evaluator selected %u", name, got, r.inputs);
+        return;
+    }
+    x->st->nodes_counted++;
+    x->inputs += got;
+}
+
+/* After every node: each gpuUUID / migUUID must have been somewhere. */
+static void nodes_check_uuids(wl_ctx_t *x, unsigned nodes) {
+    const trigger_config_t *c = x->c;
+    for (unsigned pass = 0; pass < 2; pass++) {
+        bool mig = pass == 1;
+        unsigned n = mig ? c->mig_uuid_count : c->gpu_uuid_count;
+        for (unsigned u = 0; u < n; u++) {
+            if (mig ? x->found_mig[u] : x->found_gpu[u])
+                continue;
+            const char *key = mig ? "migUUID" : "gpuUUID";
+            const char *id = mig ? c->mig_uuids[u] : c->gpu_uuids[u];
+            if (mig && x->hidden.set)
+                fail(x, "", EVAL_UNAVAILABLE, "migUUID %s not found: %s", id, x->hidden.message);
+            else if (x->st->skipped > 0)
+                fail(x, "", EVAL_UNAVAILABLE,
+                     "%s %s not found on the nodes with fresh data (%u skipped: %s)", key, id,
+                     x->st->skipped, x->st->skip_reason);
+            else
+                fail(x, "", EVAL_FAILED_PRECONDITION,
+                     "%s %s not found on any of the %u selected node%s", key, id, nodes,
+                     nodes == 1 ? "" : "s");
+            return;
+        }
+    }
+}
+
+static unsigned nodes_evaluate(wl_ctx_t *x) {
+    const trigger_config_t *c = x->c;
+    size_t count = x->view ? cluster_view_count(x->view) : 0;
+    unsigned nodes = 0;
+    if (c->node_scope == NODE_SCOPE_ALL) {
+        for (size_t i = 0; i < count && !stopped(x); i++) {
+            const cluster_node_t *e = cluster_view_at(x->view, i);
+            if (!e->snap) {
+                nodes++;
+                gap(x, e->address, "agent %s has sent no snapshot yet%s%s", e->address,
+                    e->error[0] ? ": " : "", e->error);
+                continue;
+            }
+            if (cluster_view_find_node(x->view, e->node) != e)
+                continue; /* an older entry for a node whose agent moved */
+            nodes++;
+            node_evaluate(x, e);
+        }
+    } else {
+        for (unsigned k = 0; k < c->node_name_count && !stopped(x); k++) {
+            const char *name = c->node_names[k];
+            const cluster_node_t *e = cluster_view_find_node(x->view, name);
+            nodes++;
+            if (!e)
+                gap(x, name, "node %s: no agent has reported for this node", name);
+            else
+                node_evaluate(x, e);
+        }
+    }
+    if (!x->err.set && !stopped(x))
+        nodes_check_uuids(x, nodes);
+    return nodes;
+}
+
+/* ---- the answer ------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Aggregates the sorted values. Percentiles are read off the sorted array
+ * with aggregate()'s nearest-rank rule: aggregate() is quadratic on more
+ * than a node's worth of values. */
+static double fold(aggregation_t a, const double *v, size_t n) {
+    if (a == AGG_P95 || a == AGG_P99) {
+        double r = ceil((a == AGG_P95 ? 0.95 : 0.99) * (double)n) - 1.0;
+        size_t k = r < 0 ? 0 : (size_t)r;
+        return v[k < n ? k : n - 1];
+    }
+    return aggregate(a, v, n);
+}
+
+static void finish(wl_ctx_t *x, eval_result_t *out, unsigned nodes) {
+    const trigger_config_t *c = x->c;
+    const char *unit = c->has_pod_selector ? "pod" : "node";
+    if (x->err.set) {
+        set_result(out, x->err.status, "%s", x->err.message);
+        if (x->err.count > 1) {
+            size_t o = strlen(out->message);
+            snprintf(out->message + o, sizeof out->message - o, "; %u more %s%s affected",
+                     x->err.count - 1, unit, x->err.count == 2 ? "" : "s");
+        }
+        return;
+    }
+    if (x->overflow) {
+        set_result(out, EVAL_FAILED_PRECONDITION, "workload spans more than %u %s",
+                   WORKLOAD_MAX_INPUTS, c->has_pod_selector ? "pods with GPUs" : "GPUs");
+        return;
+    }
+    if (x->oom) {
+        set_result(out, EVAL_UNAVAILABLE, "out of memory collecting %zu values", x->n + 1);
+        return;
+    }
+    if (x->n == 0) {
+        if (x->st->skipped > 0) {
+            set_result(out, EVAL_UNAVAILABLE,
+                       "no selected %s has fresh data (%u skipped with partialData ignore): %s",
+                       unit, x->st->skipped, x->st->skip_reason);
+            return;
+        }
+        if (!c->has_pod_selector) {
+            char want[TRIGGER_MAX_UUIDS * 34] = "";
+            size_t o = 0;
+            for (unsigned p = 0; p < c->mig_profile_count && o < sizeof want; p++) {
+                int w =
+                    snprintf(want + o, sizeof want - o, "%s%s", p ? ", " : "", c->mig_profiles[p]);
+                o += w > 0 ? (size_t)w : 0;
+            }
+            if (c->mig_profile_count > 0)
+                set_result(out, EVAL_FAILED_PRECONDITION,
+                           "no MIG instance with migProfile %s on any of the %u selected node%s",
+                           want, nodes, nodes == 1 ? "" : "s");
+            else
+                set_result(out, EVAL_FAILED_PRECONDITION,
+                           "nothing selected on the %u selected node%s", nodes,
+                           nodes == 1 ? "" : "s");
+            return;
+        }
+        /* No pod runs (or none has a GPU yet): a known 0. */
+        out->status = EVAL_OK;
+        out->value = 0;
+        out->active = false; /* activationThreshold >= 0 */
+        out->inputs = 0;
+        out->message[0] = '\0';
+        return;
+    }
+    /* Sorted, so every replica sums in the same order whatever its
+     * iteration order was. */
+    qsort(x->vals, x->n, sizeof *x->vals, cmp_double);
+    double v = fold(c->aggregation, x->vals, x->n);
+    if (!isfinite(v)) {
+        set_result(out, EVAL_UNAVAILABLE, "metricType %s: the workload's value is not finite",
+                   metric_type_name(c->metric_type));
+        return;
+    }
+    out->status = EVAL_OK;
+    out->value = v;
+    out->active = v > c->activation_threshold;
+    out->inputs = x->inputs;
+    out->message[0] = '\0';
+}
+
+void workload_evaluate_detail(const trigger_config_t *c, const char *scaled_object_namespace,
+                              const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
+                              mono_ns_t now, uint64_t stale_after_ns, eval_result_t *out,
+                              workload_stats_t *stats) {
+    workload_stats_t local;
+    workload_stats_t *st = stats ? stats : &local;
+    memset(st, 0, sizeof *st);
+    memset(out, 0, sizeof *out);
+    if (!c) {
+        set_result(out, EVAL_FAILED_PRECONDITION, "no trigger configuration");
+        return;
+    }
+    if (c->has_pod_selector) {
+        const char *ns = c->has_namespace ? c->pod_namespace : scaled_object_namespace;
+        if (!ns || !ns[0]) {
+            set_result(out, EVAL_FAILED_PRECONDITION,
+                       "podSelector without namespace, and the ScaledObject's namespace is "
+                       "unknown: set namespace");
+            return;
+        }
+        if (!pods || !pods_synced) {
+            set_result(out, EVAL_UNAVAILABLE,
+                       "pod list from the Kubernetes API not synced: the pods podSelector "
+                       "selects in namespace %s are not known yet",
+                       ns);
+            return;
+        }
+    } else if (c->node_scope == NODE_SCOPE_SELECTOR) {
+        set_result(out, EVAL_FAILED_PRECONDITION,
+                   "nodeSelector label selectors need the nodes API (not yet supported); list "
+                   "node names instead");
+        return;
+    } else if (!view || cluster_view_count(view) == 0) {
+        set_result(out, EVAL_UNAVAILABLE, "no agent has reported yet");
+        return;
+    }
+
+    wl_ctx_t x;
+    memset(&x, 0, sizeof x);
+    x.c = c;
+    x.ns = c->has_namespace ? c->pod_namespace : scaled_object_namespace;
+    x.view = view;
+    x.now = now;
+    x.stale_after_ns = stale_after_ns;
+    x.st = st;
+    x.mig_metric = metric_exists_per_mig(c->metric_type);
+    x.scratch = *c;
+    x.vals = x.stack_vals;
+    x.cap = WL_STACK_VALUES;
+
+    unsigned nodes = 0;
+    if (c->has_pod_selector) {
+        x.scratch.gpu_index = -1;
+        x.scratch.mig_profile_count = 0;
+        x.scratch.aggregation = batch_aggregation(c->pod_aggregation);
+        pod_cache_foreach(pods, pod_visit, &x);
+    } else {
+        nodes = nodes_evaluate(&x);
+    }
+    finish(&x, out, nodes);
+    if (x.vals != x.stack_vals)
+        free(x.vals);
+}
+
+void workload_evaluate(const trigger_config_t *c, const char *scaled_object_namespace,
+                       const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
+                       mono_ns_t now, uint64_t stale_after_ns, eval_result_t *out) {
+    workload_evaluate_detail(c, scaled_object_namespace, view, pods, pods_synced, now,
+                             stale_after_ns, out, NULL);
+}

@@ -1,0 +1,732 @@
+/* test_workload.c - the aggregator's workload-wide answer, on hand-built
+ * snapshots, pod attributions and pod caches. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cluster/cluster_view.h"
+#include "cluster/kube_pods.h"
+#include "cluster/node_pods.h"
+#include "cluster/workload.h"
+#include "core/err.h"
+#include "core/trigger_config.h"
+
+#define T0 (UINT64_C(1000) * NS_PER_SEC)
+#define NOW (T0 + NS_PER_SEC)
+#define STALE (3 * NS_PER_SEC)
+#define MAX_PODS 32
+
+typedef struct {
+    cluster_view_t *view;
+    pod_cache_t *cache;
+    pod_t *pods; /* MAX_PODS */
+    size_t npods;
+} fx_t;
+
+static int setup(void **state) {
+    fx_t *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    f->pods = calloc(MAX_PODS, sizeof *f->pods);
+    assert_non_null(f->pods);
+    assert_int_equal(cluster_view_new(&f->view), 0);
+    assert_int_equal(pod_cache_new(&f->cache), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx_t *f = *state;
+    cluster_view_free(f->view);
+    pod_cache_free(f->cache);
+    free(f->pods);
+    free(f);
+    return 0;
+}
+
+/* ---- builders ------------------------------------------------------------- */
+
+/* A snapshot of `node` with GPUs "GPU-<node>-<i>" whose utilisation is
+ * util[i]; every field present. */
+static snapshot_t *snap(const char *node, unsigned gpus, const unsigned *util, unsigned migs,
+                        mono_ns_t taken) {
+    snapshot_t *s = snapshot_new(gpus, migs);
+    assert_non_null(s);
+    s->taken_mono = taken;
+    s->status = SNAPSHOT_OK;
+    snprintf(s->node_name, sizeof s->node_name, "%s", node);
+    for (unsigned i = 0; i < gpus; i++) {
+        gpu_record_t *g = &s->gpus[i];
+        g->index = i;
+        snprintf(g->uuid, sizeof g->uuid, "GPU-%s-%u", node, i);
+        for (int fl = 0; fl < GPU_F_COUNT; fl++)
+            g->valid |= 1u << fl;
+        g->gpu_util_pct = util[i];
+        g->memory_used_bytes = UINT64_C(1) << 30;
+        g->memory_total_bytes = UINT64_C(8) << 30;
+        g->sm_active_pct = 20;
+        g->health = GPU_HEALTH_OK;
+    }
+    return s;
+}
+
+static void add_mig(snapshot_t *s, unsigned k, unsigned parent, const char *uuid,
+                    const char *profile, double sm_active) {
+    mig_record_t *m = &s->mig[k];
+    m->parent_index = parent;
+    snprintf(m->uuid, sizeof m->uuid, "%s", uuid);
+    snprintf(m->profile, sizeof m->profile, "%s", profile);
+    m->valid = (1u << GPU_F_MEM_USED) | (1u << GPU_F_MEM_TOTAL) | (1u << GPU_F_SM_ACTIVE);
+    m->memory_used_bytes = UINT64_C(10) << 30;
+    m->memory_total_bytes = UINT64_C(40) << 30;
+    m->sm_active_pct = sm_active;
+    gpu_record_t *g = &s->gpus[parent];
+    g->mig_enabled = true;
+    if (g->mig_count++ == 0)
+        g->mig_first = k;
+    g->valid &= ~((1u << GPU_F_GPU_UTIL) | (1u << GPU_F_MEM_UTIL));
+    g->field_error[GPU_F_GPU_UTIL] = 3;
+}
+
+/* Publishes s with attribution entries[0..n) from agent `address`. */
+static void report(fx_t *f, const char *address, snapshot_t *s, const node_pod_entry_t *entries,
+                   size_t n) {
+    node_pods_t *np = NULL;
+    char err[256];
+    if (node_pods_new(entries, n, &np, err, sizeof err) != 0)
+        fail_msg("node_pods_new: %s", err);
+    assert_int_equal(cluster_view_update(f->view, address, s, np, NOW), 0);
+}
+
+/* Adds a pod to the fixture's list (published by sync()). labels is a JSON
+ * object text. */
+static void pod(fx_t *f, const char *ns, const char *name, const char *node, const char *phase,
+                const char *labels, bool deleting) {
+    char js[1024];
+    snprintf(js, sizeof js,
+             "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"uid\":\"%s-%s\","
+             "\"resourceVersion\":\"1\",\"labels\":%s%s},\"spec\":{\"nodeName\":\"%s\"},"
+             "\"status\":{\"phase\":\"%s\"}}",
+             ns, name, ns, name, labels,
+             deleting ? ",\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"" : "", node, phase);
+    json_error_t je;
+    json_t *j = json_loads(js, 0, &je);
+    if (!j)
+        fail_msg("bad test JSON: %s", je.text);
+    char err[256];
+    assert_true(f->npods < MAX_PODS);
+    if (kube_pod_from_json(j, &f->pods[f->npods], err, sizeof err) != 0)
+        fail_msg("pod: %s", err);
+    json_decref(j);
+    f->npods++;
+}
+
+static void sync_pods(fx_t *f) {
+    assert_int_equal(pod_cache_replace_all(f->cache, f->pods, f->npods, "10"), 0);
+}
+
+static trigger_config_t cfg(const char *const *kv) {
+    metadata_pair_t p[16];
+    size_t n = 0;
+    for (; kv[2 * n]; n++) {
+        p[n].key = kv[2 * n];
+        p[n].key_len = strlen(kv[2 * n]);
+        p[n].value = kv[2 * n + 1];
+        p[n].value_len = strlen(kv[2 * n + 1]);
+    }
+    trigger_config_t c;
+    char err[512];
+    if (trigger_config_parse(p, n, &c, err, sizeof err) != 0)
+        fail_msg("config: %s", err);
+    return c;
+}
+
+#define CFG(...) cfg((const char *const[]){__VA_ARGS__, NULL})
+#define CFG0() cfg((const char *const[]){NULL})
+
+static eval_result_t eval_st(fx_t *f, const trigger_config_t *c, workload_stats_t *st) {
+    eval_result_t r;
+    memset(&r, 0x5a, sizeof r);
+    memset(st, 0x5a, sizeof *st);
+    workload_evaluate_detail(c, "ml", f->view, f->cache, true, NOW, STALE, &r, st);
+    return r;
+}
+
+static eval_result_t eval(fx_t *f, const trigger_config_t *c) {
+    workload_stats_t st;
+    return eval_st(f, c, &st);
+}
+
+static void expect_ok(eval_result_t r, double value, unsigned inputs) {
+    if (r.status != EVAL_OK)
+        fail_msg("expected OK, got %d: %s", (int)r.status, r.message);
+    assert_true(fabs(r.value - value) < 1e-9);
+    assert_int_equal(r.inputs, inputs);
+    assert_string_equal(r.message, "");
+}
+
+static void expect_error(eval_result_t r, eval_status_t st, const char *needle) {
+    if (r.status != st)
+        fail_msg("expected status %d, got %d: %s", (int)st, (int)r.status, r.message);
+    if (!strstr(r.message, needle))
+        fail_msg("message \"%s\" lacks \"%s\"", r.message, needle);
+    assert_false(r.active);
+}
+
+#define APP_VLLM "{\"app\":\"vllm\"}"
+
+/*
+ * The cluster of most tests: nodes n1..n3 with 4 GPUs each. GPU utilisation:
+ * n1 [10 20 90 90], n2 [30 40 90 90], n3 [50 60 90 90]. Our Deployment
+ * (ml, app=vllm) runs vllm-a..vllm-f, two per node, on GPUs 0 and 1; another
+ * tenant's app=vllm pods (namespace other) hold every GPU 2, and an ml
+ * trainer holds every GPU 3. `taken[k]` is node k's snapshot time.
+ */
+static const unsigned UTIL[3][4] = {{10, 20, 90, 90}, {30, 40, 90, 90}, {50, 60, 90, 90}};
+static const char *const NODES[3] = {"n1", "n2", "n3"};
+static const char *const OURS[3][2] = {
+    {"vllm-a", "vllm-b"}, {"vllm-c", "vllm-d"}, {"vllm-e", "vllm-f"}};
+
+static snapshot_t *cluster_node(unsigned k, mono_ns_t taken) {
+    return snap(NODES[k], 4, UTIL[k], 0, taken);
+}
+
+static void report_cluster_node(fx_t *f, unsigned k, snapshot_t *s) {
+    static char ids[3][4][32];
+    static const char *idp[3][4][1];
+    const char *others[3] = {"other-1", "other-2", "other-3"};
+    const char *trainers[3] = {"trainer-1", "trainer-2", "trainer-3"};
+    for (unsigned i = 0; i < 4; i++) {
+        snprintf(ids[k][i], sizeof ids[k][i], "GPU-%s-%u", NODES[k], i);
+        idp[k][i][0] = ids[k][i];
+    }
+    node_pod_entry_t e[] = {
+        {"ml", OURS[k][0], "vllm", idp[k][0], 1},
+        {"ml", OURS[k][1], "vllm", idp[k][1], 1},
+        {"other", others[k], "vllm", idp[k][2], 1},
+        {"ml", trainers[k], "train", idp[k][3], 1},
+    };
+    char addr[32];
+    snprintf(addr, sizeof addr, "10.0.0.%u:6001", k + 1);
+    report(f, addr, s, e, 4);
+}
+
+static void cluster_pods(fx_t *f) {
+    for (unsigned k = 0; k < 3; k++) {
+        pod(f, "ml", OURS[k][0], NODES[k], "Running", APP_VLLM, false);
+        pod(f, "ml", OURS[k][1], NODES[k], "Running", APP_VLLM, false);
+        char name[32];
+        snprintf(name, sizeof name, "other-%u", k + 1);
+        pod(f, "other", name, NODES[k], "Running", APP_VLLM, false);
+        snprintf(name, sizeof name, "trainer-%u", k + 1);
+        pod(f, "ml", name, NODES[k], "Running", "{\"app\":\"trainer\"}", false);
+    }
+    sync_pods(f);
+}
+
+static void cluster(fx_t *f) {
+    for (unsigned k = 0; k < 3; k++)
+        report_cluster_node(f, k, cluster_node(k, T0));
+    cluster_pods(f);
+}
+
+/* ---- podSelector ----------------------------------------------------------- */
+
+static void test_workload_sums_only_the_selected_deployments_pods_across_nodes(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "activationThreshold", "100");
+    workload_stats_t st;
+    eval_result_t r = eval_st(f, &c, &st);
+    expect_ok(r, 10 + 20 + 30 + 40 + 50 + 60, 6);
+    assert_true(r.active);
+    assert_int_equal(st.pods_in_scope, 6);
+    assert_int_equal(st.pods_counted, 6);
+    assert_int_equal(st.pods_without_gpu, 0);
+    assert_int_equal(st.skipped, 0);
+    assert_string_equal(st.skip_reason, "");
+}
+
+static void test_workload_takes_the_namespace_key_over_the_scaled_objects(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "namespace", "other");
+    expect_ok(eval(f, &c), 3 * 90, 3);
+}
+
+static void test_workload_defaults_to_the_scaled_objects_namespace(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    trigger_config_t c = CFG("podSelector", "app=trainer");
+    eval_result_t r;
+    workload_evaluate(&c, "ml", f->view, f->cache, true, NOW, STALE, &r);
+    expect_ok(r, 3 * 90, 3);
+    workload_evaluate(&c, "other", f->view, f->cache, true, NOW, STALE, &r);
+    expect_ok(r, 0, 0);
+    workload_evaluate(&c, "", f->view, f->cache, true, NOW, STALE, &r);
+    expect_error(r, EVAL_FAILED_PRECONDITION, "set namespace");
+}
+
+static void test_workload_averages_each_pods_gpus_then_sums_the_pods(void **state) {
+    fx_t *f = *state;
+    const unsigned util[4] = {10, 20, 30, 50};
+    const char *a[] = {"GPU-n1-0", "GPU-n1-1"};
+    const char *b1[] = {"GPU-n1-2"}, *b2[] = {"GPU-n1-3"}; /* two containers */
+    node_pod_entry_t e[] = {
+        {"ml", "p1", "main", a, 2}, {"ml", "p2", "main", b1, 1}, {"ml", "p2", "side", b2, 1}};
+    report(f, "a1", snap("n1", 4, util, 0, T0), e, 3);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_ok(eval(f, &c), 15 + 40, 4);
+    c = CFG("podSelector", "app=vllm", "podAggregation", "max");
+    expect_ok(eval(f, &c), 20 + 50, 4);
+    c = CFG("podSelector", "app=vllm", "podAggregation", "min");
+    expect_ok(eval(f, &c), 10 + 30, 4);
+    c = CFG("podSelector", "app=vllm", "podAggregation", "sum");
+    expect_ok(eval(f, &c), 110, 4);
+    c = CFG("podSelector", "app=vllm", "aggregation", "max");
+    expect_ok(eval(f, &c), 40, 4);
+    c = CFG("podSelector", "app=vllm", "aggregation", "avg");
+    expect_ok(eval(f, &c), 27.5, 4);
+}
+
+static void test_workload_excludes_pending_finished_and_deleting_pods(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    /* Same labels and even GPUs attributed: still not in scope. */
+    const unsigned util[2] = {70, 80};
+    const char *g0[] = {"GPU-n4-0"}, *g1[] = {"GPU-n4-1"};
+    node_pod_entry_t e[] = {{"ml", "vllm-old", "vllm", g0, 1}, {"ml", "vllm-done", "vllm", g1, 1}};
+    report(f, "a4", snap("n4", 2, util, 0, T0), e, 2);
+    pod(f, "ml", "vllm-new", "", "Pending", APP_VLLM, false);
+    pod(f, "ml", "vllm-done", "n4", "Succeeded", APP_VLLM, false);
+    pod(f, "ml", "vllm-failed", "n4", "Failed", APP_VLLM, false);
+    pod(f, "ml", "vllm-old", "n4", "Running", APP_VLLM, true);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    workload_stats_t st;
+    expect_ok(eval_st(f, &c, &st), 210, 6);
+    assert_int_equal(st.pods_in_scope, 6);
+}
+
+static void test_workload_answers_zero_when_no_pod_is_in_scope(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    trigger_config_t c = CFG("podSelector", "app=nothing-runs", "activationThreshold", "0");
+    eval_result_t r = eval(f, &c);
+    expect_ok(r, 0, 0);
+    assert_false(r.active);
+
+    /* Also with no agent at all: no pod runs, so no GPU is needed. */
+    cluster_view_t *empty;
+    assert_int_equal(cluster_view_new(&empty), 0);
+    workload_evaluate(&c, "ml", empty, f->cache, true, NOW, STALE, &r);
+    expect_ok(r, 0, 0);
+    cluster_view_free(empty);
+}
+
+static void test_workload_is_unavailable_until_the_pod_list_has_synced(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    eval_result_t r;
+    workload_evaluate(&c, "ml", f->view, f->cache, false, NOW, STALE, &r);
+    expect_error(r, EVAL_UNAVAILABLE, "pod list from the Kubernetes API not synced: ");
+    workload_evaluate(&c, "ml", f->view, NULL, true, NOW, STALE, &r);
+    expect_error(r, EVAL_UNAVAILABLE, "not synced");
+}
+
+static void test_workload_stale_node_fails_the_answer_with_partial_data_error(void **state) {
+    fx_t *f = *state;
+    report_cluster_node(f, 0, cluster_node(0, T0));
+    report_cluster_node(f, 1, cluster_node(1, NOW - 4200 * NS_PER_MS)); /* 4.2 s old */
+    report_cluster_node(f, 2, cluster_node(2, T0 - 9 * NS_PER_SEC));
+    cluster_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    eval_result_t r = eval(f, &c);
+    /* The first pod by name wins, whatever order the cache iterates in. */
+    expect_error(r, EVAL_UNAVAILABLE,
+                 "node n2 (pod ml/vllm-c): GPU snapshot is 4.2 s old (stale after 3.0 s)");
+    expect_error(r, EVAL_UNAVAILABLE, "3 more pods affected");
+}
+
+static void test_workload_stale_node_is_left_out_with_partial_data_ignore(void **state) {
+    fx_t *f = *state;
+    report_cluster_node(f, 0, cluster_node(0, T0));
+    report_cluster_node(f, 1, cluster_node(1, T0 - 10 * NS_PER_SEC));
+    report_cluster_node(f, 2, cluster_node(2, T0));
+    cluster_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "partialData", "ignore");
+    workload_stats_t st;
+    expect_ok(eval_st(f, &c, &st), 10 + 20 + 50 + 60, 4);
+    assert_int_equal(st.skipped, 2);
+    assert_int_equal(st.pods_counted, 4);
+    assert_non_null(strstr(st.skip_reason, "node n2 (pod ml/vllm-c): GPU snapshot is 11.0 s old"));
+}
+
+static void test_workload_with_every_pod_skipped_is_unavailable_not_zero(void **state) {
+    fx_t *f = *state;
+    for (unsigned k = 0; k < 3; k++)
+        report_cluster_node(f, k, cluster_node(k, T0 - 10 * NS_PER_SEC));
+    cluster_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "partialData", "ignore");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE, "no selected pod has fresh data (6 skipped");
+}
+
+static void test_workload_disconnected_agent_with_fresh_snapshot_still_counts(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    cluster_view_disconnected(f->view, "10.0.0.2:6001", "connection reset by peer");
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_ok(eval(f, &c), 210, 6);
+    /* Once it ages out the message says why nothing newer came. */
+    c = CFG("nodeSelector", "n2");
+    eval_result_t r;
+    workload_evaluate(&c, "ml", f->view, f->cache, true, T0 + 5 * NS_PER_SEC, STALE, &r);
+    expect_error(r, EVAL_UNAVAILABLE,
+                 "node n2: GPU snapshot is 5.0 s old (stale after 3.0 s); agent stream down: "
+                 "connection reset by peer");
+}
+
+static void test_workload_pod_on_a_node_without_agent_follows_partial_data(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    pod(f, "ml", "vllm-z", "n9", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "node n9 (pod ml/vllm-z): no agent has reported for this node");
+    c = CFG("podSelector", "app=vllm", "partialData", "ignore");
+    expect_ok(eval(f, &c), 210, 6);
+}
+
+static void test_workload_unknown_attribution_is_treated_like_a_stale_node(void **state) {
+    fx_t *f = *state;
+    report_cluster_node(f, 0, cluster_node(0, T0));
+    report_cluster_node(f, 1, cluster_node(1, T0));
+    node_pods_t *unknown = NULL;
+    assert_int_equal(
+        node_pods_new_unknown("kubelet pod-resources: connect: no such file", &unknown), 0);
+    assert_int_equal(cluster_view_update(f->view, "a3", cluster_node(2, T0), unknown, NOW), 0);
+    cluster_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "node n3 (pod ml/vllm-e): which pods hold which GPUs on the node is unknown: "
+                 "kubelet pod-resources: connect: no such file");
+    c = CFG("podSelector", "app=vllm", "partialData", "ignore");
+    expect_ok(eval(f, &c), 100, 4);
+}
+
+static void test_workload_lost_gpu_under_a_selected_pod_is_unavailable(void **state) {
+    fx_t *f = *state;
+    snapshot_t *s = cluster_node(0, T0);
+    s->gpus[1].health = GPU_HEALTH_LOST;
+    s->gpus[1].health_nvml_code = 15; /* GPU_IS_LOST */
+    s->gpus[1].valid = 0;
+    report_cluster_node(f, 0, s);
+    report_cluster_node(f, 1, cluster_node(1, T0));
+    report_cluster_node(f, 2, cluster_node(2, T0));
+    cluster_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "partialData", "ignore");
+    eval_result_t r = eval(f, &c);
+    expect_error(r, EVAL_UNAVAILABLE, "node n1 (pod ml/vllm-b): ");
+    expect_error(r, EVAL_UNAVAILABLE, "GPU 1 (GPU-n1-1) on node n1 is lost");
+}
+
+static void test_workload_lost_gpu_outside_the_selection_does_not_matter(void **state) {
+    fx_t *f = *state;
+    snapshot_t *s = cluster_node(0, T0);
+    s->gpus[2].health = GPU_HEALTH_LOST; /* the other tenant's */
+    report_cluster_node(f, 0, s);
+    report_cluster_node(f, 1, cluster_node(1, T0));
+    report_cluster_node(f, 2, cluster_node(2, T0));
+    cluster_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_ok(eval(f, &c), 210, 6);
+}
+
+static void test_workload_device_unknown_to_the_snapshot_is_a_failed_precondition(void **state) {
+    fx_t *f = *state;
+    const unsigned util[1] = {10};
+    const char *ids[] = {"GPU-n1-0", "GPU-ffff"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", ids, 2}};
+    report(f, "a1", snap("n1", 1, util, 0, T0), e, 1);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_error(eval(f, &c), EVAL_FAILED_PRECONDITION,
+                 "node n1 (pod ml/p1): device GPU-ffff is unknown to NVML on the node");
+}
+
+static void test_workload_counts_a_time_sliced_gpu_once_per_pod(void **state) {
+    fx_t *f = *state;
+    const unsigned util[1] = {40};
+    const char *a[] = {"GPU-n1-0::0", "GPU-n1-0::1"};
+    const char *b[] = {"GPU-n1-0::2"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", a, 2}, {"ml", "p2", "main", b, 1}};
+    report(f, "a1", snap("n1", 1, util, 0, T0), e, 2);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "podAggregation", "sum");
+    expect_ok(eval(f, &c), 80, 2); /* each pod sees the shared GPU's 40 once */
+}
+
+static void test_workload_reads_mig_instances_held_by_pods(void **state) {
+    fx_t *f = *state;
+    const unsigned util[2] = {0, 70};
+    snapshot_t *s = snap("n1", 2, util, 2, T0);
+    add_mig(s, 0, 0, "MIG-aaaa", "3g.40gb", 30);
+    add_mig(s, 1, 0, "MIG-bbbb", "3g.40gb", 12);
+    const char *a[] = {"MIG-aaaa"}, *b[] = {"MIG-bbbb"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", a, 1}, {"ml", "p2", "main", b, 1}};
+    report(f, "a1", s, e, 2);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "metricType", "sm_active");
+    expect_ok(eval(f, &c), 42, 2);
+    c = CFG("podSelector", "app=vllm");
+    expect_error(eval(f, &c), EVAL_FAILED_PRECONDITION,
+                 "node n1 (pod ml/p1): metricType gpu_utilization does not exist per MIG "
+                 "instance, and the pod holds MIG instance MIG-aaaa");
+}
+
+static void test_workload_mig_device_missing_behind_a_lost_parent_is_unavailable(void **state) {
+    fx_t *f = *state;
+    const unsigned util[1] = {0};
+    snapshot_t *s = snap("n1", 1, util, 0, T0); /* a lost GPU lists no instances */
+    s->gpus[0].health = GPU_HEALTH_LOST;
+    s->gpus[0].health_nvml_code = 15; /* GPU_IS_LOST */
+    const char *a[] = {"MIG-aaaa"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", a, 1}};
+    report(f, "a1", s, e, 1);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "metricType", "sm_active");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "MIG device MIG-aaaa is not in the snapshot, and GPU 0 (GPU-n1-0) is lost (NVML "
+                 "GPU_IS_LOST)");
+}
+
+static void test_workload_absent_field_gives_the_standalone_hint(void **state) {
+    fx_t *f = *state;
+    const unsigned util[1] = {10};
+    snapshot_t *s = snap("n1", 1, util, 0, T0);
+    s->gpus[0].valid &= ~(1u << GPU_F_SM_ACTIVE);
+    s->gpus[0].field_error[GPU_F_SM_ACTIVE] = 3; /* NOT_SUPPORTED */
+    const char *a[] = {"GPU-n1-0"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", a, 1}};
+    report(f, "a1", s, e, 1);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "metricType", "sm_active");
+    eval_result_t r = eval(f, &c);
+    expect_error(r, EVAL_FAILED_PRECONDITION, "node n1 (pod ml/p1): metricType sm_active");
+    expect_error(r, EVAL_FAILED_PRECONDITION, "GPM metrics need a Hopper");
+}
+
+static void test_workload_running_pod_without_gpu_contributes_nothing(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    pod(f, "ml", "vllm-just-scheduled", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "aggregation", "avg");
+    workload_stats_t st;
+    expect_ok(eval_st(f, &c, &st), 35, 6);
+    assert_int_equal(st.pods_in_scope, 7);
+    assert_int_equal(st.pods_counted, 6);
+    assert_int_equal(st.pods_without_gpu, 1);
+}
+
+/* ---- nodes ----------------------------------------------------------------- */
+
+static void test_workload_aggregates_every_gpu_of_every_node_at_once(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    trigger_config_t c = CFG0();
+    workload_stats_t st;
+    expect_ok(eval_st(f, &c, &st), 210 + 250 + 290, 12);
+    assert_int_equal(st.nodes_counted, 3);
+    c = CFG("aggregation", "avg");
+    expect_ok(eval(f, &c), 750.0 / 12, 12); /* not an average of per-node averages */
+    c = CFG("aggregation", "min");
+    expect_ok(eval(f, &c), 10, 12);
+    c = CFG("aggregation", "p95");
+    expect_ok(eval(f, &c), 90, 12);
+}
+
+static void test_workload_aggregates_more_values_than_a_node_holds(void **state) {
+    fx_t *f = *state;
+    unsigned util[300];
+    for (unsigned i = 0; i < 300; i++)
+        util[i] = i % 100 + 1; /* 1..100, three times */
+    for (unsigned k = 0; k < 3; k++) {
+        char node[8], addr[8];
+        snprintf(node, sizeof node, "big%u", k);
+        snprintf(addr, sizeof addr, "b%u", k);
+        report(f, addr, snap(node, 300, util, 0, T0), NULL, 0);
+    }
+    trigger_config_t c = CFG("aggregation", "p99");
+    expect_ok(eval(f, &c), 99, 900); /* sorted[ceil(0.99 * 900) - 1] = sorted[890] */
+    c = CFG("aggregation", "p95");
+    expect_ok(eval(f, &c), 95, 900); /* sorted[854]: each of 1..100 appears 9 times */
+    c = CFG0();
+    expect_ok(eval(f, &c), 9 * 5050, 900);
+}
+
+static void test_workload_node_names_scope_only_those_nodes(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    trigger_config_t c = CFG("nodeSelector", "n1,n3", "aggregation", "avg");
+    expect_ok(eval(f, &c), 500.0 / 8, 8);
+    c = CFG("nodeSelector", "n3", "gpuIndex", "1");
+    expect_ok(eval(f, &c), 60, 1);
+}
+
+static void test_workload_named_node_without_agent_follows_partial_data(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    trigger_config_t c = CFG("nodeSelector", "n1,n9");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE, "node n9: no agent has reported for this node");
+    c = CFG("nodeSelector", "n1,n9", "partialData", "ignore");
+    workload_stats_t st;
+    expect_ok(eval_st(f, &c, &st), 210, 4);
+    assert_int_equal(st.skipped, 1);
+}
+
+static void test_workload_stale_or_nvml_down_node_follows_partial_data(void **state) {
+    fx_t *f = *state;
+    report_cluster_node(f, 0, cluster_node(0, T0));
+    report_cluster_node(f, 1, cluster_node(1, T0 - 10 * NS_PER_SEC));
+    snapshot_t *down = cluster_node(2, T0);
+    down->status = SNAPSHOT_NVML_DOWN;
+    snprintf(down->error, sizeof down->error, "nvmlInit: DRIVER_NOT_LOADED");
+    report_cluster_node(f, 2, down);
+    trigger_config_t c = CFG0();
+    eval_result_t r = eval(f, &c);
+    expect_error(r, EVAL_UNAVAILABLE, "node n2: GPU snapshot is 11.0 s old (stale after 3.0 s)");
+    expect_error(r, EVAL_UNAVAILABLE, "1 more node affected");
+    c = CFG("partialData", "ignore");
+    workload_stats_t st;
+    expect_ok(eval_st(f, &c, &st), 210, 4);
+    assert_int_equal(st.skipped, 2);
+    c = CFG("nodeSelector", "n3", "partialData", "ignore");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "no selected node has fresh data (1 skipped with partialData ignore): node n3: "
+                 "NVML unavailable: nvmlInit: DRIVER_NOT_LOADED");
+}
+
+static void test_workload_gpu_uuids_name_gpus_on_any_node(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    trigger_config_t c = CFG("gpuUUID", "GPU-n1-0,GPU-n3-1");
+    expect_ok(eval(f, &c), 70, 2);
+    c = CFG("gpuUUID", "GPU-n1-0,GPU-n7-1");
+    expect_error(eval(f, &c), EVAL_FAILED_PRECONDITION,
+                 "gpuUUID GPU-n7-1 not found on any of the 3 selected nodes");
+}
+
+static void test_workload_mig_selection_spans_nodes(void **state) {
+    fx_t *f = *state;
+    const unsigned util[2] = {0, 70};
+    snapshot_t *a = snap("n1", 2, util, 1, T0);
+    add_mig(a, 0, 0, "MIG-aaaa", "3g.40gb", 30);
+    snapshot_t *b = snap("n2", 2, util, 1, T0);
+    add_mig(b, 0, 1, "MIG-bbbb", "1c.3g.40gb", 12);
+    report(f, "a1", a, NULL, 0);
+    report(f, "a2", b, NULL, 0);
+    report(f, "a3", cluster_node(2, T0), NULL, 0); /* no MIG at all */
+    trigger_config_t c = CFG("metricType", "sm_active", "migProfile", "3g.40gb");
+    expect_ok(eval(f, &c), 42, 2);
+    c = CFG("metricType", "sm_active", "migUUID", "MIG-bbbb");
+    expect_ok(eval(f, &c), 12, 1);
+    c = CFG("metricType", "sm_active", "migProfile", "7g.80gb");
+    expect_error(eval(f, &c), EVAL_FAILED_PRECONDITION,
+                 "no MIG instance with migProfile 7g.80gb on any of the 3 selected nodes");
+}
+
+static void test_workload_node_label_selector_is_not_supported_yet(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    trigger_config_t c = CFG("nodeSelector", "pool=gpu");
+    expect_error(eval(f, &c), EVAL_FAILED_PRECONDITION,
+                 "nodeSelector label selectors need the nodes API (not yet supported); list "
+                 "node names instead");
+}
+
+static void test_workload_without_any_agent_is_unavailable(void **state) {
+    fx_t *f = *state;
+    trigger_config_t c = CFG0();
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE, "no agent has reported yet");
+    eval_result_t r;
+    workload_evaluate(&c, "ml", NULL, NULL, false, NOW, STALE, &r);
+    expect_error(r, EVAL_UNAVAILABLE, "no agent has reported yet");
+}
+
+static void test_workload_agent_without_snapshot_follows_partial_data(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    cluster_view_disconnected(f->view, "10.0.0.9:6001", "connect: connection refused");
+    trigger_config_t c = CFG0();
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "agent 10.0.0.9:6001 has sent no snapshot yet: connect: connection refused");
+    c = CFG("partialData", "ignore");
+    expect_ok(eval(f, &c), 750, 12);
+}
+
+static void test_workload_without_config_is_a_failed_precondition(void **state) {
+    fx_t *f = *state;
+    eval_result_t r;
+    workload_evaluate(NULL, "ml", f->view, f->cache, true, NOW, STALE, &r);
+    expect_error(r, EVAL_FAILED_PRECONDITION, "no trigger configuration");
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        T(test_workload_sums_only_the_selected_deployments_pods_across_nodes),
+        T(test_workload_takes_the_namespace_key_over_the_scaled_objects),
+        T(test_workload_defaults_to_the_scaled_objects_namespace),
+        T(test_workload_averages_each_pods_gpus_then_sums_the_pods),
+        T(test_workload_excludes_pending_finished_and_deleting_pods),
+        T(test_workload_answers_zero_when_no_pod_is_in_scope),
+        T(test_workload_is_unavailable_until_the_pod_list_has_synced),
+        T(test_workload_stale_node_fails_the_answer_with_partial_data_error),
+        T(test_workload_stale_node_is_left_out_with_partial_data_ignore),
+        T(test_workload_with_every_pod_skipped_is_unavailable_not_zero),
+        T(test_workload_disconnected_agent_with_fresh_snapshot_still_counts),
+        T(test_workload_pod_on_a_node_without_agent_follows_partial_data),
+        T(test_workload_unknown_attribution_is_treated_like_a_stale_node),
+        T(test_workload_lost_gpu_under_a_selected_pod_is_unavailable),
+        T(test_workload_lost_gpu_outside_the_selection_does_not_matter),
+        T(test_workload_device_unknown_to_the_snapshot_is_a_failed_precondition),
+        T(test_workload_counts_a_time_sliced_gpu_once_per_pod),
+        T(test_workload_reads_mig_instances_held_by_pods),
+        T(test_workload_mig_device_missing_behind_a_lost_parent_is_unavailable),
+        T(test_workload_absent_field_gives_the_standalone_hint),
+        T(test_workload_running_pod_without_gpu_contributes_nothing),
+        T(test_workload_aggregates_every_gpu_of_every_node_at_once),
+        T(test_workload_aggregates_more_values_than_a_node_holds),
+        T(test_workload_node_names_scope_only_those_nodes),
+        T(test_workload_named_node_without_agent_follows_partial_data),
+        T(test_workload_stale_or_nvml_down_node_follows_partial_data),
+        T(test_workload_gpu_uuids_name_gpus_on_any_node),
+        T(test_workload_mig_selection_spans_nodes),
+        T(test_workload_node_label_selector_is_not_supported_yet),
+        T(test_workload_without_any_agent_is_unavailable),
+        T(test_workload_agent_without_snapshot_follows_partial_data),
+        T(test_workload_without_config_is_a_failed_precondition),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,16 +1,73 @@
 #include "cluster/cluster_view.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/err.h"
 
+/* Node name -> freshest entry, an open-addressing table rebuilt whenever the
+ * set of (address, node) pairs changes -- rare next to the once-a-second
+ * updates that keep both -- so a workload of hundreds of pods looks its
+ * nodes up in O(1) instead of scanning every agent per pod. */
 struct cluster_view {
     cluster_node_t *nodes;
     size_t n, cap;
     uint64_t generation;
+    int32_t *index; /* entry index or -1; `slots` long (a power of two) */
+    size_t slots;
+    bool index_dirty;
+    bool shared_names; /* two entries name one node (an agent moved): ties can flip */
 };
+
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static void index_rebuild(cluster_view_t *v) {
+    size_t want = 16;
+    while (want < v->n * 2)
+        want *= 2;
+    if (want != v->slots) {
+        int32_t *ni = malloc(want * sizeof *ni);
+        if (!ni)
+            return; /* stays dirty: lookups fall back to a scan */
+        free(v->index);
+        v->index = ni;
+        v->slots = want;
+    }
+    for (size_t i = 0; i < v->slots; i++)
+        v->index[i] = -1;
+    v->shared_names = false;
+    for (size_t i = 0; i < v->n; i++) {
+        const cluster_node_t *e = &v->nodes[i];
+        if (!e->snap || !e->node[0])
+            continue;
+        size_t mask = v->slots - 1, at = (size_t)name_hash(e->node) & mask;
+        for (;; at = (at + 1) & mask) {
+            int32_t j = v->index[at];
+            if (j < 0) {
+                v->index[at] = (int32_t)i;
+                break;
+            }
+            const cluster_node_t *o = &v->nodes[j];
+            if (strcmp(o->node, e->node) == 0) {
+                v->shared_names = true;
+                /* An agent that moved (restart with a new pod IP) can leave an
+                 * older entry naming the same node: the freshest wins. */
+                if (e->snap->taken_mono > o->snap->taken_mono)
+                    v->index[at] = (int32_t)i;
+                break;
+            }
+        }
+    }
+    v->index_dirty = false;
+}
 
 int cluster_view_new(cluster_view_t **out) {
     cluster_view_t *v = calloc(1, sizeof *v);
@@ -52,6 +109,7 @@ int cluster_view_update(cluster_view_t *v, const char *address, snapshot_t *snap
         node_pods_free(pods);
         return KGS_ENOMEM;
     }
+    bool had = e->snap != NULL;
     snapshot_unref(e->snap);
     node_pods_free(e->pods);
     e->snap = snap;
@@ -59,8 +117,13 @@ int cluster_view_update(cluster_view_t *v, const char *address, snapshot_t *snap
     e->received = now;
     e->connected = true;
     e->error[0] = '\0';
-    if (snap)
+    if (snap && (!had || strcmp(e->node, snap->node_name) != 0)) {
         snprintf(e->node, sizeof e->node, "%s", snap->node_name);
+        v->index_dirty = true;
+    } else if (v->shared_names) {
+        /* Same node, fresher snapshot: only a shared-name tie can change. */
+        v->index_dirty = true;
+    }
     v->generation++;
     return 0;
 }
@@ -85,6 +148,7 @@ void cluster_view_remove(cluster_view_t *v, const char *address) {
     size_t i = (size_t)(e - v->nodes);
     memmove(&v->nodes[i], &v->nodes[i + 1], (v->n - i - 1) * sizeof *e);
     v->n--;
+    v->index_dirty = true;
     v->generation++;
 }
 
@@ -96,12 +160,24 @@ const cluster_node_t *cluster_view_at(const cluster_view_t *v, size_t i) {
     return i < v->n ? &v->nodes[i] : NULL;
 }
 
-const cluster_node_t *cluster_view_find_node(const cluster_view_t *v, const char *node) {
-    const cluster_node_t *best = NULL;
+const cluster_node_t *cluster_view_find_node(const cluster_view_t *cv, const char *node) {
+    /* Lookups are logically const; the index is a cache rebuilt on demand. */
+    cluster_view_t *v = (cluster_view_t *)cv;
+    if (v->index_dirty || !v->index)
+        index_rebuild(v);
+    if (!v->index_dirty && v->index) {
+        size_t mask = v->slots - 1;
+        for (size_t at = (size_t)name_hash(node) & mask;; at = (at + 1) & mask) {
+            int32_t j = v->index[at];
+            if (j < 0)
+                return NULL;
+            if (strcmp(v->nodes[j].node, node) == 0)
+                return &v->nodes[j];
+        }
+    }
+    const cluster_node_t *best = NULL; /* out of memory for the index: scan */
     for (size_t i = 0; i < v->n; i++) {
         const cluster_node_t *e = &v->nodes[i];
-        /* An agent that moved (a restart with a new pod IP) can leave an older
-         * entry naming the same node: the freshest snapshot wins. */
         if (e->snap && strcmp(e->node, node) == 0 &&
             (!best || e->snap->taken_mono > best->snap->taken_mono))
             best = e;
@@ -121,5 +197,6 @@ void cluster_view_free(cluster_view_t *v) {
         node_pods_free(v->nodes[i].pods);
     }
     free(v->nodes);
+    free(v->index);
     free(v);
 }

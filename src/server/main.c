@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -66,13 +67,15 @@ typedef struct {
     tls_server_t *tls;
     grpc_server_t *grpc;
     scaler_t *scaler;
-    agent_service_t *agent;  /* --role agent */
-    podres_client_t *podres; /* --role agent with a kubelet socket */
-    node_pods_t *pods;       /* the latest GPU-to-pod attribution (agent) */
-    cluster_view_t *view;    /* --role aggregator: every agent's latest snapshot */
-    agent_pool_t *pool;      /* the Watch streams to the agents */
-    resolver_t *resolver;    /* --agents-dns */
-    kube_client_t *kube;     /* pods from the Kubernetes API; NULL without one */
+    agent_service_t *agent;         /* --role agent */
+    podres_client_t *podres;        /* --role agent with a kubelet socket */
+    node_pods_t *pods;              /* the latest GPU-to-pod attribution (agent) */
+    cluster_view_t *view;           /* --role aggregator: every agent's latest snapshot */
+    agent_pool_t *pool;             /* the Watch streams to the agents */
+    resolver_t *resolver;           /* --agents-dns */
+    kube_client_t *kube;            /* pods from the Kubernetes API; NULL without one */
+    loop_timer_t cluster_refresh;   /* coalesces view changes into refreshes */
+    mono_ns_t last_cluster_refresh; /* when the streams were last re-evaluated */
     http_server_t *metrics_http, *probe_http;
     server_stats_t stats;
     int sigfd;
@@ -241,11 +244,34 @@ static bool aggregator_ready(void *ud, mono_ns_t now, char *why, size_t whylen) 
     return true;
 }
 
-static void on_cluster_change(void *ud) {
-    server_t *sv = ud;
+/* With a thousand agents the view changes a thousand times a second; each
+ * refresh evaluates every stream group over the whole workload. Refreshing
+ * at most every CLUSTER_REFRESH_NS keeps that cost flat while a change still
+ * reaches the streams within one sample interval plus 50 ms. */
+#define CLUSTER_REFRESH_NS (50 * NS_PER_MS)
+
+static void cluster_refresh_now(server_t *sv) {
+    sv->last_cluster_refresh = loop_now(sv->loop);
     if (!sv->shutting_down)
         scaler_refresh(sv->scaler);
     log_readiness(sv);
+}
+
+static void on_cluster_refresh_timer(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    cluster_refresh_now(ud);
+}
+
+static void on_cluster_change(void *ud) {
+    server_t *sv = ud;
+    if (loop_timer_armed(&sv->cluster_refresh))
+        return; /* a refresh is already due */
+    mono_ns_t due = clock_add_sat(sv->last_cluster_refresh, CLUSTER_REFRESH_NS);
+    if (loop_now(sv->loop) >= due)
+        cluster_refresh_now(sv);
+    else
+        loop_timer_start(sv->loop, &sv->cluster_refresh, due);
 }
 
 static void on_agents_resolved(void *ud, const char *const *addrs, size_t n, const char *error) {
@@ -259,30 +285,32 @@ static void on_agents_resolved(void *ud, const char *const *addrs, size_t n, con
 
 /* Splits --agents (a comma list) and hands it to the pool. */
 static int set_static_agents(server_t *sv, char *err, size_t errlen) {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", sv->o.agents) >= (int)sizeof buf)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "--agents: list longer than %zu bytes",
-                          sizeof buf - 1);
-    const char *addrs[256];
+    char *buf = strdup(sv->o.agents);
+    size_t cap = 1;
+    for (const char *p = sv->o.agents; *p; p++)
+        cap += *p == ',';
+    const char **addrs = calloc(cap, sizeof *addrs);
+    if (!buf || !addrs) {
+        free(buf);
+        free(addrs);
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "--agents: out of memory");
+    }
     size_t n = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         while (*tok == ' ')
             tok++;
-        if (!*tok)
-            continue;
-        if (n == sizeof addrs / sizeof addrs[0])
-            return kgs_seterr(err, errlen, KGS_EINVAL, "--agents: more than 256 agents");
-        addrs[n++] = tok;
+        if (*tok)
+            addrs[n++] = tok;
     }
-    if (n == 0)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "--agents: no HOST:PORT given");
-    int rc = agent_pool_set_addresses(sv->pool, addrs, n);
-    if (rc != 0)
-        return kgs_seterr(err, errlen, rc,
-                          "--agents \"%s\": every entry must be IP:PORT (e.g. 10.0.0.5:6000)",
-                          sv->o.agents);
-    return 0;
+    int rc = n == 0 ? kgs_seterr(err, errlen, KGS_EINVAL, "--agents: no HOST:PORT given")
+                    : agent_pool_set_addresses(sv->pool, addrs, n);
+    if (n > 0 && rc != 0)
+        kgs_seterr(err, errlen, rc,
+                   "--agents: every entry must be IP:PORT (e.g. 10.0.0.5:6000); see the log");
+    free(buf);
+    free(addrs);
+    return rc;
 }
 
 static void on_kube_event(void *ud) {
@@ -517,6 +545,12 @@ int main(int argc, char **argv) {
     sigaddset(&mask, SIGTERM);
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN); /* TLS writes use write(2); a dead peer is an error, not a kill */
+    /* An aggregator holds one connection per agent: take the hard limit. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 
     int rc = 1;
     if (loop_new(&sv.loop, err, sizeof err) != 0) {
@@ -525,6 +559,7 @@ int main(int argc, char **argv) {
     }
     loop_timer_init(&sv.tls_timer, on_tls_check, &sv);
     loop_timer_init(&sv.grace_timer, on_grace, &sv);
+    loop_timer_init(&sv.cluster_refresh, on_cluster_refresh_timer, &sv);
     loop_set_wakeup(sv.loop, on_wakeup, &sv);
     sv.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sv.sigfd < 0 || !(sv.sig_io = loop_io_add(sv.loop, sv.sigfd, EPOLLIN, on_signal, &sv))) {
@@ -676,6 +711,7 @@ out:
     if (sv.loop) {
         loop_timer_stop(sv.loop, &sv.tls_timer);
         loop_timer_stop(sv.loop, &sv.grace_timer);
+        loop_timer_stop(sv.loop, &sv.cluster_refresh);
         loop_io_remove(sv.loop, sv.sig_io);
     }
     if (sv.sigfd >= 0)

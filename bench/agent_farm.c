@@ -1,0 +1,221 @@
+/*
+ * agent_farm - many simulated agents in one process, for the aggregator
+ * benchmark: each is a real grpc_server + agent_service on 127.0.0.1
+ * speaking the Agent/Watch protocol, publishing a fresh NodeSnapshot of G
+ * GPUs every interval, with P pods (namespace "bench", pod "w-<agent>-<k>")
+ * holding its GPUs round-robin.
+ *
+ *   agent_farm AGENTS GPUS PODS_PER_AGENT INTERVAL_MS ADDR_FILE BUMP_FILE
+ *
+ * Writes the agents' IP:PORT list (comma separated) to ADDR_FILE once all
+ * listen. When BUMP_FILE exists at a tick, agent 0's GPUs read 100 % from
+ * that tick on, and the farm prints {"bump_publish_unix_ms": T} once — the
+ * moment the changed snapshot left, for freshness measurements. Runs until
+ * SIGTERM/SIGINT.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "cluster/agent_service.h"
+#include "cluster/node_pods.h"
+#include "net/grpc_server.h"
+#include "net/loop.h"
+
+typedef struct farm farm_t;
+
+typedef struct {
+    farm_t *farm;
+    unsigned id;
+    grpc_server_t *server;
+    agent_service_t *svc;
+    snapshot_t *snap;
+    node_pods_t *pods;
+} fake_agent_t;
+
+struct farm {
+    loop_t *loop;
+    fake_agent_t *agents;
+    unsigned n, gpus, pods_per_agent;
+    uint64_t interval_ns, seq;
+    const char *bump_file;
+    bool bumped, bump_reported;
+    loop_timer_t tick;
+};
+
+static snapshot_t *agent_snapshot(void *ud) {
+    return snapshot_ref(((fake_agent_t *)ud)->snap);
+}
+
+static const node_pods_t *agent_pods(void *ud) {
+    return ((fake_agent_t *)ud)->pods;
+}
+
+static void on_request(grpc_call_t *call, const char *path, const uint8_t *msg, size_t len,
+                       void *ud) {
+    fake_agent_t *a = ud;
+    if (agent_service_handles(path))
+        agent_service_on_request(call, path, msg, len, a->svc);
+    else
+        grpc_call_finish(call, 12, "agent_farm serves Agent/Watch only");
+}
+
+static void on_call_gone(grpc_call_t *call, void *cud, void *ud) {
+    fake_agent_t *a = ud;
+    agent_service_on_call_gone(call, cud, a->svc);
+}
+
+static void build_snapshot(farm_t *f, fake_agent_t *a, mono_ns_t now) {
+    snapshot_t *s = snapshot_new(f->gpus, 0);
+    if (!s)
+        return;
+    s->seq = f->seq;
+    s->taken_mono = now;
+    s->taken_wall_ms = clock_wall_ms();
+    snprintf(s->node_name, sizeof s->node_name, "farm-node-%u", a->id);
+    snprintf(s->driver_version, sizeof s->driver_version, "560.35.03");
+    for (unsigned g = 0; g < f->gpus; g++) {
+        gpu_record_t *r = &s->gpus[g];
+        r->index = g;
+        snprintf(r->uuid, sizeof r->uuid, "GPU-farm-%05u-%02u", a->id, g);
+        snprintf(r->name, sizeof r->name, "NVIDIA H100 80GB HBM3");
+        r->gpu_util_pct = (a->id == 0 && f->bumped) ? 100 : (a->id * 7 + g * 13 + f->seq) % 60;
+        r->mem_util_pct = 10;
+        r->memory_used_bytes = 40ull << 30;
+        r->memory_total_bytes = 80ull << 30;
+        r->valid = (1u << GPU_F_GPU_UTIL) | (1u << GPU_F_MEM_UTIL) | (1u << GPU_F_MEM_USED) |
+                   (1u << GPU_F_MEM_TOTAL);
+    }
+    snapshot_unref(a->snap);
+    a->snap = s;
+}
+
+static void build_pods(farm_t *f, fake_agent_t *a) {
+    node_pod_entry_t entries[64];
+    char names[64][32];
+    char uuids[64][40];
+    const char *ids[64];
+    unsigned n = f->gpus < 64 ? f->gpus : 64;
+    for (unsigned g = 0; g < n; g++) {
+        unsigned k = f->pods_per_agent ? g % f->pods_per_agent : 0;
+        snprintf(names[g], sizeof names[g], "w-%u-%u", a->id, k);
+        snprintf(uuids[g], sizeof uuids[g], "GPU-farm-%05u-%02u", a->id, g);
+        ids[g] = uuids[g];
+        entries[g] = (node_pod_entry_t){"bench", names[g], "main", &ids[g], 1};
+    }
+    char err[256];
+    if (node_pods_new(entries, f->pods_per_agent ? n : 0, &a->pods, err, sizeof err) != 0)
+        fprintf(stderr, "agent_farm: %s\n", err);
+}
+
+static void on_tick(loop_t *loop, loop_timer_t *t, void *ud) {
+    farm_t *f = ud;
+    f->seq++;
+    if (!f->bumped && access(f->bump_file, F_OK) == 0)
+        f->bumped = true;
+    mono_ns_t now = loop_now(loop);
+    int64_t first_publish_ms = clock_wall_ms(); /* agent 0 goes out first */
+    for (unsigned i = 0; i < f->n; i++) {
+        build_snapshot(f, &f->agents[i], now);
+        agent_service_publish(f->agents[i].svc);
+    }
+    if (f->bumped && !f->bump_reported) {
+        printf("{\"bump_publish_unix_ms\": %lld}\n", (long long)first_publish_ms);
+        fflush(stdout);
+        f->bump_reported = true;
+    }
+    loop_timer_start(loop, t, clock_add_sat(now, f->interval_ns));
+}
+
+static void on_signal(loop_t *loop, int fd, uint32_t events, void *ud) {
+    (void)events;
+    (void)ud;
+    struct signalfd_siginfo si;
+    while (read(fd, &si, sizeof si) > 0) {
+    }
+    loop_stop(loop);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 7) {
+        fprintf(stderr,
+                "usage: agent_farm AGENTS GPUS PODS_PER_AGENT INTERVAL_MS ADDR_FILE BUMP_FILE\n");
+        return 2;
+    }
+    farm_t f = {.n = (unsigned)atoi(argv[1]),
+                .gpus = (unsigned)atoi(argv[2]),
+                .pods_per_agent = (unsigned)atoi(argv[3]),
+                .interval_ns = (uint64_t)atoi(argv[4]) * NS_PER_MS,
+                .bump_file = argv[6]};
+    if (f.n == 0 || f.gpus == 0 || f.gpus > 64 || f.interval_ns == 0) {
+        fprintf(stderr, "agent_farm: AGENTS >= 1, 1 <= GPUS <= 64, INTERVAL_MS >= 1\n");
+        return 2;
+    }
+    /* Two descriptors per agent (listener + the aggregator's connection). */
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    char err[512];
+    if (loop_new(&f.loop, err, sizeof err) != 0) {
+        fprintf(stderr, "agent_farm: %s\n", err);
+        return 1;
+    }
+    int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    loop_io_t *sio = loop_io_add(f.loop, sfd, EPOLLIN, on_signal, &f);
+    f.agents = calloc(f.n, sizeof *f.agents);
+    FILE *out = fopen(argv[5], "w");
+    if (!f.agents || !out) {
+        fprintf(stderr, "agent_farm: cannot start\n");
+        return 1;
+    }
+    for (unsigned i = 0; i < f.n; i++) {
+        fake_agent_t *a = &f.agents[i];
+        a->farm = &f;
+        a->id = i;
+        build_snapshot(&f, a, loop_now(f.loop));
+        build_pods(&f, a);
+        agent_service_opts_t ao = {.loop = f.loop,
+                                   .current_snapshot = agent_snapshot,
+                                   .current_pods = agent_pods,
+                                   .user_data = a,
+                                   .sample_interval_ms = (uint32_t)(f.interval_ns / NS_PER_MS)};
+        grpc_server_opts_t go = {.listen_address = "127.0.0.1", .max_connections = 16};
+        grpc_server_handlers_t gh = {.on_request = on_request, .on_call_gone = on_call_gone};
+        if (agent_service_new(&ao, &a->svc) != 0 ||
+            grpc_server_start(f.loop, &go, &gh, a, &a->server, err, sizeof err) != 0) {
+            fprintf(stderr, "agent_farm: agent %u: %s\n", i, err);
+            return 1;
+        }
+        fprintf(out, "%s127.0.0.1:%u", i ? "," : "", grpc_server_port(a->server));
+    }
+    fclose(out);
+    loop_timer_init(&f.tick, on_tick, &f);
+    loop_timer_start(f.loop, &f.tick, clock_add_sat(loop_now(f.loop), f.interval_ns));
+    loop_run(f.loop);
+
+    for (unsigned i = 0; i < f.n; i++) {
+        grpc_server_free(f.agents[i].server);
+        agent_service_free(f.agents[i].svc);
+        snapshot_unref(f.agents[i].snap);
+        node_pods_free(f.agents[i].pods);
+    }
+    free(f.agents);
+    loop_timer_stop(f.loop, &f.tick);
+    loop_io_remove(f.loop, sio);
+    close(sfd);
+    loop_free(f.loop);
+    return 0;
+}

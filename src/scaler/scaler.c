@@ -62,8 +62,19 @@ struct stream_group {
     stream_group_t *next, *prev;
 };
 
+#define SCALER_MEMO_SLOTS 64
+
+typedef struct {
+    bool used;
+    uint64_t id;
+    char ns[128];
+    mono_ns_t at;
+    eval_result_t result;
+} eval_memo_t;
+
 struct scaler {
     scaler_opts_t opts;
+    eval_memo_t memo[SCALER_MEMO_SLOTS];
     config_cache_t *cache;
     stream_group_t *groups;
     scaler_stream_t *health_watchers;
@@ -156,10 +167,38 @@ static const config_entry_t *acquire_config(scaler_t *s, const Externalscaler__S
     return entry;
 }
 
-static void evaluate_now(scaler_t *s, const trigger_config_t *cfg, const char *ns,
+/* Reuses a cluster evaluation of the same trigger and namespace done less
+ * than eval_reuse_ns ago: KEDA asks GetMetrics and IsActive back to back,
+ * and the HPA asks again, for one answer over hundreds of pods. */
+static bool memo_get(scaler_t *s, uint64_t id, const char *ns, mono_ns_t now, eval_result_t *out) {
+    eval_memo_t *m = &s->memo[id % SCALER_MEMO_SLOTS];
+    if (m->used && m->id == id && strcmp(m->ns, ns) == 0 && now - m->at < s->opts.eval_reuse_ns) {
+        *out = m->result;
+        return true;
+    }
+    return false;
+}
+
+static void memo_put(scaler_t *s, uint64_t id, const char *ns, mono_ns_t now,
+                     const eval_result_t *r) {
+    eval_memo_t *m = &s->memo[id % SCALER_MEMO_SLOTS];
+    m->used = true;
+    m->id = id;
+    m->at = now;
+    snprintf(m->ns, sizeof m->ns, "%s", ns);
+    m->result = *r;
+}
+
+static void evaluate_now(scaler_t *s, const config_entry_t *entry, const char *ns,
                          eval_result_t *out) {
+    const trigger_config_t *cfg = &entry->config;
     if (s->opts.evaluate) {
-        s->opts.evaluate(s->opts.eval_user_data, cfg, ns, loop_now(s->opts.loop), out);
+        mono_ns_t now = loop_now(s->opts.loop);
+        if (s->opts.eval_reuse_ns && memo_get(s, entry->id, ns, now, out))
+            return;
+        s->opts.evaluate(s->opts.eval_user_data, cfg, ns, now, out);
+        if (s->opts.eval_reuse_ns)
+            memo_put(s, entry->id, ns, now, out);
         return;
     }
     snapshot_t *snap = s->opts.current_snapshot(s->opts.snapshot_user_data);
@@ -191,10 +230,11 @@ static void handle_metric_spec(scaler_t *s, grpc_call_t *call, const trigger_con
     rpc_done(s, SCALER_RPC_GET_METRIC_SPEC, rc ? GRPC_INTERNAL : GRPC_OK, t0);
 }
 
-static void handle_get_metrics(scaler_t *s, grpc_call_t *call, const trigger_config_t *cfg,
+static void handle_get_metrics(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                                const char *ns, const char *ref, mono_ns_t t0) {
+    const trigger_config_t *cfg = &entry->config;
     eval_result_t r;
-    evaluate_now(s, cfg, ns, &r);
+    evaluate_now(s, entry, ns, &r);
     if (r.status != EVAL_OK) {
         fail_call(s, call, SCALER_RPC_GET_METRICS, t0, ref, cfg->metric_name,
                   eval_grpc_code(r.status), r.message);
@@ -219,10 +259,11 @@ static int send_bool(grpc_call_t *call, bool v, bool latest_only) {
     return send_message(call, &resp.base, latest_only);
 }
 
-static void handle_is_active(scaler_t *s, grpc_call_t *call, const trigger_config_t *cfg,
+static void handle_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                              const char *ns, const char *ref, mono_ns_t t0) {
+    const trigger_config_t *cfg = &entry->config;
     eval_result_t r;
-    evaluate_now(s, cfg, ns, &r);
+    evaluate_now(s, entry, ns, &r);
     if (r.status != EVAL_OK) {
         fail_call(s, call, SCALER_RPC_IS_ACTIVE, t0, ref, cfg->metric_name,
                   eval_grpc_code(r.status), r.message);
@@ -344,7 +385,7 @@ static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud) {
 static void handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                                     const char *ns, const char *ref, mono_ns_t t0) {
     eval_result_t r;
-    evaluate_now(s, &entry->config, ns, &r);
+    evaluate_now(s, entry, ns, &r);
     if (r.status != EVAL_OK) {
         fail_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, t0, ref, entry->config.metric_name,
                   eval_grpc_code(r.status), r.message);
@@ -561,10 +602,10 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         handle_metric_spec(s, call, &entry->config, t0);
         break;
     case SCALER_RPC_GET_METRICS:
-        handle_get_metrics(s, call, &entry->config, ns, refname, t0);
+        handle_get_metrics(s, call, entry, ns, refname, t0);
         break;
     case SCALER_RPC_IS_ACTIVE:
-        handle_is_active(s, call, &entry->config, ns, refname, t0);
+        handle_is_active(s, call, entry, ns, refname, t0);
         break;
     case SCALER_RPC_STREAM_IS_ACTIVE:
         handle_stream_is_active(s, call, entry, ns, refname, t0);

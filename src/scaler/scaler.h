@@ -53,6 +53,9 @@ typedef struct {
                      mono_ns_t now, eval_result_t *out);
     bool (*ready)(void *user_data, mono_ns_t now, char *why, size_t whylen);
     void *eval_user_data;
+    /* With `evaluate`: unary calls reuse an evaluation of the same trigger and
+     * namespace this recent (0 = never). Streams always re-evaluate. */
+    uint64_t eval_reuse_ns;
 } scaler_opts_t;
 
 /* Returns 0 or KGS_ENOMEM. */

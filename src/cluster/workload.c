@@ -639,12 +639,14 @@ static unsigned nodes_evaluate(wl_ctx_t *x) {
     if (c->node_scope == NODE_SCOPE_ALL) {
         for (size_t i = 0; i < count && !stopped(x); i++) {
             const cluster_node_t *e = cluster_view_at(x->view, i);
-            if (!e->snap) {
-                nodes++;
-                gap(x, e->address, "agent %s has sent no snapshot yet%s%s", e->address,
-                    e->error[0] ? ": " : "", e->error);
+            /* An address that never answered names no node yet: "every GPU
+             * the aggregator sees" does not include it. (A dual-stack
+             * headless Service lists an AAAA record per agent that an
+             * IPv4-only agent never answers; counting those as gaps would
+             * make every all-nodes trigger unavailable forever.) Once an
+             * agent has reported, its node stays and ages into a gap. */
+            if (!e->snap)
                 continue;
-            }
             if (cluster_view_find_node(x->view, e->node) != e)
                 continue; /* an older entry for a node whose agent moved */
             nodes++;

@@ -9,10 +9,13 @@ KGS_GO_CLIENT, KGS_SOURCE_DIR.
 """
 import json
 import os
+import queue
+import select
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
@@ -61,6 +64,58 @@ def stop(p):
             p.wait(5)
 
 
+class Streaming:
+    """A kedaclient run whose JSON lines are read as they arrive (with times)."""
+
+    def __init__(self, addr, sub, *args, md=None, namespace="ml", max_time=60):
+        cmd = [CLIENT, sub, "-addr", addr, "-namespace", namespace, "-max-time",
+               "%ds" % max_time] + sum((["-metadata", "%s=%s" % kv] for kv in (md or {}).items()),
+                                       [])
+        self.proc = subprocess.Popen(cmd + list(args), stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.q = queue.Queue()
+        self.seen = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if line.strip():
+                self.q.put((time.monotonic(), json.loads(line)))
+        self.q.put((time.monotonic(), None))
+
+    def next(self, timeout):
+        """(arrival time, object); fails on timeout or end of output."""
+        try:
+            t, obj = self.q.get(timeout=max(0.01, timeout))
+        except queue.Empty:
+            raise AssertionError("no output from kedaclient within %.1f s (seen: %s)"
+                                 % (timeout, self.seen))
+        if obj is None:
+            raise AssertionError("kedaclient ended early: %s" % self.proc.stderr.read())
+        self.seen.append(obj)
+        return t, obj
+
+    def until(self, result, deadline):
+        """Reads messages until one says `result`; (arrival time, object)."""
+        while True:
+            t, m = self.next(deadline - time.monotonic())
+            if "result" not in m:
+                raise AssertionError("not a StreamIsActive message: %s" % m)
+            if m["result"] is result:
+                return t, m
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
 class Node:
     """One GPU node: a simulated NVML, a fake kubelet and an agent."""
 
@@ -73,12 +128,21 @@ class Node:
         self.sock = os.path.join(self.tmp, "kubelet.sock")
         self.state = os.path.join(self.tmp, "state.json")
         self.set_pods([])
-        self.kubelet = subprocess.Popen([KUBELET, "-socket", self.sock, "-state", self.state],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: os.path.exists(self.sock), 10)
+        self.start_kubelet()
         self.port, self.probe = free_port(), free_port()
         self.log = open(os.path.join(self.tmp, "agent.log"), "w+")
         self.start_agent()
+
+    def start_kubelet(self):
+        """(Re)starts the fake kubelet on the same socket path and state file."""
+        self.kubelet = subprocess.Popen([KUBELET, "-socket", self.sock, "-state", self.state],
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        # It prints "listening PATH" once serving (a stale socket file may still be there).
+        ready, _, _ = select.select([self.kubelet.stdout], [], [], 10)
+        line = self.kubelet.stdout.readline() if ready else b""
+        self.kubelet.stdout.close()  # nothing else is printed
+        if not line.startswith(b"listening"):
+            raise AssertionError("fake kubelet of %s did not start" % self.name)
 
     def start_agent(self):
         self.agent = subprocess.Popen(
@@ -136,24 +200,28 @@ class Cluster(unittest.TestCase):
             cls.pods[name] = (uid, node, dev)
         for i, n in enumerate(cls.nodes):
             n.set_pods([("ml", p, dev) for p, (_, node, dev) in cls.pods.items() if node == i])
+        cls.token_file = token_file
         agents = ",".join("127.0.0.1:%d" % n.port for n in cls.nodes)
-        cls.aggs = []
-        for _ in range(2):
-            port, probe = free_port(), free_port()
-            log = open(os.path.join(cls.tmp.name, "agg-%d.log" % port), "w+")
-            p = subprocess.Popen(
-                [SERVER, "--role", "aggregator", "--listen-address", "127.0.0.1", "--port",
-                 str(port), "--probe-port", str(probe), "--metrics-port", "0", "--agents", agents,
-                 "--kube-api", cls.api.url, "--kube-token-file", token_file,
-                 "--sample-interval", "200ms"],
-                env={"PATH": "/usr/bin:/bin",
-                     **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
-                stdout=log, stderr=subprocess.STDOUT)
-            cls.aggs.append((p, port, probe, log))
+        cls.aggs = [cls.start_aggregator(["--agents", agents]) for _ in range(2)]
         for p, port, probe, log in cls.aggs:
             if not wait_for(lambda: http_ok(probe, "/readyz"), 15):
                 log.seek(0)
                 raise AssertionError("aggregator not ready:\n" + log.read()[-3000:])
+
+    @classmethod
+    def start_aggregator(cls, agent_args):
+        """Starts an aggregator replica: (process, port, probe port, log file)."""
+        port, probe = free_port(), free_port()
+        log = open(os.path.join(cls.tmp.name, "agg-%d.log" % port), "w+")
+        p = subprocess.Popen(
+            [SERVER, "--role", "aggregator", "--listen-address", "127.0.0.1", "--port",
+             str(port), "--probe-port", str(probe), "--metrics-port", "0"] + agent_args +
+            ["--kube-api", cls.api.url, "--kube-token-file", cls.token_file,
+             "--sample-interval", "200ms"],
+            env={"PATH": "/usr/bin:/bin",
+                 **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
+            stdout=log, stderr=subprocess.STDOUT)
+        return p, port, probe, log
 
     @classmethod
     def tearDownClass(cls):
@@ -184,8 +252,7 @@ class Cluster(unittest.TestCase):
 
     def test_workload_total_counts_only_its_own_pods_across_nodes(self):
         md = {"metricType": "gpu_utilization", "targetValue": "50", "podSelector": "app=vllm"}
-        r = wait_for(lambda: (lambda x: x if x.get("metricValueFloat") == 190 else None)(self.both(md)), 10)
-        self.assertIsNotNone(r, self.both(md))  # 60 + 40 + 90, not the trainer's 20 + 80
+        r = self.settle(md, 190, 10)  # 60 + 40 + 90, not the trainer's 20 + 80
         self.assertEqual(r["targetSize"], 50)
         self.assertTrue(r["active"])
         md["podSelector"] = "app=trainer"
@@ -223,8 +290,7 @@ class Cluster(unittest.TestCase):
         uid, node, dev = self.pods["train-b"]
         # train-b is being deleted: it no longer counts, at once.
         self.api.modify_pod(uid, deleting=True)
-        r = wait_for(lambda: (lambda x: x if x.get("metricValueFloat") == 20 else None)(self.both(md)), 10)
-        self.assertIsNotNone(r, self.both(md))
+        self.settle(md, 20, 10)
         # Its replacement lands on the same GPU: kubelet and API both say so.
         self.api.delete_pod(uid)
         new = self.api.add_pod("ml", "train-b2", labels={"app": "trainer"},
@@ -232,8 +298,205 @@ class Cluster(unittest.TestCase):
         self.pods["train-b2"] = (new, node, dev)
         del self.pods["train-b"]
         self.nodes[node].set_pods([("ml", p, d) for p, (_, n, d) in self.pods.items() if n == node])
-        r = wait_for(lambda: (lambda x: x if x.get("metricValueFloat") == 100 else None)(self.both(md)), 10)
-        self.assertIsNotNone(r, self.both(md))
+        self.settle(md, 100, 10)
+
+    # ---- helpers for the cases below: extra pods of their own workloads ----
+
+    def sync_kubelet(self, node):
+        """Node `node`'s fake kubelet holds exactly the pods self.pods puts there."""
+        self.nodes[node].set_pods([("ml", p, d) for p, (_, n, d) in self.pods.items()
+                                   if n == node])
+
+    def add_pod(self, name, labels, node, dev):
+        """A Running pod in ml on node `node`, holding its GPU `dev` (API and kubelet);
+        removed again (API, kubelet states) when the test ends."""
+        uid = self.api.add_pod("ml", name, labels=labels, node=self.nodes[node].name,
+                               phase="Running")
+        self.pods[name] = (uid, node, dev)
+        self.sync_kubelet(node)
+        self.addCleanup(self.remove_pod, name)
+        return uid
+
+    def remove_pod(self, name):
+        entry = self.pods.pop(name, None)
+        if entry and entry[0] in self.api.pods:
+            self.api.delete_pod(entry[0])
+        for i in range(len(self.nodes)):
+            self.sync_kubelet(i)
+
+    def settle(self, md, want, timeout, addrs=None):
+        """Polls every replica until each answers metricValueFloat == want; then
+        they must agree on everything. Returns the answer (or fails with the last)."""
+        last = []
+
+        def check():
+            last[:] = self.poll(md, addr=addrs)
+            return all(r.get("metricValueFloat") == want and "error" not in r for r in last)
+        ok = wait_for(check, timeout, interval=0.05)
+        self.assertTrue(ok, "wanted %s within %.1f s, last answers: %s" % (want, timeout, last))
+        norm = [{k: v for k, v in r.items() if k != "ms"} for r in last]
+        for r in norm[1:]:
+            self.assertEqual(norm[0], r)
+        return last[0]
+
+    def errors(self, md, timeout, addrs=None):
+        """Polls until every replica answers an error; returns the answers."""
+        last = []
+
+        def check():
+            last[:] = self.poll(md, addr=addrs)
+            return all("error" in r for r in last)
+        self.assertTrue(wait_for(check, timeout, interval=0.05),
+                        "no error within %.1f s, last answers: %s" % (timeout, last))
+        return last
+
+    # ---- 1. StreamIsActive through an aggregator, with pod churn ----
+
+    def test_stream_is_active_follows_pod_churn(self):
+        md = {"metricType": "gpu_utilization", "targetValue": "50",
+              "podSelector": "app=e2e-stream", "activationThreshold": "30"}
+        s = Streaming("127.0.0.1:%d" % self.aggs[0][1], "stream", "-count", "0",
+                      "-timeout", "20s", md=md)
+        self.addCleanup(s.close)
+        _, m = s.next(5)
+        self.assertIs(m.get("result"), False, m)  # no such pod yet: 0, known, inactive
+        # A pod of the workload starts on node-a, GPU 0 (60 %): the API says so first,
+        # then the kubelet attributes the GPU to it.
+        uid = self.api.add_pod("ml", "stream-0", labels={"app": "e2e-stream"},
+                               node=self.nodes[0].name, phase="Running")
+        self.pods["stream-0"] = (uid, 0, 0)
+        self.addCleanup(self.remove_pod, "stream-0")
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        self.sync_kubelet(0)
+        t, m = s.until(True, t0 + 2.5)
+        self.assertLess(t - t0, 2.0, "true after %.3f s: %s" % (t - t0, s.seen))
+        # It is being deleted: no longer counts, false is pushed.
+        t0 = time.monotonic()
+        self.api.modify_pod(uid, deleting=True)
+        t, m = s.until(False, t0 + 2.5)
+        self.assertLess(t - t0, 2.0, "false after %.3f s: %s" % (t - t0, s.seen))
+        # Only changes (and heartbeats while true) were pushed: never an end.
+        self.assertTrue(all("result" in x for x in s.seen), s.seen)
+
+    # ---- 2. a pod moving nodes ----
+
+    def test_pod_moving_nodes_is_followed(self):
+        md = {"metricType": "gpu_utilization", "targetValue": "50",
+              "podSelector": "app=e2e-mover"}
+        uid = self.add_pod("mover-0", {"app": "e2e-mover"}, 0, 1)  # node-a GPU 1: 20 %
+        self.settle(md, 20, 5)
+        # Rescheduled StatefulSet-style (same name, new uid) onto node-b GPU 1 (80 %).
+        # node-a's kubelet still lists the old one for a while: it must not matter.
+        self.api.delete_pod(uid)
+        new = self.api.add_pod("ml", "mover-0", labels={"app": "e2e-mover"},
+                               node=self.nodes[1].name, phase="Running")
+        self.pods["mover-0"] = (new, 1, 1)
+        self.sync_kubelet(1)
+        self.settle(md, 80, 5)
+        self.sync_kubelet(0)  # node-a's kubelet forgets it too
+        time.sleep(0.5)
+        self.settle(md, 80, 2)
+        # The other tenants are untouched by the move.
+        self.settle(dict(md, podSelector="app=vllm"), 190, 5)
+
+    # ---- 3. --agents-dns ----
+
+    def test_agents_dns_finds_the_agent_behind_a_name(self):
+        # localhost may resolve to ::1 as well as 127.0.0.1 (not on every host): the agent
+        # listens on 127.0.0.1 only, so that entry would fail and be retried.
+        node = self.nodes[2]
+        p, port, probe, log = self.start_aggregator(["--agents-dns", "localhost:%d" % node.port])
+
+        def close():
+            stop(p)
+            log.close()
+        self.addCleanup(close)
+
+        def tail():
+            log.seek(0)
+            return log.read()[-3000:]
+        self.assertTrue(wait_for(lambda: http_ok(probe, "/readyz"), 10),
+                        "aggregator with --agents-dns not ready:\n" + tail())
+        addr = "127.0.0.1:%d" % port
+        md = {"metricType": "gpu_utilization", "targetValue": "50", "aggregation": "max"}
+        self.settle(md, 90, 5, addrs=addr)
+        # Only node-c's one GPU is behind the name: the sum is 90, not all nodes' 290.
+        self.assertEqual(self.poll(dict(md, aggregation="sum"), addr=addr)[0]
+                         .get("metricValueFloat"), 90, tail())
+        self.assertEqual(self.poll(dict(md, aggregation="min"), addr=addr)[0]
+                         .get("metricValueFloat"), 90, tail())
+        # Pods on nodes this aggregator has no agent for are a gap, not 0.
+        pods = dict(md, podSelector="app=vllm", aggregation="sum")
+        r = self.poll(pods, addr=addr)[0]
+        self.assertEqual(r.get("error", {}).get("code"), "UNAVAILABLE", r)
+        self.assertIn("node-a", r["error"]["message"])
+        # (node-c's agent may not have asked its kubelet yet right after setUpClass)
+        self.settle(dict(pods, partialData="ignore"), 90, 5, addrs=addr)
+
+    # ---- 4. kubelet restart on one node ----
+
+    def test_kubelet_restart_on_one_node(self):
+        md = {"metricType": "gpu_utilization", "targetValue": "50", "podSelector": "app=vllm"}
+        node = self.nodes[1]
+        self.settle(md, 190, 10)
+
+        def restart_if_down():
+            if node.kubelet.poll() is not None:
+                node.start_kubelet()
+        self.addCleanup(restart_if_down)
+        stop(node.kubelet)
+        for r in self.errors(md, 5):
+            self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+            self.assertIn("node-b", r["error"]["message"])
+            self.assertIn("vllm-b", r["error"]["message"])
+        # The other nodes' pods still count with partialData ignore: 60 + 90.
+        self.settle(dict(md, partialData="ignore"), 150, 5)
+        # The node's GPUs themselves are still known: the all-nodes question answers.
+        self.settle({"metricType": "gpu_utilization", "targetValue": "50",
+                     "aggregation": "sum"}, 290, 5)
+        time.sleep(1.0)  # an outage of ~1.5 s: the agent's re-dial backoff grows meanwhile
+        t0 = time.monotonic()
+        node.start_kubelet()
+        self.settle(md, 190, 5)
+        self.assertLess(time.monotonic() - t0, 5.0)
+        # A crash this time (SIGKILL: the socket file stays behind, refusing connections),
+        # then the kubelet comes back and replaces it.
+        node.kubelet.kill()
+        node.kubelet.wait(5)
+        self.assertTrue(os.path.exists(node.sock))
+        for r in self.errors(md, 5):
+            self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+            self.assertIn("node-b", r["error"]["message"])
+        t0 = time.monotonic()
+        node.start_kubelet()
+        self.settle(md, 190, 5)
+        self.assertLess(time.monotonic() - t0, 5.0)
+
+    # ---- 5. the API watch broken ----
+
+    def test_api_watch_broken_changes_are_still_followed(self):
+        md = {"metricType": "gpu_utilization", "targetValue": "50",
+              "podSelector": "app=e2e-watched"}
+        uid = self.add_pod("watch-0", {"app": "e2e-unwatched"}, 2, 0)  # node-c GPU 0: 90 %
+        self.settle(dict(md, podSelector="app=e2e-unwatched"), 90, 5)
+        self.settle(md, 0, 2)
+        watches = len(self.api.requests_of("watch"))
+        lists = len(self.api.requests_of("list"))
+        # The watch is cut, and the pod moves into scope before it is re-established.
+        self.api.break_watches()
+        self.api.modify_pod(uid, labels={"app": "e2e-watched"})
+        self.settle(md, 90, 5)
+        self.assertGreaterEqual(len(self.api.requests_of("watch")), watches + 2)
+        # Cut again once the watches are back; then the pod goes away.
+        self.api.wait_for(lambda a: len(a.requests_of("watch")) >= watches + 2, 5)
+        self.api.break_watches()
+        time.sleep(1.0)
+        self.api.modify_pod(uid, deleting=True)
+        self.settle(md, 0, 5)
+        # Resumed from the resourceVersion it had: no relist was needed.
+        self.assertEqual(len(self.api.requests_of("list")), lists)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -74,6 +74,7 @@ struct kube_client {
 
     /* the connection */
     phase_t phase;
+    char phase_label[3][24]; /* "list pods", "watch pods", "pods" */
     conn_state_t cstate;
     transport_t tr;
     loop_io_t *io;
@@ -230,8 +231,14 @@ int kube_client_config_in_cluster(kube_client_config_t *cfg, const char *sa_dir,
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
-static const char *phase_name(phase_t p) {
-    return p == PHASE_LIST ? "list pods" : p == PHASE_WATCH ? "watch pods" : "pods";
+/* What this client lists and watches: "pods" or "nodes". */
+static const char *res(const kube_client_t *c) {
+    return c->cfg.resource[0] ? c->cfg.resource : "pods";
+}
+
+/* "list pods", "watch nodes": the start of every error message. */
+static const char *phase_name(const kube_client_t *c) {
+    return c->phase_label[c->phase == PHASE_LIST ? 0 : c->phase == PHASE_WATCH ? 1 : 2];
 }
 
 /* Percent-encodes everything but RFC 3986 unreserved characters. */
@@ -397,7 +404,7 @@ static void on_idle(loop_t *loop, loop_timer_t *t, void *ud) {
         loop_timer_start(loop, &c->idle, due);
         return;
     }
-    client_fail(c, "%s %s: no answer for %llu s", phase_name(c->phase), c->url.host_header,
+    client_fail(c, "%s %s: no answer for %llu s", phase_name(c), c->url.host_header,
                 (unsigned long long)(idle_limit(c) / NS_PER_SEC));
 }
 
@@ -438,14 +445,14 @@ static void conn_open(kube_client_t *c, const char *path) {
     SSL_CTX *ctx = NULL;
     int fd = -1;
     if (c->cfg.token_file[0] && !(token = token_read(c->cfg.token_file, why, sizeof why))) {
-        client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, why);
+        client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, why);
         return;
     }
     size_t cap = strlen(path) + (token ? strlen(token) : 0) + 512;
     c->req = malloc(cap);
     if (!c->req) {
         free(token);
-        client_fail(c, "%s: out of memory", phase_name(c->phase));
+        client_fail(c, "%s: out of memory", phase_name(c));
         return;
     }
     int n = snprintf(c->req, cap,
@@ -529,7 +536,7 @@ fail:
     SSL_CTX_free(ctx);
     free(c->req);
     c->req = NULL;
-    client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, why);
+    client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, why);
 }
 
 static void start_list(kube_client_t *c) {
@@ -538,7 +545,7 @@ static void start_list(kube_client_t *c) {
     c->phase = PHASE_LIST;
     if (!c->cont[0])
         c->acc_n = 0;
-    int n = snprintf(path, sizeof path, "/api/v1/pods?limit=%u", (unsigned)c->cfg.page_limit);
+    int n = snprintf(path, sizeof path, "/api/v1/%s?limit=%u", res(c), (unsigned)c->cfg.page_limit);
     if (c->cont[0] && url_encode(c->cont, enc, sizeof enc))
         snprintf(path + n, sizeof path - (size_t)n, "&continue=%s", enc);
     conn_open(c, path);
@@ -549,8 +556,8 @@ static void start_watch(kube_client_t *c) {
     c->phase = PHASE_WATCH;
     url_encode(pod_cache_resource_version(c->cache), enc, sizeof enc);
     snprintf(path, sizeof path,
-             "/api/v1/pods?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u",
-             enc, (unsigned)c->cfg.watch_timeout_s);
+             "/api/v1/%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u",
+             res(c), enc, (unsigned)c->cfg.watch_timeout_s);
     conn_open(c, path);
 }
 
@@ -635,7 +642,7 @@ static int watch_line(kube_client_t *c, const char *line, size_t len) {
     int code = 0;
     if (!pod) {
         c->relist_needed = true;
-        client_fail(c, "watch pods: out of memory");
+        client_fail(c, "watch %s: out of memory", res(c));
         return 1;
     }
     int rc = kube_watch_event_parse(line, len, &type, pod, rv, sizeof rv, &code, why, sizeof why);
@@ -651,7 +658,7 @@ static int watch_line(kube_client_t *c, const char *line, size_t len) {
     if (rc) {
         free(pod);
         c->relist_needed = true; /* an event is lost: only a relist is consistent again */
-        client_fail(c, "watch pods %s: %s", c->url.host_header, why);
+        client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
         return 1;
     }
     if (type == KUBE_EVENT_ERROR) {
@@ -663,7 +670,7 @@ static int watch_line(kube_client_t *c, const char *line, size_t len) {
             c->relist_needed = true;
             schedule(c, 0);
         } else {
-            client_fail(c, "watch pods %s: %s", c->url.host_header, why);
+            client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
         }
         return 1;
     }
@@ -672,7 +679,7 @@ static int watch_line(kube_client_t *c, const char *line, size_t len) {
     free(pod);
     if (rc) {
         c->relist_needed = true;
-        client_fail(c, "watch pods: applying an event: %s", kgs_err_str(rc));
+        client_fail(c, "watch %s: applying an event: %s", res(c), kgs_err_str(rc));
         return 1;
     }
     c->stats.events++;
@@ -697,7 +704,7 @@ static int sink_watch(const char *data, size_t len, void *ud) {
             int rc = buf_append(c, data, take, WATCH_LINE_MAX);
             if (rc) {
                 c->relist_needed = true;
-                client_fail(c, "watch pods %s: event longer than %zu bytes or out of memory",
+                client_fail(c, "watch %s %s: event longer than %zu bytes or out of memory", res(c),
                             c->url.host_header, WATCH_LINE_MAX);
                 return 1;
             }
@@ -736,13 +743,13 @@ static bool list_page_done(kube_client_t *c) {
     conn_close(c);
     if (rc) {
         c->cont[0] = '\0';
-        client_fail(c, "list pods %s: %s", c->url.host_header, why);
+        client_fail(c, "list %s %s: %s", res(c), c->url.host_header, why);
         return false;
     }
     c->stats.list_pages++;
     c->stats.skipped_pods += page.skipped;
     if (page.skipped)
-        LOG_WARN(c->log, "kube %s: list pods: %zu pods ignored, first: %s", c->url.host_header,
+        LOG_WARN(c->log, "kube %s: list %s: %zu ignored, first: %s", c->url.host_header, res(c),
                  page.skipped, page.skip_reason);
     if (page.count > c->acc_cap - c->acc_n) {
         size_t cap = c->acc_cap ? c->acc_cap : 512;
@@ -752,7 +759,7 @@ static bool list_page_done(kube_client_t *c) {
         if (!na) {
             kube_pod_list_deinit(&page);
             c->cont[0] = '\0';
-            client_fail(c, "list pods: out of memory");
+            client_fail(c, "list %s: out of memory", res(c));
             return false;
         }
         c->acc = na;
@@ -776,14 +783,14 @@ static bool list_page_done(kube_client_t *c) {
         c->acc_cap = 0;
     }
     if (rc) {
-        client_fail(c, "list pods: replacing the cache: %s", kgs_err_str(rc));
+        client_fail(c, "list %s: replacing the cache: %s", res(c), kgs_err_str(rc));
         return false;
     }
     c->listed = true;
     c->stats.lists++;
     succeeded(c);
-    LOG_INFO(c->log, "kube %s: listed %zu pods at resourceVersion %s", c->url.host_header,
-             pod_cache_size(c->cache), pod_cache_resource_version(c->cache));
+    LOG_INFO(c->log, "kube %s: listed %zu %s at resourceVersion %s", c->url.host_header,
+             pod_cache_size(c->cache), res(c), pod_cache_resource_version(c->cache));
     start_watch(c);
     return notify(c, c->cbs.on_synced);
 }
@@ -794,8 +801,7 @@ static int head_done(kube_client_t *c) {
     int st = c->resp.status;
     if (st == 410) {
         c->stats.gone++;
-        LOG_INFO(c->log, "kube %s: %s: 410 Gone; relisting", c->url.host_header,
-                 phase_name(c->phase));
+        LOG_INFO(c->log, "kube %s: %s: 410 Gone; relisting", c->url.host_header, phase_name(c));
         conn_close(c);
         c->cont[0] = '\0'; /* an expired continue token also answers 410 */
         c->relist_needed = true;
@@ -815,8 +821,7 @@ static bool body_done(kube_client_t *c) {
         char msg[300];
         error_body_message(c, msg, sizeof msg);
         c->cont[0] = '\0';
-        client_fail(c, "%s %s: HTTP %d%s", phase_name(c->phase), c->url.host_header, c->resp.status,
-                    msg);
+        client_fail(c, "%s %s: HTTP %d%s", phase_name(c), c->url.host_header, c->resp.status, msg);
         return false;
     }
     if (c->phase == PHASE_LIST)
@@ -826,7 +831,7 @@ static bool body_done(kube_client_t *c) {
      * event is treated as a failure, so a misbehaving server cannot spin us. */
     bool quick = loop_now(c->loop) - c->conn_started < NS_PER_SEC && !c->watch_saw_event;
     if (quick) {
-        client_fail(c, "watch pods %s: stream ended at once", c->url.host_header);
+        client_fail(c, "watch %s %s: stream ended at once", res(c), c->url.host_header);
         return false;
     }
     LOG_DEBUG(c->log, "kube %s: watch ended; resuming at %s", c->url.host_header,
@@ -851,8 +856,7 @@ static int process(kube_client_t *c, const char *data, size_t len) {
         if (rc == KUBE_HTTP_INCOMPLETE)
             return 0;
         if (rc != KUBE_HTTP_COMPLETE) {
-            client_fail(c, "%s %s: bad response: %s", phase_name(c->phase), c->url.host_header,
-                        why);
+            client_fail(c, "%s %s: bad response: %s", phase_name(c), c->url.host_header, why);
             return 1;
         }
         /* Bytes past the head: those already in `head`, then the rest of data. */
@@ -882,12 +886,11 @@ static int process(kube_client_t *c, const char *data, size_t len) {
         return 1;
     if (rc == KUBE_HTTP_ERROR) {
         c->relist_needed = c->phase == PHASE_WATCH;
-        client_fail(c, "%s %s: bad response body: %s", phase_name(c->phase), c->url.host_header,
-                    why);
+        client_fail(c, "%s %s: bad response body: %s", phase_name(c), c->url.host_header, why);
         return 1;
     }
     if (rc) {
-        client_fail(c, "%s %s: response body: %s", phase_name(c->phase), c->url.host_header,
+        client_fail(c, "%s %s: response body: %s", phase_name(c), c->url.host_header,
                     kgs_err_str(rc));
         return 1;
     }
@@ -909,7 +912,7 @@ static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
         if (getsockopt(c->tr.fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0)
             soerr = errno;
         if (soerr) {
-            client_fail(c, "%s %s: connect: %s", phase_name(c->phase), c->url.host_header,
+            client_fail(c, "%s %s: connect: %s", phase_name(c), c->url.host_header,
                         strerror(soerr));
             return;
         }
@@ -920,7 +923,7 @@ static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
     if (c->cstate == CONN_HANDSHAKE) {
         int rc = handshake_http1(&c->tr, why, sizeof why);
         if (rc == TRANSPORT_ERROR) {
-            client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, why);
+            client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, why);
             return;
         }
         if (rc == TRANSPORT_AGAIN) {
@@ -937,7 +940,7 @@ static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
                 return;
             }
             if (n < 0) {
-                client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, c->tr.error);
+                client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, c->tr.error);
                 return;
             }
             c->req_off += (size_t)n;
@@ -953,16 +956,16 @@ static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
             break;
         }
         if (n == TRANSPORT_ERROR) {
-            client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, c->tr.error);
+            client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, c->tr.error);
             break;
         }
         if (n == 0) {
             const char *bwhy;
             if (c->cstate == CONN_HEAD) {
-                client_fail(c, "%s %s: connection closed before a response", phase_name(c->phase),
+                client_fail(c, "%s %s: connection closed before a response", phase_name(c),
                             c->url.host_header);
             } else if (kube_http_body_eof(&c->body, &bwhy) != 0 && c->phase == PHASE_LIST) {
-                client_fail(c, "%s %s: %s", phase_name(c->phase), c->url.host_header, bwhy);
+                client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, bwhy);
             } else if (body_done(c)) {
                 return;
             }
@@ -997,6 +1000,10 @@ int kube_client_new(loop_t *loop, const kube_client_config_t *cfg,
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "kube client: page_limit, watch_timeout_s, io_timeout_ns and backoff "
                           "must be > 0 (use kube_client_config_init)");
+    if (cfg->resource[0] && strcmp(cfg->resource, "pods") != 0 &&
+        strcmp(cfg->resource, "nodes") != 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "kube client: resource \"%s\": want pods or nodes", cfg->resource);
     if (url.https) {
         /* Fail early on a CA file that cannot be used; connections make their own. */
         SSL_CTX *ctx = tls_client_ctx_new(cfg->ca_file[0] ? cfg->ca_file : NULL, NULL, NULL, false,
@@ -1014,6 +1021,9 @@ int kube_client_new(loop_t *loop, const kube_client_config_t *cfg,
     }
     c->loop = loop;
     c->cfg = *cfg;
+    snprintf(c->phase_label[0], sizeof c->phase_label[0], "list %s", res(c));
+    snprintf(c->phase_label[1], sizeof c->phase_label[1], "watch %s", res(c));
+    snprintf(c->phase_label[2], sizeof c->phase_label[2], "%s", res(c));
     c->url = url;
     if (cbs)
         c->cbs = *cbs;

@@ -39,6 +39,7 @@
 
 typedef struct {
     char api_url[KUBE_URL_MAX + 1];          /* http(s)://IP[:port], no path */
+    char resource[16];                       /* "pods" (default) or "nodes": what to list+watch */
     char token_file[KUBE_PATH_MAX];          /* "" sends no Authorization */
     char ca_file[KUBE_PATH_MAX];             /* https only; "" = system roots */
     uint32_t page_limit;                     /* list page size; default 500 */

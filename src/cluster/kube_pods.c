@@ -159,7 +159,8 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
         return kgs_seterr(err, errlen, KGS_EINVAL, "pod: metadata: missing");
     int rc;
     pod_t *p = out;
-    if ((rc = copy_string(meta, "namespace", true, p->namespace, sizeof p->namespace, "pod",
+    /* Optional: nodes, read with the same parser for their labels, have none. */
+    if ((rc = copy_string(meta, "namespace", false, p->namespace, sizeof p->namespace, "pod",
                           "metadata.namespace", err, errlen)) ||
         (rc = copy_string(meta, "name", true, p->name, sizeof p->name, "pod", "metadata.name", err,
                           errlen)))
@@ -245,8 +246,11 @@ int kube_pod_list_parse(const char *buf, size_t len, kube_pod_list_t *out, char 
     if (!root)
         return rc;
     const json_t *kind = json_object_get(root, "kind");
-    if (kind && (!json_is_string(kind) || strcmp(json_string_value(kind), "PodList") != 0)) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "PodList: kind is not \"PodList\"");
+    /* NodeList too: the node watch reads Node labels with this parser. */
+    if (kind && (!json_is_string(kind) || (strcmp(json_string_value(kind), "PodList") != 0 &&
+                                           strcmp(json_string_value(kind), "NodeList") != 0))) {
+        rc =
+            kgs_seterr(err, errlen, KGS_EINVAL, "PodList: kind is not \"PodList\" or \"NodeList\"");
         goto fail;
     }
     bool bad = false;

@@ -70,6 +70,7 @@ typedef struct {
     const trigger_config_t *c;
     const char *ns; /* podSelector: the pods' namespace */
     const cluster_view_t *view;
+    const pod_cache_t *nodes; /* Node objects (labels), for nodeSelector label selectors */
     mono_ns_t now;
     uint64_t stale_after_ns;
     workload_stats_t *st;
@@ -632,6 +633,32 @@ static void nodes_check_uuids(wl_ctx_t *x, unsigned nodes) {
     }
 }
 
+typedef struct {
+    wl_ctx_t *x;
+    unsigned nodes;
+} node_sel_t;
+
+static const char *node_label_lookup(void *ud, const char *key) {
+    return pod_label((const pod_t *)ud, key);
+}
+
+/* A Kubernetes Node whose labels match nodeSelector: its agent's GPUs count;
+ * a matching node without an agent is a gap (partialData decides). */
+static bool node_sel_visit(const pod_t *node, void *ud) {
+    node_sel_t *ns = ud;
+    wl_ctx_t *x = ns->x;
+    if (!label_selector_matches(&x->c->node_selector, node_label_lookup, (void *)node))
+        return true;
+    const cluster_node_t *e = x->view ? cluster_view_find_node(x->view, node->name) : NULL;
+    ns->nodes++;
+    if (!e)
+        gap(x, node->name, "node %s: matches nodeSelector but no agent has reported for it",
+            node->name);
+    else
+        node_evaluate(x, e);
+    return !stopped(x);
+}
+
 static unsigned nodes_evaluate(wl_ctx_t *x) {
     const trigger_config_t *c = x->c;
     size_t count = x->view ? cluster_view_count(x->view) : 0;
@@ -652,6 +679,10 @@ static unsigned nodes_evaluate(wl_ctx_t *x) {
             nodes++;
             node_evaluate(x, e);
         }
+    } else if (c->node_scope == NODE_SCOPE_SELECTOR) {
+        node_sel_t ns = {x, 0};
+        pod_cache_foreach(x->nodes, node_sel_visit, &ns);
+        nodes = ns.nodes;
     } else {
         for (unsigned k = 0; k < c->node_name_count && !stopped(x); k++) {
             const char *name = c->node_names[k];
@@ -715,7 +746,12 @@ static void finish(wl_ctx_t *x, eval_result_t *out, unsigned nodes) {
                        unit, x->st->skipped, x->st->skip_reason);
             return;
         }
-        if (!c->has_pod_selector) {
+        /* A label selector that matches no node (a GPU pool the cluster
+         * autoscaler emptied, say) is a known 0, as a Deployment with no
+         * pods is; a named node or a selection that finds nothing on the
+         * nodes that exist is a configuration to fix. */
+        bool no_node_matched = c->node_scope == NODE_SCOPE_SELECTOR && nodes == 0;
+        if (!c->has_pod_selector && !no_node_matched) {
             char want[TRIGGER_MAX_UUIDS * 34] = "";
             size_t o = 0;
             for (unsigned p = 0; p < c->mig_profile_count && o < sizeof want; p++) {
@@ -733,7 +769,7 @@ static void finish(wl_ctx_t *x, eval_result_t *out, unsigned nodes) {
                            nodes == 1 ? "" : "s");
             return;
         }
-        /* No pod runs (or none has a GPU yet): a known 0. */
+        /* No pod runs (or none has a GPU yet), or no node matches: a known 0. */
         out->status = EVAL_OK;
         out->value = 0;
         out->active = false; /* activationThreshold >= 0 */
@@ -761,6 +797,14 @@ void workload_evaluate_detail(const trigger_config_t *c, const char *scaled_obje
                               const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
                               mono_ns_t now, uint64_t stale_after_ns, eval_result_t *out,
                               workload_stats_t *stats) {
+    workload_evaluate_nodes(c, scaled_object_namespace, view, pods, pods_synced, NULL, false, now,
+                            stale_after_ns, out, stats);
+}
+
+void workload_evaluate_nodes(const trigger_config_t *c, const char *scaled_object_namespace,
+                             const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
+                             const pod_cache_t *nodes, bool nodes_synced, mono_ns_t now,
+                             uint64_t stale_after_ns, eval_result_t *out, workload_stats_t *stats) {
     workload_stats_t local;
     workload_stats_t *st = stats ? stats : &local;
     memset(st, 0, sizeof *st);
@@ -785,10 +829,12 @@ void workload_evaluate_detail(const trigger_config_t *c, const char *scaled_obje
             return;
         }
     } else if (c->node_scope == NODE_SCOPE_SELECTOR) {
-        set_result(out, EVAL_FAILED_PRECONDITION,
-                   "nodeSelector label selectors need the nodes API (not yet supported); list "
-                   "node names instead");
-        return;
+        if (!nodes || !nodes_synced) {
+            set_result(out, EVAL_UNAVAILABLE,
+                       "node list from the Kubernetes API not synced: nodeSelector label "
+                       "selectors need get/list/watch on nodes");
+            return;
+        }
     } else if (!view || cluster_view_count(view) == 0) {
         set_result(out, EVAL_UNAVAILABLE, "no agent has reported yet");
         return;
@@ -799,6 +845,7 @@ void workload_evaluate_detail(const trigger_config_t *c, const char *scaled_obje
     x.c = c;
     x.ns = c->has_namespace ? c->pod_namespace : scaled_object_namespace;
     x.view = view;
+    x.nodes = nodes;
     x.now = now;
     x.stale_after_ns = stale_after_ns;
     x.st = st;
@@ -807,16 +854,16 @@ void workload_evaluate_detail(const trigger_config_t *c, const char *scaled_obje
     x.vals = x.stack_vals;
     x.cap = WL_STACK_VALUES;
 
-    unsigned nodes = 0;
+    unsigned node_count = 0;
     if (c->has_pod_selector) {
         x.scratch.gpu_index = -1;
         x.scratch.mig_profile_count = 0;
         x.scratch.aggregation = batch_aggregation(c->pod_aggregation);
         pod_cache_foreach(pods, pod_visit, &x);
     } else {
-        nodes = nodes_evaluate(&x);
+        node_count = nodes_evaluate(&x);
     }
-    finish(&x, out, nodes);
+    finish(&x, out, node_count);
     if (x.vals != x.stack_vals)
         free(x.vals);
 }

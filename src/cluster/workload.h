@@ -79,4 +79,16 @@ void workload_evaluate_detail(const trigger_config_t *c, const char *scaled_obje
                               mono_ns_t now, uint64_t stale_after_ns, eval_result_t *out,
                               workload_stats_t *stats);
 
+/*
+ * As workload_evaluate_detail, with the cluster's Node objects (name and
+ * labels, parsed as pod_t by the same list+watch client) for nodeSelector
+ * label selectors: matching nodes' GPUs count, a matching node without an
+ * agent is a gap. Without them (NULL or not synced) such a trigger answers
+ * UNAVAILABLE.
+ */
+void workload_evaluate_nodes(const trigger_config_t *c, const char *scaled_object_namespace,
+                             const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
+                             const pod_cache_t *nodes, bool nodes_synced, mono_ns_t now,
+                             uint64_t stale_after_ns, eval_result_t *out, workload_stats_t *stats);
+
 #endif

@@ -74,6 +74,8 @@ typedef struct {
     agent_pool_t *pool;             /* the Watch streams to the agents */
     resolver_t *resolver;           /* --agents-dns */
     kube_client_t *kube;            /* pods from the Kubernetes API; NULL without one */
+    kube_client_t *kube_nodes;      /* Node labels, started by the first label nodeSelector */
+    kube_client_config_t kube_cfg;  /* how kube was made, for kube_nodes */
     loop_timer_t cluster_refresh;   /* coalesces view changes into refreshes */
     mono_ns_t last_cluster_refresh; /* when the streams were last re-evaluated */
     http_server_t *metrics_http, *probe_http;
@@ -219,12 +221,37 @@ static void on_pod_map_error(void *ud, const char *msg) {
 
 /* ---- aggregator: the cluster view, the agents, the pods ----------------------------- */
 
+static void on_kube_event(void *ud);
+
+/* Nodes are watched only once a trigger selects them by label: clusters
+ * that never do need no RBAC on nodes and see no 403s in the log. A failure
+ * to start is logged and retried by the next evaluation. */
+static void start_node_watch(server_t *sv) {
+    kube_client_config_t kc = sv->kube_cfg;
+    snprintf(kc.resource, sizeof kc.resource, "nodes");
+    kube_client_callbacks_t kcb = {
+        .on_synced = on_kube_event, .on_change = on_kube_event, .user_data = sv};
+    char err[256];
+    if (kube_client_new(sv->loop, &kc, &kcb, &sv->log, &sv->kube_nodes, err, sizeof err) != 0) {
+        LOG_WARN(&sv->log, "node watch for nodeSelector label selectors: %s", err);
+        sv->kube_nodes = NULL;
+        return;
+    }
+    LOG_INFO(&sv->log, "watching nodes at %s (a nodeSelector label selector is in use)",
+             kc.api_url);
+}
+
 static void aggregator_evaluate(void *ud, const trigger_config_t *c, const char *so_namespace,
                                 mono_ns_t now, eval_result_t *out) {
     server_t *sv = ud;
-    workload_evaluate(c, so_namespace, sv->view, sv->kube ? kube_client_cache(sv->kube) : NULL,
-                      sv->kube && kube_client_synced(sv->kube, now), now, sv->o.stale_after_ns,
-                      out);
+    if (c && c->node_scope == NODE_SCOPE_SELECTOR && sv->kube && !sv->kube_nodes)
+        start_node_watch(sv);
+    workload_evaluate_nodes(c, so_namespace, sv->view,
+                            sv->kube ? kube_client_cache(sv->kube) : NULL,
+                            sv->kube && kube_client_synced(sv->kube, now),
+                            sv->kube_nodes ? kube_client_cache(sv->kube_nodes) : NULL,
+                            sv->kube_nodes && kube_client_synced(sv->kube_nodes, now), now,
+                            sv->o.stale_after_ns, out, NULL);
 }
 
 /* Ready once an agent streams to us and, with an API, the pod list synced. */
@@ -359,6 +386,7 @@ static int start_aggregator(server_t *sv, char *err, size_t errlen) {
         .on_synced = on_kube_event, .on_change = on_kube_event, .user_data = sv};
     if (kube_client_new(sv->loop, &kc, &kcb, &sv->log, &sv->kube, err, errlen) != 0)
         return KGS_EINVAL;
+    sv->kube_cfg = kc;
     LOG_INFO(&sv->log, "watching pods at %s", kc.api_url);
     return 0;
 }
@@ -708,6 +736,7 @@ out:
     resolver_free(sv.resolver);
     agent_pool_free(sv.pool);
     kube_client_free(sv.kube);
+    kube_client_free(sv.kube_nodes);
     cluster_view_free(sv.view);
     http_server_free(sv.metrics_http);
     http_server_free(sv.probe_http);

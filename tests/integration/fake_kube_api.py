@@ -129,6 +129,31 @@ class FakeKubeAPI:
                 pod["metadata"]["deletionGracePeriodSeconds"] = 30
             self._bump("MODIFIED", pod)
 
+    def add_node(self, name, labels=None):
+        """A Node object (cluster-scoped): what nodeSelector label selectors read."""
+        uid = str(uuid.UUID(int=self.rng.getrandbits(128)))
+        node = {
+            "kind": "Node", "apiVersion": "v1",
+            "metadata": {"name": name, "uid": uid, "resourceVersion": "0",
+                         "creationTimestamp": "2026-11-29T09:00:00Z",
+                         "labels": dict(labels or {})},
+            "spec": {"podCIDR": "10.244.1.0/24"},
+            "status": {"capacity": {"cpu": "64", "nvidia.com/gpu": "8"},
+                       "conditions": [{"type": "Ready", "status": "True"}],
+                       "images": [{"names": ["vllm/vllm-openai:v0.6.3"],
+                                   "sizeBytes": 9123456789}]},
+        }
+        with self.cond:
+            self.pods[uid] = node
+            self._bump("ADDED", node)
+        return uid
+
+    def relabel_node(self, uid, labels):
+        with self.cond:
+            node = self.pods[uid]
+            node["metadata"]["labels"] = dict(labels)
+            self._bump("MODIFIED", node)
+
     def delete_pod(self, uid):
         with self.cond:
             pod = self.pods.pop(uid)
@@ -234,7 +259,8 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
         kind = "watch" if q.get("watch") in ("1", "true") else "list"
-        if parts.path != "/api/v1/pods":
+        kinds = {"/api/v1/pods": "Pod", "/api/v1/nodes": "Node"}
+        if parts.path not in kinds:
             api._log(kind="other", query=q, token=token, status=404, path=parts.path)
             return self._json(404, status_object(404, "NotFound", "the server could not find "
                                                  "the requested resource"))
@@ -244,10 +270,10 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
             api._log(kind=kind, query=q, token=token, status=401)
             return self._json(401, status_object(401, "Unauthorized", "Unauthorized"))
         if kind == "watch":
-            return self._watch(q, token)
-        return self._list(q, token)
+            return self._watch(q, token, kinds[parts.path])
+        return self._list(q, token, kinds[parts.path])
 
-    def _list(self, q, token):
+    def _list(self, q, token, obj_kind="Pod"):
         api = self.api
         limit = int(q.get("limit", "0") or 0)
         cont = q.get("continue")
@@ -264,8 +290,10 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
                 rv, items, offset = snap
             else:
                 rv = api.rv
-                items = sorted((json.loads(json.dumps(p)) for p in api.pods.values()),
-                               key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
+                items = sorted((json.loads(json.dumps(p)) for p in api.pods.values()
+                                if p.get("kind", "Pod") == obj_kind),
+                               key=lambda p: (p["metadata"].get("namespace", ""),
+                                              p["metadata"]["name"]))
                 offset = 0
             page = items[offset:offset + limit] if limit else items[offset:]
             meta = {"resourceVersion": str(rv)}
@@ -277,7 +305,8 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
                 meta["remainingItemCount"] = len(items) - nxt
             api.requests.append(dict(kind="list", query=q, token=token, status=200))
             api.cond.notify_all()
-        self._json(200, {"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": page})
+        self._json(200, {"kind": obj_kind + "List", "apiVersion": "v1", "metadata": meta,
+                         "items": page})
 
     def _chunks(self, data):
         """Writes data as chunks of random sizes, so lines straddle chunks."""
@@ -290,7 +319,7 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
             pos += n
         self.wfile.flush()
 
-    def _watch(self, q, token):
+    def _watch(self, q, token, obj_kind="Pod"):
         api = self.api
         try:
             since = int(q.get("resourceVersion", "0") or 0)
@@ -353,7 +382,7 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
                                             "creationTimestamp": None},
                                "spec": {"containers": None}, "status": {}}
                     else:
-                        if rv <= sent_upto:
+                        if rv <= sent_upto or pod.get("kind", "Pod") != obj_kind:
                             continue
                         obj = pod
                         sent_upto = rv

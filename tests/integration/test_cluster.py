@@ -300,6 +300,31 @@ class Cluster(unittest.TestCase):
         self.nodes[node].set_pods([("ml", p, d) for p, (_, n, d) in self.pods.items() if n == node])
         self.settle(md, 100, 10)
 
+    def test_node_label_selector_follows_the_nodes_labels(self):
+        # Node objects in the API: the aggregator starts watching them only now,
+        # at the first trigger with a label nodeSelector.
+        uids = {}
+        for name, pool in [("node-a", "a100"), ("node-b", "h100"), ("node-c", "a100")]:
+            uids[name] = self.api.add_node(name, labels={"pool": pool, "kubernetes.io/os": "linux"})
+        for uid in uids.values():
+            self.addCleanup(self.api.delete_pod, uid)
+        md = {"metricType": "gpu_utilization", "targetValue": "50", "nodeSelector": "pool=a100"}
+        self.settle(md, 170, 10)  # node-a 60 + 20, node-c 90
+        self.settle(dict(md, nodeSelector="pool in (h100),kubernetes.io/os=linux"), 120, 5)
+        # node-c is relabelled: it leaves the a100 pool at once.
+        self.api.relabel_node(uids["node-c"], {"pool": "h100"})
+        self.settle(md, 80, 5)
+        # A matching node with no agent is a gap: UNAVAILABLE, unless partialData ignore.
+        uids["node-z"] = self.api.add_node("node-z", labels={"pool": "a100"})
+        errs = self.errors(md, 5)
+        for r in errs:
+            self.assertEqual(r["error"]["code"], "UNAVAILABLE")
+            self.assertIn("node node-z: matches nodeSelector but no agent", r["error"]["message"])
+        self.settle(dict(md, partialData="ignore"), 80, 5)
+        # No node in the pool at all (an emptied autoscaling pool): a known 0, inactive.
+        r = self.settle(dict(md, nodeSelector="pool=tpu"), 0, 5)
+        self.assertFalse(r["active"])
+
     # ---- helpers for the cases below: extra pods of their own workloads ----
 
     def sync_kubelet(self, node):

@@ -655,13 +655,71 @@ static void test_workload_mig_selection_spans_nodes(void **state) {
                  "no MIG instance with migProfile 7g.80gb on any of the 3 selected nodes");
 }
 
-static void test_workload_node_label_selector_is_not_supported_yet(void **state) {
+/* Kubernetes Node objects, parsed by the same reader as pods: name and labels. */
+static void node_objects(pod_t *out, size_t *n) {
+    static const char *const nodes[][2] = {{"n1", "{\"pool\":\"gpu\",\"zone\":\"a\"}"},
+                                           {"n2", "{\"pool\":\"cpu\"}"},
+                                           {"n3", "{\"pool\":\"gpu\",\"zone\":\"b\"}"},
+                                           {"n4", "{\"pool\":\"gpu\"}"}};
+    for (size_t i = 0; i < 4; i++) {
+        char js[512];
+        snprintf(js, sizeof js,
+                 "{\"metadata\":{\"name\":\"%s\",\"uid\":\"node-%s\",\"resourceVersion\":"
+                 "\"7\",\"labels\":%s},\"spec\":{\"podCIDR\":\"10.0.0.0/24\"},"
+                 "\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"4\"}}}",
+                 nodes[i][0], nodes[i][0], nodes[i][1]);
+        json_error_t je;
+        json_t *j = json_loads(js, 0, &je);
+        if (!j)
+            fail_msg("bad test JSON: %s", je.text);
+        char err[256];
+        if (kube_pod_from_json(j, &out[i], err, sizeof err) != 0)
+            fail_msg("node: %s", err);
+        json_decref(j);
+    }
+    *n = 4;
+}
+
+static eval_result_t eval_nodes(fx_t *f, const trigger_config_t *c, const pod_cache_t *nodes,
+                                bool synced, workload_stats_t *st) {
+    eval_result_t r;
+    memset(&r, 0x5a, sizeof r);
+    workload_evaluate_nodes(c, "ml", f->view, f->cache, true, nodes, synced, NOW, STALE, &r, st);
+    return r;
+}
+
+static void test_workload_node_label_selector_counts_the_matching_nodes(void **state) {
     fx_t *f = *state;
     cluster(f);
+    pod_t objs[4];
+    size_t n = 0;
+    node_objects(objs, &n);
+    pod_cache_t *nodes = NULL;
+    assert_int_equal(pod_cache_new(&nodes), 0);
+    assert_int_equal(pod_cache_replace_all(nodes, objs, n, "7"), 0);
+    workload_stats_t st;
+
+    /* n4 matches but no agent reports for it: a gap, as for a named node */
     trigger_config_t c = CFG("nodeSelector", "pool=gpu");
-    expect_error(eval(f, &c), EVAL_FAILED_PRECONDITION,
-                 "nodeSelector label selectors need the nodes API (not yet supported); list "
-                 "node names instead");
+    expect_error(eval_nodes(f, &c, nodes, true, &st), EVAL_UNAVAILABLE,
+                 "node n4: matches nodeSelector but no agent has reported for it");
+    c = CFG("nodeSelector", "pool=gpu", "partialData", "ignore");
+    expect_ok(eval_nodes(f, &c, nodes, true, &st), 500, 8);
+    assert_int_equal(st.skipped, 1);
+    c = CFG("nodeSelector", "pool in (cpu)");
+    expect_ok(eval_nodes(f, &c, nodes, true, &st), 250, 4);
+    c = CFG("nodeSelector", "pool=gpu,zone", "aggregation", "max");
+    expect_ok(eval_nodes(f, &c, nodes, true, &st), 90, 8);
+    c = CFG("nodeSelector", "pool=tpu");
+    expect_ok(eval_nodes(f, &c, nodes, true, &st), 0, 0);
+
+    /* before the node list syncs (or without RBAC on nodes): not a zero */
+    c = CFG("nodeSelector", "pool=gpu");
+    expect_error(eval_nodes(f, &c, nodes, false, &st), EVAL_UNAVAILABLE,
+                 "node list from the Kubernetes API not synced");
+    expect_error(eval_nodes(f, &c, NULL, false, &st), EVAL_UNAVAILABLE, "get/list/watch on nodes");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE, "node list from the Kubernetes API not synced");
+    pod_cache_free(nodes);
 }
 
 static void test_workload_without_any_agent_is_unavailable(void **state) {
@@ -723,7 +781,7 @@ int main(void) {
         T(test_workload_stale_or_nvml_down_node_follows_partial_data),
         T(test_workload_gpu_uuids_name_gpus_on_any_node),
         T(test_workload_mig_selection_spans_nodes),
-        T(test_workload_node_label_selector_is_not_supported_yet),
+        T(test_workload_node_label_selector_counts_the_matching_nodes),
         T(test_workload_without_any_agent_is_unavailable),
         T(test_workload_agent_that_never_reported_names_no_node),
         T(test_workload_without_config_is_a_failed_precondition),

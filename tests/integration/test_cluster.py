@@ -300,6 +300,26 @@ class Cluster(unittest.TestCase):
         self.nodes[node].set_pods([("ml", p, d) for p, (_, n, d) in self.pods.items() if n == node])
         self.settle(md, 100, 10)
 
+    def test_round_robin_over_both_replicas_gets_one_answer(self):
+        # KEDA's grpc-go ClientConn with round_robin over the aggregator Service's
+        # endpoints: every call may land on either replica; each must be asked,
+        # and all must answer the same.
+        md = {"metricType": "gpu_utilization", "targetValue": "50", "podSelector": "app=vllm"}
+        self.settle(md, 190, 10)
+        for m, want in [(md, "190"), (dict(md, aggregation="max"), "90"),
+                        (dict(md, podSelector="app=trainer", podAggregation="max"), "100")]:
+            addr = ",".join("127.0.0.1:%d" % a[1] for a in self.aggs)
+            p = subprocess.run([CLIENT, "rr", "-addr", addr, "-namespace", "ml", "-count", "40",
+                                "-max-time", "20s"] +
+                               sum((["-metadata", "%s=%s" % kv] for kv in m.items()), []),
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            r = json.loads(p.stdout.splitlines()[0])
+            self.assertEqual(r["answers"], {want: 40}, r)
+            self.assertEqual(sorted(r["peers"]), sorted(addr.split(",")), r)
+            for n in r["peers"].values():
+                self.assertGreaterEqual(n, 10, r)  # round robin: about half each
+
     def test_node_label_selector_follows_the_nodes_labels(self):
         # Node objects in the API: the aggregator starts watching them only now,
         # at the first trigger with a label nodeSelector.

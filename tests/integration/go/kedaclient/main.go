@@ -32,6 +32,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -101,8 +104,10 @@ func fatal(kind, msg string) {
 func usage(msg string) {
 	fmt.Fprintf(os.Stderr, "kedaclient: %s\n", msg)
 	fmt.Fprintln(os.Stderr, `usage: kedaclient SUBCOMMAND [flags]
-subcommands: poll spec metrics isactive stream streams method deadline cancel
-             health health-watch big load watch`)
+subcommands: poll rr spec metrics isactive stream streams method deadline cancel
+             health health-watch big load watch
+-addr a,b,... puts every address behind one ClientConn (round_robin), as a
+Service with several endpoints; rr makes -count GetMetrics calls over it.`)
 	fs.SetOutput(os.Stderr)
 	fs.PrintDefaults()
 	os.Exit(2)
@@ -251,7 +256,21 @@ func dial() *grpc.ClientConn {
 	} else {
 		opts = append(opts, grpc.WithInsecure())
 	}
-	conn, err := grpc.Dial("dns:///"+*addr, opts...)
+	target := "dns:///" + *addr
+	if strings.Contains(*addr, ",") {
+		// Several replicas behind one ClientConn, as KEDA sees a Service
+		// with several endpoints: a manual resolver hands round_robin
+		// every address.
+		r := manual.NewBuilderWithScheme("replicas")
+		var as []resolver.Address
+		for _, a := range strings.Split(*addr, ",") {
+			as = append(as, resolver.Address{Addr: a})
+		}
+		r.InitialState(resolver.State{Addresses: as})
+		opts = append(opts, grpc.WithResolvers(r))
+		target = "replicas:///all"
+	}
+	conn, err := grpc.Dial(target, opts...)
 	if err != nil {
 		fatal("dial", err.Error())
 	}
@@ -360,6 +379,42 @@ func cmdPoll(c pb.ExternalScalerClient) map[string]interface{} {
 		"specs": len(spec.MetricSpecs), "values": len(mv.MetricValues),
 		"ms": map[string]float64{"spec": ms(tSpec), "metrics": ms(tMet), "isactive": ms(tAct)},
 	}
+}
+
+// cmdRoundRobin makes -count GetMetrics calls over the one ClientConn and
+// reports which peer answered each and every distinct answer: with
+// round_robin over replicas, each must be asked and all must agree.
+func cmdRoundRobin(c pb.ExternalScalerClient) map[string]interface{} {
+	r := ref()
+	ctx, cancel := unaryCtx()
+	defer cancel()
+	spec, err := c.GetMetricSpec(ctx, r)
+	if err != nil {
+		return callErr("GetMetricSpec", err, 0)
+	}
+	if len(spec.MetricSpecs) == 0 {
+		return map[string]interface{}{"call": "GetMetricSpec", "error": map[string]string{"code": "EMPTY_SPEC", "message": "got empty metric spec"}}
+	}
+	req := &pb.GetMetricsRequest{ScaledObjectRef: r, MetricName: spec.MetricSpecs[0].MetricName}
+	peers := map[string]int{}
+	answers := map[string]int{}
+	for i := 0; i < *count; i++ {
+		var p peer.Peer
+		mv, err := c.GetMetrics(ctx, req, grpc.Peer(&p))
+		a := ""
+		if err != nil {
+			code, msg := statusOf(err)
+			a = code + ": " + msg
+		} else if len(mv.MetricValues) > 0 {
+			a = fmt.Sprintf("%g", mv.MetricValues[0].MetricValueFloat)
+		}
+		answers[a]++
+		if p.Addr != nil {
+			peers[p.Addr.String()]++
+		}
+	}
+	return map[string]interface{}{"call": "GetMetrics", "calls": *count, "peers": peers,
+		"answers": answers}
 }
 
 func cmdSpec(c pb.ExternalScalerClient) map[string]interface{} {
@@ -854,7 +909,7 @@ func main() {
 	if !*useTLS && (*caFile != "" || *certFile != "" || *serverName != "" || *insecure) {
 		usage("-ca, -cert, -key, -server-name and -insecure need -tls")
 	}
-	known := map[string]bool{"poll": true, "spec": true, "metrics": true, "isactive": true, "stream": true,
+	known := map[string]bool{"poll": true, "rr": true, "spec": true, "metrics": true, "isactive": true, "stream": true,
 		"streams": true, "method": true, "deadline": true, "cancel": true, "health": true,
 		"health-watch": true, "big": true, "load": true, "watch": true}
 	if !known[sub] {
@@ -870,6 +925,8 @@ func main() {
 		finish(cmdPoll(c))
 	case "spec":
 		finish(cmdSpec(c))
+	case "rr":
+		finish(cmdRoundRobin(c))
 	case "metrics":
 		finish(cmdMetrics(c))
 	case "isactive":

@@ -28,6 +28,11 @@ SIM = os.environ["NVML_SIM_LIBRARY"]
 KUBELET = os.environ["FAKE_KUBELET"]
 CLIENT = os.environ["KGS_GO_CLIENT"]
 TOKEN = "e2e-token"
+# KGS_SERVER_WRAPPER runs every agent and aggregator under a tool (valgrind):
+# each must then exit 0 at SIGTERM, i.e. memcheck found no error and no leak.
+WRAPPER = os.environ.get("KGS_SERVER_WRAPPER", "").split()
+SLOW = 5.0 if WRAPPER else 1.0
+EXITS = []  # (what, exit status) of every stopped wrapped process
 
 
 def free_port():
@@ -54,14 +59,16 @@ def http_ok(port, path):
         return False
 
 
-def stop(p):
+def stop(p, what=None):
     if p.poll() is None:
         p.send_signal(signal.SIGTERM)
         try:
-            p.wait(5)
+            p.wait(5 * SLOW)
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait(5)
+    if what is not None:
+        EXITS.append((what, p.returncode))
 
 
 class Streaming:
@@ -146,13 +153,13 @@ class Node:
 
     def start_agent(self):
         self.agent = subprocess.Popen(
-            [SERVER, "--role", "agent", "--listen-address", "127.0.0.1", "--port", str(self.port),
+            WRAPPER + [SERVER, "--role", "agent", "--listen-address", "127.0.0.1", "--port", str(self.port),
              "--probe-port", str(self.probe), "--metrics-port", "0", "--nvml-library", SIM,
              "--sample-interval", "200ms", "--kubelet-socket", self.sock, "--node-name", self.name],
             env={"PATH": "/usr/bin:/bin", "NVML_SIM_SCENARIO": self.sim.path,
                  **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
             stdout=self.log, stderr=subprocess.STDOUT)
-        if not wait_for(lambda: http_ok(self.probe, "/readyz"), 10):
+        if not wait_for(lambda: http_ok(self.probe, "/readyz"), 10 * SLOW):
             raise AssertionError("agent %s not ready" % self.name)
 
     def set_pods(self, holders):
@@ -169,7 +176,7 @@ class Node:
         os.replace(tmp, self.state)
 
     def close(self):
-        stop(self.agent)
+        stop(self.agent, self.log.name)
         stop(self.kubelet)
         self.sim.close()
         self.log.close()
@@ -204,7 +211,7 @@ class Cluster(unittest.TestCase):
         agents = ",".join("127.0.0.1:%d" % n.port for n in cls.nodes)
         cls.aggs = [cls.start_aggregator(["--agents", agents]) for _ in range(2)]
         for p, port, probe, log in cls.aggs:
-            if not wait_for(lambda: http_ok(probe, "/readyz"), 15):
+            if not wait_for(lambda: http_ok(probe, "/readyz"), 15 * SLOW):
                 log.seek(0)
                 raise AssertionError("aggregator not ready:\n" + log.read()[-3000:])
 
@@ -214,7 +221,7 @@ class Cluster(unittest.TestCase):
         port, probe = free_port(), free_port()
         log = open(os.path.join(cls.tmp.name, "agg-%d.log" % port), "w+")
         p = subprocess.Popen(
-            [SERVER, "--role", "aggregator", "--listen-address", "127.0.0.1", "--port",
+            WRAPPER + [SERVER, "--role", "aggregator", "--listen-address", "127.0.0.1", "--port",
              str(port), "--probe-port", str(probe), "--metrics-port", "0"] + agent_args +
             ["--kube-api", cls.api.url, "--kube-token-file", cls.token_file,
              "--sample-interval", "200ms"],
@@ -226,12 +233,20 @@ class Cluster(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         for p, _, _, log in cls.aggs:
-            stop(p)
+            stop(p, log.name)
             log.close()
         for n in cls.nodes:
             n.close()
         cls.api.stop()
+        bad = []
+        for what, code in EXITS if WRAPPER else []:
+            if code != 0:
+                with open(what) as f:
+                    bad.append("%s exited %s under %s:\n%s" % (what, code, WRAPPER[0],
+                                                               f.read()[-4000:]))
         cls.tmp.cleanup()
+        if bad:
+            raise AssertionError("\n".join(bad))
 
     def poll(self, md, addr=None, namespace="ml"):
         addr = addr or ",".join("127.0.0.1:%d" % a[1] for a in self.aggs)
@@ -377,7 +392,7 @@ class Cluster(unittest.TestCase):
         def check():
             last[:] = self.poll(md, addr=addrs)
             return all(r.get("metricValueFloat") == want and "error" not in r for r in last)
-        ok = wait_for(check, timeout, interval=0.05)
+        ok = wait_for(check, timeout * SLOW, interval=0.05)
         self.assertTrue(ok, "wanted %s within %.1f s, last answers: %s" % (want, timeout, last))
         norm = [{k: v for k, v in r.items() if k != "ms"} for r in last]
         for r in norm[1:]:
@@ -391,7 +406,7 @@ class Cluster(unittest.TestCase):
         def check():
             last[:] = self.poll(md, addr=addrs)
             return all("error" in r for r in last)
-        self.assertTrue(wait_for(check, timeout, interval=0.05),
+        self.assertTrue(wait_for(check, timeout * SLOW, interval=0.05),
                         "no error within %.1f s, last answers: %s" % (timeout, last))
         return last
 

@@ -590,8 +590,18 @@ class Tls(unittest.TestCase):
 
     def test_tls_with_alpn_h2(self):
         s = self.start()
-        r = kc1(s, "poll", md=MD, tls=self.tls())
-        self.assertEqual(r["metricValueFloat"], 100, r)
+        # Under valgrind on a busy 2-core CI machine a first call has been seen
+        # to fail transiently; what is checked here is TLS + ALPN, so retry and
+        # report the last answer.
+        last = {}
+
+        def answered():
+            last.clear()
+            last.update(kc1(s, "poll", md=MD, tls=self.tls()))
+            return "metricValueFloat" in last
+        poll_until(answered, 10 * SLOW, interval=0.2)
+        r = dict(last)
+        self.assertEqual(r.get("metricValueFloat"), 100, r)
         self.assertEqual(r["alpn"], "h2", r)  # kedaclient exits 1 otherwise
         r = kc1(s, "poll", md=MD, tls=self.tls(server_name="localhost"))
         self.assertEqual(r["alpn"], "h2", r)

@@ -396,6 +396,18 @@ func cmdRoundRobin(c pb.ExternalScalerClient) map[string]interface{} {
 		return map[string]interface{}{"call": "GetMetricSpec", "error": map[string]string{"code": "EMPTY_SPEC", "message": "got empty metric spec"}}
 	}
 	req := &pb.GetMetricsRequest{ScaledObjectRef: r, MetricName: spec.MetricSpecs[0].MetricName}
+	// round_robin only picks among connected subchannels: until every
+	// replica's connection is up, calls go to those that are. Warm up
+	// (bounded) until each address has answered once, then count.
+	want := len(strings.Split(*addr, ","))
+	seen := map[string]bool{}
+	for deadline := time.Now().Add(5 * time.Second); len(seen) < want && time.Now().Before(deadline); {
+		var p peer.Peer
+		if _, err := c.GetMetrics(ctx, req, grpc.Peer(&p)); err == nil && p.Addr != nil {
+			seen[p.Addr.String()] = true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	peers := map[string]int{}
 	answers := map[string]int{}
 	for i := 0; i < *count; i++ {

@@ -35,4 +35,11 @@ const char *kgs_err_str(int code);
 int kgs_seterr(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Outside input quoted for an error message: "..." with \" \\ \xNN escapes,
+ * cut after KGS_QUOTE_MAX bytes with "..." after the closing quote. Writes
+ * buf (KGS_QUOTE_BUF bytes hold any input) and returns it. */
+#define KGS_QUOTE_MAX 48
+#define KGS_QUOTE_BUF 256
+const char *kgs_quote(char *buf, size_t buflen, const char *p, size_t n);
+
 #endif

@@ -37,34 +37,7 @@
 
 /* ---- messages -------------------------------------------------------------- */
 
-#define QUOTE_MAX 48 /* input bytes shown before "..." */
-#define QBUF 256     /* holds QUOTE_MAX * 4 + 8 */
-
-/* Writes the slice as a quoted string with \" \\ \xNN escapes, cut after
- * QUOTE_MAX bytes (the same shape trigger_config uses). */
-static const char *quote(char *buf, size_t buflen, const char *p, size_t n) {
-    size_t o = 0;
-    buf[o++] = '"';
-    size_t shown = n < QUOTE_MAX ? n : QUOTE_MAX;
-    for (size_t i = 0; i < shown && o + 6 < buflen; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '"' || c == '\\') {
-            buf[o++] = '\\';
-            buf[o++] = (char)c;
-        } else if (c < 0x20 || c >= 0x7f) {
-            o += (size_t)snprintf(buf + o, buflen - o, "\\x%02x", c);
-        } else {
-            buf[o++] = (char)c;
-        }
-    }
-    buf[o++] = '"';
-    if (shown < n && o + 4 < buflen) {
-        memcpy(buf + o, "...", 3);
-        o += 3;
-    }
-    buf[o] = '\0';
-    return buf;
-}
+#define QBUF KGS_QUOTE_BUF
 
 #define NAME_RULE                                                                                  \
     "1-63 characters from A-Z, a-z, 0-9, '-', '_' and '.', starting and ending with a letter or "  \
@@ -255,44 +228,45 @@ static int req_fail(lexer_t *lx, const char *fmt, ...) {
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
     return kgs_seterr(lx->err, lx->errlen, KGS_EINVAL, "requirement %s: %s",
-                      quote(q, sizeof q, r.p, r.n), reason);
+                      kgs_quote(q, sizeof q, r.p, r.n), reason);
 }
 
 /* A token as it appears, for "found ..." in messages. */
 static const char *describe(char *buf, size_t buflen, token_t t) {
     if (t.kind == T_END)
         return "the end of the requirement";
-    return quote(buf, buflen, t.p, t.n);
+    return kgs_quote(buf, buflen, t.p, t.n);
 }
 
 static int check_key(lexer_t *lx, token_t t) {
     char q[QBUF], q2[QBUF];
     if (metadata_slice_eq(t.p, t.n, "in") || metadata_slice_eq(t.p, t.n, "notin"))
         return req_fail(lx, "expected a label key, found the keyword %s",
-                        quote(q, sizeof q, t.p, t.n));
+                        kgs_quote(q, sizeof q, t.p, t.n));
     const char *slash = memchr(t.p, '/', t.n);
     slice_t name = {t.p, t.n};
     if (slash) {
         size_t pn = (size_t)(slash - t.p);
         if (!subdomain_valid(t.p, pn))
             return req_fail(lx, "invalid key %s: its prefix must be " PREFIX_RULE,
-                            quote(q, sizeof q, t.p, t.n));
+                            kgs_quote(q, sizeof q, t.p, t.n));
         name.p = slash + 1;
         name.n = t.n - pn - 1;
     }
     if (!name_valid(name.p, name.n) && slash)
         return req_fail(lx, "invalid key %s: its name part %s must be " NAME_RULE,
-                        quote(q, sizeof q, t.p, t.n), quote(q2, sizeof q2, name.p, name.n));
+                        kgs_quote(q, sizeof q, t.p, t.n), kgs_quote(q2, sizeof q2, name.p, name.n));
     if (!name_valid(name.p, name.n))
         return req_fail(lx, "invalid key %s: must be [prefix/]name, the name " NAME_RULE,
-                        quote(q, sizeof q, t.p, t.n));
+                        kgs_quote(q, sizeof q, t.p, t.n));
     return 0;
 }
 
 static int check_value(lexer_t *lx, token_t t) {
     char q[QBUF];
     if (t.n > 0 && !name_valid(t.p, t.n))
-        return req_fail(lx, "invalid value %s: must be " VALUE_RULE, quote(q, sizeof q, t.p, t.n));
+        return req_fail(lx, "invalid value %s: must be " VALUE_RULE,
+                        kgs_quote(q, sizeof q, t.p, t.n));
     return 0;
 }
 
@@ -430,7 +404,7 @@ static int parse_raw(lexer_t *lx, raw_sel_t *raw) {
             return kgs_seterr(lx->err, lx->errlen, KGS_EINVAL,
                               "empty requirement at byte %zu of %s: requirements are separated by "
                               "single commas, with none at the end",
-                              lx->pos, quote(q, sizeof q, lx->s, lx->len));
+                              lx->pos, kgs_quote(q, sizeof q, lx->s, lx->len));
         }
         if (raw->nreqs == LABEL_SELECTOR_MAX_REQS)
             return kgs_seterr(lx->err, lx->errlen, KGS_EINVAL,

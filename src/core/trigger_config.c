@@ -141,35 +141,7 @@ static int key_lookup(const char *p, size_t n) {
 
 /* ---- message helpers ----------------------------------------------------- */
 
-#define QUOTE_MAX 48 /* input bytes shown before "..." */
-
-/* Writes the slice as a C-ish quoted string: "..." with \" \\ \xNN escapes,
- * cut after QUOTE_MAX bytes. buf must hold at least QUOTE_MAX * 4 + 8. */
-static const char *quote(char *buf, size_t buflen, const char *p, size_t n) {
-    size_t o = 0;
-    buf[o++] = '"';
-    size_t shown = n < QUOTE_MAX ? n : QUOTE_MAX;
-    for (size_t i = 0; i < shown && o + 6 < buflen; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '"' || c == '\\') {
-            buf[o++] = '\\';
-            buf[o++] = (char)c;
-        } else if (c < 0x20 || c >= 0x7f) {
-            o += (size_t)snprintf(buf + o, buflen - o, "\\x%02x", c);
-        } else {
-            buf[o++] = (char)c;
-        }
-    }
-    buf[o++] = '"';
-    if (shown < n && o + 4 < buflen) {
-        memcpy(buf + o, "...", 3);
-        o += 3;
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
-#define QBUF 256
+#define QBUF KGS_QUOTE_BUF
 
 static int lower(int c) {
     return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
@@ -282,9 +254,9 @@ static int parse_enum(const char *key, const char *p, size_t n, const char *cons
     if (s)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "invalid %s %s: must be %s; did you mean \"%s\"?", key,
-                          quote(q, sizeof q, p, n), valid, s);
+                          kgs_quote(q, sizeof q, p, n), valid, s);
     return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be %s", key,
-                      quote(q, sizeof q, p, n), valid);
+                      kgs_quote(q, sizeof q, p, n), valid);
 }
 
 /* ---- scalar parsers -------------------------------------------------------- */
@@ -443,7 +415,7 @@ static int parse_list(list_kind_t kind, const char *key, const char *p, size_t n
         size_t len = b - a;
         if (len == 0)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: empty item; must be %s", key,
-                              quote(q, sizeof q, p, n), what[kind]);
+                              kgs_quote(q, sizeof q, p, n), what[kind]);
         if (*count == TRIGGER_MAX_UUIDS)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s: more than %d items; must be %s",
                               key, TRIGGER_MAX_UUIDS, what[kind]);
@@ -460,11 +432,11 @@ static int parse_list(list_kind_t kind, const char *key, const char *p, size_t n
         }
         if (!ok)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s item %s: must be %s", key,
-                              quote(q, sizeof q, item, len), what[kind]);
+                              kgs_quote(q, sizeof q, item, len), what[kind]);
         for (unsigned k = 0; k < *count; k++)
             if (metadata_slice_eq(item, len, dst + k * width))
                 return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s: %s is listed twice", key,
-                                  quote(q, sizeof q, item, len));
+                                  kgs_quote(q, sizeof q, item, len));
         memcpy(dst + *count * width, item, len);
         dst[*count * width + len] = '\0';
         (*count)++;
@@ -537,12 +509,12 @@ static int parse_target(const char *key, slice_t v, double *out, char *err, size
     if (!parse_number(v.p, v.n, &d))
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "invalid %s %s: must be a decimal number such as \"80\" or \"0.5\"", key,
-                          quote(q, sizeof q, v.p, v.n));
+                          kgs_quote(q, sizeof q, v.p, v.n));
     if (!(d >= TARGET_MIN && d <= TARGET_MAX))
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "invalid %s %s: must be > 0 (at least 0.001, KEDA's resolution, and at "
                           "most 1e12); the HPA rejects a target of 0",
-                          key, quote(q, sizeof q, v.p, v.n));
+                          key, kgs_quote(q, sizeof q, v.p, v.n));
     *out = d;
     return 0;
 }
@@ -606,7 +578,7 @@ static int resolve_scope(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
                               "invalid namespace %s: must be a Kubernetes namespace name, 1-63 "
                               "characters from a-z, 0-9 and '-', starting and ending with a letter "
                               "or digit",
-                              quote(q, sizeof q, v.p, v.n));
+                              kgs_quote(q, sizeof q, v.p, v.n));
         memcpy(c->pod_namespace, v.p, v.n);
         c->pod_namespace[v.n] = '\0';
         c->has_namespace = true;
@@ -700,7 +672,7 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
         list_profiles(list, sizeof list);
         if (!prof)
             return kgs_seterr(err, errlen, KGS_EINVAL, "unknown profile %s: must be one of %s",
-                              quote(q, sizeof q, v.p, v.n), list);
+                              kgs_quote(q, sizeof q, v.p, v.n), list);
         if (prof->engine_metric)
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "profile \"%s\" is not supported yet: it reads the inference-engine "
@@ -721,7 +693,7 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "invalid metricName %s: must be 1-127 characters from a-z, 0-9, '_' "
                               "and '-' (it becomes part of a Kubernetes metric name)",
-                              quote(q, sizeof q, v.p, v.n));
+                              kgs_quote(q, sizeof q, v.p, v.n));
         memcpy(c->metric_name, v.p, v.n);
         c->metric_name[v.n] = '\0';
     }
@@ -743,7 +715,7 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
                                       "metric types: %s",
                                       engine_metric_names[e], list);
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid metricType %s: must be one of %s",
-                              quote(q, sizeof q, v.p, v.n), list);
+                              kgs_quote(q, sizeof q, v.p, v.n), list);
         }
         c->metric_type = (metric_type_t)found;
     }
@@ -794,7 +766,7 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "invalid activationThreshold %s: must be a finite decimal number >= "
                               "0 (the trigger is active while the value is above it)",
-                              quote(q, sizeof q, v.p, v.n));
+                              kgs_quote(q, sizeof q, v.p, v.n));
         c->activation_threshold = d == 0 ? 0 : d; /* no -0 */
     }
 
@@ -806,7 +778,7 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "invalid gpuIndex %s: must be -1 (all GPUs) or an NVML index from 0 "
                               "to 65535",
-                              quote(q, sizeof q, v.p, v.n));
+                              kgs_quote(q, sizeof q, v.p, v.n));
         c->gpu_index = (int)i;
     }
 
@@ -820,7 +792,7 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
         if (found < 0)
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "invalid aggregation %s: must be sum, max, min, avg, p95 or p99",
-                              quote(q, sizeof q, v.p, v.n));
+                              kgs_quote(q, sizeof q, v.p, v.n));
         c->aggregation = (aggregation_t)found;
     }
 
@@ -832,7 +804,7 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "invalid pollIntervalSeconds %s: must be a whole number of seconds "
                               "from 1 to %d",
-                              quote(q, sizeof q, v.p, v.n), POLL_MAX);
+                              kgs_quote(q, sizeof q, v.p, v.n), POLL_MAX);
         c->poll_interval_s = (unsigned)i;
     }
 
@@ -902,7 +874,7 @@ int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_
         if (s)
             rc =
                 kgs_seterr(err, errlen, KGS_EINVAL, "unknown metadata key %s: did you mean \"%s\"?",
-                           quote(q, sizeof q, k.p, k.n), s);
+                           kgs_quote(q, sizeof q, k.p, k.n), s);
         else
             rc = kgs_seterr(err, errlen, KGS_EINVAL,
                             "unknown metadata key %s: valid keys are profile, metricName, "
@@ -911,11 +883,11 @@ int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_
                             "pollIntervalSeconds, gpuUUID, migUUID, migProfile, podSelector, "
                             "namespace, nodeSelector, podAggregation, partialData (and KEDA's "
                             "scalerAddress, enableTLS, unsafeSsl)",
-                            quote(q, sizeof q, k.p, k.n));
+                            kgs_quote(q, sizeof q, k.p, k.n));
     } else if (dup) {
         slice_t k = key_of(dup);
         rc = kgs_seterr(err, errlen, KGS_EINVAL, "duplicate metadata key %s: give it once",
-                        quote(q, sizeof q, k.p, k.n));
+                        kgs_quote(q, sizeof q, k.p, k.n));
     } else {
         rc = resolve(slot, out, err, errlen);
     }

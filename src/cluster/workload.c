@@ -211,50 +211,10 @@ static bool node_fresh(const wl_ctx_t *x, const cluster_node_t *e, char *why, si
     return true;
 }
 
-/* Mirrors evaluator.c's selection rules, which evaluator_run has already
- * validated on the node before these are used to collect per-GPU values. */
-static bool in_list(const char *s, const char (*list)[96], unsigned n) {
-    for (unsigned i = 0; i < n; i++)
-        if (strcmp(s, list[i]) == 0)
-            return true;
-    return false;
-}
-
-static bool gpu_selected(const trigger_config_t *c, const gpu_record_t *g) {
-    if (c->gpu_index >= 0)
-        return g->index == (unsigned)c->gpu_index;
-    if (c->gpu_uuid_count > 0)
-        return in_list(g->uuid, c->gpu_uuids, c->gpu_uuid_count);
-    return true;
-}
-
-/* "3g.40gb" also matches the compute-instance profiles "Nc.3g.40gb". */
-static bool mig_profile_matches(const char *pattern, const char *profile) {
-    if (strcmp(pattern, profile) == 0)
-        return true;
-    if (strchr(pattern, 'c'))
-        return false;
-    const char *p = profile;
-    while (*p >= '0' && *p <= '9')
-        p++;
-    if (p == profile || p[0] != 'c' || p[1] != '.')
-        return false;
-    return strcmp(p + 2, pattern) == 0;
-}
-
-static bool mig_selected(const trigger_config_t *c, const mig_record_t *m) {
-    if (c->mig_uuid_count > 0)
-        return in_list(m->uuid, c->mig_uuids, c->mig_uuid_count);
-    for (unsigned i = 0; i < c->mig_profile_count; i++)
-        if (mig_profile_matches(c->mig_profiles[i], m->profile))
-            return true;
-    return false;
-}
-
 static const gpu_record_t *first_unhealthy_selected(const trigger_config_t *c,
                                                     const snapshot_t *s) {
     for (unsigned i = 0; i < s->gpu_count; i++)
-        if (gpu_selected(c, &s->gpus[i]) && s->gpus[i].health != GPU_HEALTH_OK)
+        if (evaluator_gpu_selected(c, &s->gpus[i]) && s->gpus[i].health != GPU_HEALTH_OK)
             return &s->gpus[i];
     return NULL;
 }
@@ -515,7 +475,7 @@ static bool pod_visit(const pod_t *p, void *ud) {
 static bool node_has_profile_match(const trigger_config_t *c, const snapshot_t *s) {
     for (unsigned i = 0; i < s->mig_total; i++) {
         const gpu_record_t *parent = snapshot_gpu_by_index(s, s->mig[i].parent_index);
-        if (parent && gpu_selected(c, parent) && mig_selected(c, &s->mig[i]))
+        if (parent && evaluator_gpu_selected(c, parent) && evaluator_mig_selected(c, &s->mig[i]))
             return true;
     }
     return false;
@@ -584,14 +544,14 @@ static void node_evaluate(wl_ctx_t *x, const cluster_node_t *e) {
     double v;
     if (!mig_mode) {
         for (unsigned i = 0; i < s->gpu_count && !stopped(x); i++)
-            if (gpu_selected(nc, &s->gpus[i]) &&
+            if (evaluator_gpu_selected(nc, &s->gpus[i]) &&
                 evaluator_gpu_value(nc->metric_type, &s->gpus[i], &v) && push(x, v))
                 got++;
     } else {
         for (unsigned i = 0; i < s->mig_total && !stopped(x); i++) {
             const mig_record_t *m = &s->mig[i];
             const gpu_record_t *parent = snapshot_gpu_by_index(s, m->parent_index);
-            if (parent && gpu_selected(nc, parent) && mig_selected(nc, m) &&
+            if (parent && evaluator_gpu_selected(nc, parent) && evaluator_mig_selected(nc, m) &&
                 evaluator_mig_value(nc->metric_type, m, &v) && push(x, v))
                 got++;
         }
@@ -793,18 +753,10 @@ static void finish(wl_ctx_t *x, eval_result_t *out, unsigned nodes) {
     out->message[0] = '\0';
 }
 
-void workload_evaluate_detail(const trigger_config_t *c, const char *scaled_object_namespace,
-                              const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
-                              mono_ns_t now, uint64_t stale_after_ns, eval_result_t *out,
-                              workload_stats_t *stats) {
-    workload_evaluate_nodes(c, scaled_object_namespace, view, pods, pods_synced, NULL, false, now,
-                            stale_after_ns, out, stats);
-}
-
-void workload_evaluate_nodes(const trigger_config_t *c, const char *scaled_object_namespace,
-                             const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
-                             const pod_cache_t *nodes, bool nodes_synced, mono_ns_t now,
-                             uint64_t stale_after_ns, eval_result_t *out, workload_stats_t *stats) {
+void workload_evaluate(const trigger_config_t *c, const char *scaled_object_namespace,
+                       const workload_inputs_t *in, eval_result_t *out, workload_stats_t *stats) {
+    const cluster_view_t *view = in->view;
+    const pod_cache_t *pods = in->pods;
     workload_stats_t local;
     workload_stats_t *st = stats ? stats : &local;
     memset(st, 0, sizeof *st);
@@ -821,7 +773,7 @@ void workload_evaluate_nodes(const trigger_config_t *c, const char *scaled_objec
                        "unknown: set namespace");
             return;
         }
-        if (!pods || !pods_synced) {
+        if (!pods || !in->pods_synced) {
             set_result(out, EVAL_UNAVAILABLE,
                        "pod list from the Kubernetes API not synced: the pods podSelector "
                        "selects in namespace %s are not known yet",
@@ -829,7 +781,7 @@ void workload_evaluate_nodes(const trigger_config_t *c, const char *scaled_objec
             return;
         }
     } else if (c->node_scope == NODE_SCOPE_SELECTOR) {
-        if (!nodes || !nodes_synced) {
+        if (!in->nodes || !in->nodes_synced) {
             set_result(out, EVAL_UNAVAILABLE,
                        "node list from the Kubernetes API not synced: nodeSelector label "
                        "selectors need get/list/watch on nodes");
@@ -845,9 +797,9 @@ void workload_evaluate_nodes(const trigger_config_t *c, const char *scaled_objec
     x.c = c;
     x.ns = c->has_namespace ? c->pod_namespace : scaled_object_namespace;
     x.view = view;
-    x.nodes = nodes;
-    x.now = now;
-    x.stale_after_ns = stale_after_ns;
+    x.nodes = in->nodes;
+    x.now = in->now;
+    x.stale_after_ns = in->stale_after_ns;
     x.st = st;
     x.mig_metric = metric_exists_per_mig(c->metric_type);
     x.scratch = *c;
@@ -866,11 +818,4 @@ void workload_evaluate_nodes(const trigger_config_t *c, const char *scaled_objec
     finish(&x, out, node_count);
     if (x.vals != x.stack_vals)
         free(x.vals);
-}
-
-void workload_evaluate(const trigger_config_t *c, const char *scaled_object_namespace,
-                       const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
-                       mono_ns_t now, uint64_t stale_after_ns, eval_result_t *out) {
-    workload_evaluate_detail(c, scaled_object_namespace, view, pods, pods_synced, now,
-                             stale_after_ns, out, NULL);
 }

@@ -43,15 +43,30 @@ typedef struct {
     char skip_reason[256];     /* why one of them was left out; "" when none */
 } workload_stats_t;
 
+/* What the aggregator knows, all borrowed. */
+typedef struct {
+    /* every agent's latest snapshot and pod attribution, with taken_mono on
+     * the same monotonic clock as `now`; NULL = empty */
+    const cluster_view_t *view;
+    const pod_cache_t *pods; /* the Kubernetes pod cache; NULL = no pod data */
+    bool pods_synced;        /* its initial list completed */
+    /* the Node objects (name and labels, parsed as pod_t by the same
+     * list+watch client), for nodeSelector label selectors; NULL = none */
+    const pod_cache_t *nodes;
+    bool nodes_synced;
+    mono_ns_t now;
+    uint64_t stale_after_ns; /* a snapshot older than this is stale */
+} workload_inputs_t;
+
 /*
- * Evaluates trigger c for the whole workload and writes *out in full.
+ * Evaluates trigger c for the whole workload and writes *out in full, and
+ * *stats (may be NULL) with what went into the answer, whatever the status.
  *
  * scaled_object_namespace (borrowed) is the pods' namespace when c has a
- * podSelector without `namespace`. view (borrowed; NULL = empty) holds every
- * agent's latest snapshot and pod attribution, with taken_mono on the same
- * monotonic clock as `now`; a snapshot older than stale_after_ns is stale.
- * pods (borrowed; NULL = no pod data) is the Kubernetes pod cache, and
- * pods_synced says whether its initial list completed.
+ * podSelector without `namespace`. A podSelector needs in->pods synced; a
+ * nodeSelector label selector needs in->nodes synced (matching nodes' GPUs
+ * count, a matching node without an agent is a gap, no matching node is 0);
+ * otherwise the answer is UNAVAILABLE.
  *
  * out->status:
  *   EVAL_OK                 value, active (value > activationThreshold) and
@@ -61,34 +76,13 @@ typedef struct {
  *                           partialData error, an unhealthy GPU, nothing fresh;
  *   EVAL_FAILED_PRECONDITION the config does not fit the cluster: a device id
  *                           the snapshot does not know, an absent metric field,
- *                           a selection no node has, a nodeSelector label
- *                           selector (needs the nodes API), too many inputs.
+ *                           a selection no node has, too many inputs.
  * When several pods or nodes fail, the message names the one first in name
  * order (so every aggregator replica gives the same answer) and counts the
  * rest. May allocate one scratch array (freed before returning); out of
  * memory is EVAL_UNAVAILABLE.
  */
 void workload_evaluate(const trigger_config_t *c, const char *scaled_object_namespace,
-                       const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
-                       mono_ns_t now, uint64_t stale_after_ns, eval_result_t *out);
-
-/* The same, also filling *stats (may be NULL) with what went into the
- * answer; *stats is fully written whatever the status. */
-void workload_evaluate_detail(const trigger_config_t *c, const char *scaled_object_namespace,
-                              const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
-                              mono_ns_t now, uint64_t stale_after_ns, eval_result_t *out,
-                              workload_stats_t *stats);
-
-/*
- * As workload_evaluate_detail, with the cluster's Node objects (name and
- * labels, parsed as pod_t by the same list+watch client) for nodeSelector
- * label selectors: matching nodes' GPUs count, a matching node without an
- * agent is a gap. Without them (NULL or not synced) such a trigger answers
- * UNAVAILABLE.
- */
-void workload_evaluate_nodes(const trigger_config_t *c, const char *scaled_object_namespace,
-                             const cluster_view_t *view, const pod_cache_t *pods, bool pods_synced,
-                             const pod_cache_t *nodes, bool nodes_synced, mono_ns_t now,
-                             uint64_t stale_after_ns, eval_result_t *out, workload_stats_t *stats);
+                       const workload_inputs_t *in, eval_result_t *out, workload_stats_t *stats);
 
 #endif

@@ -232,7 +232,7 @@ static bool in_list(const char *s, const char (*list)[96], unsigned n) {
     return false;
 }
 
-static bool gpu_selected(const trigger_config_t *c, const gpu_record_t *g) {
+bool evaluator_gpu_selected(const trigger_config_t *c, const gpu_record_t *g) {
     if (c->gpu_index >= 0)
         return g->index == (unsigned)c->gpu_index;
     if (c->gpu_uuid_count > 0)
@@ -255,7 +255,7 @@ static bool mig_profile_matches(const char *pattern, const char *profile) {
     return strcmp(p + 2, pattern) == 0;
 }
 
-static bool mig_selected(const trigger_config_t *c, const mig_record_t *m) {
+bool evaluator_mig_selected(const trigger_config_t *c, const mig_record_t *m) {
     if (c->mig_uuid_count > 0)
         return in_list(m->uuid, c->mig_uuids, c->mig_uuid_count);
     for (unsigned i = 0; i < c->mig_profile_count; i++)
@@ -289,7 +289,7 @@ static void list_migs(const trigger_config_t *c, const snapshot_t *s, char *buf,
     for (unsigned i = 0; i < s->mig_total; i++) {
         const mig_record_t *m = &s->mig[i];
         const gpu_record_t *parent = snapshot_gpu_by_index(s, m->parent_index);
-        if (!parent || !gpu_selected(c, parent))
+        if (!parent || !evaluator_gpu_selected(c, parent))
             continue;
         append(buf, len, &o, "%s%s (%s, GPU %u)", o ? ", " : "", m->uuid,
                m->profile[0] ? m->profile : "profile unknown", m->parent_index);
@@ -303,7 +303,7 @@ static void list_migs(const trigger_config_t *c, const snapshot_t *s, char *buf,
 static const gpu_record_t *first_unhealthy_selected(const trigger_config_t *c,
                                                     const snapshot_t *s) {
     for (unsigned i = 0; i < s->gpu_count; i++)
-        if (gpu_selected(c, &s->gpus[i]) && s->gpus[i].health != GPU_HEALTH_OK)
+        if (evaluator_gpu_selected(c, &s->gpus[i]) && s->gpus[i].health != GPU_HEALTH_OK)
             return &s->gpus[i];
     return NULL;
 }
@@ -365,7 +365,7 @@ static bool check_mig_selection(const trigger_config_t *c, const snapshot_t *s,
             if (strcmp(s->mig[i].uuid, c->mig_uuids[u]) == 0)
                 hit = &s->mig[i];
         const gpu_record_t *parent = hit ? snapshot_gpu_by_index(s, hit->parent_index) : NULL;
-        if (hit && parent && gpu_selected(c, parent))
+        if (hit && parent && evaluator_gpu_selected(c, parent))
             continue;
         if (sick) {
             set_unhealthy(out, s, sick, "its MIG instances cannot be listed");
@@ -386,7 +386,8 @@ static bool check_mig_selection(const trigger_config_t *c, const snapshot_t *s,
     if (c->mig_profile_count > 0) {
         for (unsigned i = 0; i < s->mig_total; i++) {
             const gpu_record_t *parent = snapshot_gpu_by_index(s, s->mig[i].parent_index);
-            if (parent && gpu_selected(c, parent) && mig_selected(c, &s->mig[i]))
+            if (parent && evaluator_gpu_selected(c, parent) &&
+                evaluator_mig_selected(c, &s->mig[i]))
                 return true;
         }
         if (sick) {
@@ -480,7 +481,7 @@ void evaluator_run(const trigger_config_t *c, const snapshot_t *s, mono_ns_t now
         }
         for (unsigned i = 0; i < s->gpu_count; i++) {
             const gpu_record_t *g = &s->gpus[i];
-            if (!gpu_selected(c, g))
+            if (!evaluator_gpu_selected(c, g))
                 continue;
             if (n == EVAL_MAX_INPUTS) {
                 set(out, EVAL_FAILED_PRECONDITION, "more than %d GPUs selected on node %s",
@@ -507,7 +508,7 @@ void evaluator_run(const trigger_config_t *c, const snapshot_t *s, mono_ns_t now
         for (unsigned i = 0; i < s->mig_total; i++) {
             const mig_record_t *m = &s->mig[i];
             const gpu_record_t *parent = snapshot_gpu_by_index(s, m->parent_index);
-            if (!parent || !gpu_selected(c, parent) || !mig_selected(c, m))
+            if (!parent || !evaluator_gpu_selected(c, parent) || !evaluator_mig_selected(c, m))
                 continue;
             if (parent->health != GPU_HEALTH_OK) {
                 set_unhealthy(out, s, parent, "the value of its MIG instances is unknown");

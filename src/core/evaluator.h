@@ -52,4 +52,11 @@ bool evaluator_gpu_value(metric_type_t t, const gpu_record_t *g, double *out);
  * the metric does not exist per instance. */
 bool evaluator_mig_value(metric_type_t t, const mig_record_t *m, double *out);
 
+/* The trigger's selection rules, shared with the cluster evaluation:
+ * whether GPU g is selected (gpuIndex, gpuUUID, or all), and whether MIG
+ * instance m is (migUUID, or a migProfile, where "3g.40gb" also matches the
+ * compute-instance profiles "Nc.3g.40gb"). */
+bool evaluator_gpu_selected(const trigger_config_t *c, const gpu_record_t *g);
+bool evaluator_mig_selected(const trigger_config_t *c, const mig_record_t *m);
+
 #endif

@@ -246,12 +246,16 @@ static void aggregator_evaluate(void *ud, const trigger_config_t *c, const char 
     server_t *sv = ud;
     if (c && c->node_scope == NODE_SCOPE_SELECTOR && sv->kube && !sv->kube_nodes)
         start_node_watch(sv);
-    workload_evaluate_nodes(c, so_namespace, sv->view,
-                            sv->kube ? kube_client_cache(sv->kube) : NULL,
-                            sv->kube && kube_client_synced(sv->kube, now),
-                            sv->kube_nodes ? kube_client_cache(sv->kube_nodes) : NULL,
-                            sv->kube_nodes && kube_client_synced(sv->kube_nodes, now), now,
-                            sv->o.stale_after_ns, out, NULL);
+    workload_inputs_t in = {
+        .view = sv->view,
+        .pods = sv->kube ? kube_client_cache(sv->kube) : NULL,
+        .pods_synced = sv->kube && kube_client_synced(sv->kube, now),
+        .nodes = sv->kube_nodes ? kube_client_cache(sv->kube_nodes) : NULL,
+        .nodes_synced = sv->kube_nodes && kube_client_synced(sv->kube_nodes, now),
+        .now = now,
+        .stale_after_ns = sv->o.stale_after_ns,
+    };
+    workload_evaluate(c, so_namespace, &in, out, NULL);
 }
 
 /* Ready once an agent streams to us and, with an API, the pod list synced. */

@@ -23,6 +23,14 @@
 #define STALE (3 * NS_PER_SEC)
 #define MAX_PODS 32
 
+/* The aggregator's inputs without Node objects. */
+#define IN(view_, pods_, synced_, now_)                                                            \
+    (&(workload_inputs_t){.view = (view_),                                                         \
+                          .pods = (pods_),                                                         \
+                          .pods_synced = (synced_),                                                \
+                          .now = (now_),                                                           \
+                          .stale_after_ns = STALE})
+
 typedef struct {
     cluster_view_t *view;
     pod_cache_t *cache;
@@ -154,7 +162,7 @@ static eval_result_t eval_st(fx_t *f, const trigger_config_t *c, workload_stats_
     eval_result_t r;
     memset(&r, 0x5a, sizeof r);
     memset(st, 0x5a, sizeof *st);
-    workload_evaluate_detail(c, "ml", f->view, f->cache, true, NOW, STALE, &r, st);
+    workload_evaluate(c, "ml", IN(f->view, f->cache, true, NOW), &r, st);
     return r;
 }
 
@@ -265,11 +273,11 @@ static void test_workload_defaults_to_the_scaled_objects_namespace(void **state)
     cluster(f);
     trigger_config_t c = CFG("podSelector", "app=trainer");
     eval_result_t r;
-    workload_evaluate(&c, "ml", f->view, f->cache, true, NOW, STALE, &r);
+    workload_evaluate(&c, "ml", IN(f->view, f->cache, true, NOW), &r, NULL);
     expect_ok(r, 3 * 90, 3);
-    workload_evaluate(&c, "other", f->view, f->cache, true, NOW, STALE, &r);
+    workload_evaluate(&c, "other", IN(f->view, f->cache, true, NOW), &r, NULL);
     expect_ok(r, 0, 0);
-    workload_evaluate(&c, "", f->view, f->cache, true, NOW, STALE, &r);
+    workload_evaluate(&c, "", IN(f->view, f->cache, true, NOW), &r, NULL);
     expect_error(r, EVAL_FAILED_PRECONDITION, "set namespace");
 }
 
@@ -329,7 +337,7 @@ static void test_workload_answers_zero_when_no_pod_is_in_scope(void **state) {
     /* Also with no agent at all: no pod runs, so no GPU is needed. */
     cluster_view_t *empty;
     assert_int_equal(cluster_view_new(&empty), 0);
-    workload_evaluate(&c, "ml", empty, f->cache, true, NOW, STALE, &r);
+    workload_evaluate(&c, "ml", IN(empty, f->cache, true, NOW), &r, NULL);
     expect_ok(r, 0, 0);
     cluster_view_free(empty);
 }
@@ -339,9 +347,9 @@ static void test_workload_is_unavailable_until_the_pod_list_has_synced(void **st
     cluster(f);
     trigger_config_t c = CFG("podSelector", "app=vllm");
     eval_result_t r;
-    workload_evaluate(&c, "ml", f->view, f->cache, false, NOW, STALE, &r);
+    workload_evaluate(&c, "ml", IN(f->view, f->cache, false, NOW), &r, NULL);
     expect_error(r, EVAL_UNAVAILABLE, "pod list from the Kubernetes API not synced: ");
-    workload_evaluate(&c, "ml", f->view, NULL, true, NOW, STALE, &r);
+    workload_evaluate(&c, "ml", IN(f->view, NULL, true, NOW), &r, NULL);
     expect_error(r, EVAL_UNAVAILABLE, "not synced");
 }
 
@@ -391,7 +399,7 @@ static void test_workload_disconnected_agent_with_fresh_snapshot_still_counts(vo
     /* Once it ages out the message says why nothing newer came. */
     c = CFG("nodeSelector", "n2");
     eval_result_t r;
-    workload_evaluate(&c, "ml", f->view, f->cache, true, T0 + 5 * NS_PER_SEC, STALE, &r);
+    workload_evaluate(&c, "ml", IN(f->view, f->cache, true, T0 + 5 * NS_PER_SEC), &r, NULL);
     expect_error(r, EVAL_UNAVAILABLE,
                  "node n2: GPU snapshot is 5.0 s old (stale after 3.0 s); agent stream down: "
                  "connection reset by peer");
@@ -684,7 +692,14 @@ static eval_result_t eval_nodes(fx_t *f, const trigger_config_t *c, const pod_ca
                                 bool synced, workload_stats_t *st) {
     eval_result_t r;
     memset(&r, 0x5a, sizeof r);
-    workload_evaluate_nodes(c, "ml", f->view, f->cache, true, nodes, synced, NOW, STALE, &r, st);
+    workload_inputs_t in = {.view = f->view,
+                            .pods = f->cache,
+                            .pods_synced = true,
+                            .nodes = nodes,
+                            .nodes_synced = synced,
+                            .now = NOW,
+                            .stale_after_ns = STALE};
+    workload_evaluate(c, "ml", &in, &r, st);
     return r;
 }
 
@@ -727,7 +742,7 @@ static void test_workload_without_any_agent_is_unavailable(void **state) {
     trigger_config_t c = CFG0();
     expect_error(eval(f, &c), EVAL_UNAVAILABLE, "no agent has reported yet");
     eval_result_t r;
-    workload_evaluate(&c, "ml", NULL, NULL, false, NOW, STALE, &r);
+    workload_evaluate(&c, "ml", IN(NULL, NULL, false, NOW), &r, NULL);
     expect_error(r, EVAL_UNAVAILABLE, "no agent has reported yet");
 }
 
@@ -745,7 +760,7 @@ static void test_workload_agent_that_never_reported_names_no_node(void **state) 
 static void test_workload_without_config_is_a_failed_precondition(void **state) {
     fx_t *f = *state;
     eval_result_t r;
-    workload_evaluate(NULL, "ml", f->view, f->cache, true, NOW, STALE, &r);
+    workload_evaluate(NULL, "ml", IN(f->view, f->cache, true, NOW), &r, NULL);
     expect_error(r, EVAL_FAILED_PRECONDITION, "no trigger configuration");
 }
 

@@ -81,6 +81,9 @@ typedef struct {
     char metric_name[128];
     double target, value;
     int64_t target_int, value_int;
+    /* which answers of this round arrived and decoded: a call that ends OK
+     * without one is an error, never a printed 0 */
+    bool have_spec, have_value, have_active;
     int sigfd;
     loop_io_t *sig_io;
     bool quitting; /* tearing down: pending calls end without output */
@@ -286,6 +289,7 @@ static void on_is_active_msg(void *ud, const uint8_t *msg, size_t len) {
         externalscaler__is_active_response__unpack(NULL, len, msg);
     if (!r)
         return;
+    q->have_active = true;
     char ts[32];
     timestamp(ts, sizeof ts);
     bool active = r->result;
@@ -315,6 +319,10 @@ static void on_is_active_done(void *ud, int status, const char *msg) {
         round_error(q, "IsActive", status, msg);
         return;
     }
+    if (!q->have_active) {
+        round_error(q, "IsActive", GRPC_INTERNAL, "no decodable IsActiveResponse");
+        return;
+    }
     round_finished(q);
 }
 
@@ -327,6 +335,7 @@ static void on_metrics_msg(void *ud, const uint8_t *msg, size_t len) {
     if (r->n_metricvalues > 0) {
         q->value = r->metricvalues[0]->metricvaluefloat;
         q->value_int = r->metricvalues[0]->metricvalue;
+        q->have_value = true;
     }
     externalscaler__get_metrics_response__free_unpacked(r, NULL);
 }
@@ -335,6 +344,11 @@ static void on_metrics_done(void *ud, int status, const char *msg) {
     query_t *q = ud;
     if (status != GRPC_OK) {
         round_error(q, "GetMetrics", status, msg);
+        return;
+    }
+    if (!q->have_value) {
+        round_error(q, "GetMetrics", GRPC_INTERNAL,
+                    "the response held no metric value (or could not be decoded)");
         return;
     }
     call_with_ref(q, "IsActive", on_is_active_msg, on_is_active_done, false);
@@ -350,6 +364,7 @@ static void on_spec_msg(void *ud, const uint8_t *msg, size_t len) {
         snprintf(q->metric_name, sizeof q->metric_name, "%s", r->metricspecs[0]->metricname);
         q->target = r->metricspecs[0]->targetsizefloat;
         q->target_int = r->metricspecs[0]->targetsize;
+        q->have_spec = true;
     }
     externalscaler__get_metric_spec_response__free_unpacked(r, NULL);
 }
@@ -358,6 +373,11 @@ static void on_spec_done(void *ud, int status, const char *msg) {
     query_t *q = ud;
     if (status != GRPC_OK) {
         round_error(q, "GetMetricSpec", status, msg);
+        return;
+    }
+    if (!q->have_spec) {
+        round_error(q, "GetMetricSpec", GRPC_INTERNAL,
+                    "the response held no metric spec (or could not be decoded)");
         return;
     }
     call_with_ref(q, "GetMetrics", on_metrics_msg, on_metrics_done, true);
@@ -391,6 +411,7 @@ static void start_round(query_t *q) {
     q->value = q->target = 0;
     q->value_int = q->target_int = 0;
     q->metric_name[0] = '\0';
+    q->have_spec = q->have_value = q->have_active = false;
     call_with_ref(q, "GetMetricSpec", on_spec_msg, on_spec_done, false);
 }
 

@@ -74,7 +74,6 @@ struct kube_client {
 
     /* the connection */
     phase_t phase;
-    char phase_label[3][24]; /* "list pods", "watch pods", "pods" */
     conn_state_t cstate;
     transport_t tr;
     loop_io_t *io;
@@ -238,7 +237,12 @@ static const char *res(const kube_client_t *c) {
 
 /* "list pods", "watch nodes": the start of every error message. */
 static const char *phase_name(const kube_client_t *c) {
-    return c->phase_label[c->phase == PHASE_LIST ? 0 : c->phase == PHASE_WATCH ? 1 : 2];
+    bool nodes = strcmp(res(c), "nodes") == 0;
+    if (c->phase == PHASE_LIST)
+        return nodes ? "list nodes" : "list pods";
+    if (c->phase == PHASE_WATCH)
+        return nodes ? "watch nodes" : "watch pods";
+    return res(c);
 }
 
 /* Percent-encodes everything but RFC 3986 unreserved characters. */
@@ -1021,9 +1025,6 @@ int kube_client_new(loop_t *loop, const kube_client_config_t *cfg,
     }
     c->loop = loop;
     c->cfg = *cfg;
-    snprintf(c->phase_label[0], sizeof c->phase_label[0], "list %s", res(c));
-    snprintf(c->phase_label[1], sizeof c->phase_label[1], "watch %s", res(c));
-    snprintf(c->phase_label[2], sizeof c->phase_label[2], "%s", res(c));
     c->url = url;
     if (cbs)
         c->cbs = *cbs;

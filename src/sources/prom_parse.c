@@ -1,0 +1,803 @@
+/*
+ * prom_parse.c - Prometheus text 0.0.4 and OpenMetrics 1.0 text, one pass.
+ *
+ * References: prometheus/docs exposition_formats.md; the OpenMetrics 1.0
+ * ABNF; and, where the two disagree with practice, the Prometheus scraper
+ * itself (model/textparse promlex.l, promparse.go, openmetricslex.l,
+ * openmetricsparse.go), because a source should accept exactly what a
+ * Prometheus scrape of the same endpoint accepts. Choices taken from it:
+ *   - text: any backslash escape other than \\ \" \n stays as written
+ *     (promparse's lvalReplacer; expfmt's TextParser rejects it instead);
+ *   - both: a trailing comma inside braces is allowed (openmetricsparse
+ *     allows it although the ABNF does not);
+ *   - both: label values must be valid UTF-8; values go through Go's
+ *     ParseFloat minus hex and '_' ("Keep to pre-Go 1.13 float formats"), so
+ *     "1e999" (out of range) is an error and "1e-999" is 0.
+ * Taken from expfmt's TextParser instead: a comma is required between
+ * labels (promparse does not insist), and a text timestamp may carry a sign
+ * (ParseInt; promparse takes digits only).
+ *
+ * The input is cut into lines with memchr and every line is parsed left to
+ * right by a cursor. Names are not NUL-terminated in the input, and label
+ * values need unescaping, so every name and value of a line is copied into
+ * a scratch buffer that is reused for the next line. The copies of one line
+ * never need more than its length plus one byte: each copied token is
+ * followed in the input by a byte that is not copied ('{', '=', a closing
+ * quote, a space), unescaping never grows, and only the NUL after the last
+ * token may lack such a byte. A stack buffer covers ordinary lines; the first
+ * line that does not fit gets one heap buffer as large as the rest of the
+ * input, which then covers every later line too. PROM_PARSE_MALLOC lets a
+ * test that includes this file fail that allocation (STYLE rule 13).
+ */
+#include "sources/prom_parse.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+
+#ifndef PROM_PARSE_MALLOC
+#define PROM_PARSE_MALLOC malloc
+#endif
+#ifndef PROM_PARSE_FREE
+#define PROM_PARSE_FREE free
+#endif
+
+#define PROM_TOKEN_MAX 64        /* bytes in a value or timestamp token */
+#define PROM_STACK_SCRATCH 4096u /* scratch bytes on the stack */
+
+typedef struct {
+    bool om;       /* OpenMetrics rules */
+    size_t lineno; /* 1-based, for messages */
+    char *err;
+    size_t errlen;
+    char *scratch; /* copies of this line's names and values */
+    size_t used;   /* bytes of scratch in use */
+    prom_label_t labels[PROM_MAX_LABELS];
+    unsigned nlabels;
+} parser_t;
+
+/* One line without its line end; pos moves left to right. */
+typedef struct {
+    const char *s;
+    size_t len;
+    size_t pos;
+} cursor_t;
+
+typedef enum { NUM_OK, NUM_BAD, NUM_LONG, NUM_RANGE } num_status_t;
+
+/* ---- characters ------------------------------------------------------------ */
+
+static bool is_digit(unsigned char c) {
+    return (unsigned)(c - '0') < 10u;
+}
+
+/* [a-zA-Z_]: '|' folds upper case onto lower case without touching '_'. */
+static bool is_alpha_(unsigned char c) {
+    return (unsigned)((c | 0x20) - 'a') < 26u || c == '_';
+}
+
+static bool is_label_char(unsigned char c) {
+    return is_alpha_(c) || is_digit(c);
+}
+
+static bool is_metric_char(unsigned char c) {
+    return is_label_char(c) || c == ':';
+}
+
+/* Bytes of the metric name at s, 0 if s does not start one. */
+static size_t metric_name_len(const char *s, size_t n) {
+    if (n == 0 || !(is_alpha_((unsigned char)s[0]) || s[0] == ':'))
+        return 0;
+    size_t i = 1;
+    while (i < n && is_metric_char((unsigned char)s[i]))
+        i++;
+    return i;
+}
+
+static size_t label_name_len(const char *s, size_t n) {
+    if (n == 0 || !is_alpha_((unsigned char)s[0]))
+        return 0;
+    size_t i = 1;
+    while (i < n && is_label_char((unsigned char)s[i]))
+        i++;
+    return i;
+}
+
+/* ASCII case-insensitive comparison of n bytes; lower is lower case. */
+static bool ascii_ieq(const char *s, const char *lower, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c | 0x20);
+        if (c != (unsigned char)lower[i])
+            return false;
+    }
+    return true;
+}
+
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlongs, no
+ * surrogates, nothing above U+10FFFF), or 0. s[0] >= 0x80. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
+    if (c >= 0xc2 && c <= 0xdf) {
+        need = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        need = 3;
+        if (c == 0xe0)
+            lo = 0xa0;
+        else if (c == 0xed)
+            hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        need = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        else if (c == 0xf4)
+            hi = 0x8f;
+    } else {
+        return 0;
+    }
+    if (n < need || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < need; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return need;
+}
+
+/* ---- cursor ---------------------------------------------------------------- */
+
+static bool at_end(const cursor_t *c) {
+    return c->pos >= c->len;
+}
+
+static bool is_blank(unsigned char c) {
+    return c == ' ' || c == '\t';
+}
+
+static void skip_blanks(cursor_t *c) {
+    while (c->pos < c->len && is_blank((unsigned char)c->s[c->pos]))
+        c->pos++;
+}
+
+/* End of the token at c->pos: the next separator (a space; in text also a
+ * tab) or the end of the line. */
+static size_t token_end(const cursor_t *c, bool om) {
+    size_t i = c->pos;
+    while (i < c->len && c->s[i] != ' ' && (om || c->s[i] != '\t'))
+        i++;
+    return i;
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+/* Writes "line N: <fmt...>" into p->err and returns KGS_EINVAL. */
+static int line_error(const parser_t *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int line_error(const parser_t *p, const char *fmt, ...) {
+    if (p->err && p->errlen > 0) {
+        int n = snprintf(p->err, p->errlen, "line %zu: ", p->lineno);
+        if (n > 0 && (size_t)n < p->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return KGS_EINVAL;
+}
+
+#define QUOTE(buf, s, n) kgs_quote((buf), sizeof(buf), (s), (n))
+
+/* The rest of the line from c->pos, quoted. */
+static const char *quote_rest(char *buf, size_t buflen, const cursor_t *c) {
+    return kgs_quote(buf, buflen, c->s + c->pos, c->len - c->pos);
+}
+
+/* ---- numbers --------------------------------------------------------------- */
+
+/*
+ * A float in Go ParseFloat syntax without hex or '_': [+-]digits[.digits]
+ * [e[+-]digits] (either digit run may be empty, not both), and with
+ * `special` also [+-]inf, [+-]infinity and nan in any case. Integers of up to
+ * 15 digits (most counters and gauges) are exact without strtod; everything
+ * else goes through strtod on a NUL-terminated stack copy.
+ */
+static num_status_t float_parse(const char *s, size_t n, bool special, double *out) {
+    if (n == 0)
+        return NUM_BAD;
+    if (n > PROM_TOKEN_MAX)
+        return NUM_LONG;
+    size_t i = 0;
+    bool neg = false;
+    if (s[0] == '+' || s[0] == '-') {
+        neg = s[0] == '-';
+        i = 1;
+    }
+    if (special) {
+        size_t r = n - i;
+        if ((r == 3 && ascii_ieq(s + i, "inf", 3)) || (r == 8 && ascii_ieq(s + i, "infinity", 8))) {
+            *out = neg ? -INFINITY : INFINITY;
+            return NUM_OK;
+        }
+        if (n == 3 && ascii_ieq(s, "nan", 3)) { /* Go takes no sign on NaN */
+            *out = NAN;
+            return NUM_OK;
+        }
+    }
+    size_t start = i;
+    uint64_t acc = 0;
+    while (i < n && is_digit((unsigned char)s[i])) {
+        if (i - start < 15)
+            acc = acc * 10 + (uint64_t)(s[i] - '0');
+        i++;
+    }
+    size_t nint = i - start, nfrac = 0;
+    bool plain = nint <= 15;
+    if (i < n && s[i] == '.') {
+        plain = false;
+        size_t f = ++i;
+        while (i < n && is_digit((unsigned char)s[i]))
+            i++;
+        nfrac = i - f;
+    }
+    if (nint + nfrac == 0)
+        return NUM_BAD;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        plain = false;
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-'))
+            i++;
+        size_t e = i;
+        while (i < n && is_digit((unsigned char)s[i]))
+            i++;
+        if (i == e)
+            return NUM_BAD;
+    }
+    if (i != n)
+        return NUM_BAD;
+    if (plain) {
+        *out = neg ? -(double)acc : (double)acc;
+        return NUM_OK;
+    }
+    char buf[PROM_TOKEN_MAX + 1];
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    char *end;
+    int saved = errno;
+    errno = 0;
+    double v = strtod(buf, &end);
+    bool overflow = errno == ERANGE && isinf(v); /* underflow gives 0 or a subnormal, as in Go */
+    errno = saved;
+    if (end != buf + n)
+        return NUM_BAD;
+    if (overflow)
+        return NUM_RANGE;
+    *out = v;
+    return NUM_OK;
+}
+
+/* A text-format timestamp: [+-]digits as an int64 (Go ParseInt base 10). */
+static num_status_t int64_parse(const char *s, size_t n, int64_t *out) {
+    if (n == 0)
+        return NUM_BAD;
+    if (n > PROM_TOKEN_MAX)
+        return NUM_LONG;
+    size_t i = 0;
+    bool neg = false;
+    if (s[0] == '+' || s[0] == '-') {
+        neg = s[0] == '-';
+        i = 1;
+    }
+    if (i == n)
+        return NUM_BAD;
+    for (size_t k = i; k < n; k++)
+        if (!is_digit((unsigned char)s[k]))
+            return NUM_BAD;
+    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    uint64_t acc = 0;
+    for (; i < n; i++) {
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (acc > (limit - d) / 10)
+            return NUM_RANGE;
+        acc = acc * 10 + d;
+    }
+    if (!neg)
+        *out = (int64_t)acc;
+    else if (acc == (uint64_t)INT64_MAX + 1)
+        *out = INT64_MIN;
+    else
+        *out = -(int64_t)acc;
+    return NUM_OK;
+}
+
+/* Turns a number status into "<what> <reason> <token>". */
+static int number_error(const parser_t *p, num_status_t st, const char *what, const char *s,
+                        size_t n) {
+    char q[KGS_QUOTE_BUF];
+    switch (st) {
+    case NUM_LONG:
+        return line_error(p, "%s %s is longer than %d bytes", what, QUOTE(q, s, n), PROM_TOKEN_MAX);
+    case NUM_RANGE:
+        return line_error(p, "%s %s is out of range", what, QUOTE(q, s, n));
+    default:
+        return line_error(p, "invalid %s %s", what, QUOTE(q, s, n));
+    }
+}
+
+/* Reads the value token at c->pos into *out. */
+static int value_read(const parser_t *p, cursor_t *c, const char *what, double *out) {
+    size_t end = token_end(c, p->om);
+    num_status_t st = float_parse(c->s + c->pos, end - c->pos, true, out);
+    if (st != NUM_OK)
+        return number_error(p, st, what, c->s + c->pos, end - c->pos);
+    c->pos = end;
+    return 0;
+}
+
+/* Reads the timestamp token at c->pos as seconds: text gives int64 ms,
+ * OpenMetrics finite float seconds. */
+static int timestamp_read(const parser_t *p, cursor_t *c, const char *what, double *out_s) {
+    size_t end = token_end(c, p->om);
+    const char *s = c->s + c->pos;
+    size_t n = end - c->pos;
+    num_status_t st;
+    if (p->om) {
+        st = float_parse(s, n, false, out_s);
+    } else {
+        int64_t ms = 0;
+        st = int64_parse(s, n, &ms);
+        *out_s = (double)ms / 1000.0;
+    }
+    if (st != NUM_OK)
+        return number_error(p, st, what, s, n);
+    c->pos = end;
+    return 0;
+}
+
+/* ---- labels ---------------------------------------------------------------- */
+
+/* Copies n bytes and a NUL into the scratch buffer (the bound in the design
+ * note guarantees room). */
+static const char *scratch_put(parser_t *p, const char *s, size_t n) {
+    char *d = p->scratch + p->used;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    p->used += n + 1;
+    return d;
+}
+
+/*
+ * Reads a label value whose opening quote is just before c->pos, unescaped
+ * and NUL-terminated into the scratch buffer. Plain runs are copied with
+ * one memcpy; bytes >= 0x80 must form UTF-8 sequences.
+ */
+static int label_value_read(parser_t *p, cursor_t *c, const char *label, const char **out) {
+    char q[KGS_QUOTE_BUF], q2[KGS_QUOTE_BUF];
+    const char *s = c->s;
+    size_t i = c->pos, n = c->len;
+    char *dst = p->scratch + p->used;
+    size_t o = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && s[run] != '"' && s[run] != '\\' && (unsigned char)s[run] < 0x80)
+            run++;
+        memcpy(dst + o, s + i, run - i);
+        o += run - i;
+        i = run;
+        if (i == n)
+            break;
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"') {
+            dst[o] = '\0';
+            p->used += o + 1;
+            c->pos = i + 1;
+            *out = dst;
+            return 0;
+        }
+        if (ch == '\\') {
+            if (i + 1 == n)
+                break;
+            char e = s[i + 1];
+            if (e == '\\' || e == '"' || e == 'n') {
+                dst[o++] = e == 'n' ? '\n' : e;
+                i += 2;
+            } else if (p->om) {
+                return line_error(p, "invalid escape %s in the value of label %s",
+                                  QUOTE(q, s + i, 2), QUOTE(q2, label, strlen(label)));
+            } else {
+                /* Kept as written, like the Prometheus scraper; the next byte
+                 * is then read as an ordinary one (it may start UTF-8). */
+                dst[o++] = '\\';
+                i++;
+            }
+            continue;
+        }
+        size_t u = utf8_len((const unsigned char *)s + i, n - i);
+        if (u == 0)
+            return line_error(p, "invalid UTF-8 %s in the value of label %s",
+                              QUOTE(q, s + i, n - i < 4 ? n - i : 4),
+                              QUOTE(q2, label, strlen(label)));
+        memcpy(dst + o, s + i, u);
+        o += u;
+        i += u;
+    }
+    return line_error(p, "unterminated value of label %s", QUOTE(q, label, strlen(label)));
+}
+
+/*
+ * Reads "{name="value",...}" from the '{' at c->pos. keep: the labels go to
+ * p->labels (at most PROM_MAX_LABELS, names unique); otherwise they are
+ * only checked (exemplars). Text allows blanks between all tokens.
+ */
+static int labels_read(parser_t *p, cursor_t *c, bool keep) {
+    char q[KGS_QUOTE_BUF], q2[KGS_QUOTE_BUF];
+    c->pos++;
+    for (;;) {
+        if (!p->om)
+            skip_blanks(c);
+        if (at_end(c))
+            return line_error(p, "unterminated label set");
+        if (c->s[c->pos] == '}') { /* "{}", or after a trailing comma */
+            c->pos++;
+            return 0;
+        }
+        size_t nlen = label_name_len(c->s + c->pos, c->len - c->pos);
+        if (nlen == 0)
+            return line_error(p, "invalid label name at %s", quote_rest(q, sizeof q, c));
+        const char *name = scratch_put(p, c->s + c->pos, nlen);
+        c->pos += nlen;
+        if (!p->om)
+            skip_blanks(c);
+        if (at_end(c) || c->s[c->pos] != '=')
+            return line_error(p, "expected '=' after label name %s, found %s", QUOTE(q, name, nlen),
+                              quote_rest(q2, sizeof q2, c));
+        c->pos++;
+        if (!p->om)
+            skip_blanks(c);
+        if (at_end(c) || c->s[c->pos] != '"')
+            return line_error(p, "expected '\"' to open the value of label %s, found %s",
+                              QUOTE(q, name, nlen), quote_rest(q2, sizeof q2, c));
+        c->pos++;
+        const char *value;
+        int rc = label_value_read(p, c, name, &value);
+        if (rc != 0)
+            return rc;
+        if (keep) {
+            if (p->nlabels == PROM_MAX_LABELS)
+                return line_error(p, "more than %d labels", PROM_MAX_LABELS);
+            for (unsigned k = 0; k < p->nlabels; k++)
+                if (strcmp(p->labels[k].name, name) == 0)
+                    return line_error(p, "duplicate label name %s", QUOTE(q, name, nlen));
+            p->labels[p->nlabels].name = name;
+            p->labels[p->nlabels].value = value;
+            p->nlabels++;
+        }
+        if (!p->om)
+            skip_blanks(c);
+        if (at_end(c))
+            return line_error(p, "unterminated label set");
+        char ch = c->s[c->pos];
+        if (ch != ',' && ch != '}')
+            return line_error(p, "expected ',' or '}' after the value of label %s, found %s",
+                              QUOTE(q, name, nlen), quote_rest(q2, sizeof q2, c));
+        c->pos++;
+        if (ch == '}')
+            return 0;
+    }
+}
+
+/* ---- lines ----------------------------------------------------------------- */
+
+/* An OpenMetrics exemplar from the '#' at c->pos: "# {labels} value [ts]" up
+ * to the end of the line. Checked, then dropped. */
+static int exemplar_read(parser_t *p, cursor_t *c) {
+    char q[KGS_QUOTE_BUF];
+    if (c->len - c->pos < 3 || memcmp(c->s + c->pos, "# {", 3) != 0)
+        return line_error(p, "invalid exemplar %s", quote_rest(q, sizeof q, c));
+    c->pos += 2;
+    int rc = labels_read(p, c, false);
+    if (rc != 0)
+        return rc;
+    if (at_end(c) || c->s[c->pos] != ' ')
+        return line_error(p, "expected ' ' and a value after the exemplar labels, found %s",
+                          quote_rest(q, sizeof q, c));
+    c->pos++;
+    double v;
+    if ((rc = value_read(p, c, "exemplar value", &v)) != 0)
+        return rc;
+    if (at_end(c))
+        return 0;
+    c->pos++; /* the space that ended the value */
+    if ((rc = timestamp_read(p, c, "exemplar timestamp", &v)) != 0)
+        return rc;
+    if (!at_end(c))
+        return line_error(p, "unexpected text after the exemplar: %s", quote_rest(q, sizeof q, c));
+    return 0;
+}
+
+/* A sample line from c->pos (its first non-blank byte). */
+static int sample_read(parser_t *p, cursor_t *c, prom_sample_cb cb, void *ud) {
+    char q[KGS_QUOTE_BUF];
+    p->nlabels = 0;
+    p->used = 0;
+    const char *s = c->s;
+    size_t nlen = metric_name_len(s + c->pos, c->len - c->pos);
+    size_t after = c->pos + nlen;
+    if (nlen == 0 ||
+        (after < c->len && s[after] != '{' && s[after] != ' ' && (p->om || s[after] != '\t'))) {
+        size_t end = token_end(c, p->om);
+        if (end == c->pos)
+            end = c->len;
+        return line_error(p, "invalid metric name %s", QUOTE(q, s + c->pos, end - c->pos));
+    }
+    prom_sample_t smp = {0};
+    smp.name = scratch_put(p, s + c->pos, nlen);
+    c->pos = after;
+    if (!p->om)
+        skip_blanks(c);
+    int rc;
+    if (!at_end(c) && s[c->pos] == '{' && (rc = labels_read(p, c, true)) != 0)
+        return rc;
+    if (!p->om) {
+        skip_blanks(c);
+    } else if (!at_end(c)) {
+        if (s[c->pos] != ' ')
+            return line_error(p, "expected ' ' before the value, found %s",
+                              quote_rest(q, sizeof q, c));
+        c->pos++;
+    }
+    if (at_end(c))
+        return line_error(p, "missing value for %s", QUOTE(q, smp.name, nlen));
+    if ((rc = value_read(p, c, "value", &smp.value)) != 0)
+        return rc;
+
+    if (p->om) {
+        /* The value token ended at a single space or at the end. */
+        if (!at_end(c)) {
+            c->pos++;
+            if (at_end(c))
+                return line_error(p, "unexpected space at the end of the line");
+            if (s[c->pos] != '#') {
+                smp.has_timestamp = true;
+                if ((rc = timestamp_read(p, c, "timestamp", &smp.timestamp_s)) != 0)
+                    return rc;
+                if (!at_end(c)) {
+                    c->pos++;
+                    if (at_end(c) || s[c->pos] != '#')
+                        return line_error(p, "unexpected text after the timestamp: %s",
+                                          quote_rest(q, sizeof q, c));
+                }
+            }
+            if (!at_end(c) && (rc = exemplar_read(p, c)) != 0)
+                return rc;
+        }
+    } else {
+        skip_blanks(c);
+        if (!at_end(c)) {
+            smp.has_timestamp = true;
+            if ((rc = timestamp_read(p, c, "timestamp", &smp.timestamp_s)) != 0)
+                return rc;
+            skip_blanks(c);
+            if (!at_end(c))
+                return line_error(p, "unexpected text after the timestamp: %s",
+                                  quote_rest(q, sizeof q, c));
+        }
+    }
+
+    if (!cb)
+        return 0;
+    smp.labels = p->labels;
+    smp.label_count = p->nlabels;
+    return cb(ud, &smp);
+}
+
+/* true when the n bytes at s are one of the NUL-separated words in list. */
+static bool word_in(const char *s, size_t n, const char *list, bool any_case) {
+    for (const char *w = list; *w; w += strlen(w) + 1) {
+        if (strlen(w) == n && (any_case ? ascii_ieq(s, w, n) : memcmp(s, w, n) == 0))
+            return true;
+    }
+    return false;
+}
+
+static const char text_types[] = "counter\0gauge\0histogram\0summary\0untyped\0";
+static const char om_types[] =
+    "counter\0gauge\0histogram\0gaugehistogram\0stateset\0info\0summary\0unknown\0";
+
+/*
+ * The metric name and what follows it in a HELP, TYPE or UNIT line; c->pos
+ * is at the name. Only TYPE's argument is checked (a known type); help texts
+ * and units are not needed here. Text HELP takes anything after the name,
+ * as promparse does; elsewhere a separator must follow the name.
+ */
+static int metadata_read(parser_t *p, cursor_t *c, const char *keyword) {
+    char q[KGS_QUOTE_BUF];
+    bool type = strcmp(keyword, "TYPE") == 0;
+    size_t nlen = metric_name_len(c->s + c->pos, c->len - c->pos);
+    size_t after = c->pos + nlen;
+    bool separated = after == c->len || c->s[after] == ' ' || (!p->om && c->s[after] == '\t');
+    if (nlen == 0 || (!separated && (p->om || type)))
+        return line_error(p, "invalid metric name in # %s: %s", keyword,
+                          quote_rest(q, sizeof q, c));
+    if (!type)
+        return 0;
+    c->pos = after;
+    size_t end = c->len;
+    if (p->om) {
+        if (!at_end(c))
+            c->pos++; /* exactly one space */
+    } else {
+        skip_blanks(c);
+        while (end > c->pos && is_blank((unsigned char)c->s[end - 1]))
+            end--;
+    }
+    if (c->pos >= end)
+        return line_error(p, "missing metric type in # TYPE");
+    const char *t = c->s + c->pos;
+    size_t tn = end - c->pos;
+    if (!word_in(t, tn, p->om ? om_types : text_types, !p->om))
+        return line_error(p, "unknown metric type %s", QUOTE(q, t, tn));
+    return 0;
+}
+
+/* A text-format comment from the '#' at c->pos. Like promlex, only "#"
+ * blanks "HELP"|"TYPE" blanks starts metadata; anything else is free text. */
+static int text_comment_read(parser_t *p, cursor_t *c) {
+    c->pos++;
+    if (at_end(c) || !is_blank((unsigned char)c->s[c->pos]))
+        return 0;
+    skip_blanks(c);
+    const char *kw = c->s + c->pos;
+    if (c->len - c->pos < 5 || !is_blank((unsigned char)kw[4]))
+        return 0;
+    const char *keyword;
+    if (memcmp(kw, "HELP", 4) == 0)
+        keyword = "HELP";
+    else if (memcmp(kw, "TYPE", 4) == 0)
+        keyword = "TYPE";
+    else
+        return 0;
+    c->pos += 4;
+    skip_blanks(c);
+    if (at_end(c))
+        return line_error(p, "missing metric name in # %s", keyword);
+    return metadata_read(p, c, keyword);
+}
+
+/* An OpenMetrics comment line: "# EOF", or "# HELP|TYPE|UNIT name ...". */
+static int om_comment_read(parser_t *p, cursor_t *c, bool *eof) {
+    char q[KGS_QUOTE_BUF];
+    const char *s = c->s;
+    if (c->len == 5 && memcmp(s, "# EOF", 5) == 0) {
+        *eof = true;
+        return 0;
+    }
+    static const char *const keywords[] = {"HELP", "TYPE", "UNIT"};
+    for (size_t k = 0; k < 3; k++) {
+        if (c->len > 7 && memcmp(s, "# ", 2) == 0 && memcmp(s + 2, keywords[k], 4) == 0 &&
+            s[6] == ' ') {
+            c->pos = 7;
+            return metadata_read(p, c, keywords[k]);
+        }
+    }
+    return line_error(p, "invalid comment %s (OpenMetrics allows # HELP, # TYPE, # UNIT, # EOF)",
+                      QUOTE(q, s, c->len));
+}
+
+static int line_read(parser_t *p, cursor_t *c, prom_sample_cb cb, void *ud, bool *eof) {
+    if (p->om) {
+        if (c->len == 0)
+            return line_error(p, "empty line (not allowed in OpenMetrics)");
+        if (c->s[0] == '#')
+            return om_comment_read(p, c, eof);
+        return sample_read(p, c, cb, ud);
+    }
+    skip_blanks(c);
+    if (at_end(c))
+        return 0;
+    if (c->s[c->pos] == '#')
+        return text_comment_read(p, c);
+    return sample_read(p, c, cb, ud);
+}
+
+/* ---- public ---------------------------------------------------------------- */
+
+prom_format_t prom_format_from_content_type(const char *content_type) {
+    static const char om[] = "application/openmetrics-text";
+    if (!content_type)
+        return PROM_FORMAT_TEXT;
+    const char *s = content_type;
+    while (is_blank((unsigned char)*s))
+        s++;
+    size_t n = 0;
+    while (s[n] && s[n] != ';' && !is_blank((unsigned char)s[n]))
+        n++;
+    if (n == sizeof om - 1 && ascii_ieq(s, om, n))
+        return PROM_FORMAT_OPENMETRICS;
+    return PROM_FORMAT_TEXT;
+}
+
+int prom_parse(const char *text, size_t len, prom_format_t fmt, prom_sample_cb cb, void *user_data,
+               char *err, size_t errlen) {
+    if (err && errlen > 0)
+        err[0] = '\0';
+    if (!text && len > 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "parse metrics: no input buffer");
+    if (fmt != PROM_FORMAT_TEXT && fmt != PROM_FORMAT_OPENMETRICS)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "parse metrics: unknown format %d", (int)fmt);
+
+    char stack_scratch[PROM_STACK_SCRATCH];
+    parser_t p = {.om = fmt == PROM_FORMAT_OPENMETRICS, .err = err, .errlen = errlen};
+    p.scratch = stack_scratch;
+    size_t cap = sizeof stack_scratch;
+    char *heap = NULL;
+    bool eof = false;
+    int rc = 0;
+
+    size_t pos = 0;
+    while (pos < len) {
+        p.lineno++;
+        const char *line = text + pos;
+        size_t rest = len - pos;
+        const char *nl = memchr(line, '\n', rest);
+        size_t n = nl ? (size_t)(nl - line) : rest;
+        pos += nl ? n + 1 : n;
+        const char *nul = memchr(line, '\0', n);
+        if (nul) {
+            rc = line_error(&p, "NUL byte at column %zu", (size_t)(nul - line) + 1);
+            goto out;
+        }
+        if (eof) {
+            rc = line_error(&p, "data after # EOF");
+            goto out;
+        }
+        if (n > 0 && line[n - 1] == '\r')
+            n--;
+        if (n >= cap) {
+            /* rest >= n for this and every later line; rest < len <= SIZE_MAX
+             * bytes of input exist, so rest + 1 does not wrap unless the
+             * input ends exactly at the top of the address space. */
+            if (heap || rest == SIZE_MAX) {
+                rc = line_error(&p, "internal: scratch too small"); /* cannot happen */
+                goto out;
+            }
+            heap = PROM_PARSE_MALLOC(rest + 1);
+            if (!heap) {
+                rc = kgs_seterr(err, errlen, KGS_ENOMEM, "line %zu: %zu bytes for a long line",
+                                p.lineno, rest + 1);
+                goto out;
+            }
+            p.scratch = heap;
+            cap = rest + 1;
+        }
+        cursor_t c = {line, n, 0};
+        rc = line_read(&p, &c, cb, user_data, &eof);
+        if (rc != 0)
+            goto out;
+    }
+    if (p.om && !eof) {
+        p.lineno++;
+        rc = line_error(&p, "missing # EOF");
+    }
+out:
+    PROM_PARSE_FREE(heap);
+    return rc;
+}
+
+const char *prom_sample_label(const prom_sample_t *s, const char *name) {
+    if (!s || !name)
+        return NULL;
+    for (unsigned i = 0; i < s->label_count; i++)
+        if (strcmp(s->labels[i].name, name) == 0)
+            return s->labels[i].value;
+    return NULL;
+}

@@ -1,0 +1,88 @@
+/*
+ * prom_parse.h - a parser for what inference servers (vLLM, Triton, TGI,
+ * SGLang) serve on /metrics: the Prometheus text format 0.0.4 and
+ * OpenMetrics 1.0 text. Demand sources read queue depths and latencies from
+ * it; the scaler never stores the text, so the parser hands each sample to a
+ * callback and keeps nothing.
+ *
+ * Strict like a Prometheus scrape: one malformed line fails the whole
+ * input. Metric names are [a-zA-Z_:][a-zA-Z0-9_:]* (so vllm:num_requests_waiting
+ * works) and label names [a-zA-Z_][a-zA-Z0-9_]*; quoted UTF-8 names
+ * (Prometheus 3) are rejected. Label values must be UTF-8.
+ *
+ * Pure: no I/O, no globals. At most one allocation per call, and only when a
+ * line is longer than an internal stack buffer (4 KiB). Any thread may call
+ * any function. Numbers are read with strtod, so LC_NUMERIC must stay "C"
+ * (the default).
+ */
+#ifndef KGS_PROM_PARSE_H
+#define KGS_PROM_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* prom_label_t ({const char *name; const char *value;}) is shared with the
+ * text writer, so that a file may include both headers. */
+#include "net/prom_text.h"
+
+#define PROM_MAX_LABELS 32 /* a sample with more labels is an error */
+
+/* One sample. Everything is borrowed for the duration of the callback only. */
+typedef struct {
+    /* Full sample name, suffixes included (_bucket, _sum, _count, _total, _created). */
+    const char *name;
+    /* label_count labels in input order; names and values NUL-terminated, values
+     * unescaped. */
+    const prom_label_t *labels;
+    unsigned label_count; /* <= PROM_MAX_LABELS */
+    double value;         /* may be NaN, +Inf, -Inf */
+    bool has_timestamp;
+    /* Seconds since the epoch: text 0.0.4 gives integer ms (converted), OpenMetrics
+     * float seconds. */
+    double timestamp_s;
+} prom_sample_t;
+
+/* Called once per sample, in input order. Non-zero stops parsing, and
+ * prom_parse() returns that value. */
+typedef int (*prom_sample_cb)(void *user_data, const prom_sample_t *s);
+
+typedef enum { PROM_FORMAT_TEXT, PROM_FORMAT_OPENMETRICS } prom_format_t;
+
+/* The format a Content-Type value announces: OPENMETRICS for
+ * "application/openmetrics-text" (any case, any parameters, e.g.
+ * "; version=1.0.0; charset=utf-8"); TEXT for anything else, including
+ * "text/plain; version=0.0.4", NULL and "". content_type is borrowed. */
+prom_format_t prom_format_from_content_type(const char *content_type);
+
+/*
+ * Parses text[0..len) and calls cb (NULL: only check the syntax) once per
+ * sample. text is borrowed, need not be NUL-terminated and may hold any
+ * bytes; it may be NULL when len is 0.
+ *
+ * TEXT: blank lines and '#' comments are skipped; "# HELP name ..." and
+ * "# TYPE name counter|gauge|histogram|summary|untyped" are checked. Spaces
+ * and tabs may separate tokens; "{}" and a trailing comma in braces are
+ * allowed. The optional timestamp is int64 milliseconds. Label value escapes
+ * are \\, \" and \n; any other backslash is kept as it is (as the
+ * Prometheus scraper does). The last line may lack its newline.
+ * OPENMETRICS: single spaces, only "# HELP/TYPE/UNIT/EOF" comments, no blank
+ * lines, float-second timestamps, exemplars (" # {labels} value [ts]")
+ * checked and ignored, an unknown escape is an error, and the input must end
+ * with "# EOF" (and an optional newline).
+ * Both: CRLF line ends are accepted; values are Go ParseFloat syntax
+ * without hex (NaN, [+-]Inf and [+-]Infinity in any case); labels need a comma
+ * between them; a value or timestamp token longer than 64 bytes is an error.
+ *
+ * Returns 0; KGS_EINVAL with "line N: <reason>" in err (NULL allowed; the
+ * reason quotes the offending bytes); KGS_ENOMEM; or cb's non-zero value (err
+ * left empty). Samples before a bad line have already been passed to cb
+ * when the call fails: keep what cb gathered only when 0 comes back.
+ */
+int prom_parse(const char *text, size_t len, prom_format_t fmt, prom_sample_cb cb, void *user_data,
+               char *err, size_t errlen);
+
+/* The value of label `name` (NUL-terminated) in s, or NULL when s has no such
+ * label. The result is borrowed from s. */
+const char *prom_sample_label(const prom_sample_t *s, const char *name);
+
+#endif

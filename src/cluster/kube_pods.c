@@ -185,6 +185,19 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
     p->phase = phase_parse(phase);
     const json_t *dt = json_object_get(meta, "deletionTimestamp");
     p->deleting = dt && !json_is_null(dt);
+    /* Ready decides whether an engine's /metrics is scraped: a pod still
+     * loading its model is Running but not serving. */
+    const json_t *conds = status ? json_object_get(status, "conditions") : NULL;
+    if (json_is_array(conds)) {
+        size_t i;
+        const json_t *cond;
+        json_array_foreach(conds, i, cond) {
+            const json_t *ty = json_object_get(cond, "type"), *st = json_object_get(cond, "status");
+            if (json_is_string(ty) && json_is_string(st) &&
+                strcmp(json_string_value(ty), "Ready") == 0)
+                p->ready = strcmp(json_string_value(st), "True") == 0;
+        }
+    }
     if ((rc = labels_parse(json_object_get(meta, "labels"), p, who, err, errlen)))
         goto fail_keep_identity;
     return 0;
@@ -547,6 +560,8 @@ int pod_cache_replace_all(pod_cache_t *c, const pod_t *pods, size_t n, const cha
 
 /* Field-wise equality: label bytes past _label_used are not compared. */
 static bool pod_equal(const pod_t *a, const pod_t *b) {
+    if (a->ready != b->ready)
+        return false;
     return strcmp(a->namespace, b->namespace) == 0 && strcmp(a->name, b->name) == 0 &&
            strcmp(a->uid, b->uid) == 0 && strcmp(a->node, b->node) == 0 &&
            strcmp(a->pod_ip, b->pod_ip) == 0 &&

@@ -61,6 +61,7 @@ typedef struct {
     char resource_version[KUBE_RV_MAX + 1];
     pod_phase_t phase;
     bool deleting; /* metadata.deletionTimestamp is set */
+    bool ready;    /* status.conditions has type Ready with status "True" */
     uint16_t label_count;
     /* private: label i is _label_bytes + _label_off[i] ("key\0value\0") */
     uint16_t _label_off[KUBE_LABELS_MAX];
@@ -80,7 +81,8 @@ int pod_label_at(const pod_t *p, size_t i, const char **key, const char **value)
  * Decodes one Pod object (a parsed JSON object, borrowed) into *out.
  * Required: metadata.namespace, .name, .uid, .resourceVersion. Optional:
  * metadata.labels, metadata.deletionTimestamp (set and not null means
- * deleting), spec.nodeName, status.phase, status.podIP. Unknown fields are
+ * deleting), spec.nodeName, status.phase, status.podIP, status.conditions
+ * (only the Ready condition is read; entries of another shape are skipped). Unknown fields are
  * ignored. Returns 0, or with "pod NS/NAME: <field>: <reason>" in err:
  *   KGS_EINVAL  a required field missing, a field of the wrong JSON type,
  *               or a string holding a NUL;

@@ -26,6 +26,8 @@ typedef struct {
     double value;      /* valid when status == EVAL_OK */
     bool active;       /* value > activation_threshold; false unless EVAL_OK */
     unsigned inputs;   /* number of GPUs / MIG instances aggregated */
+    bool pending;      /* UNAVAILABLE only because a source's first poll is under way:
+                          an answer is expected within the source timeout */
     char message[512]; /* "" when EVAL_OK */
 } eval_result_t;
 

@@ -4,9 +4,9 @@
  * The first ten rows are pmady/keda-gpu-scaler's profiles (pkg/profiles/
  * profiles.go), with identical names and values, in the order that file
  * defines them, so existing ScaledObjects keep their meaning. Three of them
- * read inference-engine metrics (vLLM, Triton) that this build cannot
- * collect: they stay listed so the error can say what they are, and
- * trigger_config_parse() rejects them.
+ * read inference-engine metrics (vLLM, Triton): engine_metric names the
+ * demand metric type they select, and they need an endpoint (or a
+ * podSelector) like any engine trigger.
  *
  * The last rows are new and use GPM (Hopper and later), which, unlike
  * nvmlDeviceGetUtilizationRates, also works per MIG instance. Their values

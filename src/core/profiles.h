@@ -18,7 +18,7 @@ typedef struct {
     /* documentation only: what the Go system recommended for the HPA */
     unsigned cooldown_s, scale_up_stabilize_s, scale_down_stabilize_s;
     /* non-NULL for inference-engine profiles (vLLM/Triton): the Go metric
-     * type name; such profiles are listed but rejected by this build */
+     * type name, which is also our demand metric type (demand_type_name) */
     const char *engine_metric;
 } profile_t;
 

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/label_selector.h"
 #include "core/metadata.h"
@@ -65,6 +66,89 @@ typedef enum {
 #define TRIGGER_MAX_UUIDS 16
 #define TRIGGER_MAX_NODES 16
 
+/* Demand signals (docs/configuration.md, "Demand signals"): what the
+ * trigger reports when it is not a GPU metric. DEMAND_NONE reports
+ * metric_type over the selected GPUs, as before. */
+typedef enum {
+    DEMAND_NONE = 0,
+    DEMAND_VLLM_QUEUE_DEPTH,     /* vllm_queue_depth: requests waiting, summed */
+    DEMAND_VLLM_KV_CACHE_USAGE,  /* vllm_kv_cache_usage: %, summed over engines and pods */
+    DEMAND_TRITON_QUEUE_WAIT_MS, /* triton_queue_wait_ms: mean queue wait over windowSeconds */
+    DEMAND_TRITON_REQUEST_RATE,  /* triton_request_rate: requests/s over windowSeconds, summed */
+    DEMAND_ENGINE_QUEUE,         /* engine_queue: requests waiting, any engine */
+    DEMAND_ENGINE_RUNNING,       /* engine_running: requests in flight */
+    DEMAND_ENGINE_KV_CACHE,      /* engine_kv_cache: KV-cache usage %, summed */
+    DEMAND_QUEUE_LENGTH,         /* queue_length: a Redis or Prometheus queue */
+    DEMAND_COMPOSITE,            /* demand: max over signals of need/target, x100 */
+    DEMAND_TYPE_COUNT
+} demand_type_t;
+
+/* "vllm_queue_depth", ..., "demand"; "" for DEMAND_NONE, "?" out of range. */
+const char *demand_type_name(demand_type_t t);
+
+typedef enum { ENGINE_NONE = 0, ENGINE_VLLM, ENGINE_TRITON, ENGINE_TGI, ENGINE_SGLANG } engine_t;
+
+/* "vllm", "triton", "tgi", "sglang"; "" for ENGINE_NONE. */
+const char *engine_name(engine_t e);
+
+typedef enum {
+    QUEUE_NONE = 0,
+    QUEUE_REDIS_LIST,   /* LLEN redisListName */
+    QUEUE_REDIS_STREAM, /* XLEN, or XINFO GROUPS lag/pending of redisConsumerGroup */
+    QUEUE_PROMETHEUS    /* demandEndpoint + demandMetric + demandLabels */
+} queue_kind_t;
+
+typedef enum { STREAM_MEASURE_LAG, STREAM_MEASURE_PENDING, STREAM_MEASURE_LENGTH } stream_measure_t;
+
+#define TRIGGER_MAX_ENDPOINTS 16
+#define TRIGGER_URL_MAX 512
+#define TRIGGER_MAX_MATCHERS 8
+
+typedef struct {
+    demand_type_t type; /* DEMAND_NONE: a GPU trigger */
+
+    /* Serving engine: explicit URLs (vllmEndpoint/tritonEndpoint/
+     * engineEndpoint), else the pods of podSelector at enginePort. */
+    engine_t engine;
+    unsigned endpoint_count;
+    char endpoints[TRIGGER_MAX_ENDPOINTS][TRIGGER_URL_MAX];
+    uint16_t engine_port;  /* default per engine: vLLM 8000, Triton 8002, TGI 80, SGLang 30000 */
+    char engine_path[256]; /* default "/metrics" */
+    bool engine_https;     /* engineScheme: https */
+    char model[256];       /* "" = every model */
+    unsigned window_s;     /* Triton rates: windowSeconds, default 30 */
+
+    /* A queue that exists while no pod runs. */
+    queue_kind_t queue;
+    char redis_address[TRIGGER_URL_MAX];
+    char redis_key[512];   /* the list or stream */
+    char redis_group[256]; /* redisConsumerGroup; "" = none */
+    stream_measure_t stream_measure;
+    int redis_db; /* 0..15 */
+    bool redis_tls;
+    char redis_username[256];
+    char redis_password[512]; /* secret: never logged, never echoed in errors */
+    char demand_endpoint[TRIGGER_URL_MAX];
+    char demand_metric[256];
+    unsigned matcher_count; /* demandLabels: name="v" / name!="v", all must hold */
+    struct {
+        char name[128];
+        char value[256];
+        bool negate;
+    } matchers[TRIGGER_MAX_MATCHERS];
+
+    /* demand (composite): per-signal targets, 0 = signal not used. */
+    double target_queue;     /* targetQueuePerReplica */
+    double target_running;   /* targetRunningPerReplica */
+    double target_kv;        /* targetKvCache (%) */
+    double target_gpu;       /* targetGpu, in units of metric_type */
+    double activation_queue; /* activationQueue, default 0 */
+    double activation_gpu;   /* activationGpu, default 0 */
+
+    uint64_t interval_ns; /* sourceInterval: default 1 s, 100 ms .. 60 s */
+    uint64_t timeout_ns;  /* sourceTimeout: default 2 s, 100 ms .. 30 s */
+} demand_config_t;
+
 typedef struct {
     char metric_name[128]; /* validated [a-z0-9_-]+, <= 127 bytes; default "keda_gpu_metric"
                               (or the profile's) */
@@ -95,7 +179,22 @@ typedef struct {
     label_selector_t node_selector;          /* NODE_SCOPE_SELECTOR; otherwise empty */
     pod_aggregation_t pod_aggregation;       /* default POD_AGG_AVG; set only with podSelector */
     partial_data_t partial_data;             /* default PARTIAL_DATA_ERROR */
+
+    /* Engine and queue signals; demand.type == DEMAND_NONE for GPU triggers.
+     * For DEMAND_COMPOSITE, metric_type is the GPU metric of targetGpu. */
+    demand_config_t demand;
 } trigger_config_t;
+
+/* The metadata keys the parser accepts, in its table order: i <
+ * trigger_config_key_count(); NULL past the end. Static storage. (The docs
+ * test checks each one is documented.) */
+size_t trigger_config_key_count(void);
+const char *trigger_config_key_name(size_t i);
+
+/* The trigger reads engine metrics (from URLs or pods). */
+bool trigger_uses_engine(const trigger_config_t *c);
+/* The trigger reads the GPUs (a GPU metric, or demand with targetGpu). */
+bool trigger_uses_gpu(const trigger_config_t *c);
 
 /*
  * Parses n metadata pairs into *out (fully overwritten, also on error).

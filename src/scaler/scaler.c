@@ -35,7 +35,11 @@
 #define PATH_HEALTH "/grpc.health.v1.Health/"
 #define CONFIG_CACHE_CAPACITY 4096
 
-typedef enum { STREAM_IS_ACTIVE, STREAM_HEALTH_WATCH } stream_kind_t;
+/* A unary call or a new stream whose trigger waits for a source's first poll
+ * is a CALL_DEFERRED until the poll ends (or DEFER_MAX_NS passes). */
+typedef enum { STREAM_IS_ACTIVE, STREAM_HEALTH_WATCH, CALL_DEFERRED } stream_kind_t;
+
+#define DEFER_MAX_NS (2500 * NS_PER_MS)
 
 typedef struct stream_group stream_group_t;
 
@@ -50,6 +54,11 @@ typedef struct scaler_stream {
     loop_timer_t heartbeat;
     char ref[160]; /* "namespace/name" for logs */
     struct scaler_stream *next, *prev;
+    /* CALL_DEFERRED */
+    scaler_rpc_t rpc;
+    const config_entry_t *entry; /* one reference held */
+    char ns[128];
+    mono_ns_t give_up;
 } scaler_stream_t;
 
 struct stream_group {
@@ -82,6 +91,8 @@ struct scaler {
     bool shutting_down;
     int health_status; /* last computed SERVING / NOT_SERVING */
     loop_timer_t recheck;
+    scaler_stream_t *deferred; /* calls waiting for a first poll */
+    loop_timer_t defer_timer;
     log_ratelimit_t errors_rl; /* KEDA repeats a failing call every poll: log it once a minute */
 };
 
@@ -189,34 +200,70 @@ static void memo_put(scaler_t *s, uint64_t id, const char *ns, mono_ns_t now,
     m->result = *r;
 }
 
-static void evaluate_now(scaler_t *s, const config_entry_t *entry, const char *ns,
-                         eval_result_t *out) {
-    const trigger_config_t *cfg = &entry->config;
+/* The GPU part of a trigger: the aggregator's cluster evaluation, or this
+ * node's snapshot (snap may be NULL: none yet). */
+static void evaluate_gpu(scaler_t *s, const trigger_config_t *cfg, const char *ns, mono_ns_t now,
+                         snapshot_t *snap, eval_result_t *out) {
     if (s->opts.evaluate) {
-        mono_ns_t now = loop_now(s->opts.loop);
-        if (s->opts.eval_reuse_ns && memo_get(s, entry->id, ns, now, out))
-            return;
         s->opts.evaluate(s->opts.eval_user_data, cfg, ns, now, out);
-        if (s->opts.eval_reuse_ns)
-            memo_put(s, entry->id, ns, now, out);
-        return;
-    }
-    snapshot_t *snap = s->opts.current_snapshot(s->opts.snapshot_user_data);
-    if (!snap) {
+    } else if (!snap) {
         memset(out, 0, sizeof *out);
         out->status = EVAL_UNAVAILABLE;
         snprintf(out->message, sizeof out->message,
                  "no GPU snapshot yet: the first NVML sample has not completed");
     } else {
-        evaluator_run(cfg, snap, loop_now(s->opts.loop), s->opts.stale_after_ns, out);
+        evaluator_run(cfg, snap, now, s->opts.stale_after_ns, out);
     }
+}
+
+/* A whole trigger: GPU metric, demand signals, or both (metricType demand
+ * with targetGpu). */
+static void evaluate_trigger(scaler_t *s, const trigger_config_t *cfg, const char *ns,
+                             mono_ns_t now, snapshot_t *snap, eval_result_t *out) {
+    if (cfg->demand.type == DEMAND_NONE) {
+        evaluate_gpu(s, cfg, ns, now, snap, out);
+        return;
+    }
+    if (!s->opts.sources) {
+        memset(out, 0, sizeof *out);
+        out->status = EVAL_FAILED_PRECONDITION;
+        snprintf(out->message, sizeof out->message,
+                 "metricType %s reads engine or queue sources, which this role does not poll; "
+                 "ask the standalone or aggregator role",
+                 demand_type_name(cfg->demand.type));
+        return;
+    }
+    eval_result_t gpu;
+    bool with_gpu = trigger_uses_gpu(cfg);
+    if (with_gpu)
+        evaluate_gpu(s, cfg, ns, now, snap, &gpu);
+    source_hub_evaluate(s->opts.sources, cfg, ns, now, with_gpu ? &gpu : NULL, out);
+}
+
+static void evaluate_now(scaler_t *s, const config_entry_t *entry, const char *ns,
+                         eval_result_t *out) {
+    const trigger_config_t *cfg = &entry->config;
+    mono_ns_t now = loop_now(s->opts.loop);
+    if (s->opts.evaluate) {
+        if (s->opts.eval_reuse_ns && memo_get(s, entry->id, ns, now, out))
+            return;
+        evaluate_trigger(s, cfg, ns, now, NULL, out);
+        if (s->opts.eval_reuse_ns && !out->pending)
+            memo_put(s, entry->id, ns, now, out);
+        return;
+    }
+    snapshot_t *snap = s->opts.current_snapshot(s->opts.snapshot_user_data);
+    evaluate_trigger(s, cfg, ns, now, snap, out);
     snapshot_unref(snap);
 }
 
 /* ---- unary ExternalScaler ---------------------------------------------------- */
 
 static void handle_metric_spec(scaler_t *s, grpc_call_t *call, const trigger_config_t *cfg,
-                               mono_ns_t t0) {
+                               const char *ns, mono_ns_t t0) {
+    /* KEDA asks for the spec before the first GetMetrics: start polling. */
+    if (cfg->demand.type != DEMAND_NONE && s->opts.sources)
+        source_hub_prepare(s->opts.sources, cfg, ns, t0);
     Externalscaler__MetricSpec spec = EXTERNALSCALER__METRIC_SPEC__INIT;
     spec.metricname = (char *)cfg->metric_name;
     spec.targetsize = metric_target_size(cfg->target_value);
@@ -230,15 +277,126 @@ static void handle_metric_spec(scaler_t *s, grpc_call_t *call, const trigger_con
     rpc_done(s, SCALER_RPC_GET_METRIC_SPEC, rc ? GRPC_INTERNAL : GRPC_OK, t0);
 }
 
-static void handle_get_metrics(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
-                               const char *ns, const char *ref, mono_ns_t t0) {
+/* ---- calls waiting for a source's first poll ------------------------------------- */
+
+static void deferred_unlink(scaler_t *s, scaler_stream_t *d) {
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        s->deferred = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    d->next = d->prev = NULL;
+}
+
+static void arm_defer_timer(scaler_t *s) {
+    mono_ns_t first = 0;
+    for (scaler_stream_t *d = s->deferred; d; d = d->next)
+        if (!first || d->give_up < first)
+            first = d->give_up;
+    if (first)
+        loop_timer_start(s->opts.loop, &s->defer_timer, first);
+    else
+        loop_timer_stop(s->opts.loop, &s->defer_timer);
+}
+
+/* A trigger whose source has not answered its first poll yet: rather than
+ * fail the first GetMetrics after a ScaledObject appears (KEDA would log an
+ * error and count it towards its fallback), hold the call until the poll
+ * ends, at most DEFER_MAX_NS and never past the client's deadline. Takes
+ * over the caller's reference to entry when it returns true. */
+static bool defer_call(scaler_t *s, grpc_call_t *call, scaler_rpc_t rpc,
+                       const config_entry_t *entry, const char *ns, const char *ref, mono_ns_t t0) {
+    scaler_stream_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return false;
+    d->sc = s;
+    d->call = call;
+    d->kind = CALL_DEFERRED;
+    d->rpc = rpc;
+    d->entry = entry;
+    d->started = t0;
+    d->give_up = clock_add_sat(t0, DEFER_MAX_NS);
+    mono_ns_t deadline = grpc_call_deadline(call);
+    if (deadline && deadline > t0 + 100 * NS_PER_MS && deadline - 100 * NS_PER_MS < d->give_up)
+        d->give_up = deadline - 100 * NS_PER_MS;
+    snprintf(d->ns, sizeof d->ns, "%s", ns);
+    snprintf(d->ref, sizeof d->ref, "%s", ref);
+    loop_timer_init(&d->heartbeat, NULL, NULL);
+    d->next = s->deferred;
+    if (s->deferred)
+        s->deferred->prev = d;
+    s->deferred = d;
+    grpc_call_set_user_data(call, d);
+    arm_defer_timer(s);
+    return true;
+}
+
+static bool handle_get_metrics(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
+                               const char *ns, const char *ref, mono_ns_t t0, bool may_defer);
+static bool handle_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
+                             const char *ns, const char *ref, mono_ns_t t0, bool may_defer);
+static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
+                                    const char *ns, const char *ref, mono_ns_t t0, bool may_defer);
+
+/* Answers every deferred call whose sources have answered, or whose time
+ * is up (then with the "waiting for the first poll" error). */
+static void retry_deferred(scaler_t *s) {
+    mono_ns_t now = loop_now(s->opts.loop);
+    scaler_stream_t *ready = NULL;
+    for (scaler_stream_t *d = s->deferred, *next; d; d = next) {
+        next = d->next;
+        eval_result_t r;
+        evaluate_now(s, d->entry, d->ns, &r);
+        if (r.pending && now < d->give_up)
+            continue;
+        deferred_unlink(s, d);
+        d->next = ready;
+        ready = d;
+    }
+    /* Answered outside the walk: a handler may defer nothing, but it may
+     * finish calls, whose callbacks must not see a half-walked list. */
+    while (ready) {
+        scaler_stream_t *d = ready;
+        ready = d->next;
+        grpc_call_set_user_data(d->call, NULL);
+        bool moved = false;
+        switch (d->rpc) {
+        case SCALER_RPC_GET_METRICS:
+            moved = handle_get_metrics(s, d->call, d->entry, d->ns, d->ref, d->started, false);
+            break;
+        case SCALER_RPC_IS_ACTIVE:
+            moved = handle_is_active(s, d->call, d->entry, d->ns, d->ref, d->started, false);
+            break;
+        default:
+            moved = handle_stream_is_active(s, d->call, d->entry, d->ns, d->ref, d->started, false);
+            break;
+        }
+        if (!moved)
+            config_cache_release(s->cache, d->entry);
+        free(d);
+    }
+    arm_defer_timer(s);
+}
+
+static void on_defer_timer(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    retry_deferred(ud);
+}
+
+static bool handle_get_metrics(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
+                               const char *ns, const char *ref, mono_ns_t t0, bool may_defer) {
     const trigger_config_t *cfg = &entry->config;
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
+    if (r.status != EVAL_OK && r.pending && may_defer &&
+        defer_call(s, call, SCALER_RPC_GET_METRICS, entry, ns, ref, t0))
+        return true;
     if (r.status != EVAL_OK) {
         fail_call(s, call, SCALER_RPC_GET_METRICS, t0, ref, cfg->metric_name,
                   eval_grpc_code(r.status), r.message);
-        return;
+        return false;
     }
     Externalscaler__MetricValue v = EXTERNALSCALER__METRIC_VALUE__INIT;
     v.metricname = (char *)cfg->metric_name;
@@ -251,6 +409,7 @@ static void handle_get_metrics(scaler_t *s, grpc_call_t *call, const config_entr
     int rc = send_message(call, &resp.base, false);
     grpc_call_finish(call, rc ? GRPC_INTERNAL : GRPC_OK, rc ? "out of memory" : NULL);
     rpc_done(s, SCALER_RPC_GET_METRICS, rc ? GRPC_INTERNAL : GRPC_OK, t0);
+    return false;
 }
 
 static int send_bool(grpc_call_t *call, bool v, bool latest_only) {
@@ -259,19 +418,23 @@ static int send_bool(grpc_call_t *call, bool v, bool latest_only) {
     return send_message(call, &resp.base, latest_only);
 }
 
-static void handle_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
-                             const char *ns, const char *ref, mono_ns_t t0) {
+static bool handle_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
+                             const char *ns, const char *ref, mono_ns_t t0, bool may_defer) {
     const trigger_config_t *cfg = &entry->config;
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
+    if (r.status != EVAL_OK && r.pending && may_defer &&
+        defer_call(s, call, SCALER_RPC_IS_ACTIVE, entry, ns, ref, t0))
+        return true;
     if (r.status != EVAL_OK) {
         fail_call(s, call, SCALER_RPC_IS_ACTIVE, t0, ref, cfg->metric_name,
                   eval_grpc_code(r.status), r.message);
-        return;
+        return false;
     }
     int rc = send_bool(call, r.active, false);
     grpc_call_finish(call, rc ? GRPC_INTERNAL : GRPC_OK, rc ? "out of memory" : NULL);
     rpc_done(s, SCALER_RPC_IS_ACTIVE, rc ? GRPC_INTERNAL : GRPC_OK, t0);
+    return false;
 }
 
 /* ---- streams ----------------------------------------------------------------- */
@@ -382,15 +545,19 @@ static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud) {
     loop_timer_start(loop, &st->heartbeat, clock_add_sat(loop_now(loop), every));
 }
 
-static void handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
-                                    const char *ns, const char *ref, mono_ns_t t0) {
+/* Consumes the reference to entry (always returns true). */
+static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
+                                    const char *ns, const char *ref, mono_ns_t t0, bool may_defer) {
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
+    if (r.status != EVAL_OK && r.pending && may_defer &&
+        defer_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, entry, ns, ref, t0))
+        return true;
     if (r.status != EVAL_OK) {
         fail_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, t0, ref, entry->config.metric_name,
                   eval_grpc_code(r.status), r.message);
         config_cache_release(s->cache, entry);
-        return;
+        return true;
     }
     scaler_stream_t *st = calloc(1, sizeof *st);
     stream_group_t *g = NULL;
@@ -402,7 +569,7 @@ static void handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
         free(st);
         grpc_call_finish(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
         rpc_done(s, SCALER_RPC_STREAM_IS_ACTIVE, GRPC_RESOURCE_EXHAUSTED, t0);
-        return;
+        return true;
     }
     if (!g->evaluated) {
         g->result = r;
@@ -426,6 +593,7 @@ static void handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
     /* The current state at once, from this call's own evaluation. */
     st->group->result = r;
     stream_push(s, st);
+    return true;
 }
 
 /* ---- health -------------------------------------------------------------------- */
@@ -599,16 +767,18 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
     const char *ns = r && r->namespace_ ? r->namespace_ : "";
     switch (rpc) {
     case SCALER_RPC_GET_METRIC_SPEC:
-        handle_metric_spec(s, call, &entry->config, t0);
+        handle_metric_spec(s, call, &entry->config, ns, t0);
         break;
     case SCALER_RPC_GET_METRICS:
-        handle_get_metrics(s, call, entry, ns, refname, t0);
+        if (handle_get_metrics(s, call, entry, ns, refname, t0, true))
+            entry = NULL; /* held by the deferred call */
         break;
     case SCALER_RPC_IS_ACTIVE:
-        handle_is_active(s, call, entry, ns, refname, t0);
+        if (handle_is_active(s, call, entry, ns, refname, t0, true))
+            entry = NULL;
         break;
     case SCALER_RPC_STREAM_IS_ACTIVE:
-        handle_stream_is_active(s, call, entry, ns, refname, t0);
+        handle_stream_is_active(s, call, entry, ns, refname, t0, true);
         entry = NULL; /* moved (or released) */
         break;
     default:
@@ -629,6 +799,14 @@ void scaler_on_call_gone(grpc_call_t *call, void *call_ud, void *ud) {
     scaler_stream_t *st = call_ud;
     if (!st)
         return;
+    if (st->kind == CALL_DEFERRED) {
+        rpc_done(s, st->rpc, GRPC_CANCELLED, st->started);
+        deferred_unlink(s, st);
+        config_cache_release(s->cache, st->entry);
+        free(st);
+        arm_defer_timer(s);
+        return;
+    }
     rpc_done(s,
              st->kind == STREAM_IS_ACTIVE ? SCALER_RPC_STREAM_IS_ACTIVE : SCALER_RPC_HEALTH_WATCH,
              GRPC_CANCELLED, st->started);
@@ -649,14 +827,7 @@ void scaler_refresh(scaler_t *s) {
     mono_ns_t now = loop_now(s->opts.loop);
     for (stream_group_t *g = s->groups; g; g = g->next) {
         eval_result_t prev = g->result;
-        if (s->opts.evaluate) {
-            s->opts.evaluate(s->opts.eval_user_data, &g->entry->config, g->ns, now, &g->result);
-        } else if (snap) {
-            evaluator_run(&g->entry->config, snap, now, s->opts.stale_after_ns, &g->result);
-        } else {
-            g->result.status = EVAL_UNAVAILABLE;
-            snprintf(g->result.message, sizeof g->result.message, "no GPU snapshot yet");
-        }
+        evaluate_trigger(s, &g->entry->config, g->ns, now, snap, &g->result);
         g->evaluated = true;
         if (g->result.status != EVAL_OK &&
             (prev.status != g->result.status || strcmp(prev.message, g->result.message) != 0))
@@ -669,6 +840,8 @@ void scaler_refresh(scaler_t *s) {
             stream_push(s, st);
     }
     snapshot_unref(snap);
+    if (s->deferred)
+        retry_deferred(s);
 
     int health = current_health(s);
     if (health != s->health_status) {
@@ -698,6 +871,7 @@ int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
     }
     s->health_status = -1;
     loop_timer_init(&s->recheck, on_recheck, s);
+    loop_timer_init(&s->defer_timer, on_defer_timer, s);
     log_ratelimit_init(&s->errors_rl, 60 * NS_PER_SEC);
     *out = s;
     return 0;
@@ -719,12 +893,29 @@ void scaler_shutdown(scaler_t *s) {
     }
     while (s->health_watchers)
         stream_end(s, s->health_watchers, GRPC_OK, "server shutting down");
+    while (s->deferred) {
+        scaler_stream_t *d = s->deferred;
+        deferred_unlink(s, d);
+        grpc_call_set_user_data(d->call, NULL);
+        grpc_call_finish(d->call, GRPC_UNAVAILABLE, "server shutting down");
+        rpc_done(s, d->rpc, GRPC_UNAVAILABLE, d->started);
+        config_cache_release(s->cache, d->entry);
+        free(d);
+    }
+    loop_timer_stop(s->opts.loop, &s->defer_timer);
 }
 
 void scaler_free(scaler_t *s) {
     if (!s)
         return;
     loop_timer_stop(s->opts.loop, &s->recheck);
+    loop_timer_stop(s->opts.loop, &s->defer_timer);
+    while (s->deferred) {
+        scaler_stream_t *d = s->deferred;
+        deferred_unlink(s, d);
+        config_cache_release(s->cache, d->entry);
+        free(d);
+    }
     while (s->groups) {
         stream_group_t *g = s->groups;
         while (s->groups == g && g->streams) {

@@ -20,6 +20,7 @@
 #include "core/trigger_config.h"
 #include "net/grpc_server.h"
 #include "net/loop.h"
+#include "sources/source_hub.h"
 
 typedef struct scaler scaler_t;
 
@@ -56,6 +57,9 @@ typedef struct {
     /* With `evaluate`: unary calls reuse an evaluation of the same trigger and
      * namespace this recent (0 = never). Streams always re-evaluate. */
     uint64_t eval_reuse_ns;
+    /* Engine and queue sources for demand triggers (standalone, aggregator);
+     * borrowed. NULL: demand triggers get FAILED_PRECONDITION. */
+    source_hub_t *sources;
 } scaler_opts_t;
 
 /* Returns 0 or KGS_ENOMEM. */

@@ -46,6 +46,7 @@
 #include "server/metrics.h"
 #include "server/options.h"
 #include "server/query.h"
+#include "sources/source_hub.h"
 
 #ifndef KGS_VERSION
 #define KGS_VERSION "0.0.0"
@@ -76,6 +77,7 @@ typedef struct {
     kube_client_t *kube;            /* pods from the Kubernetes API; NULL without one */
     kube_client_t *kube_nodes;      /* Node labels, started by the first label nodeSelector */
     kube_client_config_t kube_cfg;  /* how kube was made, for kube_nodes */
+    source_hub_t *sources;          /* engine and queue sources (standalone, aggregator) */
     loop_timer_t cluster_refresh;   /* coalesces view changes into refreshes */
     mono_ns_t last_cluster_refresh; /* when the streams were last re-evaluated */
     http_server_t *metrics_http, *probe_http;
@@ -256,6 +258,57 @@ static void aggregator_evaluate(void *ud, const trigger_config_t *c, const char 
         .stale_after_ns = sv->o.stale_after_ns,
     };
     workload_evaluate(c, so_namespace, &in, out, NULL);
+}
+
+/* ---- demand sources --------------------------------------------------------------- */
+
+typedef struct {
+    const trigger_config_t *c;
+    const char *ns;
+    source_pod_emit_cb emit;
+    void *emit_data;
+} pod_scan_t;
+
+static const char *scan_label(void *ud, const char *key) {
+    return pod_label(ud, key);
+}
+
+static bool scan_pod(const pod_t *p, void *ud) {
+    pod_scan_t *x = ud;
+    /* A pod still loading its model is Running but not Ready: its /metrics
+     * is not up yet, and it serves nothing. */
+    if (p->phase != POD_PHASE_RUNNING || p->deleting || !p->ready || !p->pod_ip[0] ||
+        strcmp(p->namespace, x->ns) != 0)
+        return true;
+    if (!label_selector_matches(&x->c->pod_selector, scan_label, (void *)p))
+        return true;
+    char who[KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 2];
+    snprintf(who, sizeof who, "%s/%s", p->namespace, p->name);
+    x->emit(x->emit_data, who, p->pod_ip);
+    return true;
+}
+
+/* The engine pods of a podSelector trigger, from the API's pod list. */
+static int list_engine_pods(void *ud, const trigger_config_t *c, const char *ns,
+                            source_pod_emit_cb emit, void *emit_data, char *err, size_t errlen) {
+    server_t *sv = ud;
+    mono_ns_t now = loop_now(sv->loop);
+    if (!sv->kube)
+        return kgs_seterr(err, errlen, KGS_ESTATE,
+                          "podSelector needs the pod list, and this aggregator has no Kubernetes "
+                          "API (--kube-api none)");
+    if (!kube_client_synced(sv->kube, now))
+        return kgs_seterr(err, errlen, KGS_ESTATE, "pod list not synced: %s",
+                          kube_client_last_error(sv->kube));
+    pod_scan_t x = {c, c->has_namespace ? c->pod_namespace : ns, emit, emit_data};
+    pod_cache_foreach(kube_client_cache(sv->kube), scan_pod, &x);
+    return 0;
+}
+
+static void on_sources_update(void *ud) {
+    server_t *sv = ud;
+    if (!sv->shutting_down && sv->scaler)
+        scaler_refresh(sv->scaler);
 }
 
 /* Ready once an agent streams to us and, with an API, the pod list synced. */
@@ -643,7 +696,22 @@ int main(int argc, char **argv) {
                          clock_add_sat(loop_now(sv.loop), TLS_RELOAD_CHECK_NS));
     }
 
+    if (sv.o.role != SERVER_ROLE_AGENT) {
+        source_hub_opts_t ho = {.loop = sv.loop,
+                                .log = &sv.log,
+                                .ca_file = sv.o.source_ca_file,
+                                .max_body_bytes = sv.o.source_max_bytes,
+                                .on_update = on_sources_update,
+                                .user_data = &sv,
+                                .list_pods =
+                                    sv.o.role == SERVER_ROLE_AGGREGATOR ? list_engine_pods : NULL};
+        if (source_hub_new(&ho, &sv.sources, err, sizeof err) != 0) {
+            LOG_ERROR(&sv.log, "%s", err);
+            goto out;
+        }
+    }
     scaler_opts_t sco = {.loop = sv.loop,
+                         .sources = sv.sources,
                          .log = &sv.log,
                          .stale_after_ns = sv.o.stale_after_ns,
                          /* Health and streams are re-evaluated on every sample and, should
@@ -736,6 +804,7 @@ out:
         LOG_INFO(&sv.log, "stopping");
     grpc_server_free(sv.grpc);
     scaler_free(sv.scaler);
+    source_hub_free(sv.sources);
     agent_service_free(sv.agent);
     podres_client_free(sv.podres);
     node_pods_free(sv.pods);

@@ -89,6 +89,12 @@ const char server_usage_text[] =
 
 /* Split in two: ISO C caps one string literal at 4095 bytes. */
 const char server_usage_text_more[] =
+    "Engine and queue sources (standalone, aggregator):\n"
+    "  --source-ca-file FILE         CA bundle for https engine endpoints and\n"
+    "                                rediss queues (default: the system's roots)\n"
+    "  --source-max-bytes N          largest engine/queue response read, in bytes\n"
+    "                                (default 8388608 = 8 MiB; 4096 to 268435456)\n"
+    "\n"
     "Durations: 500ms, 5s, 1m30s, 2h. An invalid value, flag or variable is an\n"
     "error (exit status 2), never a silent default. A variable set to \"\" counts\n"
     "as unset.\n"
@@ -133,6 +139,8 @@ typedef enum {
     O_KUBE_API,
     O_KUBE_TOKEN_FILE,
     O_KUBE_CA_FILE,
+    O_SOURCE_CA_FILE,
+    O_SOURCE_MAX_BYTES,
     O_COUNT
 } opt_id_t;
 
@@ -162,6 +170,8 @@ static const char *const opt_names[O_COUNT] = {
     "kube-api",
     "kube-token-file",
     "kube-ca-file",
+    "source-ca-file",
+    "source-max-bytes",
 };
 
 #define DEFAULT_HEALTH_CHECK_INTERVAL_NS (30 * NS_PER_SEC)
@@ -423,6 +433,21 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
     case O_KUBE_CA_FILE:
         o->kube_ca_file = r->text;
         return 0;
+    case O_SOURCE_CA_FILE:
+        return parse_nonempty(r, &o->source_ca_file, "CA file", err, errlen);
+    case O_SOURCE_MAX_BYTES: {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long bytes = strtoull(r->text, &end, 10);
+        if (!r->text[0] || *end || errno || r->text[0] == '-' || bytes < 4096 ||
+            bytes > 268435456ull)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: invalid byte count \"%s\": must be a whole number from 4096 "
+                              "to 268435456 (256 MiB)",
+                              r->source, r->text);
+        o->source_max_bytes = (size_t)bytes;
+        return 0;
+    }
     case O_COUNT:
         break;
     }
@@ -445,6 +470,7 @@ static void set_defaults(server_options_t *o) {
     o->max_connections = SERVER_DEFAULT_MAX_CONNECTIONS;
     o->idle_timeout_ns = DEFAULT_IDLE_TIMEOUT_NS;
     o->shutdown_grace_ns = DEFAULT_SHUTDOWN_GRACE_NS;
+    o->source_max_bytes = 8u * 1024 * 1024;
 }
 
 static void env_name(const char *flag, char *out, size_t outlen) {

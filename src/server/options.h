@@ -56,6 +56,8 @@ typedef struct {
     const char *kube_api;        /* --kube-api URL or "none"; NULL = in-cluster if available */
     const char *kube_token_file; /* --kube-token-file */
     const char *kube_ca_file;    /* --kube-ca-file */
+    const char *source_ca_file;  /* --source-ca-file, NULL = system roots */
+    size_t source_max_bytes;     /* --source-max-bytes, default 8 MiB */
     bool version;                /* --version or a bare "version" argument */
     bool help;                   /* --help or -h */
 } server_options_t;

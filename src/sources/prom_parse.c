@@ -467,7 +467,7 @@ static int labels_read(parser_t *p, cursor_t *c, bool keep) {
             return line_error(p, "expected '\"' to open the value of label %s, found %s",
                               QUOTE(q, name, nlen), quote_rest(q2, sizeof q2, c));
         c->pos++;
-        const char *value;
+        const char *value = NULL;
         int rc = label_value_read(p, c, name, &value);
         if (rc != 0)
             return rc;

@@ -90,7 +90,8 @@ class FakeKubeAPI:
         self.cond.notify_all()
 
     def add_pod(self, namespace, name, labels=None, node="", phase="Pending", pod_ip="",
-                uid=None):
+                uid=None, ready=None):
+        """ready: the Ready condition; None = True exactly when phase is Running."""
         uid = uid or str(uuid.UUID(int=self.rng.getrandbits(128)))
         pod = {
             "kind": "Pod", "apiVersion": "v1",
@@ -108,14 +109,24 @@ class FakeKubeAPI:
         if pod_ip:
             pod["status"]["podIP"] = pod_ip
             pod["status"]["podIPs"] = [{"ip": pod_ip}]
+        if ready is None:
+            ready = phase == "Running"
+        pod["status"]["conditions"] = [
+            {"type": "PodScheduled", "status": "True"},
+            {"type": "Ready", "status": "True" if ready else "False"}]
         with self.cond:
             self.pods[uid] = pod
             self._bump("ADDED", pod)
         return uid
 
-    def modify_pod(self, uid, phase=None, node=None, pod_ip=None, labels=None, deleting=None):
+    def modify_pod(self, uid, phase=None, node=None, pod_ip=None, labels=None, deleting=None,
+                   ready=None):
         with self.cond:
             pod = self.pods[uid]
+            if ready is not None:
+                pod["status"]["conditions"] = [
+                    {"type": "PodScheduled", "status": "True"},
+                    {"type": "Ready", "status": "True" if ready else "False"}]
             if phase is not None:
                 pod["status"]["phase"] = phase
             if node is not None:

@@ -5,6 +5,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -90,6 +91,40 @@ static void test_docs_list_every_metric_type(void **state) {
     }
 }
 
+static void test_every_demand_metric_type_is_documented(void **state) {
+    (void)state;
+    for (int t = 1; t < DEMAND_TYPE_COUNT; t++) {
+        char want[80];
+        snprintf(want, sizeof want, "`%s`", demand_type_name((demand_type_t)t));
+        if (!strstr(doc, want))
+            fail_msg("docs/configuration.md never names metric type %s", want);
+    }
+}
+
+/* The other direction: every key the parser accepts has its own row (or is
+ * one of KEDA's own keys, listed together). */
+static void test_every_parser_key_is_documented(void **state) {
+    (void)state;
+    const char *table = strstr(doc, "| Key |");
+    assert_non_null(table);
+    const char *end = strstr(table, "\n\n");
+    assert_non_null(end);
+    for (size_t i = 0; i < trigger_config_key_count(); i++) {
+        const char *k = trigger_config_key_name(i);
+        char row[96], kedas[96];
+        snprintf(row, sizeof row, "\n| `%s` |", k);
+        snprintf(kedas, sizeof kedas, "`%s`", k);
+        const char *hit = strstr(table, row);
+        bool keda = strcmp(k, "scalerAddress") == 0 || strcmp(k, "enableTLS") == 0 ||
+                    strcmp(k, "unsafeSsl") == 0;
+        if (keda)
+            hit = strstr(table, kedas);
+        if (!hit || hit > end)
+            fail_msg("key %s has no row in the docs/configuration.md key table", k);
+    }
+    assert_null(trigger_config_key_name(trigger_config_key_count()));
+}
+
 static void test_every_documented_key_is_known_to_the_parser(void **state) {
     (void)state;
     const char *table = strstr(doc, "| Key |");
@@ -118,6 +153,8 @@ int main(void) {
         cmocka_unit_test(test_docs_list_every_profile_with_its_values),
         cmocka_unit_test(test_docs_list_every_metric_type),
         cmocka_unit_test(test_every_documented_key_is_known_to_the_parser),
+        cmocka_unit_test(test_every_demand_metric_type_is_documented),
+        cmocka_unit_test(test_every_parser_key_is_documented),
     };
     return cmocka_run_group_tests(tests, load_doc, free_doc);
 }

@@ -174,18 +174,47 @@ static void test_trigger_config_rejects_duplicate_keys(void **state) {
         "b");
 }
 
-static void test_trigger_config_rejects_engine_endpoints_until_a_later_release(void **state) {
+static void test_trigger_config_engine_keys_need_an_engine_metric_type(void **state) {
     (void)state;
-    ERR("\"vllmEndpoint\"", "later release", "vllmEndpoint", "http://vllm:8000/metrics");
-    ERR("\"tritonEndpoint\"", "later release", "tritonEndpoint", "http://triton:8002/metrics");
+    ERR("vllmEndpoint is set, but metricType gpu_utilization reads no serving engine", NULL,
+        "vllmEndpoint", "http://vllm:8000/metrics");
+    ERR("tritonEndpoint is set", "reads no serving engine", "metricType", "power_draw",
+        "tritonEndpoint", "http://triton:8002/metrics");
+    ERR("redisAddress is set, but metricType gpu_utilization reads no queue", NULL, "redisAddress",
+        "redis:6379", "redisListName", "jobs");
+    ERR("targetQueuePerReplica is set, but it applies to metricType demand", NULL,
+        "targetQueuePerReplica", "5");
 }
 
-static void test_trigger_config_rejects_engine_metric_types_until_a_later_release(void **state) {
+static void test_trigger_config_go_engine_types_and_profiles(void **state) {
     (void)state;
-    static const char *engine[] = {"vllm_queue_depth", "vllm_kv_cache_usage",
-                                   "triton_queue_wait_ms", "triton_request_rate"};
-    for (int i = 0; i < 4; i++)
-        ERR(engine[i], "later release", "metricType", engine[i]);
+    trigger_config_t c = OK("profile", "vllm-queue-depth", "vllmEndpoint",
+                            "http://vllm-deepseek-deployment:8000/metrics");
+    assert_int_equal(c.demand.type, DEMAND_VLLM_QUEUE_DEPTH);
+    assert_int_equal(c.demand.engine, ENGINE_VLLM);
+    assert_string_equal(c.metric_name, "keda_gpu_vllm_queue_depth");
+    assert_true(c.target_value == 5);
+    assert_int_equal(c.demand.endpoint_count, 1);
+    assert_string_equal(c.demand.endpoints[0], "http://vllm-deepseek-deployment:8000/metrics");
+    assert_true(c.demand.interval_ns == 1000000000ull && c.demand.timeout_ns == 2000000000ull);
+    c = OK("profile", "triton-queue-wait", "tritonEndpoint", "http://triton:8002/metrics");
+    assert_int_equal(c.demand.type, DEMAND_TRITON_QUEUE_WAIT_MS);
+    assert_int_equal(c.demand.engine, ENGINE_TRITON);
+    assert_int_equal(c.demand.window_s, 30);
+    c = OK("metricType", "triton_request_rate", "targetValue", "50", "windowSeconds", "60",
+           "tritonEndpoint", "http://10.0.0.7:8002/metrics, http://10.0.0.8:8002/metrics");
+    assert_int_equal(c.demand.window_s, 60);
+    assert_int_equal(c.demand.endpoint_count, 2);
+    assert_string_equal(c.demand.endpoints[1], "http://10.0.0.8:8002/metrics");
+    /* Go's default target (80 waiting requests per replica) is no default. */
+    ERR("metricType vllm_queue_depth needs targetValue", NULL, "metricType", "vllm_queue_depth",
+        "vllmEndpoint", "http://vllm:8000/metrics");
+    ERR("needs where to scrape vllm: vllmEndpoint", "podSelector", "profile", "vllm-queue-depth");
+    ERR("metricType vllm_queue_depth reads vllm, but engine is \"tgi\"", NULL, "metricType",
+        "vllm_queue_depth", "targetValue", "5", "engine", "tgi", "engineEndpoint",
+        "http://tgi/metrics");
+    ERR("engine is \"sglang\" but vllmEndpoint is set", NULL, "metricType", "engine_queue",
+        "targetValue", "5", "engine", "sglang", "vllmEndpoint", "http://vllm/metrics");
 }
 
 static void test_trigger_config_rejects_unknown_metric_type_listing_valid_ones(void **state) {
@@ -214,19 +243,185 @@ static void test_trigger_config_applies_profile_then_explicit_keys(void **state)
     assert_true(c.activation_threshold == 0);
 }
 
-static void test_trigger_config_rejects_unknown_profile_listing_gpu_profiles(void **state) {
+static void test_trigger_config_rejects_unknown_profile_listing_every_profile(void **state) {
     (void)state;
     ERR("unknown profile \"vllm\"",
-        "distributed-training, vllm-inference, triton-inference, training, batch, ollama, "
-        "tgi-inference, sm-active, mig-sm-active",
+        "distributed-training, vllm-inference, vllm-queue-depth, triton-inference, "
+        "triton-queue-wait, triton-request-rate, training, batch, ollama, tgi-inference, "
+        "sm-active, mig-sm-active",
         "profile", "vllm");
 }
 
-static void test_trigger_config_rejects_engine_profiles_until_a_later_release(void **state) {
+static void test_trigger_config_engine_keys(void **state) {
     (void)state;
-    ERR("profile \"vllm-queue-depth\"", "vllm_queue_depth", "profile", "vllm-queue-depth");
-    ERR("profile \"triton-queue-wait\"", "later release", "profile", "triton-queue-wait");
-    ERR("profile \"triton-request-rate\"", "triton_request_rate", "profile", "triton-request-rate");
+    trigger_config_t c = OK("metricType", "engine_kv_cache", "engine", "sglang", "targetValue",
+                            "70", "podSelector", "app=sglang", "model", "qwen/Qwen2.5-7B");
+    assert_int_equal(c.demand.engine, ENGINE_SGLANG);
+    assert_int_equal(c.demand.endpoint_count, 0);
+    assert_int_equal(c.demand.engine_port, 30000);
+    assert_string_equal(c.demand.engine_path, "/metrics");
+    assert_false(c.demand.engine_https);
+    assert_string_equal(c.demand.model, "qwen/Qwen2.5-7B");
+    c = OK("metricType", "engine_queue", "engine", "tgi", "targetValue", "4", "podSelector",
+           "app=tgi", "enginePort", "8080", "enginePath", "/prom?x=1", "engineScheme", "https");
+    assert_int_equal(c.demand.engine_port, 8080);
+    assert_string_equal(c.demand.engine_path, "/prom?x=1");
+    assert_true(c.demand.engine_https);
+    ERR("metricType engine_running: Triton exports no requests-in-flight gauge", NULL, "metricType",
+        "engine_running", "engine", "triton", "targetValue", "4", "engineEndpoint",
+        "http://t/metrics");
+    ERR("metricType engine_kv_cache: tgi exports no KV-cache usage", NULL, "metricType",
+        "engine_kv_cache", "engine", "tgi", "targetValue", "4", "engineEndpoint",
+        "http://t/metrics");
+    ERR("model is set, but TGI serves one model", NULL, "metricType", "engine_queue", "engine",
+        "tgi", "targetValue", "4", "engineEndpoint", "http://t/metrics", "model", "m");
+    ERR("enginePort is set together with engineEndpoint", NULL, "metricType", "engine_queue",
+        "engine", "tgi", "targetValue", "4", "engineEndpoint", "http://t/metrics", "enginePort",
+        "80");
+    ERR("windowSeconds is set, but metricType engine_queue is not a rate", NULL, "metricType",
+        "engine_queue", "engine", "vllm", "targetValue", "4", "engineEndpoint", "http://v/metrics",
+        "windowSeconds", "10");
+    ERR("invalid engine \"vlm\"", "did you mean \"vllm\"", "metricType", "engine_queue", "engine",
+        "vlm", "targetValue", "4", "engineEndpoint", "http://v/metrics");
+    ERR("is listed twice", NULL, "metricType", "engine_queue", "engine", "vllm", "targetValue", "4",
+        "engineEndpoint", "http://v/metrics,http://v/metrics");
+    ERR("invalid engineEndpoint", "an empty entry", "metricType", "engine_queue", "engine", "vllm",
+        "targetValue", "4", "engineEndpoint", "http://v/metrics,,http://w/metrics");
+    ERR("invalid engineEndpoint \"http://169.254.169.254/", "link-local", "metricType",
+        "engine_queue", "engine", "vllm", "targetValue", "4", "engineEndpoint",
+        "http://169.254.169.254/latest/meta-data");
+    ERR("invalid engineEndpoint", "not allowed", "metricType", "engine_queue", "engine", "vllm",
+        "targetValue", "4", "engineEndpoint", "http://metadata.google.internal/x");
+    ERR("invalid enginePath", NULL, "metricType", "engine_queue", "engine", "vllm", "targetValue",
+        "4", "podSelector", "a=b", "enginePath", "metrics");
+    ERR("engine_queue needs the serving engine", NULL, "metricType", "engine_queue", "targetValue",
+        "4", "engineEndpoint", "http://v/metrics");
+}
+
+static void test_trigger_config_redis_queue_keys(void **state) {
+    (void)state;
+    trigger_config_t c =
+        OK("metricType", "queue_length", "targetValue", "10", "redisAddress", "redis.queues:6379",
+           "redisListName", "jobs", "redisPasswordFromEnv", "hunter2-secret");
+    assert_int_equal(c.demand.queue, QUEUE_REDIS_LIST);
+    assert_string_equal(c.demand.redis_key, "jobs");
+    assert_string_equal(c.demand.redis_password, "hunter2-secret");
+    assert_false(c.demand.redis_tls);
+    c = OK("metricType", "queue_length", "targetValue", "10", "redisAddress",
+           "rediss://redis.queues:6380/3", "redisStream", "events", "redisConsumerGroup", "w");
+    assert_int_equal(c.demand.queue, QUEUE_REDIS_STREAM);
+    assert_true(c.demand.redis_tls);
+    assert_int_equal(c.demand.redis_db, 3);
+    assert_int_equal(c.demand.stream_measure, STREAM_MEASURE_LAG);
+    c = OK("metricType", "queue_length", "targetValue", "10", "redisAddress", "10.0.0.5",
+           "redisStream", "events", "redisDatabaseIndex", "2", "redisTLS", "true");
+    assert_int_equal(c.demand.stream_measure, STREAM_MEASURE_LENGTH);
+    assert_int_equal(c.demand.redis_db, 2);
+    assert_true(c.demand.redis_tls);
+    ERR("redisStreamMeasure pending needs redisConsumerGroup", NULL, "metricType", "queue_length",
+        "targetValue", "10", "redisAddress", "r:6379", "redisStream", "s", "redisStreamMeasure",
+        "pending");
+    ERR("redisListName and redisStream are both set", NULL, "metricType", "queue_length",
+        "targetValue", "10", "redisAddress", "r:6379", "redisStream", "s", "redisListName", "l");
+    ERR("invalid redisDatabaseIndex \"16\"", NULL, "metricType", "queue_length", "targetValue",
+        "10", "redisAddress", "r:6379", "redisListName", "l", "redisDatabaseIndex", "16");
+    ERR("redisUsernameFromEnv is set without redisPasswordFromEnv", NULL, "metricType",
+        "queue_length", "targetValue", "10", "redisAddress", "r:6379", "redisListName", "l",
+        "redisUsernameFromEnv", "svc");
+    ERR("redisListName is set without redisAddress", NULL, "metricType", "queue_length",
+        "targetValue", "10", "redisListName", "l");
+    ERR("metricType queue_length needs a queue", NULL, "metricType", "queue_length", "targetValue",
+        "10");
+    ERR("invalid redisAddress", "link-local", "metricType", "queue_length", "targetValue", "10",
+        "redisAddress", "169.254.169.254:6379", "redisListName", "l");
+    ERR("one trigger reads one queue", NULL, "metricType", "queue_length", "targetValue", "10",
+        "redisAddress", "r:6379", "redisListName", "l", "demandEndpoint", "http://g/metrics",
+        "demandMetric", "q");
+    /* A password never appears in a message, even when it is what is wrong. */
+    char big[600];
+    memset(big, 'p', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    trigger_config_t bad;
+    char err[512];
+    const char *kv[] = {"metricType",
+                        "queue_length",
+                        "targetValue",
+                        "1",
+                        "redisAddress",
+                        "r",
+                        "redisListName",
+                        "l",
+                        "redisPasswordFromEnv",
+                        big,
+                        NULL};
+    assert_int_equal(parse_kv(kv, &bad, err, sizeof err), KGS_EINVAL);
+    assert_non_null(strstr(err, "value not shown"));
+    assert_null(strstr(err, "pppppppp"));
+}
+
+static void test_trigger_config_prometheus_queue_keys(void **state) {
+    (void)state;
+    trigger_config_t c = OK("metricType", "queue_length", "targetValue", "3", "demandEndpoint",
+                            "http://gateway.ml:9090/metrics", "demandMetric", "gateway:queue_depth",
+                            "demandLabels", "pool=\"gpu\", model!=\"a \\\"quoted\\\" one\"");
+    assert_int_equal(c.demand.queue, QUEUE_PROMETHEUS);
+    assert_int_equal(c.demand.matcher_count, 2);
+    assert_string_equal(c.demand.matchers[0].name, "pool");
+    assert_string_equal(c.demand.matchers[0].value, "gpu");
+    assert_false(c.demand.matchers[0].negate);
+    assert_string_equal(c.demand.matchers[1].value, "a \"quoted\" one");
+    assert_true(c.demand.matchers[1].negate);
+    ERR("invalid demandLabels", "name=\"value\"", "metricType", "queue_length", "targetValue", "3",
+        "demandEndpoint", "http://g/m", "demandMetric", "q", "demandLabels", "pool=gpu");
+    ERR("invalid demandMetric \"9q\"", NULL, "metricType", "queue_length", "targetValue", "3",
+        "demandEndpoint", "http://g/m", "demandMetric", "9q");
+    ERR("demandMetric is missing", NULL, "metricType", "queue_length", "targetValue", "3",
+        "demandEndpoint", "http://g/m");
+}
+
+static void test_trigger_config_demand_composite(void **state) {
+    (void)state;
+    trigger_config_t c =
+        OK("metricType", "demand", "engine", "vllm", "podSelector", "app=vllm",
+           "targetQueuePerReplica", "5", "targetKvCache", "70", "targetGpu", "60", "gpuMetricType",
+           "sm_active", "activationQueue", "2", "redisAddress", "r:6379", "redisListName",
+           "requests", "sourceInterval", "250ms", "sourceTimeout", "1s");
+    assert_int_equal(c.demand.type, DEMAND_COMPOSITE);
+    assert_true(c.target_value == 100);
+    assert_true(c.demand.target_queue == 5 && c.demand.target_kv == 70 &&
+                c.demand.target_gpu == 60);
+    assert_int_equal(c.metric_type, METRIC_SM_ACTIVE);
+    assert_true(c.demand.activation_queue == 2);
+    assert_int_equal(c.demand.queue, QUEUE_REDIS_LIST);
+    assert_true(c.demand.interval_ns == 250000000ull && c.demand.timeout_ns == 1000000000ull);
+    assert_true(trigger_uses_gpu(&c));
+    assert_true(trigger_uses_engine(&c));
+    /* The queue alone, from Redis: no engine needed. */
+    c = OK("metricType", "demand", "targetQueuePerReplica", "5", "redisAddress", "r:6379",
+           "redisListName", "requests");
+    assert_false(trigger_uses_engine(&c));
+    assert_false(trigger_uses_gpu(&c));
+    ERR("metricType demand reports replicas needed x 100", "targetValue", "metricType", "demand",
+        "targetValue", "3", "targetQueuePerReplica", "5", "redisAddress", "r", "redisListName",
+        "q");
+    ERR("needs at least one per-signal target", NULL, "metricType", "demand");
+    ERR("activationThreshold", "activationQueue", "metricType", "demand", "activationThreshold",
+        "1", "targetQueuePerReplica", "5", "redisAddress", "r", "redisListName", "q");
+    ERR("gpuMetricType is set without targetGpu", NULL, "metricType", "demand",
+        "targetQueuePerReplica", "5", "redisAddress", "r", "redisListName", "q", "gpuMetricType",
+        "sm_active");
+    ERR("gpuIndex selects or combines GPUs", "add targetGpu", "metricType", "demand",
+        "targetQueuePerReplica", "5", "redisAddress", "r", "redisListName", "q", "gpuIndex", "0");
+    ERR("targetRunningPerReplica: Triton exports no", NULL, "metricType", "demand", "engine",
+        "triton", "tritonEndpoint", "http://t/metrics", "targetRunningPerReplica", "4");
+    ERR("invalid sourceInterval \"50ms\": must be from 100ms to 1m", NULL, "metricType", "demand",
+        "targetQueuePerReplica", "5", "redisAddress", "r", "redisListName", "q", "sourceInterval",
+        "50ms");
+    ERR("sourceInterval is set, but the trigger reads no engine or queue source", NULL,
+        "metricType", "demand", "targetGpu", "50", "sourceInterval", "1s");
+    c = OK("metricType", "demand", "targetGpu", "50", "gpuIndex", "1");
+    assert_true(trigger_uses_gpu(&c));
+    assert_int_equal(c.gpu_index, 1);
 }
 
 static void test_trigger_config_shorthand_sets_type_and_target(void **state) {
@@ -704,12 +899,15 @@ int main(void) {
         cmocka_unit_test(test_trigger_config_reports_the_smallest_unknown_key_whatever_the_order),
         cmocka_unit_test(test_trigger_config_escapes_and_truncates_quoted_input),
         cmocka_unit_test(test_trigger_config_rejects_duplicate_keys),
-        cmocka_unit_test(test_trigger_config_rejects_engine_endpoints_until_a_later_release),
-        cmocka_unit_test(test_trigger_config_rejects_engine_metric_types_until_a_later_release),
+        cmocka_unit_test(test_trigger_config_engine_keys_need_an_engine_metric_type),
+        cmocka_unit_test(test_trigger_config_go_engine_types_and_profiles),
         cmocka_unit_test(test_trigger_config_rejects_unknown_metric_type_listing_valid_ones),
         cmocka_unit_test(test_trigger_config_applies_profile_then_explicit_keys),
-        cmocka_unit_test(test_trigger_config_rejects_unknown_profile_listing_gpu_profiles),
-        cmocka_unit_test(test_trigger_config_rejects_engine_profiles_until_a_later_release),
+        cmocka_unit_test(test_trigger_config_rejects_unknown_profile_listing_every_profile),
+        cmocka_unit_test(test_trigger_config_engine_keys),
+        cmocka_unit_test(test_trigger_config_redis_queue_keys),
+        cmocka_unit_test(test_trigger_config_prometheus_queue_keys),
+        cmocka_unit_test(test_trigger_config_demand_composite),
         cmocka_unit_test(test_trigger_config_shorthand_sets_type_and_target),
         cmocka_unit_test(test_trigger_config_rejects_shorthand_contradicting_metric_type),
         cmocka_unit_test(test_trigger_config_rejects_shorthand_contradicting_profile),

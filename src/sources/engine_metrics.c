@@ -1,0 +1,161 @@
+/*
+ * engine_metrics.c - engine scrapes to readings (see the header for the
+ * metric names and why they are summed).
+ */
+#include "sources/engine_metrics.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/err.h"
+
+typedef enum { W_NONE, W_WAITING, W_RUNNING, W_KV, W_KV_OLD, W_QUEUE_US, W_SUCCESS } want_t;
+
+typedef struct {
+    engine_t engine;
+    const char *model;
+    engine_reading_t *r;
+    double kv_old; /* the deprecated vLLM gauge, used only when the new one is absent */
+    bool has_kv_old;
+} engine_ctx_t;
+
+static want_t classify(engine_t e, const char *name) {
+    switch (e) {
+    case ENGINE_VLLM:
+        if (strcmp(name, "vllm:num_requests_waiting") == 0)
+            return W_WAITING;
+        if (strcmp(name, "vllm:num_requests_running") == 0)
+            return W_RUNNING;
+        if (strcmp(name, "vllm:kv_cache_usage_perc") == 0)
+            return W_KV;
+        if (strcmp(name, "vllm:gpu_cache_usage_perc") == 0)
+            return W_KV_OLD;
+        return W_NONE;
+    case ENGINE_TRITON:
+        if (strcmp(name, "nv_inference_pending_request_count") == 0)
+            return W_WAITING;
+        if (strcmp(name, "nv_inference_queue_duration_us") == 0)
+            return W_QUEUE_US;
+        if (strcmp(name, "nv_inference_request_success") == 0)
+            return W_SUCCESS;
+        return W_NONE;
+    case ENGINE_TGI:
+        if (strcmp(name, "tgi_queue_size") == 0)
+            return W_WAITING;
+        if (strcmp(name, "tgi_batch_current_size") == 0)
+            return W_RUNNING;
+        return W_NONE;
+    case ENGINE_SGLANG:
+        if (strcmp(name, "sglang:num_queue_reqs") == 0)
+            return W_WAITING;
+        if (strcmp(name, "sglang:num_running_reqs") == 0)
+            return W_RUNNING;
+        if (strcmp(name, "sglang:token_usage") == 0)
+            return W_KV;
+        return W_NONE;
+    case ENGINE_NONE:
+        break;
+    }
+    return W_NONE;
+}
+
+static const char *model_label(engine_t e) {
+    return e == ENGINE_TRITON ? "model" : "model_name";
+}
+
+static int on_engine_sample(void *ud, const prom_sample_t *s) {
+    engine_ctx_t *x = ud;
+    want_t w = classify(x->engine, s->name);
+    if (w == W_NONE)
+        return 0;
+    if (x->model[0]) {
+        const char *m = prom_sample_label(s, model_label(x->engine));
+        if (!m || strcmp(m, x->model) != 0)
+            return 0;
+    }
+    /* A NaN gauge (an engine with nothing to report yet) adds nothing. */
+    double v = isfinite(s->value) ? s->value : 0;
+    engine_reading_t *r = x->r;
+    r->series++;
+    switch (w) {
+    case W_WAITING:
+        r->has_waiting = true;
+        r->waiting += v;
+        break;
+    case W_RUNNING:
+        r->has_running = true;
+        r->running += v;
+        break;
+    case W_KV:
+        r->has_kv = true;
+        r->kv_percent += v * 100;
+        break;
+    case W_KV_OLD:
+        x->has_kv_old = true;
+        x->kv_old += v * 100;
+        break;
+    case W_QUEUE_US:
+        r->has_triton = true;
+        r->queue_us += v;
+        break;
+    case W_SUCCESS:
+        r->has_triton = true;
+        r->success += v;
+        break;
+    case W_NONE:
+        break;
+    }
+    return 0;
+}
+
+int engine_reading_parse(engine_t e, const char *model, const char *text, size_t len,
+                         prom_format_t fmt, engine_reading_t *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    engine_ctx_t x = {.engine = e, .model = model ? model : "", .r = out};
+    int rc = prom_parse(text, len, fmt, on_engine_sample, &x, err, errlen);
+    if (rc != 0) {
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    if (!out->has_kv && x.has_kv_old) {
+        out->has_kv = true;
+        out->kv_percent = x.kv_old;
+    }
+    return 0;
+}
+
+typedef struct {
+    const demand_config_t *d;
+    double sum;
+    unsigned matched;
+} demand_ctx_t;
+
+static int on_demand_sample(void *ud, const prom_sample_t *s) {
+    demand_ctx_t *x = ud;
+    if (strcmp(s->name, x->d->demand_metric) != 0)
+        return 0;
+    for (unsigned i = 0; i < x->d->matcher_count; i++) {
+        const char *v = prom_sample_label(s, x->d->matchers[i].name);
+        /* PromQL: an absent label matches the empty string. */
+        bool eq = strcmp(v ? v : "", x->d->matchers[i].value) == 0;
+        if (eq == x->d->matchers[i].negate)
+            return 0;
+    }
+    if (isfinite(s->value))
+        x->sum += s->value;
+    x->matched++;
+    return 0;
+}
+
+int demand_value_parse(const demand_config_t *d, const char *text, size_t len, prom_format_t fmt,
+                       double *sum, unsigned *matched, char *err, size_t errlen) {
+    demand_ctx_t x = {.d = d};
+    *sum = 0;
+    *matched = 0;
+    int rc = prom_parse(text, len, fmt, on_demand_sample, &x, err, errlen);
+    if (rc != 0)
+        return rc;
+    *sum = x.sum;
+    *matched = x.matched;
+    return 0;
+}

@@ -1,0 +1,1171 @@
+/*
+ * source_hub.c - polling and reading the demand sources (see the header).
+ *
+ * A source is identified by everything that decides what it reads: kind,
+ * URL or Redis address, engine and model filter, queue key and credentials.
+ * The identity string is the hash key; it may hold a Redis password, so it
+ * is never logged: messages use the source's display name.
+ *
+ * Each source has one timer. A poll is one fetch (fetch.c): a fresh
+ * connection, one HTTP GET or one Redis pipeline. The next poll starts one
+ * interval after the previous one started (or at once when a poll took
+ * longer than that), so a slow source never has two polls in flight.
+ */
+#include "sources/source_hub.h"
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/kube_http.h"
+#include "cluster/resolver.h"
+#include "core/demand_eval.h"
+#include "core/duration.h"
+#include "core/err.h"
+#include "net/sock.h"
+#include "net/tls.h"
+#include "sources/engine_metrics.h"
+#include "sources/fetch.h"
+#include "sources/prom_parse.h"
+#include "sources/resp.h"
+#include "sources/source_url.h"
+
+#define HIST_MAX 128
+#define HASH_BUCKETS 4096
+#define SWEEP_NS 10000000000ull
+#define DEFAULT_MAX_BODY (8u * 1024 * 1024)
+#define DEFAULT_IDLE_NS 600000000000ull
+#define DEFAULT_NOTIFY_NS 50000000ull
+#define RESOLVE_INTERVAL_NS 30000000000ull
+
+typedef enum { SRC_ENGINE, SRC_PROM, SRC_REDIS } src_kind_t;
+
+typedef struct {
+    mono_ns_t at;
+    double queue_us, success;
+} hist_t;
+
+typedef struct source source_t;
+struct source {
+    source_t *hnext;
+    source_t *prev, *next; /* all sources, for the sweep */
+    source_hub_t *hub;
+    char *key; /* owned; identity (may hold a password: never logged) */
+    uint64_t hash;
+    char name[640]; /* for messages */
+    src_kind_t kind;
+    source_url_t url;
+    bool tls;
+    /* SRC_ENGINE */
+    engine_t engine;
+    char model[256];
+    /* SRC_PROM: the trigger's metric and matchers (owned copy) */
+    demand_config_t *prom;
+    /* SRC_REDIS */
+    queue_kind_t qkind;
+    stream_measure_t measure;
+    int db;
+    char rkey[512], group[256], user[256], pass[512];
+    unsigned nreplies; /* replies the pipeline expects */
+    /* addressing */
+    resolver_t *resolver;
+    bool have_addr;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    char resolve_error[600];
+    /* schedule */
+    uint64_t interval_ns, timeout_ns;
+    unsigned window_max_s;
+    loop_timer_t timer;
+    fetch_t *inflight;
+    mono_ns_t created, last_used, last_ok, poll_started;
+    /* outcome */
+    bool polled_once, have_reading;
+    engine_reading_t reading;
+    double queue_value;
+    char error[512]; /* "" while the last poll succeeded */
+    hist_t hist[HIST_MAX];
+    unsigned hist_n, hist_first;
+};
+
+struct source_hub {
+    source_hub_opts_t o;
+    SSL_CTX *tls;
+    source_t *buckets[HASH_BUCKETS];
+    source_t *all;
+    unsigned count;
+    loop_timer_t sweep, notify;
+    mono_ns_t last_notify;
+    bool dirty;
+    resp_reply_t *resp; /* scratch for Redis replies */
+    source_hub_stats_t stats;
+};
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static void notify(source_hub_t *h) {
+    if (!h->o.on_update)
+        return;
+    h->dirty = true;
+    if (loop_timer_armed(&h->notify))
+        return;
+    mono_ns_t now = loop_now(h->o.loop);
+    mono_ns_t due = h->last_notify + h->o.notify_min_ns;
+    loop_timer_start(h->o.loop, &h->notify, due > now ? due : now);
+}
+
+static void on_notify(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    source_hub_t *h = ud;
+    h->last_notify = loop_now(h->o.loop);
+    if (h->dirty) {
+        h->dirty = false;
+        h->o.on_update(h->o.user_data);
+    }
+}
+
+static void set_error(source_t *s, const char *msg) {
+    if (strncmp(s->error, msg, sizeof s->error - 1) != 0) {
+        if (!s->error[0] || !s->polled_once)
+            LOG_WARN(s->hub->o.log, "source %s: %s", s->name, msg);
+        snprintf(s->error, sizeof s->error, "%.*s", (int)sizeof s->error - 1, msg);
+        notify(s->hub);
+    }
+    s->polled_once = true;
+    s->hub->stats.failures++;
+}
+
+static void hist_push(source_t *s, mono_ns_t at, double queue_us, double success) {
+    /* Points closer than window/100 apart are not kept: 128 points cover
+     * the longest window any trigger asked for. */
+    uint64_t spacing = (uint64_t)s->window_max_s * 10000000ull;
+    if (s->hist_n) {
+        const hist_t *last = &s->hist[(s->hist_first + s->hist_n - 1) % HIST_MAX];
+        if (at - last->at < spacing) {
+            /* replace the newest instead, so the latest counters are used */
+            hist_t *l = &s->hist[(s->hist_first + s->hist_n - 1) % HIST_MAX];
+            if (s->hist_n > 1) {
+                l->at = at;
+                l->queue_us = queue_us;
+                l->success = success;
+                return;
+            }
+        }
+    }
+    if (s->hist_n == HIST_MAX) {
+        s->hist_first = (s->hist_first + 1) % HIST_MAX;
+        s->hist_n--;
+    }
+    hist_t *p = &s->hist[(s->hist_first + s->hist_n) % HIST_MAX];
+    p->at = at;
+    p->queue_us = queue_us;
+    p->success = success;
+    s->hist_n++;
+}
+
+static void success(source_t *s, mono_ns_t now) {
+    if (s->error[0]) {
+        LOG_INFO(s->hub->o.log, "source %s: recovered", s->name);
+        s->error[0] = '\0';
+    }
+    s->polled_once = true;
+    s->have_reading = true;
+    s->last_ok = now;
+    notify(s->hub);
+}
+
+/* ---- HTTP ------------------------------------------------------------------------ */
+
+static int http_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
+    (void)ud;
+    kube_http_response_t r;
+    size_t head;
+    const char *reason = NULL;
+    int rc = kube_http_parse_head(buf, len, &r, &head, &reason);
+    if (rc == KUBE_HTTP_INCOMPLETE)
+        return 0;
+    if (rc != KUBE_HTTP_COMPLETE) {
+        snprintf(why, whylen, "not an HTTP response: %s", reason ? reason : "?");
+        return -1;
+    }
+    if (r.content_length >= 0 && !r.chunked)
+        return len - head >= (uint64_t)r.content_length ? 1 : 0;
+    return 0; /* chunked or close-delimited: Connection: close ends it */
+}
+
+/* The Content-Type header's value in head[0..n), copied into out. */
+static void content_type(const char *head, size_t n, char *out, size_t outlen) {
+    out[0] = '\0';
+    static const char needle[] = "\ncontent-type:";
+    size_t nl = sizeof needle - 1;
+    for (size_t i = 0; i + nl <= n; i++) {
+        size_t k = 0;
+        while (k < nl) {
+            char c = head[i + k];
+            if (c >= 'A' && c <= 'Z')
+                c = (char)(c - 'A' + 'a');
+            if (c != needle[k])
+                break;
+            k++;
+        }
+        if (k < nl)
+            continue;
+        size_t j = i + nl, o = 0;
+        while (j < n && (head[j] == ' ' || head[j] == '\t'))
+            j++;
+        while (j < n && head[j] != '\r' && head[j] != '\n' && o + 1 < outlen)
+            out[o++] = head[j++];
+        out[o] = '\0';
+        return;
+    }
+}
+
+typedef struct {
+    char *p;
+    size_t n, cap, max;
+} body_t;
+
+static int body_sink(const char *data, size_t len, void *ud) {
+    body_t *b = ud;
+    if (b->n + len > b->max)
+        return 2;
+    if (b->n + len > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 65536;
+        while (cap < b->n + len)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np)
+            return 1;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, len);
+    b->n += len;
+    return 0;
+}
+
+static void http_done(void *ud, int status, const char *buf, size_t len, bool eof,
+                      const char *error) {
+    source_t *s = ud;
+    source_hub_t *h = s->hub;
+    mono_ns_t now = loop_now(h->o.loop);
+    char msg[512];
+    s->inflight = NULL;
+    h->stats.polls++;
+    h->stats.bytes += len;
+    if (status != 0) {
+        set_error(s, error);
+        return;
+    }
+    kube_http_response_t r;
+    size_t head;
+    const char *reason = NULL;
+    int rc = kube_http_parse_head(buf, len, &r, &head, &reason);
+    if (rc != KUBE_HTTP_COMPLETE) {
+        snprintf(msg, sizeof msg, "%s",
+                 rc == KUBE_HTTP_INCOMPLETE ? "connection closed before the response headers"
+                 : reason                   ? reason
+                                            : "not an HTTP response");
+        set_error(s, msg);
+        return;
+    }
+    if (r.status >= 300 && r.status < 400) {
+        snprintf(msg, sizeof msg,
+                 "HTTP %d: redirects are not followed (a redirect could point anywhere); use "
+                 "the final URL",
+                 r.status);
+        set_error(s, msg);
+        return;
+    }
+    if (r.status != 200) {
+        snprintf(msg, sizeof msg, "HTTP %d (want 200)", r.status);
+        set_error(s, msg);
+        return;
+    }
+    char ctype[128];
+    content_type(buf, head, ctype, sizeof ctype);
+    const char *text = buf + head;
+    size_t tlen = len - head;
+    body_t body = {.max = h->o.max_body_bytes};
+    if (r.chunked || r.content_length >= 0) {
+        kube_http_body_t dec;
+        kube_http_body_init(&dec, &r);
+        size_t used = 0;
+        if (r.chunked) {
+            int brc = kube_http_body_feed(&dec, text, tlen, &used, body_sink, &body, &reason);
+            if (brc == 0 && !dec.done)
+                brc = -1, reason = eof ? "the chunked body was cut short" : "incomplete body";
+            if (brc != 0) {
+                snprintf(msg, sizeof msg, "bad response body: %s",
+                         brc == 1   ? "out of memory"
+                         : brc == 2 ? "too large"
+                                    : reason);
+                free(body.p);
+                set_error(s, msg);
+                return;
+            }
+            text = body.p ? body.p : "";
+            tlen = body.n;
+        } else {
+            if (tlen < (uint64_t)r.content_length) {
+                set_error(s, "connection closed before the whole body (Content-Length)");
+                return;
+            }
+            tlen = (size_t)r.content_length;
+        }
+    }
+    prom_format_t fmt = prom_format_from_content_type(ctype);
+    char why[300];
+    if (s->kind == SRC_ENGINE) {
+        engine_reading_t er;
+        rc = engine_reading_parse(s->engine, s->model, text, tlen, fmt, &er, why, sizeof why);
+        if (rc != 0) {
+            snprintf(msg, sizeof msg, "metrics: %s", why);
+            set_error(s, msg);
+        } else {
+            if (memcmp(&er, &s->reading, sizeof er) != 0)
+                notify(h);
+            s->reading = er;
+            if (er.has_triton)
+                hist_push(s, now, er.queue_us, er.success);
+            success(s, now);
+        }
+    } else {
+        double sum;
+        unsigned matched;
+        rc = demand_value_parse(s->prom, text, tlen, fmt, &sum, &matched, why, sizeof why);
+        if (rc != 0) {
+            snprintf(msg, sizeof msg, "metrics: %s", why);
+            set_error(s, msg);
+        } else if (matched == 0) {
+            snprintf(msg, sizeof msg,
+                     "no sample of %s%s in the response (a missing metric is unknown, not 0)",
+                     s->prom->demand_metric,
+                     s->prom->matcher_count ? " matching demandLabels" : "");
+            set_error(s, msg);
+        } else {
+            if (sum != s->queue_value)
+                notify(h);
+            s->queue_value = sum;
+            success(s, now);
+        }
+    }
+    free(body.p);
+}
+
+/* ---- Redis ----------------------------------------------------------------------- */
+
+static int redis_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
+    source_t *s = ud;
+    size_t off = 0;
+    for (unsigned i = 0; i < s->nreplies; i++) {
+        size_t used;
+        int rc = resp_parse(buf + off, len - off, s->hub->resp, &used, why, whylen);
+        if (rc == RESP_INCOMPLETE)
+            return 0;
+        if (rc != RESP_COMPLETE)
+            return -1;
+        off += used;
+    }
+    return 1;
+}
+
+static void redis_done(void *ud, int status, const char *buf, size_t len, bool eof,
+                       const char *error) {
+    source_t *s = ud;
+    source_hub_t *h = s->hub;
+    mono_ns_t now = loop_now(h->o.loop);
+    char msg[512], why[300];
+    s->inflight = NULL;
+    h->stats.polls++;
+    h->stats.bytes += len;
+    if (status != 0) {
+        set_error(s, error);
+        return;
+    }
+    if (eof && redis_complete(s, buf, len, why, sizeof why) != 1) {
+        set_error(s, "connection closed before every reply arrived");
+        return;
+    }
+    size_t off = 0;
+    unsigned idx = 0;
+    const char *cmd_names[4];
+    unsigned nc = 0;
+    if (s->pass[0])
+        cmd_names[nc++] = "AUTH";
+    if (s->db)
+        cmd_names[nc++] = "SELECT";
+    int64_t xlen = -1;
+    for (; idx < s->nreplies; idx++) {
+        size_t used;
+        resp_reply_t *r = h->resp;
+        if (resp_parse(buf + off, len - off, r, &used, why, sizeof why) != RESP_COMPLETE) {
+            snprintf(msg, sizeof msg, "bad reply: %s", why);
+            set_error(s, msg);
+            return;
+        }
+        off += used;
+        const resp_node_t *n = &r->nodes[0];
+        if (idx < nc) {
+            if (n->type == RESP_ERROR) {
+                snprintf(msg, sizeof msg, "%s failed: %.*s", cmd_names[idx],
+                         (int)(n->len > 200 ? 200 : n->len), n->str);
+                set_error(s, msg);
+                return;
+            }
+            continue;
+        }
+        bool last = idx + 1 == s->nreplies;
+        if (!last) { /* XLEN before XINFO GROUPS */
+            if (n->type != RESP_INTEGER) {
+                snprintf(msg, sizeof msg, "XLEN: %.*s", n->type == RESP_ERROR ? (int)n->len : 20,
+                         n->type == RESP_ERROR ? n->str : "unexpected reply type");
+                set_error(s, msg);
+                return;
+            }
+            xlen = n->integer;
+            continue;
+        }
+        double v;
+        if (s->qkind == QUEUE_REDIS_LIST || s->measure == STREAM_MEASURE_LENGTH) {
+            if (n->type != RESP_INTEGER) {
+                snprintf(msg, sizeof msg, "%s %s: %.*s",
+                         s->qkind == QUEUE_REDIS_LIST ? "LLEN" : "XLEN", "(key not shown)",
+                         n->type == RESP_ERROR ? (int)(n->len > 200 ? 200 : n->len) : 21,
+                         n->type == RESP_ERROR ? n->str : "unexpected reply type");
+                set_error(s, msg);
+                return;
+            }
+            v = (double)n->integer;
+        } else {
+            int64_t pending = 0, lag = 0;
+            bool lag_known = false;
+            if (n->type == RESP_ERROR && n->len >= 13 &&
+                memmem(n->str, n->len, "no such key", 11)) {
+                v = 0; /* no stream yet: nothing was ever queued */
+            } else {
+                int rc = resp_xinfo_group(r, s->group, &pending, &lag, &lag_known, why, sizeof why);
+                if (rc == KGS_ENOTFOUND) {
+                    /* No consumer has created the group yet (nothing ran):
+                     * every entry is waiting for it. */
+                    v = s->measure == STREAM_MEASURE_LAG ? (double)(xlen < 0 ? 0 : xlen) : 0;
+                } else if (rc != 0) {
+                    snprintf(msg, sizeof msg, "XINFO GROUPS: %s", why);
+                    set_error(s, msg);
+                    return;
+                } else if (s->measure == STREAM_MEASURE_PENDING) {
+                    v = (double)pending;
+                } else {
+                    /* Redis reports lag as nil after deletions it cannot
+                     * account for; the stream length bounds it from above. */
+                    v = lag_known ? (double)lag : (double)(xlen < 0 ? 0 : xlen);
+                }
+            }
+        }
+        if (v != s->queue_value)
+            notify(h);
+        s->queue_value = v;
+        success(s, now);
+    }
+}
+
+/* ---- polling --------------------------------------------------------------------- */
+
+static void schedule(source_t *s, mono_ns_t now) {
+    mono_ns_t due = s->poll_started + s->interval_ns;
+    loop_timer_start(s->hub->o.loop, &s->timer, due > now ? due : now);
+}
+
+static size_t build_http(const source_t *s, char *buf, size_t cap) {
+    int n = snprintf(buf, cap,
+                     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: keda-gpu-scaler\r\n"
+                     "Accept: text/plain;version=0.0.4;q=1,*/*;q=0.1\r\nConnection: close\r\n\r\n",
+                     s->url.path[0] ? s->url.path : "/", s->url.host_header);
+    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+}
+
+static size_t build_redis(source_t *s, char *buf, size_t cap) {
+    size_t o = 0;
+    s->nreplies = 0;
+    if (s->pass[0]) {
+        const char *argv[3] = {"AUTH", s->user, s->pass};
+        size_t lens[3] = {4, strlen(s->user), strlen(s->pass)};
+        if (s->user[0])
+            o += resp_encode(buf + o, o < cap ? cap - o : 0, 3, argv, lens);
+        else {
+            const char *a2[2] = {"AUTH", s->pass};
+            size_t l2[2] = {4, lens[2]};
+            o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, a2, l2);
+        }
+        s->nreplies++;
+    }
+    if (s->db) {
+        char dbs[8];
+        snprintf(dbs, sizeof dbs, "%d", s->db);
+        const char *argv[2] = {"SELECT", dbs};
+        size_t lens[2] = {6, strlen(dbs)};
+        o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, argv, lens);
+        s->nreplies++;
+    }
+    size_t kl = strlen(s->rkey);
+    if (s->qkind == QUEUE_REDIS_LIST) {
+        const char *argv[2] = {"LLEN", s->rkey};
+        size_t lens[2] = {4, kl};
+        o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, argv, lens);
+        s->nreplies++;
+    } else {
+        const char *argv[2] = {"XLEN", s->rkey};
+        size_t lens[2] = {4, kl};
+        o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, argv, lens);
+        s->nreplies++;
+        if (s->measure != STREAM_MEASURE_LENGTH) {
+            const char *a3[3] = {"XINFO", "GROUPS", s->rkey};
+            size_t l3[3] = {5, 6, kl};
+            o += resp_encode(buf + o, o < cap ? cap - o : 0, 3, a3, l3);
+            s->nreplies++;
+        }
+    }
+    return o <= cap ? o : 0;
+}
+
+static void poll_source(source_t *s) {
+    source_hub_t *h = s->hub;
+    mono_ns_t now = loop_now(h->o.loop);
+    char msg[512], err[300];
+    s->poll_started = now;
+    schedule(s, now);
+    if (s->inflight)
+        return;
+    if (!s->have_addr) {
+        if (s->resolve_error[0])
+            set_error(s, s->resolve_error);
+        return;
+    }
+    const char *refused = source_guard_addr((const struct sockaddr *)&s->addr, s->addrlen);
+    if (refused) {
+        char peer[64];
+        sock_format_peer(&s->addr, peer, sizeof peer);
+        snprintf(msg, sizeof msg, "refused to connect to %s: %s (SSRF guard)", peer, refused);
+        set_error(s, msg);
+        return;
+    }
+    char req[4096];
+    size_t n =
+        s->kind == SRC_REDIS ? build_redis(s, req, sizeof req) : build_http(s, req, sizeof req);
+    if (n == 0) {
+        set_error(s, "request too large");
+        return;
+    }
+    fetch_request_t fr = {
+        .addr = s->addr,
+        .addrlen = s->addrlen,
+        .tls = s->tls ? h->tls : NULL,
+        .tls_host = s->url.host,
+        .alpn = s->kind == SRC_REDIS ? NULL : "http/1.1",
+        .request = req,
+        .request_len = n,
+        .max_bytes = h->o.max_body_bytes + 65536,
+        .timeout_ns = s->timeout_ns,
+        .complete = s->kind == SRC_REDIS ? redis_complete : http_complete,
+        .done = s->kind == SRC_REDIS ? redis_done : http_done,
+        .user_data = s,
+    };
+    if (s->tls && !h->tls) {
+        set_error(s, "TLS is not available (no CA bundle could be loaded)");
+        return;
+    }
+    if (fetch_start(h->o.loop, &fr, &s->inflight, err, sizeof err) != 0) {
+        s->inflight = NULL;
+        set_error(s, err);
+    }
+}
+
+static void on_timer(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    poll_source(ud);
+}
+
+static void on_resolved(void *ud, const char *const *addrs, size_t n, const char *error) {
+    source_t *s = ud;
+    if (error)
+        snprintf(s->resolve_error, sizeof s->resolve_error, "%s", error);
+    else
+        s->resolve_error[0] = '\0';
+    if (n == 0)
+        return;
+    /* "ip:port" or "[ip6]:port"; every address must pass the guard, so a
+     * name that also resolves to a metadata address is refused as a whole. */
+    for (size_t i = 0; i < n; i++) {
+        char host[64];
+        const char *a = addrs[i];
+        const char *colon = strrchr(a, ':');
+        if (!colon)
+            continue;
+        size_t hl = (size_t)(colon - a);
+        if (a[0] == '[' && hl >= 2) {
+            a++;
+            hl -= 2;
+        }
+        if (hl >= sizeof host)
+            continue;
+        memcpy(host, a, hl);
+        host[hl] = '\0';
+        struct sockaddr_storage ss;
+        memset(&ss, 0, sizeof ss);
+        socklen_t sl;
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+        if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+            v4->sin_family = AF_INET;
+            v4->sin_port = htons(s->url.port);
+            sl = sizeof *v4;
+        } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+            v6->sin6_family = AF_INET6;
+            v6->sin6_port = htons(s->url.port);
+            sl = sizeof *v6;
+        } else {
+            continue;
+        }
+        if (i == 0 || source_guard_addr((struct sockaddr *)&ss, sl)) {
+            s->addr = ss;
+            s->addrlen = sl;
+            s->have_addr = true;
+            if (source_guard_addr((struct sockaddr *)&ss, sl))
+                break; /* poll_source reports it */
+        }
+    }
+}
+
+/* ---- registry -------------------------------------------------------------------- */
+
+static void source_free(source_hub_t *h, source_t *s) {
+    source_t **pp = &h->buckets[s->hash % HASH_BUCKETS];
+    while (*pp && *pp != s)
+        pp = &(*pp)->hnext;
+    if (*pp)
+        *pp = s->hnext;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        h->all = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    h->count--;
+    loop_timer_stop(h->o.loop, &s->timer);
+    fetch_cancel(s->inflight);
+    resolver_free(s->resolver);
+    free(s->prom);
+    explicit_bzero(s->pass, sizeof s->pass);
+    if (s->key)
+        explicit_bzero(s->key, strlen(s->key));
+    free(s->key);
+    free(s);
+}
+
+static void set_literal_addr(source_t *s) {
+    memset(&s->addr, 0, sizeof s->addr);
+    if (s->url.family == AF_INET) {
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&s->addr;
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(s->url.port);
+        inet_pton(AF_INET, s->url.host, &v4->sin_addr);
+        s->addrlen = sizeof *v4;
+    } else {
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&s->addr;
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(s->url.port);
+        inet_pton(AF_INET6, s->url.host, &v6->sin6_addr);
+        s->addrlen = sizeof *v6;
+    }
+    s->have_addr = true;
+}
+
+/* Finds or creates the source with identity key; `init` fills a new one's
+ * kind-specific fields (returns 0, or non-zero with a message). NULL with
+ * err filled when it cannot be made. */
+typedef int (*source_init_fn)(source_t *s, const void *arg, char *err, size_t errlen);
+
+static source_t *source_get(source_hub_t *h, const char *key, const trigger_config_t *c,
+                            mono_ns_t now, source_init_fn init, const void *arg, char *err,
+                            size_t errlen) {
+    uint64_t hash = fnv1a(key);
+    for (source_t *s = h->buckets[hash % HASH_BUCKETS]; s; s = s->hnext)
+        if (s->hash == hash && strcmp(s->key, key) == 0) {
+            s->last_used = now;
+            if (c->demand.interval_ns < s->interval_ns) {
+                s->interval_ns = c->demand.interval_ns;
+                schedule(s, now);
+            }
+            if (c->demand.timeout_ns > s->timeout_ns)
+                s->timeout_ns = c->demand.timeout_ns;
+            if (c->demand.window_s > s->window_max_s)
+                s->window_max_s = c->demand.window_s;
+            return s;
+        }
+    source_t *s = calloc(1, sizeof *s);
+    if (!s || !(s->key = strdup(key))) {
+        free(s);
+        kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+        return NULL;
+    }
+    s->hub = h;
+    s->hash = hash;
+    s->created = s->last_used = now;
+    s->interval_ns = c->demand.interval_ns;
+    s->timeout_ns = c->demand.timeout_ns;
+    s->window_max_s = c->demand.window_s ? c->demand.window_s : 30;
+    loop_timer_init(&s->timer, on_timer, s);
+    if (init(s, arg, err, errlen) != 0) {
+        free(s->prom);
+        free(s->key);
+        free(s);
+        return NULL;
+    }
+    if (s->url.host_is_ip) {
+        set_literal_addr(s);
+    } else {
+        const char *why_name = source_guard_name(s->url.host);
+        char np[SOURCE_HOST_MAX + 16], rerr[256];
+        if (why_name) {
+            snprintf(s->resolve_error, sizeof s->resolve_error,
+                     "refused to resolve %s: %s (SSRF guard)", s->url.host, why_name);
+        } else {
+            snprintf(np, sizeof np, "%s:%u", s->url.host, (unsigned)s->url.port);
+            if (resolver_start(h->o.loop, np, RESOLVE_INTERVAL_NS, on_resolved, s, &s->resolver,
+                               rerr, sizeof rerr) != 0)
+                snprintf(s->resolve_error, sizeof s->resolve_error, "resolve %s: %s", s->url.host,
+                         rerr);
+        }
+    }
+    s->hnext = h->buckets[hash % HASH_BUCKETS];
+    h->buckets[hash % HASH_BUCKETS] = s;
+    s->next = h->all;
+    if (h->all)
+        h->all->prev = s;
+    h->all = s;
+    h->count++;
+    LOG_DEBUG(h->o.log, "source %s: polling every %.3f s", s->name, (double)s->interval_ns / 1e9);
+    loop_timer_start(h->o.loop, &s->timer, now);
+    return s;
+}
+
+typedef struct {
+    const trigger_config_t *c;
+    const char *url;
+    const char *pod; /* NULL for an explicit URL */
+} engine_arg_t;
+
+static int init_engine(source_t *s, const void *arg, char *err, size_t errlen) {
+    const engine_arg_t *a = arg;
+    unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
+    int rc = source_url_parse(a->url, allowed, &s->url, err, errlen);
+    if (rc)
+        return rc;
+    s->kind = SRC_ENGINE;
+    s->tls = s->url.scheme == SOURCE_SCHEME_HTTPS;
+    s->engine = a->c->demand.engine;
+    snprintf(s->model, sizeof s->model, "%s", a->c->demand.model);
+    if (a->pod)
+        snprintf(s->name, sizeof s->name, "%s pod %s (%s)", engine_name(s->engine), a->pod, a->url);
+    else
+        snprintf(s->name, sizeof s->name, "%s %s", engine_name(s->engine), a->url);
+    return 0;
+}
+
+static int init_prom(source_t *s, const void *arg, char *err, size_t errlen) {
+    const trigger_config_t *c = arg;
+    unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
+    int rc = source_url_parse(c->demand.demand_endpoint, allowed, &s->url, err, errlen);
+    if (rc)
+        return rc;
+    s->kind = SRC_PROM;
+    s->tls = s->url.scheme == SOURCE_SCHEME_HTTPS;
+    s->prom = malloc(sizeof *s->prom);
+    if (!s->prom)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+    *s->prom = c->demand;
+    explicit_bzero(s->prom->redis_password, sizeof s->prom->redis_password);
+    snprintf(s->name, sizeof s->name, "queue %.300s (%.200s)", c->demand.demand_endpoint,
+             c->demand.demand_metric);
+    return 0;
+}
+
+static int init_redis(source_t *s, const void *arg, char *err, size_t errlen) {
+    const trigger_config_t *c = arg;
+    const demand_config_t *d = &c->demand;
+    bool tls = false;
+    int db = 0;
+    int rc = source_addr_parse(d->redis_address, &s->url, &tls, &db, err, errlen);
+    if (rc)
+        return rc;
+    s->kind = SRC_REDIS;
+    s->tls = d->redis_tls;
+    s->db = d->redis_db;
+    s->qkind = d->queue;
+    s->measure = d->stream_measure;
+    snprintf(s->rkey, sizeof s->rkey, "%s", d->redis_key);
+    snprintf(s->group, sizeof s->group, "%s", d->redis_group);
+    snprintf(s->user, sizeof s->user, "%s", d->redis_username);
+    snprintf(s->pass, sizeof s->pass, "%s", d->redis_password);
+    snprintf(s->name, sizeof s->name, "redis %s %s %.200s%s%.100s", s->url.host_header,
+             d->queue == QUEUE_REDIS_LIST ? "list" : "stream", d->redis_key,
+             d->redis_group[0] ? " group " : "", d->redis_group);
+    return 0;
+}
+
+static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)t;
+    source_hub_t *h = ud;
+    mono_ns_t now = loop_now(loop);
+    for (source_t *s = h->all, *next; s; s = next) {
+        next = s->next;
+        if (now - s->last_used > h->o.idle_ns) {
+            LOG_DEBUG(h->o.log, "source %s: unused for %.0f s, stopped", s->name,
+                      (double)(now - s->last_used) / 1e9);
+            source_free(h, s);
+        }
+    }
+    loop_timer_start(loop, &h->sweep, clock_add_sat(now, SWEEP_NS));
+}
+
+/* ---- evaluation ------------------------------------------------------------------ */
+
+typedef enum { SS_OK, SS_PENDING, SS_FAILED } source_state_t;
+
+/* Whether s has a usable reading now; the message says why not. */
+static source_state_t source_state(const source_t *s, mono_ns_t now, char *msg, size_t len) {
+    char d[32];
+    if (s->error[0]) {
+        snprintf(msg, len, "%.400s: %.500s", s->name, s->error);
+        return SS_FAILED;
+    }
+    if (!s->have_reading) {
+        if (s->resolve_error[0]) {
+            snprintf(msg, len, "%.400s: %.500s", s->name, s->resolve_error);
+            return SS_FAILED;
+        }
+        snprintf(msg, len, "%s: waiting for the first poll (started %s ago)", s->name,
+                 duration_format(now - s->created, d, sizeof d));
+        return SS_PENDING;
+    }
+    uint64_t stale = 3 * s->interval_ns;
+    if (s->interval_ns + s->timeout_ns > stale)
+        stale = s->interval_ns + s->timeout_ns;
+    if (now - s->last_ok > stale) {
+        snprintf(msg, len, "%s: last successful poll %s ago (stale)", s->name,
+                 duration_format(now - s->last_ok, d, sizeof d));
+        return SS_FAILED;
+    }
+    return SS_OK;
+}
+
+typedef struct {
+    source_hub_t *h;
+    const trigger_config_t *c;
+    mono_ns_t now;
+    bool prepare_only;
+    unsigned total, ok, failed, pending;
+    char first_failure[1024];
+    char first_pending[1024];
+    char missing[1024];
+    demand_signals_t sig;
+    bool rates_pending;
+    double dq_us, dsuccess;
+} engine_acc_t;
+
+/* Triton: counter increases over the trigger's window, from this source's
+ * history (a counter that went down restarts the window after it). */
+static bool triton_window(const source_t *s, unsigned window_s, mono_ns_t now, double *dq,
+                          double *dsucc, double *rate) {
+    if (s->hist_n < 2)
+        return false;
+    mono_ns_t from = now - (mono_ns_t)window_s * 1000000000ull;
+    unsigned last = s->hist_n - 1;
+    unsigned base = 0;
+    for (unsigned i = 0; i < s->hist_n; i++) {
+        const hist_t *p = &s->hist[(s->hist_first + i) % HIST_MAX];
+        if (p->at <= from)
+            base = i;
+    }
+    for (unsigned i = base + 1; i <= last; i++) {
+        const hist_t *p = &s->hist[(s->hist_first + i) % HIST_MAX];
+        const hist_t *q = &s->hist[(s->hist_first + i - 1) % HIST_MAX];
+        if (p->queue_us < q->queue_us || p->success < q->success)
+            base = i; /* counter reset (Triton restarted) */
+    }
+    if (base == last)
+        return false;
+    const hist_t *b = &s->hist[(s->hist_first + base) % HIST_MAX];
+    const hist_t *l = &s->hist[(s->hist_first + last) % HIST_MAX];
+    double dt = (double)(l->at - b->at) / 1e9;
+    if (dt <= 0)
+        return false;
+    *dq = l->queue_us - b->queue_us;
+    *dsucc = l->success - b->success;
+    *rate = *dsucc / dt;
+    return true;
+}
+
+static void visit_engine(engine_acc_t *x, const char *url, const char *pod) {
+    char err[300];
+    char key[TRIGGER_URL_MAX + 512];
+    const trigger_config_t *c = x->c;
+    snprintf(key, sizeof key, "E|%s|%s|%s", engine_name(c->demand.engine), c->demand.model, url);
+    engine_arg_t a = {c, url, pod};
+    x->total++;
+    source_t *s = source_get(x->h, key, c, x->now, init_engine, &a, err, sizeof err);
+    if (x->prepare_only)
+        return;
+    char msg[1024];
+    if (!s) {
+        x->failed++;
+        if (!x->first_failure[0])
+            snprintf(x->first_failure, sizeof x->first_failure, "%s: %s", url, err);
+        return;
+    }
+    source_state_t st = source_state(s, x->now, msg, sizeof msg);
+    if (st == SS_FAILED) {
+        x->failed++;
+        if (!x->first_failure[0])
+            snprintf(x->first_failure, sizeof x->first_failure, "%s", msg);
+        return;
+    }
+    if (st == SS_PENDING) {
+        x->pending++;
+        if (!x->first_pending[0])
+            snprintf(x->first_pending, sizeof x->first_pending, "%s", msg);
+        return;
+    }
+    const engine_reading_t *r = &s->reading;
+    const demand_config_t *d = &c->demand;
+    const char *lack = NULL;
+    bool rates = d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE;
+    bool need_waiting = d->type == DEMAND_VLLM_QUEUE_DEPTH || d->type == DEMAND_ENGINE_QUEUE ||
+                        (d->type == DEMAND_COMPOSITE && d->target_queue > 0);
+    bool need_running =
+        d->type == DEMAND_ENGINE_RUNNING || (d->type == DEMAND_COMPOSITE && d->target_running > 0);
+    bool need_kv = d->type == DEMAND_VLLM_KV_CACHE_USAGE || d->type == DEMAND_ENGINE_KV_CACHE ||
+                   (d->type == DEMAND_COMPOSITE && d->target_kv > 0);
+    if (need_waiting && !r->has_waiting)
+        lack = "the waiting-requests gauge";
+    else if (need_running && !r->has_running)
+        lack = "the running-requests gauge";
+    else if (need_kv && !r->has_kv)
+        lack = "the KV-cache usage gauge";
+    else if (rates && !r->has_triton)
+        lack = "nv_inference_queue_duration_us / nv_inference_request_success";
+    if (lack) {
+        if (!x->missing[0])
+            snprintf(x->missing, sizeof x->missing,
+                     "%.400s exports no %s%s%.200s%s (is it %s, and is the URL its metrics "
+                     "endpoint?)",
+                     s->name, lack, d->model[0] ? " for model \"" : "", d->model,
+                     d->model[0] ? "\"" : "", engine_name(d->engine));
+        x->failed++;
+        return;
+    }
+    x->ok++;
+    x->sig.waiting += r->waiting;
+    x->sig.running += r->running;
+    x->sig.kv_percent += r->kv_percent;
+    if (rates) {
+        double dq, ds, rate;
+        if (!triton_window(s, d->window_s, x->now, &dq, &ds, &rate)) {
+            x->rates_pending = true;
+            if (!x->first_pending[0])
+                snprintf(x->first_pending, sizeof x->first_pending,
+                         "%s: collecting a second poll to compute rates", s->name);
+            return;
+        }
+        x->dq_us += dq;
+        x->dsuccess += ds;
+        x->sig.request_rate += rate;
+    }
+}
+
+static void emit_pod(void *ud, const char *pod, const char *ip) {
+    engine_acc_t *x = ud;
+    const demand_config_t *d = &x->c->demand;
+    char url[TRIGGER_URL_MAX + 128];
+    bool v6 = strchr(ip, ':') != NULL;
+    snprintf(url, sizeof url, "%s://%s%s%s:%u%s", d->engine_https ? "https" : "http", v6 ? "[" : "",
+             ip, v6 ? "]" : "", (unsigned)d->engine_port, d->engine_path);
+    visit_engine(x, url, pod);
+}
+
+static void fail(eval_result_t *out, eval_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(eval_result_t *out, eval_status_t st, const char *fmt, ...) {
+    memset(out, 0, sizeof *out);
+    out->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->message, sizeof out->message, fmt, ap);
+    va_end(ap);
+}
+
+static void run(source_hub_t *h, const trigger_config_t *c, const char *ns, mono_ns_t now,
+                const eval_result_t *gpu, eval_result_t *out, bool prepare_only) {
+    const demand_config_t *d = &c->demand;
+    engine_acc_t x = {.h = h, .c = c, .now = now, .prepare_only = prepare_only};
+    char err[300], msg[1024];
+
+    if (d->engine != ENGINE_NONE) {
+        if (d->endpoint_count) {
+            for (unsigned i = 0; i < d->endpoint_count; i++)
+                visit_engine(&x, d->endpoints[i], NULL);
+        } else if (!h->o.list_pods) {
+            if (!prepare_only)
+                fail(out, EVAL_FAILED_PRECONDITION,
+                     "metricType %s with podSelector needs the aggregator role (it scrapes the "
+                     "selected pods); in standalone mode give %s",
+                     demand_type_name(d->type),
+                     d->engine == ENGINE_VLLM     ? "vllmEndpoint"
+                     : d->engine == ENGINE_TRITON ? "tritonEndpoint"
+                                                  : "engineEndpoint");
+            return;
+        } else if (h->o.list_pods(h->o.user_data, c, ns, emit_pod, &x, err, sizeof err) != 0) {
+            if (!prepare_only)
+                fail(out, EVAL_UNAVAILABLE, "engine pods: %s", err);
+            return;
+        }
+    }
+    source_t *q = NULL;
+    if (d->queue != QUEUE_NONE) {
+        char key[4096];
+        if (d->queue == QUEUE_PROMETHEUS) {
+            int o = snprintf(key, sizeof key, "P|%s|%s", d->demand_endpoint, d->demand_metric);
+            for (unsigned i = 0; i < d->matcher_count && o > 0 && (size_t)o < sizeof key; i++)
+                o += snprintf(key + o, sizeof key - (size_t)o, "|%s%s%s", d->matchers[i].name,
+                              d->matchers[i].negate ? "!=" : "=", d->matchers[i].value);
+            q = source_get(h, key, c, now, init_prom, c, err, sizeof err);
+        } else {
+            snprintf(key, sizeof key, "R|%s|%d|%d|%s|%s|%d|%d|%s|%s", d->redis_address, d->redis_db,
+                     d->redis_tls, d->redis_username, d->redis_password, d->queue,
+                     d->stream_measure, d->redis_group, d->redis_key);
+            q = source_get(h, key, c, now, init_redis, c, err, sizeof err);
+        }
+        explicit_bzero(key, sizeof key);
+        if (!q && !prepare_only) {
+            fail(out, EVAL_UNAVAILABLE, "queue: %s", err);
+            return;
+        }
+    }
+    if (prepare_only)
+        return;
+
+    bool ignore = c->partial_data == PARTIAL_DATA_IGNORE;
+    if (x.missing[0] && !ignore) {
+        fail(out, EVAL_FAILED_PRECONDITION, "%s", x.missing);
+        return;
+    }
+    if (x.failed && (!ignore || x.ok == 0)) {
+        fail(out, EVAL_UNAVAILABLE, "%s%s", x.first_failure[0] ? x.first_failure : x.missing,
+             x.total > 1 ? "" : "");
+        if (x.total > 1) {
+            size_t l = strlen(out->message);
+            snprintf(out->message + l, sizeof out->message - l,
+                     " (%u of %u engine endpoints failing)", x.failed, x.total);
+        }
+        return;
+    }
+    if ((x.pending && (!ignore || x.ok == 0)) || x.rates_pending) {
+        fail(out, EVAL_UNAVAILABLE, "%s", x.first_pending);
+        out->pending = true;
+        return;
+    }
+    demand_signals_t sig = x.sig;
+    sig.has_engine = d->engine != ENGINE_NONE;
+    if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE) {
+        sig.has_rates = true;
+        sig.queue_wait_ms = x.dsuccess > 0 ? x.dq_us / x.dsuccess / 1000.0 : 0;
+    }
+    if (q) {
+        source_state_t st = source_state(q, now, msg, sizeof msg);
+        if (st != SS_OK) {
+            fail(out, EVAL_UNAVAILABLE, "%s", msg);
+            out->pending = st == SS_PENDING;
+            return;
+        }
+        sig.has_queue = true;
+        sig.queue = q->queue_value;
+    }
+    demand_evaluate(c, &sig, gpu, out);
+    out->inputs += x.ok;
+}
+
+void source_hub_evaluate(source_hub_t *h, const trigger_config_t *c, const char *ns, mono_ns_t now,
+                         const eval_result_t *gpu, eval_result_t *out) {
+    run(h, c, ns, now, gpu, out, false);
+}
+
+void source_hub_prepare(source_hub_t *h, const trigger_config_t *c, const char *ns, mono_ns_t now) {
+    eval_result_t ignored;
+    run(h, c, ns, now, NULL, &ignored, true);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------- */
+
+int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    source_hub_t *h = calloc(1, sizeof *h);
+    if (!h)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+    h->o = *opts;
+    if (!h->o.max_body_bytes)
+        h->o.max_body_bytes = DEFAULT_MAX_BODY;
+    if (!h->o.idle_ns)
+        h->o.idle_ns = DEFAULT_IDLE_NS;
+    if (!h->o.notify_min_ns)
+        h->o.notify_min_ns = DEFAULT_NOTIFY_NS;
+    h->resp = malloc(sizeof *h->resp);
+    if (!h->resp) {
+        free(h);
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+    }
+    char why[300];
+    h->tls = tls_client_ctx_new(opts->ca_file && opts->ca_file[0] ? opts->ca_file : NULL, NULL,
+                                NULL, false, why, sizeof why);
+    if (!h->tls && opts->ca_file && opts->ca_file[0]) {
+        free(h->resp);
+        free(h);
+        return kgs_seterr(err, errlen, KGS_EIO, "source CA file %s: %s", opts->ca_file, why);
+    }
+    if (h->tls)
+        SSL_CTX_set_alpn_protos(h->tls, NULL, 0); /* ALPN is set per connection */
+    loop_timer_init(&h->sweep, on_sweep, h);
+    loop_timer_init(&h->notify, on_notify, h);
+    loop_timer_start(h->o.loop, &h->sweep, clock_add_sat(loop_now(h->o.loop), SWEEP_NS));
+    *out = h;
+    return 0;
+}
+
+void source_hub_free(source_hub_t *h) {
+    if (!h)
+        return;
+    while (h->all)
+        source_free(h, h->all);
+    loop_timer_stop(h->o.loop, &h->sweep);
+    loop_timer_stop(h->o.loop, &h->notify);
+    SSL_CTX_free(h->tls);
+    free(h->resp);
+    free(h);
+}
+
+void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out) {
+    *out = h->stats;
+    out->sources = h->count;
+}

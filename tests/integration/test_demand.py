@@ -1,0 +1,644 @@
+#!/usr/bin/env python3
+"""Demand signals end to end: a real redis-server, real HTTP servers serving
+engine metrics in each engine's format, the scaler (standalone, and an
+aggregator over a fake Kubernetes API for podSelector scrapes), and grpc-go
+(KEDA's client library) calling it as KEDA does.
+
+Runs inside its own network namespace (tests/integration/netns-run) with
+only loopback up: some cases name 169.254.169.254 and metadata hosts, which
+must never be reached.
+
+Environment (CTest): KEDA_GPU_SCALER, NVML_SIM_LIBRARY, KGS_GO_CLIENT,
+KGS_SOURCE_DIR.
+"""
+import http.server
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+from fake_kube_api import FakeKubeAPI
+from kgs_sim import Sim, device
+
+SERVER = os.environ["KEDA_GPU_SCALER"]
+SIM = os.environ["NVML_SIM_LIBRARY"]
+CLIENT = os.environ["KGS_GO_CLIENT"]
+FIXTURES = os.path.join(os.environ["KGS_SOURCE_DIR"], "tests", "fixtures", "engines")
+WRAPPER = os.environ.get("KGS_SERVER_WRAPPER", "").split()
+SLOW = 5.0 if WRAPPER else 1.0
+PASSWORD = "s3cret-Queue-Pass"
+
+
+def free_port(host="127.0.0.1"):
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def wait_for(fn, timeout, interval=0.05):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(interval)
+    return None
+
+
+def http_ok(port, path):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=1) as r:
+            return r.status == 200
+    except Exception:
+        return False
+
+
+# ---- Redis ------------------------------------------------------------------------
+
+
+def resp_encode(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+class RespReader:
+    def __init__(self, sock):
+        self.f = sock.makefile("rb")
+
+    def read(self):
+        line = self.f.readline()
+        t, rest = line[:1], line[1:-2]
+        if t == b"+":
+            return rest.decode()
+        if t == b"-":
+            raise RuntimeError(rest.decode())
+        if t == b":":
+            return int(rest)
+        if t == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.f.read(n + 2)
+            return data[:-2].decode()
+        if t == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        raise RuntimeError("bad RESP line %r" % line)
+
+
+class Redis:
+    """redis-server on a free loopback port, no persistence, with a password."""
+
+    def __init__(self, tmp):
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", tmp, "--requirepass", PASSWORD],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.sock = None
+        if not wait_for(self._connect, 10):
+            raise AssertionError("redis-server did not start")
+
+    def _connect(self):
+        try:
+            self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=2)
+        except OSError:
+            return False
+        self.reader = RespReader(self.sock)
+        self.cmd("AUTH", PASSWORD)
+        return True
+
+    def cmd(self, *args):
+        self.sock.sendall(resp_encode(*args))
+        return self.reader.read()
+
+    def close(self):
+        if self.sock:
+            self.sock.close()
+        self.proc.terminate()
+        self.proc.wait(5)
+
+
+# ---- engine metrics servers ---------------------------------------------------------
+
+
+class Pages:
+    """What the engine servers answer: path -> (status, body, extra headers)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.pages = {}
+        self.hits = {}
+
+    def set(self, path, body, status=200, headers=None):
+        with self.lock:
+            self.pages[path] = (status, body if callable(body) else body.encode(), headers or {})
+
+    def get(self, path):
+        with self.lock:
+            self.hits[path] = self.hits.get(path, 0) + 1
+            return self.pages.get(path)
+
+
+def make_handler(pages):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, fmt, *args):
+            pass
+
+        def do_GET(self):
+            p = pages.get(self.path)
+            if p is None:
+                status, body, headers = 404, b"not found\n", {}
+            else:
+                status, body, headers = p
+                if callable(body):
+                    body = body().encode()
+            self.send_response(status)
+            self.send_header("Content-Type",
+                             headers.get("Content-Type", "text/plain; version=0.0.4; charset=utf-8"))
+            for k, v in headers.items():
+                if k != "Content-Type":
+                    self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    return Handler
+
+
+class EngineServer:
+    def __init__(self, host="127.0.0.1", port=0, pages=None):
+        self.pages = pages or Pages()
+        self.httpd = http.server.ThreadingHTTPServer((host, port), make_handler(self.pages))
+        self.httpd.daemon_threads = True
+        self.host, self.port = host, self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def url(self, path):
+        return "http://%s:%d%s" % (self.host, self.port, path)
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return f.read()
+
+
+def vllm_text(waiting, running, kv):
+    return ("# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+            "# TYPE vllm:num_requests_running gauge\n"
+            'vllm:num_requests_running{engine="0",model_name="llama"} %s\n'
+            "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n"
+            "# TYPE vllm:num_requests_waiting gauge\n"
+            'vllm:num_requests_waiting{engine="0",model_name="llama"} %s\n'
+            "# TYPE vllm:kv_cache_usage_perc gauge\n"
+            'vllm:kv_cache_usage_perc{engine="0",model_name="llama"} %s\n') % (
+                float(running), float(waiting), float(kv))
+
+
+class Triton:
+    """Counters that grow at `rate` requests/s with `wait_ms` of queueing each,
+    as a function of wall time; reset() starts them from 0 (a restart)."""
+
+    def __init__(self, rate, wait_ms):
+        self.rate, self.wait_ms = rate, wait_ms
+        self.t0 = time.monotonic() - 100  # 100 s of history already
+        self.lock = threading.Lock()
+
+    def reset(self):
+        with self.lock:
+            self.t0 = time.monotonic()
+
+    def text(self):
+        with self.lock:
+            n = int((time.monotonic() - self.t0) * self.rate)
+        return ("# HELP nv_inference_request_success Number of successful inference requests\n"
+                "# TYPE nv_inference_request_success counter\n"
+                'nv_inference_request_success{model="resnet",version="1"} %d\n'
+                'nv_inference_request_success{model="bert",version="1"} 0\n'
+                "# TYPE nv_inference_queue_duration_us counter\n"
+                'nv_inference_queue_duration_us{model="resnet",version="1"} %d\n'
+                'nv_inference_queue_duration_us{model="bert",version="1"} 0\n'
+                "# TYPE nv_inference_pending_request_count gauge\n"
+                'nv_inference_pending_request_count{model="resnet",version="1"} 0\n') % (
+                    n, int(n * self.wait_ms * 1000))
+
+
+# ---- the scaler and KEDA's client ------------------------------------------------------
+
+
+class Streaming:
+    """kedaclient stream: StreamIsActive messages as they arrive."""
+
+    def __init__(self, addr, md, max_time=60):
+        cmd = [CLIENT, "stream", "-addr", addr, "-count", "0", "-timeout", "%ds" % max_time,
+               "-max-time", "%ds" % (max_time + 5)]
+        for kv in md.items():
+            cmd += ["-metadata", "%s=%s" % kv]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+        self.q = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if line.strip():
+                self.q.put(json.loads(line))
+        self.q.put(None)
+
+    def until(self, result, timeout):
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                m = self.q.get(timeout=max(0.01, end - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError("no StreamIsActive %s within %.1f s" % (result, timeout))
+            if m is None or "end" in m:
+                raise AssertionError("stream ended: %s %s" % (m, self.proc.stderr.read()))
+            if m["result"] is result:
+                return m
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+def start_scaler(tmp, extra=(), env_extra=None):
+    port, probe = free_port(), free_port()
+    log = open(os.path.join(tmp, "scaler-%d.log" % port), "w+")
+    p = subprocess.Popen(
+        WRAPPER + [SERVER, "--listen-address", "127.0.0.1", "--port", str(port), "--probe-port",
+                   str(probe), "--metrics-port", "0", "--sample-interval", "200ms"] + list(extra),
+        env={"PATH": "/usr/bin:/bin", **(env_extra or {}),
+             **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
+        stdout=log, stderr=subprocess.STDOUT)
+    return p, port, probe, log
+
+
+def stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(5 * SLOW)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(5)
+    return p.returncode
+
+
+class Demand(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.redis = Redis(cls.tmp.name)
+        cls.engines = EngineServer()
+        cls.sim = Sim({"devices": [device(0, gpu_util=30), device(1, gpu_util=50)]})
+        cls.proc, cls.port, cls.probe, cls.log = start_scaler(
+            cls.tmp.name, ["--nvml-library", SIM], {"NVML_SIM_SCENARIO": cls.sim.path})
+        if not wait_for(lambda: http_ok(cls.probe, "/readyz"), 15 * SLOW):
+            cls.log.seek(0)
+            raise AssertionError("scaler not ready:\n" + cls.log.read()[-3000:])
+        cls.addr = "127.0.0.1:%d" % cls.port
+
+    @classmethod
+    def tearDownClass(cls):
+        code = stop(cls.proc)
+        cls.log.seek(0)
+        text = cls.log.read()
+        cls.log.close()
+        cls.engines.close()
+        cls.redis.close()
+        cls.sim.close()
+        cls.tmp.cleanup()
+        if WRAPPER and code != 0:
+            raise AssertionError("scaler exited %s under %s:\n%s" % (code, WRAPPER[0],
+                                                                     text[-4000:]))
+        if PASSWORD in text:
+            raise AssertionError("the Redis password appears in the scaler's log")
+
+    def poll(self, md, addr=None):
+        p = subprocess.run([CLIENT, "poll", "-addr", addr or self.addr, "-max-time", "20s"] +
+                           sum((["-metadata", "%s=%s" % kv] for kv in md.items()), []),
+                           capture_output=True, text=True, timeout=30)
+        return json.loads(p.stdout.splitlines()[0])
+
+    def poll_until(self, md, pred, timeout=5.0, addr=None):
+        """Polls until pred(result) holds; returns the last result."""
+        last = None
+        end = time.monotonic() + timeout * SLOW
+        while time.monotonic() < end:
+            last = self.poll(md, addr)
+            if pred(last):
+                return last
+            time.sleep(0.1)
+        self.fail("condition not met within %.1f s; last answer: %s" % (timeout, last))
+
+    def value_is(self, v):
+        return lambda r: "error" not in r and abs(r["metricValueFloat"] - v) < 1e-6
+
+    # ---- serving engines -----------------------------------------------------------
+
+    def test_engine_fixtures_in_each_engines_format(self):
+        for name in ("vllm", "triton", "tgi", "sglang"):
+            self.engines.pages.set("/fx/%s" % name, fixture("%s.txt" % name))
+        cases = [  # engine, metricType, expected (tests/fixtures/engines/README.md)
+            ("vllm", "engine_queue", 7), ("vllm", "engine_running", 5),
+            ("vllm", "engine_kv_cache", 60), ("triton", "engine_queue", 6),
+            ("tgi", "engine_queue", 4), ("tgi", "engine_running", 2),
+            ("sglang", "engine_queue", 9), ("sglang", "engine_running", 3),
+            ("sglang", "engine_kv_cache", 42)]
+        for engine, mt, want in cases:
+            md = {"metricType": mt, "engine": engine, "targetValue": "2",
+                  "engineEndpoint": self.engines.url("/fx/%s" % engine)}
+            r = self.poll_until(md, lambda r: "error" not in r)
+            self.assertAlmostEqual(r["metricValueFloat"], want, places=6, msg=(engine, mt, r))
+            self.assertTrue(r["active"], (engine, mt, r))
+        # The Go system's names and profile, summed over two pods (Go took the last line).
+        two = ",".join(self.engines.url("/fx/vllm") + "?pod=%d" % i for i in range(2))
+        self.engines.pages.set("/fx/vllm?pod=0", fixture("vllm.txt"))
+        self.engines.pages.set("/fx/vllm?pod=1", fixture("vllm.txt"))
+        r = self.poll_until({"profile": "vllm-queue-depth", "vllmEndpoint": two},
+                            self.value_is(14))
+        self.assertEqual(r["metricName"], "keda_gpu_vllm_queue_depth")
+        self.assertEqual(r["targetSizeFloat"], 5)
+        r = self.poll_until({"metricType": "vllm_kv_cache_usage", "targetValue": "80",
+                             "vllmEndpoint": two}, self.value_is(120))
+
+    def test_model_filter_and_missing_metric(self):
+        self.engines.pages.set("/mf/vllm", fixture("vllm.txt"))
+        md = {"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+              "engineEndpoint": self.engines.url("/mf/vllm"), "model": "no-such-model"}
+        r = self.poll_until(md, lambda r: "error" in r)
+        self.assertEqual(r["error"]["code"], "FAILED_PRECONDITION", r)
+        self.assertIn("no-such-model", r["error"]["message"])
+        # TGI metrics read as vLLM: the gauge is missing, never 0.
+        self.engines.pages.set("/mf/tgi", fixture("tgi.txt"))
+        r = self.poll_until({"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+                             "engineEndpoint": self.engines.url("/mf/tgi")},
+                            lambda r: "error" in r)
+        self.assertEqual(r["error"]["code"], "FAILED_PRECONDITION", r)
+        self.assertIn("waiting-requests", r["error"]["message"])
+
+    def test_unreachable_engine_is_unavailable_naming_it(self):
+        dead = "http://127.0.0.1:%d/metrics" % free_port()
+        self.engines.pages.set("/ok/vllm", vllm_text(3, 1, 0.1))
+        md = {"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+              "engineEndpoint": self.engines.url("/ok/vllm") + "," + dead}
+        r = self.poll_until(md, lambda r: "error" in r)
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+        self.assertIn(dead, r["error"]["message"])
+        self.assertIn("1 of 2", r["error"]["message"])
+        # partialData: ignore leaves the dead pod out.
+        md["partialData"] = "ignore"
+        self.poll_until(md, self.value_is(3))
+        # An HTTP error status is a failure too.
+        self.engines.pages.set("/503", "overloaded\n", status=503)
+        r = self.poll_until({"metricType": "engine_queue", "engine": "tgi", "targetValue": "1",
+                             "engineEndpoint": self.engines.url("/503")},
+                            lambda r: "error" in r)
+        self.assertIn("HTTP 503", r["error"]["message"])
+
+    def test_metric_follows_demand(self):
+        self.engines.pages.set("/follow", vllm_text(0, 0, 0))
+        md = {"metricType": "engine_queue", "engine": "vllm", "targetValue": "4",
+              "engineEndpoint": self.engines.url("/follow"), "sourceInterval": "100ms"}
+        r = self.poll_until(md, self.value_is(0))
+        self.assertFalse(r["active"])
+        for waiting in (5, 17, 2, 0):
+            self.engines.pages.set("/follow", vllm_text(waiting, 0, 0))
+            r = self.poll_until(md, self.value_is(waiting))
+            self.assertEqual(r["active"], waiting > 0)
+        # Nothing waiting but requests running: still active (a busy fleet).
+        self.engines.pages.set("/follow", vllm_text(0, 3, 0.2))
+        r = self.poll_until(md, lambda r: "error" not in r and r["active"])
+        self.assertEqual(r["metricValueFloat"], 0)
+
+    def test_redirect_is_not_followed(self):
+        self.engines.pages.set("/moved", "", status=302,
+                               headers={"Location": "http://169.254.169.254/latest/meta-data/"})
+        r = self.poll_until({"metricType": "engine_queue", "engine": "tgi", "targetValue": "1",
+                             "engineEndpoint": self.engines.url("/moved")},
+                            lambda r: "error" in r)
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+        self.assertIn("redirects are not followed", r["error"]["message"])
+
+    def test_ssrf_guard_refuses_metadata_targets(self):
+        for url in ("http://169.254.169.254/latest/meta-data", "http://metadata.google.internal/",
+                    "http://[fd00:ec2::254]/", "http://[::ffff:169.254.169.254]/",
+                    "http://user:pw@127.0.0.1/metrics"):
+            r = self.poll({"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+                           "engineEndpoint": url})
+            self.assertEqual(r.get("error", {}).get("code"), "INVALID_ARGUMENT", (url, r))
+        r = self.poll({"metricType": "queue_length", "targetValue": "1",
+                       "redisAddress": "169.254.169.254:6379", "redisListName": "q"})
+        self.assertEqual(r.get("error", {}).get("code"), "INVALID_ARGUMENT", r)
+
+    def test_triton_rates_over_the_window_not_between_calls(self):
+        t = Triton(rate=40, wait_ms=2.5)
+        self.engines.pages.set("/triton", t.text)
+        base = {"engineEndpoint": self.engines.url("/triton"), "engine": "triton",
+                "windowSeconds": "2", "sourceInterval": "100ms", "targetValue": "10"}
+        rate = dict(base, metricType="triton_request_rate")
+        wait = dict(base, metricType="triton_queue_wait_ms")
+        self.poll_until(rate, lambda r: "error" not in r and abs(r["metricValueFloat"] - 40) < 6,
+                        timeout=8)
+        # Back-to-back calls (GetMetrics, IsActive, GetMetrics ...) all see the
+        # window's rate; the Go system would report 0 between two close calls.
+        for _ in range(10):
+            r = self.poll(rate)
+            self.assertLess(abs(r["metricValueFloat"] - 40), 6, r)
+            self.assertTrue(r["active"])
+            w = self.poll(wait)
+            self.assertLess(abs(w["metricValueFloat"] - 2.5), 0.01, w)
+        # A restart resets the counters: no negative rate, the window restarts.
+        t.reset()
+        for _ in range(10):
+            r = self.poll(rate)
+            if "error" not in r:
+                self.assertGreaterEqual(r["metricValueFloat"], 0, r)
+            time.sleep(0.05)
+        self.poll_until(rate, lambda r: "error" not in r and abs(r["metricValueFloat"] - 40) < 6,
+                        timeout=8)
+
+    # ---- queues ------------------------------------------------------------------------
+
+    def redis_md(self, **kw):
+        md = {"redisAddress": "127.0.0.1:%d" % self.redis.port,
+              "redisPasswordFromEnv": PASSWORD, "sourceInterval": "100ms"}
+        md.update(kw)
+        return md
+
+    def test_scale_from_zero_on_a_redis_list_with_push(self):
+        """Zero replicas: StreamIsActive says false; items pushed to Redis make
+        it push true within one source cadence; the metric follows the queue;
+        drained and nothing running, it goes back to false."""
+        self.redis.cmd("DEL", "jobs")
+        self.engines.pages.set("/fleet", vllm_text(0, 0, 0))
+        md = self.redis_md(metricType="demand", redisListName="jobs", targetQueuePerReplica="5",
+                           targetRunningPerReplica="8", engine="vllm",
+                           vllmEndpoint=self.engines.url("/fleet"))
+        r = self.poll_until(md, self.value_is(0))
+        self.assertFalse(r["active"])
+        self.assertEqual(r["targetSizeFloat"], 100)
+        s = Streaming(self.addr, md)
+        try:
+            s.until(False, 5 * SLOW)
+            t0 = time.time()
+            for i in range(12):
+                self.redis.cmd("LPUSH", "jobs", "job-%d" % i)
+            m = s.until(True, 5 * SLOW)
+            latency_ms = m["unix_ms"] - t0 * 1000
+            self.assertLess(latency_ms, 1000 * SLOW, "push took %.0f ms" % latency_ms)
+            r = self.poll_until(md, self.value_is(240))  # 12 / 5 per replica -> 3 replicas
+            # The queue drains but requests still run: active.
+            self.redis.cmd("DEL", "jobs")
+            self.engines.pages.set("/fleet", vllm_text(0, 4, 0.3))
+            r = self.poll_until(md, self.value_is(50))  # 4 running / 8 per replica
+            self.assertTrue(r["active"])
+            # Nothing running: inactive, pushed.
+            self.engines.pages.set("/fleet", vllm_text(0, 0, 0))
+            s.until(False, 5 * SLOW)
+        finally:
+            s.close()
+
+    def test_redis_stream_lag_and_pending(self):
+        self.redis.cmd("DEL", "events")
+        lag = self.redis_md(metricType="queue_length", targetValue="10", redisStream="events",
+                            redisConsumerGroup="workers")
+        # No stream yet: nothing was ever queued.
+        self.poll_until(lag, self.value_is(0))
+        for i in range(5):
+            self.redis.cmd("XADD", "events", "*", "n", str(i))
+        # The group does not exist yet (no consumer ever ran): all 5 wait for it.
+        r = self.poll_until(lag, self.value_is(5))
+        self.assertTrue(r["active"])
+        self.redis.cmd("XGROUP", "CREATE", "events", "workers", "0")
+        self.redis.cmd("XREADGROUP", "GROUP", "workers", "c1", "COUNT", "2", "STREAMS", "events",
+                       ">")
+        self.poll_until(lag, self.value_is(3))
+        pending = dict(lag, redisStreamMeasure="pending")
+        self.poll_until(pending, self.value_is(2))
+        length = dict(lag, redisStreamMeasure="length")
+        self.poll_until(length, self.value_is(5))
+
+    def test_redis_wrong_password_is_unavailable_without_echoing_it(self):
+        md = self.redis_md(metricType="queue_length", targetValue="1", redisListName="x",
+                           redisPasswordFromEnv="wrong-" + PASSWORD)
+        r = self.poll_until(md, lambda r: "error" in r)
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+        self.assertIn("AUTH failed", r["error"]["message"])
+        self.assertNotIn(PASSWORD, r["error"]["message"])
+        # An unreachable Redis: UNAVAILABLE naming it, never 0.
+        port = free_port()
+        r = self.poll_until({"metricType": "queue_length", "targetValue": "1",
+                             "redisAddress": "127.0.0.1:%d" % port, "redisListName": "x"},
+                            lambda r: "error" in r)
+        self.assertIn("127.0.0.1:%d" % port, r["error"]["message"])
+
+    def test_generic_prometheus_queue(self):
+        self.engines.pages.set("/gateway", (
+            "# TYPE gateway_queue_depth gauge\n"
+            'gateway_queue_depth{pool="gpu",model="llama-3.1-8b"} 7\n'
+            'gateway_queue_depth{pool="gpu",model="mistral"} 2\n'
+            'gateway_queue_depth{pool="cpu",model="llama-3.1-8b"} 100\n'))
+        md = {"metricType": "queue_length", "targetValue": "3",
+              "demandEndpoint": self.engines.url("/gateway"), "demandMetric": "gateway_queue_depth",
+              "demandLabels": 'pool="gpu"'}
+        self.poll_until(md, self.value_is(9))
+        md["demandLabels"] = 'pool="gpu",model!="mistral"'
+        self.poll_until(md, self.value_is(7))
+        md["demandMetric"] = "gateway_missing"
+        r = self.poll_until(md, lambda r: "error" in r)
+        self.assertIn("no sample of gateway_missing", r["error"]["message"])
+
+
+class DemandAggregator(unittest.TestCase):
+    """podSelector: the aggregator scrapes every Ready pod the selector picks,
+    at the pod's IP (127.0.0.x here) and enginePort."""
+
+    def test_engine_pods_from_the_pod_list(self):
+        tmp = tempfile.TemporaryDirectory()
+        api = FakeKubeAPI(token="t")
+        api.start()
+        token = os.path.join(tmp.name, "token")
+        with open(token, "w") as f:
+            f.write("t")
+        port = free_port("127.0.0.21")
+        servers = []
+        try:
+            for i, ip in enumerate(("127.0.0.21", "127.0.0.22")):
+                srv = EngineServer(ip, port)
+                srv.pages.set("/metrics", vllm_text(3 + i, 1, 0.5))
+                servers.append(srv)
+            api.add_pod("ml", "vllm-0", labels={"app": "vllm"}, phase="Running",
+                        pod_ip="127.0.0.21", node="n1")
+            api.add_pod("ml", "vllm-1", labels={"app": "vllm"}, phase="Running",
+                        pod_ip="127.0.0.22", node="n1")
+            # Still loading its model: Running, not Ready, nothing listening.
+            loading = api.add_pod("ml", "vllm-2", labels={"app": "vllm"}, phase="Running",
+                                  pod_ip="127.0.0.23", node="n1", ready=False)
+            api.add_pod("ml", "other", labels={"app": "other"}, phase="Running",
+                        pod_ip="127.0.0.24", node="n1")
+            p, gport, probe, log = start_scaler(
+                tmp.name, ["--role", "aggregator", "--agents", "127.0.0.1:%d" % free_port(),
+                           "--kube-api", api.url, "--kube-token-file", token])
+            addr = "127.0.0.1:%d" % gport
+            d = Demand()
+            md = {"metricType": "engine_queue", "engine": "vllm", "targetValue": "2",
+                  "podSelector": "app=vllm", "namespace": "ml", "enginePort": str(port),
+                  "sourceInterval": "100ms"}
+            try:
+                r = d.poll_until(md, lambda r: "error" not in r, timeout=10, addr=addr)
+                self.assertEqual(r["metricValueFloat"], 7, r)  # 3 + 4; the loading pod skipped
+                # The pod becomes Ready but its server does not answer: UNAVAILABLE ...
+                api.modify_pod(loading, ready=True)
+                r = d.poll_until(md, lambda r: "error" in r, timeout=10, addr=addr)
+                self.assertIn("ml/vllm-2", r["error"]["message"])
+                # ... unless partialData: ignore.
+                r = d.poll_until(dict(md, partialData="ignore"), lambda r: "error" not in r,
+                                 timeout=10, addr=addr)
+                self.assertEqual(r["metricValueFloat"], 7, r)
+                # Zero pods selected: nothing waits in any engine, a known 0.
+                r = d.poll_until(dict(md, podSelector="app=none"), lambda r: "error" not in r,
+                                 timeout=10, addr=addr)
+                self.assertEqual(r["metricValueFloat"], 0, r)
+                self.assertFalse(r["active"])
+            finally:
+                code = stop(p)
+                log.seek(0)
+                text = log.read()
+                log.close()
+                if WRAPPER and code != 0:
+                    self.fail("aggregator exited %s:\n%s" % (code, text[-4000:]))
+        finally:
+            for s in servers:
+                s.close()
+            api.stop()
+            tmp.cleanup()
+
+
+if __name__ == "__main__":
+    if os.environ.get("KGS_IN_NETNS") != "1":
+        raise SystemExit("run through tests/integration/netns-run (its own network namespace)")
+    unittest.main(verbosity=2)

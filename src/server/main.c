@@ -481,6 +481,15 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             .connections_open = sv->grpc ? grpc_server_connection_count(sv->grpc) : 0,
             .ready = scaler_ready(sv->scaler, why, sizeof why),
         };
+        if (sv->sources) {
+            source_hub_stats_t hs;
+            source_hub_stats(sv->sources, &hs);
+            ctx.has_sources = true;
+            ctx.sources = hs.sources;
+            ctx.source_polls = hs.polls;
+            ctx.source_failures = hs.failures;
+            ctx.source_bytes = hs.bytes;
+        }
         prom_buf_reset(scratch);
         metrics_render(scratch, snap, &sv->stats, &ctx);
         snapshot_unref(snap);

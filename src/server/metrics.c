@@ -393,6 +393,17 @@ void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_
     one(out, NS "grpc_streams_open", "gauge", "gRPC streams open now.", ctx->streams_open);
     one(out, NS "grpc_connections_open", "gauge", "gRPC connections open now.",
         ctx->connections_open);
+    if (ctx->has_sources) {
+        one(out, NS "sources", "gauge",
+            "Demand sources (engine endpoints, queues) being polled now.", ctx->sources);
+        one(out, NS "source_polls_total", "counter", "Demand source polls completed.",
+            (double)ctx->source_polls);
+        one(out, NS "source_poll_failures_total", "counter",
+            "Demand source polls that failed (connect, TLS, HTTP status, parse, timeout).",
+            (double)ctx->source_failures);
+        one(out, NS "source_response_bytes_total", "counter", "Bytes read from demand sources.",
+            (double)ctx->source_bytes);
+    }
 
     if (nvml_ok)
         render_gpus(out, snap, node);

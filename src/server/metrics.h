@@ -89,6 +89,12 @@ typedef struct {
     unsigned streams_open;     /* gRPC streams open now */
     unsigned connections_open; /* gRPC connections open now */
     bool ready;                /* what /readyz answers */
+    /* Demand sources (standalone, aggregator); has_sources false: none exported. */
+    bool has_sources;
+    unsigned sources;         /* engine endpoints and queues polled now */
+    uint64_t source_polls;    /* polls completed */
+    uint64_t source_failures; /* polls that failed */
+    uint64_t source_bytes;    /* response bytes read */
 } metrics_context_t;
 
 /*

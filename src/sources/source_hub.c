@@ -263,7 +263,6 @@ static void http_done(void *ud, int status, const char *buf, size_t len, bool eo
     mono_ns_t now = loop_now(h->o.loop);
     char msg[512];
     s->inflight = NULL;
-    h->stats.polls++;
     h->stats.bytes += len;
     if (status != 0) {
         set_error(s, error);
@@ -389,7 +388,6 @@ static void redis_done(void *ud, int status, const char *buf, size_t len, bool e
     mono_ns_t now = loop_now(h->o.loop);
     char msg[512], why[300];
     s->inflight = NULL;
-    h->stats.polls++;
     h->stats.bytes += len;
     if (status != 0) {
         set_error(s, error);
@@ -548,6 +546,7 @@ static void poll_source(source_t *s) {
     schedule(s, now);
     if (s->inflight)
         return;
+    h->stats.polls++;
     if (!s->have_addr) {
         if (s->resolve_error[0])
             set_error(s, s->resolve_error);

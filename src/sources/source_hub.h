@@ -73,8 +73,8 @@ void source_hub_prepare(source_hub_t *h, const trigger_config_t *c, const char *
 
 typedef struct {
     unsigned sources;  /* polled now */
-    uint64_t polls;    /* completed, ok or not */
-    uint64_t failures; /* polls that failed */
+    uint64_t polls;    /* polls started */
+    uint64_t failures; /* polls that failed (resolution, SSRF guard, connect, TLS, status, parse) */
     uint64_t bytes;    /* response bytes read */
 } source_hub_stats_t;
 

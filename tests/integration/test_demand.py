@@ -96,15 +96,36 @@ class RespReader:
         raise RuntimeError("bad RESP line %r" % line)
 
 
-class Redis:
-    """redis-server on a free loopback port, no persistence, with a password."""
+def make_pki(d):
+    """A throwaway CA and a server certificate for localhost / 127.0.0.1."""
+    def ossl(*a):
+        subprocess.run(["openssl"] + list(a), check=True, capture_output=True, timeout=60)
+    p = lambda n: os.path.join(d, n)
+    ossl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", p("ca.key"), "-out", p("ca.pem"), "-days", "2", "-subj", "/CN=kgs-test-ca")
+    with open(p("srv.ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+         p("srv.key"), "-out", p("srv.csr"), "-subj", "/CN=kgs-test-redis")
+    ossl("x509", "-req", "-in", p("srv.csr"), "-CA", p("ca.pem"), "-CAkey", p("ca.key"),
+         "-CAcreateserial", "-out", p("srv.pem"), "-days", "2", "-extfile", p("srv.ext"))
+    return p("ca.pem"), p("srv.pem"), p("srv.key")
 
-    def __init__(self, tmp):
+
+class Redis:
+    """redis-server on a free loopback port, no persistence, with a password;
+    with tls=(cert, key) it also listens for TLS on tls_port."""
+
+    def __init__(self, tmp, tls=None):
         self.port = free_port()
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", tmp, "--requirepass", PASSWORD],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cmd = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--dir", tmp, "--requirepass", PASSWORD]
+        self.tls_port = None
+        if tls:
+            self.tls_port = free_port()
+            cmd += ["--tls-port", str(self.tls_port), "--tls-cert-file", tls[0],
+                    "--tls-key-file", tls[1], "--tls-auth-clients", "no"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.sock = None
         if not wait_for(self._connect, 10):
             raise AssertionError("redis-server did not start")
@@ -158,6 +179,12 @@ def make_handler(pages):
             pass
 
         def do_GET(self):
+            try:
+                self._get()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the scaler gave up (a timeout case): nothing to answer
+
+        def _get(self):
             p = pages.get(self.path)
             if p is None:
                 status, body, headers = 404, b"not found\n", {}
@@ -284,12 +311,13 @@ class Streaming:
         self.proc.stderr.close()
 
 
-def start_scaler(tmp, extra=(), env_extra=None):
+def start_scaler(tmp, extra=(), env_extra=None, metrics_port=0):
     port, probe = free_port(), free_port()
     log = open(os.path.join(tmp, "scaler-%d.log" % port), "w+")
     p = subprocess.Popen(
         WRAPPER + [SERVER, "--listen-address", "127.0.0.1", "--port", str(port), "--probe-port",
-                   str(probe), "--metrics-port", "0", "--sample-interval", "200ms"] + list(extra),
+                   str(probe), "--metrics-port", str(metrics_port), "--sample-interval", "200ms"] +
+        list(extra),
         env={"PATH": "/usr/bin:/bin", **(env_extra or {}),
              **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
         stdout=log, stderr=subprocess.STDOUT)
@@ -311,11 +339,14 @@ class Demand(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.redis = Redis(cls.tmp.name)
+        cls.ca, cert, key = make_pki(cls.tmp.name)
+        cls.redis = Redis(cls.tmp.name, tls=(cert, key))
         cls.engines = EngineServer()
         cls.sim = Sim({"devices": [device(0, gpu_util=30), device(1, gpu_util=50)]})
+        cls.metrics_port = free_port()
         cls.proc, cls.port, cls.probe, cls.log = start_scaler(
-            cls.tmp.name, ["--nvml-library", SIM], {"NVML_SIM_SCENARIO": cls.sim.path})
+            cls.tmp.name, ["--nvml-library", SIM, "--source-ca-file", cls.ca],
+            {"NVML_SIM_SCENARIO": cls.sim.path}, metrics_port=cls.metrics_port)
         if not wait_for(lambda: http_ok(cls.probe, "/readyz"), 15 * SLOW):
             cls.log.seek(0)
             raise AssertionError("scaler not ready:\n" + cls.log.read()[-3000:])
@@ -433,6 +464,40 @@ class Demand(unittest.TestCase):
         self.engines.pages.set("/follow", vllm_text(0, 3, 0.2))
         r = self.poll_until(md, lambda r: "error" not in r and r["active"])
         self.assertEqual(r["metricValueFloat"], 0)
+
+    def test_first_call_waits_for_the_first_poll(self):
+        """KEDA's first GetMetrics comes right after GetMetricSpec: it must get
+        the value once the first poll lands, not UNAVAILABLE."""
+        def slow():
+            time.sleep(0.4)
+            return vllm_text(6, 0, 0)
+        self.engines.pages.set("/slow", slow)
+        r = self.poll({"metricType": "engine_queue", "engine": "vllm", "targetValue": "3",
+                       "engineEndpoint": self.engines.url("/slow")})
+        self.assertNotIn("error", r)
+        self.assertEqual(r["metricValueFloat"], 6)
+        self.assertGreaterEqual(r["ms"]["metrics"], 300, r)  # it waited for the poll
+        # A source that never answers within the timeout: UNAVAILABLE naming it,
+        # after the wait, not a hung call.
+        def hung():
+            time.sleep(3)
+            return vllm_text(1, 0, 0)
+        self.engines.pages.set("/hung", hung)
+        r = self.poll({"metricType": "engine_queue", "engine": "vllm", "targetValue": "3",
+                       "engineEndpoint": self.engines.url("/hung"), "sourceTimeout": "500ms"})
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+        self.assertIn("timed out after 500ms", r["error"]["message"])
+
+    def test_names_are_resolved_and_checked(self):
+        self.engines.pages.set("/byname", vllm_text(2, 0, 0))
+        url = "http://localhost:%d/byname" % self.engines.port
+        r = self.poll_until({"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+                             "engineEndpoint": url}, self.value_is(2))
+        self.assertTrue(r["active"])
+        r = self.poll({"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+                       "engineEndpoint": "http://no-such-host.invalid:8000/metrics"})
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+        self.assertIn("no-such-host.invalid", r["error"]["message"])
 
     def test_redirect_is_not_followed(self):
         self.engines.pages.set("/moved", "", status=302,
@@ -555,6 +620,49 @@ class Demand(unittest.TestCase):
                              "redisAddress": "127.0.0.1:%d" % port, "redisListName": "x"},
                             lambda r: "error" in r)
         self.assertIn("127.0.0.1:%d" % port, r["error"]["message"])
+
+    def test_redis_over_tls(self):
+        self.redis.cmd("DEL", "tlsq")
+        self.redis.cmd("RPUSH", "tlsq", "a", "b", "c")
+        md = {"metricType": "queue_length", "targetValue": "1", "redisListName": "tlsq",
+              "redisAddress": "rediss://localhost:%d" % self.redis.tls_port,
+              "redisPasswordFromEnv": PASSWORD}
+        self.poll_until(md, self.value_is(3))
+        # The same with redisTLS and an IP: the certificate's IP SAN is checked.
+        md2 = dict(md, redisAddress="127.0.0.1:%d" % self.redis.tls_port, redisTLS="true")
+        self.poll_until(md2, self.value_is(3))
+        # Plain TCP to the TLS port fails, and says so rather than reading 0.
+        r = self.poll_until(dict(md, redisAddress="127.0.0.1:%d" % self.redis.tls_port),
+                            lambda r: "error" in r)
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+        # A scaler that does not trust the CA refuses the server.
+        p, port, probe, log = start_scaler(self.tmp.name, ["--nvml-library", SIM],
+                                           {"NVML_SIM_SCENARIO": self.sim.path})
+        try:
+            wait_for(lambda: http_ok(probe, "/readyz"), 15 * SLOW)
+            r = self.poll_until(md, lambda r: "error" in r, addr="127.0.0.1:%d" % port)
+            self.assertIn("certificate verification", r["error"]["message"])
+        finally:
+            stop(p)
+            log.close()
+
+    def test_source_counters_on_metrics(self):
+        self.engines.pages.set("/counted", vllm_text(1, 0, 0))
+        self.poll_until({"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+                         "engineEndpoint": self.engines.url("/counted")}, self.value_is(1))
+
+        def scrape():
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port,
+                                        timeout=2) as r:
+                text = r.read().decode()
+            return {l.split()[0]: float(l.split()[1]) for l in text.splitlines()
+                    if l.startswith("keda_gpu_scaler_source")}
+        m = scrape()
+        self.assertGreaterEqual(m["keda_gpu_scaler_sources"], 1, m)
+        polls = m["keda_gpu_scaler_source_polls_total"]
+        self.assertGreater(m["keda_gpu_scaler_source_response_bytes_total"], 0, m)
+        self.assertTrue(wait_for(lambda: scrape()["keda_gpu_scaler_source_polls_total"] > polls,
+                                 5 * SLOW))
 
     def test_generic_prometheus_queue(self):
         self.engines.pages.set("/gateway", (

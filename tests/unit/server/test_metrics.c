@@ -323,7 +323,20 @@ static void test_metrics_server_gauges_and_build_info(void **state) {
     expect_line(t, NS "grpc_streams_open 2");
     expect_line(t, NS "grpc_connections_open 1");
     assert_non_null(strstr(t, "node=\"node-from-snapshot\""));
+    expect_no(t, "source_polls_total"); /* no sources (agent role) */
     free(t);
+    c.has_sources = true;
+    c.sources = 3;
+    c.source_polls = 120;
+    c.source_failures = 7;
+    c.source_bytes = 65536;
+    t = render(s, &st, &c);
+    expect_line(t, NS "sources 3");
+    expect_line(t, NS "source_polls_total 120");
+    expect_line(t, NS "source_poll_failures_total 7");
+    expect_line(t, NS "source_response_bytes_total 65536");
+    free(t);
+    c.has_sources = false;
     c.version = NULL;
     c.commit = NULL;
     t = render(s, &st, &c);

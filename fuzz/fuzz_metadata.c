@@ -61,6 +61,37 @@ static void check_config(const trigger_config_t *c) {
         FUZZ_CHECK(strnlen(c->mig_profiles[i], 32) < 32 && strchr(c->mig_profiles[i], 'g'));
     FUZZ_CHECK(!(c->gpu_index >= 0 && c->gpu_uuid_count > 0));
     FUZZ_CHECK(!(c->mig_uuid_count > 0 && c->mig_profile_count > 0));
+
+    /* Demand signals: what source_hub and demand_evaluate rely on. */
+    const demand_config_t *d = &c->demand;
+    FUZZ_CHECK((unsigned)d->type < DEMAND_TYPE_COUNT);
+    FUZZ_CHECK(d->endpoint_count <= TRIGGER_MAX_ENDPOINTS);
+    for (unsigned i = 0; i < d->endpoint_count; i++) {
+        FUZZ_CHECK(strnlen(d->endpoints[i], TRIGGER_URL_MAX) < TRIGGER_URL_MAX);
+        FUZZ_CHECK(strncmp(d->endpoints[i], "http", 4) == 0);
+    }
+    FUZZ_CHECK(d->matcher_count <= TRIGGER_MAX_MATCHERS);
+    FUZZ_CHECK(d->redis_db >= 0 && d->redis_db <= 15);
+    if (d->type == DEMAND_NONE) {
+        FUZZ_CHECK(d->engine == ENGINE_NONE && d->queue == QUEUE_NONE);
+    } else {
+        FUZZ_CHECK(d->interval_ns >= 100000000ull && d->interval_ns <= 60000000000ull);
+        FUZZ_CHECK(d->timeout_ns >= 100000000ull && d->timeout_ns <= 30000000000ull);
+        /* an engine is read from URLs or from podSelector's pods */
+        if (d->engine != ENGINE_NONE)
+            FUZZ_CHECK(d->endpoint_count > 0 || c->has_pod_selector);
+        if (d->type == DEMAND_QUEUE_LENGTH)
+            FUZZ_CHECK(d->queue != QUEUE_NONE);
+        if (d->type == DEMAND_COMPOSITE)
+            FUZZ_CHECK(c->target_value == 100 && (d->target_queue > 0 || d->target_running > 0 ||
+                                                  d->target_kv > 0 || d->target_gpu > 0));
+        if (d->type >= DEMAND_VLLM_QUEUE_DEPTH && d->type <= DEMAND_ENGINE_KV_CACHE)
+            FUZZ_CHECK(d->engine != ENGINE_NONE);
+        if (d->queue == QUEUE_PROMETHEUS)
+            FUZZ_CHECK(d->demand_metric[0] != '\0' && d->demand_endpoint[0] != '\0');
+        if (d->queue == QUEUE_REDIS_LIST || d->queue == QUEUE_REDIS_STREAM)
+            FUZZ_CHECK(d->redis_key[0] != '\0' && d->redis_address[0] != '\0');
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -110,6 +110,8 @@ static void set_result(eval_result_t *out, eval_status_t st, const char *fmt, ..
 }
 
 static void problem_voffer(wl_problem_t *p, const char *key, eval_status_t st, const char *fmt,
+                           va_list ap) __attribute__((format(printf, 4, 0)));
+static void problem_voffer(wl_problem_t *p, const char *key, eval_status_t st, const char *fmt,
                            va_list ap) {
     p->count++;
     if (p->set && strcmp(key, p->key) >= 0)

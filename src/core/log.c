@@ -199,6 +199,8 @@ size_t log_format_line(char *out, size_t outlen, log_format_t format, int64_t wa
 
 /* Formats the message, appends `suffix` (may be NULL), writes the line. */
 static void write_line(const logger_t *lg, log_level_t level, const char *suffix, const char *fmt,
+                       va_list ap) __attribute__((format(printf, 4, 0)));
+static void write_line(const logger_t *lg, log_level_t level, const char *suffix, const char *fmt,
                        va_list ap) {
     char msg[1024];
     int n = vsnprintf(msg, sizeof msg, fmt, ap);

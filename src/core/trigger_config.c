@@ -489,8 +489,8 @@ static int parse_list(list_kind_t kind, const char *key, const char *p, size_t n
         "a comma-separated list of GPU UUIDs like \"GPU-5c1d0a4e-...\" (nvidia-smi -L)",
         "a comma-separated list of MIG UUIDs like \"MIG-8f3a...\" (nvidia-smi -L)",
         "a comma-separated list of MIG profiles like \"3g.40gb\" or \"1c.3g.40gb\"",
-        "a comma-separated list of node names (lowercase DNS names like \"gpu-node-1\"), or a "
-        "label selector such as \"pool=gpu\"",
+        ("a comma-separated list of node names (lowercase DNS names like \"gpu-node-1\"), or a "
+         "label selector such as \"pool=gpu\""),
     };
     *count = 0;
     size_t i = 0;

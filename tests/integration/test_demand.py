@@ -15,6 +15,7 @@ import http.server
 import json
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -681,6 +682,40 @@ class Demand(unittest.TestCase):
         self.assertIn("no sample of gateway_missing", r["error"]["message"])
 
 
+def doc_trigger_examples():
+    """The metadata maps of the external / external-push triggers in the
+    YAML examples of docs/configuration.md and docs/server.md."""
+    found = []
+    for name in ("configuration.md", "server.md"):
+        with open(os.path.join(os.environ["KGS_SOURCE_DIR"], "docs", name)) as f:
+            text = f.read()
+        for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
+            lines = block.splitlines()
+            for i, line in enumerate(lines):
+                if re.match(r"\s*-?\s*type: external", line) is None:
+                    continue
+                md, indent = {}, None
+                for follow in lines[i + 1:]:
+                    if follow.strip() == "metadata:" or follow.strip().startswith("metadata:"):
+                        indent = -1
+                        continue
+                    if indent is None:
+                        continue
+                    m = re.match(r"(\s*)([A-Za-z]+):\s*(.*?)\s*(#.*)?$", follow)
+                    if not m:
+                        break
+                    if indent == -1:
+                        indent = len(m.group(1))
+                    if len(m.group(1)) != indent:
+                        break
+                    md[m.group(2)] = m.group(3).strip('"')
+                if md:
+                    md.pop("scalerAddress", None)
+                    found.append(md)
+    assert len(found) >= 2, found
+    return found
+
+
 class DemandAggregator(unittest.TestCase):
     """podSelector: the aggregator scrapes every Ready pod the selector picks,
     at the pod's IP (127.0.0.x here) and enginePort."""
@@ -727,6 +762,15 @@ class DemandAggregator(unittest.TestCase):
                 r = d.poll_until(dict(md, partialData="ignore"), lambda r: "error" not in r,
                                  timeout=10, addr=addr)
                 self.assertEqual(r["metricValueFloat"], 7, r)
+                # Every trigger example in the docs is accepted as written.
+                for md_doc in doc_trigger_examples():
+                    p2 = subprocess.run([CLIENT, "spec", "-addr", addr, "-namespace", "ml",
+                                         "-max-time", "20s"] +
+                                        sum((["-metadata", "%s=%s" % kv]
+                                             for kv in md_doc.items()), []),
+                                        capture_output=True, text=True, timeout=30)
+                    out = json.loads(p2.stdout.splitlines()[0])
+                    self.assertNotIn("error", out, (md_doc, out))
                 # Zero pods selected: nothing waits in any engine, a known 0.
                 r = d.poll_until(dict(md, podSelector="app=none"), lambda r: "error" not in r,
                                  timeout=10, addr=addr)

@@ -500,6 +500,50 @@ class Demand(unittest.TestCase):
         self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
         self.assertIn("no-such-host.invalid", r["error"]["message"])
 
+    def test_https_engine_endpoint(self):
+        """https: ALPN http/1.1, SNI and the host name checked against the
+        certificate, trusted through --source-ca-file."""
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(self.tmp.name, "srv.pem"),
+                            os.path.join(self.tmp.name, "srv.key"))
+        ctx.set_alpn_protocols(["http/1.1"])
+        srv = EngineServer("0.0.0.0")  # this network namespace only
+        srv.httpd.socket = ctx.wrap_socket(srv.httpd.socket, server_side=True)
+        try:
+            srv.pages.set("/secure", vllm_text(4, 1, 0.5))
+            url = "https://localhost:%d/secure" % srv.port
+            self.poll_until({"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+                             "engineEndpoint": url}, self.value_is(4))
+            # The certificate does not name 127.0.0.2: refused.
+            r = self.poll_until({"metricType": "engine_queue", "engine": "vllm",
+                                 "targetValue": "1",
+                                 "engineEndpoint": "https://127.0.0.2:%d/secure" % srv.port},
+                                lambda r: "error" in r)
+            self.assertIn("certificate verification", r["error"]["message"])
+        finally:
+            srv.close()
+
+    def test_demand_with_a_gpu_signal(self):
+        """Standalone: the node's GPUs (30 % + 50 % = 80) with targetGpu 40
+        need 2 replicas; a queue of 12 at 4 per replica needs 3."""
+        self.redis.cmd("DEL", "gq")
+        md = self.redis_md(metricType="demand", targetGpu="40", activationGpu="90",
+                           targetQueuePerReplica="4", redisListName="gq")
+        r = self.poll_until(md, self.value_is(200))
+        self.assertFalse(r["active"])  # 80 is not above activationGpu 90, nothing queued
+        for i in range(12):
+            self.redis.cmd("RPUSH", "gq", str(i))
+        r = self.poll_until(md, self.value_is(300))
+        self.assertTrue(r["active"])
+        self.redis.cmd("DEL", "gq")
+        # With a GPU signal the GPU selection keys apply; without one they are refused.
+        r = self.poll(dict(md, gpuIndex="1"))
+        self.assertNotIn("error", r)
+        r = self.poll({"metricType": "demand", "targetQueuePerReplica": "4", "gpuIndex": "1",
+                       "redisAddress": "127.0.0.1:%d" % self.redis.port, "redisListName": "gq"})
+        self.assertEqual(r["error"]["code"], "INVALID_ARGUMENT", r)
+
     def test_redirect_is_not_followed(self):
         self.engines.pages.set("/moved", "", status=302,
                                headers={"Location": "http://169.254.169.254/latest/meta-data/"})

@@ -46,6 +46,7 @@
 #include "server/metrics.h"
 #include "server/options.h"
 #include "server/query.h"
+#include "server/validate.h"
 #include "sources/source_hub.h"
 
 #ifndef KGS_VERSION
@@ -607,6 +608,8 @@ static int start_http(server_t *sv, uint16_t port, const char *what, http_server
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "query") == 0)
         return query_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "validate") == 0)
+        return validate_main(argc - 1, argv + 1);
 
     server_t sv;
     memset(&sv, 0, sizeof sv);

@@ -1,0 +1,59 @@
+/*
+ * validate.h - `keda-gpu-scaler validate FILE...`: reads ScaledObject and
+ * ScaledJob YAML (libyaml), finds the triggers meant for this scaler, and
+ * reports each metadata problem with the exact message the server would
+ * answer (INVALID_ARGUMENT), so a CI job catches a bad trigger before KEDA
+ * does.
+ *
+ * What is checked per trigger of type external / external-push:
+ *   - the metadata is a map of strings (Kubernetes rejects a YAML number
+ *     or bool there: KEDA's CRD types it map[string]string);
+ *   - trigger_config_parse() accepts it;
+ *   - in the standalone role, no podSelector / nodeSelector (the server
+ *     refuses them there);
+ *   - the trigger's own metricType is AverageValue or Value (KEDA refuses
+ *     Utilization for external scalers).
+ */
+#ifndef KGS_SERVER_VALIDATE_H
+#define KGS_SERVER_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+typedef enum { VALIDATE_ROLE_AGGREGATOR, VALIDATE_ROLE_STANDALONE } validate_role_t;
+
+typedef struct {
+    validate_role_t role;
+    /* Which external triggers are ours: scalerAddress contains this (NULL:
+     * "keda-gpu-scaler"); all = every external trigger. */
+    const char *match;
+    bool all;
+} validate_opts_t;
+
+typedef struct {
+    unsigned documents; /* YAML documents read */
+    unsigned objects;   /* ScaledObjects and ScaledJobs */
+    unsigned triggers;  /* triggers checked */
+    unsigned skipped;   /* external triggers for another scaler */
+    unsigned problems;  /* lines reported */
+} validate_counts_t;
+
+/*
+ * Checks text[0..len) (borrowed; any bytes), a YAML stream named `name`
+ * (for messages). Writes one line per problem to out:
+ *   "NAME:LINE: ScaledObject NS/NAME trigger #I (TYPE): MESSAGE"
+ * (NAME alone when the object has no namespace)
+ * and adds to *counts. Returns 0 (problems or not), or KGS_EINVAL when the
+ * text is not YAML (message "NAME:LINE:COL: ..." in err).
+ */
+int validate_text(const char *name, const char *text, size_t len, const validate_opts_t *opts,
+                  FILE *out, validate_counts_t *counts, char *err, size_t errlen);
+
+/* argv[0] is "validate". Exit status: 0 all valid, 1 problems found, 2
+ * usage, unreadable file or YAML syntax error. */
+int validate_main(int argc, char **argv);
+
+extern const char validate_usage_text[];
+
+#endif

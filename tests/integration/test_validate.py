@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""`keda-gpu-scaler validate`: every example in deploy/examples passes; the
+problems in tests/fixtures/validate/bad.yaml are reported with their lines and
+with the very message the server answers (checked against a running
+standalone server with grpc-go); exit statuses; standard input.
+
+Environment (CTest): KEDA_GPU_SCALER, NVML_SIM_LIBRARY, KGS_GO_CLIENT,
+KGS_SOURCE_DIR.
+"""
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+SERVER = os.environ["KEDA_GPU_SCALER"]
+SIM = os.environ["NVML_SIM_LIBRARY"]
+CLIENT = os.environ["KGS_GO_CLIENT"]
+SRC = os.environ["KGS_SOURCE_DIR"]
+BAD = os.path.join(SRC, "tests", "fixtures", "validate", "bad.yaml")
+
+
+def validate(*args, stdin=None):
+    p = subprocess.run([SERVER, "validate"] + list(args), capture_output=True, text=True,
+                       input=stdin, timeout=30, cwd=SRC)
+    return p.returncode, p.stdout, p.stderr
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Validate(unittest.TestCase):
+    def test_every_example_is_valid(self):
+        files = sorted(glob.glob(os.path.join(SRC, "deploy", "examples", "*.yaml")))
+        self.assertGreaterEqual(len(files), 7)
+        rc, out, err = validate(*files)
+        self.assertEqual((rc, out), (0, ""), err)
+        self.assertIn("%d trigger(s) checked, 0 problem(s)" % len(files), err)
+
+    def test_problems_are_reported_with_their_lines(self):
+        rc, out, err = validate("tests/fixtures/validate/bad.yaml")
+        self.assertEqual(rc, 1, err)
+        lines = out.splitlines()
+        self.assertEqual(len(lines), 4, out)
+        self.assertTrue(lines[0].startswith(
+            "tests/fixtures/validate/bad.yaml:12: ScaledObject ml/typo trigger #0 (external): "
+            'unknown metadata key "targetvalue": did you mean "targetValue"?'), lines[0])
+        self.assertTrue(lines[1].startswith(
+            "tests/fixtures/validate/bad.yaml:29: ScaledObject unquoted trigger #0 "
+            "(external-push): metadata targetValue: 5 is a number in YAML"), lines[1])
+        self.assertIn('quote it, targetValue: "5"', lines[1])
+        self.assertIn(":31: ScaledObject unquoted trigger #1 (external): the trigger's "
+                      "metricType Utilization", lines[2])
+        self.assertIn(":54: ScaledJob jobs/ssrf trigger #0 (external): invalid demandEndpoint",
+                      lines[3])
+        self.assertIn("1 external trigger(s) for other scalers skipped", err)
+        # --all checks the other scaler's trigger too.
+        rc, out, err = validate("--all", "tests/fixtures/validate/bad.yaml")
+        self.assertEqual(len(out.splitlines()), 5, out)
+        self.assertIn('unknown metadata key "anything"', out)
+
+    def test_messages_are_the_servers(self):
+        tmp = tempfile.TemporaryDirectory()
+        scen = os.path.join(tmp.name, "s.json")
+        with open(os.path.join(SRC, "sim", "scenarios", "idle-4xh100.json")) as f, \
+                open(scen, "w") as g:
+            g.write(f.read())
+        port, probe = free_port(), free_port()
+        p = subprocess.Popen([SERVER, "--listen-address", "127.0.0.1", "--port", str(port),
+                              "--probe-port", str(probe), "--metrics-port", "0",
+                              "--nvml-library", SIM],
+                             env={"PATH": "/usr/bin:/bin", "NVML_SIM_SCENARIO": scen,
+                                  **{k: v for k, v in os.environ.items()
+                                     if k.endswith("SAN_OPTIONS")}},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            end = time.monotonic() + 15
+            while time.monotonic() < end:
+                try:
+                    urllib.request.urlopen("http://127.0.0.1:%d/readyz" % probe, timeout=1)
+                    break
+                except Exception:
+                    time.sleep(0.1)
+            cases = [
+                ({"metricType": "gpu_utilization", "targetvalue": "60"},
+                 "tests/fixtures/validate/bad.yaml"),
+                ({"metricType": "queue_length", "targetValue": "1",
+                  "demandEndpoint": "http://169.254.169.254/latest/meta-data",
+                  "demandMetric": "q"}, "tests/fixtures/validate/bad.yaml"),
+                ({"profile": "sm-active", "podSelector": "app=vllm-chat",
+                  "podAggregation": "avg", "targetValue": "70"},
+                 "--role standalone deploy/examples/vllm-gpu-activity.yaml"),
+            ]
+            for md, args in cases:
+                r = subprocess.run([CLIENT, "spec", "-addr", "127.0.0.1:%d" % port,
+                                    "-max-time", "10s"] +
+                                   sum((["-metadata", "%s=%s" % kv] for kv in md.items()), []),
+                                   capture_output=True, text=True, timeout=20)
+                got = json.loads(r.stdout.splitlines()[0])
+                self.assertEqual(got["error"]["code"], "INVALID_ARGUMENT", got)
+                rc, out, err = validate(*args.split())
+                self.assertEqual(rc, 1, err)
+                self.assertIn("): " + got["error"]["message"] + "\n", out,
+                              "validate and the server disagree")
+        finally:
+            p.send_signal(signal.SIGTERM)
+            p.wait(10)
+            tmp.cleanup()
+
+    def test_exit_statuses_and_stdin(self):
+        rc, out, err = validate("tests/fixtures/validate/syntax.yaml")
+        self.assertEqual(rc, 2)
+        self.assertIn("syntax.yaml:4:5: YAML:", err)
+        rc, out, err = validate("no/such/file.yaml")
+        self.assertEqual(rc, 2)
+        self.assertIn("no/such/file.yaml: No such file or directory", err)
+        self.assertEqual(validate()[0], 2)
+        self.assertEqual(validate("--role", "agent", "x.yaml")[0], 2)
+        self.assertEqual(validate("--bogus", "x.yaml")[0], 2)
+        rc, out, err = validate("--help")
+        self.assertEqual(rc, 0)
+        self.assertIn("Usage: keda-gpu-scaler validate", out)
+        with open(BAD) as f:
+            rc, out, err = validate("-", stdin=f.read())
+        self.assertEqual(rc, 1)
+        self.assertTrue(out.startswith("-:12: ScaledObject ml/typo"), out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -113,6 +113,32 @@ class ServerDocs(unittest.TestCase):
         for flag in server_flags("query", "--help"):
             self.assertTrue(flag in doc, "query flag %s is missing from docs/server.md" % flag)
 
+    def test_every_validate_flag_is_documented(self):
+        doc = read(SERVER_DOC)
+        for flag in server_flags("validate", "--help"):
+            self.assertTrue(flag in doc, "validate flag %s is missing from docs/server.md" % flag)
+
+    def test_every_environment_variable_the_server_reads_is_documented(self):
+        """getenv() names in the server's sources, and the KEDA_GPU_SCALER_<FLAG>
+        form of every flag, against the Environment section."""
+        env_doc = read(SERVER_DOC).split("### Environment", 1)[1].split("\n## ", 1)[0]
+        names = set()
+        for d in ("server", "cluster", "scaler", "sources", "net", "nvml"):
+            for root, _, files in os.walk(os.path.join(SRC, "src", d)):
+                for f in files:
+                    if f.endswith(".c"):
+                        names |= set(re.findall(r'getenv\("([A-Z_]+)"\)',
+                                                read(os.path.join(root, f))))
+        self.assertIn("NODE_NAME", names)
+        for n in names:
+            self.assertIn("`%s`" % n, env_doc, "environment variable %s is undocumented" % n)
+        self.assertIn("KEDA_GPU_SCALER_<FLAG>", env_doc)
+        # The generic form really works for a flag: KEDA_GPU_SCALER_PORT=bad is refused.
+        p = subprocess.run([SERVER], capture_output=True, text=True,
+                           env={"PATH": "/usr/bin:/bin", "KEDA_GPU_SCALER_PORT": "bad"})
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("KEDA_GPU_SCALER_PORT", p.stderr)
+
     def test_documented_metric_names_exist_in_the_code(self):
         src = read(os.path.join(SRC, "src", "server", "metrics.c"))
         table = read(SERVER_DOC).split("### Metrics", 1)[1].split("##", 1)[0]

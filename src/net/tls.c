@@ -76,6 +76,16 @@ static SSL_CTX *server_ctx_build(const char *cert, const char *key, const char *
                            tls_error_string(why, sizeof why));
         goto fail;
     }
+    /* A private key every local user can read is no longer private: refuse
+     * it rather than serve with it (group-readable is fine: fsGroup setups). */
+    struct stat kst;
+    if (stat(key, &kst) == 0 && (kst.st_mode & S_IROTH)) {
+        *code = kgs_seterr(err, errlen, KGS_EINVAL,
+                           "TLS key %s is readable by every user (mode %04o): make it 0600 or "
+                           "0640 (in Kubernetes: defaultMode: 0440 on the Secret volume)",
+                           key, (unsigned)(kst.st_mode & 07777));
+        goto fail;
+    }
     if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
         *code = kgs_seterr(err, errlen, KGS_EIO, "TLS key %s: %s", key,
                            tls_error_string(why, sizeof why));

@@ -588,6 +588,43 @@ class Tls(unittest.TestCase):
             a += ["-server-name", server_name]
         return a
 
+    def test_world_readable_key_is_refused(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        key = os.path.join(d, "tls.key")
+        shutil.copy(self.pki.server_key, key)
+        os.chmod(key, 0o644)
+        p = subprocess.run([SERVER, "--nvml-library", SIM, "--listen-address", "127.0.0.1",
+                            "--port", "0", "--metrics-port", "0", "--probe-port", "0",
+                            "--tls-cert", self.pki.server_cert, "--tls-key", key],
+                           capture_output=True, text=True, timeout=30,
+                           env={"PATH": "/usr/bin:/bin",
+                                **{k: v for k, v in os.environ.items()
+                                   if k.endswith("SAN_OPTIONS")}})
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("is readable by every user (mode 0644)", p.stderr)
+        os.chmod(key, 0o640)  # group-readable (fsGroup) is accepted
+        scen = os.path.join(d, "s.json")
+        with open(scen, "w") as f:
+            json.dump(four_gpus(), f)
+        p = subprocess.Popen([SERVER, "--nvml-library", SIM, "--listen-address", "127.0.0.1",
+                              "--port", "0", "--metrics-port", "0", "--probe-port", "0",
+                              "--tls-cert", self.pki.server_cert, "--tls-key", key],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env={"PATH": "/usr/bin:/bin", "NVML_SIM_SCENARIO": scen,
+                                  **{k: v for k, v in os.environ.items()
+                                     if k.endswith("SAN_OPTIONS")}})
+        try:
+            line = ""
+            end = time.monotonic() + 20
+            while "gRPC (TLS)" not in line and time.monotonic() < end and p.poll() is None:
+                line = p.stderr.readline()
+            self.assertIn("gRPC (TLS)", line)
+        finally:
+            p.send_signal(signal.SIGTERM)
+            p.wait(10)
+            p.stderr.close()
+
     def test_tls_with_alpn_h2(self):
         s = self.start()
         # Under valgrind on a busy 2-core CI machine a first call has been seen

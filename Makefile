@@ -1,7 +1,7 @@
 # The user interface of this repository. On a fresh Debian 12 machine:
 #   make run    install what is missing, build, start on the simulated GPU node
 #   make test   install what is missing, build twice (release -Werror, ASan+UBSan), run every test
-# Also: make build, make bench, make fuzz [FUZZ_SECONDS=N], make format, make clean.
+# Also: make build, make bench, make fuzz [FUZZ_SECONDS=N], make dist, make format, make clean.
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 RELEASE_DIR := build/release
@@ -11,7 +11,7 @@ SCENARIO ?= sim/scenarios/inference-burst.json
 INTERVAL ?= 1s
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps js-deps build build-asan run table test bench fuzz format format-check clean
+.PHONY: all deps js-deps build build-asan run table test bench fuzz format format-check dist clean
 
 all: build
 
@@ -58,6 +58,14 @@ fuzz: deps
 	CC=clang cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGS_FUZZ=ON >/dev/null
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_all
 	@scripts/run-fuzz $(FUZZ_DIR) $(FUZZ_SECONDS)
+
+# The container image's runtime file set, without Docker: build/dist/rootfs
+# holds what the Dockerfile's final stage copies in, and
+# build/dist/runtime-packages.txt the Debian packages (beyond debian:12-slim)
+# its shared libraries come from. Fails if the Dockerfile's list disagrees.
+dist: build
+	python3 tests/deploy/dist/closure.py stage --build $(RELEASE_DIR) --source . \
+	  --out build/dist --dockerfile Dockerfile
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -1,0 +1,247 @@
+{{/*
+Names. The full name is the release name when it contains the chart name
+(release "keda-gpu-scaler" -> "keda-gpu-scaler"), as in the Go chart.
+*/}}
+{{- define "kgs.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kgs.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Name of a sub-object: <fullname>-<suffix>, within 63 characters. */}}
+{{- define "kgs.subname" -}}
+{{- printf "%s-%s" (include "kgs.fullname" .ctx | trunc (int (sub 62 (len .suffix))) | trimSuffix "-") .suffix }}
+{{- end }}
+
+{{- define "kgs.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Service KEDA connects to (the scalerAddress host). */}}
+{{- define "kgs.kedaServiceName" -}}
+{{- include "kgs.fullname" . }}
+{{- end }}
+
+{{/* The agents' headless Service, which the aggregators resolve. */}}
+{{- define "kgs.agentsServiceName" -}}
+{{- include "kgs.subname" (dict "ctx" . "suffix" "agents") }}
+{{- end }}
+
+{{/* The port KEDA dials: a headless Service does not translate ports. */}}
+{{- define "kgs.kedaPort" -}}
+{{- if .Values.service.headless }}{{ .Values.grpc.port }}{{ else }}{{ .Values.service.port }}{{ end }}
+{{- end }}
+
+{{- define "kgs.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "kgs.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The component on the GPU nodes: agent (cluster) or standalone. */}}
+{{- define "kgs.nodeComponent" -}}
+{{- if eq .Values.mode "cluster" }}agent{{ else }}standalone{{ end }}
+{{- end }}
+
+{{/* The component KEDA talks to: aggregator (cluster) or standalone. */}}
+{{- define "kgs.kedaComponent" -}}
+{{- if eq .Values.mode "cluster" }}aggregator{{ else }}standalone{{ end }}
+{{- end }}
+
+{{- define "kgs.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kgs.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+{{- with .component }}
+app.kubernetes.io/component: {{ . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of every object: dict "ctx" $ "component" "agent"|"" */}}
+{{- define "kgs.labels" -}}
+helm.sh/chart: {{ include "kgs.chart" .ctx }}
+{{ include "kgs.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "kgs.imageTag" .ctx | trunc 63 | quote }}
+app.kubernetes.io/part-of: keda-gpu-scaler
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+{{- end }}
+
+{{- define "kgs.imageTag" -}}
+{{- default .Chart.AppVersion .Values.image.tag }}
+{{- end }}
+
+{{- define "kgs.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (include "kgs.imageTag" .) }}
+{{- end }}
+{{- end }}
+
+{{- define "kgs.tlsEnabled" -}}
+{{- if or .Values.tls.secretName .Values.tls.certManager.enabled }}true{{ end }}
+{{- end }}
+
+{{- define "kgs.tlsSecretName" -}}
+{{- if .Values.tls.secretName }}
+{{- .Values.tls.secretName }}
+{{- else }}
+{{- include "kgs.subname" (dict "ctx" . "suffix" "tls") }}
+{{- end }}
+{{- end }}
+
+{{- define "kgs.tlsMountPath" -}}
+/etc/keda-gpu-scaler/tls
+{{- end }}
+
+{{/* Refuse values that would deploy something broken, saying why. */}}
+{{- define "kgs.validate" -}}
+{{- if not (has .Values.mode (list "cluster" "standalone")) }}
+{{- fail (printf "mode must be cluster or standalone, not %q" (toString .Values.mode)) }}
+{{- end }}
+{{- if not (has .Values.probes.type (list "http" "grpc")) }}
+{{- fail (printf "probes.type must be http or grpc, not %q" (toString .Values.probes.type)) }}
+{{- end }}
+{{- if and (eq .Values.probes.type "grpc") (include "kgs.tlsEnabled" .) }}
+{{- fail "probes.type grpc cannot probe a TLS port (the kubelet's gRPC probe is plaintext): use probes.type http" }}
+{{- end }}
+{{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.enabled) }}
+{{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" }}
+{{- end }}
+{{- if .Values.nvmlHostMounts.enabled }}
+{{- fail "nvmlHostMounts is not supported: mounting device nodes needs a privileged container. Use the NVIDIA container runtime (runtimeClassName, NVIDIA_VISIBLE_DEVICES), which this chart configures" }}
+{{- end }}
+{{- if and .Values.service.headless (ne .Values.service.type "ClusterIP") }}
+{{- fail (printf "service.headless needs service.type ClusterIP, not %s; set service.headless=false for another type" .Values.service.type) }}
+{{- end }}
+{{- if lt (int .Values.aggregator.replicaCount) 1 }}
+{{- fail "aggregator.replicaCount must be at least 1" }}
+{{- end }}
+{{- if not (has .Values.aggregator.podAntiAffinity (list "soft" "hard")) }}
+{{- fail (printf "aggregator.podAntiAffinity must be soft or hard, not %q" (toString .Values.aggregator.podAntiAffinity)) }}
+{{- end }}
+{{- if and .Values.tls.certManager.enabled (not .Values.tls.certManager.issuerRef.name) }}
+{{- required "tls.certManager.issuerRef.name is required when tls.certManager.enabled is true" .Values.tls.certManager.issuerRef.name }}
+{{- end }}
+{{- end }}
+
+{{/* Downward API: the node name labels metrics; pod name and namespace name the pod in logs. */}}
+{{- define "kgs.downwardEnv" -}}
+- name: NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: spec.nodeName
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+{{- end }}
+
+{{/* Flags every role shares. */}}
+{{- define "kgs.commonArgs" -}}
+- --port={{ .Values.grpc.port }}
+- --metrics-port={{ if .Values.metrics.enabled }}{{ .Values.metrics.port }}{{ else }}0{{ end }}
+- --probe-port={{ if .Values.probes.enabled }}{{ .Values.probes.port }}{{ else }}0{{ end }}
+- --log-level={{ .Values.logLevel }}
+- --log-format={{ .Values.logFormat }}
+- --health-check-interval={{ .Values.healthCheckInterval }}
+{{- with .Values.listenAddress }}
+- --listen-address={{ . }}
+{{- end }}
+{{- end }}
+
+{{/* TLS flags for the pods KEDA talks to. */}}
+{{- define "kgs.tlsArgs" -}}
+{{- if include "kgs.tlsEnabled" . }}
+- --tls-cert={{ include "kgs.tlsMountPath" . }}/tls.crt
+- --tls-key={{ include "kgs.tlsMountPath" . }}/tls.key
+{{- if .Values.tls.clientAuth }}
+- --tls-client-ca={{ include "kgs.tlsMountPath" . }}/{{ .Values.tls.clientCAKey }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "kgs.tlsVolumeMount" -}}
+{{- if include "kgs.tlsEnabled" . }}
+- name: tls
+  mountPath: {{ include "kgs.tlsMountPath" . }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* No subPath: a Secret volume is updated in place only without one, and the server re-reads the files. */}}
+{{- define "kgs.tlsVolume" -}}
+{{- if include "kgs.tlsEnabled" . }}
+- name: tls
+  secret:
+    secretName: {{ include "kgs.tlsSecretName" . }}
+    # 0440: keda-gpu-scaler refuses a private key that every user can read.
+    defaultMode: 288
+{{- end }}
+{{- end }}
+
+{{- define "kgs.containerPorts" -}}
+- name: grpc
+  containerPort: {{ .Values.grpc.port }}
+  protocol: TCP
+{{- if .Values.metrics.enabled }}
+- name: metrics
+  containerPort: {{ .Values.metrics.port }}
+  protocol: TCP
+{{- end }}
+{{- if .Values.probes.enabled }}
+- name: probes
+  containerPort: {{ .Values.probes.port }}
+  protocol: TCP
+{{- end }}
+{{- end }}
+
+{{- define "kgs.probes" -}}
+{{- if .Values.probes.enabled }}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: probes
+  {{- toYaml .Values.probes.liveness | nindent 2 }}
+readinessProbe:
+  {{- if eq .Values.probes.type "grpc" }}
+  grpc:
+    port: {{ .Values.grpc.port }}
+  {{- else }}
+  httpGet:
+    path: /readyz
+    port: probes
+  {{- end }}
+  {{- toYaml .Values.probes.readiness | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Service ports (target ports by name). */}}
+{{- define "kgs.servicePorts" -}}
+- name: grpc
+  port: {{ .port }}
+  targetPort: grpc
+  protocol: TCP
+{{- if .ctx.Values.metrics.enabled }}
+- name: metrics
+  port: {{ .ctx.Values.metrics.port }}
+  targetPort: metrics
+  protocol: TCP
+{{- end }}
+{{- end }}

@@ -79,6 +79,7 @@ var (
 	wantValue  = fs.Float64("value", 0, "watch: the metricValueFloat to wait for")
 	bigBytes   = fs.Int("bytes", 5*1024*1024, "big: size of the metadata value")
 	maxTime    = fs.Duration("max-time", 120*time.Second, "hard limit for the whole run")
+	vary       = fs.String("vary", "targetValue", "soak: the metadata key set to 10+i for object i")
 )
 
 func init() { fs.Var(metadata, "metadata", "scalerMetadata key=value (repeatable)") }
@@ -105,7 +106,7 @@ func usage(msg string) {
 	fmt.Fprintf(os.Stderr, "kedaclient: %s\n", msg)
 	fmt.Fprintln(os.Stderr, `usage: kedaclient SUBCOMMAND [flags]
 subcommands: poll rr spec metrics isactive stream streams method deadline cancel
-             health health-watch big load watch
+             health health-watch big load watch soak
 -addr a,b,... puts every address behind one ClientConn (round_robin), as a
 Service with several endpoints; rr makes -count GetMetrics calls over it.`)
 	fs.SetOutput(os.Stderr)
@@ -902,6 +903,114 @@ func cmdWatch(c pb.ExternalScalerClient) map[string]interface{} {
 	return map[string]interface{}{"end": map[string]interface{}{"reason": "timeout", "calls": calls}}
 }
 
+
+// cmdSoak: KEDA's load over one connection for -duration: -n ScaledObjects
+// (distinct metadata: the given map plus -vary KEY = 10+i), each with a
+// StreamIsActive stream kept open (re-opened 2 s after it ends, as KEDA
+// does) and a polling loop (GetMetricSpec, GetMetrics, IsActive) every
+// -interval. Prints a JSON line per minute and a summary at the end:
+// calls, errors by code, stream messages and stream ends by code.
+func cmdSoak(c pb.ExternalScalerClient) map[string]interface{} {
+	n := *nStreams
+	if n <= 0 {
+		n = 100
+	}
+	var mu sync.Mutex
+	calls, msgs := 0, 0
+	errs := map[string]int{}
+	ends := map[string]int{}
+	stop := time.Now().Add(*duration)
+	refFor := func(i int) *pb.ScaledObjectRef {
+		md := map[string]string{}
+		for k, v := range metadata {
+			md[k] = v
+		}
+		md[*vary] = fmt.Sprintf("%d", 10+i)
+		return &pb.ScaledObjectRef{Name: fmt.Sprintf("so-%d", i), Namespace: *namespace, ScalerMetadata: md}
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		r := refFor(i)
+		wg.Add(2)
+		go func() { // the stream, re-opened as KEDA does
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				ctx, cancel := context.WithDeadline(context.Background(), stop)
+				st, err := c.StreamIsActive(ctx, r)
+				if err == nil {
+					for {
+						_, err = st.Recv()
+						if err != nil {
+							break
+						}
+						mu.Lock()
+						msgs++
+						mu.Unlock()
+					}
+				}
+				cancel()
+				if time.Now().Before(stop) {
+					code, _ := statusOf(err)
+					mu.Lock()
+					ends[code]++
+					mu.Unlock()
+					time.Sleep(2 * time.Second)
+				}
+			}
+		}()
+		go func(i int) { // the polling loop, phase-shifted per object
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * *interval / time.Duration(n))
+			for time.Now().Before(stop) {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				spec, err := c.GetMetricSpec(ctx, r)
+				if err == nil && len(spec.MetricSpecs) > 0 {
+					_, err = c.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r, MetricName: spec.MetricSpecs[0].MetricName})
+					if err == nil {
+						_, err = c.IsActive(ctx, r)
+					}
+				}
+				cancel()
+				mu.Lock()
+				calls++
+				if err != nil {
+					code, _ := statusOf(err)
+					errs[code]++
+				}
+				mu.Unlock()
+				time.Sleep(*interval)
+			}
+		}(i)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t0 := time.Now()
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	snap := func() map[string]interface{} {
+		mu.Lock()
+		defer mu.Unlock()
+		e := map[string]int{}
+		for k, v := range errs {
+			e[k] = v
+		}
+		se := map[string]int{}
+		for k, v := range ends {
+			se[k] = v
+		}
+		return map[string]interface{}{"t_s": int(time.Since(t0).Seconds()), "objects": n, "poll_rounds": calls,
+			"poll_errors": e, "stream_messages": msgs, "stream_ends": se}
+	}
+	for {
+		select {
+		case <-tick.C:
+			emit(snap())
+		case <-done:
+			return snap()
+		}
+	}
+}
+
 func main() {
 	args := os.Args[1:]
 	fs.SetOutput(ioutil.Discard)
@@ -923,7 +1032,7 @@ func main() {
 	}
 	known := map[string]bool{"poll": true, "rr": true, "spec": true, "metrics": true, "isactive": true, "stream": true,
 		"streams": true, "method": true, "deadline": true, "cancel": true, "health": true,
-		"health-watch": true, "big": true, "load": true, "watch": true}
+		"health-watch": true, "big": true, "load": true, "watch": true, "soak": true}
 	if !known[sub] {
 		usage("unknown subcommand " + sub)
 	}
@@ -966,5 +1075,7 @@ func main() {
 		finish(cmdLoad(c))
 	case "watch":
 		finish(cmdWatch(c))
+	case "soak":
+		finish(cmdSoak(c))
 	}
 }

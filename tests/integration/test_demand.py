@@ -728,9 +728,9 @@ class Demand(unittest.TestCase):
 
 def doc_trigger_examples():
     """The metadata maps of the external / external-push triggers in the
-    YAML examples of docs/configuration.md and docs/server.md."""
+    YAML examples of docs/configuration.md, server.md and quickstart.md."""
     found = []
-    for name in ("configuration.md", "server.md"):
+    for name in ("configuration.md", "server.md", "quickstart.md"):
         with open(os.path.join(os.environ["KGS_SOURCE_DIR"], "docs", name)) as f:
             text = f.read()
         for block in re.findall(r"```yaml\n(.*?)```", text, re.S):

@@ -87,6 +87,9 @@ struct grpc_conn {
     unsigned ncalls;
     loop_timer_t idle_timer;
     loop_timer_t close_timer;
+    loop_timer_t slow_timer; /* handshake, preface and request completion */
+    mono_ns_t accepted;
+    bool settings_seen; /* the client's preface and first SETTINGS arrived */
     bool closing;
     bool first_read_done;
     bool in_recv; /* inside nghttp2_session_mem_recv: no mem_send from callbacks */
@@ -336,6 +339,48 @@ static void call_dispatch(grpc_call_t *c) {
     s->handlers.on_request(c, c->path, msg, msg_len, s->user_data);
 }
 
+static uint64_t slow_limit(const grpc_conn_t *c) {
+    return c->srv->opts.handshake_timeout_ns ? c->srv->opts.handshake_timeout_ns : 10 * NS_PER_SEC;
+}
+
+/* Arms the slow-loris timer for the earliest thing still incomplete: the
+ * preface, or a request whose headers or message have not all arrived. */
+static void slow_timer_update(grpc_conn_t *c) {
+    mono_ns_t first = 0;
+    if (!c->settings_seen)
+        first = c->accepted;
+    for (grpc_call_t *k = c->calls; k; k = k->next)
+        if (!k->dispatched && !k->finished && (!first || k->started < first))
+            first = k->started;
+    if (first && !c->closing)
+        loop_timer_start(c->srv->loop, &c->slow_timer, clock_add_sat(first, slow_limit(c)));
+    else
+        loop_timer_stop(c->srv->loop, &c->slow_timer);
+}
+
+static void on_slow_timer(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)t;
+    grpc_conn_t *c = ud;
+    mono_ns_t now = loop_now(loop), limit = slow_limit(c);
+    bool late = !c->settings_seen && now - c->accepted >= limit;
+    for (grpc_call_t *k = c->calls; k && !late; k = k->next)
+        late = !k->dispatched && !k->finished && now - k->started >= limit;
+    if (!late) {
+        slow_timer_update(c);
+        return;
+    }
+    LOG_INFO(c->srv->opts.log, "grpc %s: closed: %s not complete within %.1f s", c->peer,
+             c->settings_seen ? "a request" : "the TLS handshake / HTTP/2 preface",
+             (double)limit / 1e9);
+    if (c->settings_seen) {
+        nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE,
+                              nghttp2_session_get_last_proc_stream_id(c->h2),
+                              NGHTTP2_ENHANCE_YOUR_CALM, (const uint8_t *)"slow request", 12);
+        conn_flush(c);
+    }
+    conn_schedule_close(c);
+}
+
 static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, void *ud) {
     grpc_conn_t *conn = ud;
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
@@ -355,6 +400,8 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, voi
     conn->srv->ncalls++;
     loop_timer_stop(conn->srv->loop, &conn->idle_timer);
     nghttp2_session_set_stream_user_data(h2, c->stream_id, c);
+    if (!loop_timer_armed(&conn->slow_timer))
+        slow_timer_update(conn);
     return 0;
 }
 
@@ -415,7 +462,11 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, 
 }
 
 static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *ud) {
-    (void)ud;
+    grpc_conn_t *conn = ud;
+    if (frame->hd.type == NGHTTP2_SETTINGS && !conn->settings_seen) {
+        conn->settings_seen = true;
+        slow_timer_update(conn);
+    }
     if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
         /* Look the call up again: it may have been closed meanwhile. */
@@ -527,6 +578,7 @@ static void conn_destroy(grpc_conn_t *c) {
     grpc_server_t *s = c->srv;
     loop_timer_stop(s->loop, &c->idle_timer);
     loop_timer_stop(s->loop, &c->close_timer);
+    loop_timer_stop(s->loop, &c->slow_timer);
     /* nghttp2_session_del does not report stream closes: walk our list. */
     while (c->calls) {
         grpc_call_t *call = c->calls;
@@ -676,6 +728,7 @@ static void conn_accept(grpc_server_t *s, int fd, const struct sockaddr_storage 
     c->srv = s;
     snprintf(c->peer, sizeof c->peer, "%s", peer);
     loop_timer_init(&c->idle_timer, on_idle, c);
+    loop_timer_init(&c->slow_timer, on_slow_timer, c);
     loop_timer_init(&c->close_timer, on_close_timer, c);
     if (transport_init(&c->tr, fd, s->opts.tls ? tls_server_ctx(s->opts.tls) : NULL, true, NULL) !=
         0) {
@@ -734,6 +787,8 @@ static void conn_accept(grpc_server_t *s, int fd, const struct sockaddr_storage 
     if (s->opts.idle_timeout_ns)
         loop_timer_start(s->loop, &c->idle_timer,
                          clock_add_sat(loop_now(s->loop), s->opts.idle_timeout_ns));
+    c->accepted = loop_now(s->loop);
+    slow_timer_update(c);
     LOG_DEBUG(s->opts.log, "grpc %s: connected%s", peer, s->opts.tls ? " (TLS)" : "");
 }
 

@@ -29,11 +29,15 @@ typedef struct {
 } grpc_server_handlers_t;
 
 typedef struct {
-    const char *listen_address;      /* "0.0.0.0", "::", "127.0.0.1" */
-    uint16_t port;                   /* 0 = ephemeral (see grpc_server_port) */
-    tls_server_t *tls;               /* borrowed; NULL = h2c */
-    unsigned max_connections;        /* beyond it, new connections are closed at once */
-    uint64_t idle_timeout_ns;        /* a connection without streams for this long is closed */
+    const char *listen_address; /* "0.0.0.0", "::", "127.0.0.1" */
+    uint16_t port;              /* 0 = ephemeral (see grpc_server_port) */
+    tls_server_t *tls;          /* borrowed; NULL = h2c */
+    unsigned max_connections;   /* beyond it, new connections are closed at once */
+    uint64_t idle_timeout_ns;   /* a connection without streams for this long is closed */
+    /* A connection must finish TLS and the HTTP/2 preface + SETTINGS, and
+     * each request its headers and message, within this; otherwise it is
+     * closed (slow-loris). 0 = 10 s. */
+    uint64_t handshake_timeout_ns;
     unsigned max_concurrent_streams; /* advertised per connection */
     const logger_t *log;             /* borrowed; may be NULL */
 } grpc_server_opts_t;

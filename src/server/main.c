@@ -784,6 +784,7 @@ int main(int argc, char **argv) {
                              .tls = sv.tls,
                              .max_connections = sv.o.max_connections,
                              .idle_timeout_ns = sv.o.idle_timeout_ns,
+                             .handshake_timeout_ns = sv.o.handshake_timeout_ns,
                              .max_concurrent_streams = 10000,
                              .log = &sv.log};
     grpc_server_handlers_t gh = {.on_request = on_grpc_request, .on_call_gone = on_grpc_call_gone};

@@ -89,6 +89,11 @@ const char server_usage_text[] =
 
 /* Split in two: ISO C caps one string literal at 4095 bytes. */
 const char server_usage_text_more[] =
+    "  --handshake-timeout DURATION  a gRPC connection must finish TLS and the\n"
+    "                                HTTP/2 preface, and each request its headers\n"
+    "                                and message, within this; slower ones are\n"
+    "                                closed (default 10s, at least 100ms)\n"
+    "\n"
     "Engine and queue sources (standalone, aggregator):\n"
     "  --source-ca-file FILE         CA bundle for https engine endpoints and\n"
     "                                rediss queues (default: the system's roots)\n"
@@ -133,6 +138,7 @@ typedef enum {
     O_MAX_CONNECTIONS,
     O_IDLE_TIMEOUT,
     O_SHUTDOWN_GRACE,
+    O_HANDSHAKE_TIMEOUT,
     O_KUBELET_SOCKET,
     O_AGENTS,
     O_AGENTS_DNS,
@@ -164,6 +170,7 @@ static const char *const opt_names[O_COUNT] = {
     "max-connections",
     "idle-timeout",
     "shutdown-grace",
+    "handshake-timeout",
     "kubelet-socket",
     "agents",
     "agents-dns",
@@ -402,6 +409,15 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
         return parse_duration(r, &o->idle_timeout_ns, err, errlen);
     case O_SHUTDOWN_GRACE:
         return parse_duration(r, &o->shutdown_grace_ns, err, errlen);
+    case O_HANDSHAKE_TIMEOUT:
+        if (parse_duration(r, &o->handshake_timeout_ns, err, errlen) != 0)
+            return KGS_EINVAL;
+        if (o->handshake_timeout_ns < 100 * NS_PER_MS)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: %s is too short: a TLS handshake and the first request need "
+                              "at least 100ms (default 10s)",
+                              r->source, r->text);
+        return 0;
     case O_KUBELET_SOCKET:
         if (!r->text[0] || (strcmp(r->text, "none") != 0 && r->text[0] != '/'))
             return kgs_seterr(err, errlen, KGS_EINVAL,
@@ -470,6 +486,7 @@ static void set_defaults(server_options_t *o) {
     o->max_connections = SERVER_DEFAULT_MAX_CONNECTIONS;
     o->idle_timeout_ns = DEFAULT_IDLE_TIMEOUT_NS;
     o->shutdown_grace_ns = DEFAULT_SHUTDOWN_GRACE_NS;
+    o->handshake_timeout_ns = 10 * NS_PER_SEC;
     o->source_max_bytes = 8u * 1024 * 1024;
 }
 

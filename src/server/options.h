@@ -50,6 +50,7 @@ typedef struct {
     unsigned max_connections;          /* --max-connections, default 1024 (gRPC) */
     uint64_t idle_timeout_ns;          /* --idle-timeout, default 10m; 0 = never */
     uint64_t shutdown_grace_ns;        /* --shutdown-grace, default 5s */
+    uint64_t handshake_timeout_ns;     /* --handshake-timeout, default 10s */
     const char *kubelet_socket;  /* --kubelet-socket (agent), NULL = no pod attribution ("none") */
     const char *agents;          /* --agents HOST:PORT,... (aggregator) */
     const char *agents_dns;      /* --agents-dns NAME:PORT (aggregator) */

@@ -1,0 +1,113 @@
+/*
+ * sim.h - the trace-driven autoscaling simulation: one policy (a KEDA
+ * trigger configuration plus KEDA/HPA settings, or the oracle) against one
+ * request trace and one replica model. Deterministic: fixed time step, no
+ * wall clock, no randomness.
+ *
+ * The trigger is evaluated by the product's own code: trigger_config_parse()
+ * on the policy's metadata map, then evaluator_run() on a snapshot built
+ * from the simulated GPUs (GPU metrics) or demand_evaluate() on the
+ * simulated engine and queue signals (demand metrics). What differs between
+ * policies is configuration only.
+ */
+#ifndef SCALESIM_SIM_H
+#define SCALESIM_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "hpa.h"
+#include "trace.h"
+
+typedef struct {
+    double prefill_tok_s;    /* aggregate prefill throughput of one replica */
+    double decode_tok_s;     /* aggregate decode throughput of one replica */
+    double decode_seq_tok_s; /* decode speed of one request on its own */
+    unsigned batch;          /* maximum concurrent requests (vLLM max_num_seqs) */
+    double kv_tokens;        /* KV-cache capacity in tokens */
+    double node_s;           /* cold start: node provisioning */
+    double image_s;          /* cold start: image pull */
+    double weights_s;        /* cold start: weights into VRAM */
+    unsigned warm_pool;      /* provisioned nodes kept idle (billed) for new replicas */
+} sim_model_t;
+
+/* Llama-3.1-8B on one H100 (bench/README.md documents each number). */
+void sim_model_default(sim_model_t *m);
+
+typedef enum { SIM_POLICY_KEDA, SIM_POLICY_ORACLE } sim_policy_kind_t;
+
+#define SIM_MAX_META 24
+
+typedef struct {
+    char id;          /* 'a', 'b', ... */
+    const char *name; /* for the table */
+    sim_policy_kind_t kind;
+    /* KEDA trigger metadata, as KEDA would send it (key, value) */
+    const char *meta[SIM_MAX_META][2];
+    unsigned meta_count;
+    hpa_metric_type_t metric_type; /* the trigger's metricType in the ScaledObject */
+    double polling_s;              /* pollingInterval */
+    double cooldown_s;             /* cooldownPeriod */
+    int min_replicas, max_replicas;
+    bool push;              /* external-push: StreamIsActive true at each signal refresh */
+    double signal_period_s; /* how often the signal source refreshes */
+    double signal_delay_s;  /* how late KEDA sees it (dcgm-exporter -> Prometheus: 30 s) */
+    bool node_local;        /* answered by one node's DaemonSet pod, round robin (Go system) */
+    bool forecast;          /* forecast: trend */
+    double cold_start_s;    /* coldStartSeconds */
+    double forecast_alpha;  /* per second */
+    double forecast_beta;   /* per second */
+    double oracle_util;     /* oracle: GPU busy fraction it plans for */
+    double oracle_window_s; /* oracle: smoothing window of the need */
+} sim_policy_t;
+
+typedef struct {
+    double dt_s;            /* time step, 0.1 */
+    double tail_s;          /* simulated time after the last arrival */
+    double slo_wait_s;      /* queue-wait SLO, 2 */
+    double timeline_step_s; /* timeline resolution, 10 */
+} sim_options_t;
+
+void sim_options_default(sim_options_t *o);
+
+typedef struct {
+    double gpu_hours;
+    double wait_p50_s, wait_p95_s, wait_p99_s, wait_max_s;
+    double slo_miss_share; /* requests whose queue wait exceeded slo_wait_s */
+    /* the same for requests that arrived while a replica was serving (not
+     * waiting for a wake from zero): how well the policy follows demand */
+    double warm_p99_s, warm_miss_share;
+    unsigned cold_starts; /* replicas created */
+    unsigned wakes;       /* episodes where requests arrived to zero serving replicas */
+    double wake_mean_s, wake_max_s;
+    size_t unfinished; /* never admitted by the end (counted with their wait so far) */
+    unsigned peak_replicas;
+    unsigned eval_errors; /* evaluations that were not OK (KEDA keeps the replica count) */
+    size_t points;        /* timeline */
+    float *replicas;      /* owned: billed replicas (starting, serving, draining) */
+    float *serving;       /* owned */
+} sim_result_t;
+
+/*
+ * Runs policy p over trace t. Returns 0; KGS_EINVAL with a message when the
+ * policy's metadata does not parse (the product's message, prefixed with the
+ * policy) or a parameter is out of range; KGS_ENOMEM. *out is zeroed first;
+ * release with sim_result_deinit().
+ */
+int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const sim_options_t *o,
+            sim_result_t *out, char *err, size_t errlen);
+
+void sim_result_deinit(sim_result_t *r);
+
+/*
+ * The demand in replicas on the timeline grid (points of step_s up to end_s):
+ * GPU-seconds of work arriving per second (context / prefill rate + output /
+ * decode rate), averaged over window_s. Returned in *out (free()), n points.
+ */
+int sim_demand_timeline(const trace_t *t, const sim_model_t *m, double step_s, double end_s,
+                        double window_s, float **out, size_t *n);
+
+/* The simulated end time for t under o. */
+double sim_end_s(const trace_t *t, const sim_options_t *o);
+
+#endif

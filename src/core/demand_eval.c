@@ -78,3 +78,11 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
     out->value = v;
     out->active = v > c->activation_threshold || running || active;
 }
+
+void demand_forecast_apply(const trigger_config_t *c, forecast_t *f, double now_s,
+                           eval_result_t *out) {
+    if (!c->demand.forecast_trend || out->status != EVAL_OK || !f)
+        return;
+    forecast_update(f, now_s, out->value); /* a bad sample (NaN) is refused and ignored */
+    out->value = forecast_ahead(f, now_s, (double)c->demand.cold_start_s, out->value);
+}

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 
 #include "core/evaluator.h"
+#include "core/forecast.h"
 #include "core/trigger_config.h"
 
 typedef struct {
@@ -44,5 +45,16 @@ typedef struct {
  */
 void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const eval_result_t *gpu,
                      eval_result_t *out);
+
+/*
+ * forecast: trend. Feeds an OK result's value into f (the trigger's own
+ * state, caller-owned and initialised with forecast_init) at now_s, then
+ * replaces the value with the demand expected coldStartSeconds ahead (never
+ * less than the value now). Activity is left as it is: waking from zero
+ * follows the work that exists, not the forecast. Does nothing unless
+ * c->demand.forecast_trend and out->status == EVAL_OK.
+ */
+void demand_forecast_apply(const trigger_config_t *c, forecast_t *f, double now_s,
+                           eval_result_t *out);
 
 #endif

@@ -156,6 +156,8 @@ typedef enum {
     K_ACTIVATION_GPU,
     K_SOURCE_INTERVAL,
     K_SOURCE_TIMEOUT,
+    K_FORECAST,
+    K_COLD_START,
     K_SCALER_ADDRESS, /* KEDA's own: accepted and ignored */
     K_ENABLE_TLS,
     K_UNSAFE_SSL,
@@ -211,6 +213,8 @@ static const char *const key_names[K_COUNT] = {
     "activationGpu",
     "sourceInterval",
     "sourceTimeout",
+    "forecast",
+    "coldStartSeconds",
     "scalerAddress",
     "enableTLS",
     "unsafeSsl",
@@ -1412,6 +1416,43 @@ static int resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t
                           "sglang",
                           engine_names[d->engine]);
 
+    if (slot[K_FORECAST] || slot[K_COLD_START]) {
+        if (t == DEMAND_NONE)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s is set, but metricType %s is a GPU metric; forecast applies to "
+                              "engine, queue and demand metric types",
+                              slot[K_FORECAST] ? "forecast" : "coldStartSeconds",
+                              metric_names[c->metric_type]);
+        if (slot[K_FORECAST]) {
+            static const char *const kinds[] = {"none", "trend"};
+            int k = 0;
+            v = value_of(slot[K_FORECAST]);
+            rc = parse_enum("forecast", v.p, v.n, kinds, 2, "none or trend", &k, err, errlen);
+            if (rc)
+                return rc;
+            d->forecast_trend = k == 1;
+        }
+        if (slot[K_COLD_START]) {
+            v = value_of(slot[K_COLD_START]);
+            long long cs;
+            if (!parse_integer(v.p, v.n, &cs) || cs < 1 || cs > 3600)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "invalid coldStartSeconds %s: must be whole seconds from 1 to "
+                                  "3600 (how long a new replica takes to serve: node, image, "
+                                  "weights)",
+                                  kgs_quote(q, sizeof q, v.p, v.n));
+            d->cold_start_s = (unsigned)cs;
+        }
+        if (d->forecast_trend && !d->cold_start_s)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "forecast: trend needs coldStartSeconds (how far ahead to look: "
+                              "the time a new replica needs to serve)");
+        if (!d->forecast_trend && d->cold_start_s)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "coldStartSeconds is set, but forecast is none: it is how far "
+                              "ahead forecast: trend looks; add forecast: trend or drop it");
+    }
+
     d->interval_ns = 1000000000ull;
     d->timeout_ns = 2000000000ull;
     static const int src_keys[] = {K_SOURCE_INTERVAL, K_SOURCE_TIMEOUT};
@@ -1677,7 +1718,8 @@ int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_
                             "demandEndpoint, demandMetric, demandLabels), the demand keys "
                             "(targetQueuePerReplica, targetRunningPerReplica, targetKvCache, "
                             "targetGpu, gpuMetricType, activationQueue, activationGpu, "
-                            "sourceInterval, sourceTimeout) and KEDA's scalerAddress, "
+                            "sourceInterval, sourceTimeout), forecast, coldStartSeconds and "
+                            "KEDA's scalerAddress, "
                             "enableTLS, unsafeSsl",
                             kgs_quote(q, sizeof q, k.p, k.n));
     } else if (dup) {

@@ -145,6 +145,12 @@ typedef struct {
     double activation_queue; /* activationQueue, default 0 */
     double activation_gpu;   /* activationGpu, default 0 */
 
+    /* Proactive scaling: with forecast: trend the value reported is the
+     * demand expected coldStartSeconds ahead (Holt's linear smoothing, never
+     * below the demand now); activity stays on the demand now. */
+    bool forecast_trend;   /* forecast: trend (default none) */
+    unsigned cold_start_s; /* coldStartSeconds, 1..3600; only with forecast: trend */
+
     uint64_t interval_ns; /* sourceInterval: default 1 s, 100 ms .. 60 s */
     uint64_t timeout_ns;  /* sourceTimeout: default 2 s, 100 ms .. 30 s */
 } demand_config_t;

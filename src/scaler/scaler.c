@@ -218,8 +218,9 @@ static void evaluate_gpu(scaler_t *s, const trigger_config_t *cfg, const char *n
 
 /* A whole trigger: GPU metric, demand signals, or both (metricType demand
  * with targetGpu). */
-static void evaluate_trigger(scaler_t *s, const trigger_config_t *cfg, const char *ns,
+static void evaluate_trigger(scaler_t *s, const config_entry_t *entry, const char *ns,
                              mono_ns_t now, snapshot_t *snap, eval_result_t *out) {
+    const trigger_config_t *cfg = &entry->config;
     if (cfg->demand.type == DEMAND_NONE) {
         evaluate_gpu(s, cfg, ns, now, snap, out);
         return;
@@ -237,23 +238,22 @@ static void evaluate_trigger(scaler_t *s, const trigger_config_t *cfg, const cha
     bool with_gpu = trigger_uses_gpu(cfg);
     if (with_gpu)
         evaluate_gpu(s, cfg, ns, now, snap, &gpu);
-    source_hub_evaluate(s->opts.sources, cfg, ns, now, with_gpu ? &gpu : NULL, out);
+    source_hub_evaluate(s->opts.sources, cfg, entry->id, ns, now, with_gpu ? &gpu : NULL, out);
 }
 
 static void evaluate_now(scaler_t *s, const config_entry_t *entry, const char *ns,
                          eval_result_t *out) {
-    const trigger_config_t *cfg = &entry->config;
     mono_ns_t now = loop_now(s->opts.loop);
     if (s->opts.evaluate) {
         if (s->opts.eval_reuse_ns && memo_get(s, entry->id, ns, now, out))
             return;
-        evaluate_trigger(s, cfg, ns, now, NULL, out);
+        evaluate_trigger(s, entry, ns, now, NULL, out);
         if (s->opts.eval_reuse_ns && !out->pending)
             memo_put(s, entry->id, ns, now, out);
         return;
     }
     snapshot_t *snap = s->opts.current_snapshot(s->opts.snapshot_user_data);
-    evaluate_trigger(s, cfg, ns, now, snap, out);
+    evaluate_trigger(s, entry, ns, now, snap, out);
     snapshot_unref(snap);
 }
 
@@ -827,7 +827,7 @@ void scaler_refresh(scaler_t *s) {
     mono_ns_t now = loop_now(s->opts.loop);
     for (stream_group_t *g = s->groups; g; g = g->next) {
         eval_result_t prev = g->result;
-        evaluate_trigger(s, &g->entry->config, g->ns, now, snap, &g->result);
+        evaluate_trigger(s, g->entry, g->ns, now, snap, &g->result);
         g->evaluated = true;
         if (g->result.status != EVAL_OK &&
             (prev.status != g->result.status || strcmp(prev.message, g->result.message) != 0))

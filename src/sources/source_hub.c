@@ -92,8 +92,18 @@ struct source {
     unsigned hist_n, hist_first;
 };
 
+/* forecast: trend state of one trigger in one namespace. */
+typedef struct forecast_slot {
+    struct forecast_slot *next;
+    uint64_t trigger_id;
+    char ns[128];
+    forecast_t f;
+    mono_ns_t last_used;
+} forecast_slot_t;
+
 struct source_hub {
     source_hub_opts_t o;
+    forecast_slot_t *forecasts;
     SSL_CTX *tls;
     source_t *buckets[HASH_BUCKETS];
     source_t *all;
@@ -837,6 +847,15 @@ static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
             source_free(h, s);
         }
     }
+    for (forecast_slot_t **pp = &h->forecasts; *pp;) {
+        forecast_slot_t *f = *pp;
+        if (now - f->last_used > h->o.idle_ns) {
+            *pp = f->next;
+            free(f);
+        } else {
+            pp = &f->next;
+        }
+    }
     loop_timer_start(loop, &h->sweep, clock_add_sat(now, SWEEP_NS));
 }
 
@@ -1106,9 +1125,30 @@ static void run(source_hub_t *h, const trigger_config_t *c, const char *ns, mono
     out->inputs += x.ok;
 }
 
-void source_hub_evaluate(source_hub_t *h, const trigger_config_t *c, const char *ns, mono_ns_t now,
-                         const eval_result_t *gpu, eval_result_t *out) {
+static forecast_t *forecast_for(source_hub_t *h, uint64_t id, const char *ns, mono_ns_t now) {
+    for (forecast_slot_t *f = h->forecasts; f; f = f->next)
+        if (f->trigger_id == id && strcmp(f->ns, ns) == 0) {
+            f->last_used = now;
+            return &f->f;
+        }
+    forecast_slot_t *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL; /* demand_forecast_apply then leaves the value as it is */
+    f->trigger_id = id;
+    snprintf(f->ns, sizeof f->ns, "%s", ns);
+    forecast_init(&f->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
+    f->last_used = now;
+    f->next = h->forecasts;
+    h->forecasts = f;
+    return &f->f;
+}
+
+void source_hub_evaluate(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
+                         const char *ns, mono_ns_t now, const eval_result_t *gpu,
+                         eval_result_t *out) {
     run(h, c, ns, now, gpu, out, false);
+    if (c->demand.forecast_trend && out->status == EVAL_OK)
+        demand_forecast_apply(c, forecast_for(h, trigger_id, ns, now), (double)now / 1e9, out);
 }
 
 void source_hub_prepare(source_hub_t *h, const trigger_config_t *c, const char *ns, mono_ns_t now) {
@@ -1157,6 +1197,11 @@ void source_hub_free(source_hub_t *h) {
         return;
     while (h->all)
         source_free(h, h->all);
+    while (h->forecasts) {
+        forecast_slot_t *f = h->forecasts;
+        h->forecasts = f->next;
+        free(f);
+    }
     loop_timer_stop(h->o.loop, &h->sweep);
     loop_timer_stop(h->o.loop, &h->notify);
     SSL_CTX_free(h->tls);

@@ -60,12 +60,16 @@ void source_hub_free(source_hub_t *h);
 
 /*
  * The value and activity of demand trigger c (c->demand.type !=
- * DEMAND_NONE) for a ScaledObject in namespace ns. gpu is the GPU
- * evaluation when trigger_uses_gpu(c), else NULL. Starts polling the
- * sources it needs on first use. *out is fully written.
+ * DEMAND_NONE) for a ScaledObject in namespace ns. trigger_id identifies
+ * the trigger's configuration (the config cache's id): with forecast: trend
+ * the hub keeps one forecast per (trigger_id, ns), fed by every
+ * evaluation. gpu is the GPU evaluation when trigger_uses_gpu(c), else
+ * NULL. Starts polling the sources it needs on first use. *out is fully
+ * written.
  */
-void source_hub_evaluate(source_hub_t *h, const trigger_config_t *c, const char *ns, mono_ns_t now,
-                         const eval_result_t *gpu, eval_result_t *out);
+void source_hub_evaluate(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
+                         const char *ns, mono_ns_t now, const eval_result_t *gpu,
+                         eval_result_t *out);
 
 /* Starts the trigger's sources without evaluating (GetMetricSpec comes
  * before the first GetMetrics: the first scrape is then under way). */

@@ -67,7 +67,7 @@ static void demand_keys(sim_policy_t *p, const policy_knobs_t *k) {
     META(p, "sourceInterval", "1s");
 }
 
-size_t policies_default(sim_policy_t *out, const sim_model_t *m, const policy_knobs_t *k) {
+size_t policies_default(sim_policy_t *out, const sim_model_t *m, policy_knobs_t *k) {
     int max_replicas = k->max_replicas;
     sim_policy_t *p = &out[0];
     base(p, 'a', "Go system: node-local max GPU util", max_replicas);
@@ -105,8 +105,11 @@ size_t policies_default(sim_policy_t *out, const sim_model_t *m, const policy_kn
     base(p, 'e', "ours + forecast: trend", max_replicas);
     demand_keys(p, k);
     p->push = true;
-    p->forecast = true;
-    p->cold_start_s = m->node_s + m->image_s + m->weights_s;
+    /* The product's keys: trigger_config_parse() turns them into
+     * demand.forecast_trend and demand.cold_start_s, which sim.c reads. */
+    META(p, "forecast", "trend");
+    snprintf(k->cold_start, sizeof k->cold_start, "%.0f", m->node_s + m->image_s + m->weights_s);
+    META(p, "coldStartSeconds", k->cold_start);
     p->forecast_alpha = k->alpha;
     p->forecast_beta = k->beta;
 

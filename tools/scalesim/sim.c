@@ -530,7 +530,8 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
             goto fail;
         rc = KGS_ENOMEM;
         hpa.type = p->metric_type;
-        if (p->forecast && forecast_init(&s->fc, p->forecast_alpha, p->forecast_beta)) {
+        if (s->cfg.demand.forecast_trend &&
+            forecast_init(&s->fc, p->forecast_alpha, p->forecast_beta)) {
             rc = kgs_seterr(err, errlen, KGS_EINVAL, "policy %c: forecast weights", p->id);
             goto fail;
         }
@@ -601,10 +602,10 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
                 take_sample(s, now);
                 next_sample += p->signal_period_s;
                 const sample_t *x = seen_sample(s, now);
-                if (x && (p->push || p->forecast)) {
+                if (x && (p->push || s->cfg.demand.forecast_trend)) {
                     eval_result_t ev;
                     evaluate(s, x, now, &ev);
-                    if (ev.status == EVAL_OK && p->forecast)
+                    if (ev.status == EVAL_OK && s->cfg.demand.forecast_trend)
                         forecast_update(&s->fc, now, ev.value);
                     if (ev.status == EVAL_OK && p->push && ev.active)
                         desired = hpa_keda_poll(&keda, now, desired, true);
@@ -630,8 +631,8 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
                     evaluate(s, x, now, &ev);
                     if (ev.status == EVAL_OK) {
                         double v = ev.value;
-                        if (p->forecast)
-                            v = forecast_ahead(&s->fc, now, p->cold_start_s, v);
+                        if (s->cfg.demand.forecast_trend)
+                            v = forecast_ahead(&s->fc, now, (double)s->cfg.demand.cold_start_s, v);
                         desired = hpa_sync(&hpa, now, desired, (int)count_state(s, is_serving), v,
                                            s->cfg.target_value);
                     } else {

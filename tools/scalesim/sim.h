@@ -53,8 +53,6 @@ typedef struct {
     double signal_period_s; /* how often the signal source refreshes */
     double signal_delay_s;  /* how late KEDA sees it (dcgm-exporter -> Prometheus: 30 s) */
     bool node_local;        /* answered by one node's DaemonSet pod, round robin (Go system) */
-    bool forecast;          /* forecast: trend */
-    double cold_start_s;    /* coldStartSeconds */
     double forecast_alpha;  /* per second */
     double forecast_beta;   /* per second */
     double oracle_util;     /* oracle: GPU busy fraction it plans for */

@@ -163,6 +163,47 @@ static void test_single_signal_types(void **state) {
     assert_true(r.active);
 }
 
+/* forecast: trend: a rising demand is reported ahead by coldStartSeconds,
+ * never below now; a flat or falling one is reported as it is. */
+static void test_forecast_reports_the_demand_a_cold_start_ahead(void **state) {
+    (void)state;
+    trigger_config_t c =
+        CFG("metricType", "queue_length", "targetValue", "5", "redisAddress", "r:6379",
+            "redisListName", "q", "forecast", "trend", "coldStartSeconds", "120");
+    assert_true(c.demand.forecast_trend);
+    assert_int_equal(c.demand.cold_start_s, 120);
+    forecast_t f;
+    forecast_init(&f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
+    demand_signals_t s = {.has_queue = true};
+    eval_result_t r;
+    /* a ramp: +1 queued request per second for 5 minutes */
+    for (int t = 0; t <= 300; t++) {
+        s.queue = t;
+        demand_evaluate(&c, &s, NULL, &r);
+        demand_forecast_apply(&c, &f, t, &r);
+        assert_true(r.value >= s.queue);
+    }
+    /* 120 s ahead of 300 on a slope of 1/s: about 420 */
+    assert_true(r.value > 380 && r.value < 440);
+    assert_true(r.active);
+    /* the queue empties: never below now, back towards now as the trend fades */
+    for (int t = 301; t <= 900; t++) {
+        s.queue = 0;
+        demand_evaluate(&c, &s, NULL, &r);
+        demand_forecast_apply(&c, &f, t, &r);
+        assert_true(r.value >= 0);
+    }
+    assert_true(r.value < 1);
+    assert_false(r.active); /* activity follows the work that exists */
+    /* without forecast: trend nothing changes */
+    trigger_config_t plain = CFG("metricType", "queue_length", "targetValue", "5", "redisAddress",
+                                 "r:6379", "redisListName", "q");
+    s.queue = 7;
+    demand_evaluate(&plain, &s, NULL, &r);
+    demand_forecast_apply(&plain, &f, 1000, &r);
+    NEAR(r.value, 7);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_example_kv_dominates),
@@ -171,6 +212,7 @@ int main(void) {
         cmocka_unit_test(test_running_keeps_active),
         cmocka_unit_test(test_gpu_activation_and_errors_pass_through),
         cmocka_unit_test(test_single_signal_types),
+        cmocka_unit_test(test_forecast_reports_the_demand_a_cold_start_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

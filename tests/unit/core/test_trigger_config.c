@@ -419,6 +419,25 @@ static void test_trigger_config_demand_composite(void **state) {
         "50ms");
     ERR("sourceInterval is set, but the trigger reads no engine or queue source", NULL,
         "metricType", "demand", "targetGpu", "50", "sourceInterval", "1s");
+    c = OK("metricType", "engine_queue", "engine", "vllm", "vllmEndpoint", "http://v/metrics",
+           "targetValue", "5", "forecast", "trend", "coldStartSeconds", "135");
+    assert_true(c.demand.forecast_trend);
+    assert_int_equal(c.demand.cold_start_s, 135);
+    c = OK("metricType", "engine_queue", "engine", "vllm", "vllmEndpoint", "http://v/metrics",
+           "targetValue", "5", "forecast", "none");
+    assert_false(c.demand.forecast_trend);
+    ERR("forecast: trend needs coldStartSeconds", NULL, "metricType", "engine_queue", "engine",
+        "vllm", "vllmEndpoint", "http://v/metrics", "targetValue", "5", "forecast", "trend");
+    ERR("coldStartSeconds is set, but forecast is none", NULL, "metricType", "engine_queue",
+        "engine", "vllm", "vllmEndpoint", "http://v/metrics", "targetValue", "5",
+        "coldStartSeconds", "60");
+    ERR("forecast is set, but metricType gpu_utilization is a GPU metric", NULL, "forecast",
+        "trend", "coldStartSeconds", "60");
+    ERR("invalid coldStartSeconds \"0\"", NULL, "metricType", "engine_queue", "engine", "vllm",
+        "vllmEndpoint", "http://v/metrics", "targetValue", "5", "forecast", "trend",
+        "coldStartSeconds", "0");
+    ERR("invalid forecast \"holt\"", "none or trend", "metricType", "engine_queue", "engine",
+        "vllm", "vllmEndpoint", "http://v/metrics", "targetValue", "5", "forecast", "holt");
     c = OK("metricType", "demand", "targetGpu", "50", "gpuIndex", "1");
     assert_true(trigger_uses_gpu(&c));
     assert_int_equal(c.gpu_index, 1);

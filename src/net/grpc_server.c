@@ -853,6 +853,12 @@ uint16_t grpc_server_port(const grpc_server_t *s) {
     return s->port;
 }
 
+void grpc_server_adopt(grpc_server_t *s, int fd) {
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss); /* AF_UNSPEC: the peer shows as "?" */
+    conn_accept(s, fd, &ss);
+}
+
 unsigned grpc_server_connection_count(const grpc_server_t *s) {
     return s->nconns;
 }

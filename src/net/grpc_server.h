@@ -49,6 +49,11 @@ int grpc_server_start(loop_t *loop, const grpc_server_opts_t *opts,
                       char *err, size_t errlen);
 
 uint16_t grpc_server_port(const grpc_server_t *s);
+/* Serves an already connected, non-blocking socket as if it had been
+ * accepted (the server owns fd afterwards, and closes it on every path).
+ * For tests and fuzzing, which drive the server over a socketpair. */
+void grpc_server_adopt(grpc_server_t *s, int fd);
+
 unsigned grpc_server_connection_count(const grpc_server_t *s);
 unsigned grpc_server_call_count(const grpc_server_t *s);
 

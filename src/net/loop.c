@@ -245,34 +245,45 @@ mono_ns_t loop_now(const loop_t *l) {
     return l->now;
 }
 
-int loop_run(loop_t *l) {
+/* One iteration: wait at most max_wait_ms (-1: until the next timer) for
+ * events, run their callbacks and the due timers. Returns the number of
+ * events, or KGS_EIO. */
+static int loop_iterate(loop_t *l, int max_wait_ms) {
     struct epoll_event evs[64];
-    l->stopping = false;
-    while (!l->stopping) {
-        int timeout_ms = -1;
-        l->now = clock_mono_now();
-        if (l->heap_len > 0) {
-            mono_ns_t due = l->heap[0]->_due;
-            /* Round up so a timer never fires early and spins. */
-            timeout_ms = due <= l->now ? 0 : (int)((due - l->now + NS_PER_MS - 1) / NS_PER_MS);
-            if (timeout_ms > 60000)
-                timeout_ms = 60000;
-        }
-        int n = epoll_wait(l->epfd, evs, 64, timeout_ms);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return KGS_EIO;
-        }
-        l->now = clock_mono_now();
-        for (int i = 0; i < n; i++) {
-            loop_io_t *io = evs[i].data.ptr;
-            if (io->dead)
-                continue;
-            io->cb(l, io->fd, evs[i].events, io->user_data);
-        }
-        run_timers(l);
-        free_dead(l);
+    int timeout_ms = max_wait_ms;
+    l->now = clock_mono_now();
+    if (l->heap_len > 0) {
+        mono_ns_t due = l->heap[0]->_due;
+        /* Round up so a timer never fires early and spins. */
+        int t = due <= l->now ? 0 : (int)((due - l->now + NS_PER_MS - 1) / NS_PER_MS);
+        if (t > 60000)
+            t = 60000;
+        if (timeout_ms < 0 || t < timeout_ms)
+            timeout_ms = t;
     }
+    int n = epoll_wait(l->epfd, evs, 64, timeout_ms);
+    if (n < 0)
+        return errno == EINTR ? 0 : KGS_EIO;
+    l->now = clock_mono_now();
+    for (int i = 0; i < n; i++) {
+        loop_io_t *io = evs[i].data.ptr;
+        if (io->dead)
+            continue;
+        io->cb(l, io->fd, evs[i].events, io->user_data);
+    }
+    run_timers(l);
+    free_dead(l);
+    return n;
+}
+
+int loop_run(loop_t *l) {
+    l->stopping = false;
+    while (!l->stopping)
+        if (loop_iterate(l, -1) < 0)
+            return KGS_EIO;
     return 0;
+}
+
+int loop_run_once(loop_t *l, int max_wait_ms) {
+    return loop_iterate(l, max_wait_ms < 0 ? 0 : max_wait_ms);
 }

@@ -67,6 +67,11 @@ void loop_wakeup(loop_t *loop);
 
 /* Runs until loop_stop(). Returns 0, or KGS_EIO if epoll_wait failed. */
 int loop_run(loop_t *loop);
+/* One iteration for tests and fuzzing: waits at most max_wait_ms for events
+ * (or the next timer), runs their callbacks and the due timers. Returns the
+ * number of events handled, or KGS_EIO. */
+int loop_run_once(loop_t *loop, int max_wait_ms);
+
 /* Makes loop_run return after the current iteration. Loop thread only. */
 void loop_stop(loop_t *loop);
 

@@ -216,9 +216,9 @@ class Cluster(unittest.TestCase):
                 raise AssertionError("aggregator not ready:\n" + log.read()[-3000:])
 
     @classmethod
-    def start_aggregator(cls, agent_args):
+    def start_aggregator(cls, agent_args, port=None):
         """Starts an aggregator replica: (process, port, probe port, log file)."""
-        port, probe = free_port(), free_port()
+        port, probe = port or free_port(), free_port()
         log = open(os.path.join(cls.tmp.name, "agg-%d.log" % port), "w+")
         p = subprocess.Popen(
             WRAPPER + [SERVER, "--role", "aggregator", "--listen-address", "127.0.0.1", "--port",
@@ -299,6 +299,45 @@ class Cluster(unittest.TestCase):
         node.start_agent()
         r = wait_for(lambda: (lambda x: x if x.get("metricValueFloat") == 190 else None)(self.poll(md)[0]), 15)
         self.assertIsNotNone(r, "did not recover after the agent restarted")
+
+    def test_aggregator_restart_while_keda_streams(self):
+        """A rolling restart of one aggregator: KEDA's stream to it ends with
+        status OK (KEDA re-dials in 2 s, counting no error), and the
+        replacement on the same address answers the same as before."""
+        md = {"metricType": "gpu_utilization", "targetValue": "50", "podSelector": "app=vllm",
+              "activationThreshold": "10"}
+        self.settle(md, 190, 10)
+        i = 1
+        p, port, probe, log = self.aggs[i]
+        addr = "127.0.0.1:%d" % port
+        s = Streaming(addr, "stream", "-count", "0", "-timeout", "60s", md=md)
+        try:
+            t, first = s.next(10 * SLOW)
+            self.assertIs(first.get("result"), True, first)
+            stop(p, log.name)
+            while True:
+                t, m = s.next(10 * SLOW)
+                if "end" in m:
+                    break
+            self.assertEqual(m["end"]["reason"], "server", m)
+            self.assertEqual(m["end"]["code"], "OK", m)
+        finally:
+            s.close()
+        log.close()
+        agents = ",".join("127.0.0.1:%d" % n.port for n in self.nodes)
+        self.aggs[i] = self.start_aggregator(["--agents", agents], port=port)
+        p, port, probe, log = self.aggs[i]
+        self.assertTrue(wait_for(lambda: http_ok(probe, "/readyz"), 15 * SLOW),
+                        "the restarted aggregator did not become ready")
+        r = wait_for(lambda: (lambda x: x if x.get("metricValueFloat") == 190 else None)(
+            self.poll(md, addr=addr)[0]), 15 * SLOW)
+        self.assertIsNotNone(r, "the restarted aggregator does not give the same answer")
+        s = Streaming(addr, "stream", "-count", "1", "-timeout", "30s", md=md)
+        try:
+            t, first = s.next(10 * SLOW)
+            self.assertIs(first.get("result"), True, first)
+        finally:
+            s.close()
 
     def test_pod_churn_is_followed(self):
         md = {"metricType": "gpu_utilization", "targetValue": "50", "podSelector": "app=trainer"}

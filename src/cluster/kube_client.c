@@ -586,42 +586,6 @@ static void schedule(kube_client_t *c, uint64_t delay_ns) {
     loop_timer_start(c->loop, &c->retry, clock_add_sat(loop_now(c->loop), delay_ns));
 }
 
-/* Drives SSL_do_handshake (see DESIGN: not transport_handshake, which
- * requires h2). Returns 0 done, TRANSPORT_AGAIN or TRANSPORT_ERROR. */
-static int handshake_http1(transport_t *t, char *why, size_t whylen) {
-    ERR_clear_error();
-    int rc = SSL_do_handshake(t->ssl);
-    if (rc == 1) {
-        t->ssl_wants_read = t->ssl_wants_write = false;
-        const unsigned char *proto = NULL;
-        unsigned len = 0;
-        SSL_get0_alpn_selected(t->ssl, &proto, &len);
-        if (len && (len != 8 || memcmp(proto, "http/1.1", 8) != 0)) {
-            snprintf(why, whylen, "TLS handshake: server chose ALPN %.*s, not http/1.1", (int)len,
-                     (const char *)proto);
-            return TRANSPORT_ERROR;
-        }
-        t->handshake_done = true;
-        return 0;
-    }
-    int e = SSL_get_error(t->ssl, rc);
-    t->ssl_wants_read = e == SSL_ERROR_WANT_READ;
-    t->ssl_wants_write = e == SSL_ERROR_WANT_WRITE;
-    if (t->ssl_wants_read || t->ssl_wants_write)
-        return TRANSPORT_AGAIN;
-    char ossl[200];
-    long vr = SSL_get_verify_result(t->ssl);
-    if (vr != X509_V_OK)
-        snprintf(why, whylen, "TLS handshake: certificate verification: %s",
-                 X509_verify_cert_error_string(vr));
-    else if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
-        snprintf(why, whylen, "TLS handshake: %s", errno ? strerror(errno) : "connection closed");
-    else
-        snprintf(why, whylen, "TLS handshake: %s", tls_error_string(ossl, sizeof ossl));
-    ERR_clear_error();
-    return TRANSPORT_ERROR;
-}
-
 /* ---- response handling ------------------------------------------------------------- */
 
 static int sink_collect(const char *data, size_t len, void *ud) {
@@ -925,7 +889,7 @@ static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
         c->cstate = c->tr.ssl ? CONN_HANDSHAKE : CONN_SENDING;
     }
     if (c->cstate == CONN_HANDSHAKE) {
-        int rc = handshake_http1(&c->tr, why, sizeof why);
+        int rc = transport_client_handshake(&c->tr, "http/1.1", why, sizeof why);
         if (rc == TRANSPORT_ERROR) {
             client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, why);
             return;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -147,4 +148,38 @@ void transport_close(transport_t *t) {
     if (t->fd >= 0)
         close(t->fd);
     t->fd = -1;
+}
+
+int transport_client_handshake(transport_t *t, const char *alpn, char *why, size_t whylen) {
+    ERR_clear_error();
+    int rc = SSL_do_handshake(t->ssl);
+    if (rc == 1) {
+        t->ssl_wants_read = t->ssl_wants_write = false;
+        const unsigned char *proto = NULL;
+        unsigned len = 0;
+        SSL_get0_alpn_selected(t->ssl, &proto, &len);
+        if (alpn && len && (len != strlen(alpn) || memcmp(proto, alpn, len) != 0)) {
+            snprintf(why, whylen, "TLS handshake: server chose ALPN %.*s, not %s", (int)len,
+                     (const char *)proto, alpn);
+            return TRANSPORT_ERROR;
+        }
+        t->handshake_done = true;
+        return 0;
+    }
+    int e = SSL_get_error(t->ssl, rc);
+    t->ssl_wants_read = e == SSL_ERROR_WANT_READ;
+    t->ssl_wants_write = e == SSL_ERROR_WANT_WRITE;
+    if (t->ssl_wants_read || t->ssl_wants_write)
+        return TRANSPORT_AGAIN;
+    char ossl[200];
+    long vr = SSL_get_verify_result(t->ssl);
+    if (vr != X509_V_OK)
+        snprintf(why, whylen, "TLS handshake: certificate verification: %s",
+                 X509_verify_cert_error_string(vr));
+    else if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
+        snprintf(why, whylen, "TLS handshake: %s", errno ? strerror(errno) : "connection closed");
+    else
+        snprintf(why, whylen, "TLS handshake: %s", tls_error_string(ossl, sizeof ossl));
+    ERR_clear_error();
+    return TRANSPORT_ERROR;
 }

@@ -33,6 +33,12 @@ int transport_init(transport_t *t, int fd, SSL_CTX *ctx, bool server, const char
  * or TRANSPORT_ERROR. Plain transports are done at once. */
 int transport_handshake(transport_t *t);
 
+/* The client side of a TLS handshake for protocols other than gRPC: 0 done,
+ * TRANSPORT_AGAIN or TRANSPORT_ERROR with a message in why ("TLS handshake:
+ * certificate verification: ..."). With alpn (e.g. "http/1.1"; NULL = no
+ * check), a server that selected another protocol is refused. */
+int transport_client_handshake(transport_t *t, const char *alpn, char *why, size_t whylen);
+
 /* > 0 bytes, 0 orderly EOF, TRANSPORT_AGAIN, TRANSPORT_ERROR. */
 ssize_t transport_read(transport_t *t, void *buf, size_t len);
 ssize_t transport_write(transport_t *t, const void *buf, size_t len);

@@ -57,7 +57,8 @@ static const char *state_name(fetch_state_t s) {
     return "?";
 }
 
-static void release(fetch_t *f) {
+/* Stops the timer and closes the socket; the fetch itself stays. */
+static void shut(fetch_t *f) {
     loop_timer_stop(f->loop, &f->deadline);
     if (f->io)
         loop_io_remove(f->loop, f->io);
@@ -65,6 +66,10 @@ static void release(fetch_t *f) {
     if (f->tr_open)
         transport_close(&f->tr);
     f->tr_open = false;
+}
+
+static void release(fetch_t *f) {
+    shut(f);
     free(f->request);
     free(f->buf);
     free(f);
@@ -113,44 +118,6 @@ static void want(fetch_t *f, bool rd, bool wr) {
     }
 }
 
-/* SSL_do_handshake with an optional ALPN check (transport_handshake insists
- * on h2). 0 done, TRANSPORT_AGAIN, TRANSPORT_ERROR with why. */
-static int handshake(fetch_t *f, char *why, size_t whylen) {
-    transport_t *t = &f->tr;
-    ERR_clear_error();
-    int rc = SSL_do_handshake(t->ssl);
-    if (rc == 1) {
-        t->ssl_wants_read = t->ssl_wants_write = false;
-        const unsigned char *proto = NULL;
-        unsigned plen = 0;
-        SSL_get0_alpn_selected(t->ssl, &proto, &plen);
-        if (f->req.alpn && plen &&
-            (plen != strlen(f->req.alpn) || memcmp(proto, f->req.alpn, plen) != 0)) {
-            snprintf(why, whylen, "TLS: server chose ALPN %.*s, not %s", (int)plen,
-                     (const char *)proto, f->req.alpn);
-            return TRANSPORT_ERROR;
-        }
-        t->handshake_done = true;
-        return 0;
-    }
-    int e = SSL_get_error(t->ssl, rc);
-    t->ssl_wants_read = e == SSL_ERROR_WANT_READ;
-    t->ssl_wants_write = e == SSL_ERROR_WANT_WRITE;
-    if (t->ssl_wants_read || t->ssl_wants_write)
-        return TRANSPORT_AGAIN;
-    char ossl[200];
-    long vr = SSL_get_verify_result(t->ssl);
-    if (vr != X509_V_OK)
-        snprintf(why, whylen, "TLS: certificate verification: %s",
-                 X509_verify_cert_error_string(vr));
-    else if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
-        snprintf(why, whylen, "TLS: %s", errno ? strerror(errno) : "connection closed");
-    else
-        snprintf(why, whylen, "TLS: %s", tls_error_string(ossl, sizeof ossl));
-    ERR_clear_error();
-    return TRANSPORT_ERROR;
-}
-
 static bool append(fetch_t *f, const char *p, size_t n) {
     if (f->len + n > f->cap) {
         size_t cap = f->cap ? f->cap : 4096;
@@ -185,7 +152,7 @@ static void drive(fetch_t *f) {
         f->state = f->tr.ssl ? ST_HANDSHAKE : ST_SENDING;
     }
     if (f->state == ST_HANDSHAKE) {
-        int rc = handshake(f, why, sizeof why);
+        int rc = transport_client_handshake(&f->tr, f->req.alpn, why, sizeof why);
         if (rc == TRANSPORT_AGAIN) {
             want(f, false, false);
             return;

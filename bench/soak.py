@@ -30,6 +30,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from kgs_sim import Sim, device  # noqa: E402
+from kgs_util import free_port  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/release")
 DURATION = int(sys.argv[2]) if len(sys.argv) > 2 else 1800
@@ -38,10 +39,6 @@ SIM = os.path.join(build, "sim/libnvml-sim.so")
 CLIENT = os.path.join(build, "go-clients/kedaclient")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def status_kib(pid, key):

@@ -17,9 +17,9 @@ import subprocess
 import tempfile
 import time
 import unittest
-import urllib.request
 
 from kgs_sim import Sim, device
+from kgs_util import free_port
 
 SERVER = os.environ["KEDA_GPU_SCALER"]
 SIM = os.environ["NVML_SIM_LIBRARY"]
@@ -30,10 +30,6 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 MD = {"metricType": "gpu_utilization", "targetValue": "50"}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def frame(ftype, flags, stream, payload=b""):

@@ -11,12 +11,13 @@ import glob
 import json
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import unittest
 import urllib.request
+
+from kgs_util import free_port
 
 SERVER = os.environ["KEDA_GPU_SCALER"]
 SIM = os.environ["NVML_SIM_LIBRARY"]
@@ -31,10 +32,6 @@ def validate(*args, stdin=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Validate(unittest.TestCase):

@@ -1,6 +1,7 @@
 # The user interface of this repository. On a fresh Debian 12 machine:
 #   make run    install what is missing, build, start on the simulated GPU node
-#   make test   install what is missing, build twice (release -Werror, ASan+UBSan), run every test
+#   make test   install what is missing, build release -Werror, ASan+UBSan and libFuzzer builds, run
+#               every test and a fuzz smoke (3 s per target)
 # Also: make build, make bench, make fuzz [FUZZ_SECONDS=N], make dist, make format, make clean.
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -47,16 +48,21 @@ $(JS_DIR)/node_modules/.package-lock.json: $(JS_DIR)/package-lock.json
 
 js-deps: deps $(JS_DIR)/node_modules/.package-lock.json
 
-test: build build-asan js-deps
-	@scripts/run-tests $(RELEASE_DIR) $(ASAN_DIR)
+# libFuzzer builds of every fuzz target (clang), for `make test`'s smoke runs
+# (KGS_FUZZ_SMOKE_SECONDS each, the fuzz label only) and `make fuzz`.
+build-fuzz: deps
+	@scripts/install-deps fuzz
+	@[ -f $(FUZZ_DIR)/CMakeCache.txt ] || CC=clang-14 cmake -S . -B $(FUZZ_DIR) \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGS_FUZZ=ON >/dev/null
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_all
+
+test: build build-asan build-fuzz js-deps
+	@scripts/run-tests $(RELEASE_DIR) $(ASAN_DIR) $(FUZZ_DIR):fuzz
 
 bench: build
 	@bench/run-all $(RELEASE_DIR)
 
-fuzz: deps
-	@scripts/install-deps fuzz
-	CC=clang cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGS_FUZZ=ON >/dev/null
-	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_all
+fuzz: build-fuzz
 	@scripts/run-fuzz $(FUZZ_DIR) $(FUZZ_SECONDS)
 
 # The container image's runtime file set, without Docker: build/dist/rootfs

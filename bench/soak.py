@@ -155,8 +155,9 @@ def main():
             if fault == "nvml_slow":
                 devs[0]["latency_ms"] = {"nvmlDeviceGetPowerUsage": 3000}
             sim.rewrite({"devices": devs})
-            redis_cmd(rsock, "RPUSH", "soak", "x") if rng.random() < 0.5 else \
-                redis_cmd(rsock, "LPOP", "soak")
+            if fault != "redis_stopped":  # a stopped Redis would block the driver too
+                redis_cmd(rsock, "RPUSH", "soak", "x") if rng.random() < 0.5 else \
+                    redis_cmd(rsock, "LPOP", "soak")
             engine.waiting = max(0, engine.waiting + rng.randint(-2, 2))
             engine.running = rng.randint(0, 8)
             if start is None and t >= 60:

@@ -34,7 +34,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from fake_kube_api import FakeKubeAPI  # noqa: E402
-from kgs_util import free_port  # noqa: E402
+from kgs_util import cpu_seconds as cpu_s, free_port  # noqa: E402
+from kgs_util import proc_status_kib as status  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/release")
 TRIALS = int(sys.argv[2]) if len(sys.argv) > 2 else 100
@@ -42,23 +43,12 @@ PODS = int(sys.argv[3]) if len(sys.argv) > 3 else 500
 SERVER = os.path.join(build, "src/server/keda-gpu-scaler")
 SIM = os.path.join(build, "sim/libnvml-sim.so")
 CLIENT = os.path.join(build, "go-clients/kedaclient")
-TCK = os.sysconf("SC_CLK_TCK")
 
 
 
 
-def cpu_s(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TCK
 
 
-def status(pid, key):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def md_args(md):

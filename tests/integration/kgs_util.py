@@ -1,5 +1,6 @@
 """Small helpers the integration tests and benchmarks share: free loopback
 ports, polling for a condition, HTTP probes."""
+import os
 import socket
 import time
 import urllib.request
@@ -30,3 +31,19 @@ def http_ok(port, path):
             return r.status == 200
     except Exception:
         return False
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds process pid has used."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_status_kib(pid, key):
+    """A /proc/PID/status value in KiB (VmRSS, VmHWM); 0 when absent."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0

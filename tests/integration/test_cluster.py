@@ -12,16 +12,15 @@ import os
 import queue
 import select
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
 from fake_kube_api import FakeKubeAPI
 from kgs_sim import Sim, device
+from kgs_util import free_port, http_ok, wait_for
 
 SERVER = os.environ["KEDA_GPU_SCALER"]
 SIM = os.environ["NVML_SIM_LIBRARY"]
@@ -35,28 +34,10 @@ SLOW = 5.0 if WRAPPER else 1.0
 EXITS = []  # (what, exit status) of every stopped wrapped process
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-def wait_for(fn, timeout, interval=0.1):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = fn()
-        if v:
-            return v
-        time.sleep(interval)
-    return None
 
 
-def http_ok(port, path):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=1) as r:
-            return r.status == 200
-    except Exception:
-        return False
 
 
 def stop(p, what=None):

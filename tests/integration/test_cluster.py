@@ -205,7 +205,7 @@ class Cluster(unittest.TestCase):
             WRAPPER + [SERVER, "--role", "aggregator", "--listen-address", "127.0.0.1", "--port",
              str(port), "--probe-port", str(probe), "--metrics-port", "0"] + agent_args +
             ["--kube-api", cls.api.url, "--kube-token-file", cls.token_file,
-             "--sample-interval", "200ms"],
+             "--sample-interval", "200ms", "--log-level", "debug"],
             env={"PATH": "/usr/bin:/bin",
                  **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
             stdout=log, stderr=subprocess.STDOUT)
@@ -220,6 +220,12 @@ class Cluster(unittest.TestCase):
             n.close()
         cls.api.stop()
         bad = []
+        # The service-account token must never reach a log, even at debug level.
+        for name in os.listdir(cls.tmp.name):
+            if name.startswith("agg-") and name.endswith(".log"):
+                with open(os.path.join(cls.tmp.name, name)) as f:
+                    if TOKEN in f.read():
+                        bad.append("%s contains the bearer token" % name)
         for what, code in EXITS if WRAPPER else []:
             if code != 0:
                 with open(what) as f:

@@ -1,0 +1,754 @@
+/*
+ * trigger_demand.c - the engine, queue, composite (metricType demand) and
+ * forecast keys of a trigger: step 11 of trigger_config_parse(). Each key is
+ * checked against the metric type it serves, so a key that would be ignored
+ * is an error, like everywhere else in the trigger configuration.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/duration.h"
+#include "core/err.h"
+#include "core/trigger_config_internal.h"
+#include "sources/source_url.h"
+
+/* ---- demand signals (engines, queues, composite) ------------------------------ */
+
+/* 11. Engine, queue and composite keys. Each key is checked against the
+ * metric type it serves, so a key that would be ignored is an error. */
+
+static bool any_slot(const metadata_pair_t *slot[K_COUNT], const int *keys, size_t n, int *which) {
+    for (size_t i = 0; i < n; i++)
+        if (slot[keys[i]]) {
+            *which = keys[i];
+            return true;
+        }
+    return false;
+}
+
+/* Copies a value into dst (cap bytes with the NUL); false when too long or
+ * holding a NUL, CR or LF (they would end a request line or header). */
+static bool copy_plain(slice_t v, char *dst, size_t cap) {
+    if (v.n == 0 || v.n >= cap)
+        return false;
+    for (size_t i = 0; i < v.n; i++)
+        if (v.p[i] == '\0' || v.p[i] == '\r' || v.p[i] == '\n')
+            return false;
+    memcpy(dst, v.p, v.n);
+    dst[v.n] = '\0';
+    return true;
+}
+
+static int parse_duration_key(const char *key, slice_t v, uint64_t lo, uint64_t hi, uint64_t *out,
+                              char *err, size_t errlen) {
+    char q[QBUF], buf[64], why[256];
+    uint64_t ns;
+    if (v.n == 0 || v.n >= sizeof buf || memchr(v.p, '\0', v.n))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "invalid %s %s: must be a duration like "
+                          "\"1s\" or \"500ms\"",
+                          key, kgs_quote(q, sizeof q, v.p, v.n));
+    memcpy(buf, v.p, v.n);
+    buf[v.n] = '\0';
+    if (duration_parse_ns(buf, &ns, why, sizeof why) != 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s: %s", key, why);
+    if (ns < lo || ns > hi) {
+        char a[32], b[32];
+        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be from %s to %s", key,
+                          kgs_quote(q, sizeof q, v.p, v.n), duration_format(lo, a, sizeof a),
+                          duration_format(hi, b, sizeof b));
+    }
+    *out = ns;
+    return 0;
+}
+
+/* A comma list of engine URLs into c->demand.endpoints. */
+static int parse_endpoints(const char *key, slice_t v, demand_config_t *d, char *err,
+                           size_t errlen) {
+    char q[QBUF], why[256], url[TRIGGER_URL_MAX];
+    size_t i = 0;
+    d->endpoint_count = 0;
+    while (i <= v.n) {
+        size_t j = i;
+        while (j < v.n && v.p[j] != ',')
+            j++;
+        size_t a = i, b = j;
+        while (a < b && (v.p[a] == ' ' || v.p[a] == '\t'))
+            a++;
+        while (b > a && (v.p[b - 1] == ' ' || v.p[b - 1] == '\t'))
+            b--;
+        if (a == b)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid %s %s: an empty entry; give one or more URLs separated by "
+                              "commas, e.g. \"http://vllm-0.vllm:8000/metrics\"",
+                              key, kgs_quote(q, sizeof q, v.p, v.n));
+        if (d->endpoint_count == TRIGGER_MAX_ENDPOINTS)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid %s: more than %d URLs; for more pods use podSelector "
+                              "with the aggregator role",
+                              key, TRIGGER_MAX_ENDPOINTS);
+        if (b - a >= sizeof url || memchr(v.p + a, '\0', b - a))
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: a URL longer than %d bytes",
+                              key, kgs_quote(q, sizeof q, v.p + a, b - a), TRIGGER_URL_MAX - 1);
+        memcpy(url, v.p + a, b - a);
+        url[b - a] = '\0';
+        source_url_t u;
+        unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
+        if (source_url_parse(url, allowed, &u, why, sizeof why) != 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: %s", key,
+                              kgs_quote(q, sizeof q, url, b - a), why);
+        for (unsigned k = 0; k < d->endpoint_count; k++)
+            if (strcmp(d->endpoints[k], url) == 0)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "invalid %s: %s is listed twice (it would be counted twice)", key,
+                                  kgs_quote(q, sizeof q, url, b - a));
+        memcpy(d->endpoints[d->endpoint_count++], url, b - a + 1);
+        i = j + 1;
+    }
+    return 0;
+}
+
+/* demandLabels: name="value" or name!="value", comma separated; the value
+ * in double quotes with \" and \\ escapes (PromQL matcher syntax, no regex). */
+static int parse_matchers(slice_t v, demand_config_t *d, char *err, size_t errlen) {
+    char q[QBUF];
+    size_t i = 0;
+    const char *what = "expected name=\"value\" or name!=\"value\", separated by commas";
+    while (i < v.n) {
+        while (i < v.n && (v.p[i] == ' ' || v.p[i] == ','))
+            i++;
+        if (i == v.n)
+            break;
+        if (d->matcher_count == TRIGGER_MAX_MATCHERS)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid demandLabels: more than %d matchers", TRIGGER_MAX_MATCHERS);
+        size_t s0 = i;
+        while (i < v.n && (isalnum((unsigned char)v.p[i]) || v.p[i] == '_'))
+            i++;
+        size_t nlen = i - s0;
+        if (nlen == 0 || nlen >= sizeof d->matchers[0].name || isdigit((unsigned char)v.p[s0]))
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid demandLabels %s: %s",
+                              kgs_quote(q, sizeof q, v.p, v.n), what);
+        bool negate = false;
+        if (i < v.n && v.p[i] == '!') {
+            negate = true;
+            i++;
+        }
+        if (i + 1 >= v.n || v.p[i] != '=' || v.p[i + 1] != '"')
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid demandLabels %s: %s",
+                              kgs_quote(q, sizeof q, v.p, v.n), what);
+        i += 2;
+        char *dst = d->matchers[d->matcher_count].value;
+        size_t o = 0;
+        bool closed = false;
+        while (i < v.n) {
+            char ch = v.p[i++];
+            if (ch == '"') {
+                closed = true;
+                break;
+            }
+            if (ch == '\\' && i < v.n)
+                ch = v.p[i++] == 'n' ? '\n' : v.p[i - 1];
+            if (ch == '\0' || o + 1 >= sizeof d->matchers[0].value)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "invalid demandLabels %s: a value too long or holding a NUL",
+                                  kgs_quote(q, sizeof q, v.p, v.n));
+            dst[o++] = ch;
+        }
+        if (!closed)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid demandLabels %s: unterminated quoted value",
+                              kgs_quote(q, sizeof q, v.p, v.n));
+        dst[o] = '\0';
+        memcpy(d->matchers[d->matcher_count].name, v.p + s0, nlen);
+        d->matchers[d->matcher_count].name[nlen] = '\0';
+        d->matchers[d->matcher_count].negate = negate;
+        d->matcher_count++;
+        while (i < v.n && v.p[i] == ' ')
+            i++;
+        if (i < v.n && v.p[i] != ',')
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid demandLabels %s: %s",
+                              kgs_quote(q, sizeof q, v.p, v.n), what);
+    }
+    return 0;
+}
+
+static int parse_bool(const char *key, slice_t v, bool *out, char *err, size_t errlen) {
+    char q[QBUF];
+    if (metadata_slice_eq(v.p, v.n, "true")) {
+        *out = true;
+        return 0;
+    }
+    if (metadata_slice_eq(v.p, v.n, "false")) {
+        *out = false;
+        return 0;
+    }
+    return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be true or false", key,
+                      kgs_quote(q, sizeof q, v.p, v.n));
+}
+
+static int parse_nonneg(const char *key, slice_t v, double *out, char *err, size_t errlen) {
+    char q[QBUF];
+    double d;
+    if (!tc_parse_number(v.p, v.n, &d) || d < 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be a decimal number >= 0",
+                          key, kgs_quote(q, sizeof q, v.p, v.n));
+    *out = d == 0 ? 0 : d;
+    return 0;
+}
+
+static bool type_is_engine_only(demand_type_t t) {
+    return t >= DEMAND_VLLM_QUEUE_DEPTH && t <= DEMAND_ENGINE_KV_CACHE;
+}
+
+static bool engine_has_running(engine_t e) {
+    return e != ENGINE_TRITON;
+}
+
+static bool engine_has_kv(engine_t e) {
+    return e == ENGINE_VLLM || e == ENGINE_SGLANG;
+}
+
+static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, bool needed,
+                          char *err, size_t errlen) {
+    char q[QBUF];
+    demand_config_t *d = &c->demand;
+    const char *tname = tc_demand_names[d->type];
+    slice_t v;
+    int rc;
+    int implied = ENGINE_NONE; /* from the metric type */
+    if (d->type == DEMAND_VLLM_QUEUE_DEPTH || d->type == DEMAND_VLLM_KV_CACHE_USAGE)
+        implied = ENGINE_VLLM;
+    if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE)
+        implied = ENGINE_TRITON;
+
+    int ep_key = -1, nkeys = 0;
+    for (int k = K_VLLM_ENDPOINT; k <= K_ENGINE_ENDPOINT; k++)
+        if (slot[k]) {
+            ep_key = k;
+            nkeys++;
+        }
+    if (nkeys > 1)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "more than one of vllmEndpoint, tritonEndpoint and engineEndpoint is "
+                          "set: one trigger reads one kind of engine; give one of them");
+    int by_key = ep_key == K_VLLM_ENDPOINT     ? ENGINE_VLLM
+                 : ep_key == K_TRITON_ENDPOINT ? ENGINE_TRITON
+                                               : ENGINE_NONE;
+    int named = ENGINE_NONE;
+    if (slot[K_ENGINE]) {
+        v = tc_value_of(slot[K_ENGINE]);
+        rc = tc_parse_enum("engine", v.p, v.n, tc_engine_names + 1, 4,
+                           "vllm, triton, tgi or sglang", &named, err, errlen);
+        if (rc)
+            return rc;
+        named++;
+    }
+    int e = named ? named : by_key ? by_key : implied;
+    if (named && by_key && named != by_key)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "engine is \"%s\" but %s is set (a %s URL)",
+                          tc_engine_names[named], tc_key_names[ep_key], tc_engine_names[by_key]);
+    if (implied && e != implied)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "metricType %s reads %s, but engine is \"%s\"; for any engine use "
+                          "engine_queue, engine_running or engine_kv_cache",
+                          tname, tc_engine_names[implied], tc_engine_names[e]);
+
+    static const int engine_keys[] = {K_VLLM_ENDPOINT, K_TRITON_ENDPOINT, K_ENGINE_ENDPOINT,
+                                      K_ENGINE,        K_ENGINE_PORT,     K_ENGINE_PATH,
+                                      K_ENGINE_SCHEME, K_MODEL,           K_WINDOW};
+    int which;
+    if (!needed) {
+        if (any_slot(slot, engine_keys, sizeof engine_keys / sizeof *engine_keys, &which))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s is set, but metricType %s reads no serving engine; engine keys "
+                              "apply to vllm_*, triton_*, engine_* and demand",
+                              tc_key_names[which],
+                              tname[0] ? tname : tc_metric_names[c->metric_type]);
+        return 0;
+    }
+    if (e == ENGINE_NONE)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "metricType %s needs the serving engine: set engine (vllm, triton, "
+                          "tgi or sglang), or vllmEndpoint / tritonEndpoint",
+                          tname);
+    d->engine = (engine_t)e;
+
+    if (ep_key >= 0) {
+        rc = parse_endpoints(tc_key_names[ep_key], tc_value_of(slot[ep_key]), d, err, errlen);
+        if (rc)
+            return rc;
+        static const int pod_keys[] = {K_ENGINE_PORT, K_ENGINE_PATH, K_ENGINE_SCHEME};
+        if (any_slot(slot, pod_keys, 3, &which))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s is set together with %s: it applies to the pods of podSelector; "
+                              "put the port, path and scheme in the URLs instead",
+                              tc_key_names[which], tc_key_names[ep_key]);
+    } else if (!slot[K_POD_SELECTOR]) {
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "metricType %s needs where to scrape %s: %s (a comma list of metrics "
+                          "URLs), or podSelector with the aggregator role (every selected pod "
+                          "is scraped)",
+                          tname, tc_engine_names[e],
+                          e == ENGINE_VLLM     ? "vllmEndpoint"
+                          : e == ENGINE_TRITON ? "tritonEndpoint"
+                                               : "engineEndpoint");
+    }
+    static const uint16_t default_ports[] = {0, 8000, 8002, 80, 30000};
+    d->engine_port = default_ports[e];
+    strcpy(d->engine_path, "/metrics");
+    if (slot[K_ENGINE_PORT]) {
+        v = tc_value_of(slot[K_ENGINE_PORT]);
+        long long port;
+        if (!tc_parse_integer(v.p, v.n, &port) || port < 1 || port > 65535)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid enginePort %s: must be a port number from 1 to 65535",
+                              kgs_quote(q, sizeof q, v.p, v.n));
+        d->engine_port = (uint16_t)port;
+    }
+    if (slot[K_ENGINE_PATH]) {
+        v = tc_value_of(slot[K_ENGINE_PATH]);
+        bool ok = v.n > 0 && v.p[0] == '/' && v.n < sizeof d->engine_path;
+        for (size_t i = 0; ok && i < v.n; i++)
+            ok = (unsigned char)v.p[i] > ' ' && (unsigned char)v.p[i] < 0x7f && v.p[i] != '#';
+        if (!ok)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid enginePath %s: must start with '/' and hold no spaces, "
+                              "control bytes or '#', e.g. \"/metrics\"",
+                              kgs_quote(q, sizeof q, v.p, v.n));
+        memcpy(d->engine_path, v.p, v.n);
+        d->engine_path[v.n] = '\0';
+    }
+    if (slot[K_ENGINE_SCHEME]) {
+        v = tc_value_of(slot[K_ENGINE_SCHEME]);
+        static const char *const schemes[] = {"http", "https"};
+        int sch = 0;
+        rc =
+            tc_parse_enum("engineScheme", v.p, v.n, schemes, 2, "http or https", &sch, err, errlen);
+        if (rc)
+            return rc;
+        d->engine_https = sch == 1;
+    }
+    if (slot[K_MODEL]) {
+        if (e == ENGINE_TGI)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "model is set, but TGI serves one model per server and its metrics "
+                              "carry no model label; drop model");
+        v = tc_value_of(slot[K_MODEL]);
+        if (!copy_plain(v, d->model, sizeof d->model))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid model %s: must be 1-255 bytes without control characters",
+                              kgs_quote(q, sizeof q, v.p, v.n));
+    }
+    bool rate = d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE;
+    d->window_s = 30;
+    if (slot[K_WINDOW]) {
+        if (!rate)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "windowSeconds is set, but metricType %s is not a rate; it applies "
+                              "to triton_queue_wait_ms and triton_request_rate",
+                              tname);
+        v = tc_value_of(slot[K_WINDOW]);
+        long long w;
+        if (!tc_parse_integer(v.p, v.n, &w) || w < 1 || w > 3600)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid windowSeconds %s: must be whole seconds from 1 to 3600",
+                              kgs_quote(q, sizeof q, v.p, v.n));
+        d->window_s = (unsigned)w;
+    }
+    if (d->type == DEMAND_ENGINE_RUNNING && !engine_has_running(d->engine))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "metricType engine_running: Triton exports no requests-in-flight gauge; "
+                          "use triton_request_rate or engine_queue");
+    if (d->type == DEMAND_ENGINE_KV_CACHE && !engine_has_kv(d->engine))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "metricType engine_kv_cache: %s exports no KV-cache usage; it exists "
+                          "for vllm and sglang",
+                          tc_engine_names[d->engine]);
+    return 0;
+}
+
+static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, bool allowed,
+                         char *err, size_t errlen) {
+    char q[QBUF];
+    demand_config_t *d = &c->demand;
+    slice_t v;
+    int rc, which;
+    static const int redis_keys[] = {K_REDIS_ADDRESS, K_REDIS_LIST,    K_REDIS_STREAM,
+                                     K_REDIS_GROUP,   K_REDIS_MEASURE, K_REDIS_DB,
+                                     K_REDIS_TLS,     K_REDIS_USER,    K_REDIS_PASS};
+    static const int prom_keys[] = {K_DEMAND_ENDPOINT, K_DEMAND_METRIC, K_DEMAND_LABELS};
+    bool any_redis = any_slot(slot, redis_keys, 9, &which);
+    int which2;
+    bool any_prom = any_slot(slot, prom_keys, 3, &which2);
+    if (!allowed && (any_redis || any_prom))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s is set, but metricType %s reads no queue; queue keys apply to "
+                          "queue_length and demand",
+                          tc_key_names[any_redis ? which : which2],
+                          d->type ? tc_demand_names[d->type] : tc_metric_names[c->metric_type]);
+    if (any_redis && any_prom)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "both a Redis queue (%s) and a Prometheus queue (%s) are set: one "
+                          "trigger reads one queue; use two triggers",
+                          tc_key_names[which], tc_key_names[which2]);
+    if (any_redis) {
+        if (!slot[K_REDIS_ADDRESS])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s is set without redisAddress (host:port, e.g. "
+                              "\"redis.queues:6379\")",
+                              tc_key_names[which]);
+        v = tc_value_of(slot[K_REDIS_ADDRESS]);
+        char addr[TRIGGER_URL_MAX], why[256];
+        if (!copy_plain(v, addr, sizeof addr))
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid redisAddress %s",
+                              kgs_quote(q, sizeof q, v.p, v.n));
+        source_url_t u;
+        bool tls = false;
+        int db = 0;
+        if (source_addr_parse(addr, &u, &tls, &db, why, sizeof why) != 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid redisAddress %s: %s",
+                              kgs_quote(q, sizeof q, v.p, v.n), why);
+        strcpy(d->redis_address, addr);
+        d->redis_tls = tls;
+        d->redis_db = db;
+        if (slot[K_REDIS_LIST] && slot[K_REDIS_STREAM])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "redisListName and redisStream are both set: give the list or the "
+                              "stream");
+        if (!slot[K_REDIS_LIST] && !slot[K_REDIS_STREAM])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "redisAddress is set without redisListName or redisStream: which "
+                              "key holds the queue?");
+        int kk = slot[K_REDIS_LIST] ? K_REDIS_LIST : K_REDIS_STREAM;
+        v = tc_value_of(slot[kk]);
+        if (v.n == 0 || v.n >= sizeof d->redis_key)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be 1-511 bytes",
+                              tc_key_names[kk], kgs_quote(q, sizeof q, v.p, v.n));
+        memcpy(d->redis_key, v.p, v.n);
+        d->redis_key[v.n] = '\0';
+        d->queue = kk == K_REDIS_LIST ? QUEUE_REDIS_LIST : QUEUE_REDIS_STREAM;
+        if (slot[K_REDIS_GROUP]) {
+            if (d->queue != QUEUE_REDIS_STREAM)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "redisConsumerGroup is set with redisListName: consumer groups "
+                                  "exist on streams (redisStream)");
+            v = tc_value_of(slot[K_REDIS_GROUP]);
+            if (!copy_plain(v, d->redis_group, sizeof d->redis_group))
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "invalid redisConsumerGroup %s: must be 1-255 bytes",
+                                  kgs_quote(q, sizeof q, v.p, v.n));
+        }
+        d->stream_measure = d->redis_group[0] ? STREAM_MEASURE_LAG : STREAM_MEASURE_LENGTH;
+        if (slot[K_REDIS_MEASURE]) {
+            if (d->queue != QUEUE_REDIS_STREAM)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "redisStreamMeasure is set with redisListName: it applies to "
+                                  "streams");
+            static const char *const measures[] = {"lag", "pending", "length"};
+            int m = 0;
+            v = tc_value_of(slot[K_REDIS_MEASURE]);
+            rc = tc_parse_enum("redisStreamMeasure", v.p, v.n, measures, 3,
+                               "lag, pending or length", &m, err, errlen);
+            if (rc)
+                return rc;
+            d->stream_measure = (stream_measure_t)m;
+            if (d->stream_measure != STREAM_MEASURE_LENGTH && !d->redis_group[0])
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "redisStreamMeasure %s needs redisConsumerGroup (lag and "
+                                  "pending are per consumer group)",
+                                  measures[m]);
+        }
+        if (slot[K_REDIS_DB]) {
+            v = tc_value_of(slot[K_REDIS_DB]);
+            long long db2;
+            if (!tc_parse_integer(v.p, v.n, &db2) || db2 < 0 || db2 > 15)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "invalid redisDatabaseIndex %s: must be 0 to 15",
+                                  kgs_quote(q, sizeof q, v.p, v.n));
+            d->redis_db = (int)db2;
+        }
+        if (slot[K_REDIS_TLS]) {
+            bool t = false;
+            rc = parse_bool("redisTLS", tc_value_of(slot[K_REDIS_TLS]), &t, err, errlen);
+            if (rc)
+                return rc;
+            if (tls && !t)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "redisTLS is false but redisAddress is a rediss:// URL");
+            d->redis_tls = t;
+        }
+        if (slot[K_REDIS_USER]) {
+            v = tc_value_of(slot[K_REDIS_USER]);
+            if (!copy_plain(v, d->redis_username, sizeof d->redis_username))
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "invalid redisUsernameFromEnv: the resolved value must be "
+                                  "1-255 bytes without control characters");
+        }
+        if (slot[K_REDIS_PASS]) {
+            v = tc_value_of(slot[K_REDIS_PASS]);
+            /* The value is a secret (KEDA resolved it): never quote it. */
+            if (v.n == 0 || v.n >= sizeof d->redis_password || memchr(v.p, '\0', v.n))
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "invalid redisPasswordFromEnv: the resolved value must be "
+                                  "1-511 bytes (value not shown)");
+            memcpy(d->redis_password, v.p, v.n);
+            d->redis_password[v.n] = '\0';
+        }
+        if (slot[K_REDIS_USER] && !slot[K_REDIS_PASS])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "redisUsernameFromEnv is set without redisPasswordFromEnv: Redis "
+                              "ACL users log in with both");
+    }
+    if (any_prom) {
+        if (!slot[K_DEMAND_ENDPOINT] || !slot[K_DEMAND_METRIC])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "a Prometheus queue needs demandEndpoint (a metrics URL) and "
+                              "demandMetric (the sample name)%s",
+                              slot[K_DEMAND_ENDPOINT] ? ": demandMetric is missing"
+                                                      : ": demandEndpoint is missing");
+        v = tc_value_of(slot[K_DEMAND_ENDPOINT]);
+        char why[256];
+        source_url_t u;
+        if (!copy_plain(v, d->demand_endpoint, sizeof d->demand_endpoint))
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid demandEndpoint %s",
+                              kgs_quote(q, sizeof q, v.p, v.n));
+        if (source_url_parse(d->demand_endpoint,
+                             (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS), &u, why,
+                             sizeof why) != 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid demandEndpoint %s: %s",
+                              kgs_quote(q, sizeof q, v.p, v.n), why);
+        v = tc_value_of(slot[K_DEMAND_METRIC]);
+        bool ok = v.n > 0 && v.n < sizeof d->demand_metric &&
+                  (isalpha((unsigned char)v.p[0]) || v.p[0] == '_' || v.p[0] == ':');
+        for (size_t i = 0; ok && i < v.n; i++)
+            ok = isalnum((unsigned char)v.p[i]) || v.p[i] == '_' || v.p[i] == ':';
+        if (!ok)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid demandMetric %s: must be a Prometheus metric name "
+                              "[a-zA-Z_:][a-zA-Z0-9_:]*",
+                              kgs_quote(q, sizeof q, v.p, v.n));
+        memcpy(d->demand_metric, v.p, v.n);
+        d->demand_metric[v.n] = '\0';
+        if (slot[K_DEMAND_LABELS]) {
+            rc = parse_matchers(tc_value_of(slot[K_DEMAND_LABELS]), d, err, errlen);
+            if (rc)
+                return rc;
+        }
+        d->queue = QUEUE_PROMETHEUS;
+    }
+    return 0;
+}
+
+int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
+                      size_t errlen) {
+    char q[QBUF];
+    demand_config_t *d = &c->demand;
+    demand_type_t t = d->type;
+    slice_t v;
+    int rc, which;
+    bool composite = t == DEMAND_COMPOSITE;
+
+    /* Composite targets are checked first: they decide which sources are needed. */
+    static const int comp_keys[] = {K_TARGET_QUEUE,  K_TARGET_RUNNING,  K_TARGET_KV,
+                                    K_TARGET_GPU,    K_GPU_METRIC_TYPE, K_ACTIVATION_QUEUE,
+                                    K_ACTIVATION_GPU};
+    if (!composite && any_slot(slot, comp_keys, 7, &which))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s is set, but it applies to metricType demand (one trigger combining "
+                          "queue, running, KV-cache and GPU signals); metricType is %s",
+                          tc_key_names[which],
+                          t ? tc_demand_names[t] : tc_metric_names[c->metric_type]);
+    bool need_engine = type_is_engine_only(t);
+    if (composite) {
+        if (slot[K_TARGET_VALUE] || slot[K_TARGET_GPU_UTIL] || slot[K_TARGET_MEM_UTIL])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "metricType demand reports replicas needed x 100 against a fixed "
+                              "target of 100; set per-signal targets (targetQueuePerReplica, "
+                              "targetRunningPerReplica, targetKvCache, targetGpu) instead of %s",
+                              slot[K_TARGET_VALUE] ? "targetValue" : "a target shorthand");
+        if (slot[K_ACTIVATION])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "metricType demand is active while work waits or runs; tune it "
+                              "with activationQueue and activationGpu, not activationThreshold");
+        static const int tkeys[] = {K_TARGET_QUEUE, K_TARGET_RUNNING, K_TARGET_KV, K_TARGET_GPU};
+        double *dst[] = {&d->target_queue, &d->target_running, &d->target_kv, &d->target_gpu};
+        bool any = false;
+        for (int i = 0; i < 4; i++)
+            if (slot[tkeys[i]]) {
+                rc = tc_parse_target(tc_key_names[tkeys[i]], tc_value_of(slot[tkeys[i]]), dst[i],
+                                     err, errlen);
+                if (rc)
+                    return rc;
+                any = true;
+            }
+        if (!any)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "metricType demand needs at least one per-signal target: "
+                              "targetQueuePerReplica, targetRunningPerReplica, targetKvCache or "
+                              "targetGpu");
+        c->target_value = 100;
+        c->activation_threshold = 0;
+        need_engine = d->target_running > 0 || d->target_kv > 0 ||
+                      (d->target_queue > 0 && !slot[K_REDIS_ADDRESS] && !slot[K_DEMAND_ENDPOINT]);
+        if (!need_engine && d->target_queue > 0) {
+            /* the queue comes from Redis or Prometheus; an engine may add its waiting count */
+            static const int ek[] = {K_ENGINE, K_VLLM_ENDPOINT, K_TRITON_ENDPOINT,
+                                     K_ENGINE_ENDPOINT};
+            need_engine = any_slot(slot, ek, 4, &which);
+        }
+        if (slot[K_GPU_METRIC_TYPE]) {
+            if (!slot[K_TARGET_GPU])
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "gpuMetricType is set without targetGpu: it names the GPU "
+                                  "metric targetGpu applies to");
+            v = tc_value_of(slot[K_GPU_METRIC_TYPE]);
+            int m = 0;
+            char list[400];
+            list[0] = '\0';
+            for (int k = 0, o = 0; k < METRIC_TYPE_COUNT; k++)
+                o += snprintf(list + o, sizeof list - (size_t)o, "%s%s", k ? ", " : "",
+                              tc_metric_names[k]);
+            rc = tc_parse_enum("gpuMetricType", v.p, v.n, tc_metric_names, METRIC_TYPE_COUNT, list,
+                               &m, err, errlen);
+            if (rc)
+                return rc;
+            c->metric_type = (metric_type_t)m;
+        }
+        if (slot[K_ACTIVATION_QUEUE]) {
+            if (!d->target_queue)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "activationQueue is set without targetQueuePerReplica");
+            rc = parse_nonneg("activationQueue", tc_value_of(slot[K_ACTIVATION_QUEUE]),
+                              &d->activation_queue, err, errlen);
+            if (rc)
+                return rc;
+        }
+        if (slot[K_ACTIVATION_GPU]) {
+            if (!d->target_gpu)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "activationGpu is set without targetGpu");
+            rc = parse_nonneg("activationGpu", tc_value_of(slot[K_ACTIVATION_GPU]),
+                              &d->activation_gpu, err, errlen);
+            if (rc)
+                return rc;
+        }
+    } else if (t != DEMAND_NONE && !c->profile[0] && !slot[K_TARGET_VALUE]) {
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "metricType %s needs targetValue (%s per replica); there is no sensible "
+                          "default",
+                          tc_demand_names[t],
+                          t == DEMAND_VLLM_KV_CACHE_USAGE || t == DEMAND_ENGINE_KV_CACHE
+                              ? "KV-cache percent"
+                          : t == DEMAND_TRITON_QUEUE_WAIT_MS ? "milliseconds of queue wait"
+                          : t == DEMAND_TRITON_REQUEST_RATE  ? "requests per second"
+                          : t == DEMAND_ENGINE_RUNNING       ? "requests in flight"
+                                                             : "requests waiting");
+    }
+    if (t != DEMAND_NONE && (slot[K_TARGET_GPU_UTIL] || slot[K_TARGET_MEM_UTIL]))
+        return kgs_seterr(
+            err, errlen, KGS_EINVAL, "%s sets a GPU metric, but metricType is %s; use targetValue",
+            slot[K_TARGET_GPU_UTIL] ? "targetGpuUtilization" : "targetMemoryUtilization",
+            tc_demand_names[t]);
+
+    /* GPU selection makes sense only where GPUs are read. */
+    if (t != DEMAND_NONE && !(composite && d->target_gpu > 0)) {
+        static const int gpu_keys[] = {K_GPU_INDEX,      K_GPU_UUID,    K_MIG_UUID,
+                                       K_MIG_PROFILE,    K_AGGREGATION, K_NODE_SELECTOR,
+                                       K_POD_AGGREGATION};
+        if (any_slot(slot, gpu_keys, 7, &which))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s selects or combines GPUs, but metricType %s reads no GPU "
+                              "metric%s",
+                              tc_key_names[which], tc_demand_names[t],
+                              composite ? " (add targetGpu to combine a GPU signal)" : "");
+    }
+
+    rc = resolve_engine(slot, c, need_engine, err, errlen);
+    if (rc)
+        return rc;
+    rc = resolve_queue(slot, c, t == DEMAND_QUEUE_LENGTH || composite, err, errlen);
+    if (rc)
+        return rc;
+    if (t == DEMAND_QUEUE_LENGTH && d->queue == QUEUE_NONE)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "metricType queue_length needs a queue: redisAddress with "
+                          "redisListName or redisStream, or demandEndpoint with demandMetric");
+    if (composite && d->target_queue > 0 && d->queue == QUEUE_NONE && d->engine == ENGINE_NONE)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "targetQueuePerReplica needs a queue: a Redis or Prometheus queue, or "
+                          "an engine's waiting requests");
+    if (composite && d->target_running > 0 && !engine_has_running(d->engine))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "targetRunningPerReplica: Triton exports no requests-in-flight gauge");
+    if (composite && d->target_kv > 0 && !engine_has_kv(d->engine))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "targetKvCache: %s exports no KV-cache usage; it exists for vllm and "
+                          "sglang",
+                          tc_engine_names[d->engine]);
+
+    if (slot[K_FORECAST] || slot[K_COLD_START]) {
+        if (t == DEMAND_NONE)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s is set, but metricType %s is a GPU metric; forecast applies to "
+                              "engine, queue and demand metric types",
+                              slot[K_FORECAST] ? "forecast" : "coldStartSeconds",
+                              tc_metric_names[c->metric_type]);
+        if (slot[K_FORECAST]) {
+            static const char *const kinds[] = {"none", "trend"};
+            int k = 0;
+            v = tc_value_of(slot[K_FORECAST]);
+            rc = tc_parse_enum("forecast", v.p, v.n, kinds, 2, "none or trend", &k, err, errlen);
+            if (rc)
+                return rc;
+            d->forecast_trend = k == 1;
+        }
+        if (slot[K_COLD_START]) {
+            v = tc_value_of(slot[K_COLD_START]);
+            long long cs;
+            if (!tc_parse_integer(v.p, v.n, &cs) || cs < 1 || cs > 3600)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "invalid coldStartSeconds %s: must be whole seconds from 1 to "
+                                  "3600 (how long a new replica takes to serve: node, image, "
+                                  "weights)",
+                                  kgs_quote(q, sizeof q, v.p, v.n));
+            d->cold_start_s = (unsigned)cs;
+        }
+        if (d->forecast_trend && !d->cold_start_s)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "forecast: trend needs coldStartSeconds (how far ahead to look: "
+                              "the time a new replica needs to serve)");
+        if (!d->forecast_trend && d->cold_start_s)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "coldStartSeconds is set, but forecast is none: it is how far "
+                              "ahead forecast: trend looks; add forecast: trend or drop it");
+    }
+
+    d->interval_ns = 1000000000ull;
+    d->timeout_ns = 2000000000ull;
+    static const int src_keys[] = {K_SOURCE_INTERVAL, K_SOURCE_TIMEOUT};
+    if (t == DEMAND_NONE || (composite && d->engine == ENGINE_NONE && d->queue == QUEUE_NONE)) {
+        if (any_slot(slot, src_keys, 2, &which))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s is set, but the trigger reads no engine or queue source",
+                              tc_key_names[which]);
+        if (t == DEMAND_NONE)
+            d->interval_ns = d->timeout_ns = 0;
+        return 0;
+    }
+    if (slot[K_SOURCE_INTERVAL]) {
+        rc = parse_duration_key("sourceInterval", tc_value_of(slot[K_SOURCE_INTERVAL]),
+                                100000000ull, 60000000000ull, &d->interval_ns, err, errlen);
+        if (rc)
+            return rc;
+    }
+    if (slot[K_SOURCE_TIMEOUT]) {
+        rc = parse_duration_key("sourceTimeout", tc_value_of(slot[K_SOURCE_TIMEOUT]), 100000000ull,
+                                30000000000ull, &d->timeout_ns, err, errlen);
+        if (rc)
+            return rc;
+    }
+    (void)q;
+    return 0;
+}

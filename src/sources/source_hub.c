@@ -41,6 +41,7 @@
 #define DEFAULT_IDLE_NS 600000000000ull
 #define DEFAULT_NOTIFY_NS 50000000ull
 #define RESOLVE_INTERVAL_NS 30000000000ull
+#define SOURCE_MAX_ADDRS 8
 
 typedef enum { SRC_ENGINE, SRC_PROM, SRC_REDIS } src_kind_t;
 
@@ -73,9 +74,13 @@ struct source {
     unsigned nreplies; /* replies the pipeline expects */
     /* addressing */
     resolver_t *resolver;
+    /* Every address the name resolved to (a literal: one). A poll that fails
+     * moves on to the next, so a dual-stack name whose first address does
+     * not answer still works. */
     bool have_addr;
-    struct sockaddr_storage addr;
-    socklen_t addrlen;
+    struct sockaddr_storage addrs[SOURCE_MAX_ADDRS];
+    socklen_t addrlens[SOURCE_MAX_ADDRS];
+    unsigned naddrs, next_addr;
     char resolve_error[600];
     /* schedule */
     uint64_t interval_ns, timeout_ns;
@@ -275,6 +280,8 @@ static void http_done(void *ud, int status, const char *buf, size_t len, bool eo
     s->inflight = NULL;
     h->stats.bytes += len;
     if (status != 0) {
+        if (s->naddrs > 1)
+            s->next_addr = (s->next_addr + 1) % s->naddrs;
         set_error(s, error);
         return;
     }
@@ -400,6 +407,8 @@ static void redis_done(void *ud, int status, const char *buf, size_t len, bool e
     s->inflight = NULL;
     h->stats.bytes += len;
     if (status != 0) {
+        if (s->naddrs > 1)
+            s->next_addr = (s->next_addr + 1) % s->naddrs;
         set_error(s, error);
         return;
     }
@@ -562,10 +571,12 @@ static void poll_source(source_t *s) {
             set_error(s, s->resolve_error);
         return;
     }
-    const char *refused = source_guard_addr((const struct sockaddr *)&s->addr, s->addrlen);
+    const struct sockaddr_storage *addr = &s->addrs[s->next_addr % s->naddrs];
+    socklen_t addrlen = s->addrlens[s->next_addr % s->naddrs];
+    const char *refused = source_guard_addr((const struct sockaddr *)addr, addrlen);
     if (refused) {
         char peer[64];
-        sock_format_peer(&s->addr, peer, sizeof peer);
+        sock_format_peer(addr, peer, sizeof peer);
         snprintf(msg, sizeof msg, "refused to connect to %s: %s (SSRF guard)", peer, refused);
         set_error(s, msg);
         return;
@@ -578,8 +589,8 @@ static void poll_source(source_t *s) {
         return;
     }
     fetch_request_t fr = {
-        .addr = s->addr,
-        .addrlen = s->addrlen,
+        .addr = *addr,
+        .addrlen = addrlen,
         .tls = s->tls ? h->tls : NULL,
         .tls_host = s->url.host,
         .alpn = s->kind == SRC_REDIS ? NULL : "http/1.1",
@@ -616,8 +627,12 @@ static void on_resolved(void *ud, const char *const *addrs, size_t n, const char
     if (n == 0)
         return;
     /* "ip:port" or "[ip6]:port"; every address must pass the guard, so a
-     * name that also resolves to a metadata address is refused as a whole. */
-    for (size_t i = 0; i < n; i++) {
+     * name that also resolves to a metadata address is refused as a whole
+     * (only that address is kept, and poll_source reports it). */
+    struct sockaddr_storage got[SOURCE_MAX_ADDRS];
+    socklen_t gotlen[SOURCE_MAX_ADDRS];
+    unsigned ngot = 0;
+    for (size_t i = 0; i < n && ngot < SOURCE_MAX_ADDRS; i++) {
         char host[64];
         const char *a = addrs[i];
         const char *colon = strrchr(a, ':');
@@ -648,14 +663,22 @@ static void on_resolved(void *ud, const char *const *addrs, size_t n, const char
         } else {
             continue;
         }
-        if (i == 0 || source_guard_addr((struct sockaddr *)&ss, sl)) {
-            s->addr = ss;
-            s->addrlen = sl;
-            s->have_addr = true;
-            if (source_guard_addr((struct sockaddr *)&ss, sl))
-                break; /* poll_source reports it */
+        if (source_guard_addr((struct sockaddr *)&ss, sl)) {
+            got[0] = ss;
+            gotlen[0] = sl;
+            ngot = 1;
+            break;
         }
+        got[ngot] = ss;
+        gotlen[ngot++] = sl;
     }
+    if (ngot == 0)
+        return;
+    memcpy(s->addrs, got, ngot * sizeof got[0]);
+    memcpy(s->addrlens, gotlen, ngot * sizeof gotlen[0]);
+    s->naddrs = ngot;
+    s->next_addr = 0;
+    s->have_addr = true;
 }
 
 /* ---- registry -------------------------------------------------------------------- */
@@ -685,20 +708,21 @@ static void source_free(source_hub_t *h, source_t *s) {
 }
 
 static void set_literal_addr(source_t *s) {
-    memset(&s->addr, 0, sizeof s->addr);
+    memset(&s->addrs[0], 0, sizeof s->addrs[0]);
     if (s->url.family == AF_INET) {
-        struct sockaddr_in *v4 = (struct sockaddr_in *)&s->addr;
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&s->addrs[0];
         v4->sin_family = AF_INET;
         v4->sin_port = htons(s->url.port);
         inet_pton(AF_INET, s->url.host, &v4->sin_addr);
-        s->addrlen = sizeof *v4;
+        s->addrlens[0] = sizeof *v4;
     } else {
-        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&s->addr;
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&s->addrs[0];
         v6->sin6_family = AF_INET6;
         v6->sin6_port = htons(s->url.port);
         inet_pton(AF_INET6, s->url.host, &v6->sin6_addr);
-        s->addrlen = sizeof *v6;
+        s->addrlens[0] = sizeof *v6;
     }
+    s->naddrs = 1;
     s->have_addr = true;
 }
 

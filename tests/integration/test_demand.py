@@ -527,6 +527,31 @@ class Demand(unittest.TestCase):
                        "redisAddress": "127.0.0.1:%d" % self.redis.port, "redisListName": "gq"})
         self.assertEqual(r["error"]["code"], "INVALID_ARGUMENT", r)
 
+    def test_a_name_with_several_addresses_falls_back_to_the_next(self):
+        """A dual-stack name whose first address refuses connections: the
+        next poll uses the next address. /etc/hosts is bind-mounted inside
+        this test's own mount namespace (tests/integration/netns-run)."""
+        hosts = os.path.join(self.tmp.name, "hosts")
+        with open(hosts, "w") as f:
+            f.write("127.0.0.1 localhost\n127.0.0.9 kgs-dual\n::1 kgs-dual\n")
+        subprocess.run(["mount", "--bind", hosts, "/etc/hosts"], check=True)
+        self.addCleanup(subprocess.run, ["umount", "/etc/hosts"])
+
+        class V6Server(http.server.ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+        pages = Pages()
+        pages.set("/dual", vllm_text(8, 0, 0))
+        httpd = V6Server(("::1", 0), make_handler(pages))
+        httpd.daemon_threads = True
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        self.addCleanup(httpd.server_close)
+        self.addCleanup(httpd.shutdown)
+        url = "http://kgs-dual:%d/dual" % httpd.server_address[1]
+        r = self.poll_until({"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+                             "engineEndpoint": url, "sourceInterval": "100ms"},
+                            self.value_is(8), timeout=10)
+        self.assertTrue(r["active"])
+
     def test_redirect_is_not_followed(self):
         self.engines.pages.set("/moved", "", status=302,
                                headers={"Location": "http://169.254.169.254/latest/meta-data/"})

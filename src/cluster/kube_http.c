@@ -119,6 +119,10 @@ int kube_http_parse_head(const char *buf, size_t len, kube_http_response_t *out,
             if (!ieq(v, vlen, "chunked"))
                 return fail(why, "unsupported Transfer-Encoding");
             r.chunked = true;
+        } else if (ieq(line, nlen, "content-type")) {
+            size_t k = vlen < sizeof r.content_type - 1 ? vlen : sizeof r.content_type - 1;
+            memcpy(r.content_type, v, k);
+            r.content_type[k] = '\0';
         }
     }
     /* RFC 9112 section 6.3: chunked wins over Content-Length (and such a

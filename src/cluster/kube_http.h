@@ -1,6 +1,7 @@
 /*
  * kube_http.h - the response side of HTTP/1.1, just enough for the
- * Kubernetes API client: a status line + header parser and an incremental
+ * Kubernetes API client and the engine scrapes (src/sources): a status line +
+ * header parser (Content-Length, Transfer-Encoding, Content-Type) and an incremental
  * body decoder (Content-Length, chunked, or read-until-close). Pure: no
  * sockets, no allocation; any thread, one decoder per thread at a time.
  */
@@ -23,6 +24,7 @@ typedef struct {
     int status;             /* 100..999 */
     bool chunked;           /* Transfer-Encoding: chunked */
     int64_t content_length; /* -1 when absent */
+    char content_type[128]; /* the Content-Type value (cut to fit); "" when absent */
 } kube_http_response_t;
 
 /*

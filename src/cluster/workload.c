@@ -460,12 +460,20 @@ static const char *pod_lookup(void *ud, const char *key) {
     return pod_label(((const pod_ref_t *)ud)->pod, key);
 }
 
+const char *workload_namespace(const trigger_config_t *c, const char *scaled_object_namespace) {
+    return c->has_namespace ? c->pod_namespace : scaled_object_namespace;
+}
+
+bool workload_pod_in_scope(const trigger_config_t *c, const char *ns, const pod_t *p) {
+    if (p->phase != POD_PHASE_RUNNING || p->deleting || strcmp(p->namespace, ns) != 0)
+        return false;
+    pod_ref_t ref = {p};
+    return label_selector_matches(&c->pod_selector, pod_lookup, &ref);
+}
+
 static bool pod_visit(const pod_t *p, void *ud) {
     wl_ctx_t *x = ud;
-    if (p->phase != POD_PHASE_RUNNING || p->deleting || strcmp(p->namespace, x->ns) != 0)
-        return true;
-    pod_ref_t ref = {p};
-    if (!label_selector_matches(&x->c->pod_selector, pod_lookup, &ref))
+    if (!workload_pod_in_scope(x->c, x->ns, p))
         return true;
     x->st->pods_in_scope++;
     pod_evaluate(x, p);
@@ -797,7 +805,7 @@ void workload_evaluate(const trigger_config_t *c, const char *scaled_object_name
     wl_ctx_t x;
     memset(&x, 0, sizeof x);
     x.c = c;
-    x.ns = c->has_namespace ? c->pod_namespace : scaled_object_namespace;
+    x.ns = workload_namespace(c, scaled_object_namespace);
     x.view = view;
     x.nodes = in->nodes;
     x.now = in->now;

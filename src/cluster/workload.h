@@ -85,4 +85,13 @@ typedef struct {
 void workload_evaluate(const trigger_config_t *c, const char *scaled_object_namespace,
                        const workload_inputs_t *in, eval_result_t *out, workload_stats_t *stats);
 
+/* The namespace c's podSelector applies to: its namespace key, else the
+ * ScaledObject's. Borrowed from c or scaled_object_namespace. */
+const char *workload_namespace(const trigger_config_t *c, const char *scaled_object_namespace);
+
+/* Whether pod p belongs to c's workload in namespace ns: Running, not being
+ * deleted, in ns, and selected by c's podSelector. The one definition both
+ * the GPU evaluation and the engine scrapes (source hub) use. */
+bool workload_pod_in_scope(const trigger_config_t *c, const char *ns, const pod_t *p);
+
 #endif

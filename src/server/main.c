@@ -270,18 +270,11 @@ typedef struct {
     void *emit_data;
 } pod_scan_t;
 
-static const char *scan_label(void *ud, const char *key) {
-    return pod_label(ud, key);
-}
-
 static bool scan_pod(const pod_t *p, void *ud) {
     pod_scan_t *x = ud;
     /* A pod still loading its model is Running but not Ready: its /metrics
      * is not up yet, and it serves nothing. */
-    if (p->phase != POD_PHASE_RUNNING || p->deleting || !p->ready || !p->pod_ip[0] ||
-        strcmp(p->namespace, x->ns) != 0)
-        return true;
-    if (!label_selector_matches(&x->c->pod_selector, scan_label, (void *)p))
+    if (!p->ready || !p->pod_ip[0] || !workload_pod_in_scope(x->c, x->ns, p))
         return true;
     char who[KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 2];
     snprintf(who, sizeof who, "%s/%s", p->namespace, p->name);
@@ -301,7 +294,7 @@ static int list_engine_pods(void *ud, const trigger_config_t *c, const char *ns,
     if (!kube_client_synced(sv->kube, now))
         return kgs_seterr(err, errlen, KGS_ESTATE, "pod list not synced: %s",
                           kube_client_last_error(sv->kube));
-    pod_scan_t x = {c, c->has_namespace ? c->pod_namespace : ns, emit, emit_data};
+    pod_scan_t x = {c, workload_namespace(c, ns), emit, emit_data};
     pod_cache_foreach(kube_client_cache(sv->kube), scan_pod, &x);
     return 0;
 }

@@ -220,33 +220,6 @@ static int http_complete(void *ud, const char *buf, size_t len, char *why, size_
     return 0; /* chunked or close-delimited: Connection: close ends it */
 }
 
-/* The Content-Type header's value in head[0..n), copied into out. */
-static void content_type(const char *head, size_t n, char *out, size_t outlen) {
-    out[0] = '\0';
-    static const char needle[] = "\ncontent-type:";
-    size_t nl = sizeof needle - 1;
-    for (size_t i = 0; i + nl <= n; i++) {
-        size_t k = 0;
-        while (k < nl) {
-            char c = head[i + k];
-            if (c >= 'A' && c <= 'Z')
-                c = (char)(c - 'A' + 'a');
-            if (c != needle[k])
-                break;
-            k++;
-        }
-        if (k < nl)
-            continue;
-        size_t j = i + nl, o = 0;
-        while (j < n && (head[j] == ' ' || head[j] == '\t'))
-            j++;
-        while (j < n && head[j] != '\r' && head[j] != '\n' && o + 1 < outlen)
-            out[o++] = head[j++];
-        out[o] = '\0';
-        return;
-    }
-}
-
 typedef struct {
     char *p;
     size_t n, cap, max;
@@ -310,8 +283,6 @@ static void http_done(void *ud, int status, const char *buf, size_t len, bool eo
         set_error(s, msg);
         return;
     }
-    char ctype[128];
-    content_type(buf, head, ctype, sizeof ctype);
     const char *text = buf + head;
     size_t tlen = len - head;
     body_t body = {.max = h->o.max_body_bytes};
@@ -342,7 +313,7 @@ static void http_done(void *ud, int status, const char *buf, size_t len, bool eo
             tlen = (size_t)r.content_length;
         }
     }
-    prom_format_t fmt = prom_format_from_content_type(ctype);
+    prom_format_t fmt = prom_format_from_content_type(r.content_type);
     char why[300];
     if (s->kind == SRC_ENGINE) {
         engine_reading_t er;

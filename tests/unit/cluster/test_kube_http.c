@@ -59,10 +59,16 @@ static void test_kube_http_parses_status_and_content_length(void **state) {
     assert_int_equal(r.status, 410);
     assert_false(r.chunked);
     assert_int_equal(r.content_length, 42);
+    assert_string_equal(r.content_type, "");
     const char noreason[] = "HTTP/1.0 401\r\n\r\n";
     assert_int_equal(kube_http_parse_head(noreason, sizeof noreason - 1, &r, &used, NULL),
                      KUBE_HTTP_COMPLETE);
     assert_int_equal(r.status, 401);
+    /* Content-Type, trimmed; the engine scrapes pick the exposition format by it. */
+    const char om[] = "HTTP/1.1 200 OK\r\ncontent-TYPE:  application/openmetrics-text; "
+                      "version=1.0.0 \r\n\r\n";
+    assert_int_equal(kube_http_parse_head(om, sizeof om - 1, &r, &used, NULL), KUBE_HTTP_COMPLETE);
+    assert_string_equal(r.content_type, "application/openmetrics-text; version=1.0.0");
 }
 
 static void test_kube_http_rejects_bad_heads(void **state) {

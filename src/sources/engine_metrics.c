@@ -14,6 +14,8 @@ typedef enum { W_NONE, W_WAITING, W_RUNNING, W_KV, W_KV_OLD, W_QUEUE_US, W_SUCCE
 typedef struct {
     engine_t engine;
     const char *model;
+    char *err;
+    size_t errlen;
     engine_reading_t *r;
     double kv_old; /* the deprecated vLLM gauge, used only when the new one is absent */
     bool has_kv_old;
@@ -73,8 +75,12 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
         if (!m || strcmp(m, x->model) != 0)
             return 0;
     }
-    /* A NaN gauge (an engine with nothing to report yet) adds nothing. */
-    double v = isfinite(s->value) ? s->value : 0;
+    /* NaN or Inf is not a count: the sum is unknown, so the whole scrape
+     * is (never read as 0). */
+    if (!isfinite(s->value))
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: no usable value", s->name,
+                          s->value);
+    double v = s->value;
     engine_reading_t *r = x->r;
     r->series++;
     switch (w) {
@@ -111,7 +117,8 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
 int engine_reading_parse(engine_t e, const char *model, const char *text, size_t len,
                          prom_format_t fmt, engine_reading_t *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    engine_ctx_t x = {.engine = e, .model = model ? model : "", .r = out};
+    engine_ctx_t x = {
+        .engine = e, .model = model ? model : "", .err = err, .errlen = errlen, .r = out};
     int rc = prom_parse(text, len, fmt, on_engine_sample, &x, err, errlen);
     if (rc != 0) {
         memset(out, 0, sizeof *out);
@@ -126,6 +133,8 @@ int engine_reading_parse(engine_t e, const char *model, const char *text, size_t
 
 typedef struct {
     const demand_config_t *d;
+    char *err;
+    size_t errlen;
     double sum;
     unsigned matched;
 } demand_ctx_t;
@@ -141,15 +150,17 @@ static int on_demand_sample(void *ud, const prom_sample_t *s) {
         if (eq == x->d->matchers[i].negate)
             return 0;
     }
-    if (isfinite(s->value))
-        x->sum += s->value;
+    if (!isfinite(s->value))
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: no usable value", s->name,
+                          s->value);
+    x->sum += s->value;
     x->matched++;
     return 0;
 }
 
 int demand_value_parse(const demand_config_t *d, const char *text, size_t len, prom_format_t fmt,
                        double *sum, unsigned *matched, char *err, size_t errlen) {
-    demand_ctx_t x = {.d = d};
+    demand_ctx_t x = {.d = d, .err = err, .errlen = errlen};
     *sum = 0;
     *matched = 0;
     int rc = prom_parse(text, len, fmt, on_demand_sample, &x, err, errlen);

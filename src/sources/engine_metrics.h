@@ -42,7 +42,8 @@ typedef struct {
  * Reads engine e's metrics from one scrape. model ("" = all) filters on the
  * engine's model label. Returns 0 (fields the scrape lacks stay has_* =
  * false: the caller decides whether that is an error), or KGS_EINVAL with
- * the parse error, or KGS_ENOMEM.
+ * the parse error or "<metric> is nan: no usable value" (a NaN or Inf in a
+ * wanted series makes the sum unknown, not 0), or KGS_ENOMEM.
  */
 int engine_reading_parse(engine_t e, const char *model, const char *text, size_t len,
                          prom_format_t fmt, engine_reading_t *out, char *err, size_t errlen);
@@ -51,7 +52,7 @@ int engine_reading_parse(engine_t e, const char *model, const char *text, size_t
  * The sum of every sample named metric whose labels satisfy the trigger's
  * demandLabels matchers (d->matchers). *matched counts them; 0 matched is
  * not an error here (the caller reports it). Returns like
- * engine_reading_parse().
+ * engine_reading_parse(), NaN and Inf included.
  */
 int demand_value_parse(const demand_config_t *d, const char *text, size_t len, prom_format_t fmt,
                        double *sum, unsigned *matched, char *err, size_t errlen);

@@ -104,14 +104,21 @@ static void test_wrong_engine_reads_nothing(void **state) {
     assert_false(r.has_waiting || r.has_running || r.has_kv || r.has_triton);
 }
 
-static void test_nan_gauge_adds_nothing_and_bad_text_fails(void **state) {
+static void test_nan_gauge_is_unknown_not_zero_and_bad_text_fails(void **state) {
     (void)state;
     const char *t = "tgi_queue_size NaN\ntgi_queue_size 3\ntgi_batch_current_size 1\n";
     engine_reading_t r;
     char err[300];
     assert_int_equal(
         engine_reading_parse(ENGINE_TGI, "", t, strlen(t), PROM_FORMAT_TEXT, &r, err, sizeof err),
-        0);
+        KGS_EINVAL);
+    assert_non_null(strstr(err, "tgi_queue_size is nan"));
+    assert_false(r.has_waiting);
+    /* A NaN in a series that is not read does not matter. */
+    const char *other = "tgi_request_duration_sum NaN\ntgi_queue_size 3\n";
+    assert_int_equal(engine_reading_parse(ENGINE_TGI, "", other, strlen(other), PROM_FORMAT_TEXT,
+                                          &r, err, sizeof err),
+                     0);
     NEAR(r.waiting, 3);
     const char *bad = "tgi_queue_size{ 3\n";
     assert_int_equal(engine_reading_parse(ENGINE_TGI, "", bad, strlen(bad), PROM_FORMAT_TEXT, &r,
@@ -155,6 +162,13 @@ static void test_generic_queue_with_matchers(void **state) {
     assert_int_equal(
         demand_value_parse(&d, t, strlen(t), PROM_FORMAT_TEXT, &sum, &matched, err, sizeof err), 0);
     NEAR(sum, 100);
+    /* +Inf in a matching sample: the queue is unknown. */
+    const char *inf = "gw_queue{pool=\"gpu\"} +Inf\n";
+    d.matcher_count = 0;
+    assert_int_equal(
+        demand_value_parse(&d, inf, strlen(inf), PROM_FORMAT_TEXT, &sum, &matched, err, sizeof err),
+        KGS_EINVAL);
+    assert_non_null(strstr(err, "gw_queue is inf"));
 }
 
 int main(void) {
@@ -165,7 +179,7 @@ int main(void) {
         cmocka_unit_test(test_triton_sums_models),
         cmocka_unit_test(test_tgi_and_sglang),
         cmocka_unit_test(test_wrong_engine_reads_nothing),
-        cmocka_unit_test(test_nan_gauge_adds_nothing_and_bad_text_fails),
+        cmocka_unit_test(test_nan_gauge_is_unknown_not_zero_and_bad_text_fails),
         cmocka_unit_test(test_generic_queue_with_matchers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

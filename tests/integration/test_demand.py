@@ -696,8 +696,10 @@ class Demand(unittest.TestCase):
             r = self.poll_until(md, lambda r: "error" in r, addr="127.0.0.1:%d" % port)
             self.assertIn("certificate verification", r["error"]["message"])
         finally:
-            stop(p)
+            code = stop(p)
             log.close()
+        if WRAPPER:
+            self.assertEqual(code, 0, "the second scaler exited %s under %s" % (code, WRAPPER[0]))
 
     def test_source_counters_on_metrics(self):
         self.engines.pages.set("/counted", vllm_text(1, 0, 0))

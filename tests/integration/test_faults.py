@@ -212,7 +212,11 @@ class Abuse(unittest.TestCase):
         try:
             c.sendall(burst)
         except OSError:
-            pass  # closed under us: fine
+            pass  # closed under us: that is the point
+        # nghttp2's limit (1,000 resets, then 100/s) ends the attacker's connection.
+        took = closed_within(c, 10 * SLOW)
+        self.assertIsNotNone(took, "the rapid-reset connection was not closed")
+        self.assertLess(took, 5 * SLOW, "closed by a timeout, not by the reset limit")
         r = self.s.poll()
         self.assertNotIn("error", r)
         with open("/proc/%d/status" % self.s.proc.pid) as f:

@@ -28,13 +28,13 @@
 #include "core/err.h"
 #include "net/sock.h"
 #include "net/tls.h"
+#include "sources/counter_window.h"
 #include "sources/engine_metrics.h"
 #include "sources/fetch.h"
 #include "sources/prom_parse.h"
 #include "sources/resp.h"
 #include "sources/source_url.h"
 
-#define HIST_MAX 128
 #define HASH_BUCKETS 4096
 #define SWEEP_NS 10000000000ull
 #define DEFAULT_MAX_BODY (8u * 1024 * 1024)
@@ -44,11 +44,6 @@
 #define SOURCE_MAX_ADDRS 8
 
 typedef enum { SRC_ENGINE, SRC_PROM, SRC_REDIS } src_kind_t;
-
-typedef struct {
-    mono_ns_t at;
-    double queue_us, success;
-} hist_t;
 
 typedef struct source source_t;
 struct source {
@@ -92,9 +87,8 @@ struct source {
     bool polled_once, have_reading;
     engine_reading_t reading;
     double queue_value;
-    char error[512]; /* "" while the last poll succeeded */
-    hist_t hist[HIST_MAX];
-    unsigned hist_n, hist_first;
+    char error[512];           /* "" while the last poll succeeded */
+    counter_window_t counters; /* Triton: queue time (a) and successes (b) */
 };
 
 /* forecast: trend state of one trigger in one namespace. */
@@ -160,34 +154,6 @@ static void set_error(source_t *s, const char *msg) {
     }
     s->polled_once = true;
     s->hub->stats.failures++;
-}
-
-static void hist_push(source_t *s, mono_ns_t at, double queue_us, double success) {
-    /* Points closer than window/100 apart are not kept: 128 points cover
-     * the longest window any trigger asked for. */
-    uint64_t spacing = (uint64_t)s->window_max_s * 10000000ull;
-    if (s->hist_n) {
-        const hist_t *last = &s->hist[(s->hist_first + s->hist_n - 1) % HIST_MAX];
-        if (at - last->at < spacing) {
-            /* replace the newest instead, so the latest counters are used */
-            hist_t *l = &s->hist[(s->hist_first + s->hist_n - 1) % HIST_MAX];
-            if (s->hist_n > 1) {
-                l->at = at;
-                l->queue_us = queue_us;
-                l->success = success;
-                return;
-            }
-        }
-    }
-    if (s->hist_n == HIST_MAX) {
-        s->hist_first = (s->hist_first + 1) % HIST_MAX;
-        s->hist_n--;
-    }
-    hist_t *p = &s->hist[(s->hist_first + s->hist_n) % HIST_MAX];
-    p->at = at;
-    p->queue_us = queue_us;
-    p->success = success;
-    s->hist_n++;
 }
 
 static void success(source_t *s, mono_ns_t now) {
@@ -326,7 +292,8 @@ static void http_done(void *ud, int status, const char *buf, size_t len, bool eo
                 notify(h);
             s->reading = er;
             if (er.has_triton)
-                hist_push(s, now, er.queue_us, er.success);
+                counter_window_push(&s->counters, now, er.queue_us, er.success,
+                                    (uint64_t)s->window_max_s * 10000000ull);
             success(s, now);
         }
     } else {
@@ -899,39 +866,6 @@ typedef struct {
     double dq_us, dsuccess;
 } engine_acc_t;
 
-/* Triton: counter increases over the trigger's window, from this source's
- * history (a counter that went down restarts the window after it). */
-static bool triton_window(const source_t *s, unsigned window_s, mono_ns_t now, double *dq,
-                          double *dsucc, double *rate) {
-    if (s->hist_n < 2)
-        return false;
-    mono_ns_t from = now - (mono_ns_t)window_s * 1000000000ull;
-    unsigned last = s->hist_n - 1;
-    unsigned base = 0;
-    for (unsigned i = 0; i < s->hist_n; i++) {
-        const hist_t *p = &s->hist[(s->hist_first + i) % HIST_MAX];
-        if (p->at <= from)
-            base = i;
-    }
-    for (unsigned i = base + 1; i <= last; i++) {
-        const hist_t *p = &s->hist[(s->hist_first + i) % HIST_MAX];
-        const hist_t *q = &s->hist[(s->hist_first + i - 1) % HIST_MAX];
-        if (p->queue_us < q->queue_us || p->success < q->success)
-            base = i; /* counter reset (Triton restarted) */
-    }
-    if (base == last)
-        return false;
-    const hist_t *b = &s->hist[(s->hist_first + base) % HIST_MAX];
-    const hist_t *l = &s->hist[(s->hist_first + last) % HIST_MAX];
-    double dt = (double)(l->at - b->at) / 1e9;
-    if (dt <= 0)
-        return false;
-    *dq = l->queue_us - b->queue_us;
-    *dsucc = l->success - b->success;
-    *rate = *dsucc / dt;
-    return true;
-}
-
 static void visit_engine(engine_acc_t *x, const char *url, const char *pod) {
     char err[300];
     char key[TRIGGER_URL_MAX + 512];
@@ -995,8 +929,10 @@ static void visit_engine(engine_acc_t *x, const char *url, const char *pod) {
     x->sig.running += r->running;
     x->sig.kv_percent += r->kv_percent;
     if (rates) {
-        double dq, ds, rate;
-        if (!triton_window(s, d->window_s, x->now, &dq, &ds, &rate)) {
+        double dq, ds;
+        double span;
+        if (!counter_window_delta(&s->counters, x->now, (uint64_t)d->window_s * 1000000000ull, &dq,
+                                  &ds, &span)) {
             x->rates_pending = true;
             if (!x->first_pending[0])
                 snprintf(x->first_pending, sizeof x->first_pending,
@@ -1005,7 +941,7 @@ static void visit_engine(engine_acc_t *x, const char *url, const char *pod) {
         }
         x->dq_us += dq;
         x->dsuccess += ds;
-        x->sig.request_rate += rate;
+        x->sig.request_rate += ds / span;
     }
 }
 
@@ -1086,8 +1022,7 @@ static void run(source_hub_t *h, const trigger_config_t *c, const char *ns, mono
         return;
     }
     if (x.failed && (!ignore || x.ok == 0)) {
-        fail(out, EVAL_UNAVAILABLE, "%s%s", x.first_failure[0] ? x.first_failure : x.missing,
-             x.total > 1 ? "" : "");
+        fail(out, EVAL_UNAVAILABLE, "%s", x.first_failure[0] ? x.first_failure : x.missing);
         if (x.total > 1) {
             size_t l = strlen(out->message);
             snprintf(out->message + l, sizeof out->message - l,

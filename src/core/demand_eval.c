@@ -39,7 +39,18 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
         v = s->running;
         break;
     case DEMAND_TRITON_QUEUE_WAIT_MS:
-        v = s->queue_wait_ms;
+        if (s->completed > 0) {
+            v = s->queue_us / s->completed / 1000.0;
+        } else if (s->waiting > 0) {
+            out->status = EVAL_UNAVAILABLE;
+            snprintf(out->message, sizeof out->message,
+                     "triton: %.0f request(s) pending and none completed in the window: the "
+                     "queue wait is not known (it is not 0)",
+                     s->waiting);
+            return;
+        } else {
+            v = 0; /* idle: nothing waited */
+        }
         active = s->request_rate > 0 || s->waiting > 0;
         break;
     case DEMAND_TRITON_REQUEST_RATE:

@@ -20,14 +20,15 @@
 #include "core/trigger_config.h"
 
 typedef struct {
-    bool has_engine;   /* engine signals below are known (all pods read, or no pods) */
-    double waiting;    /* requests waiting in the engines */
-    double running;    /* requests in flight in the engines */
-    double kv_percent; /* KV-cache usage %, summed over engines and pods */
-    bool has_rates;    /* Triton: rates over the window are known */
-    double queue_wait_ms;
-    double request_rate;
-    bool has_queue; /* the Redis / Prometheus queue below is known */
+    bool has_engine;     /* engine signals below are known (all pods read, or no pods) */
+    double waiting;      /* requests waiting in the engines */
+    double running;      /* requests in flight in the engines */
+    double kv_percent;   /* KV-cache usage %, summed over engines and pods */
+    bool has_rates;      /* Triton: counter increases over the window are known */
+    double queue_us;     /* queue time added in the window, all pods, microseconds */
+    double completed;    /* requests completed in the window, all pods */
+    double request_rate; /* requests/s, summed over pods */
+    bool has_queue;      /* the Redis / Prometheus queue below is known */
     double queue;
 } demand_signals_t;
 
@@ -42,6 +43,10 @@ typedef struct {
  * requests completed within the window. demand: queue (engine waiting +
  * queue) > activationQueue, or running > 0, or the GPU metric >
  * activationGpu.
+ *
+ * triton_queue_wait_ms is queue time / requests completed in the window; with
+ * none completed it is 0 only when nothing is pending either: requests
+ * pending that none finished is a wait nobody measured, so UNAVAILABLE.
  */
 void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const eval_result_t *gpu,
                      eval_result_t *out);

@@ -1039,7 +1039,8 @@ static void run(source_hub_t *h, const trigger_config_t *c, const char *ns, mono
     sig.has_engine = d->engine != ENGINE_NONE;
     if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE) {
         sig.has_rates = true;
-        sig.queue_wait_ms = x.dsuccess > 0 ? x.dq_us / x.dsuccess / 1000.0 : 0;
+        sig.queue_us = x.dq_us;
+        sig.completed = x.dsuccess;
     }
     if (q) {
         source_state_t st = source_state(q, now, msg, sizeof msg);

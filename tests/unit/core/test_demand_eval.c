@@ -136,7 +136,8 @@ static void test_single_signal_types(void **state) {
                           .running = 5,
                           .kv_percent = 60,
                           .has_rates = true,
-                          .queue_wait_ms = 2.5,
+                          .queue_us = 250000,
+                          .completed = 100,
                           .request_rate = 40,
                           .has_queue = true,
                           .queue = 11};
@@ -149,6 +150,15 @@ static void test_single_signal_types(void **state) {
             "http://t/metrics");
     demand_evaluate(&c, &s, NULL, &r);
     NEAR(r.value, 2.5);
+    /* Nothing completed in the window: 0 only when nothing is pending. */
+    demand_signals_t idle = {.has_engine = true, .has_rates = true};
+    demand_evaluate(&c, &idle, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 0);
+    idle.waiting = 3;
+    demand_evaluate(&c, &idle, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_non_null(strstr(r.message, "3 request(s) pending and none completed"));
     c = CFG("metricType", "triton_request_rate", "targetValue", "50", "tritonEndpoint",
             "http://t/metrics", "activationThreshold", "100");
     s.waiting = 0;

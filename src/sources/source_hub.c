@@ -72,7 +72,6 @@ struct source {
     /* Every address the name resolved to (a literal: one). A poll that fails
      * moves on to the next, so a dual-stack name whose first address does
      * not answer still works. */
-    bool have_addr;
     struct sockaddr_storage addrs[SOURCE_MAX_ADDRS];
     socklen_t addrlens[SOURCE_MAX_ADDRS];
     unsigned naddrs, next_addr;
@@ -504,7 +503,7 @@ static void poll_source(source_t *s) {
     if (s->inflight)
         return;
     h->stats.polls++;
-    if (!s->have_addr) {
+    if (s->naddrs == 0) {
         if (s->resolve_error[0])
             set_error(s, s->resolve_error);
         return;
@@ -616,7 +615,6 @@ static void on_resolved(void *ud, const char *const *addrs, size_t n, const char
     memcpy(s->addrlens, gotlen, ngot * sizeof gotlen[0]);
     s->naddrs = ngot;
     s->next_addr = 0;
-    s->have_addr = true;
 }
 
 /* ---- registry -------------------------------------------------------------------- */
@@ -661,7 +659,6 @@ static void set_literal_addr(source_t *s) {
         s->addrlens[0] = sizeof *v6;
     }
     s->naddrs = 1;
-    s->have_addr = true;
 }
 
 /* Finds or creates the source with identity key; `init` fills a new one's

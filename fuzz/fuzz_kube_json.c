@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cluster/kube_pods.h"
+#include "kube/kube_pods.h"
 #include "core/err.h"
 #include "fuzz_check.h"
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cluster/pod_map.h"
+#include "kube/pod_map.h"
 #include "core/err.h"
 #include "proto/podresources.pb-c.h"
 

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "cluster/cluster_view.h"
-#include "cluster/kube_pods.h"
+#include "kube/kube_pods.h"
 #include "core/clock.h"
 #include "core/evaluator.h"
 #include "core/trigger_config.h"

@@ -1,7 +1,7 @@
 /*
  * resp.c - RESP2 reply parser, command encoder and XINFO GROUPS reader.
  *
- * The parser is stateless, like cluster/kube_http.c's head parser: the
+ * The parser is stateless, like net/http_resp.c's head parser: the
  * replies we ask for (LLEN, XLEN, XINFO GROUPS) are small, so rescanning a
  * partial reply on the next read costs less than keeping a resumable state.
  * It walks the reply once, iteratively, with an explicit stack of open

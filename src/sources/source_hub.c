@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/kube_http.h"
-#include "cluster/resolver.h"
+#include "net/http_resp.h"
+#include "net/resolver.h"
 #include "core/demand_eval.h"
 #include "core/duration.h"
 #include "core/err.h"
@@ -170,13 +170,13 @@ static void success(source_t *s, mono_ns_t now) {
 
 static int http_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
     (void)ud;
-    kube_http_response_t r;
+    http_resp_t r;
     size_t head;
     const char *reason = NULL;
-    int rc = kube_http_parse_head(buf, len, &r, &head, &reason);
-    if (rc == KUBE_HTTP_INCOMPLETE)
+    int rc = http_resp_parse_head(buf, len, &r, &head, &reason);
+    if (rc == HTTP_RESP_INCOMPLETE)
         return 0;
-    if (rc != KUBE_HTTP_COMPLETE) {
+    if (rc != HTTP_RESP_COMPLETE) {
         snprintf(why, whylen, "not an HTTP response: %s", reason ? reason : "?");
         return -1;
     }
@@ -223,13 +223,13 @@ static void http_done(void *ud, int status, const char *buf, size_t len, bool eo
         set_error(s, error);
         return;
     }
-    kube_http_response_t r;
+    http_resp_t r;
     size_t head;
     const char *reason = NULL;
-    int rc = kube_http_parse_head(buf, len, &r, &head, &reason);
-    if (rc != KUBE_HTTP_COMPLETE) {
+    int rc = http_resp_parse_head(buf, len, &r, &head, &reason);
+    if (rc != HTTP_RESP_COMPLETE) {
         snprintf(msg, sizeof msg, "%s",
-                 rc == KUBE_HTTP_INCOMPLETE ? "connection closed before the response headers"
+                 rc == HTTP_RESP_INCOMPLETE ? "connection closed before the response headers"
                  : reason                   ? reason
                                             : "not an HTTP response");
         set_error(s, msg);
@@ -252,11 +252,11 @@ static void http_done(void *ud, int status, const char *buf, size_t len, bool eo
     size_t tlen = len - head;
     body_t body = {.max = h->o.max_body_bytes};
     if (r.chunked || r.content_length >= 0) {
-        kube_http_body_t dec;
-        kube_http_body_init(&dec, &r);
+        http_resp_body_t dec;
+        http_resp_body_init(&dec, &r);
         size_t used = 0;
         if (r.chunked) {
-            int brc = kube_http_body_feed(&dec, text, tlen, &used, body_sink, &body, &reason);
+            int brc = http_resp_body_feed(&dec, text, tlen, &used, body_sink, &body, &reason);
             if (brc == 0 && !dec.done)
                 brc = -1, reason = eof ? "the chunked body was cut short" : "incomplete body";
             if (brc != 0) {

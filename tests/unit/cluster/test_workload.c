@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "cluster/cluster_view.h"
-#include "cluster/kube_pods.h"
+#include "kube/kube_pods.h"
 #include "cluster/node_pods.h"
 #include "cluster/workload.h"
 #include "core/err.h"

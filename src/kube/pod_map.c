@@ -16,7 +16,7 @@
  * pod_map_foreach's order) independent of the order the kubelet lists pods
  * in, which pod_map_equal relies on.
  */
-#include "cluster/pod_map.h"
+#include "kube/pod_map.h"
 
 #include <stdint.h>
 #include <stdlib.h>

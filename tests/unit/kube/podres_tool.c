@@ -20,7 +20,7 @@
 
 #include <jansson.h>
 
-#include "cluster/podres_client.h"
+#include "kube/podres_client.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "net/loop.h"

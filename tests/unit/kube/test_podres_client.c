@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "../../../src/cluster/podres_client.c"
+#include "kube/podres_client.c"
 
 typedef struct {
     loop_t *loop;

@@ -22,8 +22,8 @@
  * Thread safety: a map is immutable once built, so any number of threads
  * may read it at once; one owner frees it.
  */
-#ifndef KGS_CLUSTER_POD_MAP_H
-#define KGS_CLUSTER_POD_MAP_H
+#ifndef KGS_KUBE_POD_MAP_H
+#define KGS_KUBE_POD_MAP_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "cluster/resolver.c"
+#include "net/resolver.c"
 
 #define MS NS_PER_MS
 #define MAX_RESULTS 16

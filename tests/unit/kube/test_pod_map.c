@@ -43,7 +43,7 @@ static void fx_free(void *p) {
 #define malloc(n) fx_malloc(n)
 #define calloc(n, s) fx_calloc(n, s)
 #define free(p) fx_free(p)
-#include "../../../src/cluster/pod_map.c"
+#include "kube/pod_map.c"
 #undef malloc
 #undef calloc
 #undef free

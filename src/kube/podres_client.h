@@ -21,14 +21,14 @@
  * podres_client_start() or podres_client_free(). Either may call
  * podres_client_free() on this client.
  */
-#ifndef KGS_CLUSTER_PODRES_CLIENT_H
-#define KGS_CLUSTER_PODRES_CLIENT_H
+#ifndef KGS_KUBE_PODRES_CLIENT_H
+#define KGS_KUBE_PODRES_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster/pod_map.h"
+#include "kube/pod_map.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "net/loop.h"

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "cluster/kube_client.h"
+#include "kube/kube_client.h"
 #include "core/err.h"
 
 static volatile sig_atomic_t stop_requested;

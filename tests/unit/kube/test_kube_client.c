@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "cluster/kube_client.h"
+#include "kube/kube_client.h"
 #include "core/err.h"
 
 static void test_kube_client_parses_https_and_http_ip_urls(void **state) {

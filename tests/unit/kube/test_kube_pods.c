@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "cluster/kube_pods.h"
+#include "kube/kube_pods.h"
 #include "core/err.h"
 
 /* A Running vLLM pod as `kubectl get pod -o json` shows it, trimmed of

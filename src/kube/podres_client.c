@@ -21,7 +21,7 @@
  * sets `closing` before it frees the gRPC client, because grpc_client_free()
  * reports the abandoned call to on_done synchronously.
  */
-#include "cluster/podres_client.h"
+#include "kube/podres_client.h"
 
 #include <stdio.h>
 #include <stdlib.h>

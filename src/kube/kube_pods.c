@@ -9,7 +9,7 @@
  * half-way leaves the old content untouched. Apply allocates before it
  * unlinks anything for the same reason.
  */
-#include "cluster/kube_pods.h"
+#include "kube/kube_pods.h"
 
 #include <stdio.h>
 #include <stdlib.h>

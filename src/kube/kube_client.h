@@ -19,14 +19,14 @@
  *
  * Everything runs on the loop thread; no function here is thread-safe.
  */
-#ifndef KGS_CLUSTER_KUBE_CLIENT_H
-#define KGS_CLUSTER_KUBE_CLIENT_H
+#ifndef KGS_KUBE_KUBE_CLIENT_H
+#define KGS_KUBE_KUBE_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cluster/kube_pods.h"
+#include "kube/kube_pods.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "net/loop.h"

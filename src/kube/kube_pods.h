@@ -10,8 +10,8 @@
  * rejected with KGS_ERANGE, never truncated (a cut label value would match
  * the wrong selector).
  */
-#ifndef KGS_CLUSTER_KUBE_PODS_H
-#define KGS_CLUSTER_KUBE_PODS_H
+#ifndef KGS_KUBE_KUBE_PODS_H
+#define KGS_KUBE_KUBE_PODS_H
 
 #include <stdbool.h>
 #include <stddef.h>

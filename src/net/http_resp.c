@@ -1,11 +1,11 @@
 /*
- * kube_http.c - HTTP/1.1 response head parser and body decoder.
+ * http_resp.c - HTTP/1.1 response head parser and body decoder.
  *
  * The head parser is stateless (it restarts on every call, like
  * net/http1.c): heads are small and bounded. The body decoder keeps state,
  * since a watch body is an endless chunked stream.
  */
-#include "cluster/kube_http.h"
+#include "net/http_resp.h"
 
 #include <string.h>
 
@@ -34,7 +34,7 @@ static bool is_tchar(char c) {
 static int fail(const char **why, const char *reason) {
     if (why)
         *why = reason;
-    return KUBE_HTTP_ERROR;
+    return HTTP_RESP_ERROR;
 }
 
 /* Finds the end of the line starting at p: returns the length without the
@@ -50,13 +50,13 @@ static long line_end(const char *p, size_t avail, size_t *total) {
     return (long)n;
 }
 
-int kube_http_parse_head(const char *buf, size_t len, kube_http_response_t *out, size_t *consumed,
+int http_resp_parse_head(const char *buf, size_t len, http_resp_t *out, size_t *consumed,
                          const char **why) {
     *consumed = 0;
     if (why)
         *why = NULL;
-    kube_http_response_t r = {.status = 0, .chunked = false, .content_length = -1};
-    size_t limit = len < KUBE_HTTP_MAX_HEAD_BYTES ? len : KUBE_HTTP_MAX_HEAD_BYTES;
+    http_resp_t r = {.status = 0, .chunked = false, .content_length = -1};
+    size_t limit = len < HTTP_RESP_MAX_HEAD_BYTES ? len : HTTP_RESP_MAX_HEAD_BYTES;
     /* Reject a non-HTTP answer (a TLS alert on a plain port) on its first bytes. */
     const char proto[] = "HTTP/1.";
     size_t cmp = limit < sizeof proto - 1 ? limit : sizeof proto - 1;
@@ -65,8 +65,8 @@ int kube_http_parse_head(const char *buf, size_t len, kube_http_response_t *out,
     size_t total;
     long n = line_end(buf, limit, &total);
     if (n < 0)
-        return len > KUBE_HTTP_MAX_HEAD_BYTES ? fail(why, "response head too large")
-                                              : KUBE_HTTP_INCOMPLETE;
+        return len > HTTP_RESP_MAX_HEAD_BYTES ? fail(why, "response head too large")
+                                              : HTTP_RESP_INCOMPLETE;
     /* "HTTP/1.1 200 OK": version digit, space, three digits, then space or end. */
     if (n < 12 || buf[7] < '0' || buf[7] > '9' || buf[8] != ' ')
         return fail(why, "malformed status line");
@@ -82,8 +82,8 @@ int kube_http_parse_head(const char *buf, size_t len, kube_http_response_t *out,
     for (;;) {
         n = line_end(buf + pos, limit - pos, &total);
         if (n < 0)
-            return len > KUBE_HTTP_MAX_HEAD_BYTES ? fail(why, "response head too large")
-                                                  : KUBE_HTTP_INCOMPLETE;
+            return len > HTTP_RESP_MAX_HEAD_BYTES ? fail(why, "response head too large")
+                                                  : HTTP_RESP_INCOMPLETE;
         const char *line = buf + pos;
         pos += total;
         if (n == 0)
@@ -131,10 +131,10 @@ int kube_http_parse_head(const char *buf, size_t len, kube_http_response_t *out,
         r.content_length = -1;
     *out = r;
     *consumed = pos;
-    return KUBE_HTTP_COMPLETE;
+    return HTTP_RESP_COMPLETE;
 }
 
-void kube_http_body_init(kube_http_body_t *b, const kube_http_response_t *r) {
+void http_resp_body_init(http_resp_body_t *b, const http_resp_t *r) {
     memset(b, 0, sizeof *b);
     if (r->status < 200 || r->status == 204 || r->status == 304) {
         b->_mode = MODE_LENGTH;
@@ -153,8 +153,8 @@ void kube_http_body_init(kube_http_body_t *b, const kube_http_response_t *r) {
 
 /* Collects one line (chunk size or trailer) across feeds. Returns 1 when
  * b->_line holds a full line (without CR/LF), 0 when more input is needed,
- * KUBE_HTTP_ERROR when too long. */
-static int take_line(kube_http_body_t *b, const char *in, size_t len, size_t *pos,
+ * HTTP_RESP_ERROR when too long. */
+static int take_line(http_resp_body_t *b, const char *in, size_t len, size_t *pos,
                      const char **why) {
     while (*pos < len) {
         char c = in[(*pos)++];
@@ -180,8 +180,8 @@ static int hexval(char c) {
     return -1;
 }
 
-int kube_http_body_feed(kube_http_body_t *b, const char *in, size_t len, size_t *consumed,
-                        kube_http_sink_cb sink, void *user_data, const char **why) {
+int http_resp_body_feed(http_resp_body_t *b, const char *in, size_t len, size_t *consumed,
+                        http_resp_sink_cb sink, void *user_data, const char **why) {
     size_t pos = 0;
     int rc = 0;
     if (why)
@@ -266,7 +266,7 @@ out:
     return rc;
 }
 
-int kube_http_body_eof(const kube_http_body_t *b, const char **why) {
+int http_resp_body_eof(const http_resp_body_t *b, const char **why) {
     if (b->done || b->_mode == MODE_CLOSE)
         return 0;
     return fail(why, b->_mode == MODE_CHUNKED ? "connection closed inside a chunked body"

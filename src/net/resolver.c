@@ -27,7 +27,7 @@
  * The lookup itself sits behind resolver_lookup_t so tests can script
  * answers and failures (STYLE rule 4); production uses getaddrinfo.
  */
-#include "cluster/resolver.h"
+#include "net/resolver.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -10,8 +10,8 @@
  * NXDOMAIN, so "all agents gone" looks like an error too and the old list
  * stays; its streams then fail on their own and the view says so.)
  */
-#ifndef KGS_CLUSTER_RESOLVER_H
-#define KGS_CLUSTER_RESOLVER_H
+#ifndef KGS_NET_RESOLVER_H
+#define KGS_NET_RESOLVER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -27,7 +27,7 @@
  * free until the outermost callback returns; every caller of notify()
  * returns at once when it reports the client gone.
  */
-#include "cluster/kube_client.h"
+#include "kube/kube_client.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,7 +44,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "cluster/kube_http.h"
+#include "net/http_resp.h"
 #include "core/err.h"
 #include "net/tls.h"
 #include "net/transport.h"
@@ -81,10 +81,10 @@ struct kube_client {
     uint64_t gen; /* bumped on every close: a read loop stops when it changes */
     char *req;
     size_t req_len, req_off;
-    char head[KUBE_HTTP_MAX_HEAD_BYTES + 1];
+    char head[HTTP_RESP_MAX_HEAD_BYTES + 1];
     size_t head_len;
-    kube_http_response_t resp;
-    kube_http_body_t body;
+    http_resp_t resp;
+    http_resp_body_t body;
     char *buf; /* list body, watch line or error body */
     size_t buf_len, buf_cap;
     mono_ns_t last_io, conn_started;
@@ -814,23 +814,23 @@ static bool body_done(kube_client_t *c) {
 static int process(kube_client_t *c, const char *data, size_t len) {
     uint64_t gen = c->gen;
     if (c->cstate == CONN_HEAD) {
-        size_t room = KUBE_HTTP_MAX_HEAD_BYTES + 1 - c->head_len;
+        size_t room = HTTP_RESP_MAX_HEAD_BYTES + 1 - c->head_len;
         size_t n = len < room ? len : room;
         memcpy(c->head + c->head_len, data, n);
         c->head_len += n;
         size_t used;
         const char *why;
-        int rc = kube_http_parse_head(c->head, c->head_len, &c->resp, &used, &why);
-        if (rc == KUBE_HTTP_INCOMPLETE)
+        int rc = http_resp_parse_head(c->head, c->head_len, &c->resp, &used, &why);
+        if (rc == HTTP_RESP_INCOMPLETE)
             return 0;
-        if (rc != KUBE_HTTP_COMPLETE) {
+        if (rc != HTTP_RESP_COMPLETE) {
             client_fail(c, "%s %s: bad response: %s", phase_name(c), c->url.host_header, why);
             return 1;
         }
         /* Bytes past the head: those already in `head`, then the rest of data. */
         size_t extra_in_head = c->head_len - used;
         size_t from_data = len - n;
-        kube_http_body_init(&c->body, &c->resp);
+        http_resp_body_init(&c->body, &c->resp);
         c->cstate = CONN_BODY;
         c->buf_len = 0;
         if (head_done(c))
@@ -848,11 +848,11 @@ static int process(kube_client_t *c, const char *data, size_t len) {
     }
     size_t used;
     const char *why;
-    int rc = kube_http_body_feed(&c->body, data, len, &used,
+    int rc = http_resp_body_feed(&c->body, data, len, &used,
                                  c->phase == PHASE_WATCH ? sink_watch : sink_collect, c, &why);
     if (c->gen != gen)
         return 1;
-    if (rc == KUBE_HTTP_ERROR) {
+    if (rc == HTTP_RESP_ERROR) {
         c->relist_needed = c->phase == PHASE_WATCH;
         client_fail(c, "%s %s: bad response body: %s", phase_name(c), c->url.host_header, why);
         return 1;
@@ -932,7 +932,7 @@ static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
             if (c->cstate == CONN_HEAD) {
                 client_fail(c, "%s %s: connection closed before a response", phase_name(c),
                             c->url.host_header);
-            } else if (kube_http_body_eof(&c->body, &bwhy) != 0 && c->phase == PHASE_LIST) {
+            } else if (http_resp_body_eof(&c->body, &bwhy) != 0 && c->phase == PHASE_LIST) {
                 client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, bwhy);
             } else if (body_done(c)) {
                 return;

@@ -19,9 +19,12 @@
  * between). The idle deadline is checked lazily: reads only store the
  * time, and the timer re-arms itself for what is left.
  *
- * TLS: transport_handshake() insists on ALPN "h2" (it exists for gRPC), so
- * this file drives SSL_do_handshake itself, offers "http/1.1", and then
- * uses the transport for reads and writes as usual.
+ * Connecting: net/connector.c opens each connection (the API host is an
+ * IP literal, so nothing is resolved), with TLS from a fresh client context
+ * per connection (a rotated CA file is picked up), ALPN "http/1.1" offered
+ * (a server that picks another protocol is refused), no SNI (RFC 6066: not
+ * for an IP) and the IP checked against the certificate's subjectAltName.
+ * The client then reads and writes through the transport it hands over.
  *
  * Callbacks may free the client: notify() counts the depth and defers the
  * free until the outermost callback returns; every caller of notify()
@@ -40,12 +43,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
-#include "net/http_resp.h"
 #include "core/err.h"
+#include "net/connector.h"
+#include "net/http_resp.h"
 #include "net/tls.h"
 #include "net/transport.h"
 
@@ -55,14 +57,7 @@
 #define TOKEN_MAX 65536
 
 typedef enum { PHASE_IDLE, PHASE_LIST, PHASE_WATCH } phase_t;
-typedef enum {
-    CONN_NONE,
-    CONN_CONNECTING,
-    CONN_HANDSHAKE,
-    CONN_SENDING,
-    CONN_HEAD,
-    CONN_BODY
-} conn_state_t;
+typedef enum { CONN_NONE, CONN_CONNECTING, CONN_SENDING, CONN_HEAD, CONN_BODY } conn_state_t;
 
 struct kube_client {
     loop_t *loop;
@@ -75,6 +70,8 @@ struct kube_client {
     /* the connection */
     phase_t phase;
     conn_state_t cstate;
+    connector_t *conn; /* while CONNECTING (TLS handshake included) */
+    SSL_CTX *conn_ctx; /* this connection's TLS context, until it is handed over */
     transport_t tr;
     loop_io_t *io;
     uint32_t io_events;
@@ -371,6 +368,10 @@ static bool notify(kube_client_t *c, void (*cb)(void *)) {
 static void conn_close(kube_client_t *c) {
     if (c->cstate == CONN_NONE)
         return;
+    connector_cancel(c->conn);
+    c->conn = NULL;
+    SSL_CTX_free(c->conn_ctx);
+    c->conn_ctx = NULL;
     loop_io_remove(c->loop, c->io);
     c->io = NULL;
     transport_close(&c->tr);
@@ -385,11 +386,11 @@ static void conn_close(kube_client_t *c) {
 }
 
 static void update_poll(kube_client_t *c) {
-    bool want_write = c->cstate == CONN_CONNECTING || c->cstate == CONN_SENDING;
+    if (!c->io)
+        return; /* still with the connector */
+    bool want_write = c->cstate == CONN_SENDING;
     bool want_read = c->cstate == CONN_HEAD || c->cstate == CONN_BODY;
-    uint32_t ev = c->cstate == CONN_CONNECTING
-                      ? EPOLLOUT
-                      : transport_poll_events(&c->tr, want_read, want_write);
+    uint32_t ev = transport_poll_events(&c->tr, want_read, want_write);
     if (ev != c->io_events && loop_io_modify(c->loop, c->io, ev) == 0)
         c->io_events = ev;
 }
@@ -439,7 +440,7 @@ static void succeeded(kube_client_t *c) {
     c->backoff_ns = 0;
 }
 
-static void on_io(loop_t *loop, int fd, uint32_t events, void *ud);
+static void on_connected(void *ud, int status, transport_t *tr, const char *error);
 
 /* Builds the request and starts connecting. Failures go through
  * client_fail (backoff). */
@@ -447,7 +448,6 @@ static void conn_open(kube_client_t *c, const char *path) {
     char why[400];
     char *token = NULL;
     SSL_CTX *ctx = NULL;
-    int fd = -1;
     if (c->cfg.token_file[0] && !(token = token_read(c->cfg.token_file, why, sizeof why))) {
         client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, why);
         return;
@@ -484,48 +484,29 @@ static void conn_open(kube_client_t *c, const char *path) {
         inet_pton(AF_INET6, c->url.host, &sin6->sin6_addr);
         sslen = sizeof *sin6;
     }
-    fd = socket(c->url.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(why, sizeof why, "socket: %s", strerror(errno));
-        goto fail;
-    }
-    if (connect(fd, (struct sockaddr *)&ss, sslen) != 0 && errno != EINPROGRESS) {
-        snprintf(why, sizeof why, "connect: %s", strerror(errno));
-        goto fail;
-    }
     if (c->url.https) {
         /* A fresh context per connection: a rotated CA file is picked up. */
         ctx = tls_client_ctx_new(c->cfg.ca_file[0] ? c->cfg.ca_file : NULL, NULL, NULL, false, why,
                                  sizeof why);
         if (!ctx)
             goto fail;
-        static const unsigned char alpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-        SSL_CTX_set_alpn_protos(ctx, alpn, sizeof alpn);
     }
-    if (transport_init(&c->tr, fd, ctx, false, NULL) != 0) {
-        snprintf(why, sizeof why, "out of memory");
+    connector_opts_t co = {
+        .addrs = &ss,
+        .addrlens = &sslen,
+        .naddrs = 1,
+        .name = "", /* client_fail names the phase and the host */
+        .tls = ctx,
+        .tls_host = c->url.host,
+        .alpn = "http/1.1",
+        .done = on_connected,
+        .user_data = c,
+    };
+    c->tr.fd = -1;
+    c->tr.ssl = NULL;
+    if (connector_start(c->loop, &co, &c->conn, why, sizeof why) != 0)
         goto fail;
-    }
-    SSL_CTX_free(ctx); /* the SSL holds its own reference */
-    ctx = NULL;
-    fd = -1; /* owned by the transport now */
-    if (c->tr.ssl) {
-        /* No SNI for an IP literal (RFC 6066 section 3); verify the IP SAN. */
-        X509_VERIFY_PARAM *param = SSL_get0_param(c->tr.ssl);
-        X509_VERIFY_PARAM_set_hostflags(param, 0);
-        if (X509_VERIFY_PARAM_set1_ip_asc(param, c->url.host) != 1) {
-            snprintf(why, sizeof why, "TLS: cannot set the expected IP");
-            transport_close(&c->tr);
-            goto fail;
-        }
-    }
-    c->io_events = EPOLLOUT;
-    c->io = loop_io_add(c->loop, c->tr.fd, EPOLLOUT, on_io, c);
-    if (!c->io) {
-        snprintf(why, sizeof why, "epoll: %s", strerror(errno));
-        transport_close(&c->tr);
-        goto fail;
-    }
+    c->conn_ctx = ctx;
     c->cstate = CONN_CONNECTING;
     c->conn_started = c->last_io = loop_now(c->loop);
     c->head_len = 0;
@@ -535,8 +516,6 @@ static void conn_open(kube_client_t *c, const char *path) {
     LOG_DEBUG(c->log, "kube %s: GET %s", c->url.host_header, path);
     return;
 fail:
-    if (fd >= 0)
-        close(fd);
     SSL_CTX_free(ctx);
     free(c->req);
     c->req = NULL;
@@ -870,36 +849,10 @@ static int process(kube_client_t *c, const char *data, size_t len) {
 static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
     (void)loop;
     (void)fd;
+    (void)events;
     kube_client_t *c = ud;
-    char why[400];
     uint64_t gen = c->gen;
     c->last_io = loop_now(c->loop);
-    if (c->cstate == CONN_CONNECTING) {
-        int soerr = 0;
-        socklen_t sl = sizeof soerr;
-        if (getsockopt(c->tr.fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0)
-            soerr = errno;
-        if (soerr) {
-            client_fail(c, "%s %s: connect: %s", phase_name(c), c->url.host_header,
-                        strerror(soerr));
-            return;
-        }
-        if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
-            return;
-        c->cstate = c->tr.ssl ? CONN_HANDSHAKE : CONN_SENDING;
-    }
-    if (c->cstate == CONN_HANDSHAKE) {
-        int rc = transport_client_handshake(&c->tr, "http/1.1", why, sizeof why);
-        if (rc == TRANSPORT_ERROR) {
-            client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, why);
-            return;
-        }
-        if (rc == TRANSPORT_AGAIN) {
-            update_poll(c);
-            return;
-        }
-        c->cstate = CONN_SENDING;
-    }
     if (c->cstate == CONN_SENDING) {
         while (c->req_off < c->req_len) {
             ssize_t n = transport_write(&c->tr, c->req + c->req_off, c->req_len - c->req_off);
@@ -951,6 +904,26 @@ static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
         c->changed = false;
         notify(c, c->cbs.on_change);
     }
+}
+
+static void on_connected(void *ud, int status, transport_t *tr, const char *error) {
+    kube_client_t *c = ud;
+    c->conn = NULL;            /* gone */
+    SSL_CTX_free(c->conn_ctx); /* the SSL holds its own reference */
+    c->conn_ctx = NULL;
+    if (status != 0) {
+        client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, error);
+        return;
+    }
+    c->tr = *tr;
+    c->io_events = EPOLLOUT;
+    c->io = loop_io_add(c->loop, c->tr.fd, EPOLLOUT, on_io, c);
+    if (!c->io) {
+        client_fail(c, "%s %s: epoll: %s", phase_name(c), c->url.host_header, strerror(errno));
+        return;
+    }
+    c->cstate = CONN_SENDING;
+    on_io(c->loop, c->tr.fd, EPOLLOUT, c);
 }
 
 /* ---- lifetime ---------------------------------------------------------------------- */

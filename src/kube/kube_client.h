@@ -12,10 +12,11 @@
  * request, as projected service-account tokens rotate.
  *
  * Addresses: the API host must be an IP literal ("https://10.96.0.1:443",
- * "http://127.0.0.1:8080", "https://[fd00::1]:443"). Name resolution would
- * block the loop; in a cluster KUBERNETES_SERVICE_HOST is an IP anyway.
- * HTTPS verifies the server against the CA file and the IP in its
- * certificate's subjectAltName, and negotiates ALPN "http/1.1".
+ * "http://127.0.0.1:8080", "https://[fd00::1]:443"); in a cluster
+ * KUBERNETES_SERVICE_HOST is one. HTTPS verifies the server against the CA
+ * file and the IP in its certificate's subjectAltName (no SNI: RFC 6066
+ * sends none for an IP), and offers ALPN "http/1.1"; a server that selects
+ * another protocol is refused. Connections are opened by net/connector.h.
  *
  * Everything runs on the loop thread; no function here is thread-safe.
  */

@@ -2,8 +2,10 @@
  * grpc_client.c - gRPC client on nghttp2, the mirror of grpc_server.c.
  *
  * DESIGN
- * Requests are submitted to the nghttp2 session at once, even while the TCP
- * connect or TLS handshake is still in progress: nghttp2 queues the frames
+ * The connection is opened by net/connector.c (a host name resolved on the
+ * DNS thread, each address tried in turn, TLS with ALPN "h2" required).
+ * Requests are submitted to the nghttp2 session at once, even while the
+ * connector is still at work: nghttp2 queues the frames
  * and they go out on the first flush after the transport is ready. Every
  * completion (trailers, RST, deadline, connection loss) is delivered from a
  * zero-delay timer, so on_done never runs inside nghttp2 or inside
@@ -12,21 +14,18 @@
 #include "net/grpc_client.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include <nghttp2/nghttp2.h>
 
 #include "core/err.h"
+#include "net/connector.h"
 #include "net/grpc_frame.h"
 #include "net/transport.h"
 
-typedef enum { CLIENT_CONNECTING, CLIENT_HANDSHAKING, CLIENT_READY, CLIENT_CLOSED } client_state_t;
+typedef enum { CLIENT_CONNECTING, CLIENT_READY, CLIENT_CLOSED } client_state_t;
 
 struct grpc_client_call {
     grpc_client_t *client;
@@ -55,6 +54,7 @@ struct grpc_client {
     const logger_t *log;
     SSL_CTX *tls;
     client_state_t state;
+    connector_t *conn; /* while CONNECTING */
     transport_t tr;
     loop_io_t *io;
     uint32_t io_events;
@@ -333,13 +333,9 @@ static int on_stream_close(nghttp2_session *h2, int32_t stream_id, uint32_t erro
 static void client_update_events(grpc_client_t *c) {
     if (!c->io || c->state == CLIENT_CLOSED)
         return;
-    uint32_t ev;
-    if (c->state == CLIENT_CONNECTING)
-        ev = EPOLLOUT;
-    else
-        ev = transport_poll_events(&c->tr, true,
-                                   c->state == CLIENT_READY && (c->out_len > c->out_off ||
-                                                                nghttp2_session_want_write(c->h2)));
+    uint32_t ev = transport_poll_events(
+        &c->tr, true,
+        c->state == CLIENT_READY && (c->out_len > c->out_off || nghttp2_session_want_write(c->h2)));
     if (ev != c->io_events && loop_io_modify(c->loop, c->io, ev) == 0)
         c->io_events = ev;
 }
@@ -352,6 +348,8 @@ static void client_fail(grpc_client_t *c, const char *reason) {
     LOG_DEBUG(c->log, "grpc client %s: %s", c->address, reason);
     for (grpc_client_call_t *k = c->calls; k; k = k->next)
         call_complete(k, GRPC_UNAVAILABLE, c->close_reason);
+    connector_cancel(c->conn);
+    c->conn = NULL;
     if (c->io) {
         loop_io_remove(c->loop, c->io);
         c->io = NULL;
@@ -401,34 +399,8 @@ blocked:
 static void on_client_io(loop_t *loop, int fd, uint32_t events, void *ud) {
     (void)loop;
     grpc_client_t *c = ud;
-    if (c->state == CLIENT_CONNECTING) {
-        int soerr = 0;
-        socklen_t sl = sizeof soerr;
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-        if (soerr) {
-            char m[300];
-            snprintf(m, sizeof m, "connect %.200s: %s", c->address, strerror(soerr));
-            client_fail(c, m);
-            return;
-        }
-        if (!(events & EPOLLOUT))
-            return;
-        c->state = c->tls ? CLIENT_HANDSHAKING : CLIENT_READY;
-    }
-    if (c->state == CLIENT_HANDSHAKING) {
-        int r = transport_handshake(&c->tr);
-        if (r == TRANSPORT_AGAIN) {
-            client_update_events(c);
-            return;
-        }
-        if (r != 0) {
-            char m[300];
-            snprintf(m, sizeof m, "%.40s: %.250s", c->address, c->tr.error);
-            client_fail(c, m);
-            return;
-        }
-        c->state = CLIENT_READY;
-    }
+    (void)fd;
+    (void)events;
     uint8_t buf[16384];
     for (;;) {
         ssize_t n = transport_read(&c->tr, buf, sizeof buf);
@@ -452,96 +424,55 @@ static void on_client_io(loop_t *loop, int fd, uint32_t events, void *ud) {
         client_fail(c, "connection closed (GOAWAY)");
 }
 
-static int split_host_port(const char *addr, char *host, size_t hostlen, char *port,
-                           size_t portlen) {
-    const char *colon;
-    if (addr[0] == '[') {
-        const char *end = strchr(addr, ']');
-        if (!end || end[1] != ':')
-            return -1;
-        snprintf(host, hostlen, "%.*s", (int)(end - addr - 1), addr + 1);
-        colon = end + 1;
-    } else {
-        colon = strrchr(addr, ':');
-        if (!colon || colon == addr)
-            return -1;
-        snprintf(host, hostlen, "%.*s", (int)(colon - addr), addr);
+static void on_connected(void *ud, int status, transport_t *tr, const char *error) {
+    grpc_client_t *c = ud;
+    c->conn = NULL; /* gone */
+    if (status != 0) {
+        client_fail(c, error);
+        return;
     }
-    if (!colon[1])
-        return -1;
-    snprintf(port, portlen, "%s", colon + 1);
-    return 0;
+    c->tr = *tr;
+    c->state = CLIENT_READY;
+    c->io_events = EPOLLIN | EPOLLOUT;
+    c->io = loop_io_add(c->loop, c->tr.fd, c->io_events, on_client_io, c);
+    if (!c->io) {
+        char m[96];
+        snprintf(m, sizeof m, "epoll: %s", strerror(errno));
+        client_fail(c, m);
+        return;
+    }
+    /* Read first (TLS may hold bytes already), then flush what is queued. */
+    on_client_io(c->loop, c->tr.fd, EPOLLIN | EPOLLOUT, c);
+}
+
+/* The host part of "host:port" / "[v6]:port" ("localhost" for unix:),
+ * the default name for TLS and :authority. */
+static void host_part(const char *addr, char *host, size_t hostlen) {
+    if (strncmp(addr, "unix:", 5) == 0) {
+        snprintf(host, hostlen, "localhost");
+    } else if (addr[0] == '[') {
+        const char *end = strchr(addr, ']');
+        snprintf(host, hostlen, "%.*s", end ? (int)(end - addr - 1) : 0, addr + 1);
+    } else {
+        const char *colon = strrchr(addr, ':');
+        snprintf(host, hostlen, "%.*s", colon ? (int)(colon - addr) : (int)strlen(addr), addr);
+    }
 }
 
 int grpc_client_connect(loop_t *loop, const grpc_client_opts_t *opts, grpc_client_t **out,
                         char *err, size_t errlen) {
-    char host[256], port[16];
-    int fd, rc, saved;
-    if (strncmp(opts->address, "unix:", 5) == 0) {
-        /* A unix socket (the kubelet's pod-resources API): "unix:/path". */
-        const char *path = opts->address + 5;
-        struct sockaddr_un un = {.sun_family = AF_UNIX};
-        if (!path[0] || strlen(path) >= sizeof un.sun_path)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "address \"%s\": expected unix:/absolute/path (at most %zu bytes)",
-                              opts->address, sizeof un.sun_path - 1);
-        memcpy(un.sun_path, path, strlen(path) + 1);
-        snprintf(host, sizeof host, "localhost");
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            return kgs_seterr(err, errlen, KGS_EIO, "connect %s: socket: %s", opts->address,
-                              strerror(errno));
-        rc = connect(fd, (struct sockaddr *)&un, sizeof un);
-        saved = errno;
-        /* A unix connect completes at once or fails at once (EAGAIN: backlog full). */
-        if (rc != 0 && saved != EINPROGRESS) {
-            close(fd);
-            return kgs_seterr(err, errlen, KGS_EIO, "connect %s: %s", opts->address,
-                              strerror(saved));
-        }
-    } else {
-        if (split_host_port(opts->address, host, sizeof host, port, sizeof port) != 0)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "address \"%s\": expected HOST:PORT (e.g. 127.0.0.1:6000) or "
-                              "unix:/path",
-                              opts->address);
-        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-        int gai = getaddrinfo(host, port, &hints, &ai);
-        if (gai != 0)
-            return kgs_seterr(err, errlen, KGS_EIO, "resolve %s: %s", opts->address,
-                              gai_strerror(gai));
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            freeaddrinfo(ai);
-            return kgs_seterr(err, errlen, KGS_EIO, "connect %s: socket: %s", opts->address,
-                              strerror(errno));
-        }
-        rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
-        saved = errno;
-        freeaddrinfo(ai);
-        if (rc != 0 && saved != EINPROGRESS) {
-            close(fd);
-            return kgs_seterr(err, errlen, KGS_EIO, "connect %s: %s", opts->address,
-                              strerror(saved));
-        }
-    }
-
     grpc_client_t *c = calloc(1, sizeof *c);
-    if (!c) {
-        close(fd);
+    if (!c)
         return kgs_seterr(err, errlen, KGS_ENOMEM, "grpc client: out of memory");
-    }
     c->loop = loop;
     c->log = opts->log;
     c->tls = opts->tls;
+    c->tr.fd = -1;
     snprintf(c->address, sizeof c->address, "%s", opts->address);
+    char host[256];
+    host_part(opts->address, host, sizeof host);
     snprintf(c->server_name, sizeof c->server_name, "%s",
              opts->server_name ? opts->server_name : host);
-    if (transport_init(&c->tr, fd, opts->tls, false, c->tls ? c->server_name : NULL) != 0) {
-        close(fd);
-        free(c);
-        return kgs_seterr(err, errlen, KGS_ENOMEM, "grpc client: out of memory");
-    }
     nghttp2_session_callbacks *cbs;
     nghttp2_session_callbacks_new(&cbs);
     nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
@@ -550,7 +481,6 @@ int grpc_client_connect(loop_t *loop, const grpc_client_opts_t *opts, grpc_clien
     int rv = nghttp2_session_client_new(&c->h2, cbs, c);
     nghttp2_session_callbacks_del(cbs);
     if (rv != 0) {
-        transport_close(&c->tr);
         free(c);
         return kgs_seterr(err, errlen, KGS_ENOMEM, "grpc client: nghttp2: %s",
                           nghttp2_strerror(rv));
@@ -558,13 +488,21 @@ int grpc_client_connect(loop_t *loop, const grpc_client_opts_t *opts, grpc_clien
     nghttp2_settings_entry iv[1] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20}};
     nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 1);
     c->state = CLIENT_CONNECTING;
-    c->io_events = EPOLLOUT;
-    c->io = loop_io_add(loop, fd, c->io_events, on_client_io, c);
-    if (!c->io) {
+    connector_opts_t co = {
+        .address = opts->address,
+        .name = opts->address,
+        .tls = opts->tls,
+        .tls_host = opts->tls ? c->server_name : NULL,
+        .alpn = opts->tls ? "h2" : NULL,
+        .alpn_required = true,
+        .done = on_connected,
+        .user_data = c,
+    };
+    int rc = connector_start(loop, &co, &c->conn, err, errlen);
+    if (rc != 0) {
         nghttp2_session_del(c->h2);
-        transport_close(&c->tr);
         free(c);
-        return kgs_seterr(err, errlen, KGS_EIO, "grpc client: epoll: %s", strerror(errno));
+        return rc;
     }
     *out = c;
     return 0;

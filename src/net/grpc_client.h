@@ -24,13 +24,17 @@ typedef struct grpc_client_call grpc_client_call_t;
 typedef struct {
     const char *address;     /* "host:port", "[v6]:port", "unix:/path" */
     SSL_CTX *tls;            /* borrowed; NULL = h2c */
-    const char *server_name; /* TLS SNI and hostname check; NULL = the host part */
+    const char *server_name; /* TLS SNI and name check (an IP: its SAN, no SNI); NULL = the
+                                host part */
     const logger_t *log;     /* borrowed; may be NULL */
 } grpc_client_opts_t;
 
-/* Resolves the address (blocking getaddrinfo) and starts a non-blocking
- * connect; calls may be issued at once and run when connected. Returns 0,
- * KGS_EINVAL (bad address) or KGS_EIO (resolution failed) with a message. */
+/* Starts connecting (net/connector.h: a host name is resolved on the DNS
+ * thread, each address tried in turn); calls may be issued at once and run
+ * when connected. Returns 0, or KGS_EINVAL (bad address) / KGS_EIO (connect
+ * failed at once, as for a missing unix socket) with a message. A later
+ * failure (resolution, connect, TLS) ends the calls with UNAVAILABLE and
+ * that message ("resolve agents.ns.svc: Name or service not known"). */
 int grpc_client_connect(loop_t *loop, const grpc_client_opts_t *opts, grpc_client_t **out,
                         char *err, size_t errlen);
 

@@ -29,11 +29,12 @@ typedef struct {
  * TLS role. Returns 0 or KGS_ENOMEM. `sni` (client, may be NULL). */
 int transport_init(transport_t *t, int fd, SSL_CTX *ctx, bool server, const char *sni);
 
-/* Drives the TLS handshake: 0 done (ALPN checked to be "h2"), TRANSPORT_AGAIN
- * or TRANSPORT_ERROR. Plain transports are done at once. */
+/* Drives the server side of a TLS handshake: 0 done (ALPN checked to be
+ * "h2"), TRANSPORT_AGAIN or TRANSPORT_ERROR. Plain transports are done at
+ * once. */
 int transport_handshake(transport_t *t);
 
-/* The client side of a TLS handshake for protocols other than gRPC: 0 done,
+/* The client side of a TLS handshake (net/connector.c drives it): 0 done,
  * TRANSPORT_AGAIN or TRANSPORT_ERROR with a message in why ("TLS handshake:
  * certificate verification: ..."). With alpn (e.g. "http/1.1"; NULL = no
  * check), a server that selected another protocol is refused. */

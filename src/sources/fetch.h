@@ -1,7 +1,7 @@
 /*
  * fetch.h - one request/response exchange with a remote source on the
- * event loop: connect (non-blocking) to an address already checked by the
- * SSRF guard, optional TLS, send the request bytes, read until the caller's
+ * event loop: connect (non-blocking, through net/connector.h) to an address
+ * already checked by the SSRF guard, optional TLS, send the request bytes, read until the caller's
  * completeness test says the response is whole (or the peer closes), with
  * one deadline for the whole exchange and a cap on the bytes read.
  *
@@ -21,6 +21,7 @@
 
 #include <openssl/ssl.h>
 
+#include "net/connector.h"
 #include "net/loop.h"
 
 typedef struct fetch fetch_t;
@@ -40,6 +41,8 @@ typedef void (*fetch_done_cb)(void *user_data, int status, const char *buf, size
 typedef struct {
     struct sockaddr_storage addr; /* where to connect; must already pass source_guard_addr */
     socklen_t addrlen;
+    connector_addr_check_cb addr_check; /* NULL, or checked again right before the connect
+                                           (source_guard_addr): a refusal fails fetch_start */
     SSL_CTX *tls;         /* NULL: plain TCP; else borrowed (each SSL takes a reference) */
     const char *tls_host; /* name to verify and send as SNI; an IP literal verifies the IP */
     const char *alpn;     /* "http/1.1" to offer; NULL offers none */

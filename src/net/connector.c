@@ -62,8 +62,8 @@ struct connector {
     bool tr_open;
     loop_io_t *io;
     uint32_t io_events;
-    char peer[128];   /* the address being tried */
-    char error[512];  /* why the last attempt failed */
+    char peer[128];  /* the address being tried */
+    char error[512]; /* why the last attempt failed */
 };
 
 const char *connector_phase_name(connector_phase_t p) {
@@ -169,8 +169,7 @@ static int tls_setup(connector_t *c) {
         ok = X509_VERIFY_PARAM_set1_host(param, host, 0);
     }
     if (ok != 1)
-        return kgs_seterr(c->error, sizeof c->error, KGS_EIO,
-                          "TLS: cannot set the name to verify");
+        return kgs_seterr(c->error, sizeof c->error, KGS_EIO, "TLS: cannot set the name to verify");
     return 0;
 }
 
@@ -368,8 +367,9 @@ static void on_resolved(void *ud, const char *const *addrs, size_t n, const char
     for (size_t i = 0; i < n; i++)
         if (parse_numeric(addrs[i], &c->addrs[c->naddrs], &c->addrlens[c->naddrs]))
             c->naddrs++;
-    int rc = c->naddrs ? begin(c) : kgs_seterr(c->error, sizeof c->error, KGS_EIO,
-                                               "resolve: no usable address");
+    int rc = c->naddrs
+                 ? begin(c)
+                 : kgs_seterr(c->error, sizeof c->error, KGS_EIO, "resolve: no usable address");
     if (rc != 0)
         finish(c, rc, c->error);
 }

@@ -46,8 +46,7 @@ typedef const char *(*connector_addr_check_cb)(const struct sockaddr *addr, sock
  * see connector_opts_t.name. The connector is freed before the call: do not
  * cancel it from inside.
  */
-typedef void (*connector_done_cb)(void *user_data, int status, transport_t *tr,
-                                  const char *error);
+typedef void (*connector_done_cb)(void *user_data, int status, transport_t *tr, const char *error);
 
 typedef struct {
     /* Where, one of the two: */

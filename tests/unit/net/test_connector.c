@@ -29,8 +29,8 @@ typedef struct {
     loop_timer_t stop_timer;
     connector_t *conn;
     int listen_fd;
-    uint16_t port;       /* where listen_fd listens */
-    uint16_t dead_port;  /* nothing listens */
+    uint16_t port;      /* where listen_fd listens */
+    uint16_t dead_port; /* nothing listens */
     bool in_start;
     int calls, status;
     char error[512];
@@ -262,7 +262,8 @@ static void test_connector_reports_an_unresolvable_name_from_the_loop(void **sta
 static void test_connector_fails_a_missing_unix_socket_at_once(void **state) {
     fx_t *fx = *state;
     char err[256] = "";
-    connector_opts_t o = {.address = "unix:/nonexistent/kgs.sock", .name = "unix:/nonexistent/kgs.sock"};
+    connector_opts_t o = {.address = "unix:/nonexistent/kgs.sock",
+                          .name = "unix:/nonexistent/kgs.sock"};
     assert_int_equal(start(fx, &o, err, sizeof err), KGS_EIO);
     assert_string_equal(err, "connect unix:/nonexistent/kgs.sock: No such file or directory");
     o.name = NULL; /* the peer names itself the same way */
@@ -273,8 +274,8 @@ static void test_connector_fails_a_missing_unix_socket_at_once(void **state) {
 
 static void test_connector_rejects_malformed_addresses(void **state) {
     fx_t *fx = *state;
-    const char *bad[] = {"nohost", "127.0.0.1:", ":6000", "[::1]6000", "unix:", "127.0.0.1:0",
-                         "127.0.0.1:99999"};
+    const char *bad[] = {"nohost", "127.0.0.1:",  ":6000",          "[::1]6000",
+                         "unix:",  "127.0.0.1:0", "127.0.0.1:99999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char err[256] = "";
         connector_opts_t o = {.address = bad[i]};
@@ -307,8 +308,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_connector_hands_over_a_connected_transport_from_the_loop, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_connector_tries_each_address_in_turn, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_connector_tries_each_address_in_turn, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_connector_reports_the_last_failure_when_every_address_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connector_names_the_peer_as_the_caller_asks, setup,

@@ -1,8 +1,10 @@
 /*
- * resolver.h - agent discovery by DNS (--agents-dns NAME:PORT): every A and
- * AAAA record of a name (a headless Service), re-resolved on an interval,
- * without blocking the loop. getaddrinfo runs on a helper thread; results
- * are delivered on the loop thread.
+ * resolver.h - a name resolved by DNS without blocking the loop: every A
+ * and AAAA record of NAME:PORT, re-resolved on an interval. getaddrinfo runs
+ * on a helper thread; results are delivered on the loop thread. Used for
+ * agent discovery (--agents-dns, a headless Service), for named demand
+ * sources, and by the connector (connector.h) for one round per connection.
+ * Its messages say "agents DNS" for the flag it was written for.
  *
  * A failed resolution does not empty the list: on_result gets the error
  * together with the last list that resolved, so one DNS hiccup does not

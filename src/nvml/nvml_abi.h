@@ -54,7 +54,8 @@ typedef enum nvmlReturn_enum {
 } nvmlReturn_t;
 
 /* X-macro over every nvmlReturn_t code: name without the NVML_ERROR_ prefix.
- * Used for nvml_return_name() and for the stand-in's scenario error names. */
+ * Used for nvml_code_name() (core/snapshot.h) and for the stand-in's scenario
+ * error names. */
 #define NVML_RETURN_CODES(X)                                                                       \
     X(0, SUCCESS)                                                                                  \
     X(1, UNINITIALIZED)                                                                            \

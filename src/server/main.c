@@ -1,13 +1,19 @@
 /*
- * keda-gpu-scaler - the KEDA external scaler (standalone role) and, as
- * `keda-gpu-scaler query`, a client that calls a scaler as KEDA does.
+ * keda-gpu-scaler - the KEDA external scaler in each --role (standalone:
+ * this node's GPUs and the demand sources; agent: this node's GPUs and
+ * their pods, streamed to aggregators; aggregator: every agent's view, the
+ * Kubernetes API and the demand sources), `keda-gpu-scaler validate` and,
+ * as `keda-gpu-scaler query`, a client that calls a scaler as KEDA does.
  *
  * DESIGN
- * Two threads. The sampler thread sweeps NVML on --sample-interval and
+ * One loop thread, plus the sampler thread where NVML is read (standalone,
+ * agent) and the DNS thread of --agents-dns or a named source or agent
+ * (net/resolver.h). The sampler sweeps NVML on --sample-interval and
  * publishes a snapshot, then writes the loop's eventfd. The loop thread owns
- * every socket (gRPC, /metrics, probes) and the signalfd; on each wakeup it
- * re-evaluates the StreamIsActive groups and health, so pushes follow a
- * change within one sample. No RPC ever waits on NVML.
+ * every socket (gRPC, /metrics, probes, outbound connections) and the
+ * signalfd; on each wakeup it re-evaluates the StreamIsActive groups and
+ * health, so pushes follow a change within one sample. No RPC ever waits
+ * on NVML.
  *
  * Shutdown (SIGTERM/SIGINT): streams end with status OK, GOAWAY goes to
  * every connection, unary calls in flight finish, and the process exits

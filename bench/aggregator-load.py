@@ -14,7 +14,6 @@ import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from fake_kube_api import FakeKubeAPI  # noqa: E402
+from kgs_util import cpu_seconds as cpu_s, free_port, md_args  # noqa: E402
+from kgs_util import proc_status_kib as status  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/release")
 AGENTS = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
@@ -33,31 +34,6 @@ WORKLOAD = int(sys.argv[4]) if len(sys.argv) > 4 else 500
 SERVER = os.path.join(build, "src/server/keda-gpu-scaler")
 FARM = os.path.join(build, "bench/agent_farm")
 CLIENT = os.path.join(build, "go-clients/kedaclient")
-TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu_s(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TCK
-
-
-def status(pid, key):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def md_args(md):
-    return sum((["-metadata", "%s=%s" % kv] for kv in md.items()), [])
 
 
 def main():

@@ -22,7 +22,6 @@ import asyncio
 import json
 import os
 import random
-import signal
 import socket
 import statistics
 import subprocess
@@ -34,7 +33,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from fake_kube_api import FakeKubeAPI  # noqa: E402
-from kgs_util import cpu_seconds as cpu_s, free_port  # noqa: E402
+from kgs_util import cpu_seconds as cpu_s, free_port, md_args, stop_process  # noqa: E402
 from kgs_util import proc_status_kib as status  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/release")
@@ -45,27 +44,13 @@ SIM = os.path.join(build, "sim/libnvml-sim.so")
 CLIENT = os.path.join(build, "go-clients/kedaclient")
 
 
-
-
-
-
-
-
-def md_args(md):
-    return sum((["-metadata", "%s=%s" % kv] for kv in md.items()), [])
-
-
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
 
 def stop(p):
-    p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        p.kill()
+    stop_process(p, 10)
 
 
 def resp(*args):

@@ -22,8 +22,6 @@ nothing.
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,27 +30,16 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from kgs_util import cpu_seconds, free_port, md_args, proc_status_kib, stop_process  # noqa: E402
+
 MD = {"metricType": "gpu_utilization", "targetValue": "50"}
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 lines = []
 
 
 def out(s=""):
     print(s, flush=True)
     lines.append(s)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def md_args(md):
-    a = []
-    for k, v in md.items():
-        a += ["-metadata", "%s=%s" % (k, v)]
-    return a
 
 
 def write_scenario(path, scen):
@@ -63,17 +50,7 @@ def write_scenario(path, scen):
 
 
 def proc_status(pid, key):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])  # kB, or a count
-    return None
-
-
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15)
+    return proc_status_kib(pid, key, missing=None)  # kB, or a count
 
 
 class Srv:
@@ -119,13 +96,7 @@ class Srv:
         return "127.0.0.1:%d" % self.port
 
     def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(5)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait(5)
+        stop_process(self.p, 5)
         self.p.stderr.close()
 
 

@@ -31,22 +31,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from kgs_sim import Sim, device  # noqa: E402
 from kgs_util import free_port  # noqa: E402
+from kgs_util import proc_status_kib as status_kib  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/release")
 DURATION = int(sys.argv[2]) if len(sys.argv) > 2 else 1800
 SERVER = os.path.join(build, "src/server/keda-gpu-scaler")
 SIM = os.path.join(build, "sim/libnvml-sim.so")
 CLIENT = os.path.join(build, "go-clients/kedaclient")
-
-
-
-
-def status_kib(pid, key):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def fds(pid):

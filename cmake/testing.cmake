@@ -7,6 +7,8 @@ if(NOT KGS_TIMEOUT_MULT)
 endif()
 
 # kgs_unit_test(NAME name SOURCES a.c b.c LIBS lib... [TIMEOUT s])
+# Every unit test also links kgs_test_support (tests/unit/support: the shared
+# builders); a static library, so a test that uses none of it pulls nothing.
 function(kgs_unit_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS" ${ARGN})
   if(NOT T_TIMEOUT)
@@ -14,7 +16,7 @@ function(kgs_unit_test)
   endif()
   math(EXPR t "${T_TIMEOUT} * ${KGS_TIMEOUT_MULT}")
   add_executable(${T_NAME} ${T_SOURCES})
-  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} PkgConfig::CMOCKA)
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} kgs_test_support PkgConfig::CMOCKA)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${t} LABELS unit
     ENVIRONMENT "NVML_SIM_LIBRARY=$<TARGET_FILE:nvml-sim>;KGS_SOURCE_DIR=${CMAKE_SOURCE_DIR}")

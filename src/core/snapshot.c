@@ -8,7 +8,7 @@
 
 #include <stdlib.h>
 
-#include "nvml/nvml_abi.h"
+#include "core/nvml_codes.h"
 
 static const char *const gpu_field_names[GPU_F_COUNT] = {
 #define GPU_FIELD_NAME(id, name) name,

@@ -15,6 +15,8 @@
 
 #include <limits.h>
 
+#include "core/nvml_codes.h"
+
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
 
@@ -53,42 +55,9 @@ typedef enum nvmlReturn_enum {
     NVML_ERROR_UNKNOWN = 999
 } nvmlReturn_t;
 
-/* X-macro over every nvmlReturn_t code: name without the NVML_ERROR_ prefix.
- * Used for nvml_code_name() (core/snapshot.h) and for the stand-in's scenario
- * error names. */
-#define NVML_RETURN_CODES(X)                                                                       \
-    X(0, SUCCESS)                                                                                  \
-    X(1, UNINITIALIZED)                                                                            \
-    X(2, INVALID_ARGUMENT)                                                                         \
-    X(3, NOT_SUPPORTED)                                                                            \
-    X(4, NO_PERMISSION)                                                                            \
-    X(5, ALREADY_INITIALIZED)                                                                      \
-    X(6, NOT_FOUND)                                                                                \
-    X(7, INSUFFICIENT_SIZE)                                                                        \
-    X(8, INSUFFICIENT_POWER)                                                                       \
-    X(9, DRIVER_NOT_LOADED)                                                                        \
-    X(10, TIMEOUT)                                                                                 \
-    X(11, IRQ_ISSUE)                                                                               \
-    X(12, LIBRARY_NOT_FOUND)                                                                       \
-    X(13, FUNCTION_NOT_FOUND)                                                                      \
-    X(14, CORRUPTED_INFOROM)                                                                       \
-    X(15, GPU_IS_LOST)                                                                             \
-    X(16, RESET_REQUIRED)                                                                          \
-    X(17, OPERATING_SYSTEM)                                                                        \
-    X(18, LIB_RM_VERSION_MISMATCH)                                                                 \
-    X(19, IN_USE)                                                                                  \
-    X(20, MEMORY)                                                                                  \
-    X(21, NO_DATA)                                                                                 \
-    X(22, VGPU_ECC_NOT_SUPPORTED)                                                                  \
-    X(23, INSUFFICIENT_RESOURCES)                                                                  \
-    X(24, FREQ_NOT_SUPPORTED)                                                                      \
-    X(25, ARGUMENT_VERSION_MISMATCH)                                                               \
-    X(26, DEPRECATED)                                                                              \
-    X(27, NOT_READY)                                                                               \
-    X(28, GPU_NOT_FOUND)                                                                           \
-    X(29, INVALID_STATE)                                                                           \
-    X(30, RESET_TYPE_NOT_SUPPORTED)                                                                \
-    X(999, UNKNOWN)
+/* NVML_RETURN_CODES(X), the same codes as data (value, name without the
+ * NVML_ERROR_ prefix), is in core/nvml_codes.h, which this file includes:
+ * src/core names codes without depending on src/nvml. */
 
 /* Versioned structs carry (version << 24) | sizeof(struct) in their first word. */
 #define NVML_STRUCT_VERSION(data, ver)                                                             \

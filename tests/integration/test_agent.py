@@ -8,36 +8,17 @@ AGENT_WATCH_TOOL, KGS_SOURCE_DIR.
 """
 import json
 import os
-import signal
-import socket
 import subprocess
 import tempfile
-import time
 import unittest
-import urllib.request
 
 from kgs_sim import Sim, device
+from kgs_util import child_env, free_port, http_ok, scaler_command, stop_process, wait_for
 
 SERVER = os.environ["KEDA_GPU_SCALER"]
 SIM = os.environ["NVML_SIM_LIBRARY"]
 KUBELET = os.environ["FAKE_KUBELET"]
 TOOL = os.environ["AGENT_WATCH_TOOL"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(fn, timeout):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.05)
-    return None
 
 
 class Agent(unittest.TestCase):
@@ -59,12 +40,9 @@ class Agent(unittest.TestCase):
         self.log = open(os.path.join(self.tmp.name, "agent.log"), "w+")
         self.addCleanup(self.log.close)
         self.agent = subprocess.Popen(
-            [SERVER, "--role", "agent", "--listen-address", "127.0.0.1", "--port", str(self.port),
-             "--probe-port", str(self.probe), "--metrics-port", "0", "--nvml-library", SIM,
-             "--sample-interval", "200ms", "--kubelet-socket", self.sock, "--node-name", "gpu-node-1"],
-            env={"PATH": "/usr/bin:/bin", "NVML_SIM_SCENARIO": self.sim.path,
-                 **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
-            stdout=self.log, stderr=subprocess.STDOUT)
+            scaler_command(SERVER, self.port, self.probe, role="agent", nvml_library=SIM,
+                           extra=["--kubelet-socket", self.sock, "--node-name", "gpu-node-1"]),
+            env=child_env(scenario=self.sim.path), stdout=self.log, stderr=subprocess.STDOUT)
         self.addCleanup(self.stop, self.agent)
         self.assertTrue(wait_for(self.ready, 10), self.output())
 
@@ -81,11 +59,7 @@ class Agent(unittest.TestCase):
         os.replace(tmp, self.state)
 
     def ready(self):
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % self.probe, timeout=1) as r:
-                return r.status == 200
-        except Exception:
-            return False
+        return http_ok(self.probe, "/readyz")
 
     def output(self):
         self.log.seek(0)
@@ -93,13 +67,7 @@ class Agent(unittest.TestCase):
 
     @staticmethod
     def stop(p):
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
+        stop_process(p, 5)
 
     def watch(self, count):
         p = subprocess.run([TOOL, "127.0.0.1:%d" % self.port, str(count)], capture_output=True,

@@ -16,22 +16,17 @@ import time
 import unittest
 
 from kgs_sim import Sim, device
+from kgs_util import SOURCE_DIR, child_env
 
 GPU_METRICS = os.environ["GPU_METRICS"]
 SIM = os.environ["NVML_SIM_LIBRARY"]
-SRC = os.environ["KGS_SOURCE_DIR"]
+SRC = SOURCE_DIR
 SCENARIOS = os.path.join(SRC, "sim", "scenarios")
 
 def run(args, scenario_path=None, env_extra=None, timeout=30, library=SIM):
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     # ASan's options must survive the clean environment.
-    for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
-        if k in os.environ:
-            env[k] = os.environ[k]
-    if scenario_path:
-        env["NVML_SIM_SCENARIO"] = scenario_path
-    if env_extra:
-        env.update(env_extra)
+    env = child_env(os.environ.get("PATH", "/usr/bin:/bin"), scenario_path or None,
+                    **(env_extra or {}))
     cmd = [GPU_METRICS]
     if library:
         cmd += ["--nvml-library", library]
@@ -377,10 +372,7 @@ class Usage(unittest.TestCase):
     def test_sigterm_stops_continuous_mode_promptly(self):
         sim = Sim({"devices": [device(0)]})
         try:
-            env = {"PATH": "/usr/bin:/bin", "NVML_SIM_SCENARIO": sim.path}
-            for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
-                if k in os.environ:
-                    env[k] = os.environ[k]
+            env = child_env(scenario=sim.path)
             p = subprocess.Popen([GPU_METRICS, "--nvml-library", SIM, "--format", "jsonl",
                                   "--interval", "1s"], env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)

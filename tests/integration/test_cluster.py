@@ -9,18 +9,16 @@ KGS_GO_CLIENT, KGS_SOURCE_DIR.
 """
 import json
 import os
-import queue
 import select
-import signal
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
 
 from fake_kube_api import FakeKubeAPI
 from kgs_sim import Sim, device
-from kgs_util import free_port, http_ok, wait_for
+from kgs_util import Streaming as KedaStream
+from kgs_util import child_env, free_port, http_ok, scaler_command, stop_process, wait_for
 
 SERVER = os.environ["KEDA_GPU_SCALER"]
 SIM = os.environ["NVML_SIM_LIBRARY"]
@@ -34,74 +32,15 @@ SLOW = 5.0 if WRAPPER else 1.0
 EXITS = []  # (what, exit status) of every stopped wrapped process
 
 
-
-
-
-
-
-
 def stop(p, what=None):
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(5 * SLOW)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
+    stop_process(p, 5 * SLOW)
     if what is not None:
         EXITS.append((what, p.returncode))
 
 
-class Streaming:
-    """A kedaclient run whose JSON lines are read as they arrive (with times)."""
-
-    def __init__(self, addr, sub, *args, md=None, namespace="ml", max_time=60):
-        cmd = [CLIENT, sub, "-addr", addr, "-namespace", namespace, "-max-time",
-               "%ds" % max_time] + sum((["-metadata", "%s=%s" % kv] for kv in (md or {}).items()),
-                                       [])
-        self.proc = subprocess.Popen(cmd + list(args), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self.q = queue.Queue()
-        self.seen = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            if line.strip():
-                self.q.put((time.monotonic(), json.loads(line)))
-        self.q.put((time.monotonic(), None))
-
-    def next(self, timeout):
-        """(arrival time, object); fails on timeout or end of output."""
-        try:
-            t, obj = self.q.get(timeout=max(0.01, timeout))
-        except queue.Empty:
-            raise AssertionError("no output from kedaclient within %.1f s (seen: %s)"
-                                 % (timeout, self.seen))
-        if obj is None:
-            raise AssertionError("kedaclient ended early: %s" % self.proc.stderr.read())
-        self.seen.append(obj)
-        return t, obj
-
-    def until(self, result, deadline):
-        """Reads messages until one says `result`; (arrival time, object)."""
-        while True:
-            t, m = self.next(deadline - time.monotonic())
-            if "result" not in m:
-                raise AssertionError("not a StreamIsActive message: %s" % m)
-            if m["result"] is result:
-                return t, m
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+def Streaming(addr, sub, *args, md=None, namespace="ml", max_time=60):
+    """A kedaclient run in namespace whose JSON lines are read as they arrive."""
+    return KedaStream(CLIENT, sub, addr, "-namespace", namespace, *args, md=md, max_time=max_time)
 
 
 class Node:
@@ -134,12 +73,10 @@ class Node:
 
     def start_agent(self):
         self.agent = subprocess.Popen(
-            WRAPPER + [SERVER, "--role", "agent", "--listen-address", "127.0.0.1", "--port", str(self.port),
-             "--probe-port", str(self.probe), "--metrics-port", "0", "--nvml-library", SIM,
-             "--sample-interval", "200ms", "--kubelet-socket", self.sock, "--node-name", self.name],
-            env={"PATH": "/usr/bin:/bin", "NVML_SIM_SCENARIO": self.sim.path,
-                 **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
-            stdout=self.log, stderr=subprocess.STDOUT)
+            WRAPPER + scaler_command(SERVER, self.port, self.probe, role="agent", nvml_library=SIM,
+                                     extra=["--kubelet-socket", self.sock,
+                                            "--node-name", self.name]),
+            env=child_env(scenario=self.sim.path), stdout=self.log, stderr=subprocess.STDOUT)
         if not wait_for(lambda: http_ok(self.probe, "/readyz"), 10 * SLOW):
             raise AssertionError("agent %s not ready" % self.name)
 
@@ -202,13 +139,11 @@ class Cluster(unittest.TestCase):
         port, probe = port or free_port(), free_port()
         log = open(os.path.join(cls.tmp.name, "agg-%d.log" % port), "w+")
         p = subprocess.Popen(
-            WRAPPER + [SERVER, "--role", "aggregator", "--listen-address", "127.0.0.1", "--port",
-             str(port), "--probe-port", str(probe), "--metrics-port", "0"] + agent_args +
-            ["--kube-api", cls.api.url, "--kube-token-file", cls.token_file,
-             "--sample-interval", "200ms", "--log-level", "debug"],
-            env={"PATH": "/usr/bin:/bin",
-                 **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
-            stdout=log, stderr=subprocess.STDOUT)
+            WRAPPER + scaler_command(SERVER, port, probe, role="aggregator",
+                                     extra=list(agent_args) +
+                                     ["--kube-api", cls.api.url, "--kube-token-file",
+                                      cls.token_file, "--log-level", "debug"]),
+            env=child_env(), stdout=log, stderr=subprocess.STDOUT)
         return p, port, probe, log
 
     @classmethod

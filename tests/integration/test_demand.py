@@ -14,9 +14,7 @@ KGS_SOURCE_DIR.
 import http.server
 import json
 import os
-import queue
 import re
-import signal
 import socket
 import subprocess
 import tempfile
@@ -27,21 +25,16 @@ import urllib.request
 
 from fake_kube_api import FakeKubeAPI
 from kgs_sim import Sim, device
-from kgs_util import free_port, http_ok, wait_for
+from kgs_util import Streaming as KedaStream
+from kgs_util import SOURCE_DIR, child_env, free_port, http_ok, scaler_command, stop_process, wait_for
 
 SERVER = os.environ["KEDA_GPU_SCALER"]
 SIM = os.environ["NVML_SIM_LIBRARY"]
 CLIENT = os.environ["KGS_GO_CLIENT"]
-FIXTURES = os.path.join(os.environ["KGS_SOURCE_DIR"], "tests", "fixtures", "engines")
+FIXTURES = os.path.join(SOURCE_DIR, "tests", "fixtures", "engines")
 WRAPPER = os.environ.get("KGS_SERVER_WRAPPER", "").split()
 SLOW = 5.0 if WRAPPER else 1.0
 PASSWORD = "s3cret-Queue-Pass"
-
-
-
-
-
-
 
 
 # ---- Redis ------------------------------------------------------------------------
@@ -253,70 +246,29 @@ class Triton:
 # ---- the scaler and KEDA's client ------------------------------------------------------
 
 
-class Streaming:
+class Streaming(KedaStream):
     """kedaclient stream: StreamIsActive messages as they arrive."""
 
     def __init__(self, addr, md, max_time=60):
-        cmd = [CLIENT, "stream", "-addr", addr, "-count", "0", "-timeout", "%ds" % max_time,
-               "-max-time", "%ds" % (max_time + 5)]
-        for kv in md.items():
-            cmd += ["-metadata", "%s=%s" % kv]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        self.q = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            if line.strip():
-                self.q.put(json.loads(line))
-        self.q.put(None)
+        super().__init__(CLIENT, "stream", addr, "-count", "0", "-timeout", "%ds" % max_time,
+                         md=md, max_time=max_time + 5)
 
     def until(self, result, timeout):
-        end = time.monotonic() + timeout
-        while True:
-            try:
-                m = self.q.get(timeout=max(0.01, end - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError("no StreamIsActive %s within %.1f s" % (result, timeout))
-            if m is None or "end" in m:
-                raise AssertionError("stream ended: %s %s" % (m, self.proc.stderr.read()))
-            if m["result"] is result:
-                return m
-
-    def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        """The first message saying `result` within timeout seconds."""
+        return super().until(result, time.monotonic() + timeout)[1]
 
 
 def start_scaler(tmp, extra=(), env_extra=None, metrics_port=0):
     port, probe = free_port(), free_port()
     log = open(os.path.join(tmp, "scaler-%d.log" % port), "w+")
     p = subprocess.Popen(
-        WRAPPER + [SERVER, "--listen-address", "127.0.0.1", "--port", str(port), "--probe-port",
-                   str(probe), "--metrics-port", str(metrics_port), "--sample-interval", "200ms"] +
-        list(extra),
-        env={"PATH": "/usr/bin:/bin", **(env_extra or {}),
-             **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
-        stdout=log, stderr=subprocess.STDOUT)
+        WRAPPER + scaler_command(SERVER, port, probe, metrics_port, extra=extra),
+        env=child_env(**(env_extra or {})), stdout=log, stderr=subprocess.STDOUT)
     return p, port, probe, log
 
 
 def stop(p):
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(5 * SLOW)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
-    return p.returncode
+    return stop_process(p, 5 * SLOW)
 
 
 class Demand(unittest.TestCase):
@@ -741,7 +693,7 @@ def doc_trigger_examples():
     YAML examples of docs/configuration.md, server.md and quickstart.md."""
     found = []
     for name in ("configuration.md", "server.md", "quickstart.md"):
-        with open(os.path.join(os.environ["KGS_SOURCE_DIR"], "docs", name)) as f:
+        with open(os.path.join(SOURCE_DIR, "docs", name)) as f:
             text = f.read()
         for block in re.findall(r"```yaml\n(.*?)```", text, re.S):
             lines = block.splitlines()

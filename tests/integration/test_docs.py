@@ -10,9 +10,11 @@ import shlex
 import subprocess
 import unittest
 
+from kgs_util import SOURCE_DIR
+
 GPU_METRICS = os.environ["GPU_METRICS"]
 SIM = os.environ["NVML_SIM_LIBRARY"]
-SRC = os.environ["KGS_SOURCE_DIR"]
+SRC = SOURCE_DIR
 DOCS = [os.path.join(SRC, "README.md"), os.path.join(SRC, "docs", "hpc.md")]
 # A SLURM job context so %j/%n/%t templates expand in examples.
 JOB_ENV = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "1", "SLURMD_NODENAME": "n1", "SLURM_PROCID": "0"}

@@ -10,7 +10,6 @@ Environment (CTest): KEDA_GPU_SCALER, NVML_SIM_LIBRARY, KGS_GO_CLIENT.
 import json
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -19,7 +18,7 @@ import time
 import unittest
 
 from kgs_sim import Sim, device
-from kgs_util import free_port
+from kgs_util import ServerProcess, child_env, free_port, md_args, scaler_command
 
 SERVER = os.environ["KEDA_GPU_SCALER"]
 SIM = os.environ["NVML_SIM_LIBRARY"]
@@ -28,8 +27,6 @@ WRAPPER = os.environ.get("KGS_SERVER_WRAPPER", "").split()
 SLOW = 5.0 if WRAPPER else 1.0
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 MD = {"metricType": "gpu_utilization", "targetValue": "50"}
-
-
 
 
 def frame(ftype, flags, stream, payload=b""):
@@ -45,54 +42,34 @@ REQ_BLOCK = bytes([0x83, 0x86, 0x84, 0x41, 9]) + b"localhost" + \
     bytes([0x0f, 0x10, 16]) + b"application/grpc"
 
 
-class Server:
+class Server(ServerProcess):
     def __init__(self, scenario, *args):
         self.tmp = tempfile.mkdtemp()
         self.sim = Sim(scenario)
         self.port, self.probe = free_port(), free_port()
-        self.log = open(os.path.join(self.tmp, "log"), "w+")
-        self.proc = subprocess.Popen(
-            WRAPPER + [SERVER, "--listen-address", "127.0.0.1", "--port", str(self.port),
-                       "--probe-port", str(self.probe), "--metrics-port", "0",
-                       "--nvml-library", SIM, "--sample-interval", "200ms"] + list(args),
-            env={"PATH": "/usr/bin:/bin", "NVML_SIM_SCENARIO": self.sim.path,
-                 **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}},
-            stdout=self.log, stderr=subprocess.STDOUT)
-        end = time.monotonic() + 15 * SLOW
-        while time.monotonic() < end:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.05)
+        super().__init__(scaler_command(SERVER, self.port, self.probe, nvml_library=SIM,
+                                        extra=args),
+                         child_env(scenario=self.sim.path), wrapper=WRAPPER,
+                         log_path=os.path.join(self.tmp, "log"))
+        self.wait_tcp(self.port, 15 * SLOW)
 
     def fds(self):
         return len(os.listdir("/proc/%d/fd" % self.proc.pid))
 
     def poll(self, md=None, timeout="10s"):
         p = subprocess.run([CLIENT, "poll", "-addr", "127.0.0.1:%d" % self.port,
-                            "-max-time", timeout] +
-                           sum((["-metadata", "%s=%s" % kv] for kv in (md or MD).items()), []),
+                            "-max-time", timeout] + md_args(md or MD),
                            capture_output=True, text=True, timeout=60)
         return json.loads(p.stdout.splitlines()[0])
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10 * SLOW)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        code = self.proc.returncode
-        self.log.seek(0)
-        text = self.log.read()
-        self.log.close()
+        code, _ = self.stop(10 * SLOW)
+        text = self.output(3000)
+        self.close_log()
         self.sim.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
         if WRAPPER and code != 0:
-            raise AssertionError("server exited %s under %s:\n%s" % (code, WRAPPER[0],
-                                                                    text[-3000:]))
+            raise AssertionError("server exited %s under %s:\n%s" % (code, WRAPPER[0], text))
 
 
 def closed_within(sock, seconds):

@@ -8,7 +8,6 @@ import json
 import os
 import queue
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -18,9 +17,10 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_kube_api import FakeKubeAPI  # noqa: E402
+from kgs_util import stop_process, timeout_multiplier  # noqa: E402
 
 TOOL = os.environ.get("KUBE_WATCH_TOOL")
-MULT = float(os.environ.get("KGS_TEST_TIMEOUT_MULTIPLIER", "1") or 1)
+MULT = timeout_multiplier()
 WAIT = 10.0 * MULT
 
 
@@ -39,13 +39,7 @@ class KubeClient(unittest.TestCase):
     def tearDown(self):
         try:
             if self.proc and self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    rc = self.proc.wait(timeout=WAIT)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait(timeout=WAIT)
-                    rc = "killed"
+                rc = stop_process(self.proc, WAIT)  # negative: the signal that ended it
                 # 0 also proves (under ASan) that nothing leaked.
                 self.assertEqual(rc, 0, self.stderr())
         finally:

@@ -19,9 +19,11 @@ import threading
 import time
 import unittest
 
+from kgs_util import timeout_multiplier
+
 TOOL = os.environ.get("PODRES_TOOL", "")
 KUBELET = os.environ.get("FAKE_KUBELET", "")
-SLOW = float(os.environ.get("KGS_TEST_TIMEOUT_MULTIPLIER", "1") or "1")
+SLOW = timeout_multiplier()
 INTERVAL_S = 0.2
 BACKOFF_MAX_S = 10.0
 

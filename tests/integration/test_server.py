@@ -15,7 +15,6 @@ Every wait is bounded; every server runs on free loopback ports.
 """
 import json
 import os
-import queue
 import re
 import shutil
 import signal
@@ -24,20 +23,19 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 from kgs_sim import H100, Sim, device  # noqa: F401 (H100 for scenario tweaks)
+from kgs_util import SOURCE_DIR, ServerProcess, free_port, http_get, md_args, scaler_command
+from kgs_util import Streaming as KedaStream
+from kgs_util import wait_for as poll_until
 
 SERVER = os.environ.get("KEDA_GPU_SCALER", "")
 BASELINE = os.environ.get("KGS_BASELINE_SERVER", "")
 SIM = os.environ.get("NVML_SIM_LIBRARY", "")
 CLIENT = os.environ.get("KGS_GO_CLIENT", "")
-SRC = os.environ.get("KGS_SOURCE_DIR",
-                     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+SRC = SOURCE_DIR
 MODE = "c" if SERVER else ("baseline" if BASELINE else "")
 
 SAMPLE_S = 0.2  # --sample-interval 200ms
@@ -89,23 +87,7 @@ def four_gpus(utils=(10, 20, 30, 40), **per_device):
 
 # ---- processes ----
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(port, path, timeout=2.0):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
-            return r.status, r.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError) as e:
-        return None, str(e)
-
-
-class Server:
+class Server(ServerProcess):
     """The server under test (C, or the Go baseline in reference mode)."""
 
     def __init__(self, scenario, tls=None, client_ca=False, wait=True, extra_args=()):
@@ -113,16 +95,15 @@ class Server:
         self.port = free_port()
         self.metrics_port = free_port()
         self.probe_port = free_port()
-        self.log = tempfile.NamedTemporaryFile(prefix="kgs-server-", suffix=".log", delete=False)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "NODE_NAME": "kgs-test-node"}
         for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
             if k in os.environ:
                 env[k] = os.environ[k]
         if MODE == "c":
             env["NVML_SIM_SCENARIO"] = self.sim.path
-            cmd = [SERVER, "--listen-address", "127.0.0.1", "--port", str(self.port),
-                   "--metrics-port", str(self.metrics_port), "--probe-port", str(self.probe_port),
-                   "--nvml-library", SIM, "--sample-interval", "%dms" % int(SAMPLE_S * 1000)]
+            cmd = scaler_command(SERVER, self.port, self.probe_port, self.metrics_port,
+                                 nvml_library=SIM,
+                                 sample_interval="%dms" % int(SAMPLE_S * 1000))
             if tls:
                 cmd += ["--tls-cert", tls.server_cert, "--tls-key", tls.server_key]
                 if client_ca:
@@ -135,8 +116,7 @@ class Server:
                 cmd += ["-tls-cert", tls.server_cert, "-tls-key", tls.server_key]
                 if client_ca:
                     cmd += ["-tls-client-ca", tls.ca]
-        self.proc = subprocess.Popen(WRAPPER + cmd, env=env, stdin=subprocess.DEVNULL,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        super().__init__(cmd, env, wrapper=WRAPPER, stdin=subprocess.DEVNULL)
         if wait:
             self.wait_ready(timeout=10.0 * SLOW)
         else:
@@ -149,61 +129,30 @@ class Server:
     def addr(self):
         return "127.0.0.1:%d" % self.port
 
-    def output(self):
-        try:
-            with open(self.log.name, errors="replace") as f:
-                return f.read()[-4000:]
-        except OSError:
-            return ""
-
     def wait_ready(self, timeout=10.0):
+        if MODE == "c":
+            return self.wait_http_ready(self.probe_port, timeout)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise AssertionError("server exited %d before ready:\n%s"
                                      % (self.proc.returncode, self.output()))
-            if MODE == "c":
-                code, _ = http_get(self.probe_port, "/readyz", timeout=1.0)
-                if code == 200:
-                    return
-            else:
-                try:
-                    socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                    return
-                except OSError:
-                    pass
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                pass
             time.sleep(0.05)
         self.stop()
         raise AssertionError("server not ready within %.0f s:\n%s" % (timeout, self.output()))
-
-    def stop(self, timeout=5.0):
-        """SIGTERM, then SIGKILL after timeout; returns (exit status, seconds)."""
-        t0 = time.monotonic()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-                return None, time.monotonic() - t0
-        return self.proc.returncode, time.monotonic() - t0
 
     def close(self):
         code, _ = self.stop(timeout=5.0 * SLOW)
         out = self.output()
         self.sim.close()
-        self.log.close()
-        os.unlink(self.log.name)
+        self.close_log()
         if WRAPPER and code != 0:
             raise AssertionError("server under %s exited %s:\n%s" % (WRAPPER[0], code, out))
-
-
-def md_args(md):
-    args = []
-    for k, v in (md or {}).items():
-        args += ["-metadata", "%s=%s" % (k, v)]
-    return args
 
 
 def kc(server, sub, *args, md=None, tls=None, timeout=30):
@@ -227,53 +176,9 @@ def kc1(server, sub, *args, **kw):
     return lines[0]
 
 
-class Streaming:
-    """A kedaclient run whose JSON lines are read as they arrive (with times)."""
-
-    def __init__(self, server, sub, *args, md=None, max_time=60):
-        cmd = [CLIENT, sub, "-addr", server.addr, "-max-time", "%ds" % max_time] + md_args(md)
-        self.proc = subprocess.Popen(cmd + list(args), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self.q = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            if line.strip():
-                self.q.put((time.monotonic(), json.loads(line)))
-        self.q.put((time.monotonic(), None))
-
-    def next(self, timeout):
-        """(arrival time, object); fails on timeout or end of output."""
-        try:
-            t, obj = self.q.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError("no output from kedaclient within %.1f s" % timeout)
-        if obj is None:
-            raise AssertionError("kedaclient ended early: %s" % self.proc.stderr.read())
-        return t, obj
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-
-
-def poll_until(fn, timeout, interval=0.05):
-    """Calls fn until it returns a true value; returns it or None after timeout."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        r = fn()
-        if r:
-            return r
-        time.sleep(interval)
-    return None
+def Streaming(server, sub, *args, md=None, max_time=60):
+    """A kedaclient run against server whose JSON lines are read as they arrive."""
+    return KedaStream(CLIENT, sub, server.addr, *args, md=md, max_time=max_time)
 
 
 # ---- raw gRPC over nghttp (server-side checks a grpc-go client cannot make) ----

@@ -13,16 +13,14 @@ import os
 import signal
 import subprocess
 import tempfile
-import time
 import unittest
-import urllib.request
 
-from kgs_util import free_port
+from kgs_util import SOURCE_DIR, child_env, free_port, http_ok, md_args, scaler_command, wait_for
 
 SERVER = os.environ["KEDA_GPU_SCALER"]
 SIM = os.environ["NVML_SIM_LIBRARY"]
 CLIENT = os.environ["KGS_GO_CLIENT"]
-SRC = os.environ["KGS_SOURCE_DIR"]
+SRC = SOURCE_DIR
 BAD = os.path.join(SRC, "tests", "fixtures", "validate", "bad.yaml")
 
 
@@ -71,21 +69,12 @@ class Validate(unittest.TestCase):
                 open(scen, "w") as g:
             g.write(f.read())
         port, probe = free_port(), free_port()
-        p = subprocess.Popen([SERVER, "--listen-address", "127.0.0.1", "--port", str(port),
-                              "--probe-port", str(probe), "--metrics-port", "0",
-                              "--nvml-library", SIM],
-                             env={"PATH": "/usr/bin:/bin", "NVML_SIM_SCENARIO": scen,
-                                  **{k: v for k, v in os.environ.items()
-                                     if k.endswith("SAN_OPTIONS")}},
+        p = subprocess.Popen(scaler_command(SERVER, port, probe, nvml_library=SIM,
+                                            sample_interval=None),
+                             env=child_env(scenario=scen),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            end = time.monotonic() + 15
-            while time.monotonic() < end:
-                try:
-                    urllib.request.urlopen("http://127.0.0.1:%d/readyz" % probe, timeout=1)
-                    break
-                except Exception:
-                    time.sleep(0.1)
+            wait_for(lambda: http_ok(probe, "/readyz"), 15, interval=0.1)
             cases = [
                 ({"metricType": "gpu_utilization", "targetvalue": "60"},
                  "tests/fixtures/validate/bad.yaml"),
@@ -98,8 +87,7 @@ class Validate(unittest.TestCase):
             ]
             for md, args in cases:
                 r = subprocess.run([CLIENT, "spec", "-addr", "127.0.0.1:%d" % port,
-                                    "-max-time", "10s"] +
-                                   sum((["-metadata", "%s=%s" % kv] for kv in md.items()), []),
+                                    "-max-time", "10s"] + md_args(md),
                                    capture_output=True, text=True, timeout=20)
                 got = json.loads(r.stdout.splitlines()[0])
                 self.assertEqual(got["error"]["code"], "INVALID_ARGUMENT", got)

@@ -24,21 +24,21 @@ import copy
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE_DIR = os.environ.get("KGS_SOURCE_DIR") or os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "integration"))
+from kgs_util import SOURCE_DIR, child_env, free_port, http_get  # noqa: E402
+from kgs_util import scaler_command, stop_process, timeout_multiplier  # noqa: E402
+
 DASHBOARD = os.path.join(SOURCE_DIR, "deploy", "dashboards", "keda-gpu-scaler.json")
 SERVER = os.environ.get("KEDA_GPU_SCALER")
 SIM = os.environ.get("NVML_SIM_LIBRARY")
-SLOW = float(os.environ.get("KGS_TEST_TIMEOUT_MULTIPLIER", "1") or "1")
+SLOW = timeout_multiplier()
 if os.environ.get("KGS_SANITIZE") not in (None, "", "OFF", "0", "NO", "FALSE"):
     SLOW = max(SLOW, 3.0)
 
@@ -379,22 +379,6 @@ def promtool_check(named_exprs):
                                  if re.search(re.escape(k) + r"\b", r.stdout)]
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(port, path, timeout=2.0):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(errors="replace")
-    except OSError:
-        return None, ""
-
-
 def scenario(path):
     """Two H100s (GPM, NVLink), a MIG-enabled GPU with GPM (Hopper MIG) and a MIG-disabled A100."""
     scen = os.path.join(SOURCE_DIR, "sim", "scenarios")
@@ -512,14 +496,10 @@ class Live(unittest.TestCase):
         cls.port, cls.mport, cls.pport = free_port(), free_port(), free_port()
         cls.dead = free_port()  # nothing listens: the demand source fails, which is fine
         cls.log = open(os.path.join(cls.tmp.name, "server.log"), "w+")
-        env = {"PATH": "/usr/bin:/bin",
-               "NVML_SIM_SCENARIO": os.path.join(cls.tmp.name, "scenario.json"),
-               **{k: v for k, v in os.environ.items() if k.endswith("SAN_OPTIONS")}}
+        env = child_env(scenario=os.path.join(cls.tmp.name, "scenario.json"))
         cls.proc = subprocess.Popen(
-            [SERVER, "--nvml-library", SIM, "--listen-address", "127.0.0.1",
-             "--port", str(cls.port), "--metrics-port", str(cls.mport),
-             "--probe-port", str(cls.pport), "--sample-interval", "200ms",
-             "--node-name", "dash-node"],
+            scaler_command(SERVER, cls.port, cls.pport, cls.mport, nvml_library=SIM,
+                           extra=["--node-name", "dash-node"]),
             env=env, stdout=cls.log, stderr=subprocess.STDOUT)
         try:
             cls._start()
@@ -578,13 +558,7 @@ class Live(unittest.TestCase):
 
     @classmethod
     def _stop(cls):
-        if cls.proc.poll() is None:
-            cls.proc.terminate()
-            try:
-                cls.proc.wait(10 * SLOW)
-            except subprocess.TimeoutExpired:
-                cls.proc.kill()
-                cls.proc.wait(5)
+        stop_process(cls.proc, 10 * SLOW)
         cls.log.close()
         cls.tmp.cleanup()
 

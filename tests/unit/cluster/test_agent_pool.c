@@ -22,6 +22,7 @@
 #include "net/grpc_frame.h"
 #include "net/grpc_server.h"
 #include "net/loop.h"
+#include "support/test_support.h"
 
 #define MS NS_PER_MS
 #define NAGENTS 3
@@ -55,16 +56,10 @@ struct fixture {
 /* ---- fake agents ----------------------------------------------------------------- */
 
 static snapshot_t *make_snapshot(const fake_agent_t *a, uint64_t seq, mono_ns_t taken) {
-    snapshot_t *s = snapshot_new(1, 0);
-    assert_non_null(s);
-    s->seq = seq;
-    s->taken_mono = taken;
-    snprintf(s->node_name, sizeof s->node_name, "node-%d", a->index);
-    s->gpus[0].index = 0;
-    snprintf(s->gpus[0].uuid, sizeof s->gpus[0].uuid, "GPU-%04d", a->index);
-    s->gpus[0].gpu_util_pct = (unsigned)seq;
-    s->gpus[0].valid = 1u << GPU_F_GPU_UTIL;
-    return s;
+    char node[32], uuid[32];
+    snprintf(node, sizeof node, "node-%d", a->index);
+    snprintf(uuid, sizeof uuid, "GPU-%04d", a->index);
+    return ts_one_gpu_snapshot(node, uuid, seq, taken);
 }
 
 static snapshot_t *current_snapshot(void *ud) {

@@ -25,6 +25,7 @@
 #include "net/grpc_server.h"
 #include "net/loop.h"
 #include "proto/cluster.pb-c.h"
+#include "support/test_support.h"
 
 #define MS UINT64_C(1000000)
 #define MAX_MSGS 16
@@ -63,16 +64,7 @@ struct fixture {
 /* ---- fixture ------------------------------------------------------------------- */
 
 static snapshot_t *make_snapshot(uint64_t seq, mono_ns_t taken) {
-    snapshot_t *s = snapshot_new(1, 0);
-    assert_non_null(s);
-    s->seq = seq;
-    s->taken_mono = taken;
-    snprintf(s->node_name, sizeof s->node_name, "node-a");
-    s->gpus[0].index = 0;
-    snprintf(s->gpus[0].uuid, sizeof s->gpus[0].uuid, "GPU-aaaa");
-    s->gpus[0].gpu_util_pct = (unsigned)seq;
-    s->gpus[0].valid = 1u << GPU_F_GPU_UTIL;
-    return s;
+    return ts_one_gpu_snapshot("node-a", "GPU-aaaa", seq, taken);
 }
 
 static void set_current(fixture_t *f, snapshot_t *s) {

@@ -17,13 +17,10 @@
 #include "cluster/snapshot_codec.h"
 #include "core/err.h"
 #include "proto/cluster.pb-c.h"
+#include "support/test_support.h"
 
 #define SEC UINT64_C(1000000000)
 #define MS UINT64_C(1000000)
-
-static void set(gpu_record_t *g, gpu_field_t f) {
-    g->valid |= 1u << f;
-}
 
 /*
  * Four GPUs: 0 with every field, 1 with most fields absent (and their NVML
@@ -64,16 +61,16 @@ static snapshot_t *rich_snapshot(void) {
     g->sm_occupancy_pct = 0.25;
     g->dram_bw_util_pct = 100;
     for (unsigned f = 0; f < GPU_F_COUNT; f++)
-        set(g, (gpu_field_t)f);
+        ts_set_field(g, (gpu_field_t)f);
 
     g = &s->gpus[1];
     g->index = 5; /* NVML indexes need not be dense */
     snprintf(g->uuid, sizeof g->uuid, "GPU-bbbb");
     snprintf(g->name, sizeof g->name, "Tesla T4");
     g->gpu_util_pct = 3;
-    set(g, GPU_F_GPU_UTIL);
+    ts_set_field(g, GPU_F_GPU_UTIL);
     g->memory_total_bytes = UINT64_C(16106127360);
-    set(g, GPU_F_MEM_TOTAL);
+    ts_set_field(g, GPU_F_MEM_TOTAL);
     g->field_error[GPU_F_SM_ACTIVE] = 3; /* NOT_SUPPORTED */
     g->field_error[GPU_F_SM_OCCUPANCY] = 3;
     g->field_error[GPU_F_POWER] = 999; /* UNKNOWN */
@@ -97,7 +94,7 @@ static snapshot_t *rich_snapshot(void) {
     g->mig_first = 0;
     g->mig_count = 2;
     g->memory_total_bytes = UINT64_C(85899345920);
-    set(g, GPU_F_MEM_TOTAL);
+    ts_set_field(g, GPU_F_MEM_TOTAL);
 
     mig_record_t *m = &s->mig[0];
     m->parent_index = 3;

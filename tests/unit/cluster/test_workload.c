@@ -17,6 +17,7 @@
 #include "cluster/workload.h"
 #include "core/err.h"
 #include "core/trigger_config.h"
+#include "support/test_support.h"
 
 #define T0 (UINT64_C(1000) * NS_PER_SEC)
 #define NOW (T0 + NS_PER_SEC)
@@ -138,25 +139,6 @@ static void pod(fx_t *f, const char *ns, const char *name, const char *node, con
 static void sync_pods(fx_t *f) {
     assert_int_equal(pod_cache_replace_all(f->cache, f->pods, f->npods, "10"), 0);
 }
-
-static trigger_config_t cfg(const char *const *kv) {
-    metadata_pair_t p[16];
-    size_t n = 0;
-    for (; kv[2 * n]; n++) {
-        p[n].key = kv[2 * n];
-        p[n].key_len = strlen(kv[2 * n]);
-        p[n].value = kv[2 * n + 1];
-        p[n].value_len = strlen(kv[2 * n + 1]);
-    }
-    trigger_config_t c;
-    char err[512];
-    if (trigger_config_parse(p, n, &c, err, sizeof err) != 0)
-        fail_msg("config: %s", err);
-    return c;
-}
-
-#define CFG(...) cfg((const char *const[]){__VA_ARGS__, NULL})
-#define CFG0() cfg((const char *const[]){NULL})
 
 static eval_result_t eval_st(fx_t *f, const trigger_config_t *c, workload_stats_t *st) {
     eval_result_t r;

@@ -11,29 +11,9 @@
 
 #include "core/config_cache.h"
 #include "core/err.h"
+#include "support/test_support.h"
 
-#define MAXP 64
-
-typedef struct {
-    metadata_pair_t p[MAXP];
-    size_t n;
-} map_t;
-
-static map_t mk(const char *const *kv) {
-    map_t m;
-    m.n = 0;
-    for (; kv[2 * m.n]; m.n++) {
-        m.p[m.n].key = kv[2 * m.n];
-        m.p[m.n].key_len = strlen(kv[2 * m.n]);
-        m.p[m.n].value = kv[2 * m.n + 1];
-        m.p[m.n].value_len = strlen(kv[2 * m.n + 1]);
-    }
-    return m;
-}
-
-#define MAP(...) mk((const char *const[]){__VA_ARGS__, NULL})
-
-static const config_entry_t *get(config_cache_t *c, map_t m) {
+static const config_entry_t *get(config_cache_t *c, ts_map_t m) {
     const config_entry_t *e = config_cache_acquire(c, m.p, m.n);
     assert_non_null(e);
     return e;

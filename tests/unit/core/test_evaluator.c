@@ -13,14 +13,11 @@
 #include "core/err.h"
 #include "core/evaluator.h"
 #include "core/trigger_config.h"
+#include "support/test_support.h"
 
 #define T0 (UINT64_C(1000) * NS_PER_SEC)
 #define STALE (3 * NS_PER_SEC)
 #define MiB 1048576.0
-
-static void set_field(gpu_record_t *g, gpu_field_t f) {
-    g->valid |= 1u << f;
-}
 
 /* GPU i: every field present; gpu_util = 10 * (i + 1). */
 static void fill_gpu(gpu_record_t *g, unsigned i) {
@@ -29,7 +26,7 @@ static void fill_gpu(gpu_record_t *g, unsigned i) {
     snprintf(g->uuid, sizeof g->uuid, "GPU-000%u", i);
     snprintf(g->name, sizeof g->name, "NVIDIA H100 80GB HBM3");
     for (int f = 0; f < GPU_F_COUNT; f++)
-        set_field(g, (gpu_field_t)f);
+        ts_set_field(g, (gpu_field_t)f);
     g->gpu_util_pct = 10 * (i + 1);
     g->mem_util_pct = 5;
     g->memory_used_bytes = (uint64_t)(i + 1) << 30;
@@ -90,25 +87,6 @@ static snapshot_t *mig_node(void) {
     fill_mig(s, 2, 1, "MIG-cccc", "1g.10gb", 50);
     return s;
 }
-
-static trigger_config_t cfg(const char *const *kv) {
-    metadata_pair_t p[16];
-    size_t n = 0;
-    for (; kv[2 * n]; n++) {
-        p[n].key = kv[2 * n];
-        p[n].key_len = strlen(kv[2 * n]);
-        p[n].value = kv[2 * n + 1];
-        p[n].value_len = strlen(kv[2 * n + 1]);
-    }
-    trigger_config_t c;
-    char err[512];
-    if (trigger_config_parse(p, n, &c, err, sizeof err) != 0)
-        fail_msg("config: %s", err);
-    return c;
-}
-
-#define CFG(...) cfg((const char *const[]){__VA_ARGS__, NULL})
-#define CFG0() cfg((const char *const[]){NULL})
 
 static eval_result_t run(const trigger_config_t *c, const snapshot_t *s, mono_ns_t now) {
     eval_result_t r;

@@ -12,19 +12,12 @@
 
 #include "core/err.h"
 #include "core/trigger_config.h"
-
-#define MAXP 40
+#include "support/test_support.h"
 
 /* kv: NULL-terminated alternating key, value. */
 static int parse_kv(const char *const *kv, trigger_config_t *out, char *err, size_t errlen) {
-    metadata_pair_t p[MAXP];
-    size_t n = 0;
-    for (; kv[2 * n]; n++) {
-        p[n].key = kv[2 * n];
-        p[n].key_len = strlen(kv[2 * n]);
-        p[n].value = kv[2 * n + 1];
-        p[n].value_len = strlen(kv[2 * n + 1]);
-    }
+    metadata_pair_t p[TS_MAX_PAIRS];
+    size_t n = ts_pairs(kv, p, TS_MAX_PAIRS);
     memset(out, 0x5a, sizeof *out); /* sentinel */
     return trigger_config_parse(p, n, out, err, errlen);
 }

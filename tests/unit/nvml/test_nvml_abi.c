@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "core/snapshot.h"
 #include "nvml/nvml_abi.h"
 
 static void test_nvml_abi_struct_sizes_match_nvidia(void **state) {
@@ -53,11 +54,29 @@ static void test_nvml_abi_version_words(void **state) {
     assert_int_equal(NVML_GPM_SUPPORT_VERSION, 1);
 }
 
+/* The enum (ABI values) and core's list of names (core/nvml_codes.h) are
+ * written twice; every name in the list must be the enum's value. */
+#define NVML_ERROR_SUCCESS NVML_SUCCESS /* the one code without the prefix */
+static void test_nvml_abi_return_code_names_match_the_enum(void **state) {
+    (void)state;
+    int n = 0;
+#define SAME_VALUE(value, name)                                                                    \
+    assert_int_equal(NVML_ERROR_##name, value);                                                    \
+    n++;
+    NVML_RETURN_CODES(SAME_VALUE)
+#undef SAME_VALUE
+    assert_int_equal(n, 32);
+    assert_string_equal(nvml_code_name(NVML_ERROR_GPU_IS_LOST), "GPU_IS_LOST");
+    assert_string_equal(nvml_code_name(NVML_SUCCESS), "SUCCESS");
+    assert_string_equal(nvml_code_name(12345), "UNKNOWN_CODE");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nvml_abi_struct_sizes_match_nvidia),
         cmocka_unit_test(test_nvml_abi_offsets_match_nvidia),
         cmocka_unit_test(test_nvml_abi_version_words),
+        cmocka_unit_test(test_nvml_abi_return_code_names_match_the_enum),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include "core/snapshot.h"
 #include "core/trigger_config.h"
 #include "hpa.h"
+#include "support/test_support.h"
 
 static void test_hpa_average_value_is_ceil_total_over_target(void **state) {
     (void)state;
@@ -147,14 +148,8 @@ static void test_hpa_keda_activates_from_zero_and_waits_for_cooldown(void **stat
  * evaluator on one node's snapshot. */
 static void test_hpa_node_max_caps_the_go_system_at_ceil_100_over_target(void **state) {
     (void)state;
-    static const char *const kv[][2] = {
-        {"metricType", "gpu_utilization"}, {"targetValue", "50"}, {"aggregation", "max"}};
-    metadata_pair_t pairs[3];
-    for (int i = 0; i < 3; i++)
-        pairs[i] = (metadata_pair_t){kv[i][0], strlen(kv[i][0]), kv[i][1], strlen(kv[i][1])};
-    trigger_config_t c;
-    char err[256];
-    assert_int_equal(trigger_config_parse(pairs, 3, &c, err, sizeof err), 0);
+    trigger_config_t c =
+        CFG("metricType", "gpu_utilization", "targetValue", "50", "aggregation", "max");
     snapshot_t *s = snapshot_new(1, 0);
     assert_non_null(s);
     s->taken_mono = 1000 * NS_PER_SEC;

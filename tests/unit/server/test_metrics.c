@@ -14,13 +14,10 @@
 #include <cmocka.h>
 
 #include "server/metrics.h"
+#include "support/test_support.h"
 
 #define SEC UINT64_C(1000000000)
 #define NS "keda_gpu_scaler_"
-
-static void set(gpu_record_t *g, gpu_field_t f) {
-    g->valid |= 1u << f;
-}
 
 /* Two GPUs: GPU 0 fully populated with MIG off, GPU 1 a MIG parent with
  * few fields and two instances; one instance without GPM values. */
@@ -40,40 +37,40 @@ static snapshot_t *make_snapshot(uint64_t seq) {
     snprintf(g->uuid, sizeof g->uuid, "GPU-aaaa");
     snprintf(g->name, sizeof g->name, "NVIDIA H100 80GB \"HBM3\"");
     g->gpu_util_pct = 37;
-    set(g, GPU_F_GPU_UTIL);
+    ts_set_field(g, GPU_F_GPU_UTIL);
     g->mem_util_pct = 12;
-    set(g, GPU_F_MEM_UTIL);
+    ts_set_field(g, GPU_F_MEM_UTIL);
     g->memory_used_bytes = UINT64_C(21474836480);
-    set(g, GPU_F_MEM_USED);
+    ts_set_field(g, GPU_F_MEM_USED);
     g->memory_total_bytes = UINT64_C(85520809984);
-    set(g, GPU_F_MEM_TOTAL);
+    ts_set_field(g, GPU_F_MEM_TOTAL);
     g->temperature_c = 51;
-    set(g, GPU_F_TEMPERATURE);
+    ts_set_field(g, GPU_F_TEMPERATURE);
     g->power_w = 312.5;
-    set(g, GPU_F_POWER);
+    ts_set_field(g, GPU_F_POWER);
     g->power_limit_w = 700;
-    set(g, GPU_F_POWER_LIMIT);
+    ts_set_field(g, GPU_F_POWER_LIMIT);
     g->pcie_tx_bytes_per_s = 1200 * 1024;
-    set(g, GPU_F_PCIE_TX);
+    ts_set_field(g, GPU_F_PCIE_TX);
     g->pcie_rx_bytes_per_s = 800 * 1024;
-    set(g, GPU_F_PCIE_RX);
+    ts_set_field(g, GPU_F_PCIE_RX);
     g->nvlink_tx_bytes_per_s = 3 * 1048576.0;
-    set(g, GPU_F_NVLINK_TX);
+    ts_set_field(g, GPU_F_NVLINK_TX);
     g->nvlink_rx_bytes_per_s = 0.5 * 1048576.0;
-    set(g, GPU_F_NVLINK_RX);
+    ts_set_field(g, GPU_F_NVLINK_RX);
     g->sm_active_pct = 30.5;
-    set(g, GPU_F_SM_ACTIVE);
+    ts_set_field(g, GPU_F_SM_ACTIVE);
     g->sm_occupancy_pct = 20.25;
-    set(g, GPU_F_SM_OCCUPANCY);
+    ts_set_field(g, GPU_F_SM_OCCUPANCY);
     g->dram_bw_util_pct = 10;
-    set(g, GPU_F_DRAM_BW_UTIL);
+    ts_set_field(g, GPU_F_DRAM_BW_UTIL);
 
     g = &s->gpus[1];
     g->index = 1;
     snprintf(g->uuid, sizeof g->uuid, "GPU-bbbb");
     snprintf(g->name, sizeof g->name, "NVIDIA A100-SXM4-80GB");
     g->gpu_util_pct = 0; /* a real 0 is exported */
-    set(g, GPU_F_GPU_UTIL);
+    ts_set_field(g, GPU_F_GPU_UTIL);
     g->health = GPU_HEALTH_OK;
     g->mig_enabled = true;
     g->mig_first = 0;

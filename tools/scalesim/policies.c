@@ -145,7 +145,7 @@ size_t policies_default(sim_policy_t *out, const sim_model_t *m, policy_knobs_t 
     p->signal_period_s = 0.5;
 
     p = &out[6];
-    base(p, 'i', "online ideal: knows present arrivals+backlog", max_replicas);
+    base(p, 'i', "online ideal: present arrivals+backlog", max_replicas);
     p->key = "online-ideal";
     p->kind = SIM_POLICY_IDEAL;
     p->ideal_util = k->ideal_util;

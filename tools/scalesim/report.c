@@ -339,6 +339,10 @@ int report_frontier_svg(const char *path, const report_frontier_t *fr, size_t n,
         for (size_t k = 0; k < fr[i].count; k++)
             fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\" opacity=\"0.5\"/>\n",
                     XP(fr[i].points[k].over_slo), YP(fr[i].points[k].gpu_hours), c);
+        /* the frontier's own points solid: a one-point frontier has no line */
+        for (size_t k = 0; k < fr[i].pareto_count; k++)
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n",
+                    XP(fr[i].pareto[k].over_slo), YP(fr[i].pareto[k].gpu_hours), c);
         fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" d=\"", c);
         for (size_t k = 0; k < fr[i].pareto_count; k++)
             fprintf(f, "%s%.1f %.1f", k ? " L" : "M", XP(fr[i].pareto[k].over_slo),

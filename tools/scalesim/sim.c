@@ -637,7 +637,7 @@ int sim_demand_timeline(const trace_t *t, const sim_model_t *m, double step_s, d
  * largest need over [t - 30 s, t + cold start + 30 s], so replicas are
  * started exactly one cold start before the work arrives and kept while it
  * is served. */
-static int *oracle_schedule(const sim_t *s, double end_s) {
+static int *oracle_schedule(const sim_t *s, double end_s, size_t *len) {
     const sim_policy_t *p = s->p;
     float *need;
     size_t n;
@@ -659,6 +659,7 @@ static int *oracle_schedule(const sim_t *s, double end_s) {
         sched[k] = r > p->max_replicas ? p->max_replicas : r;
     }
     free(need);
+    *len = n;
     return sched;
 }
 
@@ -713,6 +714,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     s->o = o;
     s->kv_blocks = (unsigned)(m->kv_tokens / m->kv_block);
     int *sched = NULL;
+    size_t sched_len = 0;
     double *waits = NULL, *warm = NULL;
     double end = sim_end_s(t, o);
     size_t steps = (size_t)ceil(end / o->dt_s);
@@ -785,7 +787,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
             replica_create_ready(s, 0);
     } else if (p->kind == SIM_POLICY_ORACLE) {
         /* no replica at t = 0: it starts from zero like every policy */
-        sched = oracle_schedule(s, end);
+        sched = oracle_schedule(s, end, &sched_len);
         if (!sched)
             goto fail;
     }
@@ -841,8 +843,9 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
         int live = (int)count_state(s, is_live);
         int desired = live;
         if (p->kind == SIM_POLICY_ORACLE) {
+            /* the last step may lie past the last whole second of the grid */
             size_t k = (size_t)now;
-            desired = sched[k];
+            desired = sched[k < sched_len ? k : sched_len - 1];
         } else if (p->kind == SIM_POLICY_IDEAL) {
             if (now + 1e-9 >= next_ideal) {
                 next_ideal += 1;

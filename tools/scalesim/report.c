@@ -228,10 +228,11 @@ int report_json(const char *path, const sim_policy_t *p, const sim_result_t *r, 
         fprintf(f,
                 ", \"gpu_hours\": %.4f, \"over_slo\": %.6f, \"warm_over_slo\": %.6f, "
                 "\"cold_starts\": %u, \"peak_replicas\": %u, \"wait_p50_s\": %.3f, "
-                "\"wait_p99_s\": %.3f, \"cold_requests\": %zu, \"preemptions\": %u}",
+                "\"wait_p99_s\": %.3f, \"cold_requests\": %zu, \"preemptions\": %u, "
+                "\"completed\": %zu}",
                 r[i].gpu_hours, r[i].slo_miss_share, r[i].warm_miss_share, r[i].cold_starts,
                 r[i].peak_replicas, r[i].wait_p50_s, r[i].wait_p99_s, r[i].cold_requests,
-                r[i].preemptions);
+                r[i].preemptions, r[i].completed);
     }
     fprintf(f, "\n ],\n \"floor\": {\"requests\": %zu, \"over_slo\": %.6f}", floor_requests,
             requests ? (double)floor_requests / (double)requests : 0);

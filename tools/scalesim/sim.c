@@ -132,6 +132,7 @@ typedef struct {
     forecast_t fc;
     double gpu_s;
     unsigned cold_starts, eval_errors, preemptions;
+    size_t completed;
     bool waking;
     double wake_start_s;
     unsigned wakes;
@@ -381,6 +382,7 @@ static void serve_step(sim_t *s, replica_t *r, double dt) {
             r->kv_used -= s->blocks[q];
             s->blocks[q] = 0;
             r->completed++;
+            s->completed++;
         } else {
             r->run[keep++] = q;
         }
@@ -836,7 +838,9 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
             replica_t *r = &s->rep[i];
             if (r->state == R_SERVE || r->state == R_DRAIN)
                 serve_step(s, r, o->dt_s);
-            if (r->state == R_DRAIN && r->running == 0)
+            /* a draining pod ends when its engine is empty: nothing running and
+             * nothing preempted waiting in its own queue */
+            if (r->state == R_DRAIN && r->running == 0 && r->nwait == 0)
                 replica_release(s, r);
         }
 
@@ -959,6 +963,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     out->wake_max_s = s->wake_max_s;
     out->eval_errors = s->eval_errors;
     out->preemptions = s->preemptions;
+    out->completed = s->completed;
     rc = 0;
 fail:
     free(waits);

@@ -125,6 +125,7 @@ typedef struct {
     size_t unfinished;    /* never admitted by the end (counted with their wait so far) */
     size_t cold_requests; /* arrived while no replica was serving */
     unsigned preemptions; /* running requests sent back to their engine's queue */
+    size_t completed;     /* requests that finished by the end */
     unsigned peak_replicas;
     unsigned eval_errors; /* evaluations that were not OK (KEDA keeps the replica count) */
     size_t points;        /* timeline */

@@ -316,7 +316,8 @@ static void test_sim_paged_kv_admits_on_the_prompt_and_preempts_the_newest(void 
     sim_result_t res;
     assert_int_equal(sim_run(&t, &m, &p, &o, &res, err, sizeof err), 0);
     assert_int_equal(res.unfinished, 0);
-    assert_true(res.wait_max_s < 0.2); /* all four scheduled at once */
+    assert_int_equal(res.completed, 4); /* the preempted ones too */
+    assert_true(res.wait_max_s < 0.2);  /* all four scheduled at once */
     assert_true(res.preemptions >= 1);
     sim_result_deinit(&res);
     trace_deinit(&t);
@@ -340,6 +341,7 @@ static void test_sim_paged_kv_admits_on_the_prompt_and_preempts_the_newest(void 
     t = make_trace(big, 2);
     assert_int_equal(sim_run(&t, &m, &p, &o, &res, err, sizeof err), 0);
     assert_int_equal(res.unfinished, 0);
+    assert_int_equal(res.completed, 2);
     sim_result_deinit(&res);
     trace_deinit(&t);
 }
@@ -372,6 +374,7 @@ static void test_sim_online_ideal_follows_a_steady_load(void **state) {
     sim_result_t r;
     assert_int_equal(sim_run(&t, &m, ideal, &o, &r, err, sizeof err), 0);
     assert_int_equal(r.unfinished, 0);
+    assert_int_equal(r.completed, t.count);
     assert_int_equal(r.wakes, 1);
     /* the last minutes of arrivals run on 4 serving replicas (5 when the
      * 60 s mean of a Poisson stream passes 2 replicas of work) */

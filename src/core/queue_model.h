@@ -42,12 +42,13 @@
 #define QUEUE_MODEL_MAX_STARTING 64 /* starting pods whose age is tracked */
 #define QUEUE_MODEL_COLD_SAMPLES 8
 
-/* Documented priors and defaults (docs/configuration.md, "Queueing model"). */
+/* Priors and defaults. Utilisation and drain target: the point chosen with
+ * tools/scalesim (policy q) on both bench traces (bench/README.md). */
 #define QUEUE_MODEL_PRIOR_CAPACITY_RPS 1.0   /* requests/s per replica, nothing learned */
 #define QUEUE_MODEL_PRIOR_CONCURRENCY 16.0   /* requests one replica serves at once */
 #define QUEUE_MODEL_PRIOR_COLD_START_S 120.0 /* create -> Ready, nothing observed */
-#define QUEUE_MODEL_DEFAULT_UTILISATION 0.8
-#define QUEUE_MODEL_DEFAULT_DRAIN_S 60.0
+#define QUEUE_MODEL_DEFAULT_UTILISATION 0.5
+#define QUEUE_MODEL_DEFAULT_DRAIN_S 10.0
 #define QUEUE_MODEL_PREFILL_WEIGHT 0.25 /* work of a prompt token against a generated one */
 
 typedef struct {

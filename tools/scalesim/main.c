@@ -41,7 +41,7 @@ static void usage(FILE *f) {
         "         --alpha A (%.2f)  --beta B (%.2f)  (forecast weights per second)\n"
         "         --target-queue N (4)  --target-running N (12)  --target-kv PCT (70): (d), (e)\n"
         "         --ideal-util U (0.5)  --ideal-drain S (10)  --ideal-hold S (60): (i)\n"
-        "         --only LETTERS (of abcdeoif)  --svg PATH  --csv PATH (the timeline)\n"
+        "         --only LETTERS (of abcdeoqif)  --svg PATH  --csv PATH (the timeline)\n"
         "         --json PATH|-  --sweep PATH (sweep each policy's knob: frontier SVG)\n"
         "         --floor-idle S (300: idle time after which a wake counts for the floor)\n",
         FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);

@@ -20,6 +20,10 @@
  *     every trace.
  * (i) The online ideal: knows the work arriving now and the work queued,
  *     exactly; no future; sets replicas each second, no KEDA, no HPA.
+ * (q) The queueing model (src/core/queue_model.c, experimental, not yet a
+ *     trigger key): the minimal trigger's activity, replicas from the model
+ *     fed with the engines' counters and the pod list; HPA behavior with a
+ *     120 s scale-down window.
  * (f) The oracle: knows every future arrival and the cold start.
  * (d) is `composite` today's configuration; no policy sets an HPA behavior
  * (KEDA sets none unless the ScaledObject does), so the legacy scale-up
@@ -143,6 +147,28 @@ size_t policies_default(sim_policy_t *out, const sim_model_t *m, policy_knobs_t 
     META(p, "sourceInterval", "500ms");
     p->push = true; /* type: external-push */
     p->signal_period_s = 0.5;
+
+    p = &out[8];
+    base(p, 'q', "queueing model (experimental)", max_replicas);
+    p->key = "queueing";
+    META(p, "scalerAddress", "keda-gpu-scaler.keda.svc:6000");
+    META(p, "metricType", "demand");
+    META(p, "engine", "vllm");
+    META(p, "podSelector", "app=llama");
+    META(p, "targetQueuePerReplica", "5");
+    META(p, "redisAddress", "redis.queues:6379");
+    META(p, "redisListName", "llama-requests");
+    META(p, "sourceInterval", "1s");
+    p->push = true;
+    p->queue_model = true; /* the model's defaults: utilisation 0.5, drain 10 s */
+    /* ScaledObject advanced.horizontalPodAutoscalerConfig.behavior: the
+     * default scale-up policy, scale-down stabilisation 120 s instead of 300 s
+     * (the model releases a wake's replicas once its backlog is gone) */
+    p->hpa_behavior = true;
+    p->hpa_up_pods = 4;
+    p->hpa_up_percent = 100;
+    p->hpa_up_period_s = 15;
+    p->hpa_down_window_s = 120;
 
     p = &out[6];
     base(p, 'i', "online ideal: present arrivals+backlog", max_replicas);

@@ -56,6 +56,7 @@
 #include "core/err.h"
 #include "core/evaluator.h"
 #include "core/forecast.h"
+#include "core/queue_model.h"
 #include "core/metadata.h"
 #include "core/snapshot.h"
 #include "core/trigger_config.h"
@@ -130,6 +131,10 @@ typedef struct {
     unsigned ring_cap, ring_n, ring_head; /* ring_head: next write */
     unsigned rr;                          /* node-local round robin */
     forecast_t fc;
+    queue_model_t qm;
+    double qm_starting[SIM_MAX_PODS]; /* creation times of the pods starting in the last sample */
+    unsigned qm_nstarting;
+    double qm_replicas; /* its decision */
     double gpu_s;
     unsigned cold_starts, eval_errors, preemptions;
     size_t completed;
@@ -456,6 +461,56 @@ static void demand_signals_from(const sim_t *s, const sim_signals_t *x, demand_s
     d->queue = x->queue;
 }
 
+/* What the aggregator would hand the queueing model from x: the engines'
+ * counters and gauges summed over the pods whose engine answers, the queue,
+ * Ready and starting pods with their ages; and each pod seen going from
+ * starting to Ready, as an observed cold start. */
+static void queue_model_feed(sim_t *s, const sim_signals_t *x) {
+    queue_model_sample_t q;
+    memset(&q, 0, sizeof q);
+    q.t_s = x->t_s;
+    q.has_completed = q.has_tokens = q.has_engine = true;
+    q.has_queue = s->cfg.demand.queue != QUEUE_NONE;
+    q.queue = x->queue;
+    double starting[SIM_MAX_PODS];
+    unsigned nstarting = 0;
+    for (unsigned i = 0; i < x->pod_count; i++) {
+        const sim_pod_t *pd = &x->pods[i];
+        if (pd->engine_up) {
+            q.completed += pd->completed;
+            q.prompt_tokens += pd->prompt_tokens;
+            q.generation_tokens += pd->gen_tokens;
+            q.waiting += pd->waiting;
+            q.running += pd->running;
+        }
+        if (pd->ready) {
+            q.ready++;
+            for (unsigned k = 0; k < s->qm_nstarting; k++)
+                if (s->qm_starting[k] == pd->created_s) {
+                    queue_model_observe_cold_start(&s->qm, x->t_s - pd->created_s);
+                    break;
+                }
+        } else if (!pd->engine_up) {
+            q.starting++;
+            starting[nstarting++] = pd->created_s;
+            if (q.starting_ages < QUEUE_MODEL_MAX_STARTING)
+                q.starting_age_s[q.starting_ages++] = x->t_s - pd->created_s;
+        }
+    }
+    memcpy(s->qm_starting, starting, nstarting * sizeof *starting);
+    s->qm_nstarting = nstarting;
+    queue_model_observe(&s->qm, &q);
+    queue_model_params_t prm;
+    queue_model_params_default(&prm);
+    if (s->p->qm_util > 0)
+        prm.target_utilisation = s->p->qm_util;
+    if (s->p->qm_drain_s > 0)
+        prm.drain_s = s->p->qm_drain_s;
+    queue_model_decision_t d;
+    queue_model_decide(&s->qm, &prm, &q, &d);
+    s->qm_replicas = d.replicas;
+}
+
 /* The product's evaluation of the policy's trigger on one sample. */
 static void evaluate(sim_t *s, const sim_signals_t *x, double now, eval_result_t *out) {
     eval_result_t gpu;
@@ -490,6 +545,13 @@ static void evaluate(sim_t *s, const sim_signals_t *x, double now, eval_result_t
     demand_signals_t d;
     demand_signals_from(s, x, &d);
     demand_evaluate(&s->cfg, &d, need_gpu ? &gpu : NULL, out);
+    if (s->p->queue_model && out->status == EVAL_OK) {
+        /* evaluated up to three times per sample (push, poll, sync): the
+         * model ignores a repeated reading, and a pod is seen turning Ready
+         * once */
+        queue_model_feed(s, x);
+        out->value = 100 * s->qm_replicas; /* against the demand target of 100 */
+    }
 }
 
 static int cmp_double(const void *a, const void *b);

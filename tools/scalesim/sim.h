@@ -101,6 +101,11 @@ typedef struct {
     double ideal_window_s; /* arrival work averaged over the last window_s */
     double ideal_hold_s;   /* scale-down delay */
     const char *key;       /* the --json key: "composite", "ours", ... */
+    /* The queueing model (src/core/queue_model.c) sizes the fleet from the
+     * signals; the trigger's own evaluation keeps deciding activity. */
+    bool queue_model;
+    double qm_util;    /* target utilisation, 0 = the model's default */
+    double qm_drain_s; /* drain target, 0 = the model's default */
 } sim_policy_t;
 
 typedef struct {

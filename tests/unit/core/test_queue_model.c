@@ -12,9 +12,12 @@
 
 #include "core/queue_model.h"
 
+/* The hand-computed cases use utilisation 0.8 and a 60 s drain target. */
 static queue_model_params_t params(void) {
     queue_model_params_t p;
     queue_model_params_default(&p);
+    p.target_utilisation = 0.8;
+    p.drain_s = 60;
     return p;
 }
 

@@ -17,6 +17,7 @@
 #define TAU_LAMBDA_FAST_S 10.0
 #define TAU_LAMBDA_SLOW_S 60.0
 #define TAU_CAPACITY_S 120.0
+#define TAU_TREND_S 30.0
 #define TAU_SERVICE_S 60.0
 #define MIX_RATIO_MIN 0.25
 #define MIX_RATIO_MAX 4.0
@@ -126,7 +127,10 @@ void queue_model_observe(queue_model_t *m, const queue_model_sample_t *in) {
             m->lambda_fast = m->lambda_slow = obs;
             m->have_lambda = true;
         } else {
+            double before = m->lambda_fast;
             m->lambda_fast = smooth(m->lambda_fast, obs, dt, TAU_LAMBDA_FAST_S);
+            m->lambda_trend =
+                smooth(m->lambda_trend, (m->lambda_fast - before) / dt, dt, TAU_TREND_S);
             m->lambda_slow = smooth(m->lambda_slow, obs, dt, TAU_LAMBDA_SLOW_S);
         }
     }
@@ -245,7 +249,11 @@ void queue_model_decide(const queue_model_t *m, const queue_model_params_t *p,
     }
 
     double backlog = backlog_of(&s);
-    double due = backlog + lambda * horizon;
+    /* A rising rate keeps rising over the horizon (a ramp): the arrivals of
+     * the next T are lambda T + trend T^2 / 2. A falling one is not
+     * extrapolated (scale-down stays with the HPA's window). */
+    double trend = m->lambda_trend > 0 ? m->lambda_trend : 0;
+    double due = backlog + lambda * horizon + 0.5 * trend * horizon * horizon;
     /* Ready pods serve the whole horizon; a starting pod of age a is Ready
      * in (horizon - a) and serves a; one with no known age serves nothing
      * within it (it was just created). */

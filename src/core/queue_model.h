@@ -19,7 +19,10 @@
  * `query` can show it; a quantity never learned is a documented prior, never
  * 0):
  *   arrival rate  lambda = (completions + change of waiting + running) / dt,
- *                 smoothed fast up (tau 10 s) and slow down (tau 60 s);
+ *                 smoothed fast up (tau 10 s) and slow down (tau 60 s),
+ *                 and its rise per second (tau 30 s): on a ramp the arrivals
+ *                 of the next T are lambda T + trend T^2 / 2 (a falling
+ *                 rate is not extrapolated: scale-down stays with the HPA);
  *   capacity      requests/s one Ready replica completes while work waits
  *                 (saturated intervals only), tau 120 s, scaled by the
  *                 request mix (tokens per request now against then);
@@ -47,7 +50,7 @@
 #define QUEUE_MODEL_PRIOR_CAPACITY_RPS 1.0   /* requests/s per replica, nothing learned */
 #define QUEUE_MODEL_PRIOR_CONCURRENCY 16.0   /* requests one replica serves at once */
 #define QUEUE_MODEL_PRIOR_COLD_START_S 120.0 /* create -> Ready, nothing observed */
-#define QUEUE_MODEL_DEFAULT_UTILISATION 0.5
+#define QUEUE_MODEL_DEFAULT_UTILISATION 0.7
 #define QUEUE_MODEL_DEFAULT_DRAIN_S 10.0
 #define QUEUE_MODEL_PREFILL_WEIGHT 0.25 /* work of a prompt token against a generated one */
 
@@ -93,6 +96,7 @@ typedef struct {
     queue_model_sample_t prev;
     double lambda_fast, lambda_slow; /* requests/s */
     bool have_lambda;
+    double lambda_trend;          /* requests/s per second, smoothed */
     double capacity_rps;          /* learned, per Ready replica */
     double capacity_work_per_req; /* tokens-weighted work per request when learned */
     bool have_capacity;

@@ -160,7 +160,7 @@ size_t policies_default(sim_policy_t *out, const sim_model_t *m, policy_knobs_t 
     META(p, "redisListName", "llama-requests");
     META(p, "sourceInterval", "1s");
     p->push = true;
-    p->queue_model = true; /* the model's defaults: utilisation 0.5, drain 10 s */
+    p->queue_model = true; /* the model's defaults: utilisation 0.7, drain 10 s */
     /* ScaledObject advanced.horizontalPodAutoscalerConfig.behavior: the
      * default scale-up policy, scale-down stabilisation 120 s instead of 300 s
      * (the model releases a wake's replicas once its backlog is gone) */
@@ -226,6 +226,24 @@ size_t policy_variants(const sim_policy_t *b, policy_variant_t *out, size_t cap)
                     x->value[0] = '\0';
                     snprintf(x->knob, sizeof x->knob, "util=%.1f drain=%.0fs hold=%.0fs", util[a],
                              drain[d], hold[h]);
+                }
+        return n;
+    }
+    if (b->queue_model) { /* the model's utilisation x drain target x scale-down window */
+        static const double qutil[] = {0.5, 0.6, 0.7, 0.8};
+        static const double qdrain[] = {10, 30};
+        static const double qwin[] = {60, 120, 300};
+        for (size_t a = 0; a < sizeof qutil / sizeof *qutil; a++)
+            for (size_t d = 0; d < sizeof qdrain / sizeof *qdrain; d++)
+                for (size_t w = 0; w < sizeof qwin / sizeof *qwin && n < cap; w++) {
+                    policy_variant_t *x = &out[n++];
+                    x->p = *b;
+                    x->p.qm_util = qutil[a];
+                    x->p.qm_drain_s = qdrain[d];
+                    x->p.hpa_down_window_s = qwin[w];
+                    x->value[0] = '\0';
+                    snprintf(x->knob, sizeof x->knob, "util=%.1f drain=%.0fs window=%.0fs",
+                             qutil[a], qdrain[d], qwin[w]);
                 }
         return n;
     }

@@ -51,7 +51,8 @@ typedef struct {
  * The sweep of base's main knob (bench/README.md says why each): GPU
  * triggers their targetValue, the queue scaler its target, the demand
  * triggers targetQueuePerReplica, the online ideal utilisation x drain x
- * hold, the oracle its utilisation. Fills out[0..cap) and returns the count.
+ * hold, the queueing model utilisation x drain x scale-down window, the oracle
+ * its utilisation. Fills out[0..cap) and returns the count.
  */
 size_t policy_variants(const sim_policy_t *base, policy_variant_t *out, size_t cap);
 

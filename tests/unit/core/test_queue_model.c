@@ -344,6 +344,39 @@ static void test_non_finite_inputs_are_ignored(void **state) {
     assert_false(m.have_lambda);
 }
 
+/* A ramp: arrivals rise 0.1 req/s every second. The trend is learned and
+ * the work due over the horizon includes it (lambda T + trend T^2 / 2). */
+static void test_ramp_counts_the_rise_over_the_horizon(void **state) {
+    (void)state;
+    queue_model_t m;
+    queue_model_init(&m);
+    queue_model_params_t p = params();
+    p.cold_start_s = 100;
+    p.capacity_rps = 1;
+    double done = 0;
+    queue_model_sample_t s;
+    for (int t = 0; t <= 300; t++) {
+        done += 0.1 * t;
+        s = engine(t, done, 0, 0, 40);
+        queue_model_observe(&m, &s);
+    }
+    queue_model_decision_t d;
+    queue_model_decide(&m, &p, &s, &d);
+    assert_float_equal(m.lambda_trend, 0.1, 0.01);
+    /* lambda lags a ramp by ~its time constant: about 30 - 0.1 x 10 = 29 */
+    assert_float_equal(d.lambda_rps, 29, 0.5);
+    assert_float_equal(d.work_due, d.lambda_rps * 100 + 0.5 * m.lambda_trend * 100 * 100, 1e-6);
+    /* then it stops rising: a falling rate is not extrapolated */
+    for (int t = 301; t <= 400; t++) {
+        done += 1;
+        s = engine(t, done, 0, 0, 40);
+        queue_model_observe(&m, &s);
+    }
+    queue_model_decide(&m, &p, &s, &d);
+    assert_true(m.lambda_trend < 0);
+    assert_float_equal(d.work_due, d.lambda_rps * 100, 1e-6);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_priors_when_nothing_is_known),
@@ -354,6 +387,7 @@ int main(void) {
         cmocka_unit_test(test_wake_with_backlog),
         cmocka_unit_test(test_starting_pods_are_counted),
         cmocka_unit_test(test_burst_rises_fast_falls_slow),
+        cmocka_unit_test(test_ramp_counts_the_rise_over_the_horizon),
         cmocka_unit_test(test_quiet_fleet_asks_for_nothing),
         cmocka_unit_test(test_queue_only_while_serving_sizes_on_backlog),
         cmocka_unit_test(test_cold_start_learned_from_observations),

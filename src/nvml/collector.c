@@ -69,6 +69,11 @@ struct nvml_collector {
     bool initialised;
     mono_ns_t next_init_at;
     uint64_t init_backoff_ns;
+    /* The last initialisation failure, reported until the next attempt: a
+     * snapshot taken inside the backoff must still say why NVML is down
+     * (and with which code), not only when it will be tried again. */
+    nvmlReturn_t init_rc;
+    char init_why[192];
     char driver_version[80];
     bool wants_second;
     uint64_t seq;
@@ -246,14 +251,17 @@ static nvmlReturn_t ensure_init(nvml_collector_t *c, mono_ns_t now, char *why, s
     if (c->initialised)
         return NVML_SUCCESS;
     if (c->next_init_at && now < c->next_init_at) {
-        snprintf(why, whylen, "NVML unavailable; next initialisation attempt in %.1f s",
+        snprintf(why, whylen, "%s; next initialisation attempt in %.1f s", c->init_why,
                  (double)(c->next_init_at - now) / 1e9);
-        return NVML_ERROR_UNINITIALIZED;
+        return c->init_rc;
     }
     const char *which = "nvmlInit";
     nvmlReturn_t r = nvml_init(c->api, &which);
     if (r != NVML_SUCCESS) {
-        snprintf(why, whylen, "%s: %s (%s)", which, nvml_code_name((int)r), nvml_error_text(c, r));
+        snprintf(c->init_why, sizeof c->init_why, "%s: %s (%s)", which, nvml_code_name((int)r),
+                 nvml_error_text(c, r));
+        c->init_rc = r;
+        snprintf(why, whylen, "%s", c->init_why);
         c->next_init_at = clock_add_sat(now, c->init_backoff_ns);
         LOG_WARN(c->log, "NVML initialisation failed: %s; retrying in %.0f s", why,
                  (double)c->init_backoff_ns / 1e9);

@@ -70,8 +70,19 @@ void hpa_init(hpa_t *h, int min_replicas, int max_replicas) {
     h->up_pods = 4;
     h->up_percent = 100;
     h->type = HPA_AVERAGE_VALUE;
+    h->legacy = false;
     h->_nrec = 0;
     h->_nup = 0;
+}
+
+void hpa_init_legacy(hpa_t *h, int min_replicas, int max_replicas) {
+    hpa_init(h, min_replicas, max_replicas);
+    h->legacy = true;
+}
+
+int hpa_legacy_scale_up_limit(int current) {
+    /* scaleUpLimitFactor 2.0, scaleUpLimitMinimum 4.0 */
+    return 2 * current > 4 ? 2 * current : 4;
 }
 
 /* Drops entries at or before cutoff (they are time-ordered). */
@@ -101,7 +112,29 @@ static void push(double *t, int *v, unsigned *n, double now, int value) {
     (*n)++;
 }
 
+/* horizontal.go without a behavior: stabilizeRecommendation keeps the
+ * highest recommendation of the downscale window (the newest included, so it
+ * may lie above current), then convertDesiredReplicasWithRules clamps it to
+ * [min, min(max, max(2 x current, 4))]. */
+static int sync_legacy(hpa_t *h, double now_s, int current, int desired) {
+    prune(h->_rec_t, h->_rec, &h->_nrec, now_s - h->down_window_s);
+    push(h->_rec_t, h->_rec, &h->_nrec, now_s, desired);
+    int rec = desired;
+    for (unsigned i = 0; i < h->_nrec; i++)
+        if (h->_rec[i] > rec)
+            rec = h->_rec[i];
+    int limit = hpa_legacy_scale_up_limit(current);
+    int hi = h->max_replicas < limit ? h->max_replicas : limit;
+    if (rec > hi)
+        rec = hi;
+    if (rec < h->min_replicas)
+        rec = h->min_replicas;
+    return rec;
+}
+
 int hpa_sync_desired(hpa_t *h, double now_s, int current, int desired) {
+    if (h->legacy)
+        return sync_legacy(h, now_s, current, desired);
     prune(h->_rec_t, h->_rec, &h->_nrec, now_s - h->down_window_s);
     push(h->_rec_t, h->_rec, &h->_nrec, now_s, desired);
     int down = desired;

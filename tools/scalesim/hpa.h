@@ -10,8 +10,17 @@
  *   Value:        desired = ceil(value / target x ready), same tolerance test on
  *                 value / target;
  * then scale-down stabilisation (the highest recommendation of the last
- * 300 s wins), the scale-up policies max(+4 pods, +100 %) per 15 s, and the
- * [min, max] clamps. KEDA (hpa_keda_t) alone moves 0 <-> 1: an active poll or
+ * 300 s wins), the scale-up limit, and the [min, max] clamps.
+ *
+ * The scale-up limit depends on whether the HPA has a `behavior`. KEDA
+ * leaves it unset unless the ScaledObject sets
+ * advanced.horizontalPodAutoscalerConfig.behavior, and an HPA without one
+ * takes the controller's legacy path (horizontal.go
+ * normalizeDesiredReplicas): at most max(2 x current, 4) per sync, the
+ * stabilised recommendation being the highest of the window including the
+ * newest. With a behavior (hpa_init: Kubernetes' default rules) the
+ * scale-up policies max(+4 pods, +100 %) per 15 s apply, counted over the
+ * policy period. KEDA (hpa_keda_t) alone moves 0 <-> 1: an active poll or
  * push at 0 writes max(min, 1); an inactive poll with minReplicaCount 0
  * writes 0 once lastActiveTime + cooldownPeriod has passed.
  */
@@ -49,6 +58,7 @@ typedef struct {
     int up_pods;            /* 4 */
     int up_percent;         /* 100 */
     hpa_metric_type_t type; /* AverageValue */
+    bool legacy;            /* no behavior: the max(2 x current, 4) limit per sync */
     /* private */
     unsigned _nrec;
     double _rec_t[HPA_HISTORY];
@@ -58,8 +68,19 @@ typedef struct {
     int _up_n[HPA_HISTORY];
 } hpa_t;
 
-/* Kubernetes' defaults with the given clamps (min is raised to 1). */
+/* An HPA with a behavior holding Kubernetes' default rules (scale-up
+ * max(+4 pods, +100 %) per 15 s, scale-down window 300 s), clamps as given
+ * (min is raised to 1). Change up_pods, up_percent, up_period_s and
+ * down_window_s for a configured behavior. */
 void hpa_init(hpa_t *h, int min_replicas, int max_replicas);
+
+/* An HPA without a behavior (what KEDA creates by default): the legacy
+ * max(2 x current, 4) scale-up limit per sync, the controller's 300 s
+ * downscale stabilisation window. */
+void hpa_init_legacy(hpa_t *h, int min_replicas, int max_replicas);
+
+/* The legacy limit: max(2 x current, 4). */
+int hpa_legacy_scale_up_limit(int current);
 
 /*
  * One HPA sync at now_s: computes the raw recommendation from the metric

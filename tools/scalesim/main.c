@@ -1,9 +1,12 @@
 /*
- * main.c - scalesim: replays a request trace through policies (a)..(f) and
- * prints the table; --svg writes the replicas-over-time plot.
+ * main.c - scalesim: replays a request trace (or a synthetic one) through
+ * the policies and prints the table and the floor; --svg writes the
+ * replicas-over-time plot, --json the results, --sweep each policy's knob
+ * sweep and Pareto frontier (table, SVG, and in the JSON).
  *
- *   scalesim --trace FILE [--scale X] [--reps N] [--gap S] [--limit S]
- *            [--svg PATH] [--only LETTERS] [model and option flags]
+ *   scalesim (--trace FILE [--format auto|csv|jsonl] | --synthetic KIND)
+ *            [--scale X] [--reps N] [--gap S] [--limit S] [--svg PATH]
+ *            [--json PATH|-] [--sweep PATH] [--only LETTERS] [model flags]
  *
  * Exit status: 0, 1 on a bad trace or argument, 2 on usage.
  */
@@ -21,18 +24,26 @@
 static void usage(FILE *f) {
     fprintf(
         f,
-        "usage: scalesim --trace FILE [options]\n"
-        "trace:   --scale X (replay X times faster, 1)  --reps N (1)  --gap S (idle s "
+        "usage: scalesim (--trace FILE | --synthetic poisson|onoff|diurnal) [options]\n"
+        "trace:   --format auto|csv|jsonl (auto: JSON Lines when it starts with '{')\n"
+        "         --syn-rate R (5)  --syn-peak R (10, diurnal)  --syn-duration S (600)\n"
+        "         --syn-on S (60)  --syn-off S (120)  --syn-period S (600)  --syn-ctx N (1000)\n"
+        "         --syn-gen N (200)  --seed N (1)\n"
+        "         --scale X (replay X times faster, 1)  --reps N (1)  --gap S (idle s "
         "between reps, 0)\n"
         "         --limit S (first S s of the file only)  --ramp S (ramp each repetition up and\n"
         "         down over S s, deterministic thinning)\n"
         "model:   --prefill TOK/S (10000)  --decode TOK/S (2500)  --seq-decode TOK/S (100)\n"
-        "         --batch N (64)  --kv TOKENS (100000)  --node-s S (60)  --image-s S (45)\n"
+        "         --batch N (64)  --kv TOKENS (100000)  --kv-block N (16)  --node-s S (60)\n"
+        "         --image-s S (45)\n"
         "         --weights-s S (30)  --warm-pool N (0)\n"
         "run:     --max-replicas N (32)  --slo S (2)  --dt S (0.1)  --tail S (900)\n"
         "         --alpha A (%.2f)  --beta B (%.2f)  (forecast weights per second)\n"
         "         --target-queue N (4)  --target-running N (12)  --target-kv PCT (70): (d), (e)\n"
-        "         --only LETTERS (e.g. def)  --svg PATH  --csv PATH (the timeline)\n",
+        "         --ideal-util U (0.5)  --ideal-drain S (10)  --ideal-hold S (60): (i)\n"
+        "         --only LETTERS (of abcdeoqif)  --svg PATH  --csv PATH (the timeline)\n"
+        "         --json PATH|-  --sweep PATH (sweep each policy's knob: frontier SVG)\n"
+        "         --floor-idle S (300: idle time after which a wake counts for the floor)\n",
         FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
 }
 
@@ -54,8 +65,14 @@ int main(int argc, char **argv) {
     sim_model_default(&m);
     sim_options_t so;
     sim_options_default(&so);
-    const char *trace_path = NULL, *svg = NULL, *only = NULL, *csv = NULL;
-    double reps = 1, max_rep = 32, warm = 0, batch = m.batch;
+    const char *trace_path = NULL, *svg = NULL, *only = NULL, *csv = NULL, *json = NULL,
+               *sweep = NULL, *synth = NULL, *format = "auto";
+    double reps = 1, max_rep = 32, warm = 0, batch = m.batch, kv_block = m.kv_block;
+    double floor_idle = 300;
+    trace_synth_t syn;
+    trace_synth_default(&syn, TRACE_SYN_POISSON);
+    double syn_ctx = syn.ctx_tokens, syn_gen = syn.gen_tokens, seed = 1;
+    double syn_rate = -1, syn_peak = -1, syn_dur = -1, syn_on = -1, syn_off = -1, syn_period = -1;
     policy_knobs_t kn;
     policy_knobs_default(&kn);
     double alpha = kn.alpha, beta = kn.beta, tq = 0, tr = 0, tk = 0;
@@ -73,6 +90,42 @@ int main(int argc, char **argv) {
             csv = v;
         else if (!strcmp(a, "--only"))
             only = v;
+        else if (!strcmp(a, "--json"))
+            json = v;
+        else if (!strcmp(a, "--sweep"))
+            sweep = v;
+        else if (!strcmp(a, "--format"))
+            format = v;
+        else if (!strcmp(a, "--synthetic"))
+            synth = v;
+        else if (!strcmp(a, "--syn-rate"))
+            rc = num(a, v, 0, 1e5, &syn_rate);
+        else if (!strcmp(a, "--syn-peak"))
+            rc = num(a, v, 1e-6, 1e5, &syn_peak);
+        else if (!strcmp(a, "--syn-duration"))
+            rc = num(a, v, 1, 1e7, &syn_dur);
+        else if (!strcmp(a, "--syn-on"))
+            rc = num(a, v, 1e-3, 1e7, &syn_on);
+        else if (!strcmp(a, "--syn-off"))
+            rc = num(a, v, 0, 1e7, &syn_off);
+        else if (!strcmp(a, "--syn-period"))
+            rc = num(a, v, 1, 1e7, &syn_period);
+        else if (!strcmp(a, "--syn-ctx"))
+            rc = num(a, v, 1, 1e6, &syn_ctx);
+        else if (!strcmp(a, "--syn-gen"))
+            rc = num(a, v, 1, 1e6, &syn_gen);
+        else if (!strcmp(a, "--seed"))
+            rc = num(a, v, 0, 1e15, &seed);
+        else if (!strcmp(a, "--kv-block"))
+            rc = num(a, v, 1, 1024, &kv_block);
+        else if (!strcmp(a, "--floor-idle"))
+            rc = num(a, v, 1, 1e7, &floor_idle);
+        else if (!strcmp(a, "--ideal-util"))
+            rc = num(a, v, 0.01, 1, &kn.ideal_util);
+        else if (!strcmp(a, "--ideal-drain"))
+            rc = num(a, v, 1, 86400, &kn.ideal_drain_s);
+        else if (!strcmp(a, "--ideal-hold"))
+            rc = num(a, v, 0, 86400, &kn.ideal_hold_s);
         else if (!strcmp(a, "--scale"))
             rc = num(a, v, 1e-3, 1e3, &to.time_scale);
         else if (!strcmp(a, "--reps"))
@@ -132,17 +185,55 @@ int main(int argc, char **argv) {
         }
         i++;
     }
-    if (!trace_path) {
+    if (!trace_path == !synth) {
+        fprintf(stderr, "scalesim: give one of --trace and --synthetic\n");
         usage(stderr);
+        return 2;
+    }
+    trace_format_t fmt = TRACE_AUTO;
+    if (!strcmp(format, "csv"))
+        fmt = TRACE_CSV;
+    else if (!strcmp(format, "jsonl"))
+        fmt = TRACE_JSONL;
+    else if (strcmp(format, "auto")) {
+        fprintf(stderr, "scalesim: --format %s: expected auto, csv or jsonl\n", format);
         return 2;
     }
     to.repetitions = (unsigned)reps;
     m.batch = (unsigned)batch;
+    m.kv_block = (unsigned)kv_block;
     m.warm_pool = (unsigned)warm;
 
     char err[512];
     trace_t t;
-    if (trace_load(trace_path, &to, &t, err, sizeof err)) {
+    if (synth) {
+        int kind = trace_synth_kind_parse(synth);
+        if (kind < 0) {
+            fprintf(stderr, "scalesim: --synthetic %s: expected poisson, onoff or diurnal\n",
+                    synth);
+            return 2;
+        }
+        trace_synth_default(&syn, (trace_synth_kind_t)kind);
+        if (syn_rate >= 0)
+            syn.rate = syn_rate;
+        if (syn_peak > 0)
+            syn.peak_rate = syn_peak;
+        if (syn_dur > 0)
+            syn.duration_s = syn_dur;
+        if (syn_on > 0)
+            syn.on_s = syn_on;
+        if (syn_off >= 0)
+            syn.off_s = syn_off;
+        if (syn_period > 0)
+            syn.period_s = syn_period;
+        syn.ctx_tokens = (unsigned)syn_ctx;
+        syn.gen_tokens = (unsigned)syn_gen;
+        syn.seed = (unsigned long long)seed;
+        if (trace_synthesize(&syn, &to, &t, err, sizeof err)) {
+            fprintf(stderr, "scalesim: %s\n", err);
+            return 1;
+        }
+    } else if (trace_load(trace_path, fmt, &to, &t, err, sizeof err)) {
         fprintf(stderr, "scalesim: %s\n", err);
         return 1;
     }
@@ -160,12 +251,15 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n; i++)
         if (!only || strchr(only, all[i].id))
             pol[k++] = all[i];
+    /* with --json - the JSON owns stdout: the text goes to stderr */
+    FILE *txt = json && !strcmp(json, "-") ? stderr : stdout;
     sim_result_t res[POLICY_COUNT];
     memset(res, 0, sizeof res);
     int status = 0;
-    printf("trace: %zu requests (%zu per repetition x %u), last arrival at %.0f s; "
-           "simulated %.0f s\n",
-           t.count, t.source_count, to.repetitions, t.end_s, sim_end_s(&t, &so));
+    fprintf(txt,
+            "trace: %zu requests (%zu per repetition x %u), last arrival at %.0f s; "
+            "simulated %.0f s\n",
+            t.count, t.source_count, to.repetitions, t.end_s, sim_end_s(&t, &so));
     for (size_t i = 0; i < k; i++)
         if (sim_run(&t, &m, &pol[i], &so, &res[i], err, sizeof err)) {
             fprintf(stderr, "scalesim: %s\n", err);
@@ -173,8 +267,86 @@ int main(int argc, char **argv) {
             k = i;
             break;
         }
+    report_frontier_t *fr = NULL;
+    size_t nfr = 0;
+    if (status == 0 && sweep) {
+        fr = calloc(k, sizeof *fr);
+        policy_variant_t *var = malloc(POLICY_MAX_VARIANTS * sizeof *var);
+        if (!fr || !var) {
+            fprintf(stderr, "scalesim: out of memory\n");
+            status = 1;
+        }
+        for (size_t i = 0; status == 0 && i < k; i++) {
+            size_t nv = policy_variants(&pol[i], var, POLICY_MAX_VARIANTS);
+            if (nv == 0)
+                continue;
+            report_frontier_t *f = &fr[nfr++];
+            f->policy = &pol[i];
+            for (size_t j = 0; j < nv && f->count < sizeof f->points / sizeof *f->points; j++) {
+                sim_result_t vr;
+                if (sim_run(&t, &m, &var[j].p, &so, &vr, err, sizeof err)) {
+                    fprintf(stderr, "scalesim: %s (%s)\n", err, var[j].knob);
+                    status = 1;
+                    break;
+                }
+                report_point_t *x = &f->points[f->count++];
+                x->gpu_hours = vr.gpu_hours;
+                x->over_slo = vr.slo_miss_share;
+                x->warm_over_slo = vr.warm_miss_share;
+                snprintf(x->knob, sizeof x->knob, "%s", var[j].knob);
+                sim_result_deinit(&vr);
+            }
+            report_pareto(f);
+        }
+        free(var);
+    }
+    size_t floor_n = sim_floor(&t, &m, so.slo_wait_s, floor_idle);
     if (status == 0) {
-        report_table(stdout, pol, res, k, so.slo_wait_s);
+        report_table(txt, pol, res, k, so.slo_wait_s);
+        fprintf(txt,
+                "floor: %zu requests (%.2f%%) arrive within one cold start - the SLO of a wake "
+                "(the first arrival, or one after >= %.0f s idle): no online policy at zero serves "
+                "them within %.0f s\n",
+                floor_n, t.count ? 100.0 * (double)floor_n / (double)t.count : 0, floor_idle,
+                so.slo_wait_s);
+        const report_frontier_t *ideal = NULL;
+        for (size_t i = 0; i < nfr; i++)
+            if (fr[i].policy->kind == SIM_POLICY_IDEAL)
+                ideal = &fr[i];
+        if (nfr) {
+            report_frontier_table(txt, fr, nfr);
+            if (ideal)
+                for (size_t i = 0; i < k; i++) {
+                    double g = report_frontier_at(ideal, res[i].slo_miss_share);
+                    if (g > 0)
+                        fprintf(txt,
+                                "(%c) %.2f GPU-h at %.2f%% > SLO; the online ideal's frontier at "
+                                "that share: %.2f GPU-h (ratio %.2f)\n",
+                                pol[i].id, res[i].gpu_hours, 100 * res[i].slo_miss_share, g,
+                                res[i].gpu_hours / g);
+                    else
+                        fprintf(txt,
+                                "(%c) %.2f GPU-h at %.2f%% > SLO; no online-ideal setting is that "
+                                "good\n",
+                                pol[i].id, res[i].gpu_hours, 100 * res[i].slo_miss_share);
+                }
+            char title[256];
+            snprintf(title, sizeof title, "scalesim frontiers: %zu requests, SLO %.0f s", t.count,
+                     so.slo_wait_s);
+            if (report_frontier_svg(sweep, fr, nfr, t.count ? (double)floor_n / (double)t.count : 0,
+                                    title, err, sizeof err)) {
+                fprintf(stderr, "scalesim: %s\n", err);
+                status = 1;
+            } else {
+                fprintf(txt, "frontier plot: %s\n", sweep);
+            }
+        }
+        if (json && report_json(json, pol, res, k, floor_n, t.count, fr, nfr, err, sizeof err)) {
+            fprintf(stderr, "scalesim: %s\n", err);
+            status = 1;
+        }
+    }
+    if (status == 0) {
         if (svg || csv) {
             float *demand;
             size_t pts;
@@ -199,7 +371,7 @@ int main(int argc, char **argv) {
                     fprintf(stderr, "scalesim: %s\n", err);
                     status = 1;
                 } else {
-                    printf("plot: %s\n", svg);
+                    fprintf(txt, "plot: %s\n", svg);
                 }
                 free(demand);
             }
@@ -207,6 +379,7 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < k; i++)
         sim_result_deinit(&res[i]);
+    free(fr);
     trace_deinit(&t);
     return status;
 }

@@ -11,13 +11,27 @@
  *     rule/query lag), pollingInterval 30 s, minReplicaCount 1.
  * (c) KEDA's queue scaler: the request queue, target 5 waiting per replica,
  *     pollingInterval 30 s (the default), pull only, minReplicaCount 0.
- * (d) Ours: metricType demand on queue + running + KV cache, external-push,
+ * (d) Composite: metricType demand on queue + running + KV cache, external-push,
  *     sourceInterval 1 s, minReplicaCount 0.
  * (e) (d) with forecast: trend and coldStartSeconds = the model's cold start.
- * (f) The oracle.
+ * (o) Ours: what a user gets from the documented minimal `metricType:
+ *     demand` trigger (docs/configuration.md, "Scale from zero with
+ *     external-push") with the product's and KEDA's defaults: the same on
+ *     every trace.
+ * (i) The online ideal: knows the work arriving now and the work queued,
+ *     exactly; no future; sets replicas each second, no KEDA, no HPA.
+ * (q) The queueing model (src/core/queue_model.c, experimental, not yet a
+ *     trigger key): the minimal trigger's activity, replicas from the model
+ *     fed with the engines' counters and the pod list; HPA behavior with a
+ *     120 s scale-down window.
+ * (f) The oracle: knows every future arrival and the cold start.
+ * (d) is `composite` today's configuration; no policy sets an HPA behavior
+ * (KEDA sets none unless the ScaledObject does), so the legacy scale-up
+ * limit applies.
  */
 #include "policies.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +57,7 @@ static void base(sim_policy_t *p, char id, const char *name, int max_replicas) {
     p->signal_period_s = 1;
     p->oracle_util = 0.8;
     p->oracle_window_s = 60;
+    p->key = NULL;
 }
 
 void policy_knobs_default(policy_knobs_t *k) {
@@ -52,6 +67,11 @@ void policy_knobs_default(policy_knobs_t *k) {
     snprintf(k->target_queue, sizeof k->target_queue, "4");
     snprintf(k->target_running, sizeof k->target_running, "12");
     snprintf(k->target_kv, sizeof k->target_kv, "70");
+    /* on the Pareto frontier of both bench traces (bench/README.md) */
+    k->ideal_util = 0.5;
+    k->ideal_drain_s = 10;
+    k->ideal_window_s = 60;
+    k->ideal_hold_s = 60;
 }
 
 static void demand_keys(sim_policy_t *p, const policy_knobs_t *k) {
@@ -97,12 +117,12 @@ size_t policies_default(sim_policy_t *out, const sim_model_t *m, policy_knobs_t 
     META(p, "targetValue", "5");
 
     p = &out[3];
-    base(p, 'd', "ours: demand queue+running+KV, push", max_replicas);
+    base(p, 'd', "composite: demand queue+running+KV, push", max_replicas);
     demand_keys(p, k);
     p->push = true;
 
     p = &out[4];
-    base(p, 'e', "ours + forecast: trend", max_replicas);
+    base(p, 'e', "composite + forecast: trend", max_replicas);
     demand_keys(p, k);
     p->push = true;
     /* The product's keys: trigger_config_parse() turns them into
@@ -114,7 +134,148 @@ size_t policies_default(sim_policy_t *out, const sim_model_t *m, policy_knobs_t 
     p->forecast_beta = k->beta;
 
     p = &out[5];
-    base(p, 'f', "oracle: foresight of arrivals + cold starts", max_replicas);
+    base(p, 'o', "ours: documented minimal demand trigger", max_replicas);
+    p->key = "ours";
+    META(p, "scalerAddress", "keda-gpu-scaler.keda.svc:6000");
+    META(p, "metricType", "demand");
+    META(p, "engine", "vllm");
+    META(p, "podSelector", "app=llama");
+    META(p, "targetQueuePerReplica", "5");
+    META(p, "targetKvCache", "70");
+    META(p, "redisAddress", "redis.queues:6379");
+    META(p, "redisListName", "llama-requests");
+    META(p, "sourceInterval", "500ms");
+    p->push = true; /* type: external-push */
+    p->signal_period_s = 0.5;
+
+    p = &out[8];
+    base(p, 'q', "queueing model (experimental)", max_replicas);
+    p->key = "queueing";
+    META(p, "scalerAddress", "keda-gpu-scaler.keda.svc:6000");
+    META(p, "metricType", "demand");
+    META(p, "engine", "vllm");
+    META(p, "podSelector", "app=llama");
+    META(p, "targetQueuePerReplica", "5");
+    META(p, "redisAddress", "redis.queues:6379");
+    META(p, "redisListName", "llama-requests");
+    META(p, "sourceInterval", "1s");
+    p->push = true;
+    p->queue_model = true; /* the model's defaults: utilisation 0.7, drain 10 s */
+    /* ScaledObject advanced.horizontalPodAutoscalerConfig.behavior: the
+     * default scale-up policy, scale-down stabilisation 120 s instead of 300 s
+     * (the model releases a wake's replicas once its backlog is gone) */
+    p->hpa_behavior = true;
+    p->hpa_up_pods = 4;
+    p->hpa_up_percent = 100;
+    p->hpa_up_period_s = 15;
+    p->hpa_down_window_s = 120;
+
+    p = &out[6];
+    base(p, 'i', "online ideal: present arrivals+backlog", max_replicas);
+    p->key = "online-ideal";
+    p->kind = SIM_POLICY_IDEAL;
+    p->ideal_util = k->ideal_util;
+    p->ideal_drain_s = k->ideal_drain_s;
+    p->ideal_window_s = k->ideal_window_s;
+    p->ideal_hold_s = k->ideal_hold_s;
+
+    p = &out[7];
+    base(p, 'f', "oracle: knows all future arrivals", max_replicas);
+    p->key = "oracle";
     p->kind = SIM_POLICY_ORACLE;
+    out[3].key = "composite";
+    out[0].key = "a";
+    out[1].key = "b";
+    out[2].key = "c";
+    out[4].key = "e";
     return POLICY_COUNT;
+}
+
+/* Points base's metadata key at v's own value buffer. */
+static void set_meta(policy_variant_t *v, const char *key, double x) {
+    snprintf(v->value, sizeof v->value, "%g", x);
+    snprintf(v->knob, sizeof v->knob, "%s=%s", key, v->value);
+    for (unsigned i = 0; i < v->p.meta_count; i++)
+        if (!strcmp(v->p.meta[i][0], key)) {
+            v->p.meta[i][1] = v->value;
+            return;
+        }
+}
+
+size_t policy_variants(const sim_policy_t *b, policy_variant_t *out, size_t cap) {
+    size_t n = 0;
+    static const double gpu[] = {40, 55, 70, 85};
+    static const double queue[] = {1, 2, 5, 10, 20};
+    static const double demand[] = {2, 4, 8, 16, 32, 64};
+    static const double oracle[] = {0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
+    static const double util[] = {0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
+    static const double drain[] = {10, 30, 120};
+    static const double hold[] = {60, 300};
+    const double *v = NULL;
+    size_t nv = 0;
+    const char *key = NULL;
+    if (b->kind == SIM_POLICY_IDEAL) {
+        for (size_t a = 0; a < sizeof util / sizeof *util; a++)
+            for (size_t d = 0; d < sizeof drain / sizeof *drain; d++)
+                for (size_t h = 0; h < sizeof hold / sizeof *hold && n < cap; h++) {
+                    policy_variant_t *x = &out[n++];
+                    x->p = *b;
+                    x->p.ideal_util = util[a];
+                    x->p.ideal_drain_s = drain[d];
+                    x->p.ideal_hold_s = hold[h];
+                    x->value[0] = '\0';
+                    snprintf(x->knob, sizeof x->knob, "util=%.1f drain=%.0fs hold=%.0fs", util[a],
+                             drain[d], hold[h]);
+                }
+        return n;
+    }
+    if (b->queue_model) { /* the model's utilisation x drain target x scale-down window */
+        static const double qutil[] = {0.5, 0.6, 0.7, 0.8};
+        static const double qdrain[] = {10, 30};
+        static const double qwin[] = {60, 120, 300};
+        for (size_t a = 0; a < sizeof qutil / sizeof *qutil; a++)
+            for (size_t d = 0; d < sizeof qdrain / sizeof *qdrain; d++)
+                for (size_t w = 0; w < sizeof qwin / sizeof *qwin && n < cap; w++) {
+                    policy_variant_t *x = &out[n++];
+                    x->p = *b;
+                    x->p.qm_util = qutil[a];
+                    x->p.qm_drain_s = qdrain[d];
+                    x->p.hpa_down_window_s = qwin[w];
+                    x->value[0] = '\0';
+                    snprintf(x->knob, sizeof x->knob, "util=%.1f drain=%.0fs window=%.0fs",
+                             qutil[a], qdrain[d], qwin[w]);
+                }
+        return n;
+    }
+    if (b->kind == SIM_POLICY_ORACLE) {
+        for (size_t i = 0; i < sizeof oracle / sizeof *oracle && n < cap; i++) {
+            policy_variant_t *x = &out[n++];
+            x->p = *b;
+            x->p.oracle_util = oracle[i];
+            x->value[0] = '\0';
+            snprintf(x->knob, sizeof x->knob, "util=%.1f", oracle[i]);
+        }
+        return n;
+    }
+    for (unsigned i = 0; i < b->meta_count; i++) {
+        const char *k = b->meta[i][0];
+        if (!strcmp(k, "targetQueuePerReplica")) {
+            key = k;
+            v = demand;
+            nv = sizeof demand / sizeof *demand;
+        } else if (!strcmp(k, "targetValue") && !key) {
+            key = k;
+            bool q = false;
+            for (unsigned j = 0; j < b->meta_count; j++)
+                q |= !strcmp(b->meta[j][0], "metricType") && !strcmp(b->meta[j][1], "queue_length");
+            v = q ? queue : gpu;
+            nv = q ? sizeof queue / sizeof *queue : sizeof gpu / sizeof *gpu;
+        }
+    }
+    for (size_t i = 0; key && i < nv && n < cap; i++) {
+        policy_variant_t *x = &out[n++];
+        x->p = *b;
+        set_meta(x, key, v[i]);
+    }
+    return n;
 }

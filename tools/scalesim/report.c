@@ -6,6 +6,8 @@
 #include "report.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "core/err.h"
@@ -35,8 +37,8 @@ void report_table(FILE *f, const sim_policy_t *p, const sim_result_t *r, size_t 
             slo_wait_s);
 }
 
-static const char *const colours[] = {"#d62728", "#ff7f0e", "#9467bd",
-                                      "#1f77b4", "#2ca02c", "#555555"};
+static const char *const colours[] = {"#d62728", "#ff7f0e", "#9467bd", "#1f77b4",
+                                      "#2ca02c", "#e377c2", "#17becf", "#555555"};
 
 int report_svg(const char *path, const sim_policy_t *p, const sim_result_t *r, size_t n,
                const float *demand, size_t points, double step_s, const char *title, char *err,
@@ -136,6 +138,227 @@ int report_csv(const char *path, const sim_policy_t *p, const sim_result_t *r, s
                 fprintf(f, ",,");
         fprintf(f, "\n");
     }
+    int bad = ferror(f);
+    if (fclose(f) || bad)
+        return kgs_seterr(err, errlen, KGS_EIO, "write %s: I/O error", path);
+    return 0;
+}
+
+void report_pareto(report_frontier_t *f) {
+    f->pareto_count = 0;
+    for (size_t i = 0; i < f->count; i++) {
+        const report_point_t *a = &f->points[i];
+        bool dominated = false;
+        for (size_t j = 0; j < f->count && !dominated; j++) {
+            const report_point_t *b = &f->points[j];
+            if (j == i)
+                continue;
+            bool le = b->gpu_hours <= a->gpu_hours && b->over_slo <= a->over_slo;
+            bool lt = b->gpu_hours < a->gpu_hours || b->over_slo < a->over_slo;
+            /* of two equal points keep the first */
+            dominated = (le && lt) || (le && !lt && j < i);
+        }
+        if (!dominated)
+            f->pareto[f->pareto_count++] = *a;
+    }
+    /* insertion sort by over_slo */
+    for (size_t i = 1; i < f->pareto_count; i++) {
+        report_point_t x = f->pareto[i];
+        size_t j = i;
+        while (j > 0 && f->pareto[j - 1].over_slo > x.over_slo) {
+            f->pareto[j] = f->pareto[j - 1];
+            j--;
+        }
+        f->pareto[j] = x;
+    }
+}
+
+double report_frontier_at(const report_frontier_t *f, double over_slo) {
+    /* pareto is ascending in over_slo and so descending in GPU-hours */
+    double best = -1;
+    for (size_t i = 0; i < f->pareto_count; i++) {
+        const report_point_t *a = &f->pareto[i];
+        if (a->over_slo <= over_slo) {
+            best = a->gpu_hours;
+            if (i + 1 < f->pareto_count && f->pareto[i + 1].over_slo > over_slo) {
+                const report_point_t *b = &f->pareto[i + 1];
+                double w = (over_slo - a->over_slo) / (b->over_slo - a->over_slo);
+                best = a->gpu_hours + w * (b->gpu_hours - a->gpu_hours);
+            }
+        }
+    }
+    return best;
+}
+
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static const char *policy_key(const sim_policy_t *p, char *buf, size_t len) {
+    if (p->key)
+        return p->key;
+    snprintf(buf, len, "%c", p->id);
+    return buf;
+}
+
+int report_json(const char *path, const sim_policy_t *p, const sim_result_t *r, size_t n,
+                size_t floor_requests, size_t requests, const report_frontier_t *fr, size_t nfr,
+                char *err, size_t errlen) {
+    bool out = !strcmp(path, "-");
+    FILE *f = out ? stdout : fopen(path, "w");
+    if (!f)
+        return kgs_seterr(err, errlen, KGS_EIO, "write %s: %s", path, strerror(errno));
+    char kb[8];
+    fprintf(f, "{\"policies\": [");
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "%s\n  {\"key\": ", i ? "," : "");
+        json_string(f, policy_key(&p[i], kb, sizeof kb));
+        fprintf(f, ", \"label\": ");
+        json_string(f, p[i].name);
+        fprintf(f,
+                ", \"gpu_hours\": %.4f, \"over_slo\": %.6f, \"warm_over_slo\": %.6f, "
+                "\"cold_starts\": %u, \"peak_replicas\": %u, \"wait_p50_s\": %.3f, "
+                "\"wait_p99_s\": %.3f, \"cold_requests\": %zu, \"preemptions\": %u, "
+                "\"completed\": %zu}",
+                r[i].gpu_hours, r[i].slo_miss_share, r[i].warm_miss_share, r[i].cold_starts,
+                r[i].peak_replicas, r[i].wait_p50_s, r[i].wait_p99_s, r[i].cold_requests,
+                r[i].preemptions, r[i].completed);
+    }
+    fprintf(f, "\n ],\n \"floor\": {\"requests\": %zu, \"over_slo\": %.6f}", floor_requests,
+            requests ? (double)floor_requests / (double)requests : 0);
+    fprintf(f, ",\n \"frontiers\": [");
+    for (size_t i = 0; fr && i < nfr; i++) {
+        fprintf(f, "%s\n  {\"key\": ", i ? "," : "");
+        json_string(f, policy_key(fr[i].policy, kb, sizeof kb));
+        fprintf(f, ", \"points\": [");
+        for (size_t k = 0; k < fr[i].count; k++) {
+            const report_point_t *x = &fr[i].points[k];
+            bool on = false;
+            for (size_t j = 0; j < fr[i].pareto_count; j++)
+                on |= !strcmp(fr[i].pareto[j].knob, x->knob);
+            fprintf(f, "%s{\"knob\": ", k ? ", " : "");
+            json_string(f, x->knob);
+            fprintf(f, ", \"gpu_hours\": %.4f, \"over_slo\": %.6f, \"pareto\": %s}", x->gpu_hours,
+                    x->over_slo, on ? "true" : "false");
+        }
+        fprintf(f, "]}");
+    }
+    fprintf(f, "\n ]}\n");
+    int bad = ferror(f);
+    if (out ? fflush(f) != 0 : fclose(f) != 0)
+        bad = 1;
+    if (bad)
+        return kgs_seterr(err, errlen, KGS_EIO, "write %s: I/O error", path);
+    return 0;
+}
+
+void report_frontier_table(FILE *f, const report_frontier_t *fr, size_t n) {
+    fprintf(f, "frontiers (GPU-h against share over SLO; * = Pareto-optimal):\n");
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "(%c) %s\n", fr[i].policy->id, fr[i].policy->name);
+        for (size_t k = 0; k < fr[i].count; k++) {
+            const report_point_t *x = &fr[i].points[k];
+            bool on = false;
+            for (size_t j = 0; j < fr[i].pareto_count; j++)
+                on |= !strcmp(fr[i].pareto[j].knob, x->knob);
+            fprintf(f, "  %c %-34s %7.2f GPU-h %7.2f%% > SLO %7.2f%% warm\n", on ? '*' : ' ',
+                    x->knob, x->gpu_hours, 100 * x->over_slo, 100 * x->warm_over_slo);
+        }
+    }
+}
+
+int report_frontier_svg(const char *path, const report_frontier_t *fr, size_t n, double floor_share,
+                        const char *title, char *err, size_t errlen) {
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return kgs_seterr(err, errlen, KGS_EIO, "write %s: %s", path, strerror(errno));
+    const double W = 1000, H = 560, left = 70, right = 320, top = 50, bottom = 50;
+    const double pw = W - left - right, ph = H - top - bottom;
+    /* x: share over SLO, log10 from 0.1 % to 100 % (0 drawn at 0.1 %) */
+    const double xlo = -3, xhi = 0;
+    double ymax = 1;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < fr[i].count; k++)
+            if (fr[i].points[k].gpu_hours > ymax)
+                ymax = fr[i].points[k].gpu_hours;
+    ymax = ceil(ymax * 1.05);
+#define XP(v) (left + pw * ((log10((v) < 1e-3 ? 1e-3 : (v)) - xlo) / (xhi - xlo)))
+#define YP(v) (top + ph - ph * (v) / ymax)
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+            "font-family=\"sans-serif\" font-size=\"11\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+            "<text x=\"%.0f\" y=\"20\" font-size=\"14\">%s</text>\n"
+            "<text x=\"%.0f\" y=\"38\" fill=\"#666\">each policy's knob sweep: dots every "
+            "setting, line its Pareto frontier; lower left is better</text>\n"
+            "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
+            "stroke=\"#999\"/>\n",
+            W, H, left, title, left, left, top, pw, ph);
+    static const double ticks[] = {0.001, 0.01, 0.1, 1};
+    static const char *const tick_label[] = {"&lt;=0.1%", "1%", "10%", "100%"};
+    for (int t = 0; t < 4; t++) {
+        double x = XP(ticks[t]);
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#eee\"/>\n"
+                "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" fill=\"#666\">%s</text>\n",
+                x, top, x, top + ph, x, top + ph + 16, tick_label[t]);
+    }
+    fprintf(f,
+            "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">share of requests waiting over "
+            "the SLO (log)</text>\n",
+            left + pw / 2, H - 10);
+    for (int g = 0; g <= 4; g++) {
+        double v = ymax * g / 4;
+        fprintf(f,
+                "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#eee\"/>\n"
+                "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#666\">%.0f</text>\n",
+                left, YP(v), left + pw, YP(v), left - 4, YP(v) + 4, v);
+    }
+    fprintf(f,
+            "<text x=\"16\" y=\"%.0f\" transform=\"rotate(-90 16 %.0f)\" "
+            "text-anchor=\"middle\">GPU-hours</text>\n",
+            top + ph / 2, top + ph / 2);
+    if (floor_share > 0)
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#000\" "
+                "stroke-dasharray=\"5 4\"/>\n<text x=\"%.1f\" y=\"%.0f\" fill=\"#000\">floor "
+                "%.1f%%: arrivals during a wake's cold start</text>\n",
+                XP(floor_share), top, XP(floor_share), top + ph, XP(floor_share) + 4, top + 14,
+                100 * floor_share);
+    for (size_t i = 0; i < n; i++) {
+        const char *c = colours[i % (sizeof colours / sizeof *colours)];
+        for (size_t k = 0; k < fr[i].count; k++)
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\" opacity=\"0.5\"/>\n",
+                    XP(fr[i].points[k].over_slo), YP(fr[i].points[k].gpu_hours), c);
+        /* the frontier's own points solid: a one-point frontier has no line */
+        for (size_t k = 0; k < fr[i].pareto_count; k++)
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n",
+                    XP(fr[i].pareto[k].over_slo), YP(fr[i].pareto[k].gpu_hours), c);
+        fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" d=\"", c);
+        for (size_t k = 0; k < fr[i].pareto_count; k++)
+            fprintf(f, "%s%.1f %.1f", k ? " L" : "M", XP(fr[i].pareto[k].over_slo),
+                    YP(fr[i].pareto[k].gpu_hours));
+        fprintf(f, "\"/>\n");
+        double ly = top + 10 + 18 * (double)i;
+        fprintf(f,
+                "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
+                "stroke-width=\"3\"/>\n<text x=\"%.0f\" y=\"%.0f\">(%c) %s</text>\n",
+                left + pw + 10, ly, left + pw + 26, ly, c, left + pw + 30, ly + 4, fr[i].policy->id,
+                fr[i].policy->name);
+    }
+#undef XP
+#undef YP
+    fprintf(f, "</svg>\n");
     int bad = ferror(f);
     if (fclose(f) || bad)
         return kgs_seterr(err, errlen, KGS_EIO, "write %s: I/O error", path);

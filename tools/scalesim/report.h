@@ -27,4 +27,46 @@ int report_svg(const char *path, const sim_policy_t *p, const sim_result_t *r, s
 int report_csv(const char *path, const sim_policy_t *p, const sim_result_t *r, size_t n,
                const float *demand, size_t points, double step_s, char *err, size_t errlen);
 
+/*
+ * Writes {"policies": [{"key", "label", "gpu_hours", "over_slo",
+ * "warm_over_slo", "cold_starts", "peak_replicas", "wait_p50_s",
+ * "wait_p99_s"}], "floor": {...}, "frontiers": [...]} to path ("-":
+ * stdout); shares are fractions in [0, 1]. frontiers may be NULL (no
+ * sweep). Returns 0 or KGS_EIO.
+ */
+typedef struct {
+    double gpu_hours, over_slo, warm_over_slo;
+    char knob[64];
+} report_point_t;
+
+typedef struct {
+    const sim_policy_t *policy;
+    size_t count;
+    report_point_t points[48]; /* all points of the sweep */
+    size_t pareto_count;
+    report_point_t pareto[48]; /* the non-dominated ones, by over_slo ascending */
+} report_frontier_t;
+
+/* Fills f->pareto from f->points: the points no other point beats on both
+ * GPU-hours and share over SLO. */
+void report_pareto(report_frontier_t *f);
+
+/* The fewest GPU-hours on f's frontier at a share over SLO <= over_slo
+ * (linear between frontier points); a negative number when none is that
+ * good. */
+double report_frontier_at(const report_frontier_t *f, double over_slo);
+
+int report_json(const char *path, const sim_policy_t *p, const sim_result_t *r, size_t n,
+                size_t floor_requests, size_t requests, const report_frontier_t *fr, size_t nfr,
+                char *err, size_t errlen);
+
+/* Writes the frontiers as a table. */
+void report_frontier_table(FILE *f, const report_frontier_t *fr, size_t n);
+
+/* Draws each policy's Pareto frontier (GPU-hours against share over SLO,
+ * log scale) as an SVG at path, with the floor share (see sim_floor) as a
+ * dashed line. Returns 0 or KGS_EIO. */
+int report_frontier_svg(const char *path, const report_frontier_t *fr, size_t n, double floor_share,
+                        const char *title, char *err, size_t errlen);
+
 #endif

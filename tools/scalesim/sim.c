@@ -3,14 +3,24 @@
  *
  * Requests wait in one FIFO queue in front of the fleet (a gateway or Redis
  * queue: it exists at zero replicas, which is what activation needs). The
- * head is admitted to the serving replica with the fewest running requests
- * that has a batch slot and room in its KV cache for the request's whole
- * footprint (context + output: no preemption is modelled). Queue wait is
- * admission time - arrival.
+ * gateway sends the head to the serving replica with the fewest running
+ * requests that can schedule it now: a batch slot, no preempted requests of
+ * its own waiting, and free KV blocks for the prompt (plus vLLM's 1 %
+ * watermark), or no request running at all (a prompt larger than the whole
+ * cache runs alone, over-committed, rather than never). Queue wait is the
+ * first scheduling - arrival.
+ *
+ * KV is paged like vLLM's: blocks of kv_block tokens; a request holds the
+ * blocks of its prompt from scheduling and one more each kv_block generated
+ * tokens. When a step's decode growth needs more blocks than are free, the
+ * newest running request is preempted (its blocks freed) to the head of its
+ * engine's waiting queue and recomputed later (prompt + generated so far
+ * prefilled again). An engine schedules its own waiting requests before the
+ * gateway sends new ones.
  *
  * A replica's step of dt seconds is a processor-sharing fluid model: the
  * decoding requests each want min(left, decode_seq_tok_s x dt) tokens, the
- * prefilling ones their remaining context (first come first served); the
+ * prefilling ones their remaining prompt (first come first served); the
  * GPU time needed is prefill / prefill_tok_s + decode / decode_tok_s, and
  * when it exceeds dt every share is scaled down by the same factor. NVML's
  * "GPU utilisation" is the share of time with at least one request running
@@ -21,14 +31,18 @@
  * provisioning (a pool node from the start) until it terminates. Removing
  * replicas removes starting ones first (the ReplicaSet's order: not ready
  * before ready), then the serving ones with the fewest requests, which
- * drain (no new admissions) and terminate when empty.
+ * drain (no new requests from the gateway) and terminate when empty.
  *
- * Policies: KEDA's scale loop every pollingInterval (IsActive: 0 <-> 1 and
- * cooldown), external-push (a `true` at every signal refresh while active),
- * the HPA every 15 s while replicas >= 1. Signals are sampled every
- * signal_period_s and read signal_delay_s late. The oracle instead sets
- * replicas from the future demand: enough replicas for the work arriving
- * over the next cold start, started exactly one cold start early.
+ * KEDA policies: KEDA's scale loop every pollingInterval (IsActive: 0 <-> 1
+ * and cooldown), external-push (a `true` at every signal refresh while
+ * active), the HPA every 15 s while replicas >= 1 (legacy limit unless the
+ * policy sets a behavior). They read sim_signals_t only, sampled every
+ * signal_period_s and seen signal_delay_s late. The online ideal sets
+ * replicas each second from the truth of the present (the work arriving
+ * and the work queued); the oracle from the future demand: enough replicas
+ * for the work arriving over the next cold start, started exactly one cold
+ * start early. Every policy starts with no replica unless it has a
+ * minReplicaCount.
  */
 #include "sim.h"
 
@@ -42,20 +56,21 @@
 #include "core/err.h"
 #include "core/evaluator.h"
 #include "core/forecast.h"
+#include "core/queue_model.h"
 #include "core/metadata.h"
 #include "core/snapshot.h"
 #include "core/trigger_config.h"
 
-#define MAX_REPLICAS 512
+#define MAX_REPLICAS SIM_MAX_PODS
 #define MAX_BATCH 1024
-#define SIGNAL_RING 1024
 
 void sim_model_default(sim_model_t *m) {
     m->prefill_tok_s = 10000;
     m->decode_tok_s = 2500;
     m->decode_seq_tok_s = 100;
     m->batch = 64;
-    m->kv_tokens = 100000;
+    m->kv_tokens = 400000;
+    m->kv_block = 16;
     m->node_s = 60;
     m->image_s = 45;
     m->weights_s = 30;
@@ -73,6 +88,10 @@ double sim_end_s(const trace_t *t, const sim_options_t *o) {
     return (t->count ? t->end_s : 0) + o->tail_s;
 }
 
+double sim_request_work(const sim_model_t *m, const trace_request_t *r) {
+    return r->ctx_tokens / m->prefill_tok_s + r->gen_tokens / m->decode_tok_s;
+}
+
 typedef enum { R_FREE = 0, R_PROVISION, R_PULL, R_LOAD, R_SERVE, R_DRAIN } rstate_t;
 
 typedef struct {
@@ -80,17 +99,15 @@ typedef struct {
     double phase_end_s; /* when the current start-up phase ends */
     double created_s;
     unsigned running;
-    unsigned *run; /* request indices, admission order */
-    double kv_reserved;
-    double busy_s; /* time with >= 1 request running, this signal period */
+    unsigned *run; /* request indices, scheduling order (the newest last) */
+    unsigned nwait;
+    unsigned *wait;   /* preempted requests, the next to schedule first */
+    unsigned kv_used; /* KV blocks held by the running requests */
+    double busy_s;    /* time with >= 1 request running, this signal period */
+    double completed; /* the engine's counters since the pod started */
+    double prompt_tok;
+    double gen_tok;
 } replica_t;
-
-typedef struct {
-    double t;
-    unsigned gpus;
-    double util[MAX_REPLICAS];
-    demand_signals_t d;
-} sample_t;
 
 typedef struct {
     const trace_t *t;
@@ -100,28 +117,50 @@ typedef struct {
     trigger_config_t cfg;
     snapshot_t *snap;
     replica_t rep[MAX_REPLICAS];
+    unsigned kv_blocks; /* per replica */
     unsigned *run_store;
     double *admit_s;
     float *prefill_left;
     float *gen_left;
-    unsigned char *cold; /* request arrived with no replica serving */
+    unsigned *blocks;         /* KV blocks a request holds */
+    unsigned char *cold;      /* request arrived with no replica serving */
+    unsigned char *prefilled; /* its prompt was counted once */
     size_t next_arrival, qhead;
     unsigned pool_free; /* warm nodes idle in the pool */
-    sample_t *ring;
-    unsigned ring_n, ring_head; /* ring_head: next write */
-    unsigned rr;                /* node-local round robin */
+    sim_signals_t *ring;
+    unsigned ring_cap, ring_n, ring_head; /* ring_head: next write */
+    unsigned rr;                          /* node-local round robin */
     forecast_t fc;
+    queue_model_t qm;
+    double qm_starting[SIM_MAX_PODS]; /* creation times of the pods starting in the last sample */
+    unsigned qm_nstarting;
+    double qm_replicas; /* its decision */
     double gpu_s;
-    unsigned cold_starts, eval_errors;
+    unsigned cold_starts, eval_errors, preemptions;
+    size_t completed;
     bool waking;
     double wake_start_s;
     unsigned wakes;
     double wake_sum_s, wake_max_s;
+    /* online ideal */
+    size_t win_lo;   /* oldest arrival still in the window */
+    double win_work; /* work of the arrivals in the window */
+    int *ideal_hist; /* the need per second, for the hold */
 } sim_t;
 
-static double footprint(const sim_t *s, size_t r) {
-    double f = (double)s->t->reqs[r].ctx_tokens + s->t->reqs[r].gen_tokens;
-    return f > s->m->kv_tokens ? s->m->kv_tokens : f;
+static unsigned blocks_for(const sim_t *s, double tokens) {
+    if (!(tokens > 0))
+        return 0;
+    return (unsigned)ceil(tokens / s->m->kv_block - 1e-9);
+}
+
+/* Tokens a request has in KV once prefilled: its prompt and what it generated. */
+static double kv_tokens_of(const sim_t *s, unsigned q) {
+    return (double)s->t->reqs[q].ctx_tokens + s->t->reqs[q].gen_tokens - s->gen_left[q];
+}
+
+static unsigned kv_free(const sim_t *s, const replica_t *r) {
+    return r->kv_used >= s->kv_blocks ? 0 : s->kv_blocks - r->kv_used;
 }
 
 static unsigned count_state(const sim_t *s, bool (*pred)(rstate_t)) {
@@ -141,7 +180,7 @@ static bool is_billed(rstate_t st) {
     return st >= R_PULL;
 }
 static bool has_node(rstate_t st) {
-    return st >= R_PULL && st <= R_SERVE;
+    return st >= R_PULL;
 }
 
 static void replica_create(sim_t *s, double now) {
@@ -151,8 +190,10 @@ static void replica_create(sim_t *s, double now) {
             continue;
         r->created_s = now;
         r->running = 0;
-        r->kv_reserved = 0;
+        r->nwait = 0;
+        r->kv_used = 0;
         r->busy_s = 0;
+        r->completed = r->prompt_tok = r->gen_tok = 0;
         if (s->pool_free > 0) {
             /* a pool node has the node and the cached image: weights only */
             s->pool_free--;
@@ -206,7 +247,8 @@ static void reconcile(sim_t *s, int desired, double now) {
         } else {
             for (unsigned i = 0; i < MAX_REPLICAS; i++)
                 if (s->rep[i].state == R_SERVE &&
-                    (pick < 0 || s->rep[i].running < s->rep[pick].running))
+                    (pick < 0 || s->rep[i].running + s->rep[i].nwait <
+                                     s->rep[pick].running + s->rep[pick].nwait))
                     pick = (int)i;
             if (pick < 0)
                 break;
@@ -216,34 +258,91 @@ static void reconcile(sim_t *s, int desired, double now) {
     }
 }
 
+/* Whether r can schedule a request with this many prompt tokens now. */
+static bool can_schedule(const sim_t *s, const replica_t *r, double prompt) {
+    if (r->running >= s->m->batch)
+        return false;
+    if (r->running == 0)
+        return true;
+    unsigned watermark = s->kv_blocks / 100;
+    return kv_free(s, r) >= blocks_for(s, prompt) + watermark;
+}
+
+static void schedule(sim_t *s, replica_t *r, unsigned q, double now) {
+    r->run[r->running++] = q;
+    s->blocks[q] = blocks_for(s, s->prefill_left[q] > 0 ? s->prefill_left[q] : kv_tokens_of(s, q));
+    r->kv_used += s->blocks[q];
+    if (s->admit_s[q] < 0)
+        s->admit_s[q] = now;
+}
+
 static void dispatch(sim_t *s, double now) {
+    /* engines first: their preempted requests, head first */
+    for (unsigned i = 0; i < MAX_REPLICAS; i++) {
+        replica_t *r = &s->rep[i];
+        if (r->state != R_SERVE && r->state != R_DRAIN)
+            continue;
+        while (r->nwait > 0 && can_schedule(s, r, s->prefill_left[r->wait[0]])) {
+            unsigned q = r->wait[0];
+            r->nwait--;
+            memmove(r->wait, r->wait + 1, r->nwait * sizeof *r->wait);
+            schedule(s, r, q, now);
+        }
+    }
     while (s->qhead < s->next_arrival) {
         size_t q = s->qhead;
-        double need = footprint(s, q);
+        double prompt = s->prefill_left[q];
         int pick = -1;
         for (unsigned i = 0; i < MAX_REPLICAS; i++) {
             replica_t *r = &s->rep[i];
-            if (r->state != R_SERVE || r->running >= s->m->batch ||
-                r->kv_reserved + need > s->m->kv_tokens)
+            if (r->state != R_SERVE || r->nwait > 0 || !can_schedule(s, r, prompt))
                 continue;
             if (pick < 0 || r->running < s->rep[pick].running)
                 pick = (int)i;
         }
         if (pick < 0)
             return;
-        replica_t *r = &s->rep[pick];
-        r->run[r->running++] = (unsigned)q;
-        r->kv_reserved += need;
-        s->admit_s[q] = now;
+        schedule(s, &s->rep[pick], (unsigned)q, now);
         s->qhead++;
     }
+}
+
+/* The newest running request of r back to the head of its engine's queue,
+ * to be recomputed: its prompt and the tokens it generated are prefilled
+ * again when it is scheduled next. */
+static void preempt_newest(sim_t *s, replica_t *r) {
+    unsigned q = r->run[--r->running];
+    r->kv_used -= s->blocks[q];
+    s->blocks[q] = 0;
+    s->prefill_left[q] = (float)kv_tokens_of(s, q);
+    memmove(r->wait + 1, r->wait, r->nwait * sizeof *r->wait);
+    r->wait[0] = q;
+    r->nwait++;
+    s->preemptions++;
 }
 
 static void serve_step(sim_t *s, replica_t *r, double dt) {
     if (r->running == 0)
         return;
-    r->busy_s += dt;
     const sim_model_t *m = s->m;
+    /* the KV blocks this step's decoding needs; preempt while they are not
+     * free (a request alone on its replica is never preempted) */
+    while (r->running > 1) {
+        unsigned grow = 0;
+        for (unsigned k = 0; k < r->running; k++) {
+            unsigned q = r->run[k];
+            if (s->prefill_left[q] > 0)
+                continue;
+            double take = fmin(s->gen_left[q], m->decode_seq_tok_s * dt);
+            unsigned after = blocks_for(s, kv_tokens_of(s, q) + take);
+            if (after > s->blocks[q])
+                grow += after - s->blocks[q];
+        }
+        if (grow <= kv_free(s, r))
+            break;
+        preempt_newest(s, r);
+    }
+    r->busy_s += dt;
     double pre_want = 0, dec_want = 0;
     for (unsigned k = 0; k < r->running; k++) {
         unsigned q = r->run[k];
@@ -267,89 +366,174 @@ static void serve_step(sim_t *s, replica_t *r, double dt) {
             s->prefill_left[q] -= (float)take;
             if (s->prefill_left[q] <= 0.5f) {
                 s->prefill_left[q] = 0;
+                if (!s->prefilled[q]) {
+                    s->prefilled[q] = 1;
+                    r->prompt_tok += s->t->reqs[q].ctx_tokens;
+                }
                 done = s->gen_left[q] <= 0;
             }
         } else {
             double take = fmin(s->gen_left[q], m->decode_seq_tok_s * dt) * scale;
             s->gen_left[q] -= (float)take;
+            r->gen_tok += take;
             done = s->gen_left[q] <= 1e-3f;
+            unsigned after = blocks_for(s, kv_tokens_of(s, q));
+            if (!done && after > s->blocks[q]) {
+                r->kv_used += after - s->blocks[q];
+                s->blocks[q] = after;
+            }
         }
-        if (done)
-            r->kv_reserved -= footprint(s, q);
-        else
+        if (done) {
+            r->kv_used -= s->blocks[q];
+            s->blocks[q] = 0;
+            r->completed++;
+            s->completed++;
+        } else {
             r->run[keep++] = q;
+        }
     }
     r->running = keep;
-    if (r->running == 0)
-        r->kv_reserved = 0; /* no float drift */
 }
 
+/* What production would expose now: the pod list, NVML, the engines'
+ * /metrics, the gateway queue. */
 static void take_sample(sim_t *s, double now) {
-    sample_t *x = &s->ring[s->ring_head];
-    s->ring_head = (s->ring_head + 1) % SIGNAL_RING;
-    if (s->ring_n < SIGNAL_RING)
+    sim_signals_t *x = &s->ring[s->ring_head];
+    s->ring_head = (s->ring_head + 1) % s->ring_cap;
+    if (s->ring_n < s->ring_cap)
         s->ring_n++;
-    memset(&x->d, 0, sizeof x->d);
-    x->t = now;
-    x->gpus = 0;
-    double running = 0, kv = 0;
+    x->t_s = now;
+    x->pod_count = 0;
     double period = s->p->signal_period_s;
     for (unsigned i = 0; i < MAX_REPLICAS; i++) {
         replica_t *r = &s->rep[i];
-        if (has_node(r->state) || r->state == R_DRAIN) {
+        if (r->state == R_FREE)
+            continue;
+        sim_pod_t *pd = &x->pods[x->pod_count++];
+        memset(pd, 0, sizeof *pd);
+        pd->created_s = r->created_s;
+        pd->ready = r->state == R_SERVE;
+        pd->scheduled = has_node(r->state);
+        if (pd->scheduled) {
             double u = r->busy_s / period * 100;
-            x->util[x->gpus++] = u > 100 ? 100 : u;
+            pd->gpu_util_pct = u > 100 ? 100 : u;
         }
         r->busy_s = 0;
-        if (r->state == R_SERVE || r->state == R_DRAIN) {
-            running += r->running;
-            double used = 0;
-            for (unsigned k = 0; k < r->running; k++) {
-                unsigned q = r->run[k];
-                const trace_request_t *rq = &s->t->reqs[q];
-                used += rq->ctx_tokens - s->prefill_left[q] + rq->gen_tokens - s->gen_left[q];
-            }
-            kv += used / s->m->kv_tokens * 100;
+        pd->engine_up = r->state == R_SERVE || r->state == R_DRAIN;
+        if (pd->engine_up) {
+            pd->completed = r->completed;
+            pd->prompt_tokens = r->prompt_tok;
+            pd->gen_tokens = r->gen_tok;
+            pd->running = r->running;
+            pd->waiting = r->nwait;
+            double u = (double)r->kv_used / s->kv_blocks;
+            pd->kv_usage = u > 1 ? 1 : u;
         }
     }
-    /* The router holds the queue, so the engines' own waiting count is 0. */
-    x->d.has_engine = trigger_uses_engine(&s->cfg);
-    x->d.waiting = 0;
-    x->d.running = running;
-    x->d.kv_percent = kv;
-    x->d.has_queue = s->cfg.demand.queue != QUEUE_NONE;
-    x->d.queue = (double)(s->next_arrival - s->qhead);
+    x->queue = (double)(s->next_arrival - s->qhead);
 }
 
 /* The sample KEDA sees at now: the newest taken at or before now - delay. */
-static const sample_t *seen_sample(const sim_t *s, double now) {
+static const sim_signals_t *seen_sample(const sim_t *s, double now) {
     double cut = now - s->p->signal_delay_s + 1e-9;
     for (unsigned k = 1; k <= s->ring_n; k++) {
-        const sample_t *x = &s->ring[(s->ring_head + SIGNAL_RING - k) % SIGNAL_RING];
-        if (x->t <= cut)
+        const sim_signals_t *x = &s->ring[(s->ring_head + s->ring_cap - k) % s->ring_cap];
+        if (x->t_s <= cut)
             return x;
     }
     return NULL;
 }
 
+/* The engine and queue signals the product's sources would gather from x:
+ * the gauges summed over the pods whose engine answers, the queue as is. */
+static void demand_signals_from(const sim_t *s, const sim_signals_t *x, demand_signals_t *d) {
+    memset(d, 0, sizeof *d);
+    d->has_engine = trigger_uses_engine(&s->cfg);
+    for (unsigned i = 0; i < x->pod_count; i++) {
+        const sim_pod_t *pd = &x->pods[i];
+        if (!pd->engine_up)
+            continue;
+        d->running += pd->running;
+        d->waiting += pd->waiting;
+        d->kv_percent += 100 * pd->kv_usage;
+    }
+    d->has_queue = s->cfg.demand.queue != QUEUE_NONE;
+    d->queue = x->queue;
+}
+
+/* What the aggregator would hand the queueing model from x: the engines'
+ * counters and gauges summed over the pods whose engine answers, the queue,
+ * Ready and starting pods with their ages; and each pod seen going from
+ * starting to Ready, as an observed cold start. */
+static void queue_model_feed(sim_t *s, const sim_signals_t *x) {
+    queue_model_sample_t q;
+    memset(&q, 0, sizeof q);
+    q.t_s = x->t_s;
+    q.has_completed = q.has_tokens = q.has_engine = true;
+    q.has_queue = s->cfg.demand.queue != QUEUE_NONE;
+    q.queue = x->queue;
+    double starting[SIM_MAX_PODS];
+    unsigned nstarting = 0;
+    for (unsigned i = 0; i < x->pod_count; i++) {
+        const sim_pod_t *pd = &x->pods[i];
+        if (pd->engine_up) {
+            q.completed += pd->completed;
+            q.prompt_tokens += pd->prompt_tokens;
+            q.generation_tokens += pd->gen_tokens;
+            q.waiting += pd->waiting;
+            q.running += pd->running;
+        }
+        if (pd->ready) {
+            q.ready++;
+            for (unsigned k = 0; k < s->qm_nstarting; k++)
+                if (s->qm_starting[k] == pd->created_s) {
+                    queue_model_observe_cold_start(&s->qm, x->t_s - pd->created_s);
+                    break;
+                }
+        } else if (!pd->engine_up) {
+            q.starting++;
+            starting[nstarting++] = pd->created_s;
+            if (q.starting_ages < QUEUE_MODEL_MAX_STARTING)
+                q.starting_age_s[q.starting_ages++] = x->t_s - pd->created_s;
+        }
+    }
+    memcpy(s->qm_starting, starting, nstarting * sizeof *starting);
+    s->qm_nstarting = nstarting;
+    queue_model_observe(&s->qm, &q);
+    queue_model_params_t prm;
+    queue_model_params_default(&prm);
+    if (s->p->qm_util > 0)
+        prm.target_utilisation = s->p->qm_util;
+    if (s->p->qm_drain_s > 0)
+        prm.drain_s = s->p->qm_drain_s;
+    queue_model_decision_t d;
+    queue_model_decide(&s->qm, &prm, &q, &d);
+    s->qm_replicas = d.replicas;
+}
+
 /* The product's evaluation of the policy's trigger on one sample. */
-static void evaluate(sim_t *s, const sample_t *x, double now, eval_result_t *out) {
+static void evaluate(sim_t *s, const sim_signals_t *x, double now, eval_result_t *out) {
     eval_result_t gpu;
     bool need_gpu = s->cfg.demand.type == DEMAND_NONE || trigger_uses_gpu(&s->cfg);
     if (need_gpu) {
+        double util[SIM_MAX_PODS];
+        unsigned gpus = 0;
+        for (unsigned i = 0; i < x->pod_count; i++)
+            if (x->pods[i].scheduled)
+                util[gpus++] = x->pods[i].gpu_util_pct;
         snapshot_t *sn = s->snap;
         sn->taken_mono = (mono_ns_t)(now * 1e9) + NS_PER_SEC;
         unsigned n = 0;
         if (s->p->node_local) {
             /* One DaemonSet pod answers with its node; KEDA reaches them in turn. */
-            if (x->gpus) {
-                sn->gpus[0].gpu_util_pct = (unsigned)lround(x->util[s->rr++ % x->gpus]);
+            if (gpus) {
+                sn->gpus[0].gpu_util_pct = (unsigned)lround(util[s->rr++ % gpus]);
                 n = 1;
             }
         } else {
-            for (unsigned i = 0; i < x->gpus; i++)
-                sn->gpus[i].gpu_util_pct = (unsigned)lround(x->util[i]);
-            n = x->gpus;
+            for (unsigned i = 0; i < gpus; i++)
+                sn->gpus[i].gpu_util_pct = (unsigned)lround(util[i]);
+            n = gpus;
         }
         sn->gpu_count = n;
         evaluator_run(&s->cfg, sn, sn->taken_mono, 10 * NS_PER_SEC, &gpu);
@@ -358,7 +542,88 @@ static void evaluate(sim_t *s, const sample_t *x, double now, eval_result_t *out
             return;
         }
     }
-    demand_evaluate(&s->cfg, &x->d, need_gpu ? &gpu : NULL, out);
+    demand_signals_t d;
+    demand_signals_from(s, x, &d);
+    demand_evaluate(&s->cfg, &d, need_gpu ? &gpu : NULL, out);
+    if (s->p->queue_model && out->status == EVAL_OK) {
+        /* evaluated up to three times per sample (push, poll, sync): the
+         * model ignores a repeated reading, and a pod is seen turning Ready
+         * once */
+        queue_model_feed(s, x);
+        out->value = 100 * s->qm_replicas; /* against the demand target of 100 */
+    }
+}
+
+static int cmp_double(const void *a, const void *b);
+
+/*
+ * The online ideal's replicas at now, from the truth of the present: lam,
+ * the work arrived over the last window per second; B, the work queued
+ * (gateway and engine queues); the pods and when each starting one will
+ * serve. Over the horizon H = cold start + drain it must do B + lam x H;
+ * a serving pod does util x H of it, a starting one util x (H - time to
+ * serve), a new one util x drain. Replicas: the fewest pods, serving first
+ * and then the soonest starting, that cover it, plus new ones for what
+ * they cannot; never fewer than lam / util; the most of that over the
+ * last hold seconds (scale-down delay). It knows no future arrival.
+ */
+static int ideal_desired(sim_t *s, double now) {
+    const sim_policy_t *p = s->p;
+    const sim_model_t *m = s->m;
+    while (s->win_lo < s->next_arrival &&
+           s->t->reqs[s->win_lo].arrival_s <= now - p->ideal_window_s) {
+        s->win_work -= sim_request_work(m, &s->t->reqs[s->win_lo]);
+        s->win_lo++;
+    }
+    if (s->win_lo == s->next_arrival)
+        s->win_work = 0; /* no float drift when the window empties */
+    double backlog = 0;
+    for (size_t q = s->qhead; q < s->next_arrival; q++)
+        backlog += sim_request_work(m, &s->t->reqs[q]);
+    for (unsigned i = 0; i < MAX_REPLICAS; i++)
+        for (unsigned k = 0; k < s->rep[i].nwait; k++)
+            backlog += sim_request_work(m, &s->t->reqs[s->rep[i].wait[k]]);
+    double lam = s->win_work / p->ideal_window_s, u = p->ideal_util;
+    double cs = m->node_s + m->image_s + m->weights_s;
+    double horizon = cs + p->ideal_drain_s;
+    double due = backlog + lam * horizon;
+    /* the pods in the order they serve: ready ones (0 s), then starting ones */
+    double wait_s[MAX_REPLICAS];
+    unsigned np = 0;
+    for (unsigned i = 0; i < MAX_REPLICAS; i++) {
+        const replica_t *r = &s->rep[i];
+        if (r->state == R_SERVE)
+            wait_s[np++] = 0;
+        else if (r->state >= R_PROVISION && r->state <= R_LOAD) {
+            /* the phases left: the current one's end, then the later ones */
+            double left = r->phase_end_s - now;
+            if (r->state == R_PROVISION)
+                left += m->image_s + m->weights_s;
+            else if (r->state == R_PULL)
+                left += m->weights_s;
+            wait_s[np++] = left > 0 ? left : 0;
+        }
+    }
+    qsort(wait_s, np, sizeof *wait_s, cmp_double);
+    int want = 0;
+    double supply = 0;
+    while (supply + 1e-9 < due && (unsigned)want < np) {
+        double w = horizon - wait_s[want];
+        supply += u * (w > 0 ? w : 0);
+        want++;
+    }
+    if (supply + 1e-9 < due)
+        want += (int)ceil((due - supply) / (u * p->ideal_drain_s) - 1e-9);
+    int base = lam > 1e-12 ? (int)ceil(lam / u - 1e-9) : 0;
+    if (want < base)
+        want = base;
+    size_t k = (size_t)now;
+    s->ideal_hist[k] = want;
+    size_t hold = (size_t)p->ideal_hold_s;
+    for (size_t j = k > hold ? k - hold : 0; j < k; j++)
+        if (s->ideal_hist[j] > want)
+            want = s->ideal_hist[j];
+    return want;
 }
 
 static int parse_policy(sim_t *s, char *err, size_t errlen) {
@@ -436,7 +701,7 @@ int sim_demand_timeline(const trace_t *t, const sim_model_t *m, double step_s, d
  * largest need over [t - 30 s, t + cold start + 30 s], so replicas are
  * started exactly one cold start before the work arrives and kept while it
  * is served. */
-static int *oracle_schedule(const sim_t *s, double end_s) {
+static int *oracle_schedule(const sim_t *s, double end_s, size_t *len) {
     const sim_policy_t *p = s->p;
     float *need;
     size_t n;
@@ -458,7 +723,25 @@ static int *oracle_schedule(const sim_t *s, double end_s) {
         sched[k] = r > p->max_replicas ? p->max_replicas : r;
     }
     free(need);
+    *len = n;
     return sched;
+}
+
+size_t sim_floor(const trace_t *t, const sim_model_t *m, double slo_s, double idle_s) {
+    double cs = m->warm_pool > 0 ? m->weights_s : m->node_s + m->image_s + m->weights_s;
+    double window = cs - slo_s;
+    size_t n = 0;
+    if (!(window > 0))
+        return 0;
+    double wake = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        double a = t->reqs[i].arrival_s;
+        if (i == 0 || a - t->reqs[i - 1].arrival_s >= idle_s)
+            wake = a;
+        if (a < wake + window)
+            n++;
+    }
+    return n;
 }
 
 void sim_result_deinit(sim_result_t *r) {
@@ -473,10 +756,18 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
             sim_result_t *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (m->batch < 1 || m->batch > MAX_BATCH || !(m->prefill_tok_s > 0) || !(m->decode_tok_s > 0) ||
-        !(m->decode_seq_tok_s > 0) || !(m->kv_tokens > 0) || !(o->dt_s > 0) ||
-        p->max_replicas < 1 || p->max_replicas > MAX_REPLICAS / 2 ||
-        !(p->signal_period_s >= o->dt_s))
+        !(m->decode_seq_tok_s > 0) || m->kv_block < 1 || !(m->kv_tokens >= m->kv_block) ||
+        !(m->kv_tokens / m->kv_block < 1e9) || !(o->dt_s > 0) || p->max_replicas < 1 ||
+        p->max_replicas > MAX_REPLICAS / 2 || !(p->signal_period_s >= o->dt_s))
         return kgs_seterr(err, errlen, KGS_EINVAL, "policy %c: parameter out of range", p->id);
+    if (p->kind == SIM_POLICY_IDEAL &&
+        (!(p->ideal_util > 0 && p->ideal_util <= 1) || !(p->ideal_drain_s > 0) ||
+         !(p->ideal_window_s >= 1) || !(p->ideal_hold_s >= 0) || p->ideal_hold_s > 86400))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "policy %c: online ideal util %g (0, 1], drain %g s (> 0), window %g s "
+                          "(>= 1), hold %g s (0 .. 86400)",
+                          p->id, p->ideal_util, p->ideal_drain_s, p->ideal_window_s,
+                          p->ideal_hold_s);
     int rc = KGS_ENOMEM;
     sim_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -485,25 +776,38 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     s->m = m;
     s->p = p;
     s->o = o;
+    s->kv_blocks = (unsigned)(m->kv_tokens / m->kv_block);
     int *sched = NULL;
+    size_t sched_len = 0;
     double *waits = NULL, *warm = NULL;
     double end = sim_end_s(t, o);
     size_t steps = (size_t)ceil(end / o->dt_s);
     out->points = (size_t)(end / o->timeline_step_s) + 1;
     out->replicas = calloc(out->points, sizeof *out->replicas);
     out->serving = calloc(out->points, sizeof *out->serving);
-    s->run_store = malloc((size_t)MAX_REPLICAS * m->batch * sizeof *s->run_store);
+    /* per replica: batch running + batch waiting (running + waiting <= batch) */
+    s->run_store = malloc((size_t)MAX_REPLICAS * 2 * m->batch * sizeof *s->run_store);
     s->admit_s = malloc((t->count + 1) * sizeof *s->admit_s);
     s->prefill_left = malloc((t->count + 1) * sizeof *s->prefill_left);
     s->gen_left = malloc((t->count + 1) * sizeof *s->gen_left);
     s->cold = calloc(t->count + 1, 1);
-    s->ring = malloc(SIGNAL_RING * sizeof *s->ring);
+    s->prefilled = calloc(t->count + 1, 1);
+    s->blocks = calloc(t->count + 1, sizeof *s->blocks);
+    /* the ring holds what the delay needs: one sample per period over it, and the newest */
+    s->ring_cap = (unsigned)ceil(p->signal_delay_s / p->signal_period_s) + 2;
+    if (s->ring_cap > 4096)
+        s->ring_cap = 4096;
+    s->ring = malloc(s->ring_cap * sizeof *s->ring);
     s->snap = snapshot_new(MAX_REPLICAS, 0);
+    if (p->kind == SIM_POLICY_IDEAL)
+        s->ideal_hist = calloc((size_t)end + 2, sizeof *s->ideal_hist);
     if (!out->replicas || !out->serving || !s->run_store || !s->admit_s || !s->prefill_left ||
-        !s->gen_left || !s->cold || !s->ring || !s->snap)
+        !s->gen_left || !s->cold || !s->prefilled || !s->blocks || !s->ring || !s->snap ||
+        (p->kind == SIM_POLICY_IDEAL && !s->ideal_hist))
         goto fail;
     for (unsigned i = 0; i < MAX_REPLICAS; i++) {
-        s->rep[i].run = s->run_store + (size_t)i * m->batch;
+        s->rep[i].run = s->run_store + (size_t)i * 2 * m->batch;
+        s->rep[i].wait = s->rep[i].run + m->batch;
         gpu_record_t *g = &s->snap->gpus[i];
         g->index = i;
         snprintf(g->uuid, sizeof g->uuid, "GPU-sim-%04u", i);
@@ -522,7 +826,15 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
 
     hpa_t hpa;
     hpa_keda_t keda;
-    hpa_init(&hpa, p->min_replicas, p->max_replicas);
+    if (p->hpa_behavior) {
+        hpa_init(&hpa, p->min_replicas, p->max_replicas);
+        hpa.up_pods = p->hpa_up_pods;
+        hpa.up_percent = p->hpa_up_percent;
+        hpa.up_period_s = p->hpa_up_period_s;
+        hpa.down_window_s = p->hpa_down_window_s;
+    } else {
+        hpa_init_legacy(&hpa, p->min_replicas, p->max_replicas);
+    }
     hpa_keda_init(&keda, p->polling_s, p->cooldown_s, p->min_replicas, p->max_replicas);
     if (p->kind == SIM_POLICY_KEDA) {
         rc = parse_policy(s, err, errlen);
@@ -537,15 +849,14 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
         }
         for (int i = 0; i < p->min_replicas; i++)
             replica_create_ready(s, 0);
-    } else {
-        sched = oracle_schedule(s, end);
+    } else if (p->kind == SIM_POLICY_ORACLE) {
+        /* no replica at t = 0: it starts from zero like every policy */
+        sched = oracle_schedule(s, end, &sched_len);
         if (!sched)
             goto fail;
-        for (int i = 0; i < sched[0]; i++)
-            replica_create_ready(s, 0);
     }
 
-    double next_sample = 0, next_poll = 0, next_sync = hpa.sync_s;
+    double next_sample = 0, next_poll = 0, next_sync = hpa.sync_s, next_ideal = 0;
     size_t next_point = 0;
     for (size_t step = 0; step <= steps; step++) {
         double now = (double)step * o->dt_s;
@@ -558,6 +869,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
                     s->wake_start_s = t->reqs[s->next_arrival].arrival_s;
                 }
             }
+            s->win_work += sim_request_work(m, &t->reqs[s->next_arrival]);
             s->next_arrival++;
         }
         /* start-up phases */
@@ -588,20 +900,28 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
             replica_t *r = &s->rep[i];
             if (r->state == R_SERVE || r->state == R_DRAIN)
                 serve_step(s, r, o->dt_s);
-            if (r->state == R_DRAIN && r->running == 0)
+            /* a draining pod ends when its engine is empty: nothing running and
+             * nothing preempted waiting in its own queue */
+            if (r->state == R_DRAIN && r->running == 0 && r->nwait == 0)
                 replica_release(s, r);
         }
 
         int live = (int)count_state(s, is_live);
         int desired = live;
         if (p->kind == SIM_POLICY_ORACLE) {
+            /* the last step may lie past the last whole second of the grid */
             size_t k = (size_t)now;
-            desired = sched[k];
+            desired = sched[k < sched_len ? k : sched_len - 1];
+        } else if (p->kind == SIM_POLICY_IDEAL) {
+            if (now + 1e-9 >= next_ideal) {
+                next_ideal += 1;
+                desired = ideal_desired(s, now);
+            }
         } else {
             if (now + 1e-9 >= next_sample) {
                 take_sample(s, now);
                 next_sample += p->signal_period_s;
-                const sample_t *x = seen_sample(s, now);
+                const sim_signals_t *x = seen_sample(s, now);
                 if (x && (p->push || s->cfg.demand.forecast_trend)) {
                     eval_result_t ev;
                     evaluate(s, x, now, &ev);
@@ -613,7 +933,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
             }
             if (now + 1e-9 >= next_poll) {
                 next_poll += p->polling_s;
-                const sample_t *x = seen_sample(s, now);
+                const sim_signals_t *x = seen_sample(s, now);
                 if (x) {
                     eval_result_t ev;
                     evaluate(s, x, now, &ev);
@@ -625,7 +945,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
             }
             if (now + 1e-9 >= next_sync) {
                 next_sync += hpa.sync_s;
-                const sample_t *x = seen_sample(s, now);
+                const sim_signals_t *x = seen_sample(s, now);
                 if (x && desired >= 1) {
                     eval_result_t ev;
                     evaluate(s, x, now, &ev);
@@ -670,6 +990,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     if (!waits || !warm)
         goto fail;
     size_t miss = 0, nwarm = 0, warm_miss = 0;
+    out->cold_requests = 0;
     for (size_t i = 0; i < t->count; i++) {
         double w =
             s->admit_s[i] >= 0 ? s->admit_s[i] - t->reqs[i].arrival_s : end - t->reqs[i].arrival_s;
@@ -680,6 +1001,8 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
         waits[i] = w;
         if (w > o->slo_wait_s)
             miss++;
+        if (s->cold[i])
+            out->cold_requests++;
         if (!s->cold[i]) {
             warm[nwarm++] = w;
             if (w > o->slo_wait_s)
@@ -701,6 +1024,8 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     out->wake_mean_s = s->wakes ? s->wake_sum_s / s->wakes : 0;
     out->wake_max_s = s->wake_max_s;
     out->eval_errors = s->eval_errors;
+    out->preemptions = s->preemptions;
+    out->completed = s->completed;
     rc = 0;
 fail:
     free(waits);
@@ -710,6 +1035,9 @@ fail:
     free(s->ring);
     free(s->gen_left);
     free(s->cold);
+    free(s->prefilled);
+    free(s->blocks);
+    free(s->ideal_hist);
     free(s->prefill_left);
     free(s->admit_s);
     free(s->run_store);

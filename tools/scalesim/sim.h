@@ -1,14 +1,19 @@
 /*
  * sim.h - the trace-driven autoscaling simulation: one policy (a KEDA
- * trigger configuration plus KEDA/HPA settings, or the oracle) against one
- * request trace and one replica model. Deterministic: fixed time step, no
- * wall clock, no randomness.
+ * trigger configuration plus KEDA/HPA settings, the online ideal, or the
+ * oracle) against one request trace and one replica model. Deterministic:
+ * fixed time step, no wall clock, no randomness.
  *
- * The trigger is evaluated by the product's own code: trigger_config_parse()
- * on the policy's metadata map, then evaluator_run() on a snapshot built
- * from the simulated GPUs (GPU metrics) or demand_evaluate() on the
- * simulated engine and queue signals (demand metrics). What differs between
- * policies is configuration only.
+ * A KEDA policy sees only what production exposes (sim_signals_t): per pod
+ * its creation time and readiness, NVML's GPU utilisation, and the engine's
+ * /metrics (cumulative counters and gauges), plus the gateway/Redis queue
+ * length. The trigger is evaluated on that by the product's own code:
+ * trigger_config_parse() on the policy's metadata map, then evaluator_run()
+ * on a snapshot built from the pods' GPUs (GPU metrics) or
+ * demand_evaluate() on the engine and queue signals summed over the pods
+ * (demand metrics). What differs between KEDA policies is configuration
+ * only. The yardsticks (online ideal, oracle) read the simulator's truth, and
+ * their labels say what they know.
  */
 #ifndef SCALESIM_SIM_H
 #define SCALESIM_SIM_H
@@ -25,6 +30,7 @@ typedef struct {
     double decode_seq_tok_s; /* decode speed of one request on its own */
     unsigned batch;          /* maximum concurrent requests (vLLM max_num_seqs) */
     double kv_tokens;        /* KV-cache capacity in tokens */
+    unsigned kv_block;       /* tokens per KV block (vLLM block_size), 16 */
     double node_s;           /* cold start: node provisioning */
     double image_s;          /* cold start: image pull */
     double weights_s;        /* cold start: weights into VRAM */
@@ -34,7 +40,32 @@ typedef struct {
 /* Llama-3.1-8B on one H100 (bench/README.md documents each number). */
 void sim_model_default(sim_model_t *m);
 
-typedef enum { SIM_POLICY_KEDA, SIM_POLICY_ORACLE } sim_policy_kind_t;
+typedef enum { SIM_POLICY_KEDA, SIM_POLICY_ORACLE, SIM_POLICY_IDEAL } sim_policy_kind_t;
+
+/* What one pod exposes, as a real aggregator sees it. */
+typedef struct {
+    double created_s;     /* creationTimestamp */
+    bool ready;           /* Ready: serving (a terminating, draining pod is not Ready) */
+    bool scheduled;       /* on a node: its GPU exists for NVML */
+    double gpu_util_pct;  /* NVML GPU utilisation over the last signal period (scheduled) */
+    bool engine_up;       /* the engine answers /metrics (Ready or draining) */
+    double completed;     /* counter: requests finished (vllm:request_success_total) */
+    double prompt_tokens; /* counter: prompt tokens prefilled (vllm:prompt_tokens_total) */
+    double gen_tokens;    /* counter: tokens generated (vllm:generation_tokens_total) */
+    unsigned running;     /* gauge: requests scheduled (vllm:num_requests_running) */
+    unsigned waiting;     /* gauge: requests waiting in the engine (preempted ones) */
+    double kv_usage;      /* gauge: KV blocks in use / all, 0..1 (vllm:kv_cache_usage_perc) */
+} sim_pod_t;
+
+#define SIM_MAX_PODS 512
+
+/* Everything a KEDA policy may read: taken every signal period. */
+typedef struct {
+    double t_s;
+    double queue; /* the gateway / Redis queue: requests not yet sent to an engine */
+    unsigned pod_count;
+    sim_pod_t pods[SIM_MAX_PODS];
+} sim_signals_t;
 
 #define SIM_MAX_META 24
 
@@ -57,6 +88,24 @@ typedef struct {
     double forecast_beta;   /* per second */
     double oracle_util;     /* oracle: GPU busy fraction it plans for */
     double oracle_window_s; /* oracle: smoothing window of the need */
+    /* The HPA's behavior: unset (KEDA's default) is the legacy
+     * max(2 x current, 4) limit; set, its scale-up policy and windows. */
+    bool hpa_behavior;
+    int hpa_up_pods, hpa_up_percent;
+    double hpa_up_period_s, hpa_down_window_s;
+    /* online ideal: each second, replicas = ceil(arrival work / util +
+     * backlog work / drain), the work in replica-seconds; scale-down after
+     * the need has been lower for hold_s */
+    double ideal_util;     /* target utilisation, (0, 1] */
+    double ideal_drain_s;  /* how fast a backlog should clear */
+    double ideal_window_s; /* arrival work averaged over the last window_s */
+    double ideal_hold_s;   /* scale-down delay */
+    const char *key;       /* the --json key: "composite", "ours", ... */
+    /* The queueing model (src/core/queue_model.c) sizes the fleet from the
+     * signals; the trigger's own evaluation keeps deciding activity. */
+    bool queue_model;
+    double qm_util;    /* target utilisation, 0 = the model's default */
+    double qm_drain_s; /* drain target, 0 = the model's default */
 } sim_policy_t;
 
 typedef struct {
@@ -78,7 +127,10 @@ typedef struct {
     unsigned cold_starts; /* replicas created */
     unsigned wakes;       /* episodes where requests arrived to zero serving replicas */
     double wake_mean_s, wake_max_s;
-    size_t unfinished; /* never admitted by the end (counted with their wait so far) */
+    size_t unfinished;    /* never admitted by the end (counted with their wait so far) */
+    size_t cold_requests; /* arrived while no replica was serving */
+    unsigned preemptions; /* running requests sent back to their engine's queue */
+    size_t completed;     /* requests that finished by the end */
     unsigned peak_replicas;
     unsigned eval_errors; /* evaluations that were not OK (KEDA keeps the replica count) */
     size_t points;        /* timeline */
@@ -107,5 +159,17 @@ int sim_demand_timeline(const trace_t *t, const sim_model_t *m, double step_s, d
 
 /* The simulated end time for t under o. */
 double sim_end_s(const trace_t *t, const sim_options_t *o);
+
+/* The work of one request in replica-seconds: context / prefill rate +
+ * output / decode rate (what the fleet must spend on it at full batch). */
+double sim_request_work(const sim_model_t *m, const trace_request_t *r);
+
+/*
+ * The floor of any online policy that scales to zero: requests arriving
+ * within (cold start - slo) of a wake, a wake being the first arrival of
+ * the trace or one after at least idle_s without arrivals. Nothing serves
+ * them in time unless it knows the future. Returns the count.
+ */
+size_t sim_floor(const trace_t *t, const sim_model_t *m, double slo_s, double idle_s);
 
 #endif

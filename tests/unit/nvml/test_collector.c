@@ -322,6 +322,10 @@ static void test_collector_init_failure_backs_off_then_recovers(void **state) {
 
     s = sweep(c, 10 * NS_PER_SEC + NS_PER_SEC / 2); /* inside the 1 s backoff */
     assert_int_equal(s->status, SNAPSHOT_NVML_DOWN);
+    /* still says why, with the code of the failure, not only when it retries */
+    assert_int_equal(s->nvml_code, NVML_ERROR_DRIVER_NOT_LOADED);
+    assert_non_null(strstr(s->error, "DRIVER_NOT_LOADED"));
+    assert_non_null(strstr(s->error, "next initialisation attempt in 0.5 s"));
     assert_int_equal(F.init_calls, 1);
     snapshot_unref(s);
 

@@ -84,6 +84,56 @@ static void test_hpa_sync_scales_up_at_most_the_limit_per_period(void **state) {
     assert_int_equal(hpa_sync(&h, 15, 7, 3, 1000, 1), 14);
 }
 
+/* No behavior (what KEDA creates unless the ScaledObject sets one):
+ * horizontal.go's legacy path, max(2 x current, 4) per sync. */
+static void test_hpa_legacy_scale_up_is_max_of_double_and_four_per_sync(void **state) {
+    (void)state;
+    assert_int_equal(hpa_legacy_scale_up_limit(0), 4);
+    assert_int_equal(hpa_legacy_scale_up_limit(1), 4);
+    assert_int_equal(hpa_legacy_scale_up_limit(2), 4);
+    assert_int_equal(hpa_legacy_scale_up_limit(3), 6);
+    assert_int_equal(hpa_legacy_scale_up_limit(10), 20);
+    hpa_t h;
+    hpa_init_legacy(&h, 0, 32);
+    assert_true(h.legacy);
+    /* from 1 with a huge demand: 1 -> 4 -> 8 -> 16 -> 32 (max), where the
+     * default behavior climbs 1 -> 5 -> 10 -> 20 -> 32 */
+    int r = 1;
+    static const int want[] = {4, 8, 16, 32, 32};
+    for (int i = 0; i < 5; i++) {
+        r = hpa_sync(&h, 15.0 * i, r, r, 1e6, 1);
+        assert_int_equal(r, want[i]);
+    }
+    /* 3 replicas, 40 waiting, target 5 -> 8, limited to max(6, 4) = 6 */
+    hpa_init_legacy(&h, 0, 32);
+    assert_int_equal(hpa_sync(&h, 0, 3, 3, 40, 5), 6);
+    /* no per-period accounting: a second sync 5 s later doubles again */
+    assert_int_equal(hpa_sync(&h, 5, 6, 3, 1000, 1), 12);
+    /* the max clamp below the limit: 20 -> 32 is within 40, clamped to 25 */
+    hpa_init_legacy(&h, 0, 25);
+    assert_int_equal(hpa_sync_desired(&h, 0, 20, 100), 25);
+}
+
+static void test_hpa_legacy_stabilises_with_the_window_max(void **state) {
+    (void)state;
+    hpa_t h;
+    hpa_init_legacy(&h, 0, 32);
+    assert_int_equal(hpa_sync_desired(&h, 0, 10, 10), 10);
+    for (int t = 15; t < 300; t += 15)
+        assert_int_equal(hpa_sync_desired(&h, t, 10, 2), 10);
+    assert_int_equal(hpa_sync_desired(&h, 300, 10, 2), 2);
+    /* the window's maximum is the recommendation even above current: a
+     * recommendation of 9 limited to 4 at 1 replica is still 9 at the next
+     * sync, now reachable (limit 8): 8 */
+    hpa_init_legacy(&h, 0, 32);
+    assert_int_equal(hpa_sync_desired(&h, 0, 1, 9), 4);
+    assert_int_equal(hpa_sync_desired(&h, 15, 4, 1), 8);
+    assert_int_equal(hpa_sync_desired(&h, 30, 8, 1), 9);
+    /* min clamp: KEDA minReplicaCount 0 -> HPA min 1 */
+    hpa_init_legacy(&h, 0, 5);
+    assert_int_equal(hpa_sync_desired(&h, 0, 3, 0), 1); /* the window holds only 0: min 1 */
+}
+
 static void test_hpa_sync_stabilises_scale_down_over_300_s(void **state) {
     (void)state;
     hpa_t h;
@@ -182,6 +232,8 @@ int main(void) {
         cmocka_unit_test(test_hpa_value_scales_ready_pods_by_ratio),
         cmocka_unit_test(test_hpa_scale_up_limit_is_max_of_four_pods_and_double),
         cmocka_unit_test(test_hpa_sync_scales_up_at_most_the_limit_per_period),
+        cmocka_unit_test(test_hpa_legacy_scale_up_is_max_of_double_and_four_per_sync),
+        cmocka_unit_test(test_hpa_legacy_stabilises_with_the_window_max),
         cmocka_unit_test(test_hpa_sync_stabilises_scale_down_over_300_s),
         cmocka_unit_test(test_hpa_sync_clamps_to_min_and_max),
         cmocka_unit_test(test_hpa_keda_activates_from_zero_and_waits_for_cooldown),

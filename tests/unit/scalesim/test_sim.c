@@ -1,5 +1,7 @@
-/* test_sim.c - the simulator end to end on a short synthetic trace: every
- * policy runs, the output is the same twice, and the trace options work. */
+/* test_sim.c - the simulator end to end on short synthetic traces: every
+ * policy runs, the output is the same twice, the trace readers (CSV, JSON
+ * Lines) and generators work, paged KV admits and preempts like vLLM, the
+ * online ideal follows the load, the floor and the JSON are right. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "core/err.h"
 #include "policies.h"
+#include "report.h"
 #include "sim.h"
 #include "trace.h"
 
@@ -30,6 +34,17 @@ static char *synthetic_csv(size_t *len) {
     }
     *len = n;
     return b;
+}
+
+/* The key of policy i of the default set. */
+static const char *p_key(size_t i) {
+    sim_model_t m;
+    sim_model_default(&m);
+    policy_knobs_t k;
+    policy_knobs_default(&k);
+    static sim_policy_t p[POLICY_COUNT];
+    policies_default(p, &m, &k);
+    return p[i].key ? p[i].key : "";
 }
 
 static void run_all(const trace_t *t, sim_result_t *res, size_t *n) {
@@ -80,9 +95,17 @@ static void test_sim_runs_every_policy_deterministically(void **state) {
     /* (c) waits for its 30 s poll on top of the cold start, (d) is pushed */
     assert_true(a[2].wake_mean_s > a[3].wake_mean_s);
     assert_true(a[3].wake_mean_s >= 135 && a[3].wake_mean_s < 137);
-    /* the oracle starts replicas ahead: no wake, no request over the SLO */
-    assert_int_equal(a[5].wakes, 0);
-    assert_true(a[5].slo_miss_share < 0.01);
+    /* the oracle starts from zero like every policy: it wakes once, for the
+     * first pass; the second pass finds its replicas started ahead, so no
+     * request that arrived while a replica served waits over the SLO */
+    assert_string_equal(p_key(7), "oracle");
+    assert_int_equal(a[7].wakes, 1);
+    assert_true(a[7].warm_miss_share < 0.01);
+    assert_true(a[7].cold_requests > 0);
+    /* the online ideal wakes for both passes, and serves every request */
+    assert_string_equal(p_key(6), "online-ideal");
+    assert_int_equal(a[6].wakes, 2);
+    assert_int_equal(a[6].unfinished, 0);
     /* the Go system's node-max cap: never more than ceil(100 / 70) = 2 */
     assert_true(a[0].peak_replicas <= 2);
     for (size_t i = 0; i < n; i++) {
@@ -148,11 +171,336 @@ static void test_trace_ramp_thins_the_edges_deterministically(void **state) {
     trace_deinit(&b);
 }
 
+static void test_trace_reads_mooncake_jsonl_and_detects_the_format(void **state) {
+    (void)state;
+    /* keys in any order, other keys (hash_ids) ignored, a key name inside a
+     * string value is not a key */
+    static const char jl[] =
+        "{\"timestamp\": 0, \"input_length\": 40160, \"output_length\": 6, \"hash_ids\": [0, 1]}\n"
+        "\n"
+        "{\"hash_ids\": [2], \"output_length\": 83, \"note\": \"timestamp\", \"timestamp\": 2500, "
+        "\"input_length\": 18440}\r\n"
+        "{\"input_length\": 10, \"output_length\": 1, \"timestamp\": 1000}";
+    assert_int_equal(trace_detect(jl, sizeof jl - 1), TRACE_JSONL);
+    assert_int_equal(trace_detect("  \n{", 4), TRACE_JSONL);
+    assert_int_equal(trace_detect("TIMESTAMP,a,b\n", 14), TRACE_CSV);
+    trace_options_t o;
+    trace_options_default(&o);
+    trace_t t;
+    char err[256];
+    assert_int_equal(trace_parse_jsonl(jl, sizeof jl - 1, &o, &t, err, sizeof err), 0);
+    assert_int_equal(t.count, 3);
+    /* milliseconds -> seconds, sorted by arrival */
+    assert_float_equal(t.reqs[0].arrival_s, 0, 1e-9);
+    assert_float_equal(t.reqs[1].arrival_s, 1, 1e-9);
+    assert_float_equal(t.reqs[2].arrival_s, 2.5, 1e-9);
+    assert_int_equal(t.reqs[0].ctx_tokens, 40160);
+    assert_int_equal(t.reqs[0].gen_tokens, 6);
+    assert_int_equal(t.reqs[2].ctx_tokens, 18440);
+    assert_int_equal(t.reqs[2].gen_tokens, 83);
+    trace_deinit(&t);
+    static const char missing[] = "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": 1}\n"
+                                  "{\"timestamp\": 1, \"output_length\": 1}\n";
+    assert_int_equal(trace_parse_jsonl(missing, sizeof missing - 1, &o, &t, err, sizeof err),
+                     KGS_EINVAL);
+    assert_non_null(strstr(err, "line 2"));
+    assert_non_null(strstr(err, "input_length"));
+    static const char negative[] =
+        "{\"timestamp\": -5, \"input_length\": 5, \"output_length\": 1}\n";
+    assert_int_equal(trace_parse_jsonl(negative, sizeof negative - 1, &o, &t, err, sizeof err),
+                     KGS_EINVAL);
+    assert_non_null(strstr(err, "timestamp"));
+}
+
+static size_t count_in(const trace_t *t, double a, double b) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->count; i++)
+        if (t->reqs[i].arrival_s >= a && t->reqs[i].arrival_s < b)
+            n++;
+    return n;
+}
+
+static void test_trace_synthetic_generators_are_seeded_and_shaped(void **state) {
+    (void)state;
+    trace_options_t o;
+    trace_options_default(&o);
+    trace_synth_t g;
+    trace_t a, b, c;
+    char err[256];
+    /* Poisson 5/s for 600 s: 3000 expected, sd 55; the same seed gives the
+     * same trace, another seed another one */
+    trace_synth_default(&g, TRACE_SYN_POISSON);
+    assert_int_equal(trace_synthesize(&g, &o, &a, err, sizeof err), 0);
+    assert_int_equal(trace_synthesize(&g, &o, &b, err, sizeof err), 0);
+    assert_true(a.count > 3000 - 4 * 55 && a.count < 3000 + 4 * 55);
+    assert_int_equal(a.count, b.count);
+    assert_memory_equal(a.reqs, b.reqs, a.count * sizeof *a.reqs);
+    g.seed = 2;
+    assert_int_equal(trace_synthesize(&g, &o, &c, err, sizeof err), 0);
+    assert_true(c.count != a.count || memcmp(a.reqs, c.reqs, a.count * sizeof *a.reqs) != 0);
+    for (size_t i = 0; i < a.count; i++) {
+        assert_true(a.reqs[i].ctx_tokens >= 500 && a.reqs[i].ctx_tokens <= 1500);
+        assert_true(a.reqs[i].gen_tokens >= 100 && a.reqs[i].gen_tokens <= 300);
+    }
+    trace_deinit(&a);
+    trace_deinit(&b);
+    trace_deinit(&c);
+    /* on-off: 60 s at 5/s, then 120 s of nothing, repeated; the trace
+     * starts at its first arrival, so look at the second cycle */
+    trace_synth_default(&g, TRACE_SYN_ONOFF);
+    assert_int_equal(trace_synthesize(&g, &o, &a, err, sizeof err), 0);
+    double t0 = 0; /* the first arrival was at ~0.2 s: shift back is < 2 s */
+    assert_int_equal(count_in(&a, 180 + 2 - t0, 180 + 58 - t0) > 200, 1);
+    assert_int_equal(count_in(&a, 60 + 2, 180 - 2), 0);
+    assert_int_equal(count_in(&a, 240 + 2, 360 - 2), 0);
+    trace_deinit(&a);
+    /* diurnal from 1/s to 10/s over 600 s: the crest (300 s) carries far
+     * more than the troughs (0 and 600 s) */
+    trace_synth_default(&g, TRACE_SYN_DIURNAL);
+    assert_int_equal(trace_synthesize(&g, &o, &a, err, sizeof err), 0);
+    size_t crest = count_in(&a, 250, 350), trough = count_in(&a, 0, 50) + count_in(&a, 550, 600);
+    assert_true(crest > 800 && crest < 1100); /* ~ 100 s x 9.8/s */
+    assert_true(trough < 250);                /* ~ 100 s x 1.2/s */
+    trace_deinit(&a);
+    /* bad parameters name themselves */
+    g.peak_rate = 0.5; /* below the trough */
+    assert_int_equal(trace_synthesize(&g, &o, &a, err, sizeof err), KGS_EINVAL);
+    assert_non_null(strstr(err, "peak"));
+    assert_int_equal(trace_synth_kind_parse("onoff"), TRACE_SYN_ONOFF);
+    assert_int_equal(trace_synth_kind_parse("sine"), -1);
+}
+
+/* A fixed fleet of one replica: the GPU trigger with min = max = 1. */
+static sim_policy_t one_replica(void) {
+    sim_model_t m;
+    sim_model_default(&m);
+    policy_knobs_t k;
+    policy_knobs_default(&k);
+    static sim_policy_t p[POLICY_COUNT];
+    policies_default(p, &m, &k);
+    sim_policy_t one = p[1];
+    one.min_replicas = one.max_replicas = 1;
+    return one;
+}
+
+static trace_t make_trace(const trace_request_t *r, size_t n) {
+    trace_t t;
+    memset(&t, 0, sizeof t);
+    t.reqs = malloc(n * sizeof *t.reqs);
+    assert_non_null(t.reqs);
+    memcpy(t.reqs, r, n * sizeof *r);
+    t.count = t.source_count = n;
+    t.end_s = r[n - 1].arrival_s;
+    return t;
+}
+
+static void test_sim_paged_kv_admits_on_the_prompt_and_preempts_the_newest(void **state) {
+    (void)state;
+    sim_model_t m;
+    sim_model_default(&m);
+    m.kv_tokens = 2000; /* 125 blocks of 16 */
+    sim_options_t o;
+    sim_options_default(&o);
+    o.tail_s = 120;
+    sim_policy_t p = one_replica();
+    char err[256];
+    /* four requests of 400 prompt + 400 output at t = 1: a whole-request
+     * reservation (800 tokens each) would admit two; paged admission takes
+     * all four (25 prompt blocks each: 100 of 125, watermark 1), then the
+     * decode growth (25 blocks each) runs out and the newest are preempted
+     * and recomputed; every request finishes */
+    trace_request_t r[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = (trace_request_t){.arrival_s = 1, .ctx_tokens = 400, .gen_tokens = 400};
+    trace_t t = make_trace(r, 4);
+    sim_result_t res;
+    assert_int_equal(sim_run(&t, &m, &p, &o, &res, err, sizeof err), 0);
+    assert_int_equal(res.unfinished, 0);
+    assert_int_equal(res.completed, 4); /* the preempted ones too */
+    assert_true(res.wait_max_s < 0.2);  /* all four scheduled at once */
+    assert_true(res.preemptions >= 1);
+    sim_result_deinit(&res);
+    trace_deinit(&t);
+
+    /* the head's long output does not block the next request: 1000 prompt
+     * + 8000 output would reserve 9000 of 10000 tokens; paged, the 500-token
+     * prompt behind it is scheduled at once */
+    m.kv_tokens = 10000;
+    trace_request_t h[2] = {{.arrival_s = 1, .ctx_tokens = 1000, .gen_tokens = 8000},
+                            {.arrival_s = 1.5, .ctx_tokens = 1500, .gen_tokens = 10}};
+    t = make_trace(h, 2);
+    assert_int_equal(sim_run(&t, &m, &p, &o, &res, err, sizeof err), 0);
+    assert_true(res.wait_max_s < 0.2);
+    sim_result_deinit(&res);
+    trace_deinit(&t);
+
+    /* a prompt larger than the whole cache runs alone rather than never */
+    m.kv_tokens = 2000;
+    trace_request_t big[2] = {{.arrival_s = 1, .ctx_tokens = 5000, .gen_tokens = 50},
+                              {.arrival_s = 1, .ctx_tokens = 100, .gen_tokens = 10}};
+    t = make_trace(big, 2);
+    assert_int_equal(sim_run(&t, &m, &p, &o, &res, err, sizeof err), 0);
+    assert_int_equal(res.unfinished, 0);
+    assert_int_equal(res.completed, 2);
+    sim_result_deinit(&res);
+    trace_deinit(&t);
+}
+
+static void test_sim_online_ideal_follows_a_steady_load(void **state) {
+    (void)state;
+    sim_model_t m;
+    sim_model_default(&m);
+    sim_options_t o;
+    sim_options_default(&o);
+    o.tail_s = 300;
+    policy_knobs_t k;
+    policy_knobs_default(&k);
+    sim_policy_t p[POLICY_COUNT];
+    policies_default(p, &m, &k);
+    const sim_policy_t *ideal = &p[6];
+    assert_int_equal(ideal->kind, SIM_POLICY_IDEAL);
+    /* Poisson 10/s of 1000 + 200 tokens for 1200 s: 0.18 replica-s each on
+     * average, 1.8 replicas of work; at util 0.5 lam / util = 3.6 -> 4
+     * replicas once the backlog of the wake is gone */
+    trace_synth_t g;
+    trace_synth_default(&g, TRACE_SYN_POISSON);
+    g.rate = 10;
+    g.duration_s = 1200;
+    trace_options_t to;
+    trace_options_default(&to);
+    trace_t t;
+    char err[256];
+    assert_int_equal(trace_synthesize(&g, &to, &t, err, sizeof err), 0);
+    sim_result_t r;
+    assert_int_equal(sim_run(&t, &m, ideal, &o, &r, err, sizeof err), 0);
+    assert_int_equal(r.unfinished, 0);
+    assert_int_equal(r.completed, t.count);
+    assert_int_equal(r.wakes, 1);
+    /* the last minutes of arrivals run on 4 serving replicas (5 when the
+     * 60 s mean of a Poisson stream passes 2 replicas of work) */
+    size_t lo = (size_t)(700 / o.timeline_step_s), hi = (size_t)(1150 / o.timeline_step_s);
+    for (size_t i = lo; i < hi; i++)
+        assert_true(r.serving[i] >= 4 && r.serving[i] <= 5);
+    /* and it scales to zero after the arrivals stop (hold 60 s) */
+    assert_true(r.replicas[r.points - 1] == 0);
+    /* the misses are the wake's: what arrived before the backlog of the
+     * first cold start was cleared (by 300 s); everything later meets the
+     * SLO */
+    assert_true(r.slo_miss_share > 0);
+    assert_true(r.slo_miss_share <= (double)count_in(&t, 0, 300) / (double)t.count);
+    sim_result_deinit(&r);
+    trace_deinit(&t);
+}
+
+static void test_sim_floor_counts_arrivals_within_a_cold_start_of_a_wake(void **state) {
+    (void)state;
+    sim_model_t m;
+    sim_model_default(&m); /* cold start 135 s; SLO 2 s: a wake's first 133 s */
+    trace_request_t r[] = {{.arrival_s = 0},   {.arrival_s = 10},  {.arrival_s = 132.9},
+                           {.arrival_s = 200}, {.arrival_s = 600}, {.arrival_s = 700},
+                           {.arrival_s = 800}};
+    trace_t t = make_trace(r, sizeof r / sizeof *r);
+    /* wakes at 0 and 600 (after 400 s idle >= 300): 0, 10, 132.9; 600, 700 */
+    assert_int_equal(sim_floor(&t, &m, 2, 300), 5);
+    /* with idle 500 only the first wake counts */
+    assert_int_equal(sim_floor(&t, &m, 2, 500), 3);
+    /* an SLO longer than the cold start: no floor */
+    assert_int_equal(sim_floor(&t, &m, 200, 300), 0);
+    trace_deinit(&t);
+}
+
+static void test_report_json_has_every_key_and_fractions(void **state) {
+    (void)state;
+    size_t len;
+    char *csv = synthetic_csv(&len);
+    trace_options_t to;
+    trace_options_default(&to);
+    trace_t t;
+    char err[256];
+    assert_int_equal(trace_parse(csv, len, &to, &t, err, sizeof err), 0);
+    free(csv);
+    sim_result_t res[POLICY_COUNT];
+    size_t n;
+    run_all(&t, res, &n);
+    sim_model_t m;
+    sim_model_default(&m);
+    policy_knobs_t k;
+    policy_knobs_default(&k);
+    sim_policy_t p[POLICY_COUNT];
+    policies_default(p, &m, &k);
+    char path[] = "/tmp/scalesim-json-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(report_json(path, p, res, n, 7, t.count, NULL, 0, err, sizeof err), 0);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    unlink(path);
+    buf[got] = '\0';
+    static const char *const keys[] = {"\"key\": \"composite\"",
+                                       "\"key\": \"ours\"",
+                                       "\"key\": \"online-ideal\"",
+                                       "\"key\": \"oracle\"",
+                                       "\"gpu_hours\"",
+                                       "\"over_slo\"",
+                                       "\"warm_over_slo\"",
+                                       "\"cold_starts\"",
+                                       "\"peak_replicas\"",
+                                       "\"wait_p50_s\"",
+                                       "\"wait_p99_s\"",
+                                       "\"label\"",
+                                       "\"floor\""};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        if (!strstr(buf, keys[i]))
+            fail_msg("JSON lacks %s:\n%s", keys[i], buf);
+    /* shares are fractions */
+    for (const char *q = buf; (q = strstr(q, "\"over_slo\": ")) != NULL; q++) {
+        double v = strtod(q + 12, NULL);
+        assert_true(v >= 0 && v <= 1);
+    }
+    for (size_t i = 0; i < n; i++)
+        sim_result_deinit(&res[i]);
+    trace_deinit(&t);
+}
+
+static void test_report_pareto_keeps_the_non_dominated_points(void **state) {
+    (void)state;
+    report_frontier_t f;
+    memset(&f, 0, sizeof f);
+    static const double pts[][2] = {{10, 0.05}, {8, 0.10}, {9, 0.12}, {5, 0.30}, {12, 0.05}};
+    for (size_t i = 0; i < 5; i++) {
+        f.points[i].gpu_hours = pts[i][0];
+        f.points[i].over_slo = pts[i][1];
+        snprintf(f.points[i].knob, sizeof f.points[i].knob, "k%zu", i);
+    }
+    f.count = 5;
+    report_pareto(&f);
+    /* (9, 0.12) is beaten by (8, 0.10), (12, 0.05) by (10, 0.05) */
+    assert_int_equal(f.pareto_count, 3);
+    assert_string_equal(f.pareto[0].knob, "k0");
+    assert_string_equal(f.pareto[1].knob, "k1");
+    assert_string_equal(f.pareto[2].knob, "k3");
+    /* at 0.2: between (8, 0.10) and (5, 0.30): 6.5; better than any: none */
+    assert_float_equal(report_frontier_at(&f, 0.2), 6.5, 1e-9);
+    assert_true(report_frontier_at(&f, 0.01) < 0);
+    assert_float_equal(report_frontier_at(&f, 0.5), 5, 1e-9);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim_runs_every_policy_deterministically),
         cmocka_unit_test(test_trace_parses_azure_timestamps_and_applies_options),
         cmocka_unit_test(test_trace_ramp_thins_the_edges_deterministically),
+        cmocka_unit_test(test_trace_reads_mooncake_jsonl_and_detects_the_format),
+        cmocka_unit_test(test_trace_synthetic_generators_are_seeded_and_shaped),
+        cmocka_unit_test(test_sim_paged_kv_admits_on_the_prompt_and_preempts_the_newest),
+        cmocka_unit_test(test_sim_online_ideal_follows_a_steady_load),
+        cmocka_unit_test(test_sim_floor_counts_arrivals_within_a_cold_start_of_a_wake),
+        cmocka_unit_test(test_report_json_has_every_key_and_fractions),
+        cmocka_unit_test(test_report_pareto_keeps_the_non_dominated_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

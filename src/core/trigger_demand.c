@@ -11,7 +11,7 @@
 #include "core/duration.h"
 #include "core/err.h"
 #include "core/trigger_config_internal.h"
-#include "sources/source_url.h"
+#include "core/source_url.h"
 
 /* ---- demand signals (engines, queues, composite) ------------------------------ */
 

@@ -33,7 +33,7 @@
 #include "sources/fetch.h"
 #include "sources/prom_parse.h"
 #include "sources/resp.h"
-#include "sources/source_url.h"
+#include "core/source_url.h"
 
 #define HASH_BUCKETS 4096
 #define SWEEP_NS 10000000000ull

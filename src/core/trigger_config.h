@@ -197,6 +197,21 @@ typedef struct {
 size_t trigger_config_key_count(void);
 const char *trigger_config_key_name(size_t i);
 
+/* One key as the reference (docs/configuration.md, the key table) must
+ * show it: all strings static. */
+typedef struct {
+    const char *name;
+    const char *type; /* the Type column: "name", "number", "URL list", ... */
+    const char *def;  /* the Default column, verbatim ("—" for none) */
+    bool kedas;       /* one of KEDA's own keys (accepted and ignored), listed together */
+} trigger_key_doc_t;
+
+/* Fills *out for key i < trigger_config_key_count(); false past the end. */
+bool trigger_config_key_doc(size_t i, trigger_key_doc_t *out);
+
+/* (p, n) is a key the parser accepts (exact, case-sensitive). */
+bool trigger_config_key_known(const char *p, size_t n);
+
 /* The trigger reads engine metrics (from URLs or pods). */
 bool trigger_uses_engine(const trigger_config_t *c);
 /* The trigger reads the GPUs (a GPU metric, or demand with targetGpu). */

@@ -57,11 +57,16 @@ const char *const tc_engine_names[] = {"", "vllm", "triton", "tgi", "sglang"};
  * DEMAND_NONE); trigger_config.c maps an index past METRIC_TYPE_COUNT back
  * to demand_type_t. */
 static const char *const metric_type_values[METRIC_TYPE_COUNT + DEMAND_TYPE_COUNT - 1] = {
-    "gpu_utilization",     "memory_utilization",  "memory_used_mib",      "memory_used_percent",
-    "temperature",         "power_draw",          "pcie_tx_kbps",         "pcie_rx_kbps",
-    "nvlink_tx_mbps",      "nvlink_rx_mbps",      "sm_active",            "sm_occupancy",
-    "dram_bandwidth",      "vllm_queue_depth",    "vllm_kv_cache_usage",  "triton_queue_wait_ms",
-    "triton_request_rate", "engine_queue",        "engine_running",       "engine_kv_cache",
+    "gpu_utilization",     "memory_utilization",
+    "memory_used_mib",     "memory_used_percent",
+    "temperature",         "power_draw",
+    "pcie_tx_kbps",        "pcie_rx_kbps",
+    "nvlink_tx_mbps",      "nvlink_rx_mbps",
+    "sm_active",           "sm_occupancy",
+    "dram_bandwidth",      "vllm_queue_depth",
+    "vllm_kv_cache_usage", "triton_queue_wait_ms",
+    "triton_request_rate", "engine_queue",
+    "engine_running",      "engine_kv_cache",
     "queue_length",        "demand",
 };
 
@@ -103,19 +108,24 @@ const char *partial_data_name(partial_data_t p) {
 #define NS_PER_MS 1000000ll
 #define NS_PER_S 1000000000ll
 
-#define ROW(n, t, g, d) {.name = n, .type = t, .group = g, .def = d}
+#define ROW(n, t, g, d)                                                                            \
+    { .name = n, .type = t, .group = g, .def = d }
 #define ROW_INT(n, g, lo, hi, m, d)                                                                \
-    {.name = n, .type = KT_INTEGER, .group = g, .min = lo, .max = hi, .must = m, .def = d}
+    { .name = n, .type = KT_INTEGER, .group = g, .min = lo, .max = hi, .must = m, .def = d }
 #define ROW_ENUM(n, g, vals, m, d)                                                                 \
-    {.name = n, .type = KT_ENUM, .group = g, .values = vals, .nvalues = NV(vals), .must = m,      \
-     .def = d}
-#define ROW_NUM(n, g, m, d) {.name = n, .type = KT_NUMBER, .group = g, .must = m, .def = d}
+    {                                                                                              \
+        .name = n, .type = KT_ENUM, .group = g, .values = vals, .nvalues = NV(vals), .must = m,    \
+        .def = d                                                                                   \
+    }
+#define ROW_NUM(n, g, m, d)                                                                        \
+    { .name = n, .type = KT_NUMBER, .group = g, .must = m, .def = d }
 #define ROW_DUR(n, g, lo, hi, d)                                                                   \
-    {.name = n, .type = KT_DURATION, .group = g, .min = lo, .max = hi, .def = d}
+    { .name = n, .type = KT_DURATION, .group = g, .min = lo, .max = hi, .def = d }
 
 const key_row_t tc_keys[K_COUNT] = {
     [K_PROFILE] = ROW("profile", KT_NAME, KG_GENERAL, "none"),
-    [K_METRIC_NAME] = ROW("metricName", KT_STRING, KG_GENERAL, "`keda_gpu_metric`, or the profile's"),
+    [K_METRIC_NAME] =
+        ROW("metricName", KT_STRING, KG_GENERAL, "`keda_gpu_metric`, or the profile's"),
     [K_METRIC_TYPE] = ROW_ENUM("metricType", KG_GENERAL, metric_type_values, NULL,
                                "`gpu_utilization`, or the profile's"),
     [K_TARGET_VALUE] = ROW("targetValue", KT_TARGET, KG_GENERAL, "`80`, or the profile's"),
@@ -125,8 +135,9 @@ const key_row_t tc_keys[K_COUNT] = {
                              "a finite decimal number >= 0 (the trigger is active while the value "
                              "is above it)",
                              "`0`, or the profile's"),
-    [K_GPU_INDEX] = ROW_INT("gpuIndex", KG_GENERAL, -1, 65535,
-                            "-1 (all GPUs) or an NVML index from 0 to 65535", "`-1` (no restriction)"),
+    [K_GPU_INDEX] =
+        ROW_INT("gpuIndex", KG_GENERAL, -1, 65535, "-1 (all GPUs) or an NVML index from 0 to 65535",
+                "`-1` (no restriction)"),
     [K_AGGREGATION] = ROW_ENUM("aggregation", KG_GENERAL, aggregation_names,
                                "sum, max, min, avg, p95 or p99", "**`sum`**"),
     [K_POLL] = ROW_INT("pollIntervalSeconds", KG_GENERAL, 1, 86400,
@@ -139,8 +150,8 @@ const key_row_t tc_keys[K_COUNT] = {
     [K_NODE_SELECTOR] = ROW("nodeSelector", KT_NODES, KG_GENERAL, "none (every node)"),
     [K_POD_AGGREGATION] = ROW_ENUM("podAggregation", KG_GENERAL, pod_aggregation_names,
                                    "avg, sum, max or min", "`avg`"),
-    [K_PARTIAL_DATA] = ROW_ENUM("partialData", KG_GENERAL, partial_data_names, "error or ignore",
-                                "`error`"),
+    [K_PARTIAL_DATA] =
+        ROW_ENUM("partialData", KG_GENERAL, partial_data_names, "error or ignore", "`error`"),
     [K_ENGINE] = {.name = "engine",
                   .type = KT_ENUM,
                   .group = KG_ENGINE,
@@ -151,14 +162,14 @@ const key_row_t tc_keys[K_COUNT] = {
     [K_VLLM_ENDPOINT] = ROW("vllmEndpoint", KT_URL_LIST, KG_ENGINE, "—"),
     [K_TRITON_ENDPOINT] = ROW("tritonEndpoint", KT_URL_LIST, KG_ENGINE, "—"),
     [K_ENGINE_ENDPOINT] = ROW("engineEndpoint", KT_URL_LIST, KG_ENGINE, "—"),
-    [K_ENGINE_PORT] = ROW_INT("enginePort", KG_ENGINE, 1, 65535,
-                              "a port number from 1 to 65535",
+    [K_ENGINE_PORT] = ROW_INT("enginePort", KG_ENGINE, 1, 65535, "a port number from 1 to 65535",
                               "vLLM 8000, Triton 8002, TGI 80, SGLang 30000"),
     [K_ENGINE_PATH] = ROW("enginePath", KT_PATH, KG_ENGINE, "`/metrics`"),
     [K_ENGINE_SCHEME] =
         ROW_ENUM("engineScheme", KG_ENGINE, scheme_names, "http or https", "`http`"),
     [K_MODEL] = ROW("model", KT_STRING, KG_ENGINE, "all models"),
-    [K_WINDOW] = ROW_INT("windowSeconds", KG_ENGINE, 1, 3600, "whole seconds from 1 to 3600", "`30`"),
+    [K_WINDOW] =
+        ROW_INT("windowSeconds", KG_ENGINE, 1, 3600, "whole seconds from 1 to 3600", "`30`"),
     [K_REDIS_ADDRESS] = ROW("redisAddress", KT_ADDRESS, KG_QUEUE, "—"),
     [K_REDIS_LIST] = ROW("redisListName", KT_STRING, KG_QUEUE, "—"),
     [K_REDIS_STREAM] = ROW("redisStream", KT_STRING, KG_QUEUE, "—"),
@@ -179,8 +190,7 @@ const key_row_t tc_keys[K_COUNT] = {
     [K_TARGET_GPU] = ROW("targetGpu", KT_TARGET, KG_DEMAND, "—"),
     [K_GPU_METRIC_TYPE] =
         ROW_ENUM("gpuMetricType", KG_DEMAND, tc_metric_names, NULL, "`gpu_utilization`"),
-    [K_ACTIVATION_QUEUE] =
-        ROW_NUM("activationQueue", KG_DEMAND, "a decimal number >= 0", "`0`"),
+    [K_ACTIVATION_QUEUE] = ROW_NUM("activationQueue", KG_DEMAND, "a decimal number >= 0", "`0`"),
     [K_ACTIVATION_GPU] = ROW_NUM("activationGpu", KG_DEMAND, "a decimal number >= 0", "`0`"),
     [K_SOURCE_INTERVAL] =
         ROW_DUR("sourceInterval", KG_DEMAND, 100 * NS_PER_MS, 60 * NS_PER_S, "`1s`"),
@@ -198,14 +208,22 @@ const key_row_t tc_keys[K_COUNT] = {
 
 const char *tc_type_doc_name(key_type_t t) {
     static const char *const names[] = {
-        [KT_NAME] = "name",         [KT_ENUM] = "name",
-        [KT_STRING] = "string",     [KT_TARGET] = "number",
-        [KT_NUMBER] = "number",     [KT_INTEGER] = "integer",
-        [KT_DURATION] = "duration", [KT_BOOL] = "bool",
-        [KT_LIST] = "list",         [KT_SELECTOR] = "label selector",
-        [KT_NODES] = "list or label selector", [KT_URL_LIST] = "URL list",
-        [KT_URL] = "URL",           [KT_PATH] = "path",
-        [KT_ADDRESS] = "address",   [KT_MATCHERS] = "matchers",
+        [KT_NAME] = "name",
+        [KT_ENUM] = "name",
+        [KT_STRING] = "string",
+        [KT_TARGET] = "number",
+        [KT_NUMBER] = "number",
+        [KT_INTEGER] = "integer",
+        [KT_DURATION] = "duration",
+        [KT_BOOL] = "bool",
+        [KT_LIST] = "list",
+        [KT_SELECTOR] = "label selector",
+        [KT_NODES] = "list or label selector",
+        [KT_URL_LIST] = "URL list",
+        [KT_URL] = "URL",
+        [KT_PATH] = "path",
+        [KT_ADDRESS] = "address",
+        [KT_MATCHERS] = "matchers",
         [KT_IGNORED] = "—",
     };
     return (unsigned)t < NV(names) && names[t] ? names[t] : "?";
@@ -246,8 +264,8 @@ bool trigger_config_key_known(const char *p, size_t n) {
  * forecast, coldStartSeconds and KEDA's scalerAddress, enableTLS, unsafeSsl". */
 static void list_keys(char *buf, size_t len) {
     static const char *const labels[] = {
-        [KG_GENERAL] = NULL, [KG_ENGINE] = "engine", [KG_QUEUE] = "queue",
-        [KG_DEMAND] = "demand", [KG_FORECAST] = NULL, [KG_KEDA] = NULL,
+        [KG_GENERAL] = NULL,    [KG_ENGINE] = "engine", [KG_QUEUE] = "queue",
+        [KG_DEMAND] = "demand", [KG_FORECAST] = NULL,   [KG_KEDA] = NULL,
     };
     size_t o = 0;
     buf[0] = '\0';

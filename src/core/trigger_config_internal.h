@@ -110,6 +110,17 @@ typedef enum {
 /* What a key belongs to: groups the "valid keys are ..." message. */
 typedef enum { KG_GENERAL, KG_ENGINE, KG_QUEUE, KG_DEMAND, KG_FORECAST, KG_KEDA } key_group_t;
 
+/* Which triggers a key serves, by metric type: a key set on a trigger its
+ * row does not serve is refused, naming the key (test_trigger_keys checks the
+ * resolution against these). Finer rules within a family (windowSeconds only
+ * for the Triton rates, podAggregation only with podSelector) are the
+ * resolution's. */
+#define TS_GPU 1u    /* a GPU metric type */
+#define TS_ENGINE 2u /* vllm_*, triton_*, engine_* */
+#define TS_QUEUE 4u  /* queue_length */
+#define TS_DEMAND 8u /* demand (composite) */
+#define TS_ALL (TS_GPU | TS_ENGINE | TS_QUEUE | TS_DEMAND)
+
 /* One metadata key. */
 typedef struct {
     const char *name;
@@ -121,6 +132,8 @@ typedef struct {
     const char *must;          /* "invalid <key> "<v>": must be <must>"; for KT_ENUM NULL
                                   means "one of <values>" */
     const char *def;           /* the Default cell of docs/configuration.md, verbatim */
+    unsigned serves;           /* TS_*: the metric types it applies to */
+    const char *example;       /* a valid value */
 } key_row_t;
 
 /* The table, in key_id_t order. */

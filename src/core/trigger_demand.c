@@ -504,7 +504,9 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                               "metricType demand reports replicas needed x 100 against a fixed "
                               "target of 100; set per-signal targets (targetQueuePerReplica, "
                               "targetRunningPerReplica, targetKvCache, targetGpu) instead of %s",
-                              slot[K_TARGET_VALUE] ? "targetValue" : "a target shorthand");
+                              slot[K_TARGET_VALUE]      ? "targetValue"
+                              : slot[K_TARGET_GPU_UTIL] ? "targetGpuUtilization"
+                                                        : "targetMemoryUtilization");
         if (slot[K_ACTIVATION])
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "metricType demand is active while work waits or runs; tune it "

@@ -108,102 +108,155 @@ const char *partial_data_name(partial_data_t p) {
 #define NS_PER_MS 1000000ll
 #define NS_PER_S 1000000000ll
 
-#define ROW(n, t, g, d)                                                                            \
-    { .name = n, .type = t, .group = g, .def = d }
-#define ROW_INT(n, g, lo, hi, m, d)                                                                \
-    { .name = n, .type = KT_INTEGER, .group = g, .min = lo, .max = hi, .must = m, .def = d }
-#define ROW_ENUM(n, g, vals, m, d)                                                                 \
+#define ROW(n, t, g, d, ...)                                                                       \
+    { .name = n, .type = t, .group = g, .def = d, __VA_ARGS__ }
+#define ROW_INT(n, g, lo, hi, m, d, ...)                                                           \
+    {                                                                                              \
+        .name = n, .type = KT_INTEGER, .group = g, .min = lo, .max = hi, .must = m, .def = d,      \
+        __VA_ARGS__                                                                                \
+    }
+#define ROW_ENUM(n, g, vals, m, d, ...)                                                            \
     {                                                                                              \
         .name = n, .type = KT_ENUM, .group = g, .values = vals, .nvalues = NV(vals), .must = m,    \
-        .def = d                                                                                   \
+        .def = d, __VA_ARGS__                                                                      \
     }
-#define ROW_NUM(n, g, m, d)                                                                        \
-    { .name = n, .type = KT_NUMBER, .group = g, .must = m, .def = d }
-#define ROW_DUR(n, g, lo, hi, d)                                                                   \
-    { .name = n, .type = KT_DURATION, .group = g, .min = lo, .max = hi, .def = d }
+#define ROW_NUM(n, g, m, d, ...)                                                                   \
+    { .name = n, .type = KT_NUMBER, .group = g, .must = m, .def = d, __VA_ARGS__ }
+#define ROW_DUR(n, g, lo, hi, d, ...)                                                              \
+    { .name = n, .type = KT_DURATION, .group = g, .min = lo, .max = hi, .def = d, __VA_ARGS__ }
 
 const key_row_t tc_keys[K_COUNT] = {
-    [K_PROFILE] = ROW("profile", KT_NAME, KG_GENERAL, "none"),
+    [K_PROFILE] =
+        ROW("profile", KT_NAME, KG_GENERAL, "none", .serves = TS_ALL, .example = "vllm-inference"),
     [K_METRIC_NAME] =
-        ROW("metricName", KT_STRING, KG_GENERAL, "`keda_gpu_metric`, or the profile's"),
+        ROW("metricName", KT_STRING, KG_GENERAL, "`keda_gpu_metric`, or the profile's",
+            .serves = TS_ALL, .example = "my_metric"),
     [K_METRIC_TYPE] = ROW_ENUM("metricType", KG_GENERAL, metric_type_values, NULL,
-                               "`gpu_utilization`, or the profile's"),
-    [K_TARGET_VALUE] = ROW("targetValue", KT_TARGET, KG_GENERAL, "`80`, or the profile's"),
-    [K_TARGET_GPU_UTIL] = ROW("targetGpuUtilization", KT_TARGET, KG_GENERAL, "—"),
-    [K_TARGET_MEM_UTIL] = ROW("targetMemoryUtilization", KT_TARGET, KG_GENERAL, "—"),
-    [K_ACTIVATION] = ROW_NUM("activationThreshold", KG_GENERAL,
-                             "a finite decimal number >= 0 (the trigger is active while the value "
-                             "is above it)",
-                             "`0`, or the profile's"),
+                               "`gpu_utilization`, or the profile's", .serves = TS_ALL,
+                               .example = "gpu_utilization"),
+    [K_TARGET_VALUE] = ROW("targetValue", KT_TARGET, KG_GENERAL, "`80`, or the profile's",
+                           .serves = TS_GPU | TS_ENGINE | TS_QUEUE, .example = "80"),
+    [K_TARGET_GPU_UTIL] =
+        ROW("targetGpuUtilization", KT_TARGET, KG_GENERAL, "—", .serves = TS_GPU, .example = "80"),
+    [K_TARGET_MEM_UTIL] = ROW("targetMemoryUtilization", KT_TARGET, KG_GENERAL, "—",
+                              .serves = TS_GPU, .example = "80"),
+    [K_ACTIVATION] =
+        ROW_NUM("activationThreshold", KG_GENERAL,
+                "a finite decimal number >= 0 (the trigger is active while the value "
+                "is above it)",
+                "`0`, or the profile's", .serves = TS_GPU | TS_ENGINE | TS_QUEUE, .example = "5"),
     [K_GPU_INDEX] =
         ROW_INT("gpuIndex", KG_GENERAL, -1, 65535, "-1 (all GPUs) or an NVML index from 0 to 65535",
-                "`-1` (no restriction)"),
-    [K_AGGREGATION] = ROW_ENUM("aggregation", KG_GENERAL, aggregation_names,
-                               "sum, max, min, avg, p95 or p99", "**`sum`**"),
+                "`-1` (no restriction)", .serves = TS_GPU | TS_DEMAND, .example = "0"),
+    [K_AGGREGATION] =
+        ROW_ENUM("aggregation", KG_GENERAL, aggregation_names, "sum, max, min, avg, p95 or p99",
+                 "**`sum`**", .serves = TS_GPU | TS_DEMAND, .example = "max"),
     [K_POLL] = ROW_INT("pollIntervalSeconds", KG_GENERAL, 1, 86400,
-                       "a whole number of seconds from 1 to 86400", "`10`"),
-    [K_GPU_UUID] = ROW("gpuUUID", KT_LIST, KG_GENERAL, "—"),
-    [K_MIG_UUID] = ROW("migUUID", KT_LIST, KG_GENERAL, "—"),
-    [K_MIG_PROFILE] = ROW("migProfile", KT_LIST, KG_GENERAL, "—"),
-    [K_POD_SELECTOR] = ROW("podSelector", KT_SELECTOR, KG_GENERAL, "none (no pod scope)"),
-    [K_NAMESPACE] = ROW("namespace", KT_NAME, KG_GENERAL, "the ScaledObject's namespace"),
-    [K_NODE_SELECTOR] = ROW("nodeSelector", KT_NODES, KG_GENERAL, "none (every node)"),
-    [K_POD_AGGREGATION] = ROW_ENUM("podAggregation", KG_GENERAL, pod_aggregation_names,
-                                   "avg, sum, max or min", "`avg`"),
-    [K_PARTIAL_DATA] =
-        ROW_ENUM("partialData", KG_GENERAL, partial_data_names, "error or ignore", "`error`"),
+                       "a whole number of seconds from 1 to 86400", "`10`", .serves = TS_ALL,
+                       .example = "10"),
+    [K_GPU_UUID] = ROW("gpuUUID", KT_LIST, KG_GENERAL, "—", .serves = TS_GPU | TS_DEMAND,
+                       .example = "GPU-5c1d0a4e"),
+    [K_MIG_UUID] = ROW("migUUID", KT_LIST, KG_GENERAL, "—", .serves = TS_GPU | TS_DEMAND,
+                       .example = "MIG-8f3a"),
+    [K_MIG_PROFILE] = ROW("migProfile", KT_LIST, KG_GENERAL, "—", .serves = TS_GPU | TS_DEMAND,
+                          .example = "3g.40gb"),
+    [K_POD_SELECTOR] = ROW("podSelector", KT_SELECTOR, KG_GENERAL, "none (no pod scope)",
+                           .serves = TS_ALL, .example = "app=vllm"),
+    [K_NAMESPACE] = ROW("namespace", KT_NAME, KG_GENERAL, "the ScaledObject's namespace",
+                        .serves = TS_ALL, .example = "ml"),
+    [K_NODE_SELECTOR] = ROW("nodeSelector", KT_NODES, KG_GENERAL, "none (every node)",
+                            .serves = TS_GPU | TS_DEMAND, .example = "gpu-node-1"),
+    [K_POD_AGGREGATION] =
+        ROW_ENUM("podAggregation", KG_GENERAL, pod_aggregation_names, "avg, sum, max or min",
+                 "`avg`", .serves = TS_GPU | TS_DEMAND, .example = "max"),
+    [K_PARTIAL_DATA] = ROW_ENUM("partialData", KG_GENERAL, partial_data_names, "error or ignore",
+                                "`error`", .serves = TS_ALL, .example = "ignore"),
     [K_ENGINE] = {.name = "engine",
                   .type = KT_ENUM,
                   .group = KG_ENGINE,
                   .values = tc_engine_names + 1, /* ENGINE_NONE is not a spelling */
                   .nvalues = NV(tc_engine_names) - 1,
                   .must = "vllm, triton, tgi or sglang",
-                  .def = "implied by the metric type or endpoint key"},
-    [K_VLLM_ENDPOINT] = ROW("vllmEndpoint", KT_URL_LIST, KG_ENGINE, "—"),
-    [K_TRITON_ENDPOINT] = ROW("tritonEndpoint", KT_URL_LIST, KG_ENGINE, "—"),
-    [K_ENGINE_ENDPOINT] = ROW("engineEndpoint", KT_URL_LIST, KG_ENGINE, "—"),
+                  .def = "implied by the metric type or endpoint key",
+                  .serves = TS_ENGINE | TS_DEMAND,
+                  .example = "vllm"},
+    [K_VLLM_ENDPOINT] = ROW("vllmEndpoint", KT_URL_LIST, KG_ENGINE, "—",
+                            .serves = TS_ENGINE | TS_DEMAND, .example = "http://vllm:8000/metrics"),
+    [K_TRITON_ENDPOINT] =
+        ROW("tritonEndpoint", KT_URL_LIST, KG_ENGINE, "—", .serves = TS_ENGINE | TS_DEMAND,
+            .example = "http://triton:8002/metrics"),
+    [K_ENGINE_ENDPOINT] = ROW("engineEndpoint", KT_URL_LIST, KG_ENGINE, "—",
+                              .serves = TS_ENGINE | TS_DEMAND, .example = "http://tgi:80/metrics"),
     [K_ENGINE_PORT] = ROW_INT("enginePort", KG_ENGINE, 1, 65535, "a port number from 1 to 65535",
-                              "vLLM 8000, Triton 8002, TGI 80, SGLang 30000"),
-    [K_ENGINE_PATH] = ROW("enginePath", KT_PATH, KG_ENGINE, "`/metrics`"),
-    [K_ENGINE_SCHEME] =
-        ROW_ENUM("engineScheme", KG_ENGINE, scheme_names, "http or https", "`http`"),
-    [K_MODEL] = ROW("model", KT_STRING, KG_ENGINE, "all models"),
-    [K_WINDOW] =
-        ROW_INT("windowSeconds", KG_ENGINE, 1, 3600, "whole seconds from 1 to 3600", "`30`"),
-    [K_REDIS_ADDRESS] = ROW("redisAddress", KT_ADDRESS, KG_QUEUE, "—"),
-    [K_REDIS_LIST] = ROW("redisListName", KT_STRING, KG_QUEUE, "—"),
-    [K_REDIS_STREAM] = ROW("redisStream", KT_STRING, KG_QUEUE, "—"),
-    [K_REDIS_GROUP] = ROW("redisConsumerGroup", KT_STRING, KG_QUEUE, "—"),
+                              "vLLM 8000, Triton 8002, TGI 80, SGLang 30000",
+                              .serves = TS_ENGINE | TS_DEMAND, .example = "8000"),
+    [K_ENGINE_PATH] = ROW("enginePath", KT_PATH, KG_ENGINE, "`/metrics`",
+                          .serves = TS_ENGINE | TS_DEMAND, .example = "/metrics"),
+    [K_ENGINE_SCHEME] = ROW_ENUM("engineScheme", KG_ENGINE, scheme_names, "http or https", "`http`",
+                                 .serves = TS_ENGINE | TS_DEMAND, .example = "https"),
+    [K_MODEL] = ROW("model", KT_STRING, KG_ENGINE, "all models", .serves = TS_ENGINE | TS_DEMAND,
+                    .example = "llama"),
+    [K_WINDOW] = ROW_INT("windowSeconds", KG_ENGINE, 1, 3600, "whole seconds from 1 to 3600",
+                         "`30`", .serves = TS_ENGINE, .example = "30"),
+    [K_REDIS_ADDRESS] = ROW("redisAddress", KT_ADDRESS, KG_QUEUE, "—",
+                            .serves = TS_QUEUE | TS_DEMAND, .example = "redis:6379"),
+    [K_REDIS_LIST] = ROW("redisListName", KT_STRING, KG_QUEUE, "—", .serves = TS_QUEUE | TS_DEMAND,
+                         .example = "jobs"),
+    [K_REDIS_STREAM] = ROW("redisStream", KT_STRING, KG_QUEUE, "—", .serves = TS_QUEUE | TS_DEMAND,
+                           .example = "events"),
+    [K_REDIS_GROUP] = ROW("redisConsumerGroup", KT_STRING, KG_QUEUE, "—",
+                          .serves = TS_QUEUE | TS_DEMAND, .example = "workers"),
     [K_REDIS_MEASURE] = ROW_ENUM("redisStreamMeasure", KG_QUEUE, measure_names,
-                                 "lag, pending or length", "`lag` with a group, else `length`"),
+                                 "lag, pending or length", "`lag` with a group, else `length`",
+                                 .serves = TS_QUEUE | TS_DEMAND, .example = "pending"),
     [K_REDIS_DB] =
-        ROW_INT("redisDatabaseIndex", KG_QUEUE, 0, 15, "0 to 15", "`0`, or the URL's `/db`"),
-    [K_REDIS_TLS] = ROW("redisTLS", KT_BOOL, KG_QUEUE, "`false` (`true` for `rediss://`)"),
-    [K_REDIS_USER] = ROW("redisUsernameFromEnv", KT_STRING, KG_QUEUE, "—"),
-    [K_REDIS_PASS] = ROW("redisPasswordFromEnv", KT_STRING, KG_QUEUE, "—"),
-    [K_DEMAND_ENDPOINT] = ROW("demandEndpoint", KT_URL, KG_QUEUE, "—"),
-    [K_DEMAND_METRIC] = ROW("demandMetric", KT_NAME, KG_QUEUE, "—"),
-    [K_DEMAND_LABELS] = ROW("demandLabels", KT_MATCHERS, KG_QUEUE, "all samples"),
-    [K_TARGET_QUEUE] = ROW("targetQueuePerReplica", KT_TARGET, KG_DEMAND, "—"),
-    [K_TARGET_RUNNING] = ROW("targetRunningPerReplica", KT_TARGET, KG_DEMAND, "—"),
-    [K_TARGET_KV] = ROW("targetKvCache", KT_TARGET, KG_DEMAND, "—"),
-    [K_TARGET_GPU] = ROW("targetGpu", KT_TARGET, KG_DEMAND, "—"),
+        ROW_INT("redisDatabaseIndex", KG_QUEUE, 0, 15, "0 to 15", "`0`, or the URL's `/db`",
+                .serves = TS_QUEUE | TS_DEMAND, .example = "1"),
+    [K_REDIS_TLS] = ROW("redisTLS", KT_BOOL, KG_QUEUE, "`false` (`true` for `rediss://`)",
+                        .serves = TS_QUEUE | TS_DEMAND, .example = "true"),
+    [K_REDIS_USER] = ROW("redisUsernameFromEnv", KT_STRING, KG_QUEUE, "—",
+                         .serves = TS_QUEUE | TS_DEMAND, .example = "scaler"),
+    [K_REDIS_PASS] = ROW("redisPasswordFromEnv", KT_STRING, KG_QUEUE, "—",
+                         .serves = TS_QUEUE | TS_DEMAND, .example = "secret"),
+    [K_DEMAND_ENDPOINT] =
+        ROW("demandEndpoint", KT_URL, KG_QUEUE, "—", .serves = TS_QUEUE | TS_DEMAND,
+            .example = "http://gateway:9000/metrics"),
+    [K_DEMAND_METRIC] = ROW("demandMetric", KT_NAME, KG_QUEUE, "—", .serves = TS_QUEUE | TS_DEMAND,
+                            .example = "queue_depth"),
+    [K_DEMAND_LABELS] = ROW("demandLabels", KT_MATCHERS, KG_QUEUE, "all samples",
+                            .serves = TS_QUEUE | TS_DEMAND, .example = "model=\"llama\""),
+    [K_TARGET_QUEUE] = ROW("targetQueuePerReplica", KT_TARGET, KG_DEMAND, "—", .serves = TS_DEMAND,
+                           .example = "5"),
+    [K_TARGET_RUNNING] = ROW("targetRunningPerReplica", KT_TARGET, KG_DEMAND, "—",
+                             .serves = TS_DEMAND, .example = "5"),
+    [K_TARGET_KV] =
+        ROW("targetKvCache", KT_TARGET, KG_DEMAND, "—", .serves = TS_DEMAND, .example = "70"),
+    [K_TARGET_GPU] =
+        ROW("targetGpu", KT_TARGET, KG_DEMAND, "—", .serves = TS_DEMAND, .example = "80"),
     [K_GPU_METRIC_TYPE] =
-        ROW_ENUM("gpuMetricType", KG_DEMAND, tc_metric_names, NULL, "`gpu_utilization`"),
-    [K_ACTIVATION_QUEUE] = ROW_NUM("activationQueue", KG_DEMAND, "a decimal number >= 0", "`0`"),
-    [K_ACTIVATION_GPU] = ROW_NUM("activationGpu", KG_DEMAND, "a decimal number >= 0", "`0`"),
+        ROW_ENUM("gpuMetricType", KG_DEMAND, tc_metric_names, NULL, "`gpu_utilization`",
+                 .serves = TS_DEMAND, .example = "sm_active"),
+    [K_ACTIVATION_QUEUE] = ROW_NUM("activationQueue", KG_DEMAND, "a decimal number >= 0", "`0`",
+                                   .serves = TS_DEMAND, .example = "1"),
+    [K_ACTIVATION_GPU] = ROW_NUM("activationGpu", KG_DEMAND, "a decimal number >= 0", "`0`",
+                                 .serves = TS_DEMAND, .example = "10"),
     [K_SOURCE_INTERVAL] =
-        ROW_DUR("sourceInterval", KG_DEMAND, 100 * NS_PER_MS, 60 * NS_PER_S, "`1s`"),
-    [K_SOURCE_TIMEOUT] =
-        ROW_DUR("sourceTimeout", KG_DEMAND, 100 * NS_PER_MS, 30 * NS_PER_S, "`2s`"),
-    [K_FORECAST] = ROW_ENUM("forecast", KG_FORECAST, forecast_names, "none or trend", "`none`"),
+        ROW_DUR("sourceInterval", KG_DEMAND, 100 * NS_PER_MS, 60 * NS_PER_S, "`1s`",
+                .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND, .example = "500ms"),
+    [K_SOURCE_TIMEOUT] = ROW_DUR("sourceTimeout", KG_DEMAND, 100 * NS_PER_MS, 30 * NS_PER_S, "`2s`",
+                                 .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND, .example = "1s"),
+    [K_FORECAST] = ROW_ENUM("forecast", KG_FORECAST, forecast_names, "none or trend", "`none`",
+                            .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND, .example = "trend"),
     [K_COLD_START] = ROW_INT("coldStartSeconds", KG_FORECAST, 1, 3600,
                              "whole seconds from 1 to 3600 (how long a new replica takes to "
                              "serve: node, image, weights)",
-                             "—"),
-    [K_SCALER_ADDRESS] = ROW("scalerAddress", KT_IGNORED, KG_KEDA, "—"),
-    [K_ENABLE_TLS] = ROW("enableTLS", KT_IGNORED, KG_KEDA, "—"),
-    [K_UNSAFE_SSL] = ROW("unsafeSsl", KT_IGNORED, KG_KEDA, "—"),
+                             "—", .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND, .example = "120"),
+    [K_SCALER_ADDRESS] = ROW("scalerAddress", KT_IGNORED, KG_KEDA, "—", .serves = TS_ALL,
+                             .example = "keda-gpu-scaler:6000"),
+    [K_ENABLE_TLS] =
+        ROW("enableTLS", KT_IGNORED, KG_KEDA, "—", .serves = TS_ALL, .example = "false"),
+    [K_UNSAFE_SSL] =
+        ROW("unsafeSsl", KT_IGNORED, KG_KEDA, "—", .serves = TS_ALL, .example = "false"),
 };
 
 const char *tc_type_doc_name(key_type_t t) {

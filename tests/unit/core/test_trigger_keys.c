@@ -236,6 +236,89 @@ static void test_trigger_keys_unknown_key_message_lists_every_key_once(void **st
     assert_string_equal(err, "unknown metadata key \"targtValue\": did you mean \"targetValue\"?");
 }
 
+/* The serves column against the resolution: on a trigger of each family,
+ * every key whose row does not serve that family, given its row's example
+ * value, is refused with a message naming the key; and each example is a
+ * value its row-driven parser accepts. */
+static void test_trigger_keys_a_key_outside_its_families_is_refused_by_name(void **state) {
+    (void)state;
+    static const struct {
+        unsigned family;
+        const char *base[10]; /* key, value pairs, NULL-terminated */
+    } families[] = {
+        {TS_GPU, {NULL}},
+        {TS_ENGINE,
+         {"metricType", "engine_queue", "engine", "vllm", "vllmEndpoint",
+          "http://vllm:8000/metrics", "targetValue", "5", NULL}},
+        {TS_QUEUE,
+         {"metricType", "queue_length", "targetValue", "5", "redisAddress", "redis:6379",
+          "redisListName", "jobs", NULL}},
+        {TS_DEMAND,
+         {"metricType", "demand", "targetQueuePerReplica", "5", "redisAddress", "redis:6379",
+          "redisListName", "jobs", NULL}},
+    };
+    static trigger_config_t c; /* large: off the stack */
+    int refused = 0;
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++) {
+        metadata_pair_t p[8];
+        size_t n = 0;
+        for (; families[f].base[2 * n]; n++)
+            p[n] =
+                (metadata_pair_t){families[f].base[2 * n], strlen(families[f].base[2 * n]),
+                                  families[f].base[2 * n + 1], strlen(families[f].base[2 * n + 1])};
+        char err[1024] = "";
+        if (trigger_config_parse(p, n, &c, err, sizeof err) != 0)
+            fail_msg("family %zu base: %s", f, err);
+        for (int k = 0; k < K_COUNT; k++) {
+            const key_row_t *r = &tc_keys[k];
+            assert_non_null(r->example);
+            if (r->serves & families[f].family)
+                continue;
+            p[n] = (metadata_pair_t){r->name, strlen(r->name), r->example, strlen(r->example)};
+            int rc = trigger_config_parse(p, n + 1, &c, err, sizeof err);
+            if (rc != KGS_EINVAL || !strstr(err, r->name))
+                fail_msg("%s: %s on a family-%u trigger: want a refusal naming it, got %d: %s",
+                         r->name, r->example, families[f].family, rc, err);
+            refused++;
+        }
+    }
+    assert_true(refused > 60);
+    for (int k = 0; k < K_COUNT; k++) {
+        const key_row_t *r = &tc_keys[k];
+        slice_t v = S(r->example);
+        char err[512] = "";
+        int rc = 0, e;
+        long long i;
+        double d;
+        uint64_t ns;
+        bool b;
+        switch (r->type) {
+        case KT_ENUM:
+            rc = tc_key_enum((key_id_t)k, v, &e, err, sizeof err);
+            break;
+        case KT_INTEGER:
+            rc = tc_key_int((key_id_t)k, v, &i, err, sizeof err);
+            break;
+        case KT_NUMBER:
+            rc = tc_key_nonneg((key_id_t)k, v, &d, err, sizeof err);
+            break;
+        case KT_TARGET:
+            rc = tc_parse_target(r->name, v, &d, err, sizeof err);
+            break;
+        case KT_DURATION:
+            rc = tc_key_duration((key_id_t)k, v, &ns, err, sizeof err);
+            break;
+        case KT_BOOL:
+            rc = tc_key_bool((key_id_t)k, v, &b, err, sizeof err);
+            break;
+        default:
+            break;
+        }
+        if (rc)
+            fail_msg("%s: example %s is refused: %s", r->name, r->example, err);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trigger_keys_every_row_is_complete_and_in_key_order),
@@ -245,6 +328,7 @@ int main(void) {
         cmocka_unit_test(test_trigger_keys_duration_bounds_name_the_value_and_the_range),
         cmocka_unit_test(test_trigger_keys_number_rows_refuse_negatives_and_keep_no_minus_zero),
         cmocka_unit_test(test_trigger_keys_unknown_key_message_lists_every_key_once),
+        cmocka_unit_test(test_trigger_keys_a_key_outside_its_families_is_refused_by_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

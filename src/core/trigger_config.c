@@ -18,13 +18,15 @@
  * (podSelector with device selection or nodeSelector, podAggregation or
  * namespace without podSelector) are errors rather than silent no-ops.
  * The engine, queue, demand and forecast keys are resolved in
- * trigger_demand.c (step 11), with the helpers trigger_config_internal.h
- * shares.
+ * trigger_demand.c (step 11). The key table, the name tables and the value
+ * parsers both files use are in trigger_keys.c (trigger_config_internal.h
+ * says who depends on whom: one way, no circle).
  *
  * The outcome does not depend on the order of the pairs: keys are collected
  * into one slot per known key first, and errors are reported in a fixed
- * order (unknown keys, smallest first; duplicates; then per key in table
- * order). The config cache relies on this to cache errors by content.
+ * order (unknown keys, smallest first; duplicates; then the resolution
+ * steps in their order). The config cache relies on this to cache errors by
+ * content.
  */
 #include "core/trigger_config.h"
 
@@ -330,8 +332,10 @@ static int resolve_scope(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
     return 0;
 }
 
-static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
-                   size_t errlen) {
+/* 1-5. What is measured and against what: profile, metricName, metricType,
+ * targetValue and its shorthands, activationThreshold. */
+static int resolve_metric(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
+                          size_t errlen) {
     char q[QBUF];
     char list[512];
     slice_t v;
@@ -430,6 +434,15 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
         if (rc)
             return rc;
     }
+    return 0;
+}
+
+/* 6-9. Which GPUs: gpuIndex, aggregation, pollIntervalSeconds, and the
+ * selection lists with their exclusions. */
+static int resolve_selection(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
+                             size_t errlen) {
+    slice_t v;
+    int rc;
 
     /* 6. gpuIndex */
     if (slot[K_GPU_INDEX]) {
@@ -488,10 +501,21 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "migUUID and migProfile are both set: migUUID already names the "
                           "instances; use one of them");
-    rc = resolve_scope(slot, c, err, errlen);
-    if (rc)
-        return rc;
-    return tc_resolve_demand(slot, c, err, errlen);
+    return 0;
+}
+
+/* The resolution, in its fixed order: each step reports the first problem
+ * it finds. */
+static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
+                   size_t errlen) {
+    int rc = resolve_metric(slot, c, err, errlen);
+    if (rc == 0)
+        rc = resolve_selection(slot, c, err, errlen);
+    if (rc == 0)
+        rc = resolve_scope(slot, c, err, errlen);
+    if (rc == 0)
+        rc = tc_resolve_demand(slot, c, err, errlen);
+    return rc;
 }
 
 int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_t *out, char *err,

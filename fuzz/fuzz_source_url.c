@@ -26,7 +26,7 @@
 #include <sys/socket.h>
 
 #include "core/err.h"
-#include "sources/source_url.h"
+#include "core/source_url.h"
 
 #include "fuzz_check.h"
 

@@ -58,6 +58,7 @@
 #include <jansson.h>
 
 #include "core/err.h"
+#include "core/suggest.h"
 
 /* JSON/CSV name of each gpu_field_t, indexed by the enum. */
 static const char *const field_json_names[GPU_F_COUNT] = {
@@ -155,6 +156,14 @@ int output_format_parse(const char *s, output_format_t *out, char *err, size_t e
             }
         }
     }
+    const char *hint = s ? suggest_value(s, strlen(s), format_names,
+                                         sizeof format_names / sizeof format_names[0], NULL, 0)
+                         : NULL;
+    if (hint)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "parse --format '%s': unknown format; valid: table, json, jsonl, csv; "
+                          "did you mean '%s'?",
+                          s, hint);
     return kgs_seterr(err, errlen, KGS_EINVAL,
                       "parse --format '%s': unknown format; valid: table, json, jsonl, csv",
                       s ? s : "(null)");

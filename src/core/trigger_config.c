@@ -18,13 +18,15 @@
  * (podSelector with device selection or nodeSelector, podAggregation or
  * namespace without podSelector) are errors rather than silent no-ops.
  * The engine, queue, demand and forecast keys are resolved in
- * trigger_demand.c (step 11), with the helpers trigger_config_internal.h
- * shares.
+ * trigger_demand.c (step 11). The key table, the name tables and the value
+ * parsers both files use are in trigger_keys.c (trigger_config_internal.h
+ * says who depends on whom: one way, no circle).
  *
  * The outcome does not depend on the order of the pairs: keys are collected
  * into one slot per known key first, and errors are reported in a fixed
- * order (unknown keys, smallest first; duplicates; then per key in table
- * order). The config cache relies on this to cache errors by content.
+ * order (unknown keys, smallest first; duplicates; then the resolution
+ * steps in their order). The config cache relies on this to cache errors by
+ * content.
  */
 #include "core/trigger_config.h"
 
@@ -39,41 +41,6 @@
 #include "core/profiles.h"
 #include "core/trigger_config_internal.h"
 
-/* ---- names ----------------------------------------------------------------- */
-
-const char *const tc_metric_names[METRIC_TYPE_COUNT] = {
-    "gpu_utilization", "memory_utilization", "memory_used_mib", "memory_used_percent",
-    "temperature",     "power_draw",         "pcie_tx_kbps",    "pcie_rx_kbps",
-    "nvlink_tx_mbps",  "nvlink_rx_mbps",     "sm_active",       "sm_occupancy",
-    "dram_bandwidth",
-};
-
-/* Demand metric types, in demand_type_t order (index 0 is DEMAND_NONE). The
- * first four are the Go system's names. */
-const char *const tc_demand_names[DEMAND_TYPE_COUNT] = {
-    "",
-    "vllm_queue_depth",
-    "vllm_kv_cache_usage",
-    "triton_queue_wait_ms",
-    "triton_request_rate",
-    "engine_queue",
-    "engine_running",
-    "engine_kv_cache",
-    "queue_length",
-    "demand",
-};
-
-const char *demand_type_name(demand_type_t t) {
-    return (unsigned)t < DEMAND_TYPE_COUNT ? tc_demand_names[t] : "?";
-}
-
-const char *const tc_engine_names[] = {"", "vllm", "triton", "tgi", "sglang"};
-
-const char *engine_name(engine_t e) {
-    return (unsigned)e < sizeof tc_engine_names / sizeof *tc_engine_names ? tc_engine_names[e]
-                                                                          : "?";
-}
-
 bool trigger_uses_engine(const trigger_config_t *c) {
     return c->demand.engine != ENGINE_NONE;
 }
@@ -81,284 +48,6 @@ bool trigger_uses_engine(const trigger_config_t *c) {
 bool trigger_uses_gpu(const trigger_config_t *c) {
     return c->demand.type == DEMAND_NONE ||
            (c->demand.type == DEMAND_COMPOSITE && c->demand.target_gpu > 0);
-}
-
-const char *metric_type_name(metric_type_t t) {
-    return (unsigned)t < METRIC_TYPE_COUNT ? tc_metric_names[t] : "?";
-}
-
-static const char *const aggregation_names[] = {"sum", "max", "min", "avg", "p95", "p99"};
-#define AGG_COUNT (sizeof aggregation_names / sizeof aggregation_names[0])
-
-const char *aggregation_name(aggregation_t a) {
-    return (unsigned)a < AGG_COUNT ? aggregation_names[a] : "?";
-}
-
-static const char *const pod_aggregation_names[] = {"avg", "sum", "max", "min"};
-#define POD_AGG_COUNT (sizeof pod_aggregation_names / sizeof pod_aggregation_names[0])
-
-const char *pod_aggregation_name(pod_aggregation_t a) {
-    return (unsigned)a < POD_AGG_COUNT ? pod_aggregation_names[a] : "?";
-}
-
-static const char *const partial_data_names[] = {"error", "ignore"};
-#define PARTIAL_DATA_COUNT (sizeof partial_data_names / sizeof partial_data_names[0])
-
-const char *partial_data_name(partial_data_t p) {
-    return (unsigned)p < PARTIAL_DATA_COUNT ? partial_data_names[p] : "?";
-}
-
-/* ---- keys ------------------------------------------------------------------ */
-
-const char *const tc_key_names[K_COUNT] = {
-    "profile",
-    "metricName",
-    "metricType",
-    "targetValue",
-    "targetGpuUtilization",
-    "targetMemoryUtilization",
-    "activationThreshold",
-    "gpuIndex",
-    "aggregation",
-    "pollIntervalSeconds",
-    "gpuUUID",
-    "migUUID",
-    "migProfile",
-    "podSelector",
-    "namespace",
-    "nodeSelector",
-    "podAggregation",
-    "partialData",
-    "vllmEndpoint",
-    "tritonEndpoint",
-    "engineEndpoint",
-    "engine",
-    "enginePort",
-    "enginePath",
-    "engineScheme",
-    "model",
-    "windowSeconds",
-    "redisAddress",
-    "redisListName",
-    "redisStream",
-    "redisConsumerGroup",
-    "redisStreamMeasure",
-    "redisDatabaseIndex",
-    "redisTLS",
-    "redisUsernameFromEnv",
-    "redisPasswordFromEnv",
-    "demandEndpoint",
-    "demandMetric",
-    "demandLabels",
-    "targetQueuePerReplica",
-    "targetRunningPerReplica",
-    "targetKvCache",
-    "targetGpu",
-    "gpuMetricType",
-    "activationQueue",
-    "activationGpu",
-    "sourceInterval",
-    "sourceTimeout",
-    "forecast",
-    "coldStartSeconds",
-    "scalerAddress",
-    "enableTLS",
-    "unsafeSsl",
-};
-
-size_t trigger_config_key_count(void) {
-    return K_COUNT;
-}
-
-const char *trigger_config_key_name(size_t i) {
-    return i < K_COUNT ? tc_key_names[i] : NULL;
-}
-
-static int key_lookup(const char *p, size_t n) {
-    for (int k = 0; k < K_COUNT; k++)
-        if (metadata_slice_eq(p, n, tc_key_names[k]))
-            return k;
-    return -1;
-}
-
-/* ---- message helpers ----------------------------------------------------- */
-
-static int lower(int c) {
-    return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
-}
-
-/* Case-insensitive Levenshtein distance, for keys up to 64 bytes. */
-static size_t edit_distance(const char *a, size_t an, const char *b, size_t bn) {
-    size_t row[65];
-    for (size_t j = 0; j <= bn; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= an; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= bn; j++) {
-            size_t up = row[j];
-            size_t cost = lower((unsigned char)a[i - 1]) == lower((unsigned char)b[j - 1]) ? 0 : 1;
-            size_t best = diag + cost;
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[bn];
-}
-
-static bool is_ci_prefix(const char *p, size_t n, const char *s) {
-    size_t sl = strlen(s);
-    if (n > sl)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)p[i]) != lower((unsigned char)s[i]))
-            return false;
-    return true;
-}
-
-/* The known key closest to p, or NULL when none is close: a case-insensitive
- * match, an edit distance of at most 2 (3 for longer keys), or a
- * case-insensitive prefix of at least 5 characters ("pollInterval"). */
-static const char *suggest_key(const char *p, size_t n) {
-    if (n == 0 || n > 64)
-        return NULL;
-    const char *best = NULL;
-    size_t best_d = (size_t)-1;
-    for (int k = 0; k < K_COUNT; k++) {
-        size_t d = edit_distance(p, n, tc_key_names[k], strlen(tc_key_names[k]));
-        size_t limit = n <= 8 ? 2 : 3;
-        if (d > limit && !(n >= 5 && is_ci_prefix(p, n, tc_key_names[k])))
-            continue;
-        if (d < best_d) {
-            best_d = d;
-            best = tc_key_names[k];
-        }
-    }
-    return best;
-}
-
-/* Words people write for an enum value, mapped to the value they mean. */
-static const char *const value_synonyms[][2] = {
-    {"average", "avg"},  {"mean", "avg"},       {"total", "sum"},    {"maximum", "max"},
-    {"minimum", "min"},  {"fail", "error"},     {"strict", "error"}, {"skip", "ignore"},
-    {"allow", "ignore"}, {"partial", "ignore"},
-};
-
-/* The valid enum value closest to p, or NULL: a synonym above, the same
- * letters in another case, at most 1 edit (2 for values of 5+ bytes), or
- * either being a case-insensitive prefix of the other (3+ bytes). */
-static const char *suggest_value(const char *p, size_t n, const char *const *names, size_t count) {
-    if (n == 0 || n > 64)
-        return NULL;
-    for (size_t i = 0; i < sizeof value_synonyms / sizeof value_synonyms[0]; i++) {
-        size_t sl = strlen(value_synonyms[i][0]);
-        if (sl == n && edit_distance(p, n, value_synonyms[i][0], sl) == 0)
-            for (size_t k = 0; k < count; k++)
-                if (strcmp(names[k], value_synonyms[i][1]) == 0)
-                    return names[k];
-    }
-    const char *best = NULL;
-    size_t best_d = (size_t)-1;
-    for (size_t k = 0; k < count; k++) {
-        size_t nl = strlen(names[k]);
-        size_t d = edit_distance(p, n, names[k], nl);
-        size_t limit = nl >= 5 ? 2 : 1;
-        /* "ign" is a prefix of "ignore"; "maximum" starts with "max" */
-        bool prefix =
-            n >= 3 && (is_ci_prefix(p, n, names[k]) || (nl <= n && is_ci_prefix(p, nl, names[k])));
-        if (d > limit && !prefix)
-            continue;
-        if (d < best_d) {
-            best_d = d;
-            best = names[k];
-        }
-    }
-    return best;
-}
-
-/* Looks (p, n) up in names; on a miss writes "invalid <key> "<v>": must be
- * <valid>[; did you mean "<x>"?]" and returns KGS_EINVAL. */
-int tc_parse_enum(const char *key, const char *p, size_t n, const char *const *names, size_t count,
-                  const char *valid, int *out, char *err, size_t errlen) {
-    char q[QBUF];
-    for (size_t k = 0; k < count; k++)
-        if (metadata_slice_eq(p, n, names[k])) {
-            *out = (int)k;
-            return 0;
-        }
-    const char *s = suggest_value(p, n, names, count);
-    if (s)
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "invalid %s %s: must be %s; did you mean \"%s\"?", key,
-                          kgs_quote(q, sizeof q, p, n), valid, s);
-    return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be %s", key,
-                      kgs_quote(q, sizeof q, p, n), valid);
-}
-
-/* ---- scalar parsers -------------------------------------------------------- */
-
-/* Strict decimal floating point: [+-]? (D+ (. D*)? | . D+) ([eE] [+-]? D+)?
- * No whitespace, hex, inf, nan or trailing bytes. */
-bool tc_parse_number(const char *p, size_t n, double *out) {
-    char buf[64];
-    if (n == 0 || n >= sizeof buf)
-        return false;
-    size_t i = 0, digits = 0;
-    if (p[i] == '+' || p[i] == '-')
-        i++;
-    while (i < n && isdigit((unsigned char)p[i]))
-        i++, digits++;
-    if (i < n && p[i] == '.') {
-        i++;
-        while (i < n && isdigit((unsigned char)p[i]))
-            i++, digits++;
-    }
-    if (digits == 0)
-        return false;
-    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
-        i++;
-        if (i < n && (p[i] == '+' || p[i] == '-'))
-            i++;
-        size_t ed = 0;
-        while (i < n && isdigit((unsigned char)p[i]))
-            i++, ed++;
-        if (ed == 0)
-            return false;
-    }
-    if (i != n)
-        return false;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    char *end = NULL;
-    double v = strtod(buf, &end); /* the grammar above leaves no locale-dependent input */
-    if (end != buf + n || !isfinite(v))
-        return false;
-    *out = v;
-    return true;
-}
-
-/* Strict decimal integer: [+-]? D{1,18}. */
-bool tc_parse_integer(const char *p, size_t n, long long *out) {
-    size_t i = 0;
-    bool neg = false;
-    if (n > 0 && (p[0] == '+' || p[0] == '-')) {
-        neg = p[0] == '-';
-        i = 1;
-    }
-    if (i == n || n - i > 18)
-        return false;
-    long long v = 0;
-    for (; i < n; i++) {
-        if (!isdigit((unsigned char)p[i]))
-            return false;
-        v = v * 10 + (p[i] - '0');
-    }
-    *out = neg ? -v : v;
-    return true;
 }
 
 /* ---- list parsers ---------------------------------------------------------- */
@@ -493,30 +182,12 @@ static slice_t key_of(const metadata_pair_t *m) {
     return s;
 }
 
-slice_t tc_value_of(const metadata_pair_t *m) {
-    slice_t s = {m->value ? m->value : "", m->value ? m->value_len : 0};
-    return s;
-}
-
 static void list_profiles(char *buf, size_t len) {
     size_t o = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < profile_count() && o < len; i++) {
         const profile_t *pr = profile_at(i);
         int w = snprintf(buf + o, len - o, "%s%s", o ? ", " : "", pr->name);
-        if (w < 0)
-            break;
-        o += (size_t)w;
-    }
-}
-
-static void list_metric_types(char *buf, size_t len) {
-    size_t o = 0;
-    buf[0] = '\0';
-    for (int t = 0; t < METRIC_TYPE_COUNT + DEMAND_TYPE_COUNT - 1 && o < len; t++) {
-        const char *name =
-            t < METRIC_TYPE_COUNT ? tc_metric_names[t] : tc_demand_names[t - METRIC_TYPE_COUNT + 1];
-        int w = snprintf(buf + o, len - o, "%s%s", o ? ", " : "", name);
         if (w < 0)
             break;
         o += (size_t)w;
@@ -532,26 +203,6 @@ static bool metric_name_valid(const char *p, size_t n) {
             return false;
     }
     return true;
-}
-
-#define TARGET_MIN 0.001 /* KEDA sends targets as milli-quantities: less rounds to 0 */
-#define TARGET_MAX 1e12  /* keeps target * 1000 far inside int64 */
-#define POLL_MAX 86400
-
-int tc_parse_target(const char *key, slice_t v, double *out, char *err, size_t errlen) {
-    char q[QBUF];
-    double d;
-    if (!tc_parse_number(v.p, v.n, &d))
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "invalid %s %s: must be a decimal number such as \"80\" or \"0.5\"", key,
-                          kgs_quote(q, sizeof q, v.p, v.n));
-    if (!(d >= TARGET_MIN && d <= TARGET_MAX))
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "invalid %s %s: must be > 0 (at least 0.001, KEDA's resolution, and at "
-                          "most 1e12); the HPA rejects a target of 0",
-                          key, kgs_quote(q, sizeof q, v.p, v.n));
-    *out = d;
-    return 0;
 }
 
 static void set_defaults(trigger_config_t *c) {
@@ -637,16 +288,14 @@ static int resolve_scope(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
     }
     if (slot[K_POD_AGGREGATION]) {
         v = tc_value_of(slot[K_POD_AGGREGATION]);
-        rc = tc_parse_enum("podAggregation", v.p, v.n, pod_aggregation_names, POD_AGG_COUNT,
-                           "avg, sum, max or min", &e, err, errlen);
+        rc = tc_key_enum(K_POD_AGGREGATION, v, &e, err, errlen);
         if (rc)
             return rc;
         c->pod_aggregation = (pod_aggregation_t)e;
     }
     if (slot[K_PARTIAL_DATA]) {
         v = tc_value_of(slot[K_PARTIAL_DATA]);
-        rc = tc_parse_enum("partialData", v.p, v.n, partial_data_names, PARTIAL_DATA_COUNT,
-                           "error or ignore", &e, err, errlen);
+        rc = tc_key_enum(K_PARTIAL_DATA, v, &e, err, errlen);
         if (rc)
             return rc;
         c->partial_data = (partial_data_t)e;
@@ -683,8 +332,10 @@ static int resolve_scope(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
     return 0;
 }
 
-static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
-                   size_t errlen) {
+/* 1-5. What is measured and against what: profile, metricName, metricType,
+ * targetValue and its shorthands, activationThreshold. */
+static int resolve_metric(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
+                          size_t errlen) {
     char q[QBUF];
     char list[512];
     slice_t v;
@@ -725,21 +376,12 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
     /* 3. metricType */
     if (slot[K_METRIC_TYPE]) {
         v = tc_value_of(slot[K_METRIC_TYPE]);
-        int found = -1;
-        for (int t = 0; t < METRIC_TYPE_COUNT; t++)
-            if (metadata_slice_eq(v.p, v.n, tc_metric_names[t]))
-                found = t;
-        int dfound = -1;
-        for (int d = 1; d < DEMAND_TYPE_COUNT; d++)
-            if (metadata_slice_eq(v.p, v.n, tc_demand_names[d]))
-                dfound = d;
-        if (found < 0 && dfound < 0) {
-            list_metric_types(list, sizeof list);
-            return kgs_seterr(err, errlen, KGS_EINVAL, "invalid metricType %s: must be one of %s",
-                              kgs_quote(q, sizeof q, v.p, v.n), list);
-        }
-        if (dfound >= 0) {
-            c->demand.type = (demand_type_t)dfound;
+        int found = 0;
+        rc = tc_key_enum(K_METRIC_TYPE, v, &found, err, errlen);
+        if (rc)
+            return rc;
+        if (found >= METRIC_TYPE_COUNT) { /* the demand types follow the GPU metrics */
+            c->demand.type = (demand_type_t)(found - METRIC_TYPE_COUNT + 1);
             c->metric_type = METRIC_GPU_UTILIZATION;
         } else {
             c->demand.type = DEMAND_NONE;
@@ -754,7 +396,7 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
                           "targetGpuUtilization and targetMemoryUtilization are both set: use one "
                           "(each sets metricType and targetValue)");
     const metadata_pair_t *sh = gs ? gs : ms;
-    const char *sh_key = gs ? tc_key_names[K_TARGET_GPU_UTIL] : tc_key_names[K_TARGET_MEM_UTIL];
+    const char *sh_key = gs ? tc_keys[K_TARGET_GPU_UTIL].name : tc_keys[K_TARGET_MEM_UTIL].name;
     if (sh && slot[K_TARGET_VALUE])
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s and targetValue are both set: use one (%s is shorthand for a "
@@ -787,51 +429,45 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
 
     /* 5. activationThreshold */
     if (slot[K_ACTIVATION]) {
-        v = tc_value_of(slot[K_ACTIVATION]);
-        double d;
-        if (!tc_parse_number(v.p, v.n, &d) || d < 0)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "invalid activationThreshold %s: must be a finite decimal number >= "
-                              "0 (the trigger is active while the value is above it)",
-                              kgs_quote(q, sizeof q, v.p, v.n));
-        c->activation_threshold = d == 0 ? 0 : d; /* no -0 */
+        rc = tc_key_nonneg(K_ACTIVATION, tc_value_of(slot[K_ACTIVATION]), &c->activation_threshold,
+                           err, errlen);
+        if (rc)
+            return rc;
     }
+    return 0;
+}
+
+/* 6-9. Which GPUs: gpuIndex, aggregation, pollIntervalSeconds, and the
+ * selection lists with their exclusions. */
+static int resolve_selection(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
+                             size_t errlen) {
+    slice_t v;
+    int rc;
 
     /* 6. gpuIndex */
     if (slot[K_GPU_INDEX]) {
-        v = tc_value_of(slot[K_GPU_INDEX]);
         long long i;
-        if (!tc_parse_integer(v.p, v.n, &i) || i < -1 || i > 65535)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "invalid gpuIndex %s: must be -1 (all GPUs) or an NVML index from 0 "
-                              "to 65535",
-                              kgs_quote(q, sizeof q, v.p, v.n));
+        rc = tc_key_int(K_GPU_INDEX, tc_value_of(slot[K_GPU_INDEX]), &i, err, errlen);
+        if (rc)
+            return rc;
         c->gpu_index = (int)i;
     }
 
     /* 7. aggregation */
     if (slot[K_AGGREGATION]) {
-        v = tc_value_of(slot[K_AGGREGATION]);
-        int found = -1;
-        for (size_t a = 0; a < AGG_COUNT; a++)
-            if (metadata_slice_eq(v.p, v.n, aggregation_names[a]))
-                found = (int)a;
-        if (found < 0)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "invalid aggregation %s: must be sum, max, min, avg, p95 or p99",
-                              kgs_quote(q, sizeof q, v.p, v.n));
-        c->aggregation = (aggregation_t)found;
+        int a = 0;
+        rc = tc_key_enum(K_AGGREGATION, tc_value_of(slot[K_AGGREGATION]), &a, err, errlen);
+        if (rc)
+            return rc;
+        c->aggregation = (aggregation_t)a;
     }
 
     /* 8. pollIntervalSeconds */
     if (slot[K_POLL]) {
-        v = tc_value_of(slot[K_POLL]);
         long long i;
-        if (!tc_parse_integer(v.p, v.n, &i) || i < 1 || i > POLL_MAX)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "invalid pollIntervalSeconds %s: must be a whole number of seconds "
-                              "from 1 to %d",
-                              kgs_quote(q, sizeof q, v.p, v.n), POLL_MAX);
+        rc = tc_key_int(K_POLL, tc_value_of(slot[K_POLL]), &i, err, errlen);
+        if (rc)
+            return rc;
         c->poll_interval_s = (unsigned)i;
     }
 
@@ -865,10 +501,21 @@ static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, ch
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "migUUID and migProfile are both set: migUUID already names the "
                           "instances; use one of them");
-    rc = resolve_scope(slot, c, err, errlen);
-    if (rc)
-        return rc;
-    return tc_resolve_demand(slot, c, err, errlen);
+    return 0;
+}
+
+/* The resolution, in its fixed order: each step reports the first problem
+ * it finds. */
+static int resolve(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
+                   size_t errlen) {
+    int rc = resolve_metric(slot, c, err, errlen);
+    if (rc == 0)
+        rc = resolve_selection(slot, c, err, errlen);
+    if (rc == 0)
+        rc = resolve_scope(slot, c, err, errlen);
+    if (rc == 0)
+        rc = tc_resolve_demand(slot, c, err, errlen);
+    return rc;
 }
 
 int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_t *out, char *err,
@@ -885,7 +532,7 @@ int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_
 
     for (size_t i = 0; i < n; i++) {
         slice_t k = key_of(&pairs[i]);
-        int id = key_lookup(k.p, k.n);
+        int id = tc_key_lookup(k.p, k.n);
         if (id < 0) {
             if (!unknown || metadata_slice_cmp(k.p, k.n, key_of(unknown).p, key_of(unknown).n) < 0)
                 unknown = &pairs[i];
@@ -900,30 +547,7 @@ int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_
     int rc = 0;
     if (unknown) {
         slice_t k = key_of(unknown);
-        const char *s = suggest_key(k.p, k.n);
-        if (s)
-            rc =
-                kgs_seterr(err, errlen, KGS_EINVAL, "unknown metadata key %s: did you mean \"%s\"?",
-                           kgs_quote(q, sizeof q, k.p, k.n), s);
-        else
-            rc = kgs_seterr(err, errlen, KGS_EINVAL,
-                            "unknown metadata key %s: valid keys are profile, metricName, "
-                            "metricType, targetValue, targetGpuUtilization, "
-                            "targetMemoryUtilization, activationThreshold, gpuIndex, aggregation, "
-                            "pollIntervalSeconds, gpuUUID, migUUID, migProfile, podSelector, "
-                            "namespace, nodeSelector, podAggregation, partialData, the engine "
-                            "keys (engine, vllmEndpoint, tritonEndpoint, engineEndpoint, "
-                            "enginePort, enginePath, engineScheme, model, windowSeconds), the "
-                            "queue keys (redisAddress, redisListName, redisStream, "
-                            "redisConsumerGroup, redisStreamMeasure, redisDatabaseIndex, "
-                            "redisTLS, redisUsernameFromEnv, redisPasswordFromEnv, "
-                            "demandEndpoint, demandMetric, demandLabels), the demand keys "
-                            "(targetQueuePerReplica, targetRunningPerReplica, targetKvCache, "
-                            "targetGpu, gpuMetricType, activationQueue, activationGpu, "
-                            "sourceInterval, sourceTimeout), forecast, coldStartSeconds and "
-                            "KEDA's scalerAddress, "
-                            "enableTLS, unsafeSsl",
-                            kgs_quote(q, sizeof q, k.p, k.n));
+        rc = tc_unknown_key(k.p, k.n, err, errlen);
     } else if (dup) {
         slice_t k = key_of(dup);
         rc = kgs_seterr(err, errlen, KGS_EINVAL, "duplicate metadata key %s: give it once",

@@ -14,6 +14,7 @@
 
 #include "core/label_selector.h"
 #include "core/metadata.h"
+#include "core/source_url.h"
 
 /* What is measured. Units are in docs/configuration.md. */
 typedef enum {
@@ -112,6 +113,9 @@ typedef struct {
     engine_t engine;
     unsigned endpoint_count;
     char endpoints[TRIGGER_MAX_ENDPOINTS][TRIGGER_URL_MAX];
+    /* endpoints[i], parsed and SSRF-checked (parse time) once, here: the
+     * sources copy it (demand_endpoint_url) instead of parsing again. */
+    source_url_t endpoint_urls[TRIGGER_MAX_ENDPOINTS];
     uint16_t engine_port;  /* default per engine: vLLM 8000, Triton 8002, TGI 80, SGLang 30000 */
     char engine_path[256]; /* default "/metrics" */
     bool engine_https;     /* engineScheme: https */
@@ -129,6 +133,10 @@ typedef struct {
     char redis_username[256];
     char redis_password[512]; /* secret: never logged, never echoed in errors */
     char demand_endpoint[TRIGGER_URL_MAX];
+    /* The queue's address parsed and SSRF-checked once, here: redis_address
+     * (source_addr_parse) for QUEUE_REDIS_*, demand_endpoint for
+     * QUEUE_PROMETHEUS; zero for QUEUE_NONE. */
+    source_url_t queue_url;
     char demand_metric[256];
     unsigned matcher_count; /* demandLabels: name="v" / name!="v", all must hold */
     struct {
@@ -196,6 +204,25 @@ typedef struct {
  * test checks each one is documented.) */
 size_t trigger_config_key_count(void);
 const char *trigger_config_key_name(size_t i);
+
+/* One key as the reference (docs/configuration.md, the key table) must
+ * show it: all strings static. */
+typedef struct {
+    const char *name;
+    const char *type; /* the Type column: "name", "number", "URL list", ... */
+    const char *def;  /* the Default column, verbatim ("—" for none) */
+    bool kedas;       /* one of KEDA's own keys (accepted and ignored), listed together */
+} trigger_key_doc_t;
+
+/* Fills *out for key i < trigger_config_key_count(); false past the end. */
+bool trigger_config_key_doc(size_t i, trigger_key_doc_t *out);
+
+/* (p, n) is a key the parser accepts (exact, case-sensitive). */
+bool trigger_config_key_known(const char *p, size_t n);
+
+/* The parsed form of url when it is one of d->endpoints (compared as
+ * strings), else NULL. Borrowed from *d. */
+const source_url_t *demand_endpoint_url(const demand_config_t *d, const char *url);
 
 /* The trigger reads engine metrics (from URLs or pods). */
 bool trigger_uses_engine(const trigger_config_t *c);

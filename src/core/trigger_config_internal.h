@@ -1,13 +1,24 @@
 /*
- * trigger_config_internal.h - what trigger_config.c (the general keys) and
- * trigger_demand.c (engine, queue and demand keys) share: the key table, the
- * name tables, and the strict value parsers. Not for other modules.
+ * trigger_config_internal.h - what the three files of the trigger
+ * configuration share. Not for other modules.
+ *
+ * The files depend on each other one way only:
+ *   trigger_keys.c    the key table (one row per metadata key: name, type,
+ *                     bounds, enum values, default, group), the name tables
+ *                     and the strict value parsers; depends on nothing else
+ *                     of the three;
+ *   trigger_demand.c  the engine, queue, composite and forecast keys; uses
+ *                     trigger_keys.c;
+ *   trigger_config.c  trigger_config_parse(): collects the pairs into slots,
+ *                     resolves the general and scope keys, then calls
+ *                     trigger_demand.c.
  */
 #ifndef KGS_TRIGGER_CONFIG_INTERNAL_H
 #define KGS_TRIGGER_CONFIG_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/err.h"
 #include "core/metadata.h"
@@ -15,6 +26,8 @@
 
 #define QBUF KGS_QUOTE_BUF
 
+/* One per row of tc_keys[], in table order (which is also the order of the
+ * "valid keys are ..." message and of trigger_config_key_name()). */
 typedef enum {
     K_PROFILE,
     K_METRIC_NAME,
@@ -34,10 +47,10 @@ typedef enum {
     K_NODE_SELECTOR,
     K_POD_AGGREGATION,
     K_PARTIAL_DATA,
-    K_VLLM_ENDPOINT,
+    K_ENGINE,
+    K_VLLM_ENDPOINT, /* the three endpoint keys stay adjacent (resolve_engine loops over them) */
     K_TRITON_ENDPOINT,
     K_ENGINE_ENDPOINT,
-    K_ENGINE,
     K_ENGINE_PORT,
     K_ENGINE_PATH,
     K_ENGINE_SCHEME,
@@ -72,8 +85,70 @@ typedef enum {
     K_COUNT
 } key_id_t;
 
-/* The key names, in key_id_t order. */
-extern const char *const tc_key_names[K_COUNT];
+/* A value's type; tc_type_doc_name() gives the word docs/configuration.md
+ * uses for it in the Type column. */
+typedef enum {
+    KT_NAME,     /* a validated name (profile, namespace, Prometheus metric) */
+    KT_ENUM,     /* one of values[0 .. nvalues): tc_key_enum() */
+    KT_STRING,   /* bytes with no control characters */
+    KT_TARGET,   /* a target: tc_parse_target() (0.001 .. 1e12) */
+    KT_NUMBER,   /* a decimal number >= 0: tc_key_nonneg() */
+    KT_INTEGER,  /* min .. max: tc_key_int() */
+    KT_DURATION, /* min .. max nanoseconds: tc_key_duration() */
+    KT_BOOL,     /* true / false: tc_key_bool() */
+    KT_LIST,     /* comma-separated items */
+    KT_SELECTOR, /* a Kubernetes label selector */
+    KT_NODES,    /* node names, or a label selector */
+    KT_URL_LIST, /* comma-separated http(s) URLs, parsed with source_url */
+    KT_URL,      /* one http(s) URL */
+    KT_PATH,     /* an HTTP path */
+    KT_ADDRESS,  /* a Redis address */
+    KT_MATCHERS, /* PromQL-style label matchers */
+    KT_IGNORED,  /* KEDA's own key */
+} key_type_t;
+
+/* What a key belongs to: groups the "valid keys are ..." message. */
+typedef enum { KG_GENERAL, KG_ENGINE, KG_QUEUE, KG_DEMAND, KG_FORECAST, KG_KEDA } key_group_t;
+
+/* Which triggers a key serves, by metric type: a key set on a trigger its
+ * row does not serve is refused, naming the key (test_trigger_keys checks the
+ * resolution against these). Finer rules within a family (windowSeconds only
+ * for the Triton rates, podAggregation only with podSelector) are the
+ * resolution's. */
+#define TS_GPU 1u    /* a GPU metric type */
+#define TS_ENGINE 2u /* vllm_*, triton_*, engine_* */
+#define TS_QUEUE 4u  /* queue_length */
+#define TS_DEMAND 8u /* demand (composite) */
+#define TS_ALL (TS_GPU | TS_ENGINE | TS_QUEUE | TS_DEMAND)
+
+/* One metadata key. */
+typedef struct {
+    const char *name;
+    key_type_t type;
+    key_group_t group;
+    long long min, max;        /* KT_INTEGER: the valid range; KT_DURATION: in ns */
+    const char *const *values; /* KT_ENUM: the valid spellings, in the enum's order */
+    size_t nvalues;            /* KT_ENUM */
+    const char *must;          /* "invalid <key> "<v>": must be <must>"; for KT_ENUM NULL
+                                  means "one of <values>" */
+    const char *def;           /* the Default cell of docs/configuration.md, verbatim */
+    unsigned serves;           /* TS_*: the metric types it applies to */
+    const char *example;       /* a valid value */
+} key_row_t;
+
+/* The table, in key_id_t order. */
+extern const key_row_t tc_keys[K_COUNT];
+
+/* The word docs/configuration.md writes in the Type column for t. */
+const char *tc_type_doc_name(key_type_t t);
+
+/* The key named (p, n) (exact, case-sensitive), or -1. */
+int tc_key_lookup(const char *p, size_t n);
+
+/* "unknown metadata key "<k>": did you mean "<x>"?", or, with nothing close,
+ * "...: valid keys are <every key, by group>". Returns KGS_EINVAL. */
+int tc_unknown_key(const char *p, size_t n, char *err, size_t errlen);
+
 /* metric_type_t, demand_type_t (index 0 = DEMAND_NONE: "") and engine_t names. */
 extern const char *const tc_metric_names[METRIC_TYPE_COUNT];
 extern const char *const tc_demand_names[DEMAND_TYPE_COUNT];
@@ -92,12 +167,21 @@ slice_t tc_value_of(const metadata_pair_t *m);
 int tc_parse_enum(const char *key, const char *p, size_t n, const char *const *names, size_t count,
                   const char *valid, int *out, char *err, size_t errlen);
 
-/* Strict decimal number / integer (see trigger_config.c); false when not one. */
+/* Strict decimal number / integer (see trigger_keys.c); false when not one. */
 bool tc_parse_number(const char *p, size_t n, double *out);
 bool tc_parse_integer(const char *p, size_t n, long long *out);
 
 /* A target value: 0.001 .. 1e12, with a message naming key on error. */
 int tc_parse_target(const char *key, slice_t v, double *out, char *err, size_t errlen);
+
+/* Row-driven parsers of the value of key k; each returns 0 or KGS_EINVAL
+ * with "invalid <key> "<value>": must be <what the row allows>". *out is
+ * written only on success. */
+int tc_key_enum(key_id_t k, slice_t v, int *out, char *err, size_t errlen);
+int tc_key_int(key_id_t k, slice_t v, long long *out, char *err, size_t errlen);
+int tc_key_nonneg(key_id_t k, slice_t v, double *out, char *err, size_t errlen);
+int tc_key_duration(key_id_t k, slice_t v, uint64_t *out, char *err, size_t errlen);
+int tc_key_bool(key_id_t k, slice_t v, bool *out, char *err, size_t errlen);
 
 /* Step 11 of the resolution: engine, queue, composite and forecast keys
  * (trigger_demand.c). */

@@ -8,10 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/duration.h"
 #include "core/err.h"
 #include "core/trigger_config_internal.h"
-#include "sources/source_url.h"
+#include "core/source_url.h"
 
 /* ---- demand signals (engines, queues, composite) ------------------------------ */
 
@@ -38,29 +37,6 @@ static bool copy_plain(slice_t v, char *dst, size_t cap) {
     memcpy(dst, v.p, v.n);
     dst[v.n] = '\0';
     return true;
-}
-
-static int parse_duration_key(const char *key, slice_t v, uint64_t lo, uint64_t hi, uint64_t *out,
-                              char *err, size_t errlen) {
-    char q[QBUF], buf[64], why[256];
-    uint64_t ns;
-    if (v.n == 0 || v.n >= sizeof buf || memchr(v.p, '\0', v.n))
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "invalid %s %s: must be a duration like "
-                          "\"1s\" or \"500ms\"",
-                          key, kgs_quote(q, sizeof q, v.p, v.n));
-    memcpy(buf, v.p, v.n);
-    buf[v.n] = '\0';
-    if (duration_parse_ns(buf, &ns, why, sizeof why) != 0)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s: %s", key, why);
-    if (ns < lo || ns > hi) {
-        char a[32], b[32];
-        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be from %s to %s", key,
-                          kgs_quote(q, sizeof q, v.p, v.n), duration_format(lo, a, sizeof a),
-                          duration_format(hi, b, sizeof b));
-    }
-    *out = ns;
-    return 0;
 }
 
 /* A comma list of engine URLs into c->demand.endpoints. */
@@ -93,9 +69,9 @@ static int parse_endpoints(const char *key, slice_t v, demand_config_t *d, char 
                               key, kgs_quote(q, sizeof q, v.p + a, b - a), TRIGGER_URL_MAX - 1);
         memcpy(url, v.p + a, b - a);
         url[b - a] = '\0';
-        source_url_t u;
+        source_url_t *u = &d->endpoint_urls[d->endpoint_count];
         unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
-        if (source_url_parse(url, allowed, &u, why, sizeof why) != 0)
+        if (source_url_parse(url, allowed, u, why, sizeof why) != 0)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: %s", key,
                               kgs_quote(q, sizeof q, url, b - a), why);
         for (unsigned k = 0; k < d->endpoint_count; k++)
@@ -174,30 +150,6 @@ static int parse_matchers(slice_t v, demand_config_t *d, char *err, size_t errle
     return 0;
 }
 
-static int parse_bool(const char *key, slice_t v, bool *out, char *err, size_t errlen) {
-    char q[QBUF];
-    if (metadata_slice_eq(v.p, v.n, "true")) {
-        *out = true;
-        return 0;
-    }
-    if (metadata_slice_eq(v.p, v.n, "false")) {
-        *out = false;
-        return 0;
-    }
-    return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be true or false", key,
-                      kgs_quote(q, sizeof q, v.p, v.n));
-}
-
-static int parse_nonneg(const char *key, slice_t v, double *out, char *err, size_t errlen) {
-    char q[QBUF];
-    double d;
-    if (!tc_parse_number(v.p, v.n, &d) || d < 0)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be a decimal number >= 0",
-                          key, kgs_quote(q, sizeof q, v.p, v.n));
-    *out = d == 0 ? 0 : d;
-    return 0;
-}
-
 static bool type_is_engine_only(demand_type_t t) {
     return t >= DEMAND_VLLM_QUEUE_DEPTH && t <= DEMAND_ENGINE_KV_CACHE;
 }
@@ -239,8 +191,7 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
     int named = ENGINE_NONE;
     if (slot[K_ENGINE]) {
         v = tc_value_of(slot[K_ENGINE]);
-        rc = tc_parse_enum("engine", v.p, v.n, tc_engine_names + 1, 4,
-                           "vllm, triton, tgi or sglang", &named, err, errlen);
+        rc = tc_key_enum(K_ENGINE, v, &named, err, errlen);
         if (rc)
             return rc;
         named++;
@@ -248,7 +199,7 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
     int e = named ? named : by_key ? by_key : implied;
     if (named && by_key && named != by_key)
         return kgs_seterr(err, errlen, KGS_EINVAL, "engine is \"%s\" but %s is set (a %s URL)",
-                          tc_engine_names[named], tc_key_names[ep_key], tc_engine_names[by_key]);
+                          tc_engine_names[named], tc_keys[ep_key].name, tc_engine_names[by_key]);
     if (implied && e != implied)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "metricType %s reads %s, but engine is \"%s\"; for any engine use "
@@ -264,7 +215,7 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "%s is set, but metricType %s reads no serving engine; engine keys "
                               "apply to vllm_*, triton_*, engine_* and demand",
-                              tc_key_names[which],
+                              tc_keys[which].name,
                               tname[0] ? tname : tc_metric_names[c->metric_type]);
         return 0;
     }
@@ -276,7 +227,7 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
     d->engine = (engine_t)e;
 
     if (ep_key >= 0) {
-        rc = parse_endpoints(tc_key_names[ep_key], tc_value_of(slot[ep_key]), d, err, errlen);
+        rc = parse_endpoints(tc_keys[ep_key].name, tc_value_of(slot[ep_key]), d, err, errlen);
         if (rc)
             return rc;
         static const int pod_keys[] = {K_ENGINE_PORT, K_ENGINE_PATH, K_ENGINE_SCHEME};
@@ -284,7 +235,7 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "%s is set together with %s: it applies to the pods of podSelector; "
                               "put the port, path and scheme in the URLs instead",
-                              tc_key_names[which], tc_key_names[ep_key]);
+                              tc_keys[which].name, tc_keys[ep_key].name);
     } else if (!slot[K_POD_SELECTOR]) {
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "metricType %s needs where to scrape %s: %s (a comma list of metrics "
@@ -299,12 +250,10 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
     d->engine_port = default_ports[e];
     strcpy(d->engine_path, "/metrics");
     if (slot[K_ENGINE_PORT]) {
-        v = tc_value_of(slot[K_ENGINE_PORT]);
         long long port;
-        if (!tc_parse_integer(v.p, v.n, &port) || port < 1 || port > 65535)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "invalid enginePort %s: must be a port number from 1 to 65535",
-                              kgs_quote(q, sizeof q, v.p, v.n));
+        rc = tc_key_int(K_ENGINE_PORT, tc_value_of(slot[K_ENGINE_PORT]), &port, err, errlen);
+        if (rc)
+            return rc;
         d->engine_port = (uint16_t)port;
     }
     if (slot[K_ENGINE_PATH]) {
@@ -322,10 +271,8 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
     }
     if (slot[K_ENGINE_SCHEME]) {
         v = tc_value_of(slot[K_ENGINE_SCHEME]);
-        static const char *const schemes[] = {"http", "https"};
         int sch = 0;
-        rc =
-            tc_parse_enum("engineScheme", v.p, v.n, schemes, 2, "http or https", &sch, err, errlen);
+        rc = tc_key_enum(K_ENGINE_SCHEME, v, &sch, err, errlen);
         if (rc)
             return rc;
         d->engine_https = sch == 1;
@@ -349,12 +296,10 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
                               "windowSeconds is set, but metricType %s is not a rate; it applies "
                               "to triton_queue_wait_ms and triton_request_rate",
                               tname);
-        v = tc_value_of(slot[K_WINDOW]);
         long long w;
-        if (!tc_parse_integer(v.p, v.n, &w) || w < 1 || w > 3600)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "invalid windowSeconds %s: must be whole seconds from 1 to 3600",
-                              kgs_quote(q, sizeof q, v.p, v.n));
+        rc = tc_key_int(K_WINDOW, tc_value_of(slot[K_WINDOW]), &w, err, errlen);
+        if (rc)
+            return rc;
         d->window_s = (unsigned)w;
     }
     if (d->type == DEMAND_ENGINE_RUNNING && !engine_has_running(d->engine))
@@ -386,28 +331,27 @@ static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s is set, but metricType %s reads no queue; queue keys apply to "
                           "queue_length and demand",
-                          tc_key_names[any_redis ? which : which2],
+                          tc_keys[any_redis ? which : which2].name,
                           d->type ? tc_demand_names[d->type] : tc_metric_names[c->metric_type]);
     if (any_redis && any_prom)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "both a Redis queue (%s) and a Prometheus queue (%s) are set: one "
                           "trigger reads one queue; use two triggers",
-                          tc_key_names[which], tc_key_names[which2]);
+                          tc_keys[which].name, tc_keys[which2].name);
     if (any_redis) {
         if (!slot[K_REDIS_ADDRESS])
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "%s is set without redisAddress (host:port, e.g. "
                               "\"redis.queues:6379\")",
-                              tc_key_names[which]);
+                              tc_keys[which].name);
         v = tc_value_of(slot[K_REDIS_ADDRESS]);
         char addr[TRIGGER_URL_MAX], why[256];
         if (!copy_plain(v, addr, sizeof addr))
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid redisAddress %s",
                               kgs_quote(q, sizeof q, v.p, v.n));
-        source_url_t u;
         bool tls = false;
         int db = 0;
-        if (source_addr_parse(addr, &u, &tls, &db, why, sizeof why) != 0)
+        if (source_addr_parse(addr, &d->queue_url, &tls, &db, why, sizeof why) != 0)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid redisAddress %s: %s",
                               kgs_quote(q, sizeof q, v.p, v.n), why);
         strcpy(d->redis_address, addr);
@@ -425,7 +369,7 @@ static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
         v = tc_value_of(slot[kk]);
         if (v.n == 0 || v.n >= sizeof d->redis_key)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be 1-511 bytes",
-                              tc_key_names[kk], kgs_quote(q, sizeof q, v.p, v.n));
+                              tc_keys[kk].name, kgs_quote(q, sizeof q, v.p, v.n));
         memcpy(d->redis_key, v.p, v.n);
         d->redis_key[v.n] = '\0';
         d->queue = kk == K_REDIS_LIST ? QUEUE_REDIS_LIST : QUEUE_REDIS_STREAM;
@@ -446,11 +390,8 @@ static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
                 return kgs_seterr(err, errlen, KGS_EINVAL,
                                   "redisStreamMeasure is set with redisListName: it applies to "
                                   "streams");
-            static const char *const measures[] = {"lag", "pending", "length"};
             int m = 0;
-            v = tc_value_of(slot[K_REDIS_MEASURE]);
-            rc = tc_parse_enum("redisStreamMeasure", v.p, v.n, measures, 3,
-                               "lag, pending or length", &m, err, errlen);
+            rc = tc_key_enum(K_REDIS_MEASURE, tc_value_of(slot[K_REDIS_MEASURE]), &m, err, errlen);
             if (rc)
                 return rc;
             d->stream_measure = (stream_measure_t)m;
@@ -458,20 +399,18 @@ static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
                 return kgs_seterr(err, errlen, KGS_EINVAL,
                                   "redisStreamMeasure %s needs redisConsumerGroup (lag and "
                                   "pending are per consumer group)",
-                                  measures[m]);
+                                  tc_keys[K_REDIS_MEASURE].values[m]);
         }
         if (slot[K_REDIS_DB]) {
-            v = tc_value_of(slot[K_REDIS_DB]);
             long long db2;
-            if (!tc_parse_integer(v.p, v.n, &db2) || db2 < 0 || db2 > 15)
-                return kgs_seterr(err, errlen, KGS_EINVAL,
-                                  "invalid redisDatabaseIndex %s: must be 0 to 15",
-                                  kgs_quote(q, sizeof q, v.p, v.n));
+            rc = tc_key_int(K_REDIS_DB, tc_value_of(slot[K_REDIS_DB]), &db2, err, errlen);
+            if (rc)
+                return rc;
             d->redis_db = (int)db2;
         }
         if (slot[K_REDIS_TLS]) {
             bool t = false;
-            rc = parse_bool("redisTLS", tc_value_of(slot[K_REDIS_TLS]), &t, err, errlen);
+            rc = tc_key_bool(K_REDIS_TLS, tc_value_of(slot[K_REDIS_TLS]), &t, err, errlen);
             if (rc)
                 return rc;
             if (tls && !t)
@@ -510,13 +449,12 @@ static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
                                                       : ": demandEndpoint is missing");
         v = tc_value_of(slot[K_DEMAND_ENDPOINT]);
         char why[256];
-        source_url_t u;
         if (!copy_plain(v, d->demand_endpoint, sizeof d->demand_endpoint))
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid demandEndpoint %s",
                               kgs_quote(q, sizeof q, v.p, v.n));
         if (source_url_parse(d->demand_endpoint,
-                             (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS), &u, why,
-                             sizeof why) != 0)
+                             (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS),
+                             &d->queue_url, why, sizeof why) != 0)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid demandEndpoint %s: %s",
                               kgs_quote(q, sizeof q, v.p, v.n), why);
         v = tc_value_of(slot[K_DEMAND_METRIC]);
@@ -546,7 +484,6 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
     char q[QBUF];
     demand_config_t *d = &c->demand;
     demand_type_t t = d->type;
-    slice_t v;
     int rc, which;
     bool composite = t == DEMAND_COMPOSITE;
 
@@ -558,7 +495,7 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s is set, but it applies to metricType demand (one trigger combining "
                           "queue, running, KV-cache and GPU signals); metricType is %s",
-                          tc_key_names[which],
+                          tc_keys[which].name,
                           t ? tc_demand_names[t] : tc_metric_names[c->metric_type]);
     bool need_engine = type_is_engine_only(t);
     if (composite) {
@@ -567,7 +504,9 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                               "metricType demand reports replicas needed x 100 against a fixed "
                               "target of 100; set per-signal targets (targetQueuePerReplica, "
                               "targetRunningPerReplica, targetKvCache, targetGpu) instead of %s",
-                              slot[K_TARGET_VALUE] ? "targetValue" : "a target shorthand");
+                              slot[K_TARGET_VALUE]      ? "targetValue"
+                              : slot[K_TARGET_GPU_UTIL] ? "targetGpuUtilization"
+                                                        : "targetMemoryUtilization");
         if (slot[K_ACTIVATION])
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "metricType demand is active while work waits or runs; tune it "
@@ -577,7 +516,7 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
         bool any = false;
         for (int i = 0; i < 4; i++)
             if (slot[tkeys[i]]) {
-                rc = tc_parse_target(tc_key_names[tkeys[i]], tc_value_of(slot[tkeys[i]]), dst[i],
+                rc = tc_parse_target(tc_keys[tkeys[i]].name, tc_value_of(slot[tkeys[i]]), dst[i],
                                      err, errlen);
                 if (rc)
                     return rc;
@@ -603,15 +542,9 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                 return kgs_seterr(err, errlen, KGS_EINVAL,
                                   "gpuMetricType is set without targetGpu: it names the GPU "
                                   "metric targetGpu applies to");
-            v = tc_value_of(slot[K_GPU_METRIC_TYPE]);
             int m = 0;
-            char list[400];
-            list[0] = '\0';
-            for (int k = 0, o = 0; k < METRIC_TYPE_COUNT; k++)
-                o += snprintf(list + o, sizeof list - (size_t)o, "%s%s", k ? ", " : "",
-                              tc_metric_names[k]);
-            rc = tc_parse_enum("gpuMetricType", v.p, v.n, tc_metric_names, METRIC_TYPE_COUNT, list,
-                               &m, err, errlen);
+            rc = tc_key_enum(K_GPU_METRIC_TYPE, tc_value_of(slot[K_GPU_METRIC_TYPE]), &m, err,
+                             errlen);
             if (rc)
                 return rc;
             c->metric_type = (metric_type_t)m;
@@ -620,8 +553,8 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
             if (!d->target_queue)
                 return kgs_seterr(err, errlen, KGS_EINVAL,
                                   "activationQueue is set without targetQueuePerReplica");
-            rc = parse_nonneg("activationQueue", tc_value_of(slot[K_ACTIVATION_QUEUE]),
-                              &d->activation_queue, err, errlen);
+            rc = tc_key_nonneg(K_ACTIVATION_QUEUE, tc_value_of(slot[K_ACTIVATION_QUEUE]),
+                               &d->activation_queue, err, errlen);
             if (rc)
                 return rc;
         }
@@ -629,8 +562,8 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
             if (!d->target_gpu)
                 return kgs_seterr(err, errlen, KGS_EINVAL,
                                   "activationGpu is set without targetGpu");
-            rc = parse_nonneg("activationGpu", tc_value_of(slot[K_ACTIVATION_GPU]),
-                              &d->activation_gpu, err, errlen);
+            rc = tc_key_nonneg(K_ACTIVATION_GPU, tc_value_of(slot[K_ACTIVATION_GPU]),
+                               &d->activation_gpu, err, errlen);
             if (rc)
                 return rc;
         }
@@ -661,7 +594,7 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "%s selects or combines GPUs, but metricType %s reads no GPU "
                               "metric%s",
-                              tc_key_names[which], tc_demand_names[t],
+                              tc_keys[which].name, tc_demand_names[t],
                               composite ? " (add targetGpu to combine a GPU signal)" : "");
     }
 
@@ -696,23 +629,17 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                               slot[K_FORECAST] ? "forecast" : "coldStartSeconds",
                               tc_metric_names[c->metric_type]);
         if (slot[K_FORECAST]) {
-            static const char *const kinds[] = {"none", "trend"};
             int k = 0;
-            v = tc_value_of(slot[K_FORECAST]);
-            rc = tc_parse_enum("forecast", v.p, v.n, kinds, 2, "none or trend", &k, err, errlen);
+            rc = tc_key_enum(K_FORECAST, tc_value_of(slot[K_FORECAST]), &k, err, errlen);
             if (rc)
                 return rc;
             d->forecast_trend = k == 1;
         }
         if (slot[K_COLD_START]) {
-            v = tc_value_of(slot[K_COLD_START]);
             long long cs;
-            if (!tc_parse_integer(v.p, v.n, &cs) || cs < 1 || cs > 3600)
-                return kgs_seterr(err, errlen, KGS_EINVAL,
-                                  "invalid coldStartSeconds %s: must be whole seconds from 1 to "
-                                  "3600 (how long a new replica takes to serve: node, image, "
-                                  "weights)",
-                                  kgs_quote(q, sizeof q, v.p, v.n));
+            rc = tc_key_int(K_COLD_START, tc_value_of(slot[K_COLD_START]), &cs, err, errlen);
+            if (rc)
+                return rc;
             d->cold_start_s = (unsigned)cs;
         }
         if (d->forecast_trend && !d->cold_start_s)
@@ -732,23 +659,30 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
         if (any_slot(slot, src_keys, 2, &which))
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "%s is set, but the trigger reads no engine or queue source",
-                              tc_key_names[which]);
+                              tc_keys[which].name);
         if (t == DEMAND_NONE)
             d->interval_ns = d->timeout_ns = 0;
         return 0;
     }
     if (slot[K_SOURCE_INTERVAL]) {
-        rc = parse_duration_key("sourceInterval", tc_value_of(slot[K_SOURCE_INTERVAL]),
-                                100000000ull, 60000000000ull, &d->interval_ns, err, errlen);
+        rc = tc_key_duration(K_SOURCE_INTERVAL, tc_value_of(slot[K_SOURCE_INTERVAL]),
+                             &d->interval_ns, err, errlen);
         if (rc)
             return rc;
     }
     if (slot[K_SOURCE_TIMEOUT]) {
-        rc = parse_duration_key("sourceTimeout", tc_value_of(slot[K_SOURCE_TIMEOUT]), 100000000ull,
-                                30000000000ull, &d->timeout_ns, err, errlen);
+        rc = tc_key_duration(K_SOURCE_TIMEOUT, tc_value_of(slot[K_SOURCE_TIMEOUT]), &d->timeout_ns,
+                             err, errlen);
         if (rc)
             return rc;
     }
     (void)q;
     return 0;
+}
+
+const source_url_t *demand_endpoint_url(const demand_config_t *d, const char *url) {
+    for (unsigned i = 0; i < d->endpoint_count && i < TRIGGER_MAX_ENDPOINTS; i++)
+        if (strcmp(d->endpoints[i], url) == 0)
+            return &d->endpoint_urls[i];
+    return NULL;
 }

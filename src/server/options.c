@@ -19,6 +19,7 @@
 #include "core/duration.h"
 #include "core/err.h"
 #include "core/flags.h"
+#include "core/suggest.h"
 #include "nvml/sampler.h"
 
 const char server_usage_text[] =
@@ -192,46 +193,15 @@ typedef struct {
     char source[64];
 } raw_t;
 
-/* Levenshtein distance, capped: enough to suggest a flag for a typo. */
-static size_t edit_distance(const char *a, size_t la, const char *b) {
-    size_t lb = strlen(b);
-    if (la > 63 || lb > 63)
-        return 99;
-    size_t prev[64], cur[64];
-    for (size_t j = 0; j <= lb; j++)
-        prev[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        cur[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, (lb + 1) * sizeof prev[0]);
-    }
-    return prev[lb];
-}
-
 static int unknown_flag(const char *arg, char *err, size_t errlen) {
     const char *name = arg + (arg[1] == '-' ? 2 : 1);
     size_t len = strcspn(name, "=");
-    const char *best = NULL;
-    size_t best_d = 3; /* suggest only close matches */
-    for (int i = 0; i < O_COUNT; i++) {
-        size_t d = edit_distance(name, len, opt_names[i]);
-        if (d < best_d) {
-            best_d = d;
-            best = opt_names[i];
-        }
-    }
-    static const char *const bools[] = {"version", "help"};
-    for (size_t i = 0; i < 2; i++) {
-        size_t d = edit_distance(name, len, bools[i]);
-        if (d < best_d) {
-            best_d = d;
-            best = bools[i];
-        }
-    }
+    const char *names[O_COUNT + 2];
+    for (int i = 0; i < O_COUNT; i++)
+        names[i] = opt_names[i];
+    names[O_COUNT] = "version"; /* the flags that take no value */
+    names[O_COUNT + 1] = "help";
+    const char *best = suggest_name(name, len, names, O_COUNT + 2);
     if (best)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "unknown flag %.*s (did you mean --%s?); see --help",

@@ -33,7 +33,7 @@
 #include "sources/fetch.h"
 #include "sources/prom_parse.h"
 #include "sources/resp.h"
-#include "sources/source_url.h"
+#include "core/source_url.h"
 
 #define HASH_BUCKETS 4096
 #define SWEEP_NS 10000000000ull
@@ -738,8 +738,11 @@ typedef struct {
 
 static int init_engine(source_t *s, const void *arg, char *err, size_t errlen) {
     const engine_arg_t *a = arg;
+    /* An explicit URL was parsed with the config; a pod's is built from its IP now. */
+    const source_url_t *parsed = a->pod ? NULL : demand_endpoint_url(&a->c->demand, a->url);
     unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
-    int rc = source_url_parse(a->url, allowed, &s->url, err, errlen);
+    int rc =
+        parsed ? (s->url = *parsed, 0) : source_url_parse(a->url, allowed, &s->url, err, errlen);
     if (rc)
         return rc;
     s->kind = SRC_ENGINE;
@@ -755,10 +758,7 @@ static int init_engine(source_t *s, const void *arg, char *err, size_t errlen) {
 
 static int init_prom(source_t *s, const void *arg, char *err, size_t errlen) {
     const trigger_config_t *c = arg;
-    unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
-    int rc = source_url_parse(c->demand.demand_endpoint, allowed, &s->url, err, errlen);
-    if (rc)
-        return rc;
+    s->url = c->demand.queue_url; /* parsed and checked with the config */
     s->kind = SRC_PROM;
     s->tls = s->url.scheme == SOURCE_SCHEME_HTTPS;
     s->prom = malloc(sizeof *s->prom);
@@ -774,11 +774,8 @@ static int init_prom(source_t *s, const void *arg, char *err, size_t errlen) {
 static int init_redis(source_t *s, const void *arg, char *err, size_t errlen) {
     const trigger_config_t *c = arg;
     const demand_config_t *d = &c->demand;
-    bool tls = false;
-    int db = 0;
-    int rc = source_addr_parse(d->redis_address, &s->url, &tls, &db, err, errlen);
-    if (rc)
-        return rc;
+    (void)err, (void)errlen; /* nothing here can fail */
+    s->url = d->queue_url;   /* parsed and checked with the config */
     s->kind = SRC_REDIS;
     s->tls = d->redis_tls;
     s->db = d->redis_db;

@@ -25,10 +25,7 @@ SOURCE_EXTS = (".c", ".h")
 # Known exceptions to core-includes: (including file, include) relative to
 # SRC, each with why it is tolerated. An entry that no longer matches an
 # include fails the check, so an exception cannot outlive its reason.
-CORE_ALLOWED = {
-    # removed when source_url moves to core
-    ("core/trigger_demand.c", "sources/source_url.h"): "removed when source_url moves to core",
-}
+CORE_ALLOWED = {}
 
 INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.S)

@@ -344,6 +344,19 @@ static void test_output_format_parse_accepts_the_four_names_and_lists_them_on_er
     assert_int_equal(output_format_parse(NULL, &f, NULL, 0), KGS_EINVAL);
 }
 
+static void test_output_format_parse_suggests_the_closest_name(void **st) {
+    (void)st;
+    output_format_t f = OUTPUT_TABLE;
+    char err[256] = "";
+    assert_int_equal(output_format_parse("JSON", &f, err, sizeof err), KGS_EINVAL);
+    assert_string_equal(err, "parse --format 'JSON': unknown format; valid: table, json, jsonl, "
+                             "csv; did you mean 'json'?");
+    assert_int_equal(output_format_parse("tabel", &f, err, sizeof err), KGS_EINVAL);
+    assert_non_null(strstr(err, "did you mean 'table'?"));
+    assert_int_equal(output_format_parse("xml", &f, err, sizeof err), KGS_EINVAL);
+    assert_null(strstr(err, "did you mean"));
+}
+
 /* ---- JSON --------------------------------------------------------------- */
 
 static void test_output_json_has_every_field_with_units_in_names(void **st) {
@@ -903,6 +916,7 @@ static void test_output_write_to_full_device_returns_eio(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_output_format_parse_accepts_the_four_names_and_lists_them_on_error),
+        cmocka_unit_test(test_output_format_parse_suggests_the_closest_name),
         cmocka_unit_test(test_output_json_has_every_field_with_units_in_names),
         cmocka_unit_test(test_output_json_prints_reals_without_noise_or_exponent),
         cmocka_unit_test(test_output_json_absent_fields_are_null_never_zero),

@@ -310,6 +310,8 @@ static void test_options_rejects_unknown_flags_with_a_suggestion(void **state) {
                  "unknown flag --metric-port (did you mean --metrics-port?); see --help");
     expect_error(PARSE(&o, "-verison"),
                  "unknown flag -verison (did you mean --version?); see --help");
+    expect_error(PARSE(&o, "--Port", "6000"),
+                 "unknown flag --Port (did you mean --port?); see --help");
     expect_error(PARSE(&o, "--completely-different"),
                  "unknown flag --completely-different; see --help");
     expect_error(PARSE(&o, "serve"),

@@ -46,8 +46,8 @@
  *
  * Pure: no I/O, no allocation, no globals. Any thread may call any function.
  */
-#ifndef KGS_SOURCES_SOURCE_URL_H
-#define KGS_SOURCES_SOURCE_URL_H
+#ifndef KGS_CORE_SOURCE_URL_H
+#define KGS_CORE_SOURCE_URL_H
 
 #include <stdbool.h>
 #include <stddef.h>

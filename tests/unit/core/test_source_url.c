@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "core/err.h"
-#include "sources/source_url.h"
+#include "core/source_url.h"
 
 /* ---- helpers --------------------------------------------------------------- */
 

@@ -20,7 +20,7 @@
  * "http://user:pa/ss@host" the authority is "user:pa", so the "port" is part
  * of a password).
  */
-#include "sources/source_url.h"
+#include "core/source_url.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,0 +1,96 @@
+/* test_trigger_demand.c - parse once: the engine URLs and the queue address
+ * of a demand trigger come out of trigger_config_parse() already parsed and
+ * SSRF-checked, exactly as source_url would parse them again. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/err.h"
+#include "core/source_url.h"
+#include "core/trigger_config.h"
+
+static trigger_config_t cfg; /* ~50 KiB: off the stack */
+
+static int parse(const char *const *kv) {
+    metadata_pair_t p[16];
+    size_t n = 0;
+    for (; kv[2 * n]; n++)
+        p[n] =
+            (metadata_pair_t){kv[2 * n], strlen(kv[2 * n]), kv[2 * n + 1], strlen(kv[2 * n + 1])};
+    char err[512] = "";
+    int rc = trigger_config_parse(p, n, &cfg, err, sizeof err);
+    if (rc)
+        print_message("parse: %s\n", err);
+    return rc;
+}
+#define PARSE(...) parse((const char *const[]){__VA_ARGS__, NULL})
+
+static const unsigned HTTP = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
+
+static void test_trigger_demand_keeps_every_engine_url_parsed(void **state) {
+    (void)state;
+    assert_int_equal(PARSE("metricType", "vllm_queue_depth", "targetValue", "5", "vllmEndpoint",
+                           "http://vllm-0.vllm:8000/metrics, https://[::1]:9443/m?x=1"),
+                     0);
+    assert_int_equal(cfg.demand.endpoint_count, 2);
+    for (unsigned i = 0; i < 2; i++) {
+        source_url_t again;
+        assert_int_equal(source_url_parse(cfg.demand.endpoints[i], HTTP, &again, NULL, 0), 0);
+        assert_memory_equal(&cfg.demand.endpoint_urls[i], &again, sizeof again);
+        assert_ptr_equal(demand_endpoint_url(&cfg.demand, cfg.demand.endpoints[i]),
+                         &cfg.demand.endpoint_urls[i]);
+    }
+    assert_string_equal(cfg.demand.endpoint_urls[0].host, "vllm-0.vllm");
+    assert_int_equal(cfg.demand.endpoint_urls[1].port, 9443);
+    assert_int_equal(cfg.demand.endpoint_urls[1].scheme, SOURCE_SCHEME_HTTPS);
+    assert_null(demand_endpoint_url(&cfg.demand, "http://other:8000/metrics"));
+}
+
+static void test_trigger_demand_keeps_the_redis_address_parsed(void **state) {
+    (void)state;
+    assert_int_equal(PARSE("metricType", "queue_length", "targetValue", "10", "redisAddress",
+                           "rediss://redis.queues:6380/2", "redisListName", "jobs"),
+                     0);
+    assert_string_equal(cfg.demand.queue_url.host, "redis.queues");
+    assert_int_equal(cfg.demand.queue_url.port, 6380);
+    assert_int_equal(cfg.demand.queue_url.scheme, SOURCE_SCHEME_REDISS);
+    assert_true(cfg.demand.redis_tls);
+    assert_int_equal(cfg.demand.redis_db, 2);
+    assert_int_equal(cfg.demand.endpoint_count, 0);
+}
+
+static void test_trigger_demand_keeps_the_prometheus_endpoint_parsed(void **state) {
+    (void)state;
+    assert_int_equal(PARSE("metricType", "queue_length", "targetValue", "10", "demandEndpoint",
+                           "http://gateway.ai:9000/metrics", "demandMetric", "queue_depth"),
+                     0);
+    source_url_t again;
+    assert_int_equal(source_url_parse(cfg.demand.demand_endpoint, HTTP, &again, NULL, 0), 0);
+    assert_memory_equal(&cfg.demand.queue_url, &again, sizeof again);
+    assert_string_equal(cfg.demand.queue_url.host_header, "gateway.ai:9000");
+}
+
+static void test_trigger_demand_refuses_a_guarded_url_at_parse_time(void **state) {
+    (void)state;
+    assert_int_equal(PARSE("metricType", "vllm_queue_depth", "targetValue", "5", "vllmEndpoint",
+                           "http://169.254.169.254/latest/meta-data"),
+                     KGS_EINVAL);
+    /* a failed parse leaves no parsed URL behind */
+    assert_int_equal(cfg.demand.endpoint_count, 0);
+    assert_string_equal(cfg.demand.endpoint_urls[0].host, "");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trigger_demand_keeps_every_engine_url_parsed),
+        cmocka_unit_test(test_trigger_demand_keeps_the_redis_address_parsed),
+        cmocka_unit_test(test_trigger_demand_keeps_the_prometheus_endpoint_parsed),
+        cmocka_unit_test(test_trigger_demand_refuses_a_guarded_url_at_parse_time),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

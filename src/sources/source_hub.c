@@ -26,6 +26,7 @@
 #include "core/demand_eval.h"
 #include "core/duration.h"
 #include "core/err.h"
+#include "core/roles.h"
 #include "net/sock.h"
 #include "net/tls.h"
 #include "sources/counter_window.h"
@@ -90,18 +91,41 @@ struct source {
     counter_window_t counters; /* Triton: queue time (a) and successes (b) */
 };
 
-/* forecast: trend state of one trigger in one namespace. */
-typedef struct forecast_slot {
-    struct forecast_slot *next;
+/* A subscription: one trigger configuration (the config cache's id) in one
+ * namespace. It owns no source (sources are shared and found by identity);
+ * it holds what outlives a single read: the forecast: trend state, the
+ * creation errors, and for podSelector engine triggers a copy of the config
+ * so the hub can re-list the pods on its own timer and start sources for
+ * new ones (a read never creates). Freed, like a source, when no read has
+ * used it for idle_ns; the scaler subscribes again on its next acquire. */
+typedef struct sub {
+    struct sub *hnext;
+    source_hub_t *hub;
     uint64_t trigger_id;
     char ns[128];
+    trigger_config_t *pods_cfg; /* owned; podSelector engine triggers only */
+    loop_timer_t rescan;
     forecast_t f;
     mono_ns_t last_used;
-} forecast_slot_t;
+    char engine_error[300]; /* the last engine source that could not be set up */
+    char queue_error[300];  /* the queue source could not be set up */
+} sub_t;
+
+#define SUB_BUCKETS 1024
+
+/* Scratch for one signals read: one view (and one URL, for sources not
+ * started) per engine. */
+typedef struct {
+    demand_source_t *v;
+    char (*url)[TRIGGER_URL_MAX + 128];
+    unsigned n, cap;
+    bool oom;
+} views_t;
 
 struct source_hub {
     source_hub_opts_t o;
-    forecast_slot_t *forecasts;
+    sub_t *subs[SUB_BUCKETS];
+    views_t views;
     SSL_CTX *tls;
     source_t *buckets[HASH_BUCKETS];
     source_t *all;
@@ -794,6 +818,8 @@ static int init_redis(source_t *s, const void *arg, char *err, size_t errlen) {
     return 0;
 }
 
+static void sub_free(sub_t *u);
+
 static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
     source_hub_t *h = ud;
@@ -806,282 +832,290 @@ static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
             source_free(h, s);
         }
     }
-    for (forecast_slot_t **pp = &h->forecasts; *pp;) {
-        forecast_slot_t *f = *pp;
-        if (now - f->last_used > h->o.idle_ns) {
-            *pp = f->next;
-            free(f);
-        } else {
-            pp = &f->next;
+    for (unsigned i = 0; i < SUB_BUCKETS; i++)
+        for (sub_t **pp = &h->subs[i]; *pp;) {
+            sub_t *u = *pp;
+            if (now - u->last_used > h->o.idle_ns) {
+                *pp = u->hnext;
+                sub_free(u);
+            } else {
+                pp = &u->hnext;
+            }
         }
-    }
     loop_timer_start(loop, &h->sweep, clock_add_sat(now, SWEEP_NS));
 }
 
-/* ---- evaluation ------------------------------------------------------------------ */
+/* ---- identities ---------------------------------------------------------------- */
 
-typedef enum { SS_OK, SS_PENDING, SS_FAILED } source_state_t;
+/* The identity of the engine source that reads url for trigger c. */
+static void engine_key(const trigger_config_t *c, const char *url, char *key, size_t keylen) {
+    snprintf(key, keylen, "E|%s|%s|%s", engine_name(c->demand.engine), c->demand.model, url);
+}
 
-/* Whether s has a usable reading now; the message says why not. */
-static source_state_t source_state(const source_t *s, mono_ns_t now, char *msg, size_t len) {
-    char d[32];
-    if (s->error[0]) {
-        snprintf(msg, len, "%.400s: %.500s", s->name, s->error);
-        return SS_FAILED;
+/* The identity of c's queue source (may hold a password: wipe it after use). */
+static void queue_key(const trigger_config_t *c, char *key, size_t keylen) {
+    const demand_config_t *d = &c->demand;
+    if (d->queue == QUEUE_PROMETHEUS) {
+        int o = snprintf(key, keylen, "P|%s|%s", d->demand_endpoint, d->demand_metric);
+        for (unsigned i = 0; i < d->matcher_count && o > 0 && (size_t)o < keylen; i++)
+            o += snprintf(key + o, keylen - (size_t)o, "|%s%s%s", d->matchers[i].name,
+                          d->matchers[i].negate ? "!=" : "=", d->matchers[i].value);
+    } else {
+        snprintf(key, keylen, "R|%s|%d|%d|%s|%s|%d|%d|%s|%s", d->redis_address, d->redis_db,
+                 d->redis_tls, d->redis_username, d->redis_password, d->queue, d->stream_measure,
+                 d->redis_group, d->redis_key);
     }
-    if (!s->have_reading) {
-        if (s->resolve_error[0]) {
-            snprintf(msg, len, "%.400s: %.500s", s->name, s->resolve_error);
-            return SS_FAILED;
+}
+
+/* The URL of a selected pod's engine endpoint. */
+static void pod_url(const demand_config_t *d, const char *ip, char *url, size_t urllen) {
+    bool v6 = strchr(ip, ':') != NULL;
+    snprintf(url, urllen, "%s://%s%s%s:%u%s", d->engine_https ? "https" : "http", v6 ? "[" : "",
+             ip, v6 ? "]" : "", (unsigned)d->engine_port, d->engine_path);
+}
+
+/* The source with identity key, or NULL; a read: marks it used, nothing else. */
+static source_t *source_find(source_hub_t *h, const char *key, mono_ns_t now) {
+    uint64_t hash = fnv1a(key);
+    for (source_t *s = h->buckets[hash % HASH_BUCKETS]; s; s = s->hnext)
+        if (s->hash == hash && strcmp(s->key, key) == 0) {
+            s->last_used = now;
+            return s;
         }
-        snprintf(msg, len, "%s: waiting for the first poll (started %s ago)", s->name,
-                 duration_format(now - s->created, d, sizeof d));
-        return SS_PENDING;
-    }
-    uint64_t stale = 3 * s->interval_ns;
-    if (s->interval_ns + s->timeout_ns > stale)
-        stale = s->interval_ns + s->timeout_ns;
-    if (now - s->last_ok > stale) {
-        snprintf(msg, len, "%s: last successful poll %s ago (stale)", s->name,
-                 duration_format(now - s->last_ok, d, sizeof d));
-        return SS_FAILED;
-    }
-    return SS_OK;
+    return NULL;
+}
+
+/* ---- subscriptions --------------------------------------------------------------- */
+
+static sub_t *sub_find(source_hub_t *h, uint64_t id, const char *ns) {
+    for (sub_t *u = h->subs[id % SUB_BUCKETS]; u; u = u->hnext)
+        if (u->trigger_id == id && strcmp(u->ns, ns) == 0)
+            return u;
+    return NULL;
+}
+
+static void sub_free(sub_t *u) {
+    loop_timer_stop(u->hub->o.loop, &u->rescan);
+    free(u->pods_cfg);
+    free(u);
 }
 
 typedef struct {
     source_hub_t *h;
+    sub_t *u;
     const trigger_config_t *c;
     mono_ns_t now;
-    bool prepare_only;
-    unsigned total, ok, failed, pending;
-    char first_failure[1024];
-    char first_pending[1024];
-    char missing[1024];
-    demand_signals_t sig;
-    bool rates_pending;
-    double dq_us, dsuccess;
-} engine_acc_t;
+} start_ctx_t;
 
-static void visit_engine(engine_acc_t *x, const char *url, const char *pod) {
-    char err[300];
-    char key[TRIGGER_URL_MAX + 512];
-    const trigger_config_t *c = x->c;
-    snprintf(key, sizeof key, "E|%s|%s|%s", engine_name(c->demand.engine), c->demand.model, url);
-    engine_arg_t a = {c, url, pod};
-    x->total++;
-    source_t *s = source_get(x->h, key, c, x->now, init_engine, &a, err, sizeof err);
-    if (x->prepare_only)
-        return;
-    char msg[1024];
-    if (!s) {
-        x->failed++;
-        if (!x->first_failure[0])
-            snprintf(x->first_failure, sizeof x->first_failure, "%s: %s", url, err);
-        return;
-    }
-    source_state_t st = source_state(s, x->now, msg, sizeof msg);
-    if (st == SS_FAILED) {
-        x->failed++;
-        if (!x->first_failure[0])
-            snprintf(x->first_failure, sizeof x->first_failure, "%s", msg);
-        return;
-    }
-    if (st == SS_PENDING) {
-        x->pending++;
-        if (!x->first_pending[0])
-            snprintf(x->first_pending, sizeof x->first_pending, "%s", msg);
-        return;
-    }
-    const engine_reading_t *r = &s->reading;
-    const demand_config_t *d = &c->demand;
-    const char *lack = NULL;
-    bool rates = d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE;
-    bool need_waiting = d->type == DEMAND_VLLM_QUEUE_DEPTH || d->type == DEMAND_ENGINE_QUEUE ||
-                        (d->type == DEMAND_COMPOSITE && d->target_queue > 0);
-    bool need_running =
-        d->type == DEMAND_ENGINE_RUNNING || (d->type == DEMAND_COMPOSITE && d->target_running > 0);
-    bool need_kv = d->type == DEMAND_VLLM_KV_CACHE_USAGE || d->type == DEMAND_ENGINE_KV_CACHE ||
-                   (d->type == DEMAND_COMPOSITE && d->target_kv > 0);
-    if (need_waiting && !r->has_waiting)
-        lack = "the waiting-requests gauge";
-    else if (need_running && !r->has_running)
-        lack = "the running-requests gauge";
-    else if (need_kv && !r->has_kv)
-        lack = "the KV-cache usage gauge";
-    else if (rates && !r->has_triton)
-        lack = "nv_inference_queue_duration_us / nv_inference_request_success";
-    if (lack) {
-        if (!x->missing[0])
-            snprintf(x->missing, sizeof x->missing,
-                     "%.400s exports no %s%s%.200s%s (is it %s, and is the URL its metrics "
-                     "endpoint?)",
-                     s->name, lack, d->model[0] ? " for model \"" : "", d->model,
-                     d->model[0] ? "\"" : "", engine_name(d->engine));
-        x->failed++;
-        return;
-    }
-    x->ok++;
-    x->sig.waiting += r->waiting;
-    x->sig.running += r->running;
-    x->sig.kv_percent += r->kv_percent;
-    if (rates) {
-        double dq, ds;
-        double span;
-        if (!counter_window_delta(&s->counters, x->now, (uint64_t)d->window_s * 1000000000ull, &dq,
-                                  &ds, &span)) {
-            x->rates_pending = true;
-            if (!x->first_pending[0])
-                snprintf(x->first_pending, sizeof x->first_pending,
-                         "%s: collecting a second poll to compute rates", s->name);
-            return;
-        }
-        x->dq_us += dq;
-        x->dsuccess += ds;
-        x->sig.request_rate += ds / span;
-    }
+static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
+    char key[TRIGGER_URL_MAX + 512], err[300];
+    engine_key(x->c, url, key, sizeof key);
+    engine_arg_t a = {x->c, url, pod};
+    if (!source_get(x->h, key, x->c, x->now, init_engine, &a, err, sizeof err))
+        snprintf(x->u->engine_error, sizeof x->u->engine_error, "%s", err);
 }
 
-static void emit_pod(void *ud, const char *pod, const char *ip) {
-    engine_acc_t *x = ud;
-    const demand_config_t *d = &x->c->demand;
+static void start_pod(void *ud, const char *pod, const char *ip) {
+    start_ctx_t *x = ud;
     char url[TRIGGER_URL_MAX + 128];
-    bool v6 = strchr(ip, ':') != NULL;
-    snprintf(url, sizeof url, "%s://%s%s%s:%u%s", d->engine_https ? "https" : "http", v6 ? "[" : "",
-             ip, v6 ? "]" : "", (unsigned)d->engine_port, d->engine_path);
-    visit_engine(x, url, pod);
+    pod_url(&x->c->demand, ip, url, sizeof url);
+    start_engine(x, url, pod);
 }
 
-static void fail(eval_result_t *out, eval_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void fail(eval_result_t *out, eval_status_t st, const char *fmt, ...) {
-    memset(out, 0, sizeof *out);
-    out->status = st;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out->message, sizeof out->message, fmt, ap);
-    va_end(ap);
+/* Starts the engine sources of the pods c selects now (a pod list that is
+ * not synced yet starts none: the next rescan tries again, and a read
+ * reports the list's error). */
+static void start_pods(source_hub_t *h, sub_t *u, const trigger_config_t *c, mono_ns_t now) {
+    char err[300];
+    start_ctx_t x = {h, u, c, now};
+    if (h->o.list_pods)
+        (void)h->o.list_pods(h->o.user_data, c, u->ns, start_pod, &x, err, sizeof err);
 }
 
-static void run(source_hub_t *h, const trigger_config_t *c, const char *ns, mono_ns_t now,
-                const eval_result_t *gpu, eval_result_t *out, bool prepare_only) {
+static void on_rescan(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)t;
+    sub_t *u = ud;
+    mono_ns_t now = loop_now(loop);
+    start_pods(u->hub, u, u->pods_cfg, now);
+    loop_timer_start(loop, &u->rescan, clock_add_sat(now, u->pods_cfg->demand.interval_ns));
+}
+
+void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
+                          const char *ns, mono_ns_t now) {
     const demand_config_t *d = &c->demand;
-    engine_acc_t x = {.h = h, .c = c, .now = now, .prepare_only = prepare_only};
-    char err[300], msg[1024];
-
+    if (d->type == DEMAND_NONE || sub_find(h, trigger_id, ns))
+        return;
+    sub_t *u = calloc(1, sizeof *u);
+    if (!u)
+        return; /* a read then reports the sources as not started */
+    u->hub = h;
+    u->trigger_id = trigger_id;
+    snprintf(u->ns, sizeof u->ns, "%s", ns);
+    u->last_used = now;
+    forecast_init(&u->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
+    loop_timer_init(&u->rescan, on_rescan, u);
+    start_ctx_t x = {h, u, c, now};
     if (d->engine != ENGINE_NONE) {
         if (d->endpoint_count) {
             for (unsigned i = 0; i < d->endpoint_count; i++)
-                visit_engine(&x, d->endpoints[i], NULL);
-        } else if (!h->o.list_pods) {
-            if (!prepare_only)
-                fail(out, EVAL_FAILED_PRECONDITION,
-                     "metricType %s with podSelector needs the aggregator role (it scrapes the "
-                     "selected pods); in standalone mode give %s",
-                     demand_type_name(d->type),
-                     d->engine == ENGINE_VLLM     ? "vllmEndpoint"
-                     : d->engine == ENGINE_TRITON ? "tritonEndpoint"
-                                                  : "engineEndpoint");
-            return;
-        } else if (h->o.list_pods(h->o.user_data, c, ns, emit_pod, &x, err, sizeof err) != 0) {
-            if (!prepare_only)
-                fail(out, EVAL_UNAVAILABLE, "engine pods: %s", err);
-            return;
+                start_engine(&x, d->endpoints[i], NULL);
+        } else if (h->o.list_pods) {
+            /* The selected pods change: re-list them on the trigger's cadence. */
+            u->pods_cfg = malloc(sizeof *u->pods_cfg);
+            if (u->pods_cfg) {
+                *u->pods_cfg = *c;
+                explicit_bzero(u->pods_cfg->demand.redis_password,
+                               sizeof u->pods_cfg->demand.redis_password);
+                start_pods(h, u, c, now);
+                loop_timer_start(h->o.loop, &u->rescan, clock_add_sat(now, d->interval_ns));
+            }
         }
     }
-    source_t *q = NULL;
+    if (d->queue != QUEUE_NONE) {
+        char key[4096], err[300];
+        queue_key(c, key, sizeof key);
+        if (!source_get(h, key, c, now, d->queue == QUEUE_PROMETHEUS ? init_prom : init_redis, c,
+                        err, sizeof err))
+            snprintf(u->queue_error, sizeof u->queue_error, "%s", err);
+        explicit_bzero(key, sizeof key);
+    }
+    sub_t **head = &h->subs[trigger_id % SUB_BUCKETS];
+    u->hnext = *head;
+    *head = u;
+}
+
+/* ---- reading ------------------------------------------------------------------- */
+
+/* What source s's latest poll left, as the evaluation reads it (pointers
+ * into s: valid until the hub next runs a callback). */
+static void source_view(const source_t *s, demand_source_t *v) {
+    v->name = s->name;
+    if (s->error[0]) {
+        v->state = DEMAND_SOURCE_FAILED;
+        v->error = s->error;
+    } else if (!s->have_reading) {
+        if (s->resolve_error[0]) {
+            v->state = DEMAND_SOURCE_FAILED;
+            v->error = s->resolve_error;
+        } else {
+            v->state = DEMAND_SOURCE_WAITING;
+            v->created = s->created;
+        }
+    } else {
+        v->state = DEMAND_SOURCE_READING;
+        v->last_ok = s->last_ok;
+        v->interval_ns = s->interval_ns;
+        v->timeout_ns = s->timeout_ns;
+        v->reading = s->reading;
+        v->queue = s->queue_value;
+    }
+}
+
+typedef struct {
+    source_hub_t *h;
+    const sub_t *u;
+    const trigger_config_t *c;
+    mono_ns_t now;
+} read_ctx_t;
+
+static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
+    (void)pod;
+    views_t *w = &x->h->views;
+    if (w->oom)
+        return;
+    if (w->n == w->cap) {
+        unsigned cap = w->cap ? w->cap * 2 : 16;
+        demand_source_t *nv = realloc(w->v, cap * sizeof *nv);
+        if (nv)
+            w->v = nv;
+        char(*nu)[TRIGGER_URL_MAX + 128] = nv ? realloc(w->url, cap * sizeof *nu) : NULL;
+        if (!nu) {
+            w->oom = true;
+            return;
+        }
+        w->url = nu;
+        w->cap = cap;
+    }
+    demand_source_t *v = &w->v[w->n];
+    memset(v, 0, sizeof *v);
+    snprintf(w->url[w->n], sizeof w->url[w->n], "%s", url);
+    w->n++;
+    char key[TRIGGER_URL_MAX + 512];
+    engine_key(x->c, url, key, sizeof key);
+    const source_t *s = source_find(x->h, key, x->now);
+    if (!s) {
+        v->name = w->url[w->n - 1];
+        v->state = x->u && x->u->engine_error[0] ? DEMAND_SOURCE_NOT_CREATED
+                                                 : DEMAND_SOURCE_NOT_STARTED;
+        v->error = x->u ? x->u->engine_error : NULL;
+        return;
+    }
+    source_view(s, v);
+    const demand_config_t *d = &x->c->demand;
+    if (v->state == DEMAND_SOURCE_READING &&
+        (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE))
+        v->rates_known =
+            counter_window_delta(&s->counters, x->now, (uint64_t)d->window_s * 1000000000ull,
+                                 &v->queue_us_delta, &v->success_delta, &v->span_s);
+}
+
+static void read_pod(void *ud, const char *pod, const char *ip) {
+    read_ctx_t *x = ud;
+    char url[TRIGGER_URL_MAX + 128];
+    pod_url(&x->c->demand, ip, url, sizeof url);
+    read_engine(x, url, pod);
+}
+
+void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
+                        const char *ns, mono_ns_t now, demand_inputs_t *out) {
+    const demand_config_t *d = &c->demand;
+    memset(out, 0, sizeof *out);
+    out->pods_status = EVAL_OK;
+    sub_t *u = sub_find(h, trigger_id, ns);
+    if (u) {
+        u->last_used = now;
+        out->forecast = &u->f;
+    }
+    read_ctx_t x = {h, u, c, now};
+    views_t *w = &h->views;
+    w->n = 0;
+    w->oom = false;
+    if (d->engine != ENGINE_NONE) {
+        if (d->endpoint_count) {
+            for (unsigned i = 0; i < d->endpoint_count; i++)
+                read_engine(&x, d->endpoints[i], NULL);
+        } else if (!h->o.list_pods) {
+            /* This hub cannot list pods: the role table says what that means. */
+            role_caps_t caps = {.name = "standalone", .sees_cluster = false,
+                                .polls_sources = true};
+            role_check_trigger(&caps, c, false, out->pods_error, sizeof out->pods_error);
+            out->pods_status = EVAL_FAILED_PRECONDITION;
+        } else if (h->o.list_pods(h->o.user_data, c, ns, read_pod, &x, out->pods_error,
+                                  sizeof out->pods_error) != 0) {
+            out->pods_status = EVAL_UNAVAILABLE;
+        }
+        if (w->oom && out->pods_status == EVAL_OK) {
+            out->pods_status = EVAL_UNAVAILABLE;
+            snprintf(out->pods_error, sizeof out->pods_error, "out of memory");
+        }
+    }
+    out->engines = w->v;
+    out->nengines = w->n;
     if (d->queue != QUEUE_NONE) {
         char key[4096];
-        if (d->queue == QUEUE_PROMETHEUS) {
-            int o = snprintf(key, sizeof key, "P|%s|%s", d->demand_endpoint, d->demand_metric);
-            for (unsigned i = 0; i < d->matcher_count && o > 0 && (size_t)o < sizeof key; i++)
-                o += snprintf(key + o, sizeof key - (size_t)o, "|%s%s%s", d->matchers[i].name,
-                              d->matchers[i].negate ? "!=" : "=", d->matchers[i].value);
-            q = source_get(h, key, c, now, init_prom, c, err, sizeof err);
-        } else {
-            snprintf(key, sizeof key, "R|%s|%d|%d|%s|%s|%d|%d|%s|%s", d->redis_address, d->redis_db,
-                     d->redis_tls, d->redis_username, d->redis_password, d->queue,
-                     d->stream_measure, d->redis_group, d->redis_key);
-            q = source_get(h, key, c, now, init_redis, c, err, sizeof err);
-        }
+        queue_key(c, key, sizeof key);
+        const source_t *q = source_find(h, key, now);
         explicit_bzero(key, sizeof key);
-        if (!q && !prepare_only) {
-            fail(out, EVAL_UNAVAILABLE, "queue: %s", err);
-            return;
+        out->has_queue_source = true;
+        if (q) {
+            source_view(q, &out->queue);
+        } else {
+            out->queue.name = "queue";
+            out->queue.state = u && u->queue_error[0] ? DEMAND_SOURCE_NOT_CREATED
+                                                      : DEMAND_SOURCE_NOT_STARTED;
+            out->queue.error = u ? u->queue_error : NULL;
         }
     }
-    if (prepare_only)
-        return;
-
-    bool ignore = c->partial_data == PARTIAL_DATA_IGNORE;
-    if (x.missing[0] && !ignore) {
-        fail(out, EVAL_FAILED_PRECONDITION, "%s", x.missing);
-        return;
-    }
-    if (x.failed && (!ignore || x.ok == 0)) {
-        fail(out, EVAL_UNAVAILABLE, "%s", x.first_failure[0] ? x.first_failure : x.missing);
-        if (x.total > 1) {
-            size_t l = strlen(out->message);
-            snprintf(out->message + l, sizeof out->message - l,
-                     " (%u of %u engine endpoints failing)", x.failed, x.total);
-        }
-        return;
-    }
-    if ((x.pending && (!ignore || x.ok == 0)) || x.rates_pending) {
-        fail(out, EVAL_UNAVAILABLE, "%s", x.first_pending);
-        out->pending = true;
-        return;
-    }
-    demand_signals_t sig = x.sig;
-    sig.has_engine = d->engine != ENGINE_NONE;
-    if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE) {
-        sig.has_rates = true;
-        sig.queue_us = x.dq_us;
-        sig.completed = x.dsuccess;
-    }
-    if (q) {
-        source_state_t st = source_state(q, now, msg, sizeof msg);
-        if (st != SS_OK) {
-            fail(out, EVAL_UNAVAILABLE, "%s", msg);
-            out->pending = st == SS_PENDING;
-            return;
-        }
-        sig.has_queue = true;
-        sig.queue = q->queue_value;
-    }
-    demand_evaluate(c, &sig, gpu, out);
-    out->inputs += x.ok;
-}
-
-static forecast_t *forecast_for(source_hub_t *h, uint64_t id, const char *ns, mono_ns_t now) {
-    for (forecast_slot_t *f = h->forecasts; f; f = f->next)
-        if (f->trigger_id == id && strcmp(f->ns, ns) == 0) {
-            f->last_used = now;
-            return &f->f;
-        }
-    forecast_slot_t *f = calloc(1, sizeof *f);
-    if (!f)
-        return NULL; /* demand_forecast_apply then leaves the value as it is */
-    f->trigger_id = id;
-    snprintf(f->ns, sizeof f->ns, "%s", ns);
-    forecast_init(&f->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
-    f->last_used = now;
-    f->next = h->forecasts;
-    h->forecasts = f;
-    return &f->f;
-}
-
-void source_hub_evaluate(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
-                         const char *ns, mono_ns_t now, const eval_result_t *gpu,
-                         eval_result_t *out) {
-    run(h, c, ns, now, gpu, out, false);
-    if (c->demand.forecast_trend && out->status == EVAL_OK)
-        demand_forecast_apply(c, forecast_for(h, trigger_id, ns, now), (double)now / 1e9, out);
-}
-
-void source_hub_prepare(source_hub_t *h, const trigger_config_t *c, const char *ns, mono_ns_t now) {
-    eval_result_t ignored;
-    run(h, c, ns, now, NULL, &ignored, true);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------- */
@@ -1125,11 +1159,14 @@ void source_hub_free(source_hub_t *h) {
         return;
     while (h->all)
         source_free(h, h->all);
-    while (h->forecasts) {
-        forecast_slot_t *f = h->forecasts;
-        h->forecasts = f->next;
-        free(f);
-    }
+    for (unsigned i = 0; i < SUB_BUCKETS; i++)
+        while (h->subs[i]) {
+            sub_t *u = h->subs[i];
+            h->subs[i] = u->hnext;
+            sub_free(u);
+        }
+    free(h->views.v);
+    free(h->views.url);
     loop_timer_stop(h->o.loop, &h->sweep);
     loop_timer_stop(h->o.loop, &h->notify);
     SSL_CTX_free(h->tls);

@@ -17,7 +17,9 @@ const role_caps_t *role_caps(kgs_role_t r) {
 }
 
 static const char *endpoint_key(engine_t e) {
-    return e == ENGINE_VLLM ? "vllmEndpoint" : e == ENGINE_TRITON ? "tritonEndpoint" : "engineEndpoint";
+    return e == ENGINE_VLLM     ? "vllmEndpoint"
+           : e == ENGINE_TRITON ? "tritonEndpoint"
+                                : "engineEndpoint";
 }
 
 role_check_t role_check_trigger(const role_caps_t *caps, const trigger_config_t *c,

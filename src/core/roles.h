@@ -25,8 +25,8 @@ typedef enum {
 
 /* What a role can see. Public, read-only. */
 typedef struct {
-    const char *name;  /* "standalone", "agent", "aggregator" */
-    bool sees_cluster; /* every node's GPUs and the pod list: podSelector, nodeSelector */
+    const char *name;   /* "standalone", "agent", "aggregator" */
+    bool sees_cluster;  /* every node's GPUs and the pod list: podSelector, nodeSelector */
     bool polls_sources; /* engine and queue sources: the demand metric types */
 } role_caps_t;
 

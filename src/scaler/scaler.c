@@ -777,8 +777,7 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
     char why[512];
     if (role_check_trigger(s->role, &entry->config, true, why, sizeof why) ==
         ROLE_CHECK_BAD_CONFIG) {
-        fail_call(s, call, rpc, t0, refname, entry->config.metric_name, GRPC_INVALID_ARGUMENT,
-                  why);
+        fail_call(s, call, rpc, t0, refname, entry->config.metric_name, GRPC_INVALID_ARGUMENT, why);
         config_cache_release(s->cache, entry);
         goto out;
     }

@@ -870,8 +870,8 @@ static void queue_key(const trigger_config_t *c, char *key, size_t keylen) {
 /* The URL of a selected pod's engine endpoint. */
 static void pod_url(const demand_config_t *d, const char *ip, char *url, size_t urllen) {
     bool v6 = strchr(ip, ':') != NULL;
-    snprintf(url, urllen, "%s://%s%s%s:%u%s", d->engine_https ? "https" : "http", v6 ? "[" : "",
-             ip, v6 ? "]" : "", (unsigned)d->engine_port, d->engine_path);
+    snprintf(url, urllen, "%s://%s%s%s:%u%s", d->engine_https ? "https" : "http", v6 ? "[" : "", ip,
+             v6 ? "]" : "", (unsigned)d->engine_port, d->engine_path);
 }
 
 /* The source with identity key, or NULL; a read: marks it used, nothing else. */
@@ -1045,8 +1045,8 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
     const source_t *s = source_find(x->h, key, x->now);
     if (!s) {
         v->name = w->url[w->n - 1];
-        v->state = x->u && x->u->engine_error[0] ? DEMAND_SOURCE_NOT_CREATED
-                                                 : DEMAND_SOURCE_NOT_STARTED;
+        v->state =
+            x->u && x->u->engine_error[0] ? DEMAND_SOURCE_NOT_CREATED : DEMAND_SOURCE_NOT_STARTED;
         v->error = x->u ? x->u->engine_error : NULL;
         return;
     }
@@ -1086,8 +1086,7 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
                 read_engine(&x, d->endpoints[i], NULL);
         } else if (!h->o.list_pods) {
             /* This hub cannot list pods: the role table says what that means. */
-            role_caps_t caps = {.name = "standalone", .sees_cluster = false,
-                                .polls_sources = true};
+            role_caps_t caps = {.name = "standalone", .sees_cluster = false, .polls_sources = true};
             role_check_trigger(&caps, c, false, out->pods_error, sizeof out->pods_error);
             out->pods_status = EVAL_FAILED_PRECONDITION;
         } else if (h->o.list_pods(h->o.user_data, c, ns, read_pod, &x, out->pods_error,
@@ -1111,8 +1110,8 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
             source_view(q, &out->queue);
         } else {
             out->queue.name = "queue";
-            out->queue.state = u && u->queue_error[0] ? DEMAND_SOURCE_NOT_CREATED
-                                                      : DEMAND_SOURCE_NOT_STARTED;
+            out->queue.state =
+                u && u->queue_error[0] ? DEMAND_SOURCE_NOT_CREATED : DEMAND_SOURCE_NOT_STARTED;
             out->queue.error = u ? u->queue_error : NULL;
         }
     }

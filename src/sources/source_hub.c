@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster/kube_http.h"
 #include "cluster/resolver.h"
 #include "core/demand_eval.h"
 #include "core/duration.h"
@@ -30,10 +29,8 @@
 #include "net/sock.h"
 #include "net/tls.h"
 #include "sources/counter_window.h"
-#include "sources/engine_metrics.h"
 #include "sources/fetch.h"
-#include "sources/prom_parse.h"
-#include "sources/resp.h"
+#include "sources/source_backend.h"
 #include "sources/source_url.h"
 
 #define HASH_BUCKETS 4096
@@ -44,8 +41,6 @@
 #define RESOLVE_INTERVAL_NS 30000000000ull
 #define SOURCE_MAX_ADDRS 8
 
-typedef enum { SRC_ENGINE, SRC_PROM, SRC_REDIS } src_kind_t;
-
 typedef struct source source_t;
 struct source {
     source_t *hnext;
@@ -54,20 +49,12 @@ struct source {
     char *key; /* owned; identity (may hold a password: never logged) */
     uint64_t hash;
     char name[640]; /* for messages */
-    src_kind_t kind;
-    source_url_t url;
+    /* What it reads, as its backend (source_backend.h) needs it; holds the
+     * Redis password: wiped on free. */
+    source_params_t p;
+    const source_backend_t *backend;
     bool tls;
-    /* SRC_ENGINE */
-    engine_t engine;
-    char model[256];
-    /* SRC_PROM: the trigger's metric and matchers (owned copy) */
-    demand_config_t *prom;
-    /* SRC_REDIS */
-    queue_kind_t qkind;
-    stream_measure_t measure;
-    int db;
-    char rkey[512], group[256], user[256], pass[512];
-    unsigned nreplies; /* replies the pipeline expects */
+    demand_config_t *prom_copy; /* owned; p.prom points here */
     /* addressing */
     resolver_t *resolver;
     /* Every address the name resolved to (a literal: one). A poll that fails
@@ -133,7 +120,7 @@ struct source_hub {
     loop_timer_t sweep, notify;
     mono_ns_t last_notify;
     bool dirty;
-    resp_reply_t *resp; /* scratch for Redis replies */
+    source_scratch_t scratch; /* for the backends' reply parsing */
     source_hub_stats_t stats;
 };
 
@@ -190,50 +177,16 @@ static void success(source_t *s, mono_ns_t now) {
     notify(s->hub);
 }
 
-/* ---- HTTP ------------------------------------------------------------------------ */
+/* ---- one poll's reply -------------------------------------------------------------- */
 
-static int http_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
-    (void)ud;
-    kube_http_response_t r;
-    size_t head;
-    const char *reason = NULL;
-    int rc = kube_http_parse_head(buf, len, &r, &head, &reason);
-    if (rc == KUBE_HTTP_INCOMPLETE)
-        return 0;
-    if (rc != KUBE_HTTP_COMPLETE) {
-        snprintf(why, whylen, "not an HTTP response: %s", reason ? reason : "?");
-        return -1;
-    }
-    if (r.content_length >= 0 && !r.chunked)
-        return len - head >= (uint64_t)r.content_length ? 1 : 0;
-    return 0; /* chunked or close-delimited: Connection: close ends it */
+static int poll_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
+    source_t *s = ud;
+    return s->backend->complete(&s->p, &s->hub->scratch, buf, len, why, whylen);
 }
 
-typedef struct {
-    char *p;
-    size_t n, cap, max;
-} body_t;
-
-static int body_sink(const char *data, size_t len, void *ud) {
-    body_t *b = ud;
-    if (b->n + len > b->max)
-        return 2;
-    if (b->n + len > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 65536;
-        while (cap < b->n + len)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np)
-            return 1;
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, len);
-    b->n += len;
-    return 0;
-}
-
-static void http_done(void *ud, int status, const char *buf, size_t len, bool eof,
+/* The end of one fetch: the backend turns the bytes into a reading; what
+ * the reading means over time (failures, recovery, rates) is kept here. */
+static void poll_done(void *ud, int status, const char *buf, size_t len, bool eof,
                       const char *error) {
     source_t *s = ud;
     source_hub_t *h = s->hub;
@@ -247,216 +200,24 @@ static void http_done(void *ud, int status, const char *buf, size_t len, bool eo
         set_error(s, error);
         return;
     }
-    kube_http_response_t r;
-    size_t head;
-    const char *reason = NULL;
-    int rc = kube_http_parse_head(buf, len, &r, &head, &reason);
-    if (rc != KUBE_HTTP_COMPLETE) {
-        snprintf(msg, sizeof msg, "%s",
-                 rc == KUBE_HTTP_INCOMPLETE ? "connection closed before the response headers"
-                 : reason                   ? reason
-                                            : "not an HTTP response");
+    source_reading_t r;
+    if (s->backend->parse(&s->p, &h->scratch, buf, len, eof, &r, msg, sizeof msg) != 0) {
         set_error(s, msg);
         return;
     }
-    if (r.status >= 300 && r.status < 400) {
-        snprintf(msg, sizeof msg,
-                 "HTTP %d: redirects are not followed (a redirect could point anywhere); use "
-                 "the final URL",
-                 r.status);
-        set_error(s, msg);
-        return;
-    }
-    if (r.status != 200) {
-        snprintf(msg, sizeof msg, "HTTP %d (want 200)", r.status);
-        set_error(s, msg);
-        return;
-    }
-    const char *text = buf + head;
-    size_t tlen = len - head;
-    body_t body = {.max = h->o.max_body_bytes};
-    if (r.chunked || r.content_length >= 0) {
-        kube_http_body_t dec;
-        kube_http_body_init(&dec, &r);
-        size_t used = 0;
-        if (r.chunked) {
-            int brc = kube_http_body_feed(&dec, text, tlen, &used, body_sink, &body, &reason);
-            if (brc == 0 && !dec.done)
-                brc = -1, reason = eof ? "the chunked body was cut short" : "incomplete body";
-            if (brc != 0) {
-                snprintf(msg, sizeof msg, "bad response body: %s",
-                         brc == 1   ? "out of memory"
-                         : brc == 2 ? "too large"
-                                    : reason);
-                free(body.p);
-                set_error(s, msg);
-                return;
-            }
-            text = body.p ? body.p : "";
-            tlen = body.n;
-        } else {
-            if (tlen < (uint64_t)r.content_length) {
-                set_error(s, "connection closed before the whole body (Content-Length)");
-                return;
-            }
-            tlen = (size_t)r.content_length;
-        }
-    }
-    prom_format_t fmt = prom_format_from_content_type(r.content_type);
-    char why[300];
-    if (s->kind == SRC_ENGINE) {
-        engine_reading_t er;
-        rc = engine_reading_parse(s->engine, s->model, text, tlen, fmt, &er, why, sizeof why);
-        if (rc != 0) {
-            snprintf(msg, sizeof msg, "metrics: %s", why);
-            set_error(s, msg);
-        } else {
-            if (memcmp(&er, &s->reading, sizeof er) != 0)
-                notify(h);
-            s->reading = er;
-            if (er.has_triton)
-                counter_window_push(&s->counters, now, er.queue_us, er.success,
-                                    (uint64_t)s->window_max_s * 10000000ull);
-            success(s, now);
-        }
-    } else {
-        double sum;
-        unsigned matched;
-        rc = demand_value_parse(s->prom, text, tlen, fmt, &sum, &matched, why, sizeof why);
-        if (rc != 0) {
-            snprintf(msg, sizeof msg, "metrics: %s", why);
-            set_error(s, msg);
-        } else if (matched == 0) {
-            snprintf(msg, sizeof msg,
-                     "no sample of %s%s in the response (a missing metric is unknown, not 0)",
-                     s->prom->demand_metric,
-                     s->prom->matcher_count ? " matching demandLabels" : "");
-            set_error(s, msg);
-        } else {
-            if (sum != s->queue_value)
-                notify(h);
-            s->queue_value = sum;
-            success(s, now);
-        }
-    }
-    free(body.p);
-}
-
-/* ---- Redis ----------------------------------------------------------------------- */
-
-static int redis_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
-    source_t *s = ud;
-    size_t off = 0;
-    for (unsigned i = 0; i < s->nreplies; i++) {
-        size_t used;
-        int rc = resp_parse(buf + off, len - off, s->hub->resp, &used, why, whylen);
-        if (rc == RESP_INCOMPLETE)
-            return 0;
-        if (rc != RESP_COMPLETE)
-            return -1;
-        off += used;
-    }
-    return 1;
-}
-
-static void redis_done(void *ud, int status, const char *buf, size_t len, bool eof,
-                       const char *error) {
-    source_t *s = ud;
-    source_hub_t *h = s->hub;
-    mono_ns_t now = loop_now(h->o.loop);
-    char msg[512], why[300];
-    s->inflight = NULL;
-    h->stats.bytes += len;
-    if (status != 0) {
-        if (s->naddrs > 1)
-            s->next_addr = (s->next_addr + 1) % s->naddrs;
-        set_error(s, error);
-        return;
-    }
-    if (eof && redis_complete(s, buf, len, why, sizeof why) != 1) {
-        set_error(s, "connection closed before every reply arrived");
-        return;
-    }
-    size_t off = 0;
-    unsigned idx = 0;
-    const char *cmd_names[4];
-    unsigned nc = 0;
-    if (s->pass[0])
-        cmd_names[nc++] = "AUTH";
-    if (s->db)
-        cmd_names[nc++] = "SELECT";
-    int64_t xlen = -1;
-    for (; idx < s->nreplies; idx++) {
-        size_t used;
-        resp_reply_t *r = h->resp;
-        if (resp_parse(buf + off, len - off, r, &used, why, sizeof why) != RESP_COMPLETE) {
-            snprintf(msg, sizeof msg, "bad reply: %s", why);
-            set_error(s, msg);
-            return;
-        }
-        off += used;
-        const resp_node_t *n = &r->nodes[0];
-        if (idx < nc) {
-            if (n->type == RESP_ERROR) {
-                snprintf(msg, sizeof msg, "%s failed: %.*s", cmd_names[idx],
-                         (int)(n->len > 200 ? 200 : n->len), n->str);
-                set_error(s, msg);
-                return;
-            }
-            continue;
-        }
-        bool last = idx + 1 == s->nreplies;
-        if (!last) { /* XLEN before XINFO GROUPS */
-            if (n->type != RESP_INTEGER) {
-                snprintf(msg, sizeof msg, "XLEN: %.*s", n->type == RESP_ERROR ? (int)n->len : 20,
-                         n->type == RESP_ERROR ? n->str : "unexpected reply type");
-                set_error(s, msg);
-                return;
-            }
-            xlen = n->integer;
-            continue;
-        }
-        double v;
-        if (s->qkind == QUEUE_REDIS_LIST || s->measure == STREAM_MEASURE_LENGTH) {
-            if (n->type != RESP_INTEGER) {
-                snprintf(msg, sizeof msg, "%s %s: %.*s",
-                         s->qkind == QUEUE_REDIS_LIST ? "LLEN" : "XLEN", "(key not shown)",
-                         n->type == RESP_ERROR ? (int)(n->len > 200 ? 200 : n->len) : 21,
-                         n->type == RESP_ERROR ? n->str : "unexpected reply type");
-                set_error(s, msg);
-                return;
-            }
-            v = (double)n->integer;
-        } else {
-            int64_t pending = 0, lag = 0;
-            bool lag_known = false;
-            if (n->type == RESP_ERROR && n->len >= 13 &&
-                memmem(n->str, n->len, "no such key", 11)) {
-                v = 0; /* no stream yet: nothing was ever queued */
-            } else {
-                int rc = resp_xinfo_group(r, s->group, &pending, &lag, &lag_known, why, sizeof why);
-                if (rc == KGS_ENOTFOUND) {
-                    /* No consumer has created the group yet (nothing ran):
-                     * every entry is waiting for it. */
-                    v = s->measure == STREAM_MEASURE_LAG ? (double)(xlen < 0 ? 0 : xlen) : 0;
-                } else if (rc != 0) {
-                    snprintf(msg, sizeof msg, "XINFO GROUPS: %s", why);
-                    set_error(s, msg);
-                    return;
-                } else if (s->measure == STREAM_MEASURE_PENDING) {
-                    v = (double)pending;
-                } else {
-                    /* Redis reports lag as nil after deletions it cannot
-                     * account for; the stream length bounds it from above. */
-                    v = lag_known ? (double)lag : (double)(xlen < 0 ? 0 : xlen);
-                }
-            }
-        }
-        if (v != s->queue_value)
+    if (s->p.kind == SOURCE_KIND_ENGINE) {
+        if (memcmp(&r.engine, &s->reading, sizeof r.engine) != 0)
             notify(h);
-        s->queue_value = v;
-        success(s, now);
+        s->reading = r.engine;
+        if (r.engine.has_triton)
+            counter_window_push(&s->counters, now, r.engine.queue_us, r.engine.success,
+                                (uint64_t)s->window_max_s * 10000000ull);
+    } else {
+        if (r.queue != s->queue_value)
+            notify(h);
+        s->queue_value = r.queue;
     }
+    success(s, now);
 }
 
 /* ---- polling --------------------------------------------------------------------- */
@@ -464,58 +225,6 @@ static void redis_done(void *ud, int status, const char *buf, size_t len, bool e
 static void schedule(source_t *s, mono_ns_t now) {
     mono_ns_t due = s->poll_started + s->interval_ns;
     loop_timer_start(s->hub->o.loop, &s->timer, due > now ? due : now);
-}
-
-static size_t build_http(const source_t *s, char *buf, size_t cap) {
-    int n = snprintf(buf, cap,
-                     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: keda-gpu-scaler\r\n"
-                     "Accept: text/plain;version=0.0.4;q=1,*/*;q=0.1\r\nConnection: close\r\n\r\n",
-                     s->url.path[0] ? s->url.path : "/", s->url.host_header);
-    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
-}
-
-static size_t build_redis(source_t *s, char *buf, size_t cap) {
-    size_t o = 0;
-    s->nreplies = 0;
-    if (s->pass[0]) {
-        const char *argv[3] = {"AUTH", s->user, s->pass};
-        size_t lens[3] = {4, strlen(s->user), strlen(s->pass)};
-        if (s->user[0])
-            o += resp_encode(buf + o, o < cap ? cap - o : 0, 3, argv, lens);
-        else {
-            const char *a2[2] = {"AUTH", s->pass};
-            size_t l2[2] = {4, lens[2]};
-            o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, a2, l2);
-        }
-        s->nreplies++;
-    }
-    if (s->db) {
-        char dbs[8];
-        snprintf(dbs, sizeof dbs, "%d", s->db);
-        const char *argv[2] = {"SELECT", dbs};
-        size_t lens[2] = {6, strlen(dbs)};
-        o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, argv, lens);
-        s->nreplies++;
-    }
-    size_t kl = strlen(s->rkey);
-    if (s->qkind == QUEUE_REDIS_LIST) {
-        const char *argv[2] = {"LLEN", s->rkey};
-        size_t lens[2] = {4, kl};
-        o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, argv, lens);
-        s->nreplies++;
-    } else {
-        const char *argv[2] = {"XLEN", s->rkey};
-        size_t lens[2] = {4, kl};
-        o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, argv, lens);
-        s->nreplies++;
-        if (s->measure != STREAM_MEASURE_LENGTH) {
-            const char *a3[3] = {"XINFO", "GROUPS", s->rkey};
-            size_t l3[3] = {5, 6, kl};
-            o += resp_encode(buf + o, o < cap ? cap - o : 0, 3, a3, l3);
-            s->nreplies++;
-        }
-    }
-    return o <= cap ? o : 0;
 }
 
 static void poll_source(source_t *s) {
@@ -543,8 +252,7 @@ static void poll_source(source_t *s) {
         return;
     }
     char req[4096];
-    size_t n =
-        s->kind == SRC_REDIS ? build_redis(s, req, sizeof req) : build_http(s, req, sizeof req);
+    size_t n = s->backend->request(&s->p, req, sizeof req);
     if (n == 0) {
         set_error(s, "request too large");
         return;
@@ -553,14 +261,14 @@ static void poll_source(source_t *s) {
         .addr = *addr,
         .addrlen = addrlen,
         .tls = s->tls ? h->tls : NULL,
-        .tls_host = s->url.host,
-        .alpn = s->kind == SRC_REDIS ? NULL : "http/1.1",
+        .tls_host = s->p.url.host,
+        .alpn = s->backend->alpn,
         .request = req,
         .request_len = n,
         .max_bytes = h->o.max_body_bytes + 65536,
         .timeout_ns = s->timeout_ns,
-        .complete = s->kind == SRC_REDIS ? redis_complete : http_complete,
-        .done = s->kind == SRC_REDIS ? redis_done : http_done,
+        .complete = poll_complete,
+        .done = poll_done,
         .user_data = s,
     };
     if (s->tls && !h->tls) {
@@ -615,11 +323,11 @@ static void on_resolved(void *ud, const char *const *addrs, size_t n, const char
         struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
         if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
             v4->sin_family = AF_INET;
-            v4->sin_port = htons(s->url.port);
+            v4->sin_port = htons(s->p.url.port);
             sl = sizeof *v4;
         } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
             v6->sin6_family = AF_INET6;
-            v6->sin6_port = htons(s->url.port);
+            v6->sin6_port = htons(s->p.url.port);
             sl = sizeof *v6;
         } else {
             continue;
@@ -659,8 +367,8 @@ static void source_free(source_hub_t *h, source_t *s) {
     loop_timer_stop(h->o.loop, &s->timer);
     fetch_cancel(s->inflight);
     resolver_free(s->resolver);
-    free(s->prom);
-    explicit_bzero(s->pass, sizeof s->pass);
+    free(s->prom_copy);
+    explicit_bzero(s->p.pass, sizeof s->p.pass);
     if (s->key)
         explicit_bzero(s->key, strlen(s->key));
     free(s->key);
@@ -669,17 +377,17 @@ static void source_free(source_hub_t *h, source_t *s) {
 
 static void set_literal_addr(source_t *s) {
     memset(&s->addrs[0], 0, sizeof s->addrs[0]);
-    if (s->url.family == AF_INET) {
+    if (s->p.url.family == AF_INET) {
         struct sockaddr_in *v4 = (struct sockaddr_in *)&s->addrs[0];
         v4->sin_family = AF_INET;
-        v4->sin_port = htons(s->url.port);
-        inet_pton(AF_INET, s->url.host, &v4->sin_addr);
+        v4->sin_port = htons(s->p.url.port);
+        inet_pton(AF_INET, s->p.url.host, &v4->sin_addr);
         s->addrlens[0] = sizeof *v4;
     } else {
         struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&s->addrs[0];
         v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(s->url.port);
-        inet_pton(AF_INET6, s->url.host, &v6->sin6_addr);
+        v6->sin6_port = htons(s->p.url.port);
+        inet_pton(AF_INET6, s->p.url.host, &v6->sin6_addr);
         s->addrlens[0] = sizeof *v6;
     }
     s->naddrs = 1;
@@ -720,25 +428,27 @@ static source_t *source_get(source_hub_t *h, const char *key, const trigger_conf
     s->timeout_ns = c->demand.timeout_ns;
     s->window_max_s = c->demand.window_s ? c->demand.window_s : 30;
     loop_timer_init(&s->timer, on_timer, s);
+    s->p.max_body_bytes = h->o.max_body_bytes;
     if (init(s, arg, err, errlen) != 0) {
-        free(s->prom);
+        free(s->prom_copy);
         free(s->key);
         free(s);
         return NULL;
     }
-    if (s->url.host_is_ip) {
+    s->backend = source_backend_for(s->p.kind);
+    if (s->p.url.host_is_ip) {
         set_literal_addr(s);
     } else {
-        const char *why_name = source_guard_name(s->url.host);
+        const char *why_name = source_guard_name(s->p.url.host);
         char np[SOURCE_HOST_MAX + 16], rerr[256];
         if (why_name) {
             snprintf(s->resolve_error, sizeof s->resolve_error,
-                     "refused to resolve %s: %s (SSRF guard)", s->url.host, why_name);
+                     "refused to resolve %s: %s (SSRF guard)", s->p.url.host, why_name);
         } else {
-            snprintf(np, sizeof np, "%s:%u", s->url.host, (unsigned)s->url.port);
+            snprintf(np, sizeof np, "%s:%u", s->p.url.host, (unsigned)s->p.url.port);
             if (resolver_start(h->o.loop, np, RESOLVE_INTERVAL_NS, on_resolved, s, &s->resolver,
                                rerr, sizeof rerr) != 0)
-                snprintf(s->resolve_error, sizeof s->resolve_error, "resolve %s: %s", s->url.host,
+                snprintf(s->resolve_error, sizeof s->resolve_error, "resolve %s: %s", s->p.url.host,
                          rerr);
         }
     }
@@ -754,6 +464,13 @@ static source_t *source_get(source_hub_t *h, const char *key, const trigger_conf
     return s;
 }
 
+/* The one place the hub parses a URL of the trigger (an engine endpoint or
+ * demandEndpoint; Redis addresses are init_redis's). */
+static int http_url(const char *url, source_url_t *out, char *err, size_t errlen) {
+    unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
+    return source_url_parse(url, allowed, out, err, errlen);
+}
+
 typedef struct {
     const trigger_config_t *c;
     const char *url;
@@ -762,34 +479,34 @@ typedef struct {
 
 static int init_engine(source_t *s, const void *arg, char *err, size_t errlen) {
     const engine_arg_t *a = arg;
-    unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
-    int rc = source_url_parse(a->url, allowed, &s->url, err, errlen);
+    int rc = http_url(a->url, &s->p.url, err, errlen);
     if (rc)
         return rc;
-    s->kind = SRC_ENGINE;
-    s->tls = s->url.scheme == SOURCE_SCHEME_HTTPS;
-    s->engine = a->c->demand.engine;
-    snprintf(s->model, sizeof s->model, "%s", a->c->demand.model);
+    s->p.kind = SOURCE_KIND_ENGINE;
+    s->tls = s->p.url.scheme == SOURCE_SCHEME_HTTPS;
+    s->p.engine = a->c->demand.engine;
+    snprintf(s->p.model, sizeof s->p.model, "%s", a->c->demand.model);
     if (a->pod)
-        snprintf(s->name, sizeof s->name, "%s pod %s (%s)", engine_name(s->engine), a->pod, a->url);
+        snprintf(s->name, sizeof s->name, "%s pod %s (%s)", engine_name(s->p.engine), a->pod,
+                 a->url);
     else
-        snprintf(s->name, sizeof s->name, "%s %s", engine_name(s->engine), a->url);
+        snprintf(s->name, sizeof s->name, "%s %s", engine_name(s->p.engine), a->url);
     return 0;
 }
 
 static int init_prom(source_t *s, const void *arg, char *err, size_t errlen) {
     const trigger_config_t *c = arg;
-    unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
-    int rc = source_url_parse(c->demand.demand_endpoint, allowed, &s->url, err, errlen);
+    int rc = http_url(c->demand.demand_endpoint, &s->p.url, err, errlen);
     if (rc)
         return rc;
-    s->kind = SRC_PROM;
-    s->tls = s->url.scheme == SOURCE_SCHEME_HTTPS;
-    s->prom = malloc(sizeof *s->prom);
-    if (!s->prom)
+    s->p.kind = SOURCE_KIND_PROM;
+    s->tls = s->p.url.scheme == SOURCE_SCHEME_HTTPS;
+    s->prom_copy = malloc(sizeof *s->prom_copy);
+    if (!s->prom_copy)
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
-    *s->prom = c->demand;
-    explicit_bzero(s->prom->redis_password, sizeof s->prom->redis_password);
+    *s->prom_copy = c->demand;
+    explicit_bzero(s->prom_copy->redis_password, sizeof s->prom_copy->redis_password);
+    s->p.prom = s->prom_copy;
     snprintf(s->name, sizeof s->name, "queue %.300s (%.200s)", c->demand.demand_endpoint,
              c->demand.demand_metric);
     return 0;
@@ -800,19 +517,19 @@ static int init_redis(source_t *s, const void *arg, char *err, size_t errlen) {
     const demand_config_t *d = &c->demand;
     bool tls = false;
     int db = 0;
-    int rc = source_addr_parse(d->redis_address, &s->url, &tls, &db, err, errlen);
+    int rc = source_addr_parse(d->redis_address, &s->p.url, &tls, &db, err, errlen);
     if (rc)
         return rc;
-    s->kind = SRC_REDIS;
+    s->p.kind = SOURCE_KIND_REDIS;
     s->tls = d->redis_tls;
-    s->db = d->redis_db;
-    s->qkind = d->queue;
-    s->measure = d->stream_measure;
-    snprintf(s->rkey, sizeof s->rkey, "%s", d->redis_key);
-    snprintf(s->group, sizeof s->group, "%s", d->redis_group);
-    snprintf(s->user, sizeof s->user, "%s", d->redis_username);
-    snprintf(s->pass, sizeof s->pass, "%s", d->redis_password);
-    snprintf(s->name, sizeof s->name, "redis %s %s %.200s%s%.100s", s->url.host_header,
+    s->p.db = d->redis_db;
+    s->p.qkind = d->queue;
+    s->p.measure = d->stream_measure;
+    snprintf(s->p.rkey, sizeof s->p.rkey, "%s", d->redis_key);
+    snprintf(s->p.group, sizeof s->p.group, "%s", d->redis_group);
+    snprintf(s->p.user, sizeof s->p.user, "%s", d->redis_username);
+    snprintf(s->p.pass, sizeof s->p.pass, "%s", d->redis_password);
+    snprintf(s->name, sizeof s->name, "redis %s %s %.200s%s%.100s", s->p.url.host_header,
              d->queue == QUEUE_REDIS_LIST ? "list" : "stream", d->redis_key,
              d->redis_group[0] ? " group " : "", d->redis_group);
     return 0;
@@ -1131,8 +848,8 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
         h->o.idle_ns = DEFAULT_IDLE_NS;
     if (!h->o.notify_min_ns)
         h->o.notify_min_ns = DEFAULT_NOTIFY_NS;
-    h->resp = malloc(sizeof *h->resp);
-    if (!h->resp) {
+    h->scratch.resp = malloc(sizeof *h->scratch.resp);
+    if (!h->scratch.resp) {
         free(h);
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
     }
@@ -1140,7 +857,7 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
     h->tls = tls_client_ctx_new(opts->ca_file && opts->ca_file[0] ? opts->ca_file : NULL, NULL,
                                 NULL, false, why, sizeof why);
     if (!h->tls && opts->ca_file && opts->ca_file[0]) {
-        free(h->resp);
+        free(h->scratch.resp);
         free(h);
         return kgs_seterr(err, errlen, KGS_EIO, "source CA file %s: %s", opts->ca_file, why);
     }
@@ -1169,7 +886,7 @@ void source_hub_free(source_hub_t *h) {
     loop_timer_stop(h->o.loop, &h->sweep);
     loop_timer_stop(h->o.loop, &h->notify);
     SSL_CTX_free(h->tls);
-    free(h->resp);
+    free(h->scratch.resp);
     free(h);
 }
 

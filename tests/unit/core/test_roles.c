@@ -77,15 +77,13 @@ static void test_roles_engine_pods_need_the_pod_list(void **state) {
     c = CFG("metricType", "vllm_queue_depth", "targetValue", "5", "engine", "vllm", "podSelector",
             "app=v");
     char msg[512];
-    assert_int_equal(
-        role_check_trigger(role_caps(KGS_ROLE_STANDALONE), &c, false, msg, sizeof msg),
-        ROLE_CHECK_PRECONDITION);
+    assert_int_equal(role_check_trigger(role_caps(KGS_ROLE_STANDALONE), &c, false, msg, sizeof msg),
+                     ROLE_CHECK_PRECONDITION);
     assert_string_equal(msg, "metricType vllm_queue_depth with podSelector needs the aggregator "
                              "role (it scrapes the selected pods); in standalone mode give "
                              "vllmEndpoint");
-    assert_int_equal(
-        role_check_trigger(role_caps(KGS_ROLE_AGGREGATOR), &c, true, msg, sizeof msg),
-        ROLE_CHECK_OK);
+    assert_int_equal(role_check_trigger(role_caps(KGS_ROLE_AGGREGATOR), &c, true, msg, sizeof msg),
+                     ROLE_CHECK_OK);
 }
 
 int main(void) {

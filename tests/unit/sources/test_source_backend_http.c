@@ -74,8 +74,9 @@ static void test_source_backend_http_engine_reading(void **state) {
     (void)state;
     source_params_t p = engine_params();
     char reply[2048], msg[512];
-    snprintf(reply, sizeof reply, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
-                                  "Content-Length: %zu\r\n\r\n%s",
+    snprintf(reply, sizeof reply,
+             "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+             "Content-Length: %zu\r\n\r\n%s",
              strlen(VLLM), VLLM);
     source_reading_t r;
     assert_int_equal(parse(&p, reply, &r, msg), 0);
@@ -111,8 +112,8 @@ static void test_source_backend_http_reply_errors_name_the_problem(void **state)
     assert_int_equal(
         parse(&p, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", &r, msg), -1);
     assert_string_equal(msg, "bad response body: the chunked body was cut short");
-    assert_int_equal(
-        parse(&p, "HTTP/1.1 200 OK\r\n\r\nvllm:num_requests_waiting NaN\n", &r, msg), -1);
+    assert_int_equal(parse(&p, "HTTP/1.1 200 OK\r\n\r\nvllm:num_requests_waiting NaN\n", &r, msg),
+                     -1);
     assert_non_null(strstr(msg, "metrics: "));
     p.max_body_bytes = 4;
     assert_int_equal(
@@ -125,10 +126,10 @@ static void test_source_backend_http_reply_errors_name_the_problem(void **state)
 static void test_source_backend_http_prometheus_queue_sum(void **state) {
     (void)state;
     static trigger_config_t c;
-    const char *kv[] = {"metricType",   "queue_length",        "targetValue",
-                        "3",            "demandEndpoint",      "http://g:9090/metrics",
-                        "demandMetric", "gateway:queue_depth", "demandLabels",
-                        "pool=\"gpu\""};
+    const char *kv[] = {
+        "metricType",     "queue_length",          "targetValue",  "3",
+        "demandEndpoint", "http://g:9090/metrics", "demandMetric", "gateway:queue_depth",
+        "demandLabels",   "pool=\"gpu\""};
     metadata_pair_t pairs[5];
     for (size_t i = 0; i < 5; i++) {
         pairs[i].key = kv[2 * i];
@@ -152,9 +153,8 @@ static void test_source_backend_http_prometheus_queue_sum(void **state) {
                            &r, msg),
                      0);
     assert_true(r.queue == 7);
-    assert_int_equal(parse(&p, "HTTP/1.1 200 OK\r\n\r\ngateway:queue_depth{pool=\"cpu\"} 1\n", &r,
-                           msg),
-                     -1);
+    assert_int_equal(
+        parse(&p, "HTTP/1.1 200 OK\r\n\r\ngateway:queue_depth{pool=\"cpu\"} 1\n", &r, msg), -1);
     assert_string_equal(msg, "no sample of gateway:queue_depth matching demandLabels in the "
                              "response (a missing metric is unknown, not 0)");
 }

@@ -96,8 +96,7 @@ static void test_source_backend_redis_auth_failure_does_not_echo_the_password(vo
     snprintf(f->p.pass, sizeof f->p.pass, "s3cret");
     source_reading_t r;
     char msg[512];
-    assert_int_equal(parse(f, "-WRONGPASS invalid username-password pair\r\n:1\r\n", &r, msg),
-                     -1);
+    assert_int_equal(parse(f, "-WRONGPASS invalid username-password pair\r\n:1\r\n", &r, msg), -1);
     assert_string_equal(msg, "AUTH failed: WRONGPASS invalid username-password pair");
     assert_null(strstr(msg, "s3cret"));
 }

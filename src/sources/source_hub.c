@@ -96,6 +96,7 @@ typedef struct sub {
     mono_ns_t last_used;
     char engine_error[300]; /* the last engine source that could not be set up */
     char queue_error[300];  /* the queue source could not be set up */
+    bool retry;             /* out of memory setting something up: the next subscribe retries */
 } sub_t;
 
 #define SUB_BUCKETS 1024
@@ -395,12 +396,17 @@ static void set_literal_addr(source_t *s) {
 
 /* Finds or creates the source with identity key; `init` fills a new one's
  * kind-specific fields (returns 0, or non-zero with a message). NULL with
- * err filled when it cannot be made. */
+ * err filled when it cannot be made, and *rc (may be NULL) the KGS_E* code:
+ * KGS_ENOMEM is worth another try, a bad URL is not. */
 typedef int (*source_init_fn)(source_t *s, const void *arg, char *err, size_t errlen);
 
 static source_t *source_get(source_hub_t *h, const char *key, const trigger_config_t *c,
-                            mono_ns_t now, source_init_fn init, const void *arg, char *err,
+                            mono_ns_t now, source_init_fn init, const void *arg, int *rc, char *err,
                             size_t errlen) {
+    int ignored;
+    if (!rc)
+        rc = &ignored;
+    *rc = 0;
     uint64_t hash = fnv1a(key);
     for (source_t *s = h->buckets[hash % HASH_BUCKETS]; s; s = s->hnext)
         if (s->hash == hash && strcmp(s->key, key) == 0) {
@@ -418,7 +424,7 @@ static source_t *source_get(source_hub_t *h, const char *key, const trigger_conf
     source_t *s = calloc(1, sizeof *s);
     if (!s || !(s->key = strdup(key))) {
         free(s);
-        kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+        *rc = kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
         return NULL;
     }
     s->hub = h;
@@ -429,7 +435,7 @@ static source_t *source_get(source_hub_t *h, const char *key, const trigger_conf
     s->window_max_s = c->demand.window_s ? c->demand.window_s : 30;
     loop_timer_init(&s->timer, on_timer, s);
     s->p.max_body_bytes = h->o.max_body_bytes;
-    if (init(s, arg, err, errlen) != 0) {
+    if ((*rc = init(s, arg, err, errlen)) != 0) {
         free(s->prom_copy);
         free(s->key);
         free(s);
@@ -628,8 +634,11 @@ static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
     char key[TRIGGER_URL_MAX + 512], err[300];
     engine_key(x->c, url, key, sizeof key);
     engine_arg_t a = {x->c, url, pod};
-    if (!source_get(x->h, key, x->c, x->now, init_engine, &a, err, sizeof err))
+    int rc;
+    if (!source_get(x->h, key, x->c, x->now, init_engine, &a, &rc, err, sizeof err)) {
         snprintf(x->u->engine_error, sizeof x->u->engine_error, "%s", err);
+        x->u->retry |= rc == KGS_ENOMEM;
+    }
 }
 
 static void start_pod(void *ud, const char *pod, const char *ip) {
@@ -653,33 +662,31 @@ static void on_rescan(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
     sub_t *u = ud;
     mono_ns_t now = loop_now(loop);
+    u->engine_error[0] = '\0'; /* this listing's failures only */
     start_pods(u->hub, u, u->pods_cfg, now);
     loop_timer_start(loop, &u->rescan, clock_add_sat(now, u->pods_cfg->demand.interval_ns));
 }
 
-void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
-                          const char *ns, mono_ns_t now) {
+/* Creates and starts what u (trigger c) reads: the engine URLs, or the
+ * selected pods and their rescan timer, and the queue. */
+static void sub_start(source_hub_t *h, sub_t *u, const trigger_config_t *c, mono_ns_t now) {
     const demand_config_t *d = &c->demand;
-    if (d->type == DEMAND_NONE || sub_find(h, trigger_id, ns))
-        return;
-    sub_t *u = calloc(1, sizeof *u);
-    if (!u)
-        return; /* a read then reports the sources as not started */
-    u->hub = h;
-    u->trigger_id = trigger_id;
-    snprintf(u->ns, sizeof u->ns, "%s", ns);
-    u->last_used = now;
-    forecast_init(&u->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
-    loop_timer_init(&u->rescan, on_rescan, u);
     start_ctx_t x = {h, u, c, now};
+    u->retry = false;
+    u->engine_error[0] = u->queue_error[0] = '\0';
     if (d->engine != ENGINE_NONE) {
         if (d->endpoint_count) {
             for (unsigned i = 0; i < d->endpoint_count; i++)
                 start_engine(&x, d->endpoints[i], NULL);
+        } else if (h->o.list_pods && u->pods_cfg) {
+            start_pods(h, u, c, now); /* a retry: the rescan timer runs */
         } else if (h->o.list_pods) {
             /* The selected pods change: re-list them on the trigger's cadence. */
             u->pods_cfg = malloc(sizeof *u->pods_cfg);
-            if (u->pods_cfg) {
+            if (!u->pods_cfg) {
+                snprintf(u->engine_error, sizeof u->engine_error, "out of memory");
+                u->retry = true;
+            } else {
                 *u->pods_cfg = *c;
                 explicit_bzero(u->pods_cfg->demand.redis_password,
                                sizeof u->pods_cfg->demand.redis_password);
@@ -690,12 +697,39 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
     }
     if (d->queue != QUEUE_NONE) {
         char key[4096], err[300];
+        int rc;
         queue_key(c, key, sizeof key);
         if (!source_get(h, key, c, now, d->queue == QUEUE_PROMETHEUS ? init_prom : init_redis, c,
-                        err, sizeof err))
+                        &rc, err, sizeof err)) {
             snprintf(u->queue_error, sizeof u->queue_error, "%s", err);
+            u->retry |= rc == KGS_ENOMEM;
+        }
         explicit_bzero(key, sizeof key);
     }
+}
+
+void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
+                          const char *ns, mono_ns_t now) {
+    if (c->demand.type == DEMAND_NONE)
+        return;
+    sub_t *u = sub_find(h, trigger_id, ns);
+    if (u) {
+        /* Set up already; only what failed for lack of memory is tried again
+         * (a URL that did not parse would not parse now either). */
+        if (u->retry)
+            sub_start(h, u, c, now);
+        return;
+    }
+    u = calloc(1, sizeof *u);
+    if (!u)
+        return; /* a read reports the sources as not started; the next subscribe retries */
+    u->hub = h;
+    u->trigger_id = trigger_id;
+    snprintf(u->ns, sizeof u->ns, "%s", ns);
+    u->last_used = now;
+    forecast_init(&u->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
+    loop_timer_init(&u->rescan, on_rescan, u);
+    sub_start(h, u, c, now);
     sub_t **head = &h->subs[trigger_id % SUB_BUCKETS];
     u->hnext = *head;
     *head = u;

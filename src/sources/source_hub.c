@@ -9,21 +9,27 @@
  * Each source has one timer. A poll is one fetch (fetch.c): a fresh
  * connection, one HTTP GET or one Redis pipeline. The next poll starts one
  * interval after the previous one started (or at once when a poll took
- * longer than that), so a slow source never has two polls in flight.
+ * longer than that), so a slow source never has two polls in flight. What
+ * the bytes of a poll say is the source's backend's business
+ * (source_backend.h: HTTP scrape, Redis); what a reading means for a
+ * trigger is core/demand_eval.c's.
+ *
+ * Two ways in, kept apart: source_hub_subscribe() creates and starts
+ * (once per trigger configuration and namespace: a subscription), and
+ * source_hub_signals() only reads: it finds sources by identity, marks
+ * them used and copies out their state. New pods of a podSelector trigger
+ * get sources from the subscription's rescan timer, never from a read.
  */
 #include "sources/source_hub.h"
 
 #include <arpa/inet.h>
-#include <math.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster/resolver.h"
 #include "core/demand_eval.h"
-#include "core/duration.h"
 #include "core/err.h"
 #include "core/roles.h"
 #include "net/sock.h"

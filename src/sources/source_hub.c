@@ -795,18 +795,21 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
     }
     demand_source_t *v = &w->v[w->n];
     memset(v, 0, sizeof *v);
-    snprintf(w->url[w->n], sizeof w->url[w->n], "%s", url);
-    w->n++;
     char key[TRIGGER_URL_MAX + 512];
     engine_key(x->c, url, key, sizeof key);
     const source_t *s = source_find(x->h, key, x->now);
     if (!s) {
-        v->name = w->url[w->n - 1];
+        /* Only a source that does not exist needs its URL kept (as its name);
+         * the others' slots stay untouched. */
+        snprintf(w->url[w->n], sizeof w->url[w->n], "%s", url);
+        v->name = w->url[w->n];
+        w->n++;
         v->state =
             x->u && x->u->engine_error[0] ? DEMAND_SOURCE_NOT_CREATED : DEMAND_SOURCE_NOT_STARTED;
         v->error = x->u ? x->u->engine_error : NULL;
         return;
     }
+    w->n++;
     source_view(s, v);
     const demand_config_t *d = &x->c->demand;
     if (v->state == DEMAND_SOURCE_READING &&

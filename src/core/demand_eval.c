@@ -5,8 +5,11 @@
  */
 #include "core/demand_eval.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "core/duration.h"
 
 void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const eval_result_t *gpu,
                      eval_result_t *out) {
@@ -88,6 +91,191 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
     out->status = EVAL_OK;
     out->value = v;
     out->active = v > c->activation_threshold || running || active;
+}
+
+static void fail(eval_result_t *out, eval_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(eval_result_t *out, eval_status_t st, const char *fmt, ...) {
+    memset(out, 0, sizeof *out);
+    out->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->message, sizeof out->message, fmt, ap);
+    va_end(ap);
+}
+
+typedef enum { SS_OK, SS_PENDING, SS_FAILED } source_verdict_t;
+
+/* Whether a source's reading is usable now; the message says why not. A
+ * reading older than max(3 x interval, interval + timeout) is stale: the
+ * source stopped answering, and unknown is never 0. */
+static source_verdict_t source_verdict(const demand_source_t *s, mono_ns_t now, char *msg,
+                                       size_t len) {
+    char d[32];
+    switch (s->state) {
+    case DEMAND_SOURCE_NOT_CREATED:
+    case DEMAND_SOURCE_FAILED:
+        snprintf(msg, len, "%.400s: %.500s", s->name, s->error ? s->error : "?");
+        return SS_FAILED;
+    case DEMAND_SOURCE_NOT_STARTED:
+        snprintf(msg, len, "%.400s: waiting for the first poll (not started yet)", s->name);
+        return SS_PENDING;
+    case DEMAND_SOURCE_WAITING:
+        snprintf(msg, len, "%s: waiting for the first poll (started %s ago)", s->name,
+                 duration_format(now - s->created, d, sizeof d));
+        return SS_PENDING;
+    case DEMAND_SOURCE_READING:
+        break;
+    }
+    uint64_t stale = 3 * s->interval_ns;
+    if (s->interval_ns + s->timeout_ns > stale)
+        stale = s->interval_ns + s->timeout_ns;
+    if (now - s->last_ok > stale) {
+        snprintf(msg, len, "%s: last successful poll %s ago (stale)", s->name,
+                 duration_format(now - s->last_ok, d, sizeof d));
+        return SS_FAILED;
+    }
+    return SS_OK;
+}
+
+typedef struct {
+    unsigned total, ok, failed, pending;
+    bool rates_pending;
+    char first_failure[1024];
+    char first_pending[1024];
+    char missing[1024];
+    demand_signals_t sig;
+    double dq_us, dsuccess;
+} engine_acc_t;
+
+/* The gauge an engine's reading lacks for this metric type, or NULL. */
+static const char *missing_gauge(const demand_config_t *d, const engine_reading_t *r) {
+    bool rates = d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE;
+    bool need_waiting = d->type == DEMAND_VLLM_QUEUE_DEPTH || d->type == DEMAND_ENGINE_QUEUE ||
+                        (d->type == DEMAND_COMPOSITE && d->target_queue > 0);
+    bool need_running =
+        d->type == DEMAND_ENGINE_RUNNING || (d->type == DEMAND_COMPOSITE && d->target_running > 0);
+    bool need_kv = d->type == DEMAND_VLLM_KV_CACHE_USAGE || d->type == DEMAND_ENGINE_KV_CACHE ||
+                   (d->type == DEMAND_COMPOSITE && d->target_kv > 0);
+    if (need_waiting && !r->has_waiting)
+        return "the waiting-requests gauge";
+    if (need_running && !r->has_running)
+        return "the running-requests gauge";
+    if (need_kv && !r->has_kv)
+        return "the KV-cache usage gauge";
+    if (rates && !r->has_triton)
+        return "nv_inference_queue_duration_us / nv_inference_request_success";
+    return NULL;
+}
+
+static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_source_t *s,
+                       mono_ns_t now) {
+    char msg[1024];
+    x->total++;
+    source_verdict_t v = source_verdict(s, now, msg, sizeof msg);
+    if (v == SS_FAILED) {
+        x->failed++;
+        if (!x->first_failure[0])
+            snprintf(x->first_failure, sizeof x->first_failure, "%s", msg);
+        return;
+    }
+    if (v == SS_PENDING) {
+        x->pending++;
+        if (!x->first_pending[0])
+            snprintf(x->first_pending, sizeof x->first_pending, "%s", msg);
+        return;
+    }
+    const engine_reading_t *r = &s->reading;
+    const char *lack = missing_gauge(d, r);
+    if (lack) {
+        if (!x->missing[0])
+            snprintf(x->missing, sizeof x->missing,
+                     "%.400s exports no %s%s%.200s%s (is it %s, and is the URL its metrics "
+                     "endpoint?)",
+                     s->name, lack, d->model[0] ? " for model \"" : "", d->model,
+                     d->model[0] ? "\"" : "", engine_name(d->engine));
+        x->failed++;
+        return;
+    }
+    x->ok++;
+    x->sig.waiting += r->waiting;
+    x->sig.running += r->running;
+    x->sig.kv_percent += r->kv_percent;
+    if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE) {
+        if (!s->rates_known) {
+            x->rates_pending = true;
+            if (!x->first_pending[0])
+                snprintf(x->first_pending, sizeof x->first_pending,
+                         "%s: collecting a second poll to compute rates", s->name);
+            return;
+        }
+        x->dq_us += s->queue_us_delta;
+        x->dsuccess += s->success_delta;
+        x->sig.request_rate += s->success_delta / s->span_s;
+    }
+}
+
+void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
+                            const eval_result_t *gpu, eval_result_t *out) {
+    const demand_config_t *d = &c->demand;
+    char msg[1024];
+    if (in->pods_status == EVAL_FAILED_PRECONDITION) {
+        fail(out, EVAL_FAILED_PRECONDITION, "%s", in->pods_error);
+        return;
+    }
+    if (in->pods_status != EVAL_OK) {
+        fail(out, in->pods_status, "engine pods: %s", in->pods_error);
+        return;
+    }
+    engine_acc_t x;
+    memset(&x, 0, sizeof x);
+    for (unsigned i = 0; i < in->nengines; i++)
+        add_engine(&x, d, &in->engines[i], now);
+    if (in->has_queue_source && in->queue.state == DEMAND_SOURCE_NOT_CREATED) {
+        fail(out, EVAL_UNAVAILABLE, "queue: %s", in->queue.error ? in->queue.error : "?");
+        return;
+    }
+
+    bool ignore = c->partial_data == PARTIAL_DATA_IGNORE;
+    if (x.missing[0] && !ignore) {
+        fail(out, EVAL_FAILED_PRECONDITION, "%s", x.missing);
+        return;
+    }
+    if (x.failed && (!ignore || x.ok == 0)) {
+        fail(out, EVAL_UNAVAILABLE, "%s", x.first_failure[0] ? x.first_failure : x.missing);
+        if (x.total > 1) {
+            size_t l = strlen(out->message);
+            snprintf(out->message + l, sizeof out->message - l,
+                     " (%u of %u engine endpoints failing)", x.failed, x.total);
+        }
+        return;
+    }
+    if ((x.pending && (!ignore || x.ok == 0)) || x.rates_pending) {
+        fail(out, EVAL_UNAVAILABLE, "%s", x.first_pending);
+        out->pending = true;
+        return;
+    }
+    demand_signals_t sig = x.sig;
+    sig.has_engine = d->engine != ENGINE_NONE;
+    if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE) {
+        sig.has_rates = true;
+        sig.queue_us = x.dq_us;
+        sig.completed = x.dsuccess;
+    }
+    if (in->has_queue_source) {
+        source_verdict_t v = source_verdict(&in->queue, now, msg, sizeof msg);
+        if (v != SS_OK) {
+            fail(out, EVAL_UNAVAILABLE, "%s", msg);
+            out->pending = v == SS_PENDING;
+            return;
+        }
+        sig.has_queue = true;
+        sig.queue = in->queue.queue;
+    }
+    demand_evaluate(c, &sig, gpu, out);
+    out->inputs += x.ok;
+    if (d->forecast_trend && out->status == EVAL_OK)
+        demand_forecast_apply(c, in->forecast, (double)now / 1e9, out);
 }
 
 void demand_forecast_apply(const trigger_config_t *c, forecast_t *f, double now_s,

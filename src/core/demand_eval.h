@@ -14,10 +14,24 @@
 #define KGS_DEMAND_EVAL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
+#include "core/clock.h"
 #include "core/evaluator.h"
 #include "core/forecast.h"
 #include "core/trigger_config.h"
+
+/* One scrape of a serving engine's /metrics (sources/engine_metrics.c
+ * produces it; it lives here because the evaluation reads it). */
+typedef struct {
+    bool has_waiting, has_running, has_kv, has_triton;
+    double waiting;    /* requests queued */
+    double running;    /* requests in flight */
+    double kv_percent; /* KV-cache usage in %, summed over engines */
+    double queue_us;   /* Triton: cumulative queue time, microseconds */
+    double success;    /* Triton: cumulative successful requests */
+    unsigned series;   /* samples that matched a wanted metric (after the model filter) */
+} engine_reading_t;
 
 typedef struct {
     bool has_engine;     /* engine signals below are known (all pods read, or no pods) */
@@ -50,6 +64,70 @@ typedef struct {
  */
 void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const eval_result_t *gpu,
                      eval_result_t *out);
+
+/* What the hub knows about one source of a trigger: a read of its latest
+ * poll. */
+typedef enum {
+    DEMAND_SOURCE_NOT_STARTED, /* the trigger reads it but nothing polls it (yet) */
+    DEMAND_SOURCE_NOT_CREATED, /* it could not be set up; error says why */
+    DEMAND_SOURCE_WAITING,     /* the first poll is under way */
+    DEMAND_SOURCE_FAILED,      /* the last poll (or the name's resolution) failed; error says why */
+    DEMAND_SOURCE_READING,     /* a reading, of age now - last_ok */
+} demand_source_state_t;
+
+typedef struct {
+    demand_source_state_t state;
+    const char *name;  /* for messages: the display name, or the URL ("queue" for a queue)
+                          when there is no source; borrowed */
+    const char *error; /* NOT_CREATED, FAILED: the reason; borrowed */
+    mono_ns_t created; /* WAITING: when polling began */
+    mono_ns_t last_ok; /* READING: the last successful poll */
+    /* READING: stale after max(3 x interval, interval + timeout) */
+    uint64_t interval_ns, timeout_ns;
+    engine_reading_t reading; /* engines, READING */
+    /* Triton, READING: counter increases over the trigger's window, known
+     * once the window holds two polls. */
+    bool rates_known;
+    double queue_us_delta, success_delta, span_s;
+    double queue; /* queues, READING: the length */
+} demand_source_t;
+
+/* Everything the sources layer read for one trigger: the "signals read so
+ * far" of demand_evaluate_inputs(). Pointers borrowed for the call. */
+typedef struct {
+    /* EVAL_OK, or the engine pods could not be listed: EVAL_UNAVAILABLE
+     * ("engine pods: <pods_error>") or EVAL_FAILED_PRECONDITION (the role
+     * cannot list pods; pods_error is the whole message). */
+    eval_status_t pods_status;
+    char pods_error[512];
+    const demand_source_t *engines; /* one per engine URL or selected pod */
+    unsigned nengines;
+    bool has_queue_source; /* the trigger reads a Redis / Prometheus queue: `queue` */
+    demand_source_t queue;
+    /* forecast: trend state of this trigger and namespace (mutable; NULL:
+     * none, the value is left as it is). */
+    forecast_t *forecast;
+} demand_inputs_t;
+
+/*
+ * The one home of the demand rules: (config, what the sources read, clock,
+ * GPU evaluation) -> value / active / typed error. In order:
+ *   - the pod list could not be read: its status;
+ *   - the queue could not be set up: UNAVAILABLE "queue: <why>";
+ *   - an engine answered without a gauge the type needs: FAILED_PRECONDITION
+ *     "<name> exports no <gauge> ..." (with partialData: ignore, that engine
+ *     counts as failing instead);
+ *   - engines failed (poll error, resolution, stale reading): UNAVAILABLE
+ *     with the first failure and "(N of M engine endpoints failing)" when
+ *     there are several; with partialData: ignore only when none answers;
+ *   - engines still waiting for their first poll (same partialData rule)
+ *     or, for Triton rates, for a second poll: UNAVAILABLE with pending set;
+ *   - the queue failed, is stale or waits (pending) for its first poll;
+ *   - else demand_evaluate() over the summed signals, then the forecast.
+ * out->inputs adds the engines that answered. *out is fully written.
+ */
+void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
+                            const eval_result_t *gpu, eval_result_t *out);
 
 /*
  * forecast: trend. Feeds an OK result's value into f (the trigger's own

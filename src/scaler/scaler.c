@@ -24,9 +24,11 @@
 #include <string.h>
 
 #include "core/config_cache.h"
+#include "core/demand_eval.h"
 #include "core/err.h"
 #include "core/evaluator.h"
 #include "core/metadata.h"
+#include "core/roles.h"
 #include "net/grpc_frame.h"
 #include "proto/externalscaler.pb-c.h"
 #include "proto/health.pb-c.h"
@@ -83,6 +85,7 @@ typedef struct {
 
 struct scaler {
     scaler_opts_t opts;
+    const role_caps_t *role; /* what this server sees: the role table's row */
     eval_memo_t memo[SCALER_MEMO_SLOTS];
     config_cache_t *cache;
     stream_group_t *groups;
@@ -217,7 +220,9 @@ static void evaluate_gpu(scaler_t *s, const trigger_config_t *cfg, const char *n
 }
 
 /* A whole trigger: GPU metric, demand signals, or both (metricType demand
- * with targetGpu). */
+ * with targetGpu). The one place where the GPU result and the demand
+ * result meet; a read: it starts nothing (scaler_on_request subscribed the
+ * trigger's sources when it acquired the config). */
 static void evaluate_trigger(scaler_t *s, const config_entry_t *entry, const char *ns,
                              mono_ns_t now, snapshot_t *snap, eval_result_t *out) {
     const trigger_config_t *cfg = &entry->config;
@@ -225,20 +230,19 @@ static void evaluate_trigger(scaler_t *s, const config_entry_t *entry, const cha
         evaluate_gpu(s, cfg, ns, now, snap, out);
         return;
     }
-    if (!s->opts.sources) {
-        memset(out, 0, sizeof *out);
+    memset(out, 0, sizeof *out);
+    role_check_t rc = role_check_trigger(s->role, cfg, false, out->message, sizeof out->message);
+    if (rc != ROLE_CHECK_OK || !s->opts.sources) {
         out->status = EVAL_FAILED_PRECONDITION;
-        snprintf(out->message, sizeof out->message,
-                 "metricType %s reads engine or queue sources, which this role does not poll; "
-                 "ask the standalone or aggregator role",
-                 demand_type_name(cfg->demand.type));
         return;
     }
     eval_result_t gpu;
     bool with_gpu = trigger_uses_gpu(cfg);
     if (with_gpu)
         evaluate_gpu(s, cfg, ns, now, snap, &gpu);
-    source_hub_evaluate(s->opts.sources, cfg, entry->id, ns, now, with_gpu ? &gpu : NULL, out);
+    demand_inputs_t in;
+    source_hub_signals(s->opts.sources, cfg, entry->id, ns, now, &in);
+    demand_evaluate_inputs(cfg, &in, now, with_gpu ? &gpu : NULL, out);
 }
 
 static void evaluate_now(scaler_t *s, const config_entry_t *entry, const char *ns,
@@ -260,10 +264,7 @@ static void evaluate_now(scaler_t *s, const config_entry_t *entry, const char *n
 /* ---- unary ExternalScaler ---------------------------------------------------- */
 
 static void handle_metric_spec(scaler_t *s, grpc_call_t *call, const trigger_config_t *cfg,
-                               const char *ns, mono_ns_t t0) {
-    /* KEDA asks for the spec before the first GetMetrics: start polling. */
-    if (cfg->demand.type != DEMAND_NONE && s->opts.sources)
-        source_hub_prepare(s->opts.sources, cfg, ns, t0);
+                               mono_ns_t t0) {
     Externalscaler__MetricSpec spec = EXTERNALSCALER__METRIC_SPEC__INIT;
     spec.metricname = (char *)cfg->metric_name;
     spec.targetsize = metric_target_size(cfg->target_value);
@@ -690,6 +691,23 @@ static void handle_health(scaler_t *s, grpc_call_t *call, bool watch, const uint
 
 /* ---- dispatch ------------------------------------------------------------------- */
 
+/*
+ * Everything a configuration needs before it can be evaluated is started
+ * here, when an RPC brings it, and never by an evaluation: the demand
+ * sources (KEDA asks GetMetricSpec before the first GetMetrics, so the
+ * first scrape is under way by then) and whatever the server starts for
+ * it (the aggregator's Node watch). Called on every acquire: for a
+ * configuration already set up both are a lookup, and one whose sources
+ * idled out (unused for the hub's idle_ns) gets them back.
+ */
+static void config_seen(scaler_t *s, const config_entry_t *entry, const char *ns, mono_ns_t now) {
+    const trigger_config_t *cfg = &entry->config;
+    if (cfg->demand.type != DEMAND_NONE && s->opts.sources && s->role->polls_sources)
+        source_hub_subscribe(s->opts.sources, cfg, entry->id, ns, now);
+    if (s->opts.on_config)
+        s->opts.on_config(s->opts.eval_user_data, cfg, ns);
+}
+
 void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, size_t len,
                        void *ud) {
     scaler_t *s = ud;
@@ -756,18 +774,18 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         config_cache_release(s->cache, entry);
         goto out;
     }
-    if (!s->opts.evaluate &&
-        (entry->config.has_pod_selector || entry->config.node_scope != NODE_SCOPE_ALL)) {
-        fail_call(s, call, rpc, t0, refname, entry->config.metric_name, GRPC_INVALID_ARGUMENT,
-                  "podSelector and nodeSelector need the aggregator role: this server sees only "
-                  "its own node's GPUs and no pods");
+    char why[512];
+    if (role_check_trigger(s->role, &entry->config, true, why, sizeof why) ==
+        ROLE_CHECK_BAD_CONFIG) {
+        fail_call(s, call, rpc, t0, refname, entry->config.metric_name, GRPC_INVALID_ARGUMENT, why);
         config_cache_release(s->cache, entry);
         goto out;
     }
     const char *ns = r && r->namespace_ ? r->namespace_ : "";
+    config_seen(s, entry, ns, t0);
     switch (rpc) {
     case SCALER_RPC_GET_METRIC_SPEC:
-        handle_metric_spec(s, call, &entry->config, ns, t0);
+        handle_metric_spec(s, call, &entry->config, t0);
         break;
     case SCALER_RPC_GET_METRICS:
         if (handle_get_metrics(s, call, entry, ns, refname, t0, true))
@@ -865,6 +883,11 @@ int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
     if (!s)
         return KGS_ENOMEM;
     s->opts = *opts;
+    /* The role follows from what the server hands us: a cluster evaluation
+     * (aggregator), sources without one (standalone), neither (agent). */
+    s->role = role_caps(opts->evaluate  ? KGS_ROLE_AGGREGATOR
+                        : opts->sources ? KGS_ROLE_STANDALONE
+                                        : KGS_ROLE_AGENT);
     if (config_cache_new(CONFIG_CACHE_CAPACITY, &s->cache) != 0) {
         free(s);
         return KGS_ENOMEM;

@@ -53,6 +53,11 @@ typedef struct {
     void (*evaluate)(void *user_data, const trigger_config_t *c, const char *so_namespace,
                      mono_ns_t now, eval_result_t *out);
     bool (*ready)(void *user_data, mono_ns_t now, char *why, size_t whylen);
+    /* Called with every valid configuration an RPC brings (for
+     * so_namespace), before the call is served: where the server starts
+     * what the configuration needs, since evaluations start nothing.
+     * Repeated for each call: it must be cheap when already done. May be NULL. */
+    void (*on_config)(void *user_data, const trigger_config_t *c, const char *so_namespace);
     void *eval_user_data;
     /* With `evaluate`: unary calls reuse an evaluation of the same trigger and
      * namespace this recent (0 = never). Streams always re-evaluate. */

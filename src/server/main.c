@@ -234,7 +234,7 @@ static void on_kube_event(void *ud);
 
 /* Nodes are watched only once a trigger selects them by label: clusters
  * that never do need no RBAC on nodes and see no 403s in the log. A failure
- * to start is logged and retried by the next evaluation. */
+ * to start is logged and retried when a call next brings such a trigger. */
 static void start_node_watch(server_t *sv) {
     kube_client_config_t kc = sv->kube_cfg;
     snprintf(kc.resource, sizeof kc.resource, "nodes");
@@ -250,11 +250,18 @@ static void start_node_watch(server_t *sv) {
              kc.api_url);
 }
 
+/* A configuration reached the scaler: a nodeSelector label selector needs
+ * the Node watch (evaluations only read it). */
+static void aggregator_on_config(void *ud, const trigger_config_t *c, const char *so_namespace) {
+    (void)so_namespace;
+    server_t *sv = ud;
+    if (c->node_scope == NODE_SCOPE_SELECTOR && sv->kube && !sv->kube_nodes)
+        start_node_watch(sv);
+}
+
 static void aggregator_evaluate(void *ud, const trigger_config_t *c, const char *so_namespace,
                                 mono_ns_t now, eval_result_t *out) {
     server_t *sv = ud;
-    if (c && c->node_scope == NODE_SCOPE_SELECTOR && sv->kube && !sv->kube_nodes)
-        start_node_watch(sv);
     workload_inputs_t in = {
         .view = sv->view,
         .pods = sv->kube ? kube_client_cache(sv->kube) : NULL,
@@ -740,6 +747,7 @@ int main(int argc, char **argv) {
     if (sv.o.role == SERVER_ROLE_AGGREGATOR) {
         sco.evaluate = aggregator_evaluate;
         sco.ready = aggregator_ready;
+        sco.on_config = aggregator_on_config;
         sco.eval_user_data = &sv;
         /* GetMetrics then IsActive, then the HPA's GetMetrics: one evaluation
          * over the workload serves them all. The window is the streams'

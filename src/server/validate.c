@@ -19,6 +19,7 @@
 
 #include "core/err.h"
 #include "core/metadata.h"
+#include "core/roles.h"
 #include "core/trigger_config.h"
 
 #define MAX_FILE_BYTES (16u * 1024 * 1024)
@@ -235,11 +236,11 @@ static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned
         report(x, md, idx, type, "%s", err);
         return;
     }
-    if (x->o->role == VALIDATE_ROLE_STANDALONE &&
-        (cfg.has_pod_selector || cfg.node_scope != NODE_SCOPE_ALL))
-        report(x, md, idx, type,
-               "podSelector and nodeSelector need the aggregator role: this server sees only "
-               "its own node's GPUs and no pods");
+    /* The server's own rules (core/roles.h), so validate and the server agree. */
+    const role_caps_t *caps = role_caps(
+        x->o->role == VALIDATE_ROLE_STANDALONE ? KGS_ROLE_STANDALONE : KGS_ROLE_AGGREGATOR);
+    if (role_check_trigger(caps, &cfg, true, err, sizeof err) != ROLE_CHECK_OK)
+        report(x, md, idx, type, "%s", err);
 }
 
 /* ---- documents --------------------------------------------------------------- */

@@ -25,18 +25,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/demand_eval.h"
 #include "core/trigger_config.h"
 #include "sources/prom_parse.h"
 
-typedef struct {
-    bool has_waiting, has_running, has_kv, has_triton;
-    double waiting;    /* requests queued */
-    double running;    /* requests in flight */
-    double kv_percent; /* KV-cache usage in %, summed over engines */
-    double queue_us;   /* Triton: cumulative queue time, microseconds */
-    double success;    /* Triton: cumulative successful requests */
-    unsigned series;   /* samples that matched a wanted metric (after the model filter) */
-} engine_reading_t;
+/* engine_reading_t: core/demand_eval.h (the evaluation reads it). */
 
 /*
  * Reads engine e's metrics from one scrape. model ("" = all) filters on the

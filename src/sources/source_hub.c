@@ -9,30 +9,34 @@
  * Each source has one timer. A poll is one fetch (fetch.c): a fresh
  * connection, one HTTP GET or one Redis pipeline. The next poll starts one
  * interval after the previous one started (or at once when a poll took
- * longer than that), so a slow source never has two polls in flight.
+ * longer than that), so a slow source never has two polls in flight. What
+ * the bytes of a poll say is the source's backend's business
+ * (source_backend.h: HTTP scrape, Redis); what a reading means for a
+ * trigger is core/demand_eval.c's.
+ *
+ * Two ways in, kept apart: source_hub_subscribe() creates and starts
+ * (once per trigger configuration and namespace: a subscription), and
+ * source_hub_signals() only reads: it finds sources by identity, marks
+ * them used and copies out their state. New pods of a podSelector trigger
+ * get sources from the subscription's rescan timer, never from a read.
  */
 #include "sources/source_hub.h"
 
 #include <arpa/inet.h>
-#include <math.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/http_resp.h"
 #include "net/resolver.h"
 #include "core/demand_eval.h"
-#include "core/duration.h"
 #include "core/err.h"
+#include "core/roles.h"
 #include "net/sock.h"
 #include "net/tls.h"
 #include "sources/counter_window.h"
-#include "sources/engine_metrics.h"
 #include "sources/fetch.h"
-#include "sources/prom_parse.h"
-#include "sources/resp.h"
+#include "sources/source_backend.h"
 #include "core/source_url.h"
 
 #define HASH_BUCKETS 4096
@@ -43,8 +47,6 @@
 #define RESOLVE_INTERVAL_NS 30000000000ull
 #define SOURCE_MAX_ADDRS 8
 
-typedef enum { SRC_ENGINE, SRC_PROM, SRC_REDIS } src_kind_t;
-
 typedef struct source source_t;
 struct source {
     source_t *hnext;
@@ -53,20 +55,12 @@ struct source {
     char *key; /* owned; identity (may hold a password: never logged) */
     uint64_t hash;
     char name[640]; /* for messages */
-    src_kind_t kind;
-    source_url_t url;
+    /* What it reads, as its backend (source_backend.h) needs it; holds the
+     * Redis password: wiped on free. */
+    source_params_t p;
+    const source_backend_t *backend;
     bool tls;
-    /* SRC_ENGINE */
-    engine_t engine;
-    char model[256];
-    /* SRC_PROM: the trigger's metric and matchers (owned copy) */
-    demand_config_t *prom;
-    /* SRC_REDIS */
-    queue_kind_t qkind;
-    stream_measure_t measure;
-    int db;
-    char rkey[512], group[256], user[256], pass[512];
-    unsigned nreplies; /* replies the pipeline expects */
+    demand_config_t *prom_copy; /* owned; p.prom points here */
     /* addressing */
     resolver_t *resolver;
     /* Every address the name resolved to (a literal: one). A poll that fails
@@ -90,18 +84,42 @@ struct source {
     counter_window_t counters; /* Triton: queue time (a) and successes (b) */
 };
 
-/* forecast: trend state of one trigger in one namespace. */
-typedef struct forecast_slot {
-    struct forecast_slot *next;
+/* A subscription: one trigger configuration (the config cache's id) in one
+ * namespace. It owns no source (sources are shared and found by identity);
+ * it holds what outlives a single read: the forecast: trend state, the
+ * creation errors, and for podSelector engine triggers a copy of the config
+ * so the hub can re-list the pods on its own timer and start sources for
+ * new ones (a read never creates). Freed, like a source, when no read has
+ * used it for idle_ns; the scaler subscribes again on its next acquire. */
+typedef struct sub {
+    struct sub *hnext;
+    source_hub_t *hub;
     uint64_t trigger_id;
     char ns[128];
+    trigger_config_t *pods_cfg; /* owned; podSelector engine triggers only */
+    loop_timer_t rescan;
     forecast_t f;
     mono_ns_t last_used;
-} forecast_slot_t;
+    char engine_error[300]; /* the last engine source that could not be set up */
+    char queue_error[300];  /* the queue source could not be set up */
+    bool retry;             /* out of memory setting something up: the next subscribe retries */
+} sub_t;
+
+#define SUB_BUCKETS 1024
+
+/* Scratch for one signals read: one view (and one URL, for sources not
+ * started) per engine. */
+typedef struct {
+    demand_source_t *v;
+    char (*url)[TRIGGER_URL_MAX + 128];
+    unsigned n, cap;
+    bool oom;
+} views_t;
 
 struct source_hub {
     source_hub_opts_t o;
-    forecast_slot_t *forecasts;
+    sub_t *subs[SUB_BUCKETS];
+    views_t views;
     SSL_CTX *tls;
     source_t *buckets[HASH_BUCKETS];
     source_t *all;
@@ -109,7 +127,7 @@ struct source_hub {
     loop_timer_t sweep, notify;
     mono_ns_t last_notify;
     bool dirty;
-    resp_reply_t *resp; /* scratch for Redis replies */
+    source_scratch_t scratch; /* for the backends' reply parsing */
     source_hub_stats_t stats;
 };
 
@@ -166,50 +184,16 @@ static void success(source_t *s, mono_ns_t now) {
     notify(s->hub);
 }
 
-/* ---- HTTP ------------------------------------------------------------------------ */
+/* ---- one poll's reply -------------------------------------------------------------- */
 
-static int http_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
-    (void)ud;
-    http_resp_t r;
-    size_t head;
-    const char *reason = NULL;
-    int rc = http_resp_parse_head(buf, len, &r, &head, &reason);
-    if (rc == HTTP_RESP_INCOMPLETE)
-        return 0;
-    if (rc != HTTP_RESP_COMPLETE) {
-        snprintf(why, whylen, "not an HTTP response: %s", reason ? reason : "?");
-        return -1;
-    }
-    if (r.content_length >= 0 && !r.chunked)
-        return len - head >= (uint64_t)r.content_length ? 1 : 0;
-    return 0; /* chunked or close-delimited: Connection: close ends it */
+static int poll_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
+    source_t *s = ud;
+    return s->backend->complete(&s->p, &s->hub->scratch, buf, len, why, whylen);
 }
 
-typedef struct {
-    char *p;
-    size_t n, cap, max;
-} body_t;
-
-static int body_sink(const char *data, size_t len, void *ud) {
-    body_t *b = ud;
-    if (b->n + len > b->max)
-        return 2;
-    if (b->n + len > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 65536;
-        while (cap < b->n + len)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np)
-            return 1;
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, len);
-    b->n += len;
-    return 0;
-}
-
-static void http_done(void *ud, int status, const char *buf, size_t len, bool eof,
+/* The end of one fetch: the backend turns the bytes into a reading; what
+ * the reading means over time (failures, recovery, rates) is kept here. */
+static void poll_done(void *ud, int status, const char *buf, size_t len, bool eof,
                       const char *error) {
     source_t *s = ud;
     source_hub_t *h = s->hub;
@@ -223,216 +207,24 @@ static void http_done(void *ud, int status, const char *buf, size_t len, bool eo
         set_error(s, error);
         return;
     }
-    http_resp_t r;
-    size_t head;
-    const char *reason = NULL;
-    int rc = http_resp_parse_head(buf, len, &r, &head, &reason);
-    if (rc != HTTP_RESP_COMPLETE) {
-        snprintf(msg, sizeof msg, "%s",
-                 rc == HTTP_RESP_INCOMPLETE ? "connection closed before the response headers"
-                 : reason                   ? reason
-                                            : "not an HTTP response");
+    source_reading_t r;
+    if (s->backend->parse(&s->p, &h->scratch, buf, len, eof, &r, msg, sizeof msg) != 0) {
         set_error(s, msg);
         return;
     }
-    if (r.status >= 300 && r.status < 400) {
-        snprintf(msg, sizeof msg,
-                 "HTTP %d: redirects are not followed (a redirect could point anywhere); use "
-                 "the final URL",
-                 r.status);
-        set_error(s, msg);
-        return;
-    }
-    if (r.status != 200) {
-        snprintf(msg, sizeof msg, "HTTP %d (want 200)", r.status);
-        set_error(s, msg);
-        return;
-    }
-    const char *text = buf + head;
-    size_t tlen = len - head;
-    body_t body = {.max = h->o.max_body_bytes};
-    if (r.chunked || r.content_length >= 0) {
-        http_resp_body_t dec;
-        http_resp_body_init(&dec, &r);
-        size_t used = 0;
-        if (r.chunked) {
-            int brc = http_resp_body_feed(&dec, text, tlen, &used, body_sink, &body, &reason);
-            if (brc == 0 && !dec.done)
-                brc = -1, reason = eof ? "the chunked body was cut short" : "incomplete body";
-            if (brc != 0) {
-                snprintf(msg, sizeof msg, "bad response body: %s",
-                         brc == 1   ? "out of memory"
-                         : brc == 2 ? "too large"
-                                    : reason);
-                free(body.p);
-                set_error(s, msg);
-                return;
-            }
-            text = body.p ? body.p : "";
-            tlen = body.n;
-        } else {
-            if (tlen < (uint64_t)r.content_length) {
-                set_error(s, "connection closed before the whole body (Content-Length)");
-                return;
-            }
-            tlen = (size_t)r.content_length;
-        }
-    }
-    prom_format_t fmt = prom_format_from_content_type(r.content_type);
-    char why[300];
-    if (s->kind == SRC_ENGINE) {
-        engine_reading_t er;
-        rc = engine_reading_parse(s->engine, s->model, text, tlen, fmt, &er, why, sizeof why);
-        if (rc != 0) {
-            snprintf(msg, sizeof msg, "metrics: %s", why);
-            set_error(s, msg);
-        } else {
-            if (memcmp(&er, &s->reading, sizeof er) != 0)
-                notify(h);
-            s->reading = er;
-            if (er.has_triton)
-                counter_window_push(&s->counters, now, er.queue_us, er.success,
-                                    (uint64_t)s->window_max_s * 10000000ull);
-            success(s, now);
-        }
-    } else {
-        double sum;
-        unsigned matched;
-        rc = demand_value_parse(s->prom, text, tlen, fmt, &sum, &matched, why, sizeof why);
-        if (rc != 0) {
-            snprintf(msg, sizeof msg, "metrics: %s", why);
-            set_error(s, msg);
-        } else if (matched == 0) {
-            snprintf(msg, sizeof msg,
-                     "no sample of %s%s in the response (a missing metric is unknown, not 0)",
-                     s->prom->demand_metric,
-                     s->prom->matcher_count ? " matching demandLabels" : "");
-            set_error(s, msg);
-        } else {
-            if (sum != s->queue_value)
-                notify(h);
-            s->queue_value = sum;
-            success(s, now);
-        }
-    }
-    free(body.p);
-}
-
-/* ---- Redis ----------------------------------------------------------------------- */
-
-static int redis_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
-    source_t *s = ud;
-    size_t off = 0;
-    for (unsigned i = 0; i < s->nreplies; i++) {
-        size_t used;
-        int rc = resp_parse(buf + off, len - off, s->hub->resp, &used, why, whylen);
-        if (rc == RESP_INCOMPLETE)
-            return 0;
-        if (rc != RESP_COMPLETE)
-            return -1;
-        off += used;
-    }
-    return 1;
-}
-
-static void redis_done(void *ud, int status, const char *buf, size_t len, bool eof,
-                       const char *error) {
-    source_t *s = ud;
-    source_hub_t *h = s->hub;
-    mono_ns_t now = loop_now(h->o.loop);
-    char msg[512], why[300];
-    s->inflight = NULL;
-    h->stats.bytes += len;
-    if (status != 0) {
-        if (s->naddrs > 1)
-            s->next_addr = (s->next_addr + 1) % s->naddrs;
-        set_error(s, error);
-        return;
-    }
-    if (eof && redis_complete(s, buf, len, why, sizeof why) != 1) {
-        set_error(s, "connection closed before every reply arrived");
-        return;
-    }
-    size_t off = 0;
-    unsigned idx = 0;
-    const char *cmd_names[4];
-    unsigned nc = 0;
-    if (s->pass[0])
-        cmd_names[nc++] = "AUTH";
-    if (s->db)
-        cmd_names[nc++] = "SELECT";
-    int64_t xlen = -1;
-    for (; idx < s->nreplies; idx++) {
-        size_t used;
-        resp_reply_t *r = h->resp;
-        if (resp_parse(buf + off, len - off, r, &used, why, sizeof why) != RESP_COMPLETE) {
-            snprintf(msg, sizeof msg, "bad reply: %s", why);
-            set_error(s, msg);
-            return;
-        }
-        off += used;
-        const resp_node_t *n = &r->nodes[0];
-        if (idx < nc) {
-            if (n->type == RESP_ERROR) {
-                snprintf(msg, sizeof msg, "%s failed: %.*s", cmd_names[idx],
-                         (int)(n->len > 200 ? 200 : n->len), n->str);
-                set_error(s, msg);
-                return;
-            }
-            continue;
-        }
-        bool last = idx + 1 == s->nreplies;
-        if (!last) { /* XLEN before XINFO GROUPS */
-            if (n->type != RESP_INTEGER) {
-                snprintf(msg, sizeof msg, "XLEN: %.*s", n->type == RESP_ERROR ? (int)n->len : 20,
-                         n->type == RESP_ERROR ? n->str : "unexpected reply type");
-                set_error(s, msg);
-                return;
-            }
-            xlen = n->integer;
-            continue;
-        }
-        double v;
-        if (s->qkind == QUEUE_REDIS_LIST || s->measure == STREAM_MEASURE_LENGTH) {
-            if (n->type != RESP_INTEGER) {
-                snprintf(msg, sizeof msg, "%s %s: %.*s",
-                         s->qkind == QUEUE_REDIS_LIST ? "LLEN" : "XLEN", "(key not shown)",
-                         n->type == RESP_ERROR ? (int)(n->len > 200 ? 200 : n->len) : 21,
-                         n->type == RESP_ERROR ? n->str : "unexpected reply type");
-                set_error(s, msg);
-                return;
-            }
-            v = (double)n->integer;
-        } else {
-            int64_t pending = 0, lag = 0;
-            bool lag_known = false;
-            if (n->type == RESP_ERROR && n->len >= 13 &&
-                memmem(n->str, n->len, "no such key", 11)) {
-                v = 0; /* no stream yet: nothing was ever queued */
-            } else {
-                int rc = resp_xinfo_group(r, s->group, &pending, &lag, &lag_known, why, sizeof why);
-                if (rc == KGS_ENOTFOUND) {
-                    /* No consumer has created the group yet (nothing ran):
-                     * every entry is waiting for it. */
-                    v = s->measure == STREAM_MEASURE_LAG ? (double)(xlen < 0 ? 0 : xlen) : 0;
-                } else if (rc != 0) {
-                    snprintf(msg, sizeof msg, "XINFO GROUPS: %s", why);
-                    set_error(s, msg);
-                    return;
-                } else if (s->measure == STREAM_MEASURE_PENDING) {
-                    v = (double)pending;
-                } else {
-                    /* Redis reports lag as nil after deletions it cannot
-                     * account for; the stream length bounds it from above. */
-                    v = lag_known ? (double)lag : (double)(xlen < 0 ? 0 : xlen);
-                }
-            }
-        }
-        if (v != s->queue_value)
+    if (s->p.kind == SOURCE_KIND_ENGINE) {
+        if (memcmp(&r.engine, &s->reading, sizeof r.engine) != 0)
             notify(h);
-        s->queue_value = v;
-        success(s, now);
+        s->reading = r.engine;
+        if (r.engine.has_triton)
+            counter_window_push(&s->counters, now, r.engine.queue_us, r.engine.success,
+                                (uint64_t)s->window_max_s * 10000000ull);
+    } else {
+        if (r.queue != s->queue_value)
+            notify(h);
+        s->queue_value = r.queue;
     }
+    success(s, now);
 }
 
 /* ---- polling --------------------------------------------------------------------- */
@@ -440,58 +232,6 @@ static void redis_done(void *ud, int status, const char *buf, size_t len, bool e
 static void schedule(source_t *s, mono_ns_t now) {
     mono_ns_t due = s->poll_started + s->interval_ns;
     loop_timer_start(s->hub->o.loop, &s->timer, due > now ? due : now);
-}
-
-static size_t build_http(const source_t *s, char *buf, size_t cap) {
-    int n = snprintf(buf, cap,
-                     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: keda-gpu-scaler\r\n"
-                     "Accept: text/plain;version=0.0.4;q=1,*/*;q=0.1\r\nConnection: close\r\n\r\n",
-                     s->url.path[0] ? s->url.path : "/", s->url.host_header);
-    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
-}
-
-static size_t build_redis(source_t *s, char *buf, size_t cap) {
-    size_t o = 0;
-    s->nreplies = 0;
-    if (s->pass[0]) {
-        const char *argv[3] = {"AUTH", s->user, s->pass};
-        size_t lens[3] = {4, strlen(s->user), strlen(s->pass)};
-        if (s->user[0])
-            o += resp_encode(buf + o, o < cap ? cap - o : 0, 3, argv, lens);
-        else {
-            const char *a2[2] = {"AUTH", s->pass};
-            size_t l2[2] = {4, lens[2]};
-            o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, a2, l2);
-        }
-        s->nreplies++;
-    }
-    if (s->db) {
-        char dbs[8];
-        snprintf(dbs, sizeof dbs, "%d", s->db);
-        const char *argv[2] = {"SELECT", dbs};
-        size_t lens[2] = {6, strlen(dbs)};
-        o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, argv, lens);
-        s->nreplies++;
-    }
-    size_t kl = strlen(s->rkey);
-    if (s->qkind == QUEUE_REDIS_LIST) {
-        const char *argv[2] = {"LLEN", s->rkey};
-        size_t lens[2] = {4, kl};
-        o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, argv, lens);
-        s->nreplies++;
-    } else {
-        const char *argv[2] = {"XLEN", s->rkey};
-        size_t lens[2] = {4, kl};
-        o += resp_encode(buf + o, o < cap ? cap - o : 0, 2, argv, lens);
-        s->nreplies++;
-        if (s->measure != STREAM_MEASURE_LENGTH) {
-            const char *a3[3] = {"XINFO", "GROUPS", s->rkey};
-            size_t l3[3] = {5, 6, kl};
-            o += resp_encode(buf + o, o < cap ? cap - o : 0, 3, a3, l3);
-            s->nreplies++;
-        }
-    }
-    return o <= cap ? o : 0;
 }
 
 static void poll_source(source_t *s) {
@@ -519,8 +259,7 @@ static void poll_source(source_t *s) {
         return;
     }
     char req[4096];
-    size_t n =
-        s->kind == SRC_REDIS ? build_redis(s, req, sizeof req) : build_http(s, req, sizeof req);
+    size_t n = s->backend->request(&s->p, req, sizeof req);
     if (n == 0) {
         set_error(s, "request too large");
         return;
@@ -529,14 +268,14 @@ static void poll_source(source_t *s) {
         .addr = *addr,
         .addrlen = addrlen,
         .tls = s->tls ? h->tls : NULL,
-        .tls_host = s->url.host,
-        .alpn = s->kind == SRC_REDIS ? NULL : "http/1.1",
+        .tls_host = s->p.url.host,
+        .alpn = s->backend->alpn,
         .request = req,
         .request_len = n,
         .max_bytes = h->o.max_body_bytes + 65536,
         .timeout_ns = s->timeout_ns,
-        .complete = s->kind == SRC_REDIS ? redis_complete : http_complete,
-        .done = s->kind == SRC_REDIS ? redis_done : http_done,
+        .complete = poll_complete,
+        .done = poll_done,
         .user_data = s,
     };
     if (s->tls && !h->tls) {
@@ -591,11 +330,11 @@ static void on_resolved(void *ud, const char *const *addrs, size_t n, const char
         struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
         if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
             v4->sin_family = AF_INET;
-            v4->sin_port = htons(s->url.port);
+            v4->sin_port = htons(s->p.url.port);
             sl = sizeof *v4;
         } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
             v6->sin6_family = AF_INET6;
-            v6->sin6_port = htons(s->url.port);
+            v6->sin6_port = htons(s->p.url.port);
             sl = sizeof *v6;
         } else {
             continue;
@@ -635,8 +374,8 @@ static void source_free(source_hub_t *h, source_t *s) {
     loop_timer_stop(h->o.loop, &s->timer);
     fetch_cancel(s->inflight);
     resolver_free(s->resolver);
-    free(s->prom);
-    explicit_bzero(s->pass, sizeof s->pass);
+    free(s->prom_copy);
+    explicit_bzero(s->p.pass, sizeof s->p.pass);
     if (s->key)
         explicit_bzero(s->key, strlen(s->key));
     free(s->key);
@@ -645,17 +384,17 @@ static void source_free(source_hub_t *h, source_t *s) {
 
 static void set_literal_addr(source_t *s) {
     memset(&s->addrs[0], 0, sizeof s->addrs[0]);
-    if (s->url.family == AF_INET) {
+    if (s->p.url.family == AF_INET) {
         struct sockaddr_in *v4 = (struct sockaddr_in *)&s->addrs[0];
         v4->sin_family = AF_INET;
-        v4->sin_port = htons(s->url.port);
-        inet_pton(AF_INET, s->url.host, &v4->sin_addr);
+        v4->sin_port = htons(s->p.url.port);
+        inet_pton(AF_INET, s->p.url.host, &v4->sin_addr);
         s->addrlens[0] = sizeof *v4;
     } else {
         struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&s->addrs[0];
         v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(s->url.port);
-        inet_pton(AF_INET6, s->url.host, &v6->sin6_addr);
+        v6->sin6_port = htons(s->p.url.port);
+        inet_pton(AF_INET6, s->p.url.host, &v6->sin6_addr);
         s->addrlens[0] = sizeof *v6;
     }
     s->naddrs = 1;
@@ -663,12 +402,17 @@ static void set_literal_addr(source_t *s) {
 
 /* Finds or creates the source with identity key; `init` fills a new one's
  * kind-specific fields (returns 0, or non-zero with a message). NULL with
- * err filled when it cannot be made. */
+ * err filled when it cannot be made, and *rc (may be NULL) the KGS_E* code:
+ * KGS_ENOMEM is worth another try, a bad URL is not. */
 typedef int (*source_init_fn)(source_t *s, const void *arg, char *err, size_t errlen);
 
 static source_t *source_get(source_hub_t *h, const char *key, const trigger_config_t *c,
-                            mono_ns_t now, source_init_fn init, const void *arg, char *err,
+                            mono_ns_t now, source_init_fn init, const void *arg, int *rc, char *err,
                             size_t errlen) {
+    int ignored;
+    if (!rc)
+        rc = &ignored;
+    *rc = 0;
     uint64_t hash = fnv1a(key);
     for (source_t *s = h->buckets[hash % HASH_BUCKETS]; s; s = s->hnext)
         if (s->hash == hash && strcmp(s->key, key) == 0) {
@@ -686,7 +430,7 @@ static source_t *source_get(source_hub_t *h, const char *key, const trigger_conf
     source_t *s = calloc(1, sizeof *s);
     if (!s || !(s->key = strdup(key))) {
         free(s);
-        kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+        *rc = kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
         return NULL;
     }
     s->hub = h;
@@ -696,25 +440,27 @@ static source_t *source_get(source_hub_t *h, const char *key, const trigger_conf
     s->timeout_ns = c->demand.timeout_ns;
     s->window_max_s = c->demand.window_s ? c->demand.window_s : 30;
     loop_timer_init(&s->timer, on_timer, s);
-    if (init(s, arg, err, errlen) != 0) {
-        free(s->prom);
+    s->p.max_body_bytes = h->o.max_body_bytes;
+    if ((*rc = init(s, arg, err, errlen)) != 0) {
+        free(s->prom_copy);
         free(s->key);
         free(s);
         return NULL;
     }
-    if (s->url.host_is_ip) {
+    s->backend = source_backend_for(s->p.kind);
+    if (s->p.url.host_is_ip) {
         set_literal_addr(s);
     } else {
-        const char *why_name = source_guard_name(s->url.host);
+        const char *why_name = source_guard_name(s->p.url.host);
         char np[SOURCE_HOST_MAX + 16], rerr[256];
         if (why_name) {
             snprintf(s->resolve_error, sizeof s->resolve_error,
-                     "refused to resolve %s: %s (SSRF guard)", s->url.host, why_name);
+                     "refused to resolve %s: %s (SSRF guard)", s->p.url.host, why_name);
         } else {
-            snprintf(np, sizeof np, "%s:%u", s->url.host, (unsigned)s->url.port);
+            snprintf(np, sizeof np, "%s:%u", s->p.url.host, (unsigned)s->p.url.port);
             if (resolver_start(h->o.loop, np, RESOLVE_INTERVAL_NS, on_resolved, s, &s->resolver,
                                rerr, sizeof rerr) != 0)
-                snprintf(s->resolve_error, sizeof s->resolve_error, "resolve %s: %s", s->url.host,
+                snprintf(s->resolve_error, sizeof s->resolve_error, "resolve %s: %s", s->p.url.host,
                          rerr);
         }
     }
@@ -730,6 +476,13 @@ static source_t *source_get(source_hub_t *h, const char *key, const trigger_conf
     return s;
 }
 
+/* The config parsed and checked every URL of the trigger; only a pod's URL,
+ * built from its IP when it is listed, is parsed here. */
+static int parse_pod_url(const char *url, source_url_t *out, char *err, size_t errlen) {
+    unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
+    return source_url_parse(url, allowed, out, err, errlen);
+}
+
 typedef struct {
     const trigger_config_t *c;
     const char *url;
@@ -738,34 +491,33 @@ typedef struct {
 
 static int init_engine(source_t *s, const void *arg, char *err, size_t errlen) {
     const engine_arg_t *a = arg;
-    /* An explicit URL was parsed with the config; a pod's is built from its IP now. */
     const source_url_t *parsed = a->pod ? NULL : demand_endpoint_url(&a->c->demand, a->url);
-    unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
-    int rc =
-        parsed ? (s->url = *parsed, 0) : source_url_parse(a->url, allowed, &s->url, err, errlen);
+    int rc = parsed ? (s->p.url = *parsed, 0) : parse_pod_url(a->url, &s->p.url, err, errlen);
     if (rc)
         return rc;
-    s->kind = SRC_ENGINE;
-    s->tls = s->url.scheme == SOURCE_SCHEME_HTTPS;
-    s->engine = a->c->demand.engine;
-    snprintf(s->model, sizeof s->model, "%s", a->c->demand.model);
+    s->p.kind = SOURCE_KIND_ENGINE;
+    s->tls = s->p.url.scheme == SOURCE_SCHEME_HTTPS;
+    s->p.engine = a->c->demand.engine;
+    snprintf(s->p.model, sizeof s->p.model, "%s", a->c->demand.model);
     if (a->pod)
-        snprintf(s->name, sizeof s->name, "%s pod %s (%s)", engine_name(s->engine), a->pod, a->url);
+        snprintf(s->name, sizeof s->name, "%s pod %s (%s)", engine_name(s->p.engine), a->pod,
+                 a->url);
     else
-        snprintf(s->name, sizeof s->name, "%s %s", engine_name(s->engine), a->url);
+        snprintf(s->name, sizeof s->name, "%s %s", engine_name(s->p.engine), a->url);
     return 0;
 }
 
 static int init_prom(source_t *s, const void *arg, char *err, size_t errlen) {
     const trigger_config_t *c = arg;
-    s->url = c->demand.queue_url; /* parsed and checked with the config */
-    s->kind = SRC_PROM;
-    s->tls = s->url.scheme == SOURCE_SCHEME_HTTPS;
-    s->prom = malloc(sizeof *s->prom);
-    if (!s->prom)
+    s->p.url = c->demand.queue_url; /* parsed and checked with the config */
+    s->p.kind = SOURCE_KIND_PROM;
+    s->tls = s->p.url.scheme == SOURCE_SCHEME_HTTPS;
+    s->prom_copy = malloc(sizeof *s->prom_copy);
+    if (!s->prom_copy)
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
-    *s->prom = c->demand;
-    explicit_bzero(s->prom->redis_password, sizeof s->prom->redis_password);
+    *s->prom_copy = c->demand;
+    explicit_bzero(s->prom_copy->redis_password, sizeof s->prom_copy->redis_password);
+    s->p.prom = s->prom_copy;
     snprintf(s->name, sizeof s->name, "queue %.300s (%.200s)", c->demand.demand_endpoint,
              c->demand.demand_metric);
     return 0;
@@ -775,21 +527,23 @@ static int init_redis(source_t *s, const void *arg, char *err, size_t errlen) {
     const trigger_config_t *c = arg;
     const demand_config_t *d = &c->demand;
     (void)err, (void)errlen; /* nothing here can fail */
-    s->url = d->queue_url;   /* parsed and checked with the config */
-    s->kind = SRC_REDIS;
+    s->p.url = d->queue_url; /* parsed and checked with the config */
+    s->p.kind = SOURCE_KIND_REDIS;
     s->tls = d->redis_tls;
-    s->db = d->redis_db;
-    s->qkind = d->queue;
-    s->measure = d->stream_measure;
-    snprintf(s->rkey, sizeof s->rkey, "%s", d->redis_key);
-    snprintf(s->group, sizeof s->group, "%s", d->redis_group);
-    snprintf(s->user, sizeof s->user, "%s", d->redis_username);
-    snprintf(s->pass, sizeof s->pass, "%s", d->redis_password);
-    snprintf(s->name, sizeof s->name, "redis %s %s %.200s%s%.100s", s->url.host_header,
+    s->p.db = d->redis_db;
+    s->p.qkind = d->queue;
+    s->p.measure = d->stream_measure;
+    snprintf(s->p.rkey, sizeof s->p.rkey, "%s", d->redis_key);
+    snprintf(s->p.group, sizeof s->p.group, "%s", d->redis_group);
+    snprintf(s->p.user, sizeof s->p.user, "%s", d->redis_username);
+    snprintf(s->p.pass, sizeof s->p.pass, "%s", d->redis_password);
+    snprintf(s->name, sizeof s->name, "redis %s %s %.200s%s%.100s", s->p.url.host_header,
              d->queue == QUEUE_REDIS_LIST ? "list" : "stream", d->redis_key,
              d->redis_group[0] ? " group " : "", d->redis_group);
     return 0;
 }
+
+static void sub_free(sub_t *u);
 
 static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
@@ -803,282 +557,320 @@ static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
             source_free(h, s);
         }
     }
-    for (forecast_slot_t **pp = &h->forecasts; *pp;) {
-        forecast_slot_t *f = *pp;
-        if (now - f->last_used > h->o.idle_ns) {
-            *pp = f->next;
-            free(f);
-        } else {
-            pp = &f->next;
+    for (unsigned i = 0; i < SUB_BUCKETS; i++)
+        for (sub_t **pp = &h->subs[i]; *pp;) {
+            sub_t *u = *pp;
+            if (now - u->last_used > h->o.idle_ns) {
+                *pp = u->hnext;
+                sub_free(u);
+            } else {
+                pp = &u->hnext;
+            }
         }
-    }
     loop_timer_start(loop, &h->sweep, clock_add_sat(now, SWEEP_NS));
 }
 
-/* ---- evaluation ------------------------------------------------------------------ */
+/* ---- identities ---------------------------------------------------------------- */
 
-typedef enum { SS_OK, SS_PENDING, SS_FAILED } source_state_t;
+/* The identity of the engine source that reads url for trigger c. */
+static void engine_key(const trigger_config_t *c, const char *url, char *key, size_t keylen) {
+    snprintf(key, keylen, "E|%s|%s|%s", engine_name(c->demand.engine), c->demand.model, url);
+}
 
-/* Whether s has a usable reading now; the message says why not. */
-static source_state_t source_state(const source_t *s, mono_ns_t now, char *msg, size_t len) {
-    char d[32];
-    if (s->error[0]) {
-        snprintf(msg, len, "%.400s: %.500s", s->name, s->error);
-        return SS_FAILED;
+/* The identity of c's queue source (may hold a password: wipe it after use). */
+static void queue_key(const trigger_config_t *c, char *key, size_t keylen) {
+    const demand_config_t *d = &c->demand;
+    if (d->queue == QUEUE_PROMETHEUS) {
+        int o = snprintf(key, keylen, "P|%s|%s", d->demand_endpoint, d->demand_metric);
+        for (unsigned i = 0; i < d->matcher_count && o > 0 && (size_t)o < keylen; i++)
+            o += snprintf(key + o, keylen - (size_t)o, "|%s%s%s", d->matchers[i].name,
+                          d->matchers[i].negate ? "!=" : "=", d->matchers[i].value);
+    } else {
+        snprintf(key, keylen, "R|%s|%d|%d|%s|%s|%d|%d|%s|%s", d->redis_address, d->redis_db,
+                 d->redis_tls, d->redis_username, d->redis_password, d->queue, d->stream_measure,
+                 d->redis_group, d->redis_key);
     }
-    if (!s->have_reading) {
-        if (s->resolve_error[0]) {
-            snprintf(msg, len, "%.400s: %.500s", s->name, s->resolve_error);
-            return SS_FAILED;
+}
+
+/* The URL of a selected pod's engine endpoint. */
+static void pod_url(const demand_config_t *d, const char *ip, char *url, size_t urllen) {
+    bool v6 = strchr(ip, ':') != NULL;
+    snprintf(url, urllen, "%s://%s%s%s:%u%s", d->engine_https ? "https" : "http", v6 ? "[" : "", ip,
+             v6 ? "]" : "", (unsigned)d->engine_port, d->engine_path);
+}
+
+/* The source with identity key, or NULL; a read: marks it used, nothing else. */
+static source_t *source_find(source_hub_t *h, const char *key, mono_ns_t now) {
+    uint64_t hash = fnv1a(key);
+    for (source_t *s = h->buckets[hash % HASH_BUCKETS]; s; s = s->hnext)
+        if (s->hash == hash && strcmp(s->key, key) == 0) {
+            s->last_used = now;
+            return s;
         }
-        snprintf(msg, len, "%s: waiting for the first poll (started %s ago)", s->name,
-                 duration_format(now - s->created, d, sizeof d));
-        return SS_PENDING;
-    }
-    uint64_t stale = 3 * s->interval_ns;
-    if (s->interval_ns + s->timeout_ns > stale)
-        stale = s->interval_ns + s->timeout_ns;
-    if (now - s->last_ok > stale) {
-        snprintf(msg, len, "%s: last successful poll %s ago (stale)", s->name,
-                 duration_format(now - s->last_ok, d, sizeof d));
-        return SS_FAILED;
-    }
-    return SS_OK;
+    return NULL;
+}
+
+/* ---- subscriptions --------------------------------------------------------------- */
+
+static sub_t *sub_find(source_hub_t *h, uint64_t id, const char *ns) {
+    for (sub_t *u = h->subs[id % SUB_BUCKETS]; u; u = u->hnext)
+        if (u->trigger_id == id && strcmp(u->ns, ns) == 0)
+            return u;
+    return NULL;
+}
+
+static void sub_free(sub_t *u) {
+    loop_timer_stop(u->hub->o.loop, &u->rescan);
+    free(u->pods_cfg);
+    free(u);
 }
 
 typedef struct {
     source_hub_t *h;
+    sub_t *u;
     const trigger_config_t *c;
     mono_ns_t now;
-    bool prepare_only;
-    unsigned total, ok, failed, pending;
-    char first_failure[1024];
-    char first_pending[1024];
-    char missing[1024];
-    demand_signals_t sig;
-    bool rates_pending;
-    double dq_us, dsuccess;
-} engine_acc_t;
+} start_ctx_t;
 
-static void visit_engine(engine_acc_t *x, const char *url, const char *pod) {
-    char err[300];
-    char key[TRIGGER_URL_MAX + 512];
-    const trigger_config_t *c = x->c;
-    snprintf(key, sizeof key, "E|%s|%s|%s", engine_name(c->demand.engine), c->demand.model, url);
-    engine_arg_t a = {c, url, pod};
-    x->total++;
-    source_t *s = source_get(x->h, key, c, x->now, init_engine, &a, err, sizeof err);
-    if (x->prepare_only)
-        return;
-    char msg[1024];
-    if (!s) {
-        x->failed++;
-        if (!x->first_failure[0])
-            snprintf(x->first_failure, sizeof x->first_failure, "%s: %s", url, err);
-        return;
-    }
-    source_state_t st = source_state(s, x->now, msg, sizeof msg);
-    if (st == SS_FAILED) {
-        x->failed++;
-        if (!x->first_failure[0])
-            snprintf(x->first_failure, sizeof x->first_failure, "%s", msg);
-        return;
-    }
-    if (st == SS_PENDING) {
-        x->pending++;
-        if (!x->first_pending[0])
-            snprintf(x->first_pending, sizeof x->first_pending, "%s", msg);
-        return;
-    }
-    const engine_reading_t *r = &s->reading;
-    const demand_config_t *d = &c->demand;
-    const char *lack = NULL;
-    bool rates = d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE;
-    bool need_waiting = d->type == DEMAND_VLLM_QUEUE_DEPTH || d->type == DEMAND_ENGINE_QUEUE ||
-                        (d->type == DEMAND_COMPOSITE && d->target_queue > 0);
-    bool need_running =
-        d->type == DEMAND_ENGINE_RUNNING || (d->type == DEMAND_COMPOSITE && d->target_running > 0);
-    bool need_kv = d->type == DEMAND_VLLM_KV_CACHE_USAGE || d->type == DEMAND_ENGINE_KV_CACHE ||
-                   (d->type == DEMAND_COMPOSITE && d->target_kv > 0);
-    if (need_waiting && !r->has_waiting)
-        lack = "the waiting-requests gauge";
-    else if (need_running && !r->has_running)
-        lack = "the running-requests gauge";
-    else if (need_kv && !r->has_kv)
-        lack = "the KV-cache usage gauge";
-    else if (rates && !r->has_triton)
-        lack = "nv_inference_queue_duration_us / nv_inference_request_success";
-    if (lack) {
-        if (!x->missing[0])
-            snprintf(x->missing, sizeof x->missing,
-                     "%.400s exports no %s%s%.200s%s (is it %s, and is the URL its metrics "
-                     "endpoint?)",
-                     s->name, lack, d->model[0] ? " for model \"" : "", d->model,
-                     d->model[0] ? "\"" : "", engine_name(d->engine));
-        x->failed++;
-        return;
-    }
-    x->ok++;
-    x->sig.waiting += r->waiting;
-    x->sig.running += r->running;
-    x->sig.kv_percent += r->kv_percent;
-    if (rates) {
-        double dq, ds;
-        double span;
-        if (!counter_window_delta(&s->counters, x->now, (uint64_t)d->window_s * 1000000000ull, &dq,
-                                  &ds, &span)) {
-            x->rates_pending = true;
-            if (!x->first_pending[0])
-                snprintf(x->first_pending, sizeof x->first_pending,
-                         "%s: collecting a second poll to compute rates", s->name);
-            return;
-        }
-        x->dq_us += dq;
-        x->dsuccess += ds;
-        x->sig.request_rate += ds / span;
+static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
+    char key[TRIGGER_URL_MAX + 512], err[300];
+    engine_key(x->c, url, key, sizeof key);
+    engine_arg_t a = {x->c, url, pod};
+    int rc;
+    if (!source_get(x->h, key, x->c, x->now, init_engine, &a, &rc, err, sizeof err)) {
+        snprintf(x->u->engine_error, sizeof x->u->engine_error, "%s", err);
+        x->u->retry |= rc == KGS_ENOMEM;
     }
 }
 
-static void emit_pod(void *ud, const char *pod, const char *ip) {
-    engine_acc_t *x = ud;
-    const demand_config_t *d = &x->c->demand;
+static void start_pod(void *ud, const char *pod, const char *ip) {
+    start_ctx_t *x = ud;
     char url[TRIGGER_URL_MAX + 128];
-    bool v6 = strchr(ip, ':') != NULL;
-    snprintf(url, sizeof url, "%s://%s%s%s:%u%s", d->engine_https ? "https" : "http", v6 ? "[" : "",
-             ip, v6 ? "]" : "", (unsigned)d->engine_port, d->engine_path);
-    visit_engine(x, url, pod);
+    pod_url(&x->c->demand, ip, url, sizeof url);
+    start_engine(x, url, pod);
 }
 
-static void fail(eval_result_t *out, eval_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void fail(eval_result_t *out, eval_status_t st, const char *fmt, ...) {
-    memset(out, 0, sizeof *out);
-    out->status = st;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out->message, sizeof out->message, fmt, ap);
-    va_end(ap);
+/* Starts the engine sources of the pods c selects now (a pod list that is
+ * not synced yet starts none: the next rescan tries again, and a read
+ * reports the list's error). */
+static void start_pods(source_hub_t *h, sub_t *u, const trigger_config_t *c, mono_ns_t now) {
+    char err[300];
+    start_ctx_t x = {h, u, c, now};
+    if (h->o.list_pods)
+        (void)h->o.list_pods(h->o.user_data, c, u->ns, start_pod, &x, err, sizeof err);
 }
 
-static void run(source_hub_t *h, const trigger_config_t *c, const char *ns, mono_ns_t now,
-                const eval_result_t *gpu, eval_result_t *out, bool prepare_only) {
+static void on_rescan(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)t;
+    sub_t *u = ud;
+    mono_ns_t now = loop_now(loop);
+    u->engine_error[0] = '\0'; /* this listing's failures only */
+    start_pods(u->hub, u, u->pods_cfg, now);
+    loop_timer_start(loop, &u->rescan, clock_add_sat(now, u->pods_cfg->demand.interval_ns));
+}
+
+/* Creates and starts what u (trigger c) reads: the engine URLs, or the
+ * selected pods and their rescan timer, and the queue. */
+static void sub_start(source_hub_t *h, sub_t *u, const trigger_config_t *c, mono_ns_t now) {
     const demand_config_t *d = &c->demand;
-    engine_acc_t x = {.h = h, .c = c, .now = now, .prepare_only = prepare_only};
-    char err[300], msg[1024];
-
+    start_ctx_t x = {h, u, c, now};
+    u->retry = false;
+    u->engine_error[0] = u->queue_error[0] = '\0';
     if (d->engine != ENGINE_NONE) {
         if (d->endpoint_count) {
             for (unsigned i = 0; i < d->endpoint_count; i++)
-                visit_engine(&x, d->endpoints[i], NULL);
-        } else if (!h->o.list_pods) {
-            if (!prepare_only)
-                fail(out, EVAL_FAILED_PRECONDITION,
-                     "metricType %s with podSelector needs the aggregator role (it scrapes the "
-                     "selected pods); in standalone mode give %s",
-                     demand_type_name(d->type),
-                     d->engine == ENGINE_VLLM     ? "vllmEndpoint"
-                     : d->engine == ENGINE_TRITON ? "tritonEndpoint"
-                                                  : "engineEndpoint");
-            return;
-        } else if (h->o.list_pods(h->o.user_data, c, ns, emit_pod, &x, err, sizeof err) != 0) {
-            if (!prepare_only)
-                fail(out, EVAL_UNAVAILABLE, "engine pods: %s", err);
-            return;
+                start_engine(&x, d->endpoints[i], NULL);
+        } else if (h->o.list_pods && u->pods_cfg) {
+            start_pods(h, u, c, now); /* a retry: the rescan timer runs */
+        } else if (h->o.list_pods) {
+            /* The selected pods change: re-list them on the trigger's cadence. */
+            u->pods_cfg = malloc(sizeof *u->pods_cfg);
+            if (!u->pods_cfg) {
+                snprintf(u->engine_error, sizeof u->engine_error, "out of memory");
+                u->retry = true;
+            } else {
+                *u->pods_cfg = *c;
+                explicit_bzero(u->pods_cfg->demand.redis_password,
+                               sizeof u->pods_cfg->demand.redis_password);
+                start_pods(h, u, c, now);
+                loop_timer_start(h->o.loop, &u->rescan, clock_add_sat(now, d->interval_ns));
+            }
         }
     }
-    source_t *q = NULL;
     if (d->queue != QUEUE_NONE) {
-        char key[4096];
-        if (d->queue == QUEUE_PROMETHEUS) {
-            int o = snprintf(key, sizeof key, "P|%s|%s", d->demand_endpoint, d->demand_metric);
-            for (unsigned i = 0; i < d->matcher_count && o > 0 && (size_t)o < sizeof key; i++)
-                o += snprintf(key + o, sizeof key - (size_t)o, "|%s%s%s", d->matchers[i].name,
-                              d->matchers[i].negate ? "!=" : "=", d->matchers[i].value);
-            q = source_get(h, key, c, now, init_prom, c, err, sizeof err);
-        } else {
-            snprintf(key, sizeof key, "R|%s|%d|%d|%s|%s|%d|%d|%s|%s", d->redis_address, d->redis_db,
-                     d->redis_tls, d->redis_username, d->redis_password, d->queue,
-                     d->stream_measure, d->redis_group, d->redis_key);
-            q = source_get(h, key, c, now, init_redis, c, err, sizeof err);
+        char key[4096], err[300];
+        int rc;
+        queue_key(c, key, sizeof key);
+        if (!source_get(h, key, c, now, d->queue == QUEUE_PROMETHEUS ? init_prom : init_redis, c,
+                        &rc, err, sizeof err)) {
+            snprintf(u->queue_error, sizeof u->queue_error, "%s", err);
+            u->retry |= rc == KGS_ENOMEM;
         }
         explicit_bzero(key, sizeof key);
-        if (!q && !prepare_only) {
-            fail(out, EVAL_UNAVAILABLE, "queue: %s", err);
+    }
+}
+
+void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
+                          const char *ns, mono_ns_t now) {
+    if (c->demand.type == DEMAND_NONE)
+        return;
+    sub_t *u = sub_find(h, trigger_id, ns);
+    if (u) {
+        /* Set up already; only what failed for lack of memory is tried again
+         * (a URL that did not parse would not parse now either). */
+        if (u->retry)
+            sub_start(h, u, c, now);
+        return;
+    }
+    u = calloc(1, sizeof *u);
+    if (!u)
+        return; /* a read reports the sources as not started; the next subscribe retries */
+    u->hub = h;
+    u->trigger_id = trigger_id;
+    snprintf(u->ns, sizeof u->ns, "%s", ns);
+    u->last_used = now;
+    forecast_init(&u->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
+    loop_timer_init(&u->rescan, on_rescan, u);
+    sub_start(h, u, c, now);
+    sub_t **head = &h->subs[trigger_id % SUB_BUCKETS];
+    u->hnext = *head;
+    *head = u;
+}
+
+/* ---- reading ------------------------------------------------------------------- */
+
+/* What source s's latest poll left, as the evaluation reads it (pointers
+ * into s: valid until the hub next runs a callback). */
+static void source_view(const source_t *s, demand_source_t *v) {
+    v->name = s->name;
+    if (s->error[0]) {
+        v->state = DEMAND_SOURCE_FAILED;
+        v->error = s->error;
+    } else if (!s->have_reading) {
+        if (s->resolve_error[0]) {
+            v->state = DEMAND_SOURCE_FAILED;
+            v->error = s->resolve_error;
+        } else {
+            v->state = DEMAND_SOURCE_WAITING;
+            v->created = s->created;
+        }
+    } else {
+        v->state = DEMAND_SOURCE_READING;
+        v->last_ok = s->last_ok;
+        v->interval_ns = s->interval_ns;
+        v->timeout_ns = s->timeout_ns;
+        v->reading = s->reading;
+        v->queue = s->queue_value;
+    }
+}
+
+typedef struct {
+    source_hub_t *h;
+    const sub_t *u;
+    const trigger_config_t *c;
+    mono_ns_t now;
+} read_ctx_t;
+
+static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
+    (void)pod;
+    views_t *w = &x->h->views;
+    if (w->oom)
+        return;
+    if (w->n == w->cap) {
+        unsigned cap = w->cap ? w->cap * 2 : 16;
+        demand_source_t *nv = realloc(w->v, cap * sizeof *nv);
+        if (nv)
+            w->v = nv;
+        char(*nu)[TRIGGER_URL_MAX + 128] = nv ? realloc(w->url, cap * sizeof *nu) : NULL;
+        if (!nu) {
+            w->oom = true;
             return;
         }
+        w->url = nu;
+        w->cap = cap;
     }
-    if (prepare_only)
-        return;
-
-    bool ignore = c->partial_data == PARTIAL_DATA_IGNORE;
-    if (x.missing[0] && !ignore) {
-        fail(out, EVAL_FAILED_PRECONDITION, "%s", x.missing);
-        return;
-    }
-    if (x.failed && (!ignore || x.ok == 0)) {
-        fail(out, EVAL_UNAVAILABLE, "%s", x.first_failure[0] ? x.first_failure : x.missing);
-        if (x.total > 1) {
-            size_t l = strlen(out->message);
-            snprintf(out->message + l, sizeof out->message - l,
-                     " (%u of %u engine endpoints failing)", x.failed, x.total);
-        }
-        return;
-    }
-    if ((x.pending && (!ignore || x.ok == 0)) || x.rates_pending) {
-        fail(out, EVAL_UNAVAILABLE, "%s", x.first_pending);
-        out->pending = true;
+    demand_source_t *v = &w->v[w->n];
+    memset(v, 0, sizeof *v);
+    char key[TRIGGER_URL_MAX + 512];
+    engine_key(x->c, url, key, sizeof key);
+    const source_t *s = source_find(x->h, key, x->now);
+    if (!s) {
+        /* Only a source that does not exist needs its URL kept (as its name);
+         * the others' slots stay untouched. */
+        snprintf(w->url[w->n], sizeof w->url[w->n], "%s", url);
+        v->name = w->url[w->n];
+        w->n++;
+        v->state =
+            x->u && x->u->engine_error[0] ? DEMAND_SOURCE_NOT_CREATED : DEMAND_SOURCE_NOT_STARTED;
+        v->error = x->u ? x->u->engine_error : NULL;
         return;
     }
-    demand_signals_t sig = x.sig;
-    sig.has_engine = d->engine != ENGINE_NONE;
-    if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE) {
-        sig.has_rates = true;
-        sig.queue_us = x.dq_us;
-        sig.completed = x.dsuccess;
-    }
-    if (q) {
-        source_state_t st = source_state(q, now, msg, sizeof msg);
-        if (st != SS_OK) {
-            fail(out, EVAL_UNAVAILABLE, "%s", msg);
-            out->pending = st == SS_PENDING;
-            return;
-        }
-        sig.has_queue = true;
-        sig.queue = q->queue_value;
-    }
-    demand_evaluate(c, &sig, gpu, out);
-    out->inputs += x.ok;
+    w->n++;
+    source_view(s, v);
+    const demand_config_t *d = &x->c->demand;
+    if (v->state == DEMAND_SOURCE_READING &&
+        (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE))
+        v->rates_known =
+            counter_window_delta(&s->counters, x->now, (uint64_t)d->window_s * 1000000000ull,
+                                 &v->queue_us_delta, &v->success_delta, &v->span_s);
 }
 
-static forecast_t *forecast_for(source_hub_t *h, uint64_t id, const char *ns, mono_ns_t now) {
-    for (forecast_slot_t *f = h->forecasts; f; f = f->next)
-        if (f->trigger_id == id && strcmp(f->ns, ns) == 0) {
-            f->last_used = now;
-            return &f->f;
+static void read_pod(void *ud, const char *pod, const char *ip) {
+    read_ctx_t *x = ud;
+    char url[TRIGGER_URL_MAX + 128];
+    pod_url(&x->c->demand, ip, url, sizeof url);
+    read_engine(x, url, pod);
+}
+
+void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
+                        const char *ns, mono_ns_t now, demand_inputs_t *out) {
+    const demand_config_t *d = &c->demand;
+    memset(out, 0, sizeof *out);
+    out->pods_status = EVAL_OK;
+    sub_t *u = sub_find(h, trigger_id, ns);
+    if (u) {
+        u->last_used = now;
+        out->forecast = &u->f;
+    }
+    read_ctx_t x = {h, u, c, now};
+    views_t *w = &h->views;
+    w->n = 0;
+    w->oom = false;
+    if (d->engine != ENGINE_NONE) {
+        if (d->endpoint_count) {
+            for (unsigned i = 0; i < d->endpoint_count; i++)
+                read_engine(&x, d->endpoints[i], NULL);
+        } else if (!h->o.list_pods) {
+            /* This hub cannot list pods: the role table says what that means. */
+            role_caps_t caps = {.name = "standalone", .sees_cluster = false, .polls_sources = true};
+            role_check_trigger(&caps, c, false, out->pods_error, sizeof out->pods_error);
+            out->pods_status = EVAL_FAILED_PRECONDITION;
+        } else if (h->o.list_pods(h->o.user_data, c, ns, read_pod, &x, out->pods_error,
+                                  sizeof out->pods_error) != 0) {
+            out->pods_status = EVAL_UNAVAILABLE;
         }
-    forecast_slot_t *f = calloc(1, sizeof *f);
-    if (!f)
-        return NULL; /* demand_forecast_apply then leaves the value as it is */
-    f->trigger_id = id;
-    snprintf(f->ns, sizeof f->ns, "%s", ns);
-    forecast_init(&f->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
-    f->last_used = now;
-    f->next = h->forecasts;
-    h->forecasts = f;
-    return &f->f;
-}
-
-void source_hub_evaluate(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
-                         const char *ns, mono_ns_t now, const eval_result_t *gpu,
-                         eval_result_t *out) {
-    run(h, c, ns, now, gpu, out, false);
-    if (c->demand.forecast_trend && out->status == EVAL_OK)
-        demand_forecast_apply(c, forecast_for(h, trigger_id, ns, now), (double)now / 1e9, out);
-}
-
-void source_hub_prepare(source_hub_t *h, const trigger_config_t *c, const char *ns, mono_ns_t now) {
-    eval_result_t ignored;
-    run(h, c, ns, now, NULL, &ignored, true);
+        if (w->oom && out->pods_status == EVAL_OK) {
+            out->pods_status = EVAL_UNAVAILABLE;
+            snprintf(out->pods_error, sizeof out->pods_error, "out of memory");
+        }
+    }
+    out->engines = w->v;
+    out->nengines = w->n;
+    if (d->queue != QUEUE_NONE) {
+        char key[4096];
+        queue_key(c, key, sizeof key);
+        const source_t *q = source_find(h, key, now);
+        explicit_bzero(key, sizeof key);
+        out->has_queue_source = true;
+        if (q) {
+            source_view(q, &out->queue);
+        } else {
+            out->queue.name = "queue";
+            out->queue.state =
+                u && u->queue_error[0] ? DEMAND_SOURCE_NOT_CREATED : DEMAND_SOURCE_NOT_STARTED;
+            out->queue.error = u ? u->queue_error : NULL;
+        }
+    }
 }
 
 /* ---- lifecycle ------------------------------------------------------------------- */
@@ -1095,8 +887,8 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
         h->o.idle_ns = DEFAULT_IDLE_NS;
     if (!h->o.notify_min_ns)
         h->o.notify_min_ns = DEFAULT_NOTIFY_NS;
-    h->resp = malloc(sizeof *h->resp);
-    if (!h->resp) {
+    h->scratch.resp = malloc(sizeof *h->scratch.resp);
+    if (!h->scratch.resp) {
         free(h);
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
     }
@@ -1104,7 +896,7 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
     h->tls = tls_client_ctx_new(opts->ca_file && opts->ca_file[0] ? opts->ca_file : NULL, NULL,
                                 NULL, false, why, sizeof why);
     if (!h->tls && opts->ca_file && opts->ca_file[0]) {
-        free(h->resp);
+        free(h->scratch.resp);
         free(h);
         return kgs_seterr(err, errlen, KGS_EIO, "source CA file %s: %s", opts->ca_file, why);
     }
@@ -1122,15 +914,18 @@ void source_hub_free(source_hub_t *h) {
         return;
     while (h->all)
         source_free(h, h->all);
-    while (h->forecasts) {
-        forecast_slot_t *f = h->forecasts;
-        h->forecasts = f->next;
-        free(f);
-    }
+    for (unsigned i = 0; i < SUB_BUCKETS; i++)
+        while (h->subs[i]) {
+            sub_t *u = h->subs[i];
+            h->subs[i] = u->hnext;
+            sub_free(u);
+        }
+    free(h->views.v);
+    free(h->views.url);
     loop_timer_stop(h->o.loop, &h->sweep);
     loop_timer_stop(h->o.loop, &h->notify);
     SSL_CTX_free(h->tls);
-    free(h->resp);
+    free(h->scratch.resp);
     free(h);
 }
 

@@ -3,16 +3,16 @@
  * /metrics endpoints (explicit URLs, or every ready pod a podSelector
  * selects), Redis queues, generic Prometheus endpoints. Each source is
  * polled on its own cadence on the event loop; RPCs only read the latest
- * readings (never wait for a scrape).
+ * readings (never wait for a scrape, never start a source).
  *
  * Sources are shared: two triggers that read the same URL with the same
  * engine and model filter share one source, polled at the faster of their
  * cadences. A source no RPC or stream has asked for in `idle_ns` is freed.
  *
- * Never 0 for unknown: a source that has not answered yet, failed its last
- * poll, or whose last success is older than max(3 x interval, interval +
- * timeout) makes the trigger UNAVAILABLE with a message naming it (with
- * partialData: ignore, failing pods are left out, as long as one answers).
+ * The hub keeps sources alive and polled and hands out a view of their
+ * latest readings; what a reading means (partial data, a missing gauge,
+ * staleness, pending rates: never 0 for unknown) is decided in one place,
+ * core/demand_eval.c's demand_evaluate_inputs().
  *
  * Loop thread only.
  */
@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/clock.h"
+#include "core/demand_eval.h"
 #include "core/evaluator.h"
 #include "core/log.h"
 #include "core/trigger_config.h"
@@ -59,21 +60,33 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
 void source_hub_free(source_hub_t *h);
 
 /*
- * The value and activity of demand trigger c (c->demand.type !=
- * DEMAND_NONE) for a ScaledObject in namespace ns. trigger_id identifies
- * the trigger's configuration (the config cache's id): with forecast: trend
- * the hub keeps one forecast per (trigger_id, ns), fed by every
- * evaluation. gpu is the GPU evaluation when trigger_uses_gpu(c), else
- * NULL. Starts polling the sources it needs on first use. *out is fully
- * written.
+ * Side effects, once per distinct trigger configuration (trigger_id, the
+ * config cache's id) and namespace ns: creates and starts the sources
+ * demand trigger c needs (engine URLs; for podSelector, the selected pods,
+ * re-listed on the trigger's cadence so new pods get sources; the queue).
+ * A repeat call for a live subscription only looks it up, so callers may
+ * subscribe on every config acquire. Does nothing for a non-demand trigger.
+ *
+ * Lifetime: a subscription (and its sources) lives while reads use it; one
+ * that no source_hub_signals() call has used for idle_ns is freed with its
+ * unused sources, and the next subscribe for the same config starts them
+ * again (the scaler subscribes whenever an RPC acquires the config).
  */
-void source_hub_evaluate(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
-                         const char *ns, mono_ns_t now, const eval_result_t *gpu,
-                         eval_result_t *out);
+void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
+                          const char *ns, mono_ns_t now);
 
-/* Starts the trigger's sources without evaluating (GetMetricSpec comes
- * before the first GetMetrics: the first scrape is then under way). */
-void source_hub_prepare(source_hub_t *h, const trigger_config_t *c, const char *ns, mono_ns_t now);
+/*
+ * A read: what trigger c's sources (subscribed as (trigger_id, ns)) have
+ * read so far, for demand_evaluate_inputs(). Creates, starts, polls and
+ * parses nothing; marks the subscription and the sources it finds used
+ * (idle eviction). A source not started yet is DEMAND_SOURCE_NOT_STARTED.
+ * Lists the selected pods through opts.list_pods (a read of the pod cache).
+ * *out is fully written; its pointers are borrowed from the hub until the
+ * next call into it or the next loop callback, except out->forecast, the
+ * subscription's forecast state, which the evaluation updates.
+ */
+void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
+                        const char *ns, mono_ns_t now, demand_inputs_t *out);
 
 typedef struct {
     unsigned sources;  /* polled now */

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -198,6 +199,194 @@ static void test_forecast_reports_the_demand_a_cold_start_ahead(void **state) {
     NEAR(r.value, 7);
 }
 
+/* ---- demand_evaluate_inputs: what the sources read -> the answer ---------------- */
+
+#define SEC 1000000000ull
+
+static demand_source_t reading(const char *name, double waiting, double running, double kv) {
+    demand_source_t v;
+    memset(&v, 0, sizeof v);
+    v.state = DEMAND_SOURCE_READING;
+    v.name = name;
+    v.last_ok = 100 * SEC;
+    v.interval_ns = 1 * SEC;
+    v.timeout_ns = 2 * SEC;
+    v.reading.has_waiting = v.reading.has_running = v.reading.has_kv = true;
+    v.reading.waiting = waiting;
+    v.reading.running = running;
+    v.reading.kv_percent = kv;
+    return v;
+}
+
+static demand_inputs_t engines(const demand_source_t *v, unsigned n) {
+    demand_inputs_t in;
+    memset(&in, 0, sizeof in);
+    in.pods_status = EVAL_OK;
+    in.engines = v;
+    in.nengines = n;
+    return in;
+}
+
+static trigger_config_t vllm_queue(const char *partial) {
+    if (partial)
+        return CFG("metricType", "vllm_queue_depth", "targetValue", "5", "vllmEndpoint",
+                   "http://a/metrics,http://b/metrics", "partialData", partial);
+    return CFG("metricType", "vllm_queue_depth", "targetValue", "5", "vllmEndpoint",
+               "http://a/metrics,http://b/metrics");
+}
+
+static void test_demand_inputs_sums_engines_that_answered(void **state) {
+    (void)state;
+    trigger_config_t c = vllm_queue(NULL);
+    demand_source_t v[2] = {reading("vllm a", 3, 1, 10), reading("vllm b", 4, 0, 20)};
+    demand_inputs_t in = engines(v, 2);
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 7);
+    assert_true(r.active);
+    assert_int_equal(r.inputs, 2);
+}
+
+static void test_demand_inputs_failed_engine_is_unavailable_naming_it(void **state) {
+    (void)state;
+    trigger_config_t c = vllm_queue(NULL);
+    demand_source_t v[2] = {reading("vllm a", 3, 1, 10), reading("vllm b", 4, 0, 20)};
+    v[1].state = DEMAND_SOURCE_FAILED;
+    v[1].error = "HTTP 503 (want 200)";
+    demand_inputs_t in = engines(v, 2);
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_string_equal(r.message, "vllm b: HTTP 503 (want 200) (1 of 2 engine endpoints failing)");
+    assert_false(r.pending);
+    /* partialData: ignore leaves it out while one answers */
+    c = vllm_queue("ignore");
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 3);
+    assert_int_equal(r.inputs, 1);
+    v[0].state = DEMAND_SOURCE_NOT_CREATED;
+    v[0].name = "http://a/metrics";
+    v[0].error = "out of memory";
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_string_equal(r.message,
+                        "http://a/metrics: out of memory (2 of 2 engine endpoints failing)");
+}
+
+static void test_demand_inputs_stale_reading_is_unavailable(void **state) {
+    (void)state;
+    trigger_config_t c = vllm_queue(NULL);
+    demand_source_t v[1] = {reading("vllm a", 3, 1, 10)};
+    demand_inputs_t in = engines(v, 1);
+    eval_result_t r;
+    /* stale after max(3 x 1 s, 1 s + 2 s) = 3 s */
+    demand_evaluate_inputs(&c, &in, 103 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    demand_evaluate_inputs(&c, &in, 103 * SEC + 1, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_non_null(strstr(r.message, "vllm a: last successful poll"));
+    assert_non_null(strstr(r.message, "ago (stale)"));
+}
+
+static void test_demand_inputs_first_poll_is_pending(void **state) {
+    (void)state;
+    trigger_config_t c = vllm_queue(NULL);
+    demand_source_t v[2] = {reading("vllm a", 3, 1, 10), reading("vllm b", 4, 0, 20)};
+    v[1].state = DEMAND_SOURCE_WAITING;
+    v[1].created = 100 * SEC;
+    demand_inputs_t in = engines(v, 2);
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_true(r.pending);
+    assert_non_null(strstr(r.message, "vllm b: waiting for the first poll (started "));
+    v[1].state = DEMAND_SOURCE_NOT_STARTED;
+    v[1].name = "http://b/metrics";
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_true(r.pending);
+    assert_string_equal(r.message,
+                        "http://b/metrics: waiting for the first poll (not started yet)");
+    c = vllm_queue("ignore");
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 3);
+}
+
+static void test_demand_inputs_missing_gauge_is_failed_precondition(void **state) {
+    (void)state;
+    trigger_config_t c = vllm_queue(NULL);
+    demand_source_t v[2] = {reading("vllm a", 3, 1, 10), reading("vllm b", 4, 0, 20)};
+    v[0].reading.has_waiting = false;
+    demand_inputs_t in = engines(v, 2);
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_FAILED_PRECONDITION);
+    assert_string_equal(r.message, "vllm a exports no the waiting-requests gauge (is it vllm, and "
+                                   "is the URL its metrics endpoint?)");
+    c = vllm_queue("ignore");
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 4);
+}
+
+static void test_demand_inputs_triton_rates_wait_for_a_second_poll(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "triton_request_rate", "targetValue", "50",
+                             "tritonEndpoint", "http://t/metrics");
+    demand_source_t v[1] = {reading("triton t", 0, 0, 0)};
+    v[0].reading.has_triton = true;
+    demand_inputs_t in = engines(v, 1);
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_true(r.pending);
+    assert_string_equal(r.message, "triton t: collecting a second poll to compute rates");
+    v[0].rates_known = true;
+    v[0].success_delta = 100;
+    v[0].queue_us_delta = 5000;
+    v[0].span_s = 10;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 10);
+}
+
+static void test_demand_inputs_pods_and_queue_errors(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "queue_length", "targetValue", "5", "redisAddress",
+                             "r:6379", "redisListName", "q");
+    demand_inputs_t in = engines(NULL, 0);
+    in.has_queue_source = true;
+    in.queue = reading("redis r:6379 list q", 0, 0, 0);
+    in.queue.queue = 9;
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 9);
+    in.queue.state = DEMAND_SOURCE_WAITING;
+    in.queue.created = 101 * SEC;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_true(r.pending);
+    in.queue.state = DEMAND_SOURCE_NOT_CREATED;
+    in.queue.name = "queue";
+    in.queue.error = "out of memory";
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_string_equal(r.message, "queue: out of memory");
+    assert_false(r.pending);
+    in.pods_status = EVAL_UNAVAILABLE;
+    snprintf(in.pods_error, sizeof in.pods_error, "pod list not synced: 403");
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_string_equal(r.message, "engine pods: pod list not synced: 403");
+    in.pods_status = EVAL_FAILED_PRECONDITION;
+    snprintf(in.pods_error, sizeof in.pods_error, "needs the aggregator role");
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_FAILED_PRECONDITION);
+    assert_string_equal(r.message, "needs the aggregator role");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_example_kv_dominates),
@@ -207,6 +396,13 @@ int main(void) {
         cmocka_unit_test(test_gpu_activation_and_errors_pass_through),
         cmocka_unit_test(test_single_signal_types),
         cmocka_unit_test(test_forecast_reports_the_demand_a_cold_start_ahead),
+        cmocka_unit_test(test_demand_inputs_sums_engines_that_answered),
+        cmocka_unit_test(test_demand_inputs_failed_engine_is_unavailable_naming_it),
+        cmocka_unit_test(test_demand_inputs_stale_reading_is_unavailable),
+        cmocka_unit_test(test_demand_inputs_first_poll_is_pending),
+        cmocka_unit_test(test_demand_inputs_missing_gauge_is_failed_precondition),
+        cmocka_unit_test(test_demand_inputs_triton_rates_wait_for_a_second_poll),
+        cmocka_unit_test(test_demand_inputs_pods_and_queue_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

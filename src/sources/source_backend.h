@@ -1,0 +1,84 @@
+/*
+ * source_backend.h - what one kind of demand source speaks, behind one small
+ * table of functions (as nvtop's struct gpu_vendor or Redis's
+ * ConnectionType): the request bytes of a poll, when the reply is whole,
+ * and the reply bytes turned into a reading. The hub (source_hub.c) owns
+ * everything else: sources, addresses, the SSRF guard, timers, fetches,
+ * errors over time. Adding a backend is one file (source_backend_<name>.c)
+ * and one row in source_backend_for()'s table.
+ *
+ * Backends are pure: no sockets, no clock, no globals, no allocation beyond
+ * a reply body; each function is unit-tested with byte strings
+ * (tests/unit/sources/test_source_backend_*.c). Any thread.
+ */
+#ifndef KGS_SOURCES_SOURCE_BACKEND_H
+#define KGS_SOURCES_SOURCE_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/demand_eval.h"
+#include "core/trigger_config.h"
+#include "sources/resp.h"
+#include "core/source_url.h"
+
+typedef enum {
+    SOURCE_KIND_ENGINE, /* a serving engine's /metrics (HTTP scrape) */
+    SOURCE_KIND_PROM,   /* a generic Prometheus endpoint: one metric's sum (HTTP scrape) */
+    SOURCE_KIND_REDIS,  /* a Redis list or stream */
+    SOURCE_KIND_COUNT
+} source_kind_t;
+
+/* What decides what one source reads. All fields public; the storage is
+ * the source's (a password lives here: never log it). */
+typedef struct {
+    source_kind_t kind;
+    source_url_t url;      /* HTTP: path and Host:; Redis: the address */
+    size_t max_body_bytes; /* HTTP: a decoded body over this fails */
+    /* ENGINE */
+    engine_t engine;
+    char model[256];
+    /* PROM: the trigger's metric and matchers; borrowed (the source owns a copy) */
+    const demand_config_t *prom;
+    /* REDIS */
+    queue_kind_t qkind;
+    stream_measure_t measure;
+    int db;
+    char rkey[512], group[256], user[256], pass[512];
+} source_params_t;
+
+/* One successful poll. */
+typedef struct {
+    engine_reading_t engine; /* ENGINE */
+    double queue;            /* PROM, REDIS */
+} source_reading_t;
+
+/* Caller-owned scratch shared by every poll of a hub (loop thread). */
+typedef struct {
+    resp_reply_t *resp; /* Redis replies: about 160 KiB */
+} source_scratch_t;
+
+typedef struct source_backend {
+    const char *name; /* "http", "redis" */
+    const char *alpn; /* offered over TLS; NULL offers none */
+    /* The request of one poll into buf[0..cap); its length, or 0 when it
+     * does not fit. */
+    size_t (*request)(const source_params_t *p, char *buf, size_t cap);
+    /* Whether buf[0..len) (everything read so far) is a whole reply: 1, 0
+     * read more, -1 malformed (reason in why). */
+    int (*complete)(const source_params_t *p, source_scratch_t *sc, const char *buf, size_t len,
+                    char *why, size_t whylen);
+    /* The reply (eof: the peer closed after it) -> *out. Returns 0, or -1
+     * with the message the source reports (e.g. "HTTP 503 (want 200)",
+     * "AUTH failed: WRONGPASS ..."); *out is written only on success. */
+    int (*parse)(const source_params_t *p, source_scratch_t *sc, const char *buf, size_t len,
+                 bool eof, source_reading_t *out, char *msg, size_t msglen);
+} source_backend_t;
+
+extern const source_backend_t source_backend_http;  /* ENGINE, PROM */
+extern const source_backend_t source_backend_redis; /* REDIS */
+
+/* The backend of a kind (a static table entry); NULL out of range. */
+const source_backend_t *source_backend_for(source_kind_t kind);
+
+#endif

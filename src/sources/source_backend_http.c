@@ -1,0 +1,164 @@
+/*
+ * source_backend_http.c - the HTTP scrape backend: serving-engine /metrics
+ * (vLLM, Triton, TGI, SGLang) and generic Prometheus endpoints. One GET
+ * with Connection: close per poll; the reply must be a 200 (redirects are
+ * never followed: a redirect could point anywhere, past the SSRF guard), its
+ * body is decoded (Content-Length, chunked or close-delimited) and parsed
+ * by engine_metrics.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/http_resp.h"
+#include "sources/engine_metrics.h"
+#include "sources/prom_parse.h"
+#include "sources/source_backend.h"
+
+static size_t http_request(const source_params_t *p, char *buf, size_t cap) {
+    int n = snprintf(buf, cap,
+                     "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: keda-gpu-scaler\r\n"
+                     "Accept: text/plain;version=0.0.4;q=1,*/*;q=0.1\r\nConnection: close\r\n\r\n",
+                     p->url.path[0] ? p->url.path : "/", p->url.host_header);
+    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+}
+
+static int http_complete(const source_params_t *p, source_scratch_t *sc, const char *buf,
+                         size_t len, char *why, size_t whylen) {
+    (void)p;
+    (void)sc;
+    http_resp_t r;
+    size_t head;
+    const char *reason = NULL;
+    int rc = http_resp_parse_head(buf, len, &r, &head, &reason);
+    if (rc == HTTP_RESP_INCOMPLETE)
+        return 0;
+    if (rc != HTTP_RESP_COMPLETE) {
+        snprintf(why, whylen, "not an HTTP response: %s", reason ? reason : "?");
+        return -1;
+    }
+    if (r.content_length >= 0 && !r.chunked)
+        return len - head >= (uint64_t)r.content_length ? 1 : 0;
+    return 0; /* chunked or close-delimited: Connection: close ends it */
+}
+
+typedef struct {
+    char *p;
+    size_t n, cap, max;
+} body_t;
+
+static int body_sink(const char *data, size_t len, void *ud) {
+    body_t *b = ud;
+    if (b->n + len > b->max)
+        return 2;
+    if (b->n + len > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 65536;
+        while (cap < b->n + len)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np)
+            return 1;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, len);
+    b->n += len;
+    return 0;
+}
+
+/* The reading in a 200 reply's body text[0..tlen). */
+static int read_body(const source_params_t *p, const char *text, size_t tlen,
+                     const char *content_type, source_reading_t *out, char *msg, size_t msglen) {
+    prom_format_t fmt = prom_format_from_content_type(content_type);
+    char why[300];
+    if (p->kind == SOURCE_KIND_ENGINE) {
+        engine_reading_t er;
+        if (engine_reading_parse(p->engine, p->model, text, tlen, fmt, &er, why, sizeof why) != 0) {
+            snprintf(msg, msglen, "metrics: %s", why);
+            return -1;
+        }
+        memset(out, 0, sizeof *out);
+        out->engine = er;
+        return 0;
+    }
+    double sum;
+    unsigned matched;
+    if (demand_value_parse(p->prom, text, tlen, fmt, &sum, &matched, why, sizeof why) != 0) {
+        snprintf(msg, msglen, "metrics: %s", why);
+        return -1;
+    }
+    if (matched == 0) {
+        snprintf(msg, msglen,
+                 "no sample of %s%s in the response (a missing metric is unknown, not 0)",
+                 p->prom->demand_metric, p->prom->matcher_count ? " matching demandLabels" : "");
+        return -1;
+    }
+    memset(out, 0, sizeof *out);
+    out->queue = sum;
+    return 0;
+}
+
+static int http_parse(const source_params_t *p, source_scratch_t *sc, const char *buf, size_t len,
+                      bool eof, source_reading_t *out, char *msg, size_t msglen) {
+    (void)sc;
+    http_resp_t r;
+    size_t head;
+    const char *reason = NULL;
+    int rc = http_resp_parse_head(buf, len, &r, &head, &reason);
+    if (rc != HTTP_RESP_COMPLETE) {
+        snprintf(msg, msglen, "%s",
+                 rc == HTTP_RESP_INCOMPLETE ? "connection closed before the response headers"
+                 : reason                   ? reason
+                                            : "not an HTTP response");
+        return -1;
+    }
+    if (r.status >= 300 && r.status < 400) {
+        snprintf(msg, msglen,
+                 "HTTP %d: redirects are not followed (a redirect could point anywhere); use "
+                 "the final URL",
+                 r.status);
+        return -1;
+    }
+    if (r.status != 200) {
+        snprintf(msg, msglen, "HTTP %d (want 200)", r.status);
+        return -1;
+    }
+    const char *text = buf + head;
+    size_t tlen = len - head;
+    body_t body = {.max = p->max_body_bytes};
+    if (r.chunked) {
+        http_resp_body_t dec;
+        http_resp_body_init(&dec, &r);
+        size_t used = 0;
+        int brc = http_resp_body_feed(&dec, text, tlen, &used, body_sink, &body, &reason);
+        if (brc == 0 && !dec.done)
+            brc = -1, reason = eof ? "the chunked body was cut short" : "incomplete body";
+        if (brc != 0) {
+            snprintf(msg, msglen, "bad response body: %s",
+                     brc == 1   ? "out of memory"
+                     : brc == 2 ? "too large"
+                                : reason);
+            free(body.p);
+            return -1;
+        }
+        text = body.p ? body.p : "";
+        tlen = body.n;
+    } else if (r.content_length >= 0) {
+        if (tlen < (uint64_t)r.content_length) {
+            snprintf(msg, msglen, "connection closed before the whole body (Content-Length)");
+            return -1;
+        }
+        tlen = (size_t)r.content_length;
+    }
+    rc = read_body(p, text, tlen, r.content_type, out, msg, msglen);
+    free(body.p);
+    return rc;
+}
+
+const source_backend_t source_backend_http = {
+    .name = "http",
+    .alpn = "http/1.1",
+    .request = http_request,
+    .complete = http_complete,
+    .parse = http_parse,
+};

@@ -1,0 +1,402 @@
+/* test_scaler.c - scaler.c's dispatch without sockets: method path ->
+ * handler, status codes and messages, the role rules, and what an RPC
+ * starts. The seam is grpc_server.h's call API, which this file
+ * implements with a recording fake (the test links scaler.c, not
+ * grpc_server.c); the loop is a real one that is never run. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "net/grpc_frame.h"
+#include "net/grpc_server.h"
+#include "proto/externalscaler.pb-c.h"
+#include "proto/health.pb-c.h"
+#include "scaler/scaler.h"
+
+/* ---- the fake call ------------------------------------------------------------- */
+
+struct grpc_call {
+    void *user_data;
+    int status; /* -1 until finished */
+    char message[600];
+    uint8_t sent[4096]; /* the last message */
+    size_t sent_len;
+    unsigned nsent;
+};
+
+void grpc_call_set_user_data(grpc_call_t *c, void *user_data) {
+    c->user_data = user_data;
+}
+
+void *grpc_call_user_data(const grpc_call_t *c) {
+    return c->user_data;
+}
+
+mono_ns_t grpc_call_deadline(const grpc_call_t *c) {
+    (void)c;
+    return 0;
+}
+
+const char *grpc_call_peer(const grpc_call_t *c) {
+    (void)c;
+    return "127.0.0.1:5555";
+}
+
+int grpc_call_send(grpc_call_t *c, const uint8_t *msg, size_t len, bool latest_only) {
+    (void)latest_only;
+    assert_true(len <= sizeof c->sent);
+    memcpy(c->sent, msg, len);
+    c->sent_len = len;
+    c->nsent++;
+    return 0;
+}
+
+void grpc_call_finish(grpc_call_t *c, int status, const char *message) {
+    assert_int_equal(c->status, -1); /* exactly once */
+    c->status = status;
+    snprintf(c->message, sizeof c->message, "%s", message ? message : "");
+}
+
+/* ---- fixture ------------------------------------------------------------------- */
+
+typedef struct {
+    loop_t *loop;
+    scaler_t *sc;
+    unsigned rpcs_done;
+    scaler_rpc_t last_rpc;
+    int last_status;
+    unsigned evaluations, configs_seen;
+    eval_result_t answer; /* what the fake cluster evaluation says */
+} fixture_t;
+
+static void on_rpc_done(void *ud, scaler_rpc_t rpc, int status, double seconds) {
+    (void)seconds;
+    fixture_t *f = ud;
+    f->rpcs_done++;
+    f->last_rpc = rpc;
+    f->last_status = status;
+}
+
+static snapshot_t *no_snapshot(void *ud) {
+    (void)ud;
+    return NULL;
+}
+
+static void fake_evaluate(void *ud, const trigger_config_t *c, const char *ns, mono_ns_t now,
+                          eval_result_t *out) {
+    (void)c;
+    (void)ns;
+    (void)now;
+    fixture_t *f = ud;
+    f->evaluations++;
+    *out = f->answer;
+}
+
+static bool fake_ready(void *ud, mono_ns_t now, char *why, size_t whylen) {
+    (void)ud;
+    (void)now;
+    snprintf(why, whylen, "not yet");
+    return false;
+}
+
+static void fake_on_config(void *ud, const trigger_config_t *c, const char *ns) {
+    (void)c;
+    (void)ns;
+    fixture_t *f = ud;
+    f->configs_seen++;
+}
+
+static int setup_role(void **state, bool aggregator) {
+    fixture_t *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    char err[256];
+    if (loop_new(&f->loop, err, sizeof err) != 0) {
+        free(f);
+        return -1;
+    }
+    scaler_opts_t o = {.loop = f->loop,
+                       .stale_after_ns = 5000000000ull,
+                       .current_snapshot = no_snapshot,
+                       .on_rpc_done = on_rpc_done,
+                       .rpc_user_data = f};
+    if (aggregator) {
+        o.evaluate = fake_evaluate;
+        o.ready = fake_ready;
+        o.on_config = fake_on_config;
+        o.eval_user_data = f;
+    }
+    if (scaler_new(&o, &f->sc) != 0) {
+        loop_free(f->loop);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+/* No sources and no cluster evaluation: the agent's view. */
+static int setup_agent(void **state) {
+    return setup_role(state, false);
+}
+
+static int setup_aggregator(void **state) {
+    return setup_role(state, true);
+}
+
+static int teardown(void **state) {
+    fixture_t *f = *state;
+    scaler_free(f->sc);
+    loop_free(f->loop);
+    free(f);
+    return 0;
+}
+
+/* A ScaledObjectRef "ml/so" with metadata kv (NULL-terminated pairs),
+ * packed into buf, as GetMetricsRequest when get_metrics. */
+static size_t pack_ref(const char *const *kv, bool get_metrics, uint8_t *buf, size_t cap) {
+    Externalscaler__ScaledObjectRef__ScalerMetadataEntry entries[16];
+    Externalscaler__ScaledObjectRef__ScalerMetadataEntry *ptrs[16];
+    size_t n = 0;
+    for (; kv[2 * n]; n++) {
+        Externalscaler__ScaledObjectRef__ScalerMetadataEntry e =
+            EXTERNALSCALER__SCALED_OBJECT_REF__SCALER_METADATA_ENTRY__INIT;
+        e.key = (char *)kv[2 * n];
+        e.value = (char *)kv[2 * n + 1];
+        entries[n] = e;
+        ptrs[n] = &entries[n];
+    }
+    Externalscaler__ScaledObjectRef ref = EXTERNALSCALER__SCALED_OBJECT_REF__INIT;
+    ref.name = "so";
+    ref.namespace_ = "ml";
+    ref.n_scalermetadata = n;
+    ref.scalermetadata = ptrs;
+    size_t len;
+    if (get_metrics) {
+        Externalscaler__GetMetricsRequest gm = EXTERNALSCALER__GET_METRICS_REQUEST__INIT;
+        gm.scaledobjectref = &ref;
+        gm.metricname = "m";
+        len = protobuf_c_message_get_packed_size(&gm.base);
+        assert_true(len <= cap);
+        protobuf_c_message_pack(&gm.base, buf);
+    } else {
+        len = protobuf_c_message_get_packed_size(&ref.base);
+        assert_true(len <= cap);
+        protobuf_c_message_pack(&ref.base, buf);
+    }
+    return len;
+}
+
+static grpc_call_t call_method(fixture_t *f, const char *method, const char *const *kv) {
+    uint8_t buf[2048];
+    size_t len = pack_ref(kv, strcmp(method, "GetMetrics") == 0, buf, sizeof buf);
+    char path[128];
+    snprintf(path, sizeof path, "/externalscaler.ExternalScaler/%s", method);
+    grpc_call_t c;
+    memset(&c, 0, sizeof c);
+    c.status = -1;
+    scaler_on_request(&c, path, buf, len, f->sc);
+    return c;
+}
+
+#define KV(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define GPU_TRIGGER KV("metricType", "gpu_utilization", "targetValue", "50")
+#define QUEUE_TRIGGER                                                                              \
+    KV("metricType", "queue_length", "targetValue", "5", "redisAddress", "r:6379",                 \
+       "redisListName", "q")
+
+/* ---- cases --------------------------------------------------------------------- */
+
+static void test_scaler_unknown_method_is_unimplemented(void **state) {
+    fixture_t *f = *state;
+    grpc_call_t c;
+    memset(&c, 0, sizeof c);
+    c.status = -1;
+    scaler_on_request(&c, "/externalscaler.ExternalScaler/Nope", NULL, 0, f->sc);
+    assert_int_equal(c.status, GRPC_UNIMPLEMENTED);
+    assert_string_equal(c.message, "method /externalscaler.ExternalScaler/Nope is not implemented");
+    assert_int_equal(f->last_rpc, SCALER_RPC_OTHER);
+    memset(&c, 0, sizeof c);
+    c.status = -1;
+    scaler_on_request(&c, "/other.Service/IsActive", NULL, 0, f->sc);
+    assert_int_equal(c.status, GRPC_UNIMPLEMENTED);
+    /* KEDA reads UNIMPLEMENTED on StreamMetricSpec as "pull only" */
+    c = call_method(f, "StreamMetricSpec", GPU_TRIGGER);
+    assert_int_equal(c.status, GRPC_UNIMPLEMENTED);
+    assert_int_equal(f->last_rpc, SCALER_RPC_STREAM_METRIC_SPEC);
+    assert_int_equal(f->rpcs_done, 3);
+}
+
+static void test_scaler_malformed_message_is_invalid_argument(void **state) {
+    fixture_t *f = *state;
+    grpc_call_t c;
+    memset(&c, 0, sizeof c);
+    c.status = -1;
+    const uint8_t junk[] = {0xff, 0xff, 0xff};
+    scaler_on_request(&c, "/externalscaler.ExternalScaler/IsActive", junk, sizeof junk, f->sc);
+    assert_int_equal(c.status, GRPC_INVALID_ARGUMENT);
+    assert_string_equal(c.message, "malformed request message (protobuf decoding failed)");
+}
+
+static void test_scaler_bad_config_is_invalid_argument(void **state) {
+    fixture_t *f = *state;
+    grpc_call_t c = call_method(f, "GetMetricSpec", KV("metricType", "gpu_utilisation"));
+    assert_int_equal(c.status, GRPC_INVALID_ARGUMENT);
+    assert_non_null(strstr(c.message, "gpu_utilisation"));
+    /* cached: the same answer again */
+    grpc_call_t again = call_method(f, "GetMetrics", KV("metricType", "gpu_utilisation"));
+    assert_int_equal(again.status, GRPC_INVALID_ARGUMENT);
+    assert_string_equal(again.message, c.message);
+    assert_int_equal(f->last_rpc, SCALER_RPC_GET_METRICS);
+}
+
+static void test_scaler_metric_spec_answers_name_and_target(void **state) {
+    fixture_t *f = *state;
+    grpc_call_t c = call_method(f, "GetMetricSpec", GPU_TRIGGER);
+    assert_int_equal(c.status, GRPC_OK);
+    assert_int_equal(c.nsent, 1);
+    Externalscaler__GetMetricSpecResponse *r =
+        externalscaler__get_metric_spec_response__unpack(NULL, c.sent_len, c.sent);
+    assert_non_null(r);
+    assert_int_equal(r->n_metricspecs, 1);
+    assert_int_equal(r->metricspecs[0]->targetsize, 50);
+    assert_true(r->metricspecs[0]->targetsizefloat == 50.0);
+    assert_non_null(r->metricspecs[0]->metricname);
+    externalscaler__get_metric_spec_response__free_unpacked(r, NULL);
+}
+
+static void test_scaler_no_snapshot_is_unavailable(void **state) {
+    fixture_t *f = *state;
+    grpc_call_t c = call_method(f, "GetMetrics", GPU_TRIGGER);
+    assert_int_equal(c.status, GRPC_UNAVAILABLE);
+    assert_string_equal(c.message, "no GPU snapshot yet: the first NVML sample has not completed");
+    c = call_method(f, "IsActive", GPU_TRIGGER);
+    assert_int_equal(c.status, GRPC_UNAVAILABLE);
+    /* a stream opened while evaluation fails ends at once with that error */
+    c = call_method(f, "StreamIsActive", GPU_TRIGGER);
+    assert_int_equal(c.status, GRPC_UNAVAILABLE);
+    assert_int_equal(scaler_stream_count(f->sc), 0);
+}
+
+static void test_scaler_selectors_on_a_node_role_are_invalid_argument(void **state) {
+    fixture_t *f = *state;
+    grpc_call_t c = call_method(
+        f, "GetMetrics",
+        KV("metricType", "gpu_utilization", "targetValue", "50", "podSelector", "app=x"));
+    assert_int_equal(c.status, GRPC_INVALID_ARGUMENT);
+    assert_string_equal(c.message, "podSelector and nodeSelector need the aggregator role: this "
+                                   "server sees only its own node's GPUs and no pods");
+}
+
+static void test_scaler_demand_trigger_without_sources_is_failed_precondition(void **state) {
+    fixture_t *f = *state;
+    grpc_call_t c = call_method(f, "GetMetrics", QUEUE_TRIGGER);
+    assert_int_equal(c.status, GRPC_FAILED_PRECONDITION);
+    assert_string_equal(c.message, "metricType queue_length reads engine or queue sources, which "
+                                   "this role does not poll; ask the standalone or aggregator "
+                                   "role");
+    c = call_method(f, "IsActive", QUEUE_TRIGGER);
+    assert_int_equal(c.status, GRPC_FAILED_PRECONDITION);
+    /* the spec itself needs no source */
+    c = call_method(f, "GetMetricSpec", QUEUE_TRIGGER);
+    assert_int_equal(c.status, GRPC_OK);
+}
+
+static void test_scaler_aggregator_answers_from_its_evaluation(void **state) {
+    fixture_t *f = *state;
+    f->answer.status = EVAL_OK;
+    f->answer.value = 130.4;
+    f->answer.active = true;
+    grpc_call_t c = call_method(f, "GetMetrics", GPU_TRIGGER);
+    assert_int_equal(c.status, GRPC_OK);
+    Externalscaler__GetMetricsResponse *r =
+        externalscaler__get_metrics_response__unpack(NULL, c.sent_len, c.sent);
+    assert_non_null(r);
+    assert_int_equal(r->n_metricvalues, 1);
+    assert_int_equal(r->metricvalues[0]->metricvalue, 130);
+    assert_true(r->metricvalues[0]->metricvaluefloat == 130.4);
+    externalscaler__get_metrics_response__free_unpacked(r, NULL);
+    c = call_method(f, "IsActive", GPU_TRIGGER);
+    assert_int_equal(c.status, GRPC_OK);
+    Externalscaler__IsActiveResponse *a =
+        externalscaler__is_active_response__unpack(NULL, c.sent_len, c.sent);
+    assert_non_null(a);
+    assert_true(a->result);
+    externalscaler__is_active_response__free_unpacked(a, NULL);
+    /* every call that brings a config announces it (the Node watch starts
+     * there), including GetMetricSpec, which evaluates nothing */
+    unsigned evals = f->evaluations;
+    c = call_method(f, "GetMetricSpec", GPU_TRIGGER);
+    assert_int_equal(c.status, GRPC_OK);
+    assert_int_equal(f->evaluations, evals);
+    assert_int_equal(f->configs_seen, 3);
+    /* the evaluation's error is the call's status */
+    f->answer.status = EVAL_FAILED_PRECONDITION;
+    snprintf(f->answer.message, sizeof f->answer.message, "gpuIndex 9 out of range");
+    c = call_method(f, "GetMetrics", KV("metricType", "gpu_utilization", "targetValue", "60"));
+    assert_int_equal(c.status, GRPC_FAILED_PRECONDITION);
+    assert_string_equal(c.message, "gpuIndex 9 out of range");
+    /* a bad config announces nothing */
+    unsigned seen = f->configs_seen;
+    call_method(f, "GetMetrics", KV("metricType", "nope"));
+    assert_int_equal(f->configs_seen, seen);
+}
+
+static void test_scaler_health_check_follows_readiness(void **state) {
+    fixture_t *f = *state;
+    Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+    req.service = "";
+    uint8_t buf[64];
+    size_t len = protobuf_c_message_get_packed_size(&req.base);
+    protobuf_c_message_pack(&req.base, buf);
+    grpc_call_t c;
+    memset(&c, 0, sizeof c);
+    c.status = -1;
+    scaler_on_request(&c, "/grpc.health.v1.Health/Check", buf, len, f->sc);
+    assert_int_equal(c.status, GRPC_OK);
+    Grpc__Health__V1__HealthCheckResponse *r =
+        grpc__health__v1__health_check_response__unpack(NULL, c.sent_len, c.sent);
+    assert_non_null(r);
+    assert_int_equal(r->status,
+                     GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+    grpc__health__v1__health_check_response__free_unpacked(r, NULL);
+    req.service = "no.such.Service";
+    len = protobuf_c_message_get_packed_size(&req.base);
+    protobuf_c_message_pack(&req.base, buf);
+    memset(&c, 0, sizeof c);
+    c.status = -1;
+    scaler_on_request(&c, "/grpc.health.v1.Health/Check", buf, len, f->sc);
+    assert_int_equal(c.status, GRPC_NOT_FOUND);
+    assert_int_equal(f->last_rpc, SCALER_RPC_HEALTH_CHECK);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_scaler_unknown_method_is_unimplemented, setup_agent,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_malformed_message_is_invalid_argument,
+                                        setup_agent, teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_bad_config_is_invalid_argument, setup_agent,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_metric_spec_answers_name_and_target,
+                                        setup_agent, teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_no_snapshot_is_unavailable, setup_agent,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_selectors_on_a_node_role_are_invalid_argument,
+                                        setup_agent, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_scaler_demand_trigger_without_sources_is_failed_precondition, setup_agent,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_aggregator_answers_from_its_evaluation,
+                                        setup_aggregator, teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_health_check_follows_readiness,
+                                        setup_aggregator, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,171 @@
+/* test_source_backend_http.c - the HTTP scrape backend without sockets:
+ * request bytes, reply completeness, and reply bytes -> reading. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sources/source_backend.h"
+
+static const char VLLM[] = "# TYPE vllm:num_requests_waiting gauge\n"
+                           "vllm:num_requests_waiting{model_name=\"m\"} 3\n"
+                           "vllm:num_requests_running{model_name=\"m\"} 2\n"
+                           "vllm:kv_cache_usage_perc{model_name=\"m\"} 0.25\n";
+
+static source_params_t engine_params(void) {
+    source_params_t p;
+    memset(&p, 0, sizeof p);
+    p.kind = SOURCE_KIND_ENGINE;
+    p.engine = ENGINE_VLLM;
+    p.max_body_bytes = 1 << 20;
+    char err[256];
+    unsigned http = 1u << SOURCE_SCHEME_HTTP;
+    if (source_url_parse("http://10.0.0.7:8000/metrics?x=1", http, &p.url, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    return p;
+}
+
+static int parse(const source_params_t *p, const char *reply, source_reading_t *r, char *msg) {
+    source_scratch_t sc = {0};
+    return source_backend_http.parse(p, &sc, reply, strlen(reply), true, r, msg, 512);
+}
+
+static void test_source_backend_http_request_names_path_and_host(void **state) {
+    (void)state;
+    source_params_t p = engine_params();
+    char buf[1024];
+    size_t n = source_backend_http.request(&p, buf, sizeof buf);
+    assert_true(n > 0 && n < sizeof buf);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "GET /metrics?x=1 HTTP/1.1\r\nHost: 10.0.0.7:8000\r\n"));
+    assert_non_null(strstr(buf, "Connection: close\r\n\r\n"));
+    assert_int_equal(source_backend_http.request(&p, buf, 20), 0); /* does not fit */
+    assert_string_equal(source_backend_http.alpn, "http/1.1");
+    assert_ptr_equal(source_backend_for(SOURCE_KIND_ENGINE), &source_backend_http);
+    assert_ptr_equal(source_backend_for(SOURCE_KIND_PROM), &source_backend_http);
+    assert_null(source_backend_for(SOURCE_KIND_COUNT));
+}
+
+static void test_source_backend_http_complete_follows_content_length(void **state) {
+    (void)state;
+    source_params_t p = engine_params();
+    source_scratch_t sc = {0};
+    char why[256];
+    const char *whole = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabcde";
+    assert_int_equal(source_backend_http.complete(&p, &sc, whole, strlen(whole), why, sizeof why),
+                     1);
+    assert_int_equal(
+        source_backend_http.complete(&p, &sc, whole, strlen(whole) - 1, why, sizeof why), 0);
+    assert_int_equal(source_backend_http.complete(&p, &sc, whole, 10, why, sizeof why), 0);
+    const char *chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n";
+    assert_int_equal(
+        source_backend_http.complete(&p, &sc, chunked, strlen(chunked), why, sizeof why), 0);
+    const char *junk = "SSH-2.0-OpenSSH_9.2\r\n\r\n";
+    assert_int_equal(source_backend_http.complete(&p, &sc, junk, strlen(junk), why, sizeof why),
+                     -1);
+    assert_non_null(strstr(why, "not an HTTP response"));
+}
+
+static void test_source_backend_http_engine_reading(void **state) {
+    (void)state;
+    source_params_t p = engine_params();
+    char reply[2048], msg[512];
+    snprintf(reply, sizeof reply,
+             "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+             "Content-Length: %zu\r\n\r\n%s",
+             strlen(VLLM), VLLM);
+    source_reading_t r;
+    assert_int_equal(parse(&p, reply, &r, msg), 0);
+    assert_true(r.engine.has_waiting && r.engine.has_running && r.engine.has_kv);
+    assert_true(r.engine.waiting == 3 && r.engine.running == 2 && r.engine.kv_percent == 25);
+    /* chunked, in two chunks */
+    snprintf(reply, sizeof reply,
+             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n%.16s\r\n%zx\r\n%s\r\n"
+             "0\r\n\r\n",
+             VLLM, strlen(VLLM) - 16, VLLM + 16);
+    assert_int_equal(parse(&p, reply, &r, msg), 0);
+    assert_true(r.engine.waiting == 3);
+    /* close-delimited */
+    snprintf(reply, sizeof reply, "HTTP/1.1 200 OK\r\n\r\n%s", VLLM);
+    assert_int_equal(parse(&p, reply, &r, msg), 0);
+    assert_true(r.engine.running == 2);
+}
+
+static void test_source_backend_http_reply_errors_name_the_problem(void **state) {
+    (void)state;
+    source_params_t p = engine_params();
+    char msg[512];
+    source_reading_t r;
+    assert_int_equal(parse(&p, "HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n", &r, msg), -1);
+    assert_string_equal(msg, "HTTP 503 (want 200)");
+    assert_int_equal(
+        parse(&p, "HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\n\r\n", &r, msg), -1);
+    assert_non_null(strstr(msg, "HTTP 302: redirects are not followed"));
+    assert_int_equal(parse(&p, "HTTP/1.1 200 OK\r\nContent-", &r, msg), -1);
+    assert_string_equal(msg, "connection closed before the response headers");
+    assert_int_equal(parse(&p, "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\nabc", &r, msg), -1);
+    assert_string_equal(msg, "connection closed before the whole body (Content-Length)");
+    assert_int_equal(
+        parse(&p, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", &r, msg), -1);
+    assert_string_equal(msg, "bad response body: the chunked body was cut short");
+    assert_int_equal(parse(&p, "HTTP/1.1 200 OK\r\n\r\nvllm:num_requests_waiting NaN\n", &r, msg),
+                     -1);
+    assert_non_null(strstr(msg, "metrics: "));
+    p.max_body_bytes = 4;
+    assert_int_equal(
+        parse(&p, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n",
+              &r, msg),
+        -1);
+    assert_string_equal(msg, "bad response body: too large");
+}
+
+static void test_source_backend_http_prometheus_queue_sum(void **state) {
+    (void)state;
+    static trigger_config_t c;
+    const char *kv[] = {
+        "metricType",     "queue_length",          "targetValue",  "3",
+        "demandEndpoint", "http://g:9090/metrics", "demandMetric", "gateway:queue_depth",
+        "demandLabels",   "pool=\"gpu\""};
+    metadata_pair_t pairs[5];
+    for (size_t i = 0; i < 5; i++) {
+        pairs[i].key = kv[2 * i];
+        pairs[i].key_len = strlen(kv[2 * i]);
+        pairs[i].value = kv[2 * i + 1];
+        pairs[i].value_len = strlen(kv[2 * i + 1]);
+    }
+    char err[512];
+    if (trigger_config_parse(pairs, 5, &c, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    source_params_t p = engine_params();
+    p.kind = SOURCE_KIND_PROM;
+    p.prom = &c.demand;
+    char msg[512];
+    source_reading_t r;
+    assert_int_equal(parse(&p,
+                           "HTTP/1.1 200 OK\r\n\r\n"
+                           "gateway:queue_depth{pool=\"gpu\",m=\"a\"} 4\n"
+                           "gateway:queue_depth{pool=\"gpu\",m=\"b\"} 3\n"
+                           "gateway:queue_depth{pool=\"cpu\"} 100\n",
+                           &r, msg),
+                     0);
+    assert_true(r.queue == 7);
+    assert_int_equal(
+        parse(&p, "HTTP/1.1 200 OK\r\n\r\ngateway:queue_depth{pool=\"cpu\"} 1\n", &r, msg), -1);
+    assert_string_equal(msg, "no sample of gateway:queue_depth matching demandLabels in the "
+                             "response (a missing metric is unknown, not 0)");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_source_backend_http_request_names_path_and_host),
+        cmocka_unit_test(test_source_backend_http_complete_follows_content_length),
+        cmocka_unit_test(test_source_backend_http_engine_reading),
+        cmocka_unit_test(test_source_backend_http_reply_errors_name_the_problem),
+        cmocka_unit_test(test_source_backend_http_prometheus_queue_sum),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,144 @@
+/* test_source_backend_redis.c - the Redis queue backend without sockets:
+ * the pipeline it sends, and the replies it reads. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sources/source_backend.h"
+
+typedef struct {
+    source_params_t p;
+    source_scratch_t sc;
+} fixture_t;
+
+static int setup(void **state) {
+    fixture_t *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    f->sc.resp = malloc(sizeof *f->sc.resp);
+    if (!f->sc.resp) {
+        free(f);
+        return -1;
+    }
+    f->p.kind = SOURCE_KIND_REDIS;
+    f->p.qkind = QUEUE_REDIS_LIST;
+    snprintf(f->p.rkey, sizeof f->p.rkey, "jobs");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture_t *f = *state;
+    free(f->sc.resp);
+    free(f);
+    return 0;
+}
+
+static int parse(fixture_t *f, const char *reply, source_reading_t *r, char *msg) {
+    return source_backend_redis.parse(&f->p, &f->sc, reply, strlen(reply), false, r, msg, 512);
+}
+
+static void test_source_backend_redis_pipeline(void **state) {
+    fixture_t *f = *state;
+    char buf[1024];
+    size_t n = source_backend_redis.request(&f->p, buf, sizeof buf);
+    assert_int_equal(n, strlen("*2\r\n$4\r\nLLEN\r\n$4\r\njobs\r\n"));
+    assert_memory_equal(buf, "*2\r\n$4\r\nLLEN\r\n$4\r\njobs\r\n", n);
+    snprintf(f->p.user, sizeof f->p.user, "u");
+    snprintf(f->p.pass, sizeof f->p.pass, "pw");
+    f->p.db = 3;
+    f->p.qkind = QUEUE_REDIS_STREAM;
+    f->p.measure = STREAM_MEASURE_LAG;
+    n = source_backend_redis.request(&f->p, buf, sizeof buf);
+    const char *want = "*3\r\n$4\r\nAUTH\r\n$1\r\nu\r\n$2\r\npw\r\n"
+                       "*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n"
+                       "*2\r\n$4\r\nXLEN\r\n$4\r\njobs\r\n"
+                       "*3\r\n$5\r\nXINFO\r\n$6\r\nGROUPS\r\n$4\r\njobs\r\n";
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(buf, want, n);
+    assert_int_equal(source_backend_redis.request(&f->p, buf, 10), 0);
+    assert_null(source_backend_redis.alpn);
+    assert_ptr_equal(source_backend_for(SOURCE_KIND_REDIS), &source_backend_redis);
+}
+
+static void test_source_backend_redis_complete_counts_replies(void **state) {
+    fixture_t *f = *state;
+    char why[256];
+    snprintf(f->p.pass, sizeof f->p.pass, "pw");
+    const char *two = "+OK\r\n:7\r\n";
+    assert_int_equal(source_backend_redis.complete(&f->p, &f->sc, two, 5, why, sizeof why), 0);
+    assert_int_equal(
+        source_backend_redis.complete(&f->p, &f->sc, two, strlen(two), why, sizeof why), 1);
+    assert_int_equal(source_backend_redis.complete(&f->p, &f->sc, "?x\r\n", 4, why, sizeof why),
+                     -1);
+}
+
+static void test_source_backend_redis_list_length(void **state) {
+    fixture_t *f = *state;
+    source_reading_t r;
+    char msg[512];
+    assert_int_equal(parse(f, ":42\r\n", &r, msg), 0);
+    assert_true(r.queue == 42);
+    assert_int_equal(parse(f, "-WRONGTYPE Operation against a key\r\n", &r, msg), -1);
+    assert_string_equal(msg, "LLEN (key not shown): WRONGTYPE Operation against a key");
+    assert_int_equal(source_backend_redis.parse(&f->p, &f->sc, ":4", 2, true, &r, msg, 512), -1);
+    assert_string_equal(msg, "connection closed before every reply arrived");
+}
+
+static void test_source_backend_redis_auth_failure_does_not_echo_the_password(void **state) {
+    fixture_t *f = *state;
+    snprintf(f->p.pass, sizeof f->p.pass, "s3cret");
+    source_reading_t r;
+    char msg[512];
+    assert_int_equal(parse(f, "-WRONGPASS invalid username-password pair\r\n:1\r\n", &r, msg), -1);
+    assert_string_equal(msg, "AUTH failed: WRONGPASS invalid username-password pair");
+    assert_null(strstr(msg, "s3cret"));
+}
+
+static void test_source_backend_redis_stream_lag_and_pending(void **state) {
+    fixture_t *f = *state;
+    f->p.qkind = QUEUE_REDIS_STREAM;
+    f->p.measure = STREAM_MEASURE_LAG;
+    snprintf(f->p.group, sizeof f->p.group, "workers");
+    const char *groups =
+        ":3\r\n*1\r\n*12\r\n$4\r\nname\r\n$7\r\nworkers\r\n$9\r\nconsumers\r\n:1\r\n$7\r\n"
+        "pending\r\n:1\r\n$17\r\nlast-delivered-id\r\n$15\r\n1795982493353-0\r\n$12\r\n"
+        "entries-read\r\n:1\r\n$3\r\nlag\r\n:2\r\n";
+    source_reading_t r;
+    char msg[512];
+    assert_int_equal(parse(f, groups, &r, msg), 0);
+    assert_true(r.queue == 2);
+    f->p.measure = STREAM_MEASURE_PENDING;
+    assert_int_equal(parse(f, groups, &r, msg), 0);
+    assert_true(r.queue == 1);
+    /* no stream yet: nothing was ever queued */
+    assert_int_equal(parse(f, ":0\r\n-ERR no such key\r\n", &r, msg), 0);
+    assert_true(r.queue == 0);
+    /* no such group yet: with lag, every entry waits for it */
+    f->p.measure = STREAM_MEASURE_LAG;
+    snprintf(f->p.group, sizeof f->p.group, "other");
+    assert_int_equal(parse(f, groups, &r, msg), 0);
+    assert_true(r.queue == 3);
+    assert_int_equal(parse(f, "-ERR boom\r\n*0\r\n", &r, msg), -1);
+    assert_string_equal(msg, "XLEN: ERR boom");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_source_backend_redis_pipeline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_source_backend_redis_complete_counts_replies, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_source_backend_redis_list_length, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_source_backend_redis_auth_failure_does_not_echo_the_password, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_source_backend_redis_stream_lag_and_pending, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,134 @@
+/* test_source_hub.c - the hub's split between subscribe (creates and starts
+ * sources) and signals (a read that creates nothing). The loop is never
+ * run, so no poll goes out: only what each call leaves behind is checked. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sources/source_hub.h"
+
+typedef struct {
+    loop_t *loop;
+    source_hub_t *hub;
+} fixture_t;
+
+static int setup(void **state) {
+    fixture_t *f = calloc(1, sizeof *f);
+    char err[256];
+    if (!f || loop_new(&f->loop, err, sizeof err) != 0) {
+        free(f);
+        return -1;
+    }
+    source_hub_opts_t o = {.loop = f->loop};
+    if (source_hub_new(&o, &f->hub, err, sizeof err) != 0) {
+        loop_free(f->loop);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture_t *f = *state;
+    source_hub_free(f->hub);
+    loop_free(f->loop);
+    free(f);
+    return 0;
+}
+
+static trigger_config_t *parse(const char *const *kv) {
+    static trigger_config_t c;
+    metadata_pair_t p[16];
+    size_t n = 0;
+    for (; kv[2 * n]; n++) {
+        p[n].key = kv[2 * n];
+        p[n].key_len = strlen(kv[2 * n]);
+        p[n].value = kv[2 * n + 1];
+        p[n].value_len = strlen(kv[2 * n + 1]);
+    }
+    char err[512];
+    if (trigger_config_parse(p, n, &c, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    return &c;
+}
+
+#define CFG(...) parse((const char *const[]){__VA_ARGS__, NULL})
+
+static unsigned sources(fixture_t *f) {
+    source_hub_stats_t st;
+    source_hub_stats(f->hub, &st);
+    return st.sources;
+}
+
+static void test_source_hub_signals_creates_nothing(void **state) {
+    fixture_t *f = *state;
+    const trigger_config_t *c =
+        CFG("metricType", "vllm_queue_depth", "targetValue", "5", "vllmEndpoint",
+            "http://10.0.0.7:8000/metrics,http://10.0.0.8:8000/metrics");
+    demand_inputs_t in;
+    source_hub_signals(f->hub, c, 1, "ml", 1000, &in);
+    assert_int_equal(sources(f), 0);
+    assert_int_equal(in.pods_status, EVAL_OK);
+    assert_int_equal(in.nengines, 2);
+    assert_int_equal(in.engines[0].state, DEMAND_SOURCE_NOT_STARTED);
+    assert_string_equal(in.engines[1].name, "http://10.0.0.8:8000/metrics");
+    assert_null(in.forecast);
+    assert_false(in.has_queue_source);
+}
+
+static void test_source_hub_subscribe_starts_each_source_once(void **state) {
+    fixture_t *f = *state;
+    const trigger_config_t *c = CFG("metricType", "demand", "targetQueuePerReplica", "5", "engine",
+                                    "vllm", "vllmEndpoint", "http://10.0.0.7:8000/metrics",
+                                    "redisAddress", "10.0.0.9:6379", "redisListName", "jobs");
+    source_hub_subscribe(f->hub, c, 1, "ml", 1000);
+    assert_int_equal(sources(f), 2);
+    source_hub_subscribe(f->hub, c, 1, "ml", 2000);    /* a lookup */
+    source_hub_subscribe(f->hub, c, 1, "other", 2000); /* another namespace: shares the sources */
+    assert_int_equal(sources(f), 2);
+    demand_inputs_t in;
+    source_hub_signals(f->hub, c, 1, "ml", 3000, &in);
+    assert_int_equal(in.nengines, 1);
+    assert_int_equal(in.engines[0].state, DEMAND_SOURCE_WAITING);
+    assert_string_equal(in.engines[0].name, "vllm http://10.0.0.7:8000/metrics");
+    assert_true(in.has_queue_source);
+    assert_int_equal(in.queue.state, DEMAND_SOURCE_WAITING);
+    assert_non_null(strstr(in.queue.name, "redis 10.0.0.9:6379 list jobs"));
+    assert_non_null(in.forecast);
+    /* the evaluation of what was read: pending on the first poll */
+    eval_result_t r;
+    demand_evaluate_inputs(c, &in, 3000, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_true(r.pending);
+    assert_non_null(strstr(r.message, "waiting for the first poll"));
+}
+
+static void test_source_hub_pods_without_a_pod_list_is_a_role_error(void **state) {
+    fixture_t *f = *state;
+    const trigger_config_t *c = CFG("metricType", "vllm_queue_depth", "targetValue", "5", "engine",
+                                    "vllm", "podSelector", "app=v");
+    source_hub_subscribe(f->hub, c, 7, "ml", 1000);
+    assert_int_equal(sources(f), 0);
+    demand_inputs_t in;
+    source_hub_signals(f->hub, c, 7, "ml", 1000, &in);
+    assert_int_equal(in.pods_status, EVAL_FAILED_PRECONDITION);
+    assert_non_null(strstr(in.pods_error, "needs the aggregator role"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_source_hub_signals_creates_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_source_hub_subscribe_starts_each_source_once, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_source_hub_pods_without_a_pod_list_is_a_role_error,
+                                        setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

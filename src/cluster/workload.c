@@ -38,7 +38,8 @@
  * problem is collected and the one whose pod (or node) name sorts first is
  * reported, and values are sorted before they are summed.
  *
- * Memory: the context lives on the stack (about 20 KiB); values go to a
+ * Memory: the context lives on the stack (about 55 KiB: a trigger_config_t
+ * scratch copy, parsed URLs included); values go to a
  * stack array and, past WL_STACK_VALUES, one heap array bounded by
  * WORKLOAD_MAX_INPUTS.
  */

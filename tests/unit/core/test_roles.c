@@ -10,24 +10,7 @@
 
 #include "core/roles.h"
 #include "core/trigger_config.h"
-
-static trigger_config_t parse(const char *const *kv) {
-    metadata_pair_t p[32];
-    size_t n = 0;
-    for (; kv[2 * n]; n++) {
-        p[n].key = kv[2 * n];
-        p[n].key_len = strlen(kv[2 * n]);
-        p[n].value = kv[2 * n + 1];
-        p[n].value_len = strlen(kv[2 * n + 1]);
-    }
-    trigger_config_t c;
-    char err[512];
-    if (trigger_config_parse(p, n, &c, err, sizeof err) != 0)
-        fail_msg("%s", err);
-    return c;
-}
-
-#define CFG(...) parse((const char *const[]){__VA_ARGS__, NULL})
+#include "support/test_support.h"
 
 static void test_roles_table_names_every_role(void **state) {
     (void)state;

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "sources/source_hub.h"
+#include "support/test_support.h"
 
 typedef struct {
     loop_t *loop;
@@ -43,23 +44,14 @@ static int teardown(void **state) {
     return 0;
 }
 
-static trigger_config_t *parse(const char *const *kv) {
-    static trigger_config_t c;
-    metadata_pair_t p[16];
-    size_t n = 0;
-    for (; kv[2 * n]; n++) {
-        p[n].key = kv[2 * n];
-        p[n].key_len = strlen(kv[2 * n]);
-        p[n].value = kv[2 * n + 1];
-        p[n].value_len = strlen(kv[2 * n + 1]);
-    }
-    char err[512];
-    if (trigger_config_parse(p, n, &c, err, sizeof err) != 0)
-        fail_msg("%s", err);
-    return &c;
+/* The shared builder, kept in static storage: the hub borrows configs. */
+static trigger_config_t *parsed(trigger_config_t c) {
+    static trigger_config_t keep;
+    keep = c;
+    return &keep;
 }
 
-#define CFG(...) parse((const char *const[]){__VA_ARGS__, NULL})
+#define HUB_CFG(...) parsed(CFG(__VA_ARGS__))
 
 static unsigned sources(fixture_t *f) {
     source_hub_stats_t st;
@@ -70,8 +62,8 @@ static unsigned sources(fixture_t *f) {
 static void test_source_hub_signals_creates_nothing(void **state) {
     fixture_t *f = *state;
     const trigger_config_t *c =
-        CFG("metricType", "vllm_queue_depth", "targetValue", "5", "vllmEndpoint",
-            "http://10.0.0.7:8000/metrics,http://10.0.0.8:8000/metrics");
+        HUB_CFG("metricType", "vllm_queue_depth", "targetValue", "5", "vllmEndpoint",
+                "http://10.0.0.7:8000/metrics,http://10.0.0.8:8000/metrics");
     demand_inputs_t in;
     source_hub_signals(f->hub, c, 1, "ml", 1000, &in);
     assert_int_equal(sources(f), 0);
@@ -85,9 +77,9 @@ static void test_source_hub_signals_creates_nothing(void **state) {
 
 static void test_source_hub_subscribe_starts_each_source_once(void **state) {
     fixture_t *f = *state;
-    const trigger_config_t *c = CFG("metricType", "demand", "targetQueuePerReplica", "5", "engine",
-                                    "vllm", "vllmEndpoint", "http://10.0.0.7:8000/metrics",
-                                    "redisAddress", "10.0.0.9:6379", "redisListName", "jobs");
+    const trigger_config_t *c = HUB_CFG(
+        "metricType", "demand", "targetQueuePerReplica", "5", "engine", "vllm", "vllmEndpoint",
+        "http://10.0.0.7:8000/metrics", "redisAddress", "10.0.0.9:6379", "redisListName", "jobs");
     source_hub_subscribe(f->hub, c, 1, "ml", 1000);
     assert_int_equal(sources(f), 2);
     source_hub_subscribe(f->hub, c, 1, "ml", 2000);    /* a lookup */
@@ -112,8 +104,8 @@ static void test_source_hub_subscribe_starts_each_source_once(void **state) {
 
 static void test_source_hub_pods_without_a_pod_list_is_a_role_error(void **state) {
     fixture_t *f = *state;
-    const trigger_config_t *c = CFG("metricType", "vllm_queue_depth", "targetValue", "5", "engine",
-                                    "vllm", "podSelector", "app=v");
+    const trigger_config_t *c = HUB_CFG("metricType", "vllm_queue_depth", "targetValue", "5",
+                                        "engine", "vllm", "podSelector", "app=v");
     source_hub_subscribe(f->hub, c, 7, "ml", 1000);
     assert_int_equal(sources(f), 0);
     demand_inputs_t in;

@@ -109,6 +109,18 @@ static int reqvec_push(reqvec_t *rv, const trace_request_t *r) {
     return 0;
 }
 
+/* The next line of text[0..len) from *pos (without its '\n'), advancing
+ * *pos past it; false at the end. */
+static bool next_line(const char *text, size_t len, size_t *pos, const char **ls, size_t *ll) {
+    if (*pos >= len)
+        return false;
+    *ls = text + *pos;
+    const char *nl = memchr(*ls, '\n', len - *pos);
+    *ll = nl ? (size_t)(nl - *ls) : len - *pos;
+    *pos += *ll + (nl ? 1 : 0);
+    return true;
+}
+
 static int check_options(const trace_options_t *o, char *err, size_t errlen) {
     if (!(o->time_scale > 0) || o->repetitions < 1 || !(o->gap_s >= 0))
         return kgs_seterr(err, errlen, KGS_EINVAL,
@@ -200,11 +212,9 @@ int trace_parse(const char *text, size_t len, const trace_options_t *o, trace_t 
     reqvec_t rv = {0};
     size_t pos = 0;
     unsigned line = 0;
-    while (pos < len) {
-        const char *ls = text + pos;
-        const char *nl = memchr(ls, '\n', len - pos);
-        size_t ll = nl ? (size_t)(nl - ls) : len - pos;
-        pos += ll + (nl ? 1 : 0);
+    const char *ls;
+    size_t ll;
+    while (next_line(text, len, &pos, &ls, &ll)) {
         line++;
         if (ll && ls[ll - 1] == '\r')
             ll--;
@@ -292,11 +302,9 @@ int trace_parse_jsonl(const char *text, size_t len, const trace_options_t *o, tr
     reqvec_t rv = {0};
     size_t pos = 0;
     unsigned line = 0;
-    while (pos < len) {
-        const char *ls = text + pos;
-        const char *nl = memchr(ls, '\n', len - pos);
-        size_t ll = nl ? (size_t)(nl - ls) : len - pos;
-        pos += ll + (nl ? 1 : 0);
+    const char *ls;
+    size_t ll;
+    while (next_line(text, len, &pos, &ls, &ll)) {
         line++;
         while (ll && (ls[ll - 1] == '\r' || ls[ll - 1] == ' '))
             ll--;

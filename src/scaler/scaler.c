@@ -233,6 +233,10 @@ static void evaluate_trigger(scaler_t *s, const config_entry_t *entry, const cha
     memset(out, 0, sizeof *out);
     role_check_t rc = role_check_trigger(s->role, cfg, false, out->message, sizeof out->message);
     if (rc != ROLE_CHECK_OK || !s->opts.sources) {
+        /* the role comes from the options, so a role that polls sources has
+         * them; say so rather than answer without a message if it ever does not */
+        if (rc == ROLE_CHECK_OK)
+            snprintf(out->message, sizeof out->message, "no demand sources in this process");
         out->status = EVAL_FAILED_PRECONDITION;
         return;
     }

@@ -842,8 +842,8 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
                 read_engine(&x, d->endpoints[i], NULL);
         } else if (!h->o.list_pods) {
             /* This hub cannot list pods: the role table says what that means. */
-            role_caps_t caps = {.name = "standalone", .sees_cluster = false, .polls_sources = true};
-            role_check_trigger(&caps, c, false, out->pods_error, sizeof out->pods_error);
+            role_check_trigger(role_caps(KGS_ROLE_STANDALONE), c, false, out->pods_error,
+                               sizeof out->pods_error);
             out->pods_status = EVAL_FAILED_PRECONDITION;
         } else if (h->o.list_pods(h->o.user_data, c, ns, read_pod, &x, out->pods_error,
                                   sizeof out->pods_error) != 0) {

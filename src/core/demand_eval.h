@@ -31,6 +31,13 @@ typedef struct {
     double queue_us;   /* Triton: cumulative queue time, microseconds */
     double success;    /* Triton: cumulative successful requests */
     unsigned series;   /* samples that matched a wanted metric (after the model filter) */
+    /* Cumulative counters the queueing model learns from (summed over the
+     * engine's series, after the model filter): requests completed, and
+     * prompt and generated tokens. has_* false: the engine exports none. */
+    bool has_completed, has_tokens;
+    double completed_total;
+    double prompt_tokens_total;
+    double generation_tokens_total;
 } engine_reading_t;
 
 typedef struct {

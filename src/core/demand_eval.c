@@ -74,8 +74,10 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
         if (d->target_gpu > 0 && gpu->value / d->target_gpu > need)
             need = gpu->value / d->target_gpu;
         v = need * 100;
-        active = (d->target_queue > 0 && queue > d->activation_queue) || running ||
-                 (d->target_gpu > 0 && gpu->value > d->activation_gpu);
+        /* the queueing model's value is set by demand_evaluate_inputs() */
+        active = ((d->target_queue > 0 || d->sizing == DEMAND_MODEL_QUEUEING) &&
+                  queue > d->activation_queue) ||
+                 running || (d->target_gpu > 0 && gpu->value > d->activation_gpu);
         out->status = EVAL_OK;
         out->value = v;
         out->active = active;
@@ -146,13 +148,19 @@ typedef struct {
     char missing[1024];
     demand_signals_t sig;
     double dq_us, dsuccess;
+    /* the queueing model's counters, summed over the engines that answered;
+     * known only when every one of them exports them */
+    bool no_completed, no_tokens;
+    double completed, prompt_tokens, generation_tokens;
+    mono_ns_t newest; /* the newest reading */
 } engine_acc_t;
 
 /* The gauge an engine's reading lacks for this metric type, or NULL. */
 static const char *missing_gauge(const demand_config_t *d, const engine_reading_t *r) {
     bool rates = d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE;
     bool need_waiting = d->type == DEMAND_VLLM_QUEUE_DEPTH || d->type == DEMAND_ENGINE_QUEUE ||
-                        (d->type == DEMAND_COMPOSITE && d->target_queue > 0);
+                        (d->type == DEMAND_COMPOSITE &&
+                         (d->target_queue > 0 || d->sizing == DEMAND_MODEL_QUEUEING));
     bool need_running =
         d->type == DEMAND_ENGINE_RUNNING || (d->type == DEMAND_COMPOSITE && d->target_running > 0);
     bool need_kv = d->type == DEMAND_VLLM_KV_CACHE_USAGE || d->type == DEMAND_ENGINE_KV_CACHE ||
@@ -198,6 +206,18 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
         return;
     }
     x->ok++;
+    if (s->last_ok > x->newest)
+        x->newest = s->last_ok;
+    if (r->has_completed)
+        x->completed += r->completed_total;
+    else
+        x->no_completed = true;
+    if (r->has_tokens) {
+        x->prompt_tokens += r->prompt_tokens_total;
+        x->generation_tokens += r->generation_tokens_total;
+    } else {
+        x->no_tokens = true;
+    }
     x->sig.waiting += r->waiting;
     x->sig.running += r->running;
     x->sig.kv_percent += r->kv_percent;
@@ -213,6 +233,86 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
         x->dsuccess += s->success_delta;
         x->sig.request_rate += s->success_delta / s->span_s;
     }
+}
+
+void demand_model_init(demand_model_state_t *s) {
+    memset(s, 0, sizeof *s);
+    queue_model_init(&s->m);
+}
+
+static bool tracked(const demand_model_state_t *st, uint64_t id) {
+    for (unsigned i = 0; i < st->ntracked; i++)
+        if (st->tracked_id[i] == id)
+            return true;
+    return false;
+}
+
+/* demandModel: queueing. The sample is what production reads: counters and
+ * gauges summed over the engines that answered, the queue, and the pod
+ * list; its time is the newest reading's, so a read between two polls
+ * feeds nothing twice. A pod seen starting and now Ready gives one
+ * create -> Ready observation (its age now: late by at most one poll). */
+static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, const engine_acc_t *x,
+                        const demand_signals_t *sig, mono_ns_t now, eval_result_t *out) {
+    const demand_config_t *d = &c->demand;
+    demand_model_state_t local, *st = in->model;
+    if (!st) {
+        demand_model_init(&local);
+        st = &local;
+    }
+    queue_model_sample_t q;
+    memset(&q, 0, sizeof q);
+    q.t_s = (double)(x->newest ? x->newest : now) / 1e9;
+    bool engine = d->engine != ENGINE_NONE;
+    q.has_completed = engine && !x->no_completed;
+    q.completed = x->completed;
+    q.has_tokens = engine && !x->no_tokens;
+    q.prompt_tokens = x->prompt_tokens;
+    q.generation_tokens = x->generation_tokens;
+    q.has_engine = sig->has_engine;
+    q.waiting = sig->waiting;
+    q.running = sig->running;
+    q.has_queue = sig->has_queue;
+    q.queue = sig->queue;
+    if (in->has_pods) {
+        uint64_t still[QUEUE_MODEL_MAX_STARTING];
+        unsigned nstill = 0;
+        for (unsigned i = 0; i < in->npods; i++) {
+            const demand_pod_t *p = &in->pods[i];
+            if (p->ready) {
+                q.ready++;
+                if (tracked(st, p->id) && p->age_s > 0)
+                    queue_model_observe_cold_start(&st->m, p->age_s);
+                continue;
+            }
+            q.starting++;
+            if (q.starting_ages < QUEUE_MODEL_MAX_STARTING)
+                q.starting_age_s[q.starting_ages++] = p->age_s > 0 ? p->age_s : 0;
+            /* tracked until seen Ready: its age then is its create -> Ready
+             * time, whenever we first saw it (a pod Ready at first sight is
+             * not observed: when it turned Ready is not known) */
+            if (nstill < QUEUE_MODEL_MAX_STARTING)
+                still[nstill++] = p->id;
+        }
+        memcpy(st->tracked_id, still, nstill * sizeof *still);
+        st->ntracked = nstill;
+    } else {
+        q.ready = x->ok;
+    }
+    queue_model_observe(&st->m, &q);
+    queue_model_params_t prm;
+    queue_model_params_default(&prm);
+    prm.target_utilisation =
+        d->target_utilization > 0 ? d->target_utilization : QUEUE_MODEL_DEFAULT_UTILISATION;
+    prm.drain_s = d->drain_s ? (double)d->drain_s : QUEUE_MODEL_DEFAULT_DRAIN_S;
+    prm.cold_start_s = (double)d->cold_start_s;
+    prm.capacity_rps = d->capacity_rps;
+    queue_model_decide(&st->m, &prm, &q, &st->last);
+    st->have_decision = true;
+    st->last_ready = q.ready;
+    st->last_starting = q.starting;
+    st->last_has_counters = q.has_completed;
+    out->value = 100 * st->last.replicas;
 }
 
 void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
@@ -274,6 +374,13 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
     }
     demand_evaluate(c, &sig, gpu, out);
     out->inputs += x.ok;
+    if (d->type == DEMAND_COMPOSITE && d->sizing == DEMAND_MODEL_QUEUEING &&
+        out->status == EVAL_OK) {
+        if (in->has_queue_source && in->queue.last_ok > x.newest)
+            x.newest = in->queue.last_ok;
+        model_apply(c, in, &x, &sig, now, out);
+        return;
+    }
     if (d->forecast_trend && out->status == EVAL_OK)
         demand_forecast_apply(c, in->forecast, (double)now / 1e9, out);
 }

@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/evaluator.h"
 #include "core/forecast.h"
+#include "core/queue_model.h"
 #include "core/trigger_config.h"
 
 /* One scrape of a serving engine's /metrics (sources/engine_metrics.c
@@ -99,6 +100,30 @@ typedef struct {
     double queue; /* queues, READING: the length */
 } demand_source_t;
 
+/* One pod of the workload as the aggregator's pod list shows it: what
+ * demandModel: queueing learns the cold start from and counts as capacity
+ * on its way. */
+typedef struct {
+    uint64_t id;  /* stable for the pod's life (a hash of namespace/name/uid) */
+    bool ready;   /* the Ready condition is True */
+    double age_s; /* seconds since metadata.creationTimestamp; < 0 unknown */
+} demand_pod_t;
+
+/* demandModel: queueing's state for one trigger and namespace: the
+ * estimators, the pods seen starting (to observe create -> Ready once per
+ * pod), and the last decision (for `query`). Caller-owned; demand_model_init. */
+typedef struct {
+    queue_model_t m;
+    unsigned ntracked;
+    uint64_t tracked_id[QUEUE_MODEL_MAX_STARTING];
+    bool have_decision;
+    queue_model_decision_t last; /* the inputs and the replicas of the last evaluation */
+    unsigned last_ready, last_starting;
+    bool last_has_counters; /* completions were read (else the queue-only fallback) */
+} demand_model_state_t;
+
+void demand_model_init(demand_model_state_t *s);
+
 /* Everything the sources layer read for one trigger: the "signals read so
  * far" of demand_evaluate_inputs(). Pointers borrowed for the call. */
 typedef struct {
@@ -114,6 +139,15 @@ typedef struct {
     /* forecast: trend state of this trigger and namespace (mutable; NULL:
      * none, the value is left as it is). */
     forecast_t *forecast;
+    /* The selected pods, Ready or not (aggregator with podSelector); has_pods
+     * false: no pod list (explicit URLs, or a queue alone), and the Ready
+     * replicas are the engines that answer. */
+    bool has_pods;
+    const demand_pod_t *pods;
+    unsigned npods;
+    /* demandModel: queueing state of this trigger and namespace (mutable;
+     * NULL: the model starts from its priors on every call). */
+    demand_model_state_t *model;
 } demand_inputs_t;
 
 /*
@@ -130,7 +164,10 @@ typedef struct {
  *   - engines still waiting for their first poll (same partialData rule)
  *     or, for Triton rates, for a second poll: UNAVAILABLE with pending set;
  *   - the queue failed, is stale or waits (pending) for its first poll;
- *   - else demand_evaluate() over the summed signals, then the forecast.
+ *   - else demand_evaluate() over the summed signals, then the forecast;
+ *     for demandModel: queueing, the summed counters, gauges, queue and
+ *     pods are fed to in->model (at the newest reading's time: a read with
+ *     no new poll feeds nothing) and the value is 100 x its replicas.
  * out->inputs adds the engines that answered. *out is fully written.
  */
 void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,

@@ -87,6 +87,15 @@ typedef enum {
 /* "vllm_queue_depth", ..., "demand"; "" for DEMAND_NONE, "?" out of range. */
 const char *demand_type_name(demand_type_t t);
 
+/* demandModel: how metricType demand turns signals into replicas. */
+typedef enum {
+    DEMAND_MODEL_QUEUEING, /* core/queue_model.h: learned arrival rate, capacity, cold start */
+    DEMAND_MODEL_COMPOSITE /* max over signals of signal / per-replica target */
+} demand_model_t;
+
+/* "queueing", "composite"; "?" out of range. */
+const char *demand_model_name(demand_model_t m);
+
 typedef enum { ENGINE_NONE = 0, ENGINE_VLLM, ENGINE_TRITON, ENGINE_TGI, ENGINE_SGLANG } engine_t;
 
 /* "vllm", "triton", "tgi", "sglang"; "" for ENGINE_NONE. */
@@ -145,6 +154,14 @@ typedef struct {
         bool negate;
     } matchers[TRIGGER_MAX_MATCHERS];
 
+    /* metricType demand: DEMAND_MODEL_QUEUEING unless demandModel says
+     * composite or a per-signal target below is set. */
+    demand_model_t sizing;
+    /* The queueing model's parameters (core/queue_model.h); 0 = learn. */
+    double target_utilization; /* targetUtilization, (0, 1], default 0.7 */
+    unsigned drain_s;          /* drainSeconds, 1..600, default 10 */
+    double capacity_rps;       /* capacityPerReplica: requests/s per replica; 0 = learn */
+
     /* demand (composite): per-signal targets, 0 = signal not used. */
     double target_queue;     /* targetQueuePerReplica */
     double target_running;   /* targetRunningPerReplica */
@@ -156,8 +173,9 @@ typedef struct {
     /* Proactive scaling: with forecast: trend the value reported is the
      * demand expected coldStartSeconds ahead (Holt's linear smoothing, never
      * below the demand now); activity stays on the demand now. */
-    bool forecast_trend;   /* forecast: trend (default none) */
-    unsigned cold_start_s; /* coldStartSeconds, 1..3600; only with forecast: trend */
+    bool forecast_trend;   /* forecast: trend (default none); composite and single signals */
+    unsigned cold_start_s; /* coldStartSeconds, 1..3600: forecast: trend's horizon (required
+                              there), or the queueing model's cold start (0 = learn) */
 
     uint64_t interval_ns; /* sourceInterval: default 1 s, 100 ms .. 60 s */
     uint64_t timeout_ns;  /* sourceTimeout: default 2 s, 100 ms .. 30 s */

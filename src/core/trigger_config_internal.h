@@ -75,6 +75,10 @@ typedef enum {
     K_GPU_METRIC_TYPE,
     K_ACTIVATION_QUEUE,
     K_ACTIVATION_GPU,
+    K_DEMAND_MODEL, /* the queueing model's keys: demandModel .. capacityPerReplica */
+    K_TARGET_UTILIZATION,
+    K_DRAIN_SECONDS,
+    K_CAPACITY,
     K_SOURCE_INTERVAL,
     K_SOURCE_TIMEOUT,
     K_FORECAST,
@@ -93,6 +97,7 @@ typedef enum {
     KT_STRING,   /* bytes with no control characters */
     KT_TARGET,   /* a target: tc_parse_target() (0.001 .. 1e12) */
     KT_NUMBER,   /* a decimal number >= 0: tc_key_nonneg() */
+    KT_RATIO,    /* a decimal number in (0, 1]: tc_key_ratio() */
     KT_INTEGER,  /* min .. max: tc_key_int() */
     KT_DURATION, /* min .. max nanoseconds: tc_key_duration() */
     KT_BOOL,     /* true / false: tc_key_bool() */
@@ -153,6 +158,8 @@ int tc_unknown_key(const char *p, size_t n, char *err, size_t errlen);
 extern const char *const tc_metric_names[METRIC_TYPE_COUNT];
 extern const char *const tc_demand_names[DEMAND_TYPE_COUNT];
 extern const char *const tc_engine_names[5];
+/* demand_model_t names: "queueing", "composite". */
+extern const char *const tc_demand_model_names[2];
 
 /* A metadata value: bytes and length, not NUL-terminated. */
 typedef struct {
@@ -180,6 +187,7 @@ int tc_parse_target(const char *key, slice_t v, double *out, char *err, size_t e
 int tc_key_enum(key_id_t k, slice_t v, int *out, char *err, size_t errlen);
 int tc_key_int(key_id_t k, slice_t v, long long *out, char *err, size_t errlen);
 int tc_key_nonneg(key_id_t k, slice_t v, double *out, char *err, size_t errlen);
+int tc_key_ratio(key_id_t k, slice_t v, double *out, char *err, size_t errlen);
 int tc_key_duration(key_id_t k, slice_t v, uint64_t *out, char *err, size_t errlen);
 int tc_key_bool(key_id_t k, slice_t v, bool *out, char *err, size_t errlen);
 

@@ -481,29 +481,66 @@ static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
 
 int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
                       size_t errlen) {
-    char q[QBUF];
     demand_config_t *d = &c->demand;
     demand_type_t t = d->type;
     int rc, which;
     bool composite = t == DEMAND_COMPOSITE;
 
-    /* Composite targets are checked first: they decide which sources are needed. */
-    static const int comp_keys[] = {K_TARGET_QUEUE,  K_TARGET_RUNNING,  K_TARGET_KV,
-                                    K_TARGET_GPU,    K_GPU_METRIC_TYPE, K_ACTIVATION_QUEUE,
-                                    K_ACTIVATION_GPU};
-    if (!composite && any_slot(slot, comp_keys, 7, &which))
+    /* Composite targets are checked first: they decide the model and which
+     * sources are needed. */
+    static const int comp_keys[] = {K_TARGET_QUEUE,   K_TARGET_RUNNING,  K_TARGET_KV,
+                                    K_TARGET_GPU,     K_GPU_METRIC_TYPE, K_ACTIVATION_QUEUE,
+                                    K_ACTIVATION_GPU, K_DEMAND_MODEL,    K_TARGET_UTILIZATION,
+                                    K_DRAIN_SECONDS,  K_CAPACITY};
+    if (!composite && any_slot(slot, comp_keys, sizeof comp_keys / sizeof *comp_keys, &which))
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "%s is set, but it applies to metricType demand (one trigger combining "
-                          "queue, running, KV-cache and GPU signals); metricType is %s",
+                          "%s is set, but it applies to metricType demand (one trigger sizing "
+                          "the fleet from queue, engine and GPU signals); metricType is %s",
                           tc_keys[which].name,
                           t ? tc_demand_names[t] : tc_metric_names[c->metric_type]);
     bool need_engine = type_is_engine_only(t);
+    static const int tkeys[] = {K_TARGET_QUEUE, K_TARGET_RUNNING, K_TARGET_KV, K_TARGET_GPU};
+    bool queueing = false;
+    if (composite) {
+        int target_key = -1;
+        bool has_target = any_slot(slot, tkeys, 4, &target_key);
+        int model = has_target ? DEMAND_MODEL_COMPOSITE : DEMAND_MODEL_QUEUEING;
+        if (slot[K_DEMAND_MODEL]) {
+            rc =
+                tc_key_enum(K_DEMAND_MODEL, tc_value_of(slot[K_DEMAND_MODEL]), &model, err, errlen);
+            if (rc)
+                return rc;
+        }
+        d->sizing = (demand_model_t)model;
+        queueing = d->sizing == DEMAND_MODEL_QUEUEING;
+        if (queueing && has_target)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s is a per-signal target of demandModel: composite, but "
+                              "demandModel is queueing, which learns what one replica can do; "
+                              "drop %s, or set demandModel: composite",
+                              tc_keys[target_key].name, tc_keys[target_key].name);
+        static const int qkeys[] = {K_TARGET_UTILIZATION, K_DRAIN_SECONDS, K_CAPACITY};
+        if (!queueing && any_slot(slot, qkeys, 3, &which))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s is a key of demandModel: queueing, but demandModel is "
+                              "composite%s; drop %s, or drop the per-signal targets to use the "
+                              "queueing model",
+                              tc_keys[which].name,
+                              slot[K_DEMAND_MODEL] ? "" : " (a per-signal target is set)",
+                              tc_keys[which].name);
+    }
     if (composite) {
         if (slot[K_TARGET_VALUE] || slot[K_TARGET_GPU_UTIL] || slot[K_TARGET_MEM_UTIL])
             return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "metricType demand reports replicas needed x 100 against a fixed "
-                              "target of 100; set per-signal targets (targetQueuePerReplica, "
-                              "targetRunningPerReplica, targetKvCache, targetGpu) instead of %s",
+                              queueing
+                                  ? "metricType demand reports replicas needed x 100 against a "
+                                    "fixed target of 100; the queueing model sizes the fleet "
+                                    "itself (tune it with targetUtilization and drainSeconds): "
+                                    "drop %s"
+                                  : "metricType demand reports replicas needed x 100 against a "
+                                    "fixed target of 100; set per-signal targets "
+                                    "(targetQueuePerReplica, targetRunningPerReplica, "
+                                    "targetKvCache, targetGpu) instead of %s",
                               slot[K_TARGET_VALUE]      ? "targetValue"
                               : slot[K_TARGET_GPU_UTIL] ? "targetGpuUtilization"
                                                         : "targetMemoryUtilization");
@@ -511,7 +548,6 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "metricType demand is active while work waits or runs; tune it "
                               "with activationQueue and activationGpu, not activationThreshold");
-        static const int tkeys[] = {K_TARGET_QUEUE, K_TARGET_RUNNING, K_TARGET_KV, K_TARGET_GPU};
         double *dst[] = {&d->target_queue, &d->target_running, &d->target_kv, &d->target_gpu};
         bool any = false;
         for (int i = 0; i < 4; i++)
@@ -522,16 +558,50 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                     return rc;
                 any = true;
             }
-        if (!any)
+        if (!any && !queueing)
             return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "metricType demand needs at least one per-signal target: "
+                              "demandModel composite needs at least one per-signal target: "
                               "targetQueuePerReplica, targetRunningPerReplica, targetKvCache or "
                               "targetGpu");
+        if (queueing) {
+            d->target_utilization = 0.7;
+            d->drain_s = 10;
+            if (slot[K_TARGET_UTILIZATION]) {
+                rc = tc_key_ratio(K_TARGET_UTILIZATION, tc_value_of(slot[K_TARGET_UTILIZATION]),
+                                  &d->target_utilization, err, errlen);
+                if (rc)
+                    return rc;
+            }
+            if (slot[K_DRAIN_SECONDS]) {
+                long long ds;
+                rc = tc_key_int(K_DRAIN_SECONDS, tc_value_of(slot[K_DRAIN_SECONDS]), &ds, err,
+                                errlen);
+                if (rc)
+                    return rc;
+                d->drain_s = (unsigned)ds;
+            }
+            if (slot[K_CAPACITY]) {
+                rc = tc_parse_target("capacityPerReplica", tc_value_of(slot[K_CAPACITY]),
+                                     &d->capacity_rps, err, errlen);
+                if (rc)
+                    return rc;
+            }
+            static const int sig_keys[] = {K_ENGINE,          K_VLLM_ENDPOINT, K_TRITON_ENDPOINT,
+                                           K_ENGINE_ENDPOINT, K_REDIS_ADDRESS, K_DEMAND_ENDPOINT};
+            if (!any_slot(slot, sig_keys, 6, &which))
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  "metricType demand needs a signal to size the fleet from: the "
+                                  "serving engine (engine with podSelector, or vllmEndpoint / "
+                                  "tritonEndpoint / engineEndpoint) and/or a queue (redisAddress "
+                                  "with redisListName or redisStream, or demandEndpoint with "
+                                  "demandMetric)");
+        }
         c->target_value = 100;
         c->activation_threshold = 0;
         need_engine = d->target_running > 0 || d->target_kv > 0 ||
-                      (d->target_queue > 0 && !slot[K_REDIS_ADDRESS] && !slot[K_DEMAND_ENDPOINT]);
-        if (!need_engine && d->target_queue > 0) {
+                      ((d->target_queue > 0 || queueing) && !slot[K_REDIS_ADDRESS] &&
+                       !slot[K_DEMAND_ENDPOINT]);
+        if (!need_engine && (d->target_queue > 0 || queueing)) {
             /* the queue comes from Redis or Prometheus; an engine may add its waiting count */
             static const int ek[] = {K_ENGINE, K_VLLM_ENDPOINT, K_TRITON_ENDPOINT,
                                      K_ENGINE_ENDPOINT};
@@ -550,7 +620,7 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
             c->metric_type = (metric_type_t)m;
         }
         if (slot[K_ACTIVATION_QUEUE]) {
-            if (!d->target_queue)
+            if (!d->target_queue && !queueing)
                 return kgs_seterr(err, errlen, KGS_EINVAL,
                                   "activationQueue is set without targetQueuePerReplica");
             rc = tc_key_nonneg(K_ACTIVATION_QUEUE, tc_value_of(slot[K_ACTIVATION_QUEUE]),
@@ -642,11 +712,16 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                 return rc;
             d->cold_start_s = (unsigned)cs;
         }
+        if (queueing && d->forecast_trend)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "forecast: trend applies to demandModel composite and the "
+                              "single-signal types; demandModel queueing follows the arrival "
+                              "rate's own trend (coldStartSeconds alone sets its cold start)");
         if (d->forecast_trend && !d->cold_start_s)
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "forecast: trend needs coldStartSeconds (how far ahead to look: "
                               "the time a new replica needs to serve)");
-        if (!d->forecast_trend && d->cold_start_s)
+        if (!d->forecast_trend && d->cold_start_s && !queueing)
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "coldStartSeconds is set, but forecast is none: it is how far "
                               "ahead forecast: trend looks; add forecast: trend or drop it");
@@ -676,7 +751,6 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
         if (rc)
             return rc;
     }
-    (void)q;
     return 0;
 }
 

@@ -76,6 +76,7 @@ static const char *const partial_data_names[] = {"error", "ignore"};
 static const char *const scheme_names[] = {"http", "https"};
 static const char *const measure_names[] = {"lag", "pending", "length"};
 static const char *const forecast_names[] = {"none", "trend"};
+const char *const tc_demand_model_names[2] = {"queueing", "composite"};
 
 #define NV(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -85,6 +86,10 @@ const char *metric_type_name(metric_type_t t) {
 
 const char *demand_type_name(demand_type_t t) {
     return (unsigned)t < DEMAND_TYPE_COUNT ? tc_demand_names[t] : "?";
+}
+
+const char *demand_model_name(demand_model_t m) {
+    return (unsigned)m < NV(tc_demand_model_names) ? tc_demand_model_names[m] : "?";
 }
 
 const char *engine_name(engine_t e) {
@@ -240,6 +245,18 @@ const key_row_t tc_keys[K_COUNT] = {
                                    .serves = TS_DEMAND, .example = "1"),
     [K_ACTIVATION_GPU] = ROW_NUM("activationGpu", KG_DEMAND, "a decimal number >= 0", "`0`",
                                  .serves = TS_DEMAND, .example = "10"),
+    [K_DEMAND_MODEL] =
+        ROW_ENUM("demandModel", KG_DEMAND, tc_demand_model_names, "queueing or composite",
+                 "`queueing`; `composite` when a per-signal target is set", .serves = TS_DEMAND,
+                 .example = "composite"),
+    [K_TARGET_UTILIZATION] = ROW("targetUtilization", KT_RATIO, KG_DEMAND, "`0.7`",
+                                 .must = "a decimal number above 0 and at most 1 (the share of "
+                                         "a replica's capacity to plan for)",
+                                 .serves = TS_DEMAND, .example = "0.8"),
+    [K_DRAIN_SECONDS] = ROW_INT("drainSeconds", KG_DEMAND, 1, 600, "whole seconds from 1 to 600",
+                                "`10`", .serves = TS_DEMAND, .example = "20"),
+    [K_CAPACITY] = ROW("capacityPerReplica", KT_TARGET, KG_DEMAND, "learned", .serves = TS_DEMAND,
+                       .example = "2.5"),
     [K_SOURCE_INTERVAL] =
         ROW_DUR("sourceInterval", KG_DEMAND, 100 * NS_PER_MS, 60 * NS_PER_S, "`1s`",
                 .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND, .example = "500ms"),
@@ -250,7 +267,8 @@ const key_row_t tc_keys[K_COUNT] = {
     [K_COLD_START] = ROW_INT("coldStartSeconds", KG_FORECAST, 1, 3600,
                              "whole seconds from 1 to 3600 (how long a new replica takes to "
                              "serve: node, image, weights)",
-                             "—", .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND, .example = "120"),
+                             "learned (`demandModel: queueing`)",
+                             .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND, .example = "120"),
     [K_SCALER_ADDRESS] = ROW("scalerAddress", KT_IGNORED, KG_KEDA, "—", .serves = TS_ALL,
                              .example = "keda-gpu-scaler:6000"),
     [K_ENABLE_TLS] =
@@ -266,6 +284,7 @@ const char *tc_type_doc_name(key_type_t t) {
         [KT_STRING] = "string",
         [KT_TARGET] = "number",
         [KT_NUMBER] = "number",
+        [KT_RATIO] = "number",
         [KT_INTEGER] = "integer",
         [KT_DURATION] = "duration",
         [KT_BOOL] = "bool",
@@ -505,6 +524,17 @@ int tc_key_nonneg(key_id_t k, slice_t v, double *out, char *err, size_t errlen) 
         return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be %s", r->name,
                           kgs_quote(q, sizeof q, v.p, v.n), r->must);
     *out = d == 0 ? 0 : d; /* no -0 */
+    return 0;
+}
+
+int tc_key_ratio(key_id_t k, slice_t v, double *out, char *err, size_t errlen) {
+    const key_row_t *r = &tc_keys[k];
+    char q[QBUF];
+    double d;
+    if (!tc_parse_number(v.p, v.n, &d) || !(d > 0 && d <= 1))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be %s", r->name,
+                          kgs_quote(q, sizeof q, v.p, v.n), r->must);
+    *out = d;
     return 0;
 }
 

@@ -387,6 +387,202 @@ static void test_demand_inputs_pods_and_queue_errors(void **state) {
     assert_string_equal(r.message, "needs the aggregator role");
 }
 
+/* ---- demandModel: queueing (docs/configuration.md, "The queueing model") ------- */
+
+static demand_source_t counted(const char *name, mono_ns_t at, double completed, double running) {
+    demand_source_t v = reading(name, 0, running, 0);
+    v.last_ok = at;
+    v.reading.has_completed = true;
+    v.reading.completed_total = completed;
+    return v;
+}
+
+static demand_source_t queue_reading(mono_ns_t at, double len) {
+    demand_source_t q;
+    memset(&q, 0, sizeof q);
+    q.state = DEMAND_SOURCE_READING;
+    q.name = "queue";
+    q.last_ok = at;
+    q.interval_ns = 1 * SEC;
+    q.timeout_ns = 2 * SEC;
+    q.queue = len;
+    return q;
+}
+
+/* Example 1: 40 requests in Redis, no pods, nothing learned: 40 / (1 x 10) = 4. */
+static void test_queueing_example_wake_from_zero(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "demand", "engine", "vllm", "podSelector", "app=llama",
+                             "redisAddress", "r:6379", "redisListName", "q");
+    assert_int_equal(c.demand.sizing, DEMAND_MODEL_QUEUEING);
+    demand_model_state_t st;
+    demand_model_init(&st);
+    demand_inputs_t in = engines(NULL, 0);
+    in.has_queue_source = true;
+    in.queue = queue_reading(100 * SEC, 40);
+    in.has_pods = true; /* the pod list: no pods */
+    in.model = &st;
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 400);
+    assert_true(r.active);
+    assert_int_equal(st.last.lambda_from, QM_FROM_PRIOR);
+    assert_int_equal(st.last.capacity_from, QM_FROM_PRIOR);
+    assert_int_equal(st.last.cold_start_from, QM_FROM_PRIOR);
+    NEAR(st.last.deficit, 40);
+    /* nothing queued, nothing running: 0, inactive */
+    in.queue = queue_reading(101 * SEC, 0);
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_false(r.active);
+}
+
+/* Example 2: capacityPerReplica 2, coldStartSeconds 90, 4 engines, 60
+ * completions in 10 s: lambda 6, no deficit, 6 / (2 x 0.7) = 4.29. */
+static void test_queueing_example_steady_fleet(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint",
+                             "http://a/metrics,http://b/metrics,http://c/metrics,http://d/metrics",
+                             "capacityPerReplica", "2", "coldStartSeconds", "90");
+    demand_model_state_t st;
+    demand_model_init(&st);
+    demand_source_t v[4];
+    for (int i = 0; i < 4; i++)
+        v[i] = counted("vllm", 100 * SEC, 100, 2);
+    demand_inputs_t in = engines(v, 4);
+    in.model = &st;
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    /* a read between two polls feeds nothing */
+    demand_evaluate_inputs(&c, &in, 100 * SEC + SEC / 2, NULL, &r);
+    for (int i = 0; i < 4; i++)
+        v[i] = counted("vllm", 110 * SEC, 115, 2);
+    demand_evaluate_inputs(&c, &in, 110 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(st.last.lambda_rps, 6);
+    assert_int_equal(st.last.lambda_from, QM_FROM_LEARNED);
+    assert_int_equal(st.last.capacity_from, QM_FROM_OVERRIDE);
+    NEAR(st.last.work_due, 540);
+    NEAR(st.last.can_do, 720);
+    NEAR(st.last.deficit, 0);
+    NEAR(r.value, 100 * 6 / (2 * 0.7));
+    assert_int_equal(st.last_ready, 4);
+    assert_true(r.active); /* requests run */
+}
+
+/* Example 3: 2 Ready + 2 starting (30 s, 60 s), 100 in Redis: 9.29. */
+static void test_queueing_example_starting_pods_count(void **state) {
+    (void)state;
+    trigger_config_t c =
+        CFG("metricType", "demand", "engine", "vllm", "podSelector", "app=llama", "redisAddress",
+            "r:6379", "redisListName", "q", "capacityPerReplica", "2", "coldStartSeconds", "90");
+    demand_model_state_t st;
+    demand_model_init(&st);
+    demand_source_t v[2] = {counted("a", 100 * SEC, 100, 2), counted("b", 100 * SEC, 100, 2)};
+    demand_pod_t pods[4] = {{1, true, 600}, {2, true, 500}, {3, false, 20}, {4, false, 50}};
+    demand_inputs_t in = engines(v, 2);
+    in.has_queue_source = true;
+    in.queue = queue_reading(100 * SEC, 100);
+    in.has_pods = true;
+    in.pods = pods;
+    in.npods = 4;
+    in.model = &st;
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    v[0] = counted("a", 110 * SEC, 130, 2);
+    v[1] = counted("b", 110 * SEC, 130, 2);
+    in.queue = queue_reading(110 * SEC, 100);
+    pods[2].age_s = 30;
+    pods[3].age_s = 60;
+    demand_evaluate_inputs(&c, &in, 110 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(st.last.lambda_rps, 6);
+    NEAR(st.last.backlog, 100);
+    NEAR(st.last.work_due, 640);
+    NEAR(st.last.can_do, 540);
+    NEAR(st.last.deficit, 100);
+    NEAR(r.value, 100 * (6 / 1.4 + 100.0 / 20));
+    assert_int_equal(st.last_ready, 2);
+    assert_int_equal(st.last_starting, 2);
+}
+
+/* Example 4: a queue alone, capacityPerReplica 5, 0 -> 30 in 10 s with
+ * nothing Ready: lambda 3, T prior 120 s: 3 / 3.5 + 390 / 50 = 8.66. */
+static void test_queueing_example_queue_alone(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "demand", "redisAddress", "r:6379", "redisListName", "q",
+                             "capacityPerReplica", "5");
+    demand_model_state_t st;
+    demand_model_init(&st);
+    demand_inputs_t in = engines(NULL, 0);
+    in.has_queue_source = true;
+    in.queue = queue_reading(100 * SEC, 0);
+    in.model = &st;
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 0);
+    assert_false(r.active);
+    in.queue = queue_reading(110 * SEC, 30);
+    demand_evaluate_inputs(&c, &in, 110 * SEC, NULL, &r);
+    NEAR(st.last.lambda_rps, 3);
+    assert_int_equal(st.last.cold_start_from, QM_FROM_PRIOR);
+    assert_false(st.last_has_counters);
+    NEAR(r.value, 100 * (3 / 3.5 + 390.0 / 50));
+    assert_true(r.active);
+}
+
+/* The cold start is learned from the pod list: a pod seen starting and then
+ * Ready at age 95 s gives T = 95; one Ready at first sight gives nothing. */
+static void test_queueing_learns_the_cold_start_from_the_pod_list(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "demand", "engine", "vllm", "podSelector", "app=llama");
+    demand_model_state_t st;
+    demand_model_init(&st);
+    demand_source_t v[1] = {counted("a", 100 * SEC, 10, 1)};
+    demand_pod_t pods[2] = {{1, true, 4000}, {2, false, 5}};
+    demand_inputs_t in = engines(v, 1);
+    in.has_pods = true;
+    in.pods = pods;
+    in.npods = 2;
+    in.model = &st;
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    assert_int_equal(st.last.cold_start_from, QM_FROM_PRIOR);
+    NEAR(st.last.cold_start_s, QUEUE_MODEL_PRIOR_COLD_START_S);
+    pods[1].ready = true;
+    pods[1].age_s = 95;
+    v[0] = counted("a", 190 * SEC, 20, 1);
+    demand_evaluate_inputs(&c, &in, 190 * SEC, NULL, &r);
+    assert_int_equal(st.last.cold_start_from, QM_FROM_LEARNED);
+    NEAR(st.last.cold_start_s, 95);
+    /* seen once: a later read does not observe it again */
+    v[0] = counted("a", 191 * SEC, 21, 1);
+    pods[1].age_s = 96;
+    demand_evaluate_inputs(&c, &in, 191 * SEC, NULL, &r);
+    NEAR(st.last.cold_start_s, 95);
+}
+
+/* An engine without the counters (an older vLLM): never 0 for unknown, the
+ * fleet is still sized (on the backlog) and the answer is OK. */
+static void test_queueing_engine_without_counters(void **state) {
+    (void)state;
+    trigger_config_t c =
+        CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint", "http://a/metrics");
+    demand_model_state_t st;
+    demand_model_init(&st);
+    demand_source_t v[1] = {reading("a", 30, 4, 50)};
+    demand_inputs_t in = engines(v, 1);
+    in.model = &st;
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    assert_false(st.last_has_counters);
+    assert_true(r.value >= 100); /* 30 waiting: at least one replica */
+    assert_true(r.active);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_example_kv_dominates),
@@ -403,6 +599,12 @@ int main(void) {
         cmocka_unit_test(test_demand_inputs_missing_gauge_is_failed_precondition),
         cmocka_unit_test(test_demand_inputs_triton_rates_wait_for_a_second_poll),
         cmocka_unit_test(test_demand_inputs_pods_and_queue_errors),
+        cmocka_unit_test(test_queueing_example_wake_from_zero),
+        cmocka_unit_test(test_queueing_example_steady_fleet),
+        cmocka_unit_test(test_queueing_example_starting_pods_count),
+        cmocka_unit_test(test_queueing_example_queue_alone),
+        cmocka_unit_test(test_queueing_learns_the_cold_start_from_the_pod_list),
+        cmocka_unit_test(test_queueing_engine_without_counters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -397,7 +397,9 @@ static void test_trigger_config_demand_composite(void **state) {
     ERR("metricType demand reports replicas needed x 100", "targetValue", "metricType", "demand",
         "targetValue", "3", "targetQueuePerReplica", "5", "redisAddress", "r", "redisListName",
         "q");
-    ERR("needs at least one per-signal target", NULL, "metricType", "demand");
+    ERR("needs at least one per-signal target", NULL, "metricType", "demand", "demandModel",
+        "composite", "redisAddress", "r", "redisListName", "q");
+    ERR("needs a signal to size the fleet from", NULL, "metricType", "demand");
     ERR("activationThreshold", "activationQueue", "metricType", "demand", "activationThreshold",
         "1", "targetQueuePerReplica", "5", "redisAddress", "r", "redisListName", "q");
     ERR("gpuMetricType is set without targetGpu", NULL, "metricType", "demand",
@@ -434,6 +436,58 @@ static void test_trigger_config_demand_composite(void **state) {
     c = OK("metricType", "demand", "targetGpu", "50", "gpuIndex", "1");
     assert_true(trigger_uses_gpu(&c));
     assert_int_equal(c.gpu_index, 1);
+}
+
+/* metricType demand without per-signal targets: the queueing model. */
+static void test_trigger_config_demand_queueing(void **state) {
+    (void)state;
+    trigger_config_t c = OK("metricType", "demand", "engine", "vllm", "podSelector", "app=llama");
+    assert_int_equal(c.demand.type, DEMAND_COMPOSITE);
+    assert_int_equal(c.demand.sizing, DEMAND_MODEL_QUEUEING);
+    assert_true(c.target_value == 100);
+    assert_true(c.demand.target_utilization == 0.7 && c.demand.drain_s == 10);
+    assert_true(c.demand.capacity_rps == 0 && c.demand.cold_start_s == 0); /* learned */
+    assert_true(trigger_uses_engine(&c));
+    assert_false(trigger_uses_gpu(&c));
+    /* a per-signal target keeps today's composite; so does the key */
+    c = OK("metricType", "demand", "engine", "vllm", "podSelector", "app=llama",
+           "targetQueuePerReplica", "5");
+    assert_int_equal(c.demand.sizing, DEMAND_MODEL_COMPOSITE);
+    /* every knob, with the queue as the only other signal */
+    c = OK("metricType", "demand", "demandModel", "queueing", "engine", "vllm", "vllmEndpoint",
+           "http://v:8000/metrics", "redisAddress", "r:6379", "redisListName", "q",
+           "targetUtilization", "0.8", "drainSeconds", "20", "capacityPerReplica", "2.5",
+           "coldStartSeconds", "90", "activationQueue", "3");
+    assert_true(c.demand.target_utilization == 0.8 && c.demand.drain_s == 20);
+    assert_true(c.demand.capacity_rps == 2.5 && c.demand.cold_start_s == 90);
+    assert_true(c.demand.activation_queue == 3);
+    assert_int_equal(c.demand.queue, QUEUE_REDIS_LIST);
+    /* a queue alone: no engine needed (the model falls back to its priors) */
+    c = OK("metricType", "demand", "redisAddress", "r:6379", "redisListName", "q");
+    assert_false(trigger_uses_engine(&c));
+    ERR("targetQueuePerReplica is a per-signal target of demandModel: composite",
+        "set demandModel: composite", "metricType", "demand", "demandModel", "queueing", "engine",
+        "vllm", "podSelector", "app=x", "targetQueuePerReplica", "5");
+    ERR("drainSeconds is a key of demandModel: queueing", "a per-signal target is set",
+        "metricType", "demand", "engine", "vllm", "podSelector", "app=x", "targetKvCache", "70",
+        "drainSeconds", "5");
+    ERR("invalid targetUtilization \"0\"", "above 0 and at most 1", "metricType", "demand",
+        "engine", "vllm", "podSelector", "app=x", "targetUtilization", "0");
+    ERR("invalid targetUtilization \"1.5\"", NULL, "metricType", "demand", "engine", "vllm",
+        "podSelector", "app=x", "targetUtilization", "1.5");
+    ERR("invalid drainSeconds \"0\"", "1 to 600", "metricType", "demand", "engine", "vllm",
+        "podSelector", "app=x", "drainSeconds", "0");
+    ERR("invalid capacityPerReplica", NULL, "metricType", "demand", "engine", "vllm", "podSelector",
+        "app=x", "capacityPerReplica", "-1");
+    ERR("invalid demandModel \"queue\"", "queueing or composite", "metricType", "demand", "engine",
+        "vllm", "podSelector", "app=x", "demandModel", "queue");
+    ERR("forecast: trend applies to demandModel composite", NULL, "metricType", "demand", "engine",
+        "vllm", "podSelector", "app=x", "forecast", "trend", "coldStartSeconds", "60");
+    ERR("the queueing model sizes the fleet itself", "drop targetValue", "metricType", "demand",
+        "engine", "vllm", "podSelector", "app=x", "targetValue", "3");
+    ERR("targetUtilization is set, but it applies to metricType demand", NULL, "metricType",
+        "engine_queue", "engine", "vllm", "vllmEndpoint", "http://v/metrics", "targetValue", "5",
+        "targetUtilization", "0.5");
 }
 
 static void test_trigger_config_shorthand_sets_type_and_target(void **state) {
@@ -920,6 +974,7 @@ int main(void) {
         cmocka_unit_test(test_trigger_config_redis_queue_keys),
         cmocka_unit_test(test_trigger_config_prometheus_queue_keys),
         cmocka_unit_test(test_trigger_config_demand_composite),
+        cmocka_unit_test(test_trigger_config_demand_queueing),
         cmocka_unit_test(test_trigger_config_shorthand_sets_type_and_target),
         cmocka_unit_test(test_trigger_config_rejects_shorthand_contradicting_metric_type),
         cmocka_unit_test(test_trigger_config_rejects_shorthand_contradicting_profile),

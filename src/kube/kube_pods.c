@@ -19,6 +19,61 @@
 
 static const char *const phase_names[] = {"Unknown", "Pending", "Running", "Succeeded", "Failed"};
 
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian; H. Hinnant's
+ * days_from_civil). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static bool digits(const char *s, unsigned n, unsigned *out) {
+    unsigned v = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (unsigned)(s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+bool kube_time_parse(const char *s, int64_t *out) {
+    unsigned y, mo, d, h, mi, se;
+    if (strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) ||
+        s[7] != '-' || !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
+        !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
+        !digits(s + 17, 2, &se))
+        return false;
+    static const unsigned mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60)
+        return false;
+    const char *z = s + 19;
+    if (*z == '.') {
+        z++;
+        if (*z < '0' || *z > '9')
+            return false;
+        while (*z >= '0' && *z <= '9')
+            z++;
+    }
+    int64_t off = 0;
+    if ((*z == 'Z' || *z == 'z') && z[1] == '\0') {
+        off = 0;
+    } else if ((*z == '+' || *z == '-') && strlen(z) == 6 && z[3] == ':') {
+        unsigned oh, om;
+        if (!digits(z + 1, 2, &oh) || !digits(z + 4, 2, &om) || oh > 23 || om > 59)
+            return false;
+        off = (int64_t)(oh * 3600 + om * 60) * (*z == '-' ? -1 : 1);
+    } else {
+        return false;
+    }
+    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
+    return true;
+}
+
 const char *pod_phase_name(pod_phase_t phase) {
     if ((unsigned)phase >= sizeof phase_names / sizeof phase_names[0])
         return "Unknown";
@@ -183,6 +238,9 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
                           errlen)))
         goto fail_keep_identity;
     p->phase = phase_parse(phase);
+    const json_t *ct = json_object_get(meta, "creationTimestamp");
+    if (!json_is_string(ct) || !kube_time_parse(json_string_value(ct), &p->created_unix))
+        p->created_unix = 0;
     const json_t *dt = json_object_get(meta, "deletionTimestamp");
     p->deleting = dt && !json_is_null(dt);
     /* Ready decides whether an engine's /metrics is scraped: a pod still

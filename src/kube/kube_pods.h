@@ -5,7 +5,7 @@
  * thread-safe: one owner thread (the loop) per cache.
  *
  * Only the fields the aggregator uses are kept: identity, labels, node,
- * phase, deletion, pod IP and resourceVersion. Every field has a fixed
+ * phase, deletion, readiness, creation time, pod IP and resourceVersion. Every field has a fixed
  * bound taken from Kubernetes' own validation; input over a bound is
  * rejected with KGS_ERANGE, never truncated (a cut label value would match
  * the wrong selector).
@@ -60,14 +60,21 @@ typedef struct {
     char pod_ip[KUBE_POD_IP_MAX + 1]; /* status.podIP; "" when none yet */
     char resource_version[KUBE_RV_MAX + 1];
     pod_phase_t phase;
-    bool deleting; /* metadata.deletionTimestamp is set */
-    bool ready;    /* status.conditions has type Ready with status "True" */
+    bool deleting;        /* metadata.deletionTimestamp is set */
+    bool ready;           /* status.conditions has type Ready with status "True" */
+    int64_t created_unix; /* metadata.creationTimestamp, seconds since 1970; 0 when absent or
+                             not RFC 3339 (the pod is kept: only its age is unknown) */
     uint16_t label_count;
     /* private: label i is _label_bytes + _label_off[i] ("key\0value\0") */
     uint16_t _label_off[KUBE_LABELS_MAX];
     uint16_t _label_used;
     char _label_bytes[KUBE_LABEL_BYTES];
 } pod_t;
+
+/* An RFC 3339 time as Kubernetes writes it ("2026-11-29T10:00:00Z",
+ * optionally with fractional seconds or a "+hh:mm" offset) -> seconds since
+ * 1970 in *out. false when s is not one. */
+bool kube_time_parse(const char *s, int64_t *out);
 
 /* The value of label `key`, or NULL when the pod has no such label.
  * Borrowed: valid as long as *p. */

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cluster/agent_pool.h"
@@ -281,17 +282,28 @@ typedef struct {
     const char *ns;
     source_pod_emit_cb emit;
     void *emit_data;
+    int64_t wall_now; /* creationTimestamp is wall-clock time */
 } pod_scan_t;
 
 static bool scan_pod(const pod_t *p, void *ud) {
     pod_scan_t *x = ud;
-    /* A pod still loading its model is Running but not Ready: its /metrics
-     * is not up yet, and it serves nothing. */
-    if (!p->ready || !p->pod_ip[0] || !workload_pod_in_scope(x->c, x->ns, p))
+    /* A pod being deleted or finished brings no capacity; one still loading
+     * its model (Pending, or Running but not Ready) will: the hub scrapes
+     * only Ready ones, and the queueing model counts the others as starting. */
+    if (p->deleting || p->phase == POD_PHASE_SUCCEEDED || p->phase == POD_PHASE_FAILED ||
+        !workload_pod_in_scope(x->c, x->ns, p))
         return true;
     char who[KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 2];
     snprintf(who, sizeof who, "%s/%s", p->namespace, p->name);
-    x->emit(x->emit_data, who, p->pod_ip);
+    uint64_t id = 1469598103934665603ull; /* FNV-1a of the uid: stable for the pod's life */
+    for (const char *c = p->uid[0] ? p->uid : who; *c; c++)
+        id = (id ^ (unsigned char)*c) * 1099511628211ull;
+    source_pod_t sp = {.pod = who,
+                       .ip = p->pod_ip,
+                       .ready = p->ready,
+                       .age_s = p->created_unix > 0 ? (double)(x->wall_now - p->created_unix) : -1,
+                       .id = id};
+    x->emit(x->emit_data, &sp);
     return true;
 }
 
@@ -307,7 +319,7 @@ static int list_engine_pods(void *ud, const trigger_config_t *c, const char *ns,
     if (!kube_client_synced(sv->kube, now))
         return kgs_seterr(err, errlen, KGS_ESTATE, "pod list not synced: %s",
                           kube_client_last_error(sv->kube));
-    pod_scan_t x = {c, workload_namespace(c, ns), emit, emit_data};
+    pod_scan_t x = {c, workload_namespace(c, ns), emit, emit_data, (int64_t)time(NULL)};
     pod_cache_foreach(kube_client_cache(sv->kube), scan_pod, &x);
     return 0;
 }

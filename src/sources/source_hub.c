@@ -99,6 +99,7 @@ typedef struct sub {
     trigger_config_t *pods_cfg; /* owned; podSelector engine triggers only */
     loop_timer_t rescan;
     forecast_t f;
+    demand_model_state_t model; /* demandModel: queueing */
     mono_ns_t last_used;
     char engine_error[300]; /* the last engine source that could not be set up */
     char queue_error[300];  /* the queue source could not be set up */
@@ -113,6 +114,8 @@ typedef struct {
     demand_source_t *v;
     char (*url)[TRIGGER_URL_MAX + 128];
     unsigned n, cap;
+    demand_pod_t *pods; /* every selected pod, Ready or not */
+    unsigned npods, pods_cap;
     bool oom;
 } views_t;
 
@@ -612,7 +615,7 @@ static source_t *source_find(source_hub_t *h, const char *key, mono_ns_t now) {
 
 /* ---- subscriptions --------------------------------------------------------------- */
 
-static sub_t *sub_find(source_hub_t *h, uint64_t id, const char *ns) {
+static sub_t *sub_find(const source_hub_t *h, uint64_t id, const char *ns) {
     for (sub_t *u = h->subs[id % SUB_BUCKETS]; u; u = u->hnext)
         if (u->trigger_id == id && strcmp(u->ns, ns) == 0)
             return u;
@@ -643,11 +646,14 @@ static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
     }
 }
 
-static void start_pod(void *ud, const char *pod, const char *ip) {
+static void start_pod(void *ud, const source_pod_t *p) {
     start_ctx_t *x = ud;
+    /* A pod still loading its model serves nothing and has no /metrics yet. */
+    if (!p->ready || !p->ip[0])
+        return;
     char url[TRIGGER_URL_MAX + 128];
-    pod_url(&x->c->demand, ip, url, sizeof url);
-    start_engine(x, url, pod);
+    pod_url(&x->c->demand, p->ip, url, sizeof url);
+    start_engine(x, url, p->pod);
 }
 
 /* Starts the engine sources of the pods c selects now (a pod list that is
@@ -730,6 +736,7 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
     snprintf(u->ns, sizeof u->ns, "%s", ns);
     u->last_used = now;
     forecast_init(&u->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
+    demand_model_init(&u->model);
     loop_timer_init(&u->rescan, on_rescan, u);
     sub_start(h, u, c, now);
     sub_t **head = &h->subs[trigger_id % SUB_BUCKETS];
@@ -815,11 +822,27 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
                                  &v->queue_us_delta, &v->success_delta, &v->span_s);
 }
 
-static void read_pod(void *ud, const char *pod, const char *ip) {
+static void read_pod(void *ud, const source_pod_t *p) {
     read_ctx_t *x = ud;
+    views_t *w = &x->h->views;
+    if (w->oom)
+        return;
+    if (w->npods == w->pods_cap) {
+        unsigned cap = w->pods_cap ? w->pods_cap * 2 : 16;
+        demand_pod_t *np = realloc(w->pods, cap * sizeof *np);
+        if (!np) {
+            w->oom = true;
+            return;
+        }
+        w->pods = np;
+        w->pods_cap = cap;
+    }
+    w->pods[w->npods++] = (demand_pod_t){.id = p->id, .ready = p->ready, .age_s = p->age_s};
+    if (!p->ready || !p->ip[0])
+        return;
     char url[TRIGGER_URL_MAX + 128];
-    pod_url(&x->c->demand, ip, url, sizeof url);
-    read_engine(x, url, pod);
+    pod_url(&x->c->demand, p->ip, url, sizeof url);
+    read_engine(x, url, p->pod);
 }
 
 void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
@@ -831,10 +854,11 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
     if (u) {
         u->last_used = now;
         out->forecast = &u->f;
+        out->model = &u->model;
     }
     read_ctx_t x = {h, u, c, now};
     views_t *w = &h->views;
-    w->n = 0;
+    w->n = w->npods = 0;
     w->oom = false;
     if (d->engine != ENGINE_NONE) {
         if (d->endpoint_count) {
@@ -848,6 +872,10 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
         } else if (h->o.list_pods(h->o.user_data, c, ns, read_pod, &x, out->pods_error,
                                   sizeof out->pods_error) != 0) {
             out->pods_status = EVAL_UNAVAILABLE;
+        } else {
+            out->has_pods = true;
+            out->pods = w->pods;
+            out->npods = w->npods;
         }
         if (w->oom && out->pods_status == EVAL_OK) {
             out->pods_status = EVAL_UNAVAILABLE;
@@ -922,11 +950,18 @@ void source_hub_free(source_hub_t *h) {
         }
     free(h->views.v);
     free(h->views.url);
+    free(h->views.pods);
     loop_timer_stop(h->o.loop, &h->sweep);
     loop_timer_stop(h->o.loop, &h->notify);
     SSL_CTX_free(h->tls);
     free(h->scratch.resp);
     free(h);
+}
+
+const demand_model_state_t *source_hub_model(const source_hub_t *h, uint64_t trigger_id,
+                                             const char *ns) {
+    const sub_t *u = sub_find(h, trigger_id, ns);
+    return u && u->model.have_decision ? &u->model : NULL;
 }
 
 void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out) {

@@ -19,6 +19,7 @@
 #ifndef KGS_SOURCES_SOURCE_HUB_H
 #define KGS_SOURCES_SOURCE_HUB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,8 +32,16 @@
 
 typedef struct source_hub source_hub_t;
 
-/* One selected pod: its "namespace/name" and IP (both borrowed for the call). */
-typedef void (*source_pod_emit_cb)(void *emit_data, const char *pod, const char *ip);
+/* One selected pod, Ready or not (strings borrowed for the call). */
+typedef struct {
+    const char *pod; /* "namespace/name" */
+    const char *ip;  /* "" while it has none */
+    bool ready;      /* Running with the Ready condition True */
+    double age_s;    /* seconds since its creationTimestamp; < 0 unknown */
+    uint64_t id;     /* stable for the pod's life (e.g. a hash of its uid) */
+} source_pod_t;
+
+typedef void (*source_pod_emit_cb)(void *emit_data, const source_pod_t *pod);
 
 typedef struct {
     loop_t *loop;
@@ -44,8 +53,10 @@ typedef struct {
     /* Called (coalesced) after readings changed, so streams can push. May be NULL. */
     void (*on_update)(void *user_data);
     void *user_data;
-    /* Aggregator role: calls emit for every Running, Ready pod with an IP that
-     * c's podSelector selects in namespace ns. Returns 0, or a KGS_E* code
+    /* Aggregator role: calls emit for every pod that c's podSelector selects
+     * in namespace ns and that is not being deleted or finished: Ready ones
+     * get engine sources, the others count as starting for demandModel:
+     * queueing. Returns 0, or a KGS_E* code
      * with a message (the pod list is not synced yet). NULL: podSelector
      * cannot be used (standalone), and such triggers get FAILED_PRECONDITION. */
     int (*list_pods)(void *user_data, const trigger_config_t *c, const char *ns,
@@ -82,8 +93,9 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
  * (idle eviction). A source not started yet is DEMAND_SOURCE_NOT_STARTED.
  * Lists the selected pods through opts.list_pods (a read of the pod cache).
  * *out is fully written; its pointers are borrowed from the hub until the
- * next call into it or the next loop callback, except out->forecast, the
- * subscription's forecast state, which the evaluation updates.
+ * next call into it or the next loop callback, except out->forecast and
+ * out->model, the subscription's forecast and queueing-model state, which
+ * the evaluation updates.
  */
 void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
                         const char *ns, mono_ns_t now, demand_inputs_t *out);
@@ -96,5 +108,11 @@ typedef struct {
 } source_hub_stats_t;
 
 void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out);
+
+/* The queueing-model state of subscription (trigger_id, ns), for `query`'s
+ * explanation; NULL when there is none (or the model never decided).
+ * Borrowed until the next loop callback. A read: marks nothing used. */
+const demand_model_state_t *source_hub_model(const source_hub_t *h, uint64_t trigger_id,
+                                             const char *ns);
 
 #endif

@@ -82,6 +82,7 @@ static void test_kube_pods_decodes_a_running_pod_with_labels(void **state) {
     assert_string_equal(p.resource_version, "120045");
     assert_int_equal(p.phase, POD_PHASE_RUNNING);
     assert_false(p.deleting);
+    assert_true(p.created_unix == 1795946400); /* 2026-11-29T10:00:00Z */
     assert_int_equal(p.label_count, 3);
     assert_string_equal(pod_label(&p, "app"), "vllm");
     assert_string_equal(pod_label(&p, "app.kubernetes.io/name"), "vllm");
@@ -93,6 +94,34 @@ static void test_kube_pods_decodes_a_running_pod_with_labels(void **state) {
     assert_string_equal(v, "vllm");
     assert_int_equal(pod_label_at(&p, 3, &k, &v), KGS_ERANGE);
     json_decref(j);
+}
+
+/* creationTimestamp as Kubernetes writes it: what the queueing model ages
+ * starting pods by. Anything else is "unknown", never a wrong age. */
+static void test_kube_time_parse_rfc3339(void **state) {
+    (void)state;
+    int64_t t = -1;
+    assert_true(kube_time_parse("1970-01-01T00:00:00Z", &t) && t == 0);
+    assert_true(kube_time_parse("2026-11-29T10:00:00Z", &t) && t == 1795946400);
+    assert_true(kube_time_parse("2024-02-29T23:59:59.123456Z", &t) && t == 1709251199);
+    assert_true(kube_time_parse("2026-11-29T12:00:00+02:00", &t) && t == 1795946400);
+    assert_true(kube_time_parse("2026-11-29T05:30:00-04:30", &t) && t == 1795946400);
+    const char *bad[] = {"",
+                         "2026-11-29",
+                         "2026-11-29 10:00:00Z",
+                         "2026-13-01T00:00:00Z",
+                         "2026-02-30T00:00:00Z",
+                         "2026-11-29T24:00:00Z",
+                         "2026-11-29T10:00:00",
+                         "2026-11-29T10:00:00.Z",
+                         "2026-11-29T10:00:00+0200",
+                         "2026-11-29T10:00:00Zjunk",
+                         "20x6-11-29T10:00:00Z"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        t = 42;
+        assert_false(kube_time_parse(bad[i], &t));
+        assert_true(t == 42);
+    }
 }
 
 static void test_kube_pods_decodes_pending_succeeded_and_terminating(void **state) {
@@ -516,6 +545,7 @@ static void test_kube_pods_cache_applies_parsed_events_end_to_end(void **state) 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kube_pods_decodes_a_running_pod_with_labels),
+        cmocka_unit_test(test_kube_time_parse_rfc3339),
         cmocka_unit_test(test_kube_pods_decodes_pending_succeeded_and_terminating),
         cmocka_unit_test(test_kube_pods_rejects_missing_identity_with_a_message),
         cmocka_unit_test(test_kube_pods_refuses_over_long_fields_instead_of_truncating),

@@ -179,8 +179,10 @@ static const char *missing_gauge(const demand_config_t *d, const engine_reading_
 static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_source_t *s,
                        mono_ns_t now) {
     char msg[1024];
-    x->total++;
     source_verdict_t v = source_verdict(s, now, msg, sizeof msg);
+    if (s->draining && v != SS_OK)
+        return; /* it is going away: nothing to wait for, nothing failing */
+    x->total++;
     if (v == SS_FAILED) {
         x->failed++;
         if (!x->first_failure[0])
@@ -265,8 +267,8 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
     q.t_s = (double)(x->newest ? x->newest : now) / 1e9;
     bool engine = d->engine != ENGINE_NONE;
     q.has_completed = engine && !x->no_completed;
-    q.completed = x->completed;
     q.has_tokens = engine && !x->no_tokens;
+    q.completed = x->completed;
     q.prompt_tokens = x->prompt_tokens;
     q.generation_tokens = x->generation_tokens;
     q.has_engine = sig->has_engine;

@@ -89,6 +89,10 @@ typedef struct {
                           when there is no source; borrowed */
     const char *error; /* NOT_CREATED, FAILED: the reason; borrowed */
     mono_ns_t created; /* WAITING: when polling began */
+    /* A pod being deleted that still finishes its requests (demandModel:
+     * queueing reads it): its reading counts when there is one; that it
+     * stopped answering is not a failure. */
+    bool draining;
     mono_ns_t last_ok; /* READING: the last successful poll */
     /* READING: stale after max(3 x interval, interval + timeout) */
     uint64_t interval_ns, timeout_ns;

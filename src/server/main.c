@@ -287,11 +287,13 @@ typedef struct {
 
 static bool scan_pod(const pod_t *p, void *ud) {
     pod_scan_t *x = ud;
-    /* A pod being deleted or finished brings no capacity; one still loading
-     * its model (Pending, or Running but not Ready) will: the hub scrapes
-     * only Ready ones, and the queueing model counts the others as starting. */
-    if (p->deleting || p->phase == POD_PHASE_SUCCEEDED || p->phase == POD_PHASE_FAILED ||
-        !workload_pod_in_scope(x->c, x->ns, p))
+    /* A finished pod brings nothing; one still loading its model (Pending,
+     * or Running but not Ready) will bring capacity: the queueing model
+     * counts it as starting. One being deleted but still Running finishes
+     * its requests (draining): that model still reads its counters. The hub
+     * decides what to scrape. */
+    if (p->phase == POD_PHASE_SUCCEEDED || p->phase == POD_PHASE_FAILED ||
+        (p->deleting && p->phase != POD_PHASE_RUNNING) || !workload_pod_in_scope(x->c, x->ns, p))
         return true;
     char who[KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 2];
     snprintf(who, sizeof who, "%s/%s", p->namespace, p->name);
@@ -300,7 +302,8 @@ static bool scan_pod(const pod_t *p, void *ud) {
         id = (id ^ (unsigned char)*c) * 1099511628211ull;
     source_pod_t sp = {.pod = who,
                        .ip = p->pod_ip,
-                       .ready = p->ready,
+                       .ready = p->ready && !p->deleting,
+                       .draining = p->deleting,
                        .age_s = p->created_unix > 0 ? (double)(x->wall_now - p->created_unix) : -1,
                        .id = id};
     x->emit(x->emit_data, &sp);

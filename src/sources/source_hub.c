@@ -646,10 +646,20 @@ static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
     }
 }
 
+/* Whether trigger c reads pod p's engine: a Ready pod always; one being
+ * deleted only for demandModel: queueing, which counts the requests it
+ * still finishes (a pod still loading its model has no /metrics yet). */
+static bool pod_scraped(const trigger_config_t *c, const source_pod_t *p) {
+    if (!p->ip[0])
+        return false;
+    if (p->draining)
+        return c->demand.type == DEMAND_COMPOSITE && c->demand.sizing == DEMAND_MODEL_QUEUEING;
+    return p->ready;
+}
+
 static void start_pod(void *ud, const source_pod_t *p) {
     start_ctx_t *x = ud;
-    /* A pod still loading its model serves nothing and has no /metrics yet. */
-    if (!p->ready || !p->ip[0])
+    if (!pod_scraped(x->c, p))
         return;
     char url[TRIGGER_URL_MAX + 128];
     pod_url(&x->c->demand, p->ip, url, sizeof url);
@@ -837,12 +847,16 @@ static void read_pod(void *ud, const source_pod_t *p) {
         w->pods = np;
         w->pods_cap = cap;
     }
-    w->pods[w->npods++] = (demand_pod_t){.id = p->id, .ready = p->ready, .age_s = p->age_s};
-    if (!p->ready || !p->ip[0])
+    if (!p->draining) /* a draining pod is neither capacity nor on its way */
+        w->pods[w->npods++] = (demand_pod_t){.id = p->id, .ready = p->ready, .age_s = p->age_s};
+    if (!pod_scraped(x->c, p))
         return;
     char url[TRIGGER_URL_MAX + 128];
     pod_url(&x->c->demand, p->ip, url, sizeof url);
+    unsigned before = w->n;
     read_engine(x, url, p->pod);
+    if (w->n > before)
+        w->v[before].draining = p->draining;
 }
 
 void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,

@@ -37,6 +37,7 @@ typedef struct {
     const char *pod; /* "namespace/name" */
     const char *ip;  /* "" while it has none */
     bool ready;      /* Running with the Ready condition True */
+    bool draining;   /* being deleted, still Running with an IP: finishing its requests */
     double age_s;    /* seconds since its creationTimestamp; < 0 unknown */
     uint64_t id;     /* stable for the pod's life (e.g. a hash of its uid) */
 } source_pod_t;
@@ -54,9 +55,10 @@ typedef struct {
     void (*on_update)(void *user_data);
     void *user_data;
     /* Aggregator role: calls emit for every pod that c's podSelector selects
-     * in namespace ns and that is not being deleted or finished: Ready ones
-     * get engine sources, the others count as starting for demandModel:
-     * queueing. Returns 0, or a KGS_E* code
+     * in namespace ns and that is not finished: Ready ones get engine
+     * sources, the others count as starting for demandModel: queueing,
+     * except those being deleted (draining), which that model keeps reading
+     * while they finish their requests. Returns 0, or a KGS_E* code
      * with a message (the pod list is not synced yet). NULL: podSelector
      * cannot be used (standalone), and such triggers get FAILED_PRECONDITION. */
     int (*list_pods)(void *user_data, const trigger_config_t *c, const char *ns,

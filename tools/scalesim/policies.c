@@ -15,19 +15,18 @@
  *     sourceInterval 1 s, minReplicaCount 0.
  * (e) (d) with forecast: trend and coldStartSeconds = the model's cold start.
  * (o) Ours: what a user gets from the documented minimal `metricType:
- *     demand` trigger (docs/configuration.md, "Scale from zero with
- *     external-push") with the product's and KEDA's defaults: the same on
- *     every trace.
+ *     demand` trigger (docs/configuration.md, "The queueing model") with
+ *     the recommended ScaledObject settings (HPA behavior: a 120 s
+ *     scale-down window): the same on every trace. The product's own
+ *     evaluation decides, through demand_evaluate_inputs(), fed what the
+ *     aggregator's hub would read (engine counters and gauges of Ready
+ *     pods, the queue, the pod list with ages).
  * (i) The online ideal: knows the work arriving now and the work queued,
  *     exactly; no future; sets replicas each second, no KEDA, no HPA.
- * (q) The queueing model (src/core/queue_model.c, experimental, not yet a
- *     trigger key): the minimal trigger's activity, replicas from the model
- *     fed with the engines' counters and the pod list; HPA behavior with a
- *     120 s scale-down window.
  * (f) The oracle: knows every future arrival and the cold start.
- * (d) is `composite` today's configuration; no policy sets an HPA behavior
- * (KEDA sets none unless the ScaledObject does), so the legacy scale-up
- * limit applies.
+ * (d) is `composite`, the configuration before the queueing model; no
+ * policy but (o) sets an HPA behavior (KEDA sets none unless the
+ * ScaledObject does), so the legacy scale-up limit applies to them.
  */
 #include "policies.h"
 
@@ -136,34 +135,20 @@ size_t policies_default(sim_policy_t *out, const sim_model_t *m, policy_knobs_t 
     p = &out[5];
     base(p, 'o', "ours: documented minimal demand trigger", max_replicas);
     p->key = "ours";
+    /* docs/configuration.md, "The queueing model": metricType demand with
+     * no per-signal target, the engine's pods and the queue in front of
+     * them, the product's defaults (targetUtilization 0.7, drainSeconds 10,
+     * cold start and capacity learned), and the recommended ScaledObject:
+     * external-push, minReplicaCount 0, cooldownPeriod 300, the HPA's
+     * default scale-up policy and a 120 s scale-down window. */
     META(p, "scalerAddress", "keda-gpu-scaler.keda.svc:6000");
     META(p, "metricType", "demand");
     META(p, "engine", "vllm");
     META(p, "podSelector", "app=llama");
-    META(p, "targetQueuePerReplica", "5");
-    META(p, "targetKvCache", "70");
     META(p, "redisAddress", "redis.queues:6379");
     META(p, "redisListName", "llama-requests");
-    META(p, "sourceInterval", "500ms");
     p->push = true; /* type: external-push */
-    p->signal_period_s = 0.5;
-
-    p = &out[8];
-    base(p, 'q', "queueing model (experimental)", max_replicas);
-    p->key = "queueing";
-    META(p, "scalerAddress", "keda-gpu-scaler.keda.svc:6000");
-    META(p, "metricType", "demand");
-    META(p, "engine", "vllm");
-    META(p, "podSelector", "app=llama");
-    META(p, "targetQueuePerReplica", "5");
-    META(p, "redisAddress", "redis.queues:6379");
-    META(p, "redisListName", "llama-requests");
-    META(p, "sourceInterval", "1s");
-    p->push = true;
-    p->queue_model = true; /* the model's defaults: utilisation 0.7, drain 10 s */
-    /* ScaledObject advanced.horizontalPodAutoscalerConfig.behavior: the
-     * default scale-up policy, scale-down stabilisation 120 s instead of 300 s
-     * (the model releases a wake's replicas once its backlog is gone) */
+    p->queue_model = true;
     p->hpa_behavior = true;
     p->hpa_up_pods = 4;
     p->hpa_up_percent = 100;

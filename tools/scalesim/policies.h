@@ -10,7 +10,7 @@
 
 #include "sim.h"
 
-#define POLICY_COUNT 9
+#define POLICY_COUNT 8
 
 /*
  * Fills out[0..POLICY_COUNT) with policies (a)..(e), (o), (i), (f) for a

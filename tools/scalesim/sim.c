@@ -98,6 +98,7 @@ typedef struct {
     rstate_t state;
     double phase_end_s; /* when the current start-up phase ends */
     double created_s;
+    uint64_t uid; /* metadata.uid: one per pod ever created */
     unsigned running;
     unsigned *run; /* request indices, scheduling order (the newest last) */
     unsigned nwait;
@@ -131,12 +132,10 @@ typedef struct {
     unsigned ring_cap, ring_n, ring_head; /* ring_head: next write */
     unsigned rr;                          /* node-local round robin */
     forecast_t fc;
-    queue_model_t qm;
-    double qm_starting[SIM_MAX_PODS]; /* creation times of the pods starting in the last sample */
-    unsigned qm_nstarting;
-    double qm_replicas; /* its decision */
+    demand_model_state_t dm; /* demandModel: queueing, as the hub keeps it per subscription */
     double gpu_s;
     unsigned cold_starts, eval_errors, preemptions;
+    uint64_t next_uid;
     size_t completed;
     bool waking;
     double wake_start_s;
@@ -189,6 +188,7 @@ static void replica_create(sim_t *s, double now) {
         if (r->state != R_FREE)
             continue;
         r->created_s = now;
+        r->uid = ++s->next_uid;
         r->running = 0;
         r->nwait = 0;
         r->kv_used = 0;
@@ -412,6 +412,7 @@ static void take_sample(sim_t *s, double now) {
         sim_pod_t *pd = &x->pods[x->pod_count++];
         memset(pd, 0, sizeof *pd);
         pd->created_s = r->created_s;
+        pd->uid = r->uid;
         pd->ready = r->state == R_SERVE;
         pd->scheduled = has_node(r->state);
         if (pd->scheduled) {
@@ -461,54 +462,66 @@ static void demand_signals_from(const sim_t *s, const sim_signals_t *x, demand_s
     d->queue = x->queue;
 }
 
-/* What the aggregator would hand the queueing model from x: the engines'
- * counters and gauges summed over the pods whose engine answers, the queue,
- * Ready and starting pods with their ages; and each pod seen going from
- * starting to Ready, as an observed cold start. */
-static void queue_model_feed(sim_t *s, const sim_signals_t *x) {
-    queue_model_sample_t q;
-    memset(&q, 0, sizeof q);
-    q.t_s = x->t_s;
-    q.has_completed = q.has_tokens = q.has_engine = true;
-    q.has_queue = s->cfg.demand.queue != QUEUE_NONE;
-    q.queue = x->queue;
-    double starting[SIM_MAX_PODS];
-    unsigned nstarting = 0;
+/* demandModel: queueing through the product's own path: what the
+ * aggregator's hub hands demand_evaluate_inputs() from x. The pod list
+ * shows every pod, Ready, starting (aged from its creationTimestamp) or
+ * draining (deleted, still finishing its requests); the hub scrapes the
+ * Ready and draining ones (their counters and gauges, polled at x's time);
+ * the queue is one more source. */
+static void evaluate_queueing(sim_t *s, const sim_signals_t *x, eval_result_t *out) {
+    demand_source_t engines[SIM_MAX_PODS];
+    demand_pod_t pods[SIM_MAX_PODS];
+    char names[SIM_MAX_PODS][32]; /* "ns/name": the engine's identity */
+    unsigned ne = 0, np = 0;
+    mono_ns_t at = (mono_ns_t)(x->t_s * 1e9) + NS_PER_SEC;
+    uint64_t interval = (uint64_t)(s->p->signal_period_s * 1e9);
     for (unsigned i = 0; i < x->pod_count; i++) {
         const sim_pod_t *pd = &x->pods[i];
-        if (pd->engine_up) {
-            q.completed += pd->completed;
-            q.prompt_tokens += pd->prompt_tokens;
-            q.generation_tokens += pd->gen_tokens;
-            q.waiting += pd->waiting;
-            q.running += pd->running;
-        }
-        if (pd->ready) {
-            q.ready++;
-            for (unsigned k = 0; k < s->qm_nstarting; k++)
-                if (s->qm_starting[k] == pd->created_s) {
-                    queue_model_observe_cold_start(&s->qm, x->t_s - pd->created_s);
-                    break;
-                }
-        } else if (!pd->engine_up) {
-            q.starting++;
-            starting[nstarting++] = pd->created_s;
-            if (q.starting_ages < QUEUE_MODEL_MAX_STARTING)
-                q.starting_age_s[q.starting_ages++] = x->t_s - pd->created_s;
-        }
+        bool draining = pd->engine_up && !pd->ready; /* deleted, finishing its requests */
+        uint64_t id = pd->uid;
+        if (!draining)
+            pods[np++] =
+                (demand_pod_t){.id = id, .ready = pd->ready, .age_s = x->t_s - pd->created_s};
+        if (!pd->ready && !draining)
+            continue;
+        demand_source_t *v = &engines[ne++];
+        memset(v, 0, sizeof *v);
+        v->state = DEMAND_SOURCE_READING;
+        snprintf(names[ne - 1], sizeof names[ne - 1], "ml/llama-%016llx", (unsigned long long)id);
+        v->name = names[ne - 1];
+        v->last_ok = at;
+        v->interval_ns = interval;
+        v->timeout_ns = 2 * NS_PER_SEC;
+        v->draining = draining;
+        engine_reading_t *r = &v->reading;
+        r->has_waiting = r->has_running = r->has_kv = true;
+        r->waiting = pd->waiting;
+        r->running = pd->running;
+        r->kv_percent = 100 * pd->kv_usage;
+        r->has_completed = r->has_tokens = true;
+        r->completed_total = pd->completed;
+        r->prompt_tokens_total = pd->prompt_tokens;
+        r->generation_tokens_total = pd->gen_tokens;
     }
-    memcpy(s->qm_starting, starting, nstarting * sizeof *starting);
-    s->qm_nstarting = nstarting;
-    queue_model_observe(&s->qm, &q);
-    queue_model_params_t prm;
-    queue_model_params_default(&prm);
-    if (s->p->qm_util > 0)
-        prm.target_utilisation = s->p->qm_util;
-    if (s->p->qm_drain_s > 0)
-        prm.drain_s = s->p->qm_drain_s;
-    queue_model_decision_t d;
-    queue_model_decide(&s->qm, &prm, &q, &d);
-    s->qm_replicas = d.replicas;
+    demand_inputs_t in;
+    memset(&in, 0, sizeof in);
+    in.pods_status = EVAL_OK;
+    in.engines = engines;
+    in.nengines = ne;
+    in.has_pods = true;
+    in.pods = pods;
+    in.npods = np;
+    in.model = &s->dm;
+    if (s->cfg.demand.queue != QUEUE_NONE) {
+        in.has_queue_source = true;
+        in.queue.state = DEMAND_SOURCE_READING;
+        in.queue.name = "queue";
+        in.queue.last_ok = at;
+        in.queue.interval_ns = interval;
+        in.queue.timeout_ns = 2 * NS_PER_SEC;
+        in.queue.queue = x->queue;
+    }
+    demand_evaluate_inputs(&s->cfg, &in, at, NULL, out);
 }
 
 /* The product's evaluation of the policy's trigger on one sample. */
@@ -542,16 +555,16 @@ static void evaluate(sim_t *s, const sim_signals_t *x, double now, eval_result_t
             return;
         }
     }
+    if (s->cfg.demand.type == DEMAND_COMPOSITE && s->cfg.demand.sizing == DEMAND_MODEL_QUEUEING) {
+        /* evaluated up to three times per sample (push, poll, sync): the
+         * model ignores a repeated reading, and a pod is seen turning Ready
+         * once, as in the hub */
+        evaluate_queueing(s, x, out);
+        return;
+    }
     demand_signals_t d;
     demand_signals_from(s, x, &d);
     demand_evaluate(&s->cfg, &d, need_gpu ? &gpu : NULL, out);
-    if (s->p->queue_model && out->status == EVAL_OK) {
-        /* evaluated up to three times per sample (push, poll, sync): the
-         * model ignores a repeated reading, and a pod is seen turning Ready
-         * once */
-        queue_model_feed(s, x);
-        out->value = 100 * s->qm_replicas; /* against the demand target of 100 */
-    }
 }
 
 static int cmp_double(const void *a, const void *b);
@@ -627,18 +640,35 @@ static int ideal_desired(sim_t *s, double now) {
 }
 
 static int parse_policy(sim_t *s, char *err, size_t errlen) {
-    metadata_pair_t pairs[SIM_MAX_META];
+    metadata_pair_t pairs[SIM_MAX_META + 2];
     const sim_policy_t *p = s->p;
     if (p->meta_count > SIM_MAX_META)
         return kgs_seterr(err, errlen, KGS_EINVAL, "policy %c: too many metadata keys", p->id);
-    for (unsigned i = 0; i < p->meta_count; i++) {
-        pairs[i].key = p->meta[i][0];
-        pairs[i].key_len = strlen(p->meta[i][0]);
-        pairs[i].value = p->meta[i][1];
-        pairs[i].value_len = strlen(p->meta[i][1]);
+    unsigned n = 0;
+    for (unsigned i = 0; i < p->meta_count; i++, n++) {
+        pairs[n].key = p->meta[i][0];
+        pairs[n].key_len = strlen(p->meta[i][0]);
+        pairs[n].value = p->meta[i][1];
+        pairs[n].value_len = strlen(p->meta[i][1]);
+    }
+    /* The sweep's queueing-model knobs, as the keys a user would write. */
+    char util[32], drain[32];
+    if (p->qm_util > 0) {
+        snprintf(util, sizeof util, "%g", p->qm_util);
+        pairs[n++] = (metadata_pair_t){.key = "targetUtilization",
+                                       .key_len = strlen("targetUtilization"),
+                                       .value = util,
+                                       .value_len = strlen(util)};
+    }
+    if (p->qm_drain_s > 0) {
+        snprintf(drain, sizeof drain, "%.0f", p->qm_drain_s);
+        pairs[n++] = (metadata_pair_t){.key = "drainSeconds",
+                                       .key_len = strlen("drainSeconds"),
+                                       .value = drain,
+                                       .value_len = strlen(drain)};
     }
     char msg[512];
-    if (trigger_config_parse(pairs, p->meta_count, &s->cfg, msg, sizeof msg))
+    if (trigger_config_parse(pairs, n, &s->cfg, msg, sizeof msg))
         return kgs_seterr(err, errlen, KGS_EINVAL, "policy %c (%s): %s", p->id, p->name, msg);
     return 0;
 }
@@ -842,6 +872,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
             goto fail;
         rc = KGS_ENOMEM;
         hpa.type = p->metric_type;
+        demand_model_init(&s->dm);
         if (s->cfg.demand.forecast_trend &&
             forecast_init(&s->fc, p->forecast_alpha, p->forecast_beta)) {
             rc = kgs_seterr(err, errlen, KGS_EINVAL, "policy %c: forecast weights", p->id);

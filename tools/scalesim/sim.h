@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "hpa.h"
 #include "trace.h"
@@ -45,6 +46,7 @@ typedef enum { SIM_POLICY_KEDA, SIM_POLICY_ORACLE, SIM_POLICY_IDEAL } sim_policy
 /* What one pod exposes, as a real aggregator sees it. */
 typedef struct {
     double created_s;     /* creationTimestamp */
+    uint64_t uid;         /* metadata.uid */
     bool ready;           /* Ready: serving (a terminating, draining pod is not Ready) */
     bool scheduled;       /* on a node: its GPU exists for NVML */
     double gpu_util_pct;  /* NVML GPU utilisation over the last signal period (scheduled) */

@@ -447,8 +447,10 @@ static void test_queueing_example_steady_fleet(void **state) {
     demand_model_state_t st;
     demand_model_init(&st);
     demand_source_t v[4];
+    static const char *const names[] = {"http://a/metrics", "http://b/metrics", "http://c/metrics",
+                                        "http://d/metrics"};
     for (int i = 0; i < 4; i++)
-        v[i] = counted("vllm", 100 * SEC, 100, 2);
+        v[i] = counted(names[i], 100 * SEC, 100, 2);
     demand_inputs_t in = engines(v, 4);
     in.model = &st;
     eval_result_t r;
@@ -457,7 +459,7 @@ static void test_queueing_example_steady_fleet(void **state) {
     /* a read between two polls feeds nothing */
     demand_evaluate_inputs(&c, &in, 100 * SEC + SEC / 2, NULL, &r);
     for (int i = 0; i < 4; i++)
-        v[i] = counted("vllm", 110 * SEC, 115, 2);
+        v[i] = counted(names[i], 110 * SEC, 115, 2);
     demand_evaluate_inputs(&c, &in, 110 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(st.last.lambda_rps, 6);
@@ -564,6 +566,40 @@ static void test_queueing_learns_the_cold_start_from_the_pod_list(void **state) 
     NEAR(st.last.cold_start_s, 95);
 }
 
+/* A draining pod (deleted, finishing its requests) is read while it
+ * answers; once it stops answering that is not a failure. */
+static void test_queueing_reads_draining_pods_and_ignores_their_end(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "demand", "engine", "vllm", "podSelector", "app=llama",
+                             "capacityPerReplica", "2", "coldStartSeconds", "90");
+    demand_model_state_t st;
+    demand_model_init(&st);
+    demand_source_t v[2] = {counted("ml/a", 100 * SEC, 1000, 1),
+                            counted("ml/b", 100 * SEC, 500, 3)};
+    v[1].draining = true;
+    demand_pod_t pods[1] = {{1, true, 900}};
+    demand_inputs_t in = engines(v, 2);
+    in.has_pods = true;
+    in.pods = pods;
+    in.npods = 1;
+    in.model = &st;
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    assert_int_equal(st.last_ready, 1); /* the draining pod is not capacity */
+    v[0] = counted("ml/a", 110 * SEC, 1020, 1);
+    v[1] = counted("ml/b", 110 * SEC, 503, 0);
+    v[1].draining = true;
+    demand_evaluate_inputs(&c, &in, 110 * SEC, NULL, &r);
+    NEAR(st.last.lambda_rps, 2.0); /* 23 done, present 4 -> 1: 20 in 10 s */
+    /* its engine stopped: skipped, the answer stays OK */
+    v[1].state = DEMAND_SOURCE_FAILED;
+    v[1].error = "connection refused";
+    demand_evaluate_inputs(&c, &in, 111 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    assert_int_equal(r.inputs, 1);
+}
+
 /* An engine without the counters (an older vLLM): never 0 for unknown, the
  * fleet is still sized (on the backlog) and the answer is OK. */
 static void test_queueing_engine_without_counters(void **state) {
@@ -605,6 +641,7 @@ int main(void) {
         cmocka_unit_test(test_queueing_example_queue_alone),
         cmocka_unit_test(test_queueing_learns_the_cold_start_from_the_pod_list),
         cmocka_unit_test(test_queueing_engine_without_counters),
+        cmocka_unit_test(test_queueing_reads_draining_pods_and_ignores_their_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

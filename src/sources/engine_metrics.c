@@ -148,6 +148,11 @@ static void counter_add(counter_sum_t *c, double v) {
         c->sum += v;
 }
 
+/* Seen, every sample a count, and the sum did not overflow. */
+static bool counter_known(const counter_sum_t *c) {
+    return c->seen && !c->bad && isfinite(c->sum);
+}
+
 static int on_engine_sample(void *ud, const prom_sample_t *s) {
     engine_ctx_t *x = ud;
     want_t w = classify(x->engine, s->name);
@@ -224,12 +229,12 @@ int engine_reading_parse(engine_t e, const char *model, const char *text, size_t
         out->has_kv = true;
         out->kv_percent = x.kv_old;
     }
-    if (x.completed.seen && !x.completed.bad) {
+    if (counter_known(&x.completed)) {
         out->has_completed = true;
         out->completed_total = x.completed.sum;
     }
     /* Both token counters or neither: the cost of a request needs both. */
-    if (x.prompt.seen && x.gen.seen && !x.prompt.bad && !x.gen.bad) {
+    if (counter_known(&x.prompt) && counter_known(&x.gen)) {
         out->has_tokens = true;
         out->prompt_tokens_total = x.prompt.sum;
         out->generation_tokens_total = x.gen.sum;

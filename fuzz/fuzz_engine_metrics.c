@@ -80,8 +80,7 @@ static int parse_one(engine_t e, const char *model, const uint8_t *data, size_t 
     FUZZ_CHECK(syntax_rc == 0);
     check_reading(r);
     engine_reading_t again;
-    FUZZ_CHECK(engine_reading_parse(e, model, (const char *)data, size, fmt, &again, NULL, 0) ==
-               0);
+    FUZZ_CHECK(engine_reading_parse(e, model, (const char *)data, size, fmt, &again, NULL, 0) == 0);
     FUZZ_CHECK(memcmp(&again, r, sizeof again) == 0);
     return 0;
 }

@@ -52,7 +52,8 @@ static want_t classify(engine_t e, const char *name) {
             return W_KV;
         if (strcmp(name, "vllm:gpu_cache_usage_perc") == 0)
             return W_KV_OLD;
-        /* vllm/v1/metrics/loggers.py (and V0's vllm/engine/metrics.py):
+        /* vllm-project/vllm vllm/v1/metrics/loggers.py (and V0's
+         * vllm/engine/metrics.py):
          * prometheus_client Counters "vllm:request_success" (one series per
          * finished_reason: stop, length, abort, ...), "vllm:prompt_tokens"
          * and "vllm:generation_tokens", whose samples carry _total in both

@@ -30,12 +30,13 @@
  * queueing model learns arrival rate and per-request cost from. They are
  * cumulative, summed like the gauges, and optional: an engine too old to
  * export them leaves has_* false, which is not an error. A NaN, Inf or
- * negative sample in one makes that counter unknown (has_* false, never 0)
- * and leaves the gauges intact (they scaled the engine before the counters
- * were read); has_tokens needs both token counters. They do not count in
- * `series`. Triton's nv_inference_request_success, which the Triton rates
- * read, keeps failing the scrape on NaN or Inf, as before. The names are the same in the
- * text format and OpenMetrics (prom_parse gives full sample names, _total
+ * negative sample in one, or a sum that overflows, makes that counter
+ * unknown (has_* false, never 0) and leaves the gauges intact (they scaled
+ * the engine before the counters were read); has_tokens needs both token
+ * counters. They do not count in `series`. Triton's
+ * nv_inference_request_success, which the Triton rates read, keeps failing
+ * the scrape on NaN or Inf, as before. The names are the same in the text
+ * format and OpenMetrics (prom_parse gives full sample names, _total
  * included).
  */
 #ifndef KGS_SOURCES_ENGINE_METRICS_H

@@ -9,7 +9,26 @@
 
 #include "core/err.h"
 
-typedef enum { W_NONE, W_WAITING, W_RUNNING, W_KV, W_KV_OLD, W_QUEUE_US, W_SUCCESS } want_t;
+typedef enum {
+    W_NONE,
+    W_WAITING,
+    W_RUNNING,
+    W_KV,
+    W_KV_OLD,
+    W_QUEUE_US,
+    W_SUCCESS,
+    /* The counters the queueing model learns from (see learning_sum()). */
+    W_COMPLETED,
+    W_PROMPT_TOKENS,
+    W_GEN_TOKENS,
+} want_t;
+
+/* One learning counter summed over its series: bad once a sample is not a
+ * count (NaN, Inf or negative), which makes the sum unknown. */
+typedef struct {
+    double sum;
+    bool seen, bad;
+} counter_sum_t;
 
 typedef struct {
     engine_t engine;
@@ -19,6 +38,7 @@ typedef struct {
     engine_reading_t *r;
     double kv_old; /* the deprecated vLLM gauge, used only when the new one is absent */
     bool has_kv_old;
+    counter_sum_t completed, prompt, gen;
 } engine_ctx_t;
 
 static want_t classify(engine_t e, const char *name) {
@@ -32,12 +52,31 @@ static want_t classify(engine_t e, const char *name) {
             return W_KV;
         if (strcmp(name, "vllm:gpu_cache_usage_perc") == 0)
             return W_KV_OLD;
+        /* vllm-project/vllm vllm/v1/metrics/loggers.py (and V0's
+         * vllm/engine/metrics.py):
+         * prometheus_client Counters "vllm:request_success" (one series per
+         * finished_reason: stop, length, abort, ...), "vllm:prompt_tokens"
+         * and "vllm:generation_tokens", whose samples carry _total in both
+         * the text format and OpenMetrics (which adds the *_created samples
+         * that are not read). */
+        if (strcmp(name, "vllm:request_success_total") == 0)
+            return W_COMPLETED;
+        if (strcmp(name, "vllm:prompt_tokens_total") == 0)
+            return W_PROMPT_TOKENS;
+        if (strcmp(name, "vllm:generation_tokens_total") == 0)
+            return W_GEN_TOKENS;
         return W_NONE;
     case ENGINE_TRITON:
         if (strcmp(name, "nv_inference_pending_request_count") == 0)
             return W_WAITING;
         if (strcmp(name, "nv_inference_queue_duration_us") == 0)
             return W_QUEUE_US;
+        /* Also the completed-request counter. Triton's core exports no
+         * token counters (triton-inference-server/server
+         * docs/user_guide/metrics.md), so has_tokens stays false; the
+         * nv_llm_input_token_len / nv_llm_output_token_len histograms of
+         * some TensorRT-LLM backend versions (tensorrtllm_backend
+         * inflight_batcher_llm) are not read. */
         if (strcmp(name, "nv_inference_request_success") == 0)
             return W_SUCCESS;
         return W_NONE;
@@ -46,6 +85,19 @@ static want_t classify(engine_t e, const char *name) {
             return W_WAITING;
         if (strcmp(name, "tgi_batch_current_size") == 0)
             return W_RUNNING;
+        /* huggingface/text-generation-inference router/src/server.rs: the
+         * counter tgi_request_success and the histogram
+         * tgi_request_generated_tokens, recorded when a request succeeds;
+         * router/src/validation.rs: the histogram tgi_request_input_length,
+         * recorded when a request passes validation. Written by
+         * metrics-exporter-prometheus, which adds no _total; a histogram's
+         * _sum is the token total. */
+        if (strcmp(name, "tgi_request_success") == 0)
+            return W_COMPLETED;
+        if (strcmp(name, "tgi_request_input_length_sum") == 0)
+            return W_PROMPT_TOKENS;
+        if (strcmp(name, "tgi_request_generated_tokens_sum") == 0)
+            return W_GEN_TOKENS;
         return W_NONE;
     case ENGINE_SGLANG:
         if (strcmp(name, "sglang:num_queue_reqs") == 0)
@@ -54,6 +106,16 @@ static want_t classify(engine_t e, const char *name) {
             return W_RUNNING;
         if (strcmp(name, "sglang:token_usage") == 0)
             return W_KV;
+        /* sgl-project/sglang python/sglang/srt/metrics/collector.py
+         * (TokenizerMetricsCollector.observe_one_finished_request): the
+         * prometheus_client Counters below, each incremented when a request
+         * finishes. */
+        if (strcmp(name, "sglang:num_requests_total") == 0)
+            return W_COMPLETED;
+        if (strcmp(name, "sglang:prompt_tokens_total") == 0)
+            return W_PROMPT_TOKENS;
+        if (strcmp(name, "sglang:generation_tokens_total") == 0)
+            return W_GEN_TOKENS;
         return W_NONE;
     case ENGINE_NONE:
         break;
@@ -65,6 +127,33 @@ static const char *model_label(engine_t e) {
     return e == ENGINE_TRITON ? "model" : "model_name";
 }
 
+/* The learning counter w adds to, or NULL when w is not one. */
+static counter_sum_t *learning_sum(engine_ctx_t *x, want_t w) {
+    switch (w) {
+    case W_COMPLETED:
+        return &x->completed;
+    case W_PROMPT_TOKENS:
+        return &x->prompt;
+    case W_GEN_TOKENS:
+        return &x->gen;
+    default:
+        return NULL;
+    }
+}
+
+static void counter_add(counter_sum_t *c, double v) {
+    c->seen = true;
+    if (!isfinite(v) || v < 0)
+        c->bad = true;
+    else
+        c->sum += v;
+}
+
+/* Seen, every sample a count, and the sum did not overflow. */
+static bool counter_known(const counter_sum_t *c) {
+    return c->seen && !c->bad && isfinite(c->sum);
+}
+
 static int on_engine_sample(void *ud, const prom_sample_t *s) {
     engine_ctx_t *x = ud;
     want_t w = classify(x->engine, s->name);
@@ -74,6 +163,15 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
         const char *m = prom_sample_label(s, model_label(x->engine));
         if (!m || strcmp(m, x->model) != 0)
             return 0;
+    }
+    /* A learning counter is read on the side: a sample that is not a count
+     * makes that counter unknown, never 0, and leaves the gauges (which
+     * scaled this engine before the counters were read) usable. Nor do
+     * these samples count in r->series. */
+    counter_sum_t *learn = learning_sum(x, w);
+    if (learn) {
+        counter_add(learn, s->value);
+        return 0;
     }
     /* NaN or Inf is not a count: the sum is unknown, so the whole scrape
      * is (never read as 0). */
@@ -107,7 +205,11 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
     case W_SUCCESS:
         r->has_triton = true;
         r->success += v;
+        counter_add(&x->completed, v); /* v is finite here */
         break;
+    case W_COMPLETED:
+    case W_PROMPT_TOKENS:
+    case W_GEN_TOKENS:
     case W_NONE:
         break;
     }
@@ -127,6 +229,16 @@ int engine_reading_parse(engine_t e, const char *model, const char *text, size_t
     if (!out->has_kv && x.has_kv_old) {
         out->has_kv = true;
         out->kv_percent = x.kv_old;
+    }
+    if (counter_known(&x.completed)) {
+        out->has_completed = true;
+        out->completed_total = x.completed.sum;
+    }
+    /* Both token counters or neither: the cost of a request needs both. */
+    if (counter_known(&x.prompt) && counter_known(&x.gen)) {
+        out->has_tokens = true;
+        out->prompt_tokens_total = x.prompt.sum;
+        out->generation_tokens_total = x.gen.sum;
     }
     return 0;
 }

@@ -9,15 +9,35 @@
  *           vllm:gpu_cache_usage_perc when the new name is absent);
  *           summed over every series (one per engine / data-parallel rank);
  *           `model` filters on the model_name label.
+ *           Completed vllm:request_success_total (every finished_reason),
+ *           tokens vllm:prompt_tokens_total, vllm:generation_tokens_total.
  *   Triton  waiting nv_inference_pending_request_count; the counters
  *           nv_inference_queue_duration_us and nv_inference_request_success
  *           summed over models (rates are taken later, over a window);
- *           `model` filters on the model label.
+ *           `model` filters on the model label. Completed is
+ *           nv_inference_request_success; no token counters.
  *   TGI     waiting tgi_queue_size, running tgi_batch_current_size.
+ *           Completed tgi_request_success, tokens the _sum of the
+ *           histograms tgi_request_input_length, tgi_request_generated_tokens.
  *   SGLang  waiting sglang:num_queue_reqs, running sglang:num_running_reqs,
  *           KV sglang:token_usage (0-1); `model` filters on model_name.
+ *           Completed sglang:num_requests_total, tokens
+ *           sglang:prompt_tokens_total, sglang:generation_tokens_total.
  * The Go system took the last matching line and ignored labels; summing is
  * what a pod with several engines (data parallel) needs.
+ *
+ * Completed and token counters (has_completed, has_tokens) are what the
+ * queueing model learns arrival rate and per-request cost from. They are
+ * cumulative, summed like the gauges, and optional: an engine too old to
+ * export them leaves has_* false, which is not an error. A NaN, Inf or
+ * negative sample in one, or a sum that overflows, makes that counter
+ * unknown (has_* false, never 0) and leaves the gauges intact (they scaled
+ * the engine before the counters were read); has_tokens needs both token
+ * counters. They do not count in `series`. Triton's
+ * nv_inference_request_success, which the Triton rates read, keeps failing
+ * the scrape on NaN or Inf, as before. The names are the same in the text
+ * format and OpenMetrics (prom_parse gives full sample names, _total
+ * included).
  */
 #ifndef KGS_SOURCES_ENGINE_METRICS_H
 #define KGS_SOURCES_ENGINE_METRICS_H
@@ -36,7 +56,9 @@
  * engine's model label. Returns 0 (fields the scrape lacks stay has_* =
  * false: the caller decides whether that is an error), or KGS_EINVAL with
  * the parse error or "<metric> is nan: no usable value" (a NaN or Inf in a
- * wanted series makes the sum unknown, not 0), or KGS_ENOMEM.
+ * wanted gauge or Triton counter makes the sum unknown, not 0; the other
+ * engines' completed and token counters never fail the call, see above), or
+ * KGS_ENOMEM. *out is fully written (zeroed on failure).
  */
 int engine_reading_parse(engine_t e, const char *model, const char *text, size_t len,
                          prom_format_t fmt, engine_reading_t *out, char *err, size_t errlen);

@@ -23,6 +23,7 @@ import time
 import unittest
 import urllib.request
 
+from fake_engines import FakeEngine
 from fake_kube_api import FakeKubeAPI
 from kgs_sim import Sim, device
 from kgs_util import Streaming as KedaStream
@@ -203,16 +204,11 @@ def fixture(name):
         return f.read()
 
 
-def vllm_text(waiting, running, kv):
-    return ("# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
-            "# TYPE vllm:num_requests_running gauge\n"
-            'vllm:num_requests_running{engine="0",model_name="llama"} %s\n'
-            "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n"
-            "# TYPE vllm:num_requests_waiting gauge\n"
-            'vllm:num_requests_waiting{engine="0",model_name="llama"} %s\n'
-            "# TYPE vllm:kv_cache_usage_perc gauge\n"
-            'vllm:kv_cache_usage_perc{engine="0",model_name="llama"} %s\n') % (
-                float(running), float(waiting), float(kv))
+def vllm_text(waiting, running, kv, completed=0):
+    """A vLLM V1 scrape with these gauges, and its counters at `completed`
+    requests (fake_engines.FakeEngine for counters that grow on their own)."""
+    return FakeEngine("vllm", waiting=waiting, running=running, kv=kv,
+                      completed=completed).text()
 
 
 class Triton:
@@ -241,6 +237,18 @@ class Triton:
                 "# TYPE nv_inference_pending_request_count gauge\n"
                 'nv_inference_pending_request_count{model="resnet",version="1"} 0\n') % (
                     n, int(n * self.wait_ms * 1000))
+
+
+# The counter samples each fake engine writes (docs/configuration.md, "Serving engines").
+ENGINE_COUNTERS = {
+    "vllm": ("vllm:request_success_total{", "vllm:prompt_tokens_total{",
+             "vllm:generation_tokens_total{"),
+    "sglang": ("sglang:num_requests_total{", "sglang:prompt_tokens_total{",
+               "sglang:generation_tokens_total{"),
+    "tgi": ("tgi_request_success ", "tgi_request_input_length_sum ",
+            "tgi_request_generated_tokens_sum "),
+    "triton": ("nv_inference_request_success{",),
+}
 
 
 # ---- the scaler and KEDA's client ------------------------------------------------------
@@ -523,6 +531,39 @@ class Demand(unittest.TestCase):
         r = self.poll({"metricType": "queue_length", "targetValue": "1",
                        "redisAddress": "169.254.169.254:6379", "redisListName": "q"})
         self.assertEqual(r.get("error", {}).get("code"), "INVALID_ARGUMENT", r)
+
+    def test_fake_engines_serve_growing_counters_beside_the_gauges(self):
+        """The fakes (fake_engines.py) export each engine's completed-request and
+        token counters in its own format, growing as requests complete; the
+        scaler reads the gauges beside them unchanged, as text and as OpenMetrics,
+        and Triton's success counter as a rate."""
+        for engine, om in (("vllm", False), ("vllm", True), ("sglang", False),
+                           ("sglang", True), ("tgi", False), ("triton", False)):
+            e = FakeEngine(engine, waiting=5, running=2, kv=0.25, openmetrics=om, completed=3)
+            path = "/fake/%s%s" % (engine, "-om" if om else "")
+            self.engines.pages.set(path, e.text, headers={"Content-Type": e.content_type})
+            md = {"metricType": "engine_queue", "engine": engine, "targetValue": "1",
+                  "engineEndpoint": self.engines.url(path), "sourceInterval": "100ms"}
+            self.poll_until(md, self.value_is(5))
+            before = e.counters()
+            e.run(50)
+            self.assertTrue(wait_for(lambda: e.counters()[0] >= before[0] + 5, 5), engine)
+            after = e.counters()
+            self.assertEqual(after[1] - before[1], (after[0] - before[0]) * e.prompt_len)
+            self.assertEqual(after[2] - before[2], (after[0] - before[0]) * e.gen_len)
+            text = e.text()
+            for sample in ENGINE_COUNTERS[engine]:
+                self.assertIn("\n" + sample, text, engine)
+            if engine == "triton":
+                self.assertNotIn("token", text)  # Triton has no token counters
+            self.poll_until(md, self.value_is(5))
+            if engine == "triton":
+                rate = {"metricType": "triton_request_rate", "engine": "triton",
+                        "targetValue": "10", "windowSeconds": "2", "sourceInterval": "100ms",
+                        "engineEndpoint": self.engines.url(path)}
+                self.poll_until(rate, lambda r: "error" not in r and
+                                abs(r["metricValueFloat"] - 50) < 8, timeout=8)
+            e.run(0)
 
     def test_triton_rates_over_the_window_not_between_calls(self):
         t = Triton(rate=40, wait_ms=2.5)

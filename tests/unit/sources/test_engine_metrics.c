@@ -1,6 +1,8 @@
 /* test_engine_metrics.c - each engine's fixture scrape (tests/fixtures/engines,
  * values in its README.md) read into the numbers the scaler uses, the model
- * filter, the deprecated vLLM gauge, and the generic Prometheus queue. */
+ * filter, the deprecated vLLM gauge, the completed-request and token
+ * counters (text and OpenMetrics; unknown, never 0, when missing or not a
+ * count), and the generic Prometheus queue. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,15 +35,30 @@ static char *load(const char *name, size_t *len) {
     return buf;
 }
 
-static engine_reading_t read_fixture(engine_t e, const char *model, const char *name) {
+static engine_reading_t read_fixture_fmt(engine_t e, const char *model, const char *name,
+                                         prom_format_t fmt) {
     size_t n;
     char *text = load(name, &n);
     engine_reading_t r;
     char err[300];
-    int rc = engine_reading_parse(e, model, text, n, PROM_FORMAT_TEXT, &r, err, sizeof err);
+    int rc = engine_reading_parse(e, model, text, n, fmt, &r, err, sizeof err);
     if (rc)
         fail_msg("%s: %s", name, err);
     free(text);
+    return r;
+}
+
+static engine_reading_t read_fixture(engine_t e, const char *model, const char *name) {
+    return read_fixture_fmt(e, model, name, PROM_FORMAT_TEXT);
+}
+
+/* An inline scrape that must parse. */
+static engine_reading_t read_text(engine_t e, const char *text) {
+    engine_reading_t r;
+    char err[300];
+    int rc = engine_reading_parse(e, "", text, strlen(text), PROM_FORMAT_TEXT, &r, err, sizeof err);
+    if (rc)
+        fail_msg("%s", err);
     return r;
 }
 
@@ -102,6 +119,168 @@ static void test_wrong_engine_reads_nothing(void **state) {
     (void)state;
     engine_reading_t r = read_fixture(ENGINE_SGLANG, "", "vllm.txt");
     assert_false(r.has_waiting || r.has_running || r.has_kv || r.has_triton);
+    assert_false(r.has_completed || r.has_tokens);
+}
+
+/* ---- completed-request and token counters ---- */
+
+static void assert_vllm_v1_counters(engine_reading_t r) {
+    assert_true(r.has_completed && r.has_tokens);
+    NEAR(r.completed_total, 166); /* stop + length, both engines */
+    NEAR(r.prompt_tokens_total, 200000);
+    NEAR(r.generation_tokens_total, 50000);
+}
+
+static void test_vllm_counters_in_text_and_openmetrics(void **state) {
+    (void)state;
+    engine_reading_t r = read_fixture(ENGINE_VLLM, "", "vllm.txt");
+    assert_vllm_v1_counters(r);
+    /* OpenMetrics names the family without _total and adds *_created
+     * samples; the sample names read are the same, the gauges too. */
+    r = read_fixture_fmt(ENGINE_VLLM, "", "vllm-openmetrics.txt", PROM_FORMAT_OPENMETRICS);
+    assert_vllm_v1_counters(r);
+    NEAR(r.waiting, 7);
+    NEAR(r.running, 5);
+    NEAR(r.kv_percent, 60);
+    assert_int_equal(r.series, 6); /* the counters are not counted */
+    r = read_fixture(ENGINE_VLLM, "llama-3.1-8b", "vllm.txt");
+    assert_vllm_v1_counters(r);
+    r = read_fixture(ENGINE_VLLM, "other-model", "vllm.txt");
+    assert_false(r.has_completed || r.has_tokens);
+    NEAR(r.completed_total, 0);
+}
+
+static void test_vllm_v0_tokens_without_completions(void **state) {
+    (void)state;
+    engine_reading_t r = read_fixture(ENGINE_VLLM, "", "vllm-legacy.txt");
+    assert_true(r.has_tokens);
+    NEAR(r.prompt_tokens_total, 50000);
+    NEAR(r.generation_tokens_total, 25000);
+    assert_false(r.has_completed); /* the file has no vllm:request_success_total */
+    NEAR(r.completed_total, 0);
+}
+
+static void test_triton_completions_and_no_tokens(void **state) {
+    (void)state;
+    engine_reading_t r = read_fixture(ENGINE_TRITON, "", "triton.txt");
+    assert_true(r.has_completed);
+    NEAR(r.completed_total, 1000);
+    assert_false(r.has_tokens);
+    r = read_fixture(ENGINE_TRITON, "bert_onnx", "triton.txt");
+    NEAR(r.completed_total, 400);
+}
+
+static void test_tgi_counters_from_histogram_sums(void **state) {
+    (void)state;
+    engine_reading_t r = read_fixture(ENGINE_TGI, "", "tgi.txt");
+    assert_true(r.has_completed && r.has_tokens);
+    NEAR(r.completed_total, 1190);           /* tgi_request_success, not tgi_request_count */
+    NEAR(r.prompt_tokens_total, 597500);     /* tgi_request_input_length_sum */
+    NEAR(r.generation_tokens_total, 238000); /* tgi_request_generated_tokens_sum */
+    NEAR(r.waiting, 4);
+}
+
+static void test_sglang_counters(void **state) {
+    (void)state;
+    engine_reading_t r = read_fixture(ENGINE_SGLANG, "", "sglang.txt");
+    assert_true(r.has_completed && r.has_tokens);
+    NEAR(r.completed_total, 320);
+    NEAR(r.prompt_tokens_total, 640000);
+    NEAR(r.generation_tokens_total, 160000);
+    r = read_fixture(ENGINE_SGLANG, "qwen2.5-7b-instruct", "sglang.txt");
+    NEAR(r.completed_total, 320);
+    /* The same counters as OpenMetrics (prometheus_client): family names
+     * without _total, *_created samples beside them. */
+    const char *om = "# HELP sglang:num_requests Number of requests processed.\n"
+                     "# TYPE sglang:num_requests counter\n"
+                     "sglang:num_requests_total{model_name=\"q\"} 12.0\n"
+                     "sglang:num_requests_created{model_name=\"q\"} 1.7330688e+09\n"
+                     "# HELP sglang:prompt_tokens Number of prefill tokens processed.\n"
+                     "# TYPE sglang:prompt_tokens counter\n"
+                     "sglang:prompt_tokens_total{model_name=\"q\"} 1200.0\n"
+                     "sglang:prompt_tokens_created{model_name=\"q\"} 1.7330688e+09\n"
+                     "# HELP sglang:generation_tokens Number of generation tokens processed.\n"
+                     "# TYPE sglang:generation_tokens counter\n"
+                     "sglang:generation_tokens_total{model_name=\"q\"} 300.0\n"
+                     "sglang:generation_tokens_created{model_name=\"q\"} 1.7330688e+09\n"
+                     "# EOF\n";
+    char err[300];
+    assert_int_equal(engine_reading_parse(ENGINE_SGLANG, "q", om, strlen(om),
+                                          PROM_FORMAT_OPENMETRICS, &r, err, sizeof err),
+                     0);
+    assert_true(r.has_completed && r.has_tokens);
+    NEAR(r.completed_total, 12);
+    NEAR(r.prompt_tokens_total, 1200);
+    NEAR(r.generation_tokens_total, 300);
+    assert_false(r.has_waiting);
+}
+
+static void test_missing_counters_are_unknown_not_an_error(void **state) {
+    (void)state;
+    /* An engine too old to export them: the gauges alone, no error. */
+    engine_reading_t r = read_text(ENGINE_TGI, "tgi_queue_size 3\ntgi_batch_current_size 1\n");
+    assert_true(r.has_waiting && r.has_running);
+    assert_false(r.has_completed || r.has_tokens);
+    NEAR(r.completed_total, 0);
+    /* One token counter without the other: the cost is unknown. */
+    r = read_text(ENGINE_VLLM, "vllm:num_requests_waiting 2\n"
+                               "vllm:prompt_tokens_total 100\n"
+                               "vllm:request_success_total{finished_reason=\"stop\"} 4\n");
+    assert_true(r.has_completed);
+    NEAR(r.completed_total, 4);
+    assert_false(r.has_tokens);
+    NEAR(r.prompt_tokens_total, 0);
+    /* A scrape of counters only: known counters, no gauges. */
+    r = read_text(ENGINE_SGLANG, "sglang:num_requests_total 5\n");
+    assert_true(r.has_completed);
+    assert_false(r.has_waiting || r.has_running || r.has_kv);
+    assert_int_equal(r.series, 0);
+}
+
+static void test_counter_that_is_not_a_count_is_unknown_and_gauges_stay(void **state) {
+    (void)state;
+    /* NaN in one finished_reason series: the sum over reasons is unknown,
+     * the gauges and the token counters are not. */
+    engine_reading_t r =
+        read_text(ENGINE_VLLM, "vllm:num_requests_waiting{engine=\"0\"} 3\n"
+                               "vllm:num_requests_running{engine=\"0\"} 2\n"
+                               "vllm:request_success_total{finished_reason=\"stop\"} 9\n"
+                               "vllm:request_success_total{finished_reason=\"abort\"} NaN\n"
+                               "vllm:prompt_tokens_total 100\n"
+                               "vllm:generation_tokens_total 40\n");
+    assert_true(r.has_waiting && r.has_running);
+    NEAR(r.waiting, 3);
+    NEAR(r.running, 2);
+    assert_false(r.has_completed);
+    NEAR(r.completed_total, 0);
+    assert_true(r.has_tokens);
+    NEAR(r.prompt_tokens_total, 100);
+    NEAR(r.generation_tokens_total, 40);
+    /* +Inf in a TGI token histogram's _sum: the tokens are unknown. */
+    r = read_text(ENGINE_TGI, "tgi_queue_size 4\n"
+                              "tgi_request_success 10\n"
+                              "tgi_request_input_length_sum +Inf\n"
+                              "tgi_request_generated_tokens_sum 50\n");
+    NEAR(r.waiting, 4);
+    assert_true(r.has_completed);
+    assert_false(r.has_tokens);
+    NEAR(r.generation_tokens_total, 0);
+    /* A negative counter is not a count either. */
+    r = read_text(ENGINE_SGLANG, "sglang:num_queue_reqs 1\n"
+                                 "sglang:num_requests_total -3\n"
+                                 "sglang:prompt_tokens_total 10\n"
+                                 "sglang:generation_tokens_total -Inf\n");
+    NEAR(r.waiting, 1);
+    assert_false(r.has_completed || r.has_tokens);
+    /* Triton's success counter feeds the rates as before: NaN fails the
+     * scrape, as it did before it also counted completions. */
+    const char *t = "nv_inference_pending_request_count 1\nnv_inference_request_success NaN\n";
+    char err[300];
+    assert_int_equal(engine_reading_parse(ENGINE_TRITON, "", t, strlen(t), PROM_FORMAT_TEXT, &r,
+                                          err, sizeof err),
+                     KGS_EINVAL);
+    assert_non_null(strstr(err, "nv_inference_request_success is nan"));
+    assert_false(r.has_completed || r.has_waiting);
 }
 
 static void test_nan_gauge_is_unknown_not_zero_and_bad_text_fails(void **state) {
@@ -179,6 +358,13 @@ int main(void) {
         cmocka_unit_test(test_triton_sums_models),
         cmocka_unit_test(test_tgi_and_sglang),
         cmocka_unit_test(test_wrong_engine_reads_nothing),
+        cmocka_unit_test(test_vllm_counters_in_text_and_openmetrics),
+        cmocka_unit_test(test_vllm_v0_tokens_without_completions),
+        cmocka_unit_test(test_triton_completions_and_no_tokens),
+        cmocka_unit_test(test_tgi_counters_from_histogram_sums),
+        cmocka_unit_test(test_sglang_counters),
+        cmocka_unit_test(test_missing_counters_are_unknown_not_an_error),
+        cmocka_unit_test(test_counter_that_is_not_a_count_is_unknown_and_gauges_stay),
         cmocka_unit_test(test_nan_gauge_is_unknown_not_zero_and_bad_text_fails),
         cmocka_unit_test(test_generic_queue_with_matchers),
     };

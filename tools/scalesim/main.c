@@ -79,7 +79,8 @@ static int num(const char *flag, const char *v, double lo, double hi, double *ou
 /* scalesim recommend, once the trace is read: the text (stdout, or stderr
  * when the JSON owns stdout) and the JSON. */
 static int recommend_cli(const trace_t *t, sim_model_t *m, const sim_options_t *so,
-                         const policy_knobs_t *kn, double cold_start_s, const char *json) {
+                         const policy_knobs_t *kn, double cold_start_s, double floor_idle_s,
+                         const char *json) {
     char err[512];
     if (recommend_cold_start_apply(m, cold_start_s, err, sizeof err)) {
         fprintf(stderr, "scalesim: %s\n", err);
@@ -88,7 +89,7 @@ static int recommend_cli(const trace_t *t, sim_model_t *m, const sim_options_t *
     FILE *txt = json && !strcmp(json, "-") ? stderr : stdout;
     recommend_t r;
     clock_t c0 = clock();
-    if (recommend_run(t, m, so, kn, &r, err, sizeof err)) {
+    if (recommend_run(t, m, so, kn, floor_idle_s, &r, err, sizeof err)) {
         fprintf(stderr, "scalesim: %s\n", err);
         return 1;
     }
@@ -318,7 +319,7 @@ int main(int argc, char **argv) {
     if (tk > 0)
         snprintf(kn.target_kv, sizeof kn.target_kv, "%g", tk);
     if (rec) {
-        int st = recommend_cli(&t, &m, &so, &kn, cold_start, json);
+        int st = recommend_cli(&t, &m, &so, &kn, cold_start, floor_idle, json);
         trace_deinit(&t);
         return st;
     }

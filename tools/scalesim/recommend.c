@@ -122,7 +122,8 @@ static bool setting_equal(const recommend_setting_t *a, const recommend_setting_
 }
 
 int recommend_run(const trace_t *t, const sim_model_t *m, const sim_options_t *o,
-                  const policy_knobs_t *k, recommend_t *out, char *err, size_t errlen) {
+                  const policy_knobs_t *k, double floor_idle_s, recommend_t *out, char *err,
+                  size_t errlen) {
     memset(out, 0, sizeof *out);
     if (t->count == 0)
         return kgs_seterr(err, errlen, KGS_EINVAL, "recommend: the trace has no requests");
@@ -131,6 +132,7 @@ int recommend_run(const trace_t *t, const sim_model_t *m, const sim_options_t *o
     out->node_s = m->node_s;
     out->image_s = m->image_s;
     out->weights_s = m->weights_s;
+    out->floor_over_slo = (double)sim_floor(t, m, o->slo_wait_s, floor_idle_s) / (double)t->count;
     recommend_setting_t def;
     recommend_setting_default(&def);
     out->defaults = RECOMMEND_MAX_POINTS;
@@ -257,6 +259,10 @@ void recommend_print(FILE *f, const recommend_t *r) {
     snprintf(kb, sizeof kb, "util=%g drain=%gs hold=%gs", r->ideal.s.util, r->ideal.s.drain_s,
              r->ideal.s.down_window_s);
     print_row(f, "online ideal", &r->ideal, kb);
+    fprintf(f,
+            "floor: %.2f%% of the requests arrive within one cold start of a wake: over the SLO "
+            "whatever an online policy does\n",
+            100 * r->floor_over_slo);
     fprintf(f, "grid (* = within the tolerance, > = recommended):\n");
     for (size_t i = 0; i < r->count; i++) {
         knobs_text(kb, sizeof kb, &r->grid[i].s);
@@ -302,6 +308,7 @@ int recommend_json(const char *path, const recommend_t *r, char *err, size_t err
     json_point(f, &r->grid[r->defaults], false);
     fprintf(f, ",\n \"online_ideal\": ");
     json_point(f, &r->ideal, true);
+    fprintf(f, ",\n \"floor\": {\"over_slo\": %.6f}", r->floor_over_slo);
     fprintf(f, ",\n \"grid\": [");
     for (size_t i = 0; i < r->count; i++) {
         fprintf(f, "%s\n  ", i ? "," : "");

@@ -93,6 +93,9 @@ typedef struct {
     size_t chosen;   /* index into grid */
     size_t defaults; /* index into grid of recommend_setting_default() */
     double best_over_slo, limit_over_slo;
+    /* the floor (sim_floor): the share of requests arriving within one cold
+     * start of a wake, over the SLO whatever an online policy does */
+    double floor_over_slo;
     /* the online ideal with the bench's knobs (util, drain, hold from k):
      * s.util, s.drain_s and s.down_window_s hold util, drain and hold */
     recommend_point_t ideal;
@@ -105,22 +108,27 @@ typedef struct {
 /*
  * Simulates the grid and the online ideal on trace t (at least one request)
  * with model m (its cold start already set) and options o, knobs k; fills
- * *out. All arguments borrowed. Returns 0, KGS_EINVAL (an empty trace, or a
- * policy the product rejects: its message), KGS_ENOMEM.
+ * *out, the floor counting wakes after floor_idle_s without arrivals (as
+ * scalesim's --floor-idle). All arguments borrowed. Returns 0, KGS_EINVAL
+ * (an empty trace, or a policy the product rejects: its message),
+ * KGS_ENOMEM.
  */
 int recommend_run(const trace_t *t, const sim_model_t *m, const sim_options_t *o,
-                  const policy_knobs_t *k, recommend_t *out, char *err, size_t errlen);
+                  const policy_knobs_t *k, double floor_idle_s, recommend_t *out, char *err,
+                  size_t errlen);
 
 /* Writes the ready-to-paste ScaledObject fragment (YAML) of r's choice. */
 void recommend_snippet(FILE *f, const recommend_t *r);
 
 /* Writes the rule, the chosen setting against the defaults and the online
- * ideal (GPU-h, share over SLO, p99 wait), the grid, and the snippet. */
+ * ideal (GPU-h, share over SLO, p99 wait), the floor, the grid, and the
+ * snippet. */
 void recommend_print(FILE *f, const recommend_t *r);
 
 /*
  * Writes the same as JSON to path ("-": stdout): {"trace", "rule",
- * "recommended", "defaults", "online_ideal", "grid", "scaled_object"};
+ * "recommended", "defaults", "online_ideal", "floor", "grid",
+ * "scaled_object"};
  * shares as fractions in [0, 1]. Returns 0 or KGS_EIO naming the path.
  */
 int recommend_json(const char *path, const recommend_t *r, char *err, size_t errlen);

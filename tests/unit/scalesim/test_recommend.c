@@ -141,11 +141,14 @@ static void test_recommend_run_chooses_the_cheapest_setting_within_the_tolerance
     policy_knobs_default(&k);
     static recommend_t r;
     memset(&r, 0xa5, sizeof r); /* sentinel: everything must be written */
-    int rc = recommend_run(&t, &m, &o, &k, &r, err, sizeof err);
+    int rc = recommend_run(&t, &m, &o, &k, 300, &r, err, sizeof err);
     if (rc)
         fail_msg("recommend_run: %s", err);
 
     assert_int_equal(r.requests, t.count);
+    assert_float_equal(r.floor_over_slo, (double)sim_floor(&t, &m, 2, 300) / (double)t.count,
+                       1e-12);
+    assert_true(r.floor_over_slo > 0 && r.floor_over_slo <= r.best_over_slo);
     assert_float_equal(r.node_s + r.image_s + r.weights_s, 60, 1e-9);
     assert_int_equal(r.count, 36);
     /* the grid: every setting once, the defaults among them */
@@ -198,7 +201,7 @@ static void test_recommend_run_chooses_the_cheapest_setting_within_the_tolerance
 
     /* deterministic: the same again */
     static recommend_t r2;
-    assert_int_equal(recommend_run(&t, &m, &o, &k, &r2, err, sizeof err), 0);
+    assert_int_equal(recommend_run(&t, &m, &o, &k, 300, &r2, err, sizeof err), 0);
     assert_int_equal(r2.chosen, r.chosen);
     for (size_t i = 0; i < r.count; i++)
         assert_float_equal(r2.grid[i].gpu_hours, r.grid[i].gpu_hours, 0);
@@ -208,6 +211,7 @@ static void test_recommend_run_chooses_the_cheapest_setting_within_the_tolerance
                                         "recommended",
                                         "defaults",
                                         "online ideal",
+                                        "floor: ",
                                         "grid (",
                                         "stabilizationWindowSeconds: ",
                                         "minReplicaCount: 0",
@@ -243,6 +247,7 @@ static void fixed_result(recommend_t *r) {
     r->max_replicas = 32;
     r->cooldown_s = 300;
     r->push = 1;
+    r->floor_over_slo = 0.05;
 }
 
 static void test_recommend_snippet_lists_only_the_non_default_keys(void **state) {
@@ -301,6 +306,7 @@ static void test_recommend_json_has_every_key_and_fractions(void **state) {
         "\"stabilization_window_s\": 180, \"gpu_hours\": 4.0000",
         "\"defaults\": {\"target_utilization\": 0.7,",
         "\"online_ideal\": {\"util\": 0.5, \"drain_s\": 10, \"hold_s\": 60,",
+        "\"floor\": {\"over_slo\": 0.050000}",
         "\"grid\": [",
         "\"wait_p99_s\"",
         "\"scaled_object\": {\"minReplicaCount\": 0, \"maxReplicaCount\": 32, "

@@ -29,6 +29,10 @@
 static const double grid_util[] = {0.6, 0.7, 0.8};
 static const double grid_drain_s[] = {5, 10, 20};
 static const double grid_window_s[] = {60, 120, 180, 300};
+#define NELEM(a) (sizeof(a) / sizeof *(a))
+_Static_assert(NELEM(grid_util) * NELEM(grid_drain_s) * NELEM(grid_window_s) <=
+                   RECOMMEND_MAX_POINTS,
+               "recommend_t.grid holds the whole grid");
 
 #define DEFAULT_DOWN_WINDOW_S 120
 
@@ -140,9 +144,9 @@ int recommend_run(const trace_t *t, const sim_model_t *m, const sim_options_t *o
     recommend_policy_t rp;
     sim_result_t res;
     int rc;
-    for (size_t w = 0; w < sizeof grid_window_s / sizeof *grid_window_s; w++)
-        for (size_t u = 0; u < sizeof grid_util / sizeof *grid_util; u++)
-            for (size_t d = 0; d < sizeof grid_drain_s / sizeof *grid_drain_s; d++) {
+    for (size_t w = 0; w < NELEM(grid_window_s); w++)
+        for (size_t u = 0; u < NELEM(grid_util); u++)
+            for (size_t d = 0; d < NELEM(grid_drain_s); d++) {
                 recommend_point_t *x = &out->grid[out->count];
                 x->s.util = grid_util[u];
                 x->s.drain_s = grid_drain_s[d];

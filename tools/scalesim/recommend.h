@@ -111,7 +111,8 @@ typedef struct {
  * *out, the floor counting wakes after floor_idle_s without arrivals (as
  * scalesim's --floor-idle). All arguments borrowed. Returns 0, KGS_EINVAL
  * (an empty trace, or a policy the product rejects: its message),
- * KGS_ENOMEM.
+ * KGS_ENOTFOUND (the default set lacks the queueing model or the online
+ * ideal), KGS_ENOMEM. On failure *out is not a result.
  */
 int recommend_run(const trace_t *t, const sim_model_t *m, const sim_options_t *o,
                   const policy_knobs_t *k, double floor_idle_s, recommend_t *out, char *err,

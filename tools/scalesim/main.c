@@ -7,16 +7,24 @@
  *   scalesim (--trace FILE [--format auto|csv|jsonl] | --synthetic KIND)
  *            [--scale X] [--reps N] [--gap S] [--limit S] [--svg PATH]
  *            [--json PATH|-] [--sweep PATH] [--only LETTERS] [model flags]
+ *   scalesim recommend (--trace FILE | --synthetic KIND) --cold-start S
+ *            [--json PATH|-] [trace, model and run flags]
+ *
+ * recommend (recommend.h): the queueing model's ScaledObject settings for
+ * that trace and cold start, chosen by simulation.
  *
  * Exit status: 0, 1 on a bad trace or argument, 2 on usage.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/err.h"
 #include "core/forecast.h"
 #include "policies.h"
+#include "recommend.h"
 #include "report.h"
 #include "sim.h"
 #include "trace.h"
@@ -25,6 +33,14 @@ static void usage(FILE *f) {
     fprintf(
         f,
         "usage: scalesim (--trace FILE | --synthetic poisson|onoff|diurnal) [options]\n"
+        "       scalesim recommend (--trace FILE | --synthetic KIND) --cold-start S [--json "
+        "PATH|-]\n"
+        "                [trace, model and run options]\n"
+        "recommend: the queueing demand model's ScaledObject settings for this trace: cold\n"
+        "         start S s (%d..%d: node, image and weights scaled to sum to S); simulates\n"
+        "         util 0.6/0.7/0.8 x drain 5/10/20 s x scale-down window 60/120/180/300 s and\n"
+        "         the online ideal; recommends the fewest GPU-h within max(%.1f points, %.0f%%)\n"
+        "         of the best share over the SLO; prints the figures and a ScaledObject snippet\n"
         "trace:   --format auto|csv|jsonl (auto: JSON Lines when it starts with '{')\n"
         "         --syn-rate R (5)  --syn-peak R (10, diurnal)  --syn-duration S (600)\n"
         "         --syn-on S (60)  --syn-off S (120)  --syn-period S (600)  --syn-ctx N (1000)\n"
@@ -44,17 +60,46 @@ static void usage(FILE *f) {
         "         --only LETTERS (of abcdeoqif)  --svg PATH  --csv PATH (the timeline)\n"
         "         --json PATH|-  --sweep PATH (sweep each policy's knob: frontier SVG)\n"
         "         --floor-idle S (300: idle time after which a wake counts for the floor)\n",
-        FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
+        RECOMMEND_COLD_START_MIN_S, RECOMMEND_COLD_START_MAX_S, 100 * RECOMMEND_TOL_ABS,
+        100 * RECOMMEND_TOL_REL, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
 }
 
 static int num(const char *flag, const char *v, double lo, double hi, double *out) {
     char *end;
     double d = v ? strtod(v, &end) : 0;
     if (!v || *end || !(d >= lo && d <= hi)) {
-        fprintf(stderr, "scalesim: %s needs a number in [%g, %g]\n", flag, lo, hi);
+        fprintf(stderr, "scalesim: %s %s: needs a number in [%g, %g]\n", flag, v ? v : "(none)", lo,
+                hi);
         return -1;
     }
     *out = d;
+    return 0;
+}
+
+/* scalesim recommend, once the trace is read: the text (stdout, or stderr
+ * when the JSON owns stdout) and the JSON. */
+static int recommend_cli(const trace_t *t, sim_model_t *m, const sim_options_t *so,
+                         const policy_knobs_t *kn, double cold_start_s, double floor_idle_s,
+                         const char *json) {
+    char err[512];
+    if (recommend_cold_start_apply(m, cold_start_s, err, sizeof err)) {
+        fprintf(stderr, "scalesim: %s\n", err);
+        return 2;
+    }
+    FILE *txt = json && !strcmp(json, "-") ? stderr : stdout;
+    recommend_t r;
+    clock_t c0 = clock();
+    if (recommend_run(t, m, so, kn, floor_idle_s, &r, err, sizeof err)) {
+        fprintf(stderr, "scalesim: %s\n", err);
+        return 1;
+    }
+    double cpu_s = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    recommend_print(txt, &r);
+    fprintf(txt, "(%zu simulations in %.1f s of CPU)\n", r.count + 1, cpu_s);
+    if (json && recommend_json(json, &r, err, sizeof err)) {
+        fprintf(stderr, "scalesim: %s\n", err);
+        return 1;
+    }
     return 0;
 }
 
@@ -76,7 +121,10 @@ int main(int argc, char **argv) {
     policy_knobs_t kn;
     policy_knobs_default(&kn);
     double alpha = kn.alpha, beta = kn.beta, tq = 0, tr = 0, tk = 0;
-    for (int i = 1; i < argc; i++) {
+    /* `scalesim recommend ...`: the same trace, model and run flags */
+    bool rec = argc > 1 && !strcmp(argv[1], "recommend");
+    double cold_start = -1;
+    for (int i = rec ? 2 : 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -118,6 +166,8 @@ int main(int argc, char **argv) {
             rc = num(a, v, 0, 1e15, &seed);
         else if (!strcmp(a, "--kv-block"))
             rc = num(a, v, 1, 1024, &kv_block);
+        else if (!strcmp(a, "--cold-start"))
+            rc = num(a, v, RECOMMEND_COLD_START_MIN_S, RECOMMEND_COLD_START_MAX_S, &cold_start);
         else if (!strcmp(a, "--floor-idle"))
             rc = num(a, v, 1, 1e7, &floor_idle);
         else if (!strcmp(a, "--ideal-util"))
@@ -185,6 +235,27 @@ int main(int argc, char **argv) {
         }
         i++;
     }
+    if (!rec && cold_start >= 0) {
+        fprintf(stderr, "scalesim: --cold-start is a flag of scalesim recommend\n");
+        return 2;
+    }
+    if (rec && cold_start < 0) {
+        fprintf(stderr,
+                "scalesim recommend: --cold-start S is required: seconds from pod "
+                "creation to Ready, %d..%d\n",
+                RECOMMEND_COLD_START_MIN_S, RECOMMEND_COLD_START_MAX_S);
+        return 2;
+    }
+    if (rec && (svg || csv || sweep || only)) {
+        fprintf(stderr,
+                "scalesim recommend: --%s does not apply (recommend writes its text and "
+                "--json only)\n",
+                svg     ? "svg"
+                : csv   ? "csv"
+                : sweep ? "sweep"
+                        : "only");
+        return 2;
+    }
     if (!trace_path == !synth) {
         fprintf(stderr, "scalesim: give one of --trace and --synthetic\n");
         usage(stderr);
@@ -247,6 +318,11 @@ int main(int argc, char **argv) {
         snprintf(kn.target_running, sizeof kn.target_running, "%g", tr);
     if (tk > 0)
         snprintf(kn.target_kv, sizeof kn.target_kv, "%g", tk);
+    if (rec) {
+        int st = recommend_cli(&t, &m, &so, &kn, cold_start, floor_idle, json);
+        trace_deinit(&t);
+        return st;
+    }
     size_t n = policies_default(all, &m, &kn), k = 0;
     for (size_t i = 0; i < n; i++)
         if (!only || strchr(only, all[i].id))

@@ -1,0 +1,339 @@
+/*
+ * recommend.c - see recommend.h.
+ *
+ * Why this grid: the scale-down window decides what a wake costs (the
+ * replicas ordered for a wake's backlog are held for the window after it is
+ * gone; KEDA's HPA default is 300 s), the utilisation what steady load
+ * costs, the drain target how hard a backlog is attacked. 4 x 3 x 3 = 36
+ * runs keeps a recommendation on an hour of a busy trace within seconds on
+ * one core (bench/README.md, "scalesim recommend", has the measurement);
+ * the model's defaults are one of the points, so the defaults' figures cost
+ * no extra run.
+ *
+ * Why this rule: the share over the SLO of neighbouring settings differs by
+ * noise-sized amounts (a few requests at a wake), so "the best share" alone
+ * would pick among near-equals by chance and often at a high GPU cost. A
+ * tolerance of half a percentage point, or a tenth of the best share when
+ * that is larger, treats those as equal and then saves GPU-hours. It is one
+ * rule for every trace: no constant depends on the trace.
+ */
+#include "recommend.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "core/err.h"
+#include "core/queue_model.h"
+
+static const double grid_util[] = {0.6, 0.7, 0.8};
+static const double grid_drain_s[] = {5, 10, 20};
+static const double grid_window_s[] = {60, 120, 180, 300};
+#define NELEM(a) (sizeof(a) / sizeof *(a))
+_Static_assert(NELEM(grid_util) * NELEM(grid_drain_s) * NELEM(grid_window_s) <=
+                   RECOMMEND_MAX_POINTS,
+               "recommend_t.grid holds the whole grid");
+
+#define DEFAULT_DOWN_WINDOW_S 120
+
+void recommend_setting_default(recommend_setting_t *s) {
+    s->util = QUEUE_MODEL_DEFAULT_UTILISATION;
+    s->drain_s = QUEUE_MODEL_DEFAULT_DRAIN_S;
+    s->down_window_s = DEFAULT_DOWN_WINDOW_S;
+}
+
+/*
+ * The one place that turns a setting into the simulated policy. Today that
+ * is policy q's fields (qm_util, qm_drain_s, hpa_down_window_s); when the
+ * model is reached through trigger keys, this sets targetUtilization and
+ * drainSeconds in the metadata from out->value instead.
+ */
+int recommend_policy_build(const sim_model_t *m, const policy_knobs_t *k,
+                           const recommend_setting_t *s, recommend_policy_t *out, char *err,
+                           size_t errlen) {
+    sim_policy_t all[POLICY_COUNT];
+    memset(out, 0, sizeof *out);
+    out->knobs = *k;
+    size_t n = policies_default(all, m, &out->knobs);
+    for (size_t i = 0; i < n; i++) {
+        if (!all[i].key || strcmp(all[i].key, "queueing"))
+            continue;
+        out->p = all[i];
+        snprintf(out->value[0], sizeof out->value[0], "%g", s->util);
+        snprintf(out->value[1], sizeof out->value[1], "%g", s->drain_s);
+        out->p.qm_util = s->util;
+        out->p.qm_drain_s = s->drain_s;
+        out->p.hpa_down_window_s = s->down_window_s;
+        return 0;
+    }
+    return kgs_seterr(err, errlen, KGS_ENOTFOUND,
+                      "recommend: the default policies have no queueing model (key \"queueing\")");
+}
+
+int recommend_cold_start_apply(sim_model_t *m, double cold_start_s, char *err, size_t errlen) {
+    if (!(cold_start_s >= RECOMMEND_COLD_START_MIN_S && cold_start_s <= RECOMMEND_COLD_START_MAX_S))
+        return kgs_seterr(err, errlen, KGS_ERANGE,
+                          "--cold-start %g: must be %d..%d seconds (create to Ready of one pod)",
+                          cold_start_s, RECOMMEND_COLD_START_MIN_S, RECOMMEND_COLD_START_MAX_S);
+    double sum = m->node_s + m->image_s + m->weights_s;
+    if (sum <= 0) {
+        m->node_s = m->image_s = 0;
+        m->weights_s = cold_start_s;
+        return 0;
+    }
+    double f = cold_start_s / sum;
+    m->node_s *= f;
+    m->image_s *= f;
+    /* the last phase takes the rounding, so the three sum to exactly S */
+    m->weights_s = cold_start_s - m->node_s - m->image_s;
+    return 0;
+}
+
+size_t recommend_choose(const recommend_point_t *pts, size_t n, double *best_over_slo,
+                        double *limit_over_slo) {
+    double best = pts[0].over_slo;
+    for (size_t i = 1; i < n; i++)
+        if (pts[i].over_slo < best)
+            best = pts[i].over_slo;
+    double tol = RECOMMEND_TOL_REL * best;
+    if (tol < RECOMMEND_TOL_ABS)
+        tol = RECOMMEND_TOL_ABS;
+    double limit = best + tol;
+    size_t pick = n;
+    for (size_t i = 0; i < n; i++) {
+        if (pts[i].over_slo > limit)
+            continue;
+        if (pick == n || pts[i].gpu_hours < pts[pick].gpu_hours ||
+            (pts[i].gpu_hours == pts[pick].gpu_hours && pts[i].over_slo < pts[pick].over_slo))
+            pick = i;
+    }
+    *best_over_slo = best;
+    *limit_over_slo = limit;
+    return pick; /* the best point itself is within the limit: pick < n */
+}
+
+static void point_fill(recommend_point_t *x, const sim_result_t *r) {
+    x->gpu_hours = r->gpu_hours;
+    x->over_slo = r->slo_miss_share;
+    x->warm_over_slo = r->warm_miss_share;
+    x->wait_p99_s = r->wait_p99_s;
+    x->cold_starts = r->cold_starts;
+    x->peak_replicas = r->peak_replicas;
+}
+
+static bool setting_equal(const recommend_setting_t *a, const recommend_setting_t *b) {
+    return a->util == b->util && a->drain_s == b->drain_s && a->down_window_s == b->down_window_s;
+}
+
+int recommend_run(const trace_t *t, const sim_model_t *m, const sim_options_t *o,
+                  const policy_knobs_t *k, double floor_idle_s, recommend_t *out, char *err,
+                  size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (t->count == 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "recommend: the trace has no requests");
+    out->requests = t->count;
+    out->slo_s = o->slo_wait_s;
+    out->node_s = m->node_s;
+    out->image_s = m->image_s;
+    out->weights_s = m->weights_s;
+    out->floor_over_slo = (double)sim_floor(t, m, o->slo_wait_s, floor_idle_s) / (double)t->count;
+    recommend_setting_t def;
+    recommend_setting_default(&def);
+    out->defaults = RECOMMEND_MAX_POINTS;
+    /* one policy at a time: each holds its metadata storage */
+    recommend_policy_t rp;
+    sim_result_t res;
+    int rc;
+    for (size_t w = 0; w < NELEM(grid_window_s); w++)
+        for (size_t u = 0; u < NELEM(grid_util); u++)
+            for (size_t d = 0; d < NELEM(grid_drain_s); d++) {
+                recommend_point_t *x = &out->grid[out->count];
+                x->s.util = grid_util[u];
+                x->s.drain_s = grid_drain_s[d];
+                x->s.down_window_s = grid_window_s[w];
+                rc = recommend_policy_build(m, k, &x->s, &rp, err, errlen);
+                if (rc)
+                    return rc;
+                if (out->count == 0) {
+                    out->min_replicas = rp.p.min_replicas;
+                    out->max_replicas = rp.p.max_replicas;
+                    out->cooldown_s = rp.p.cooldown_s;
+                    out->push = rp.p.push;
+                }
+                rc = sim_run(t, m, &rp.p, o, &res, err, errlen);
+                if (rc)
+                    return rc;
+                point_fill(x, &res);
+                sim_result_deinit(&res);
+                if (setting_equal(&x->s, &def))
+                    out->defaults = out->count;
+                out->count++;
+            }
+    /* the grid holds the defaults by construction (a test checks it) */
+    if (out->defaults == RECOMMEND_MAX_POINTS)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "recommend: the grid lacks the defaults");
+    out->chosen =
+        recommend_choose(out->grid, out->count, &out->best_over_slo, &out->limit_over_slo);
+
+    policy_knobs_t kn = *k;
+    sim_policy_t all[POLICY_COUNT];
+    size_t n = policies_default(all, m, &kn);
+    const sim_policy_t *ideal = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (all[i].kind == SIM_POLICY_IDEAL)
+            ideal = &all[i];
+    if (!ideal)
+        return kgs_seterr(err, errlen, KGS_ENOTFOUND, "recommend: no online ideal policy");
+    rc = sim_run(t, m, ideal, o, &res, err, errlen);
+    if (rc)
+        return rc;
+    point_fill(&out->ideal, &res);
+    sim_result_deinit(&res);
+    out->ideal.s.util = ideal->ideal_util;
+    out->ideal.s.drain_s = ideal->ideal_drain_s;
+    out->ideal.s.down_window_s = ideal->ideal_hold_s;
+    return 0;
+}
+
+static bool util_is_default(const recommend_setting_t *s) {
+    return s->util == QUEUE_MODEL_DEFAULT_UTILISATION;
+}
+
+static bool drain_is_default(const recommend_setting_t *s) {
+    return s->drain_s == QUEUE_MODEL_DEFAULT_DRAIN_S;
+}
+
+void recommend_snippet(FILE *f, const recommend_t *r) {
+    const recommend_setting_t *s = &r->grid[r->chosen].s;
+    fprintf(f,
+            "# ScaledObject settings from scalesim recommend; merge into your ScaledObject and\n"
+            "# keep the trigger's other metadata (scalerAddress, engine, pods, queue)\n"
+            "spec:\n"
+            "  minReplicaCount: %d\n"
+            "  maxReplicaCount: %d\n"
+            "  cooldownPeriod: %.0f\n"
+            "  advanced:\n"
+            "    horizontalPodAutoscalerConfig:\n"
+            "      behavior:\n"
+            "        scaleDown:\n"
+            "          stabilizationWindowSeconds: %.0f\n"
+            "  triggers:\n"
+            "    - type: %s\n"
+            "      metadata:\n"
+            "        metricType: demand\n",
+            r->min_replicas, r->max_replicas, r->cooldown_s, s->down_window_s,
+            r->push ? "external-push" : "external");
+    if (!util_is_default(s))
+        fprintf(f, "        targetUtilization: \"%g\"\n", s->util);
+    if (!drain_is_default(s))
+        fprintf(f, "        drainSeconds: \"%g\"\n", s->drain_s);
+    if (util_is_default(s) && drain_is_default(s))
+        fprintf(f, "        # targetUtilization and drainSeconds: the defaults (%g, %g)\n",
+                QUEUE_MODEL_DEFAULT_UTILISATION, QUEUE_MODEL_DEFAULT_DRAIN_S);
+}
+
+static void print_row(FILE *f, const char *what, const recommend_point_t *x, const char *knobs) {
+    fprintf(f, "%-13s %-34s %7.2f %7.2f%% %7.2f%% %8.1f %6u %5u\n", what, knobs, x->gpu_hours,
+            100 * x->over_slo, 100 * x->warm_over_slo, x->wait_p99_s, x->cold_starts,
+            x->peak_replicas);
+}
+
+static void knobs_text(char *buf, size_t len, const recommend_setting_t *s) {
+    snprintf(buf, len, "util=%g drain=%gs window=%gs", s->util, s->drain_s, s->down_window_s);
+}
+
+void recommend_print(FILE *f, const recommend_t *r) {
+    char kb[64];
+    fprintf(f,
+            "recommend: %zu requests, cold start %.0f s (node %.1f + image %.1f + weights %.1f "
+            "s), SLO %.0f s; %zu settings of the queueing model and the online ideal simulated\n",
+            r->requests, r->node_s + r->image_s + r->weights_s, r->node_s, r->image_s, r->weights_s,
+            r->slo_s, r->count);
+    fprintf(f,
+            "rule: the fewest GPU-hours among the settings whose share over the SLO is within "
+            "max(%.1f points, %.0f%% of the best) of the best (%.2f%%): <= %.2f%%\n",
+            100 * RECOMMEND_TOL_ABS, 100 * RECOMMEND_TOL_REL, 100 * r->best_over_slo,
+            100 * r->limit_over_slo);
+    fprintf(f, "%-13s %-34s %7s %8s %8s %8s %6s %5s\n", "", "setting", "GPU-h", "> SLO", "warm>SLO",
+            "p99 (s)", "cold", "peak");
+    knobs_text(kb, sizeof kb, &r->grid[r->chosen].s);
+    print_row(f, "recommended", &r->grid[r->chosen], kb);
+    knobs_text(kb, sizeof kb, &r->grid[r->defaults].s);
+    print_row(f, "defaults", &r->grid[r->defaults], kb);
+    snprintf(kb, sizeof kb, "util=%g drain=%gs hold=%gs", r->ideal.s.util, r->ideal.s.drain_s,
+             r->ideal.s.down_window_s);
+    print_row(f, "online ideal", &r->ideal, kb);
+    fprintf(f,
+            "floor: %.2f%% of the requests arrive within one cold start of a wake: over the SLO "
+            "whatever an online policy does\n",
+            100 * r->floor_over_slo);
+    fprintf(f, "grid (* = within the tolerance, > = recommended):\n");
+    for (size_t i = 0; i < r->count; i++) {
+        knobs_text(kb, sizeof kb, &r->grid[i].s);
+        print_row(f,
+                  i == r->chosen                             ? "  >"
+                  : r->grid[i].over_slo <= r->limit_over_slo ? "  *"
+                                                             : "",
+                  &r->grid[i], kb);
+    }
+    fprintf(f, "\n");
+    recommend_snippet(f, r);
+}
+
+static void json_point(FILE *f, const recommend_point_t *x, bool ideal) {
+    fprintf(f,
+            ideal ? "{\"util\": %g, \"drain_s\": %g, \"hold_s\": %g"
+                  : "{\"target_utilization\": %g, \"drain_s\": %g, \"stabilization_window_s\": %g",
+            x->s.util, x->s.drain_s, x->s.down_window_s);
+    fprintf(f,
+            ", \"gpu_hours\": %.4f, \"over_slo\": %.6f, \"warm_over_slo\": %.6f, "
+            "\"wait_p99_s\": %.3f, \"cold_starts\": %u, \"peak_replicas\": %u}",
+            x->gpu_hours, x->over_slo, x->warm_over_slo, x->wait_p99_s, x->cold_starts,
+            x->peak_replicas);
+}
+
+int recommend_json(const char *path, const recommend_t *r, char *err, size_t errlen) {
+    bool out = !strcmp(path, "-");
+    FILE *f = out ? stdout : fopen(path, "w");
+    if (!f)
+        return kgs_seterr(err, errlen, KGS_EIO, "write %s: %s", path, strerror(errno));
+    fprintf(f,
+            "{\"trace\": {\"requests\": %zu, \"slo_s\": %g, \"cold_start_s\": %g, "
+            "\"node_s\": %g, \"image_s\": %g, \"weights_s\": %g},\n",
+            r->requests, r->slo_s, r->node_s + r->image_s + r->weights_s, r->node_s, r->image_s,
+            r->weights_s);
+    fprintf(f,
+            " \"rule\": {\"tolerance_abs\": %g, \"tolerance_rel\": %g, \"best_over_slo\": %.6f, "
+            "\"limit_over_slo\": %.6f},\n",
+            RECOMMEND_TOL_ABS, RECOMMEND_TOL_REL, r->best_over_slo, r->limit_over_slo);
+    fprintf(f, " \"recommended\": ");
+    json_point(f, &r->grid[r->chosen], false);
+    fprintf(f, ",\n \"defaults\": ");
+    json_point(f, &r->grid[r->defaults], false);
+    fprintf(f, ",\n \"online_ideal\": ");
+    json_point(f, &r->ideal, true);
+    fprintf(f, ",\n \"floor\": {\"over_slo\": %.6f}", r->floor_over_slo);
+    fprintf(f, ",\n \"grid\": [");
+    for (size_t i = 0; i < r->count; i++) {
+        fprintf(f, "%s\n  ", i ? "," : "");
+        json_point(f, &r->grid[i], false);
+    }
+    const recommend_setting_t *s = &r->grid[r->chosen].s;
+    fprintf(f,
+            "\n ],\n \"scaled_object\": {\"minReplicaCount\": %d, \"maxReplicaCount\": %d, "
+            "\"cooldownPeriod\": %.0f, \"stabilizationWindowSeconds\": %.0f, \"trigger_type\": "
+            "\"%s\", \"metadata\": {\"metricType\": \"demand\"",
+            r->min_replicas, r->max_replicas, r->cooldown_s, s->down_window_s,
+            r->push ? "external-push" : "external");
+    if (!util_is_default(s))
+        fprintf(f, ", \"targetUtilization\": \"%g\"", s->util);
+    if (!drain_is_default(s))
+        fprintf(f, ", \"drainSeconds\": \"%g\"", s->drain_s);
+    fprintf(f, "}}}\n");
+    int bad = ferror(f);
+    if (out ? fflush(f) != 0 : fclose(f) != 0)
+        bad = 1;
+    if (bad)
+        return kgs_seterr(err, errlen, KGS_EIO, "write %s: I/O error", path);
+    return 0;
+}

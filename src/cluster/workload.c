@@ -465,11 +465,15 @@ const char *workload_namespace(const trigger_config_t *c, const char *scaled_obj
     return c->has_namespace ? c->pod_namespace : scaled_object_namespace;
 }
 
-bool workload_pod_in_scope(const trigger_config_t *c, const char *ns, const pod_t *p) {
-    if (p->phase != POD_PHASE_RUNNING || p->deleting || strcmp(p->namespace, ns) != 0)
+bool workload_pod_selected(const trigger_config_t *c, const char *ns, const pod_t *p) {
+    if (strcmp(p->namespace, ns) != 0)
         return false;
     pod_ref_t ref = {p};
     return label_selector_matches(&c->pod_selector, pod_lookup, &ref);
+}
+
+bool workload_pod_in_scope(const trigger_config_t *c, const char *ns, const pod_t *p) {
+    return p->phase == POD_PHASE_RUNNING && !p->deleting && workload_pod_selected(c, ns, p);
 }
 
 static bool pod_visit(const pod_t *p, void *ud) {

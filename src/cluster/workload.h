@@ -94,4 +94,9 @@ const char *workload_namespace(const trigger_config_t *c, const char *scaled_obj
  * the GPU evaluation and the engine scrapes (source hub) use. */
 bool workload_pod_in_scope(const trigger_config_t *c, const char *ns, const pod_t *p);
 
+/* Whether pod p is in ns and selected by c's podSelector, whatever its
+ * phase: the pod list the queueing model counts (starting, Ready,
+ * draining pods). */
+bool workload_pod_selected(const trigger_config_t *c, const char *ns, const pod_t *p);
+
 #endif

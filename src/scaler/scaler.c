@@ -34,6 +34,9 @@
 #include "proto/health.pb-c.h"
 
 #define PATH_ES "/externalscaler.ExternalScaler/"
+/* Our own, beside KEDA's protocol: `keda-gpu-scaler query` asks it for the
+ * queueing model's inputs (counted as method "Other" in the metrics). */
+#define PATH_EXPLAIN "/kgs.v1.Inspect/Explain"
 #define PATH_HEALTH "/grpc.health.v1.Health/"
 #define CONFIG_CACHE_CAPACITY 4096
 
@@ -417,6 +420,80 @@ static bool handle_get_metrics(scaler_t *s, grpc_call_t *call, const config_entr
     return false;
 }
 
+/* Explain: the queueing model's inputs behind the value GetMetrics gives,
+ * as named numbers ("lambda_rps:learned", ...; the suffix says where the
+ * number came from). A read like GetMetrics: it evaluates, it starts nothing. */
+static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
+                           const char *ns, const char *ref, mono_ns_t t0) {
+    const trigger_config_t *cfg = &entry->config;
+    const demand_config_t *d = &cfg->demand;
+    if (d->type != DEMAND_COMPOSITE || d->sizing != DEMAND_MODEL_QUEUEING) {
+        char m[256];
+        snprintf(m, sizeof m,
+                 "Explain shows the inputs of metricType demand with demandModel queueing; this "
+                 "trigger is metricType %s%s",
+                 d->type ? demand_type_name(d->type) : metric_type_name(cfg->metric_type),
+                 d->type == DEMAND_COMPOSITE ? " with demandModel composite" : "");
+        fail_call(s, call, SCALER_RPC_OTHER, t0, ref, cfg->metric_name, GRPC_FAILED_PRECONDITION,
+                  m);
+        return;
+    }
+    eval_result_t r;
+    evaluate_now(s, entry, ns, &r);
+    if (r.status != EVAL_OK) {
+        fail_call(s, call, SCALER_RPC_OTHER, t0, ref, cfg->metric_name, eval_grpc_code(r.status),
+                  r.message);
+        return;
+    }
+    const demand_model_state_t *st =
+        s->opts.sources ? source_hub_model(s->opts.sources, entry->id, ns) : NULL;
+    if (!st) {
+        fail_call(s, call, SCALER_RPC_OTHER, t0, ref, cfg->metric_name, GRPC_UNAVAILABLE,
+                  "the queueing model has not decided yet");
+        return;
+    }
+    const queue_model_decision_t *q = &st->last;
+    char names[12][96];
+    double vals[12];
+    unsigned n = 0;
+#define PUT(nm, from, v)                                                                           \
+    do {                                                                                           \
+        const char *from_ = (from);                                                                \
+        snprintf(names[n], sizeof names[n], "%s%s%s", nm, from_ ? ":" : "", from_ ? from_ : "");   \
+        vals[n++] = (v);                                                                           \
+    } while (0)
+    PUT("replicas", NULL, q->replicas);
+    /* a queue alone shows no arrival rate while replicas drain it */
+    const char *lambda_from = st->last_has_counters || q->lambda_from == QM_FROM_LEARNED
+                                  ? queue_model_source_name(q->lambda_from)
+                                  : "prior, a queue alone while replicas serve";
+    PUT("lambda_rps", lambda_from, q->lambda_rps);
+    PUT("capacity_rps", queue_model_source_name(q->capacity_from), q->capacity_rps);
+    PUT("cold_start_s", queue_model_source_name(q->cold_start_from), q->cold_start_s);
+    PUT("backlog", NULL, q->backlog);
+    PUT("work_due", NULL, q->work_due);
+    PUT("can_do", NULL, q->can_do);
+    PUT("deficit", NULL, q->deficit);
+    PUT("steady", NULL, q->steady);
+    PUT("ready", NULL, (double)st->last_ready);
+    PUT("starting", NULL, (double)st->last_starting);
+#undef PUT
+    Externalscaler__MetricValue v[12], *pv[12];
+    for (unsigned i = 0; i < n; i++) {
+        externalscaler__metric_value__init(&v[i]);
+        v[i].metricname = names[i];
+        v[i].metricvalue = metric_value_int(vals[i]);
+        v[i].metricvaluefloat = vals[i];
+        pv[i] = &v[i];
+    }
+    Externalscaler__GetMetricsResponse resp = EXTERNALSCALER__GET_METRICS_RESPONSE__INIT;
+    resp.n_metricvalues = n;
+    resp.metricvalues = pv;
+    int rc = send_message(call, &resp.base, false);
+    grpc_call_finish(call, rc ? GRPC_INTERNAL : GRPC_OK, rc ? "out of memory" : NULL);
+    rpc_done(s, SCALER_RPC_OTHER, rc ? GRPC_INTERNAL : GRPC_OK, t0);
+}
+
 static int send_bool(grpc_call_t *call, bool v, bool latest_only) {
     Externalscaler__IsActiveResponse resp = EXTERNALSCALER__IS_ACTIVE_RESPONSE__INIT;
     resp.result = v;
@@ -725,6 +802,7 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         }
     }
     scaler_rpc_t rpc = SCALER_RPC_OTHER;
+    bool explain = strcmp(path, PATH_EXPLAIN) == 0;
     if (strncmp(path, PATH_ES, strlen(PATH_ES)) == 0) {
         const char *m = path + strlen(PATH_ES);
         if (strcmp(m, "IsActive") == 0)
@@ -738,7 +816,7 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         else if (strcmp(m, "StreamMetricSpec") == 0)
             rpc = SCALER_RPC_STREAM_METRIC_SPEC;
     }
-    if (rpc == SCALER_RPC_OTHER || rpc == SCALER_RPC_STREAM_METRIC_SPEC) {
+    if ((rpc == SCALER_RPC_OTHER && !explain) || rpc == SCALER_RPC_STREAM_METRIC_SPEC) {
         /* KEDA treats UNIMPLEMENTED on StreamMetricSpec as "pull only". */
         char m[320];
         snprintf(m, sizeof m, "method %.256s is not implemented", path);
@@ -804,6 +882,8 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         entry = NULL; /* moved (or released) */
         break;
     default:
+        if (explain)
+            handle_explain(s, call, entry, ns, refname, t0);
         break;
     }
     if (entry)

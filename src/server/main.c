@@ -293,7 +293,7 @@ static bool scan_pod(const pod_t *p, void *ud) {
      * its requests (draining): that model still reads its counters. The hub
      * decides what to scrape. */
     if (p->phase == POD_PHASE_SUCCEEDED || p->phase == POD_PHASE_FAILED ||
-        (p->deleting && p->phase != POD_PHASE_RUNNING) || !workload_pod_in_scope(x->c, x->ns, p))
+        (p->deleting && p->phase != POD_PHASE_RUNNING) || !workload_pod_selected(x->c, x->ns, p))
         return true;
     char who[KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 2];
     snprintf(who, sizeof who, "%s/%s", p->namespace, p->name);
@@ -302,7 +302,7 @@ static bool scan_pod(const pod_t *p, void *ud) {
         id = (id ^ (unsigned char)*c) * 1099511628211ull;
     source_pod_t sp = {.pod = who,
                        .ip = p->pod_ip,
-                       .ready = p->ready && !p->deleting,
+                       .ready = p->ready && !p->deleting && p->phase == POD_PHASE_RUNNING,
                        .draining = p->deleting,
                        .age_s = p->created_unix > 0 ? (double)(x->wall_now - p->created_unix) : -1,
                        .id = id};

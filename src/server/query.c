@@ -50,6 +50,11 @@ const char query_usage_text[] =
     "  --tls                   use TLS; with --ca FILE to trust, --cert FILE --key FILE\n"
     "                          for mTLS, --server-name NAME, --insecure to skip checks\n"
     "\n"
+    "With metricType=demand and the queueing model, each round also prints the\n"
+    "model's inputs: arrival rate, per-replica capacity and cold start (each\n"
+    "learned, derived, configured or prior), the backlog, the work due over one\n"
+    "cold start, what the Ready and starting pods can do, and the deficit.\n"
+    "\n"
     "Replicas: KEDA's default AverageValue target gives ceil(value / target); with\n"
     "the trigger's metricType: Value it is ceil(replicas x value / target). An\n"
     "inactive trigger with minReplicaCount 0 gives 0.\n"
@@ -84,6 +89,7 @@ typedef struct {
     /* which answers of this round arrived and decoded: a call that ends OK
      * without one is an error, never a printed 0 */
     bool have_spec, have_value, have_active;
+    bool demand; /* metricType=demand: ask the queueing model's inputs too */
     int sigfd;
     loop_io_t *sig_io;
     bool quitting; /* tearing down: pending calls end without output */
@@ -283,6 +289,41 @@ static long replicas_average_value(double value, double target, long max) {
     return d > (double)max ? max : (long)d;
 }
 
+/* The queueing model's inputs (the server's Explain): one line. */
+static void on_explain_msg(void *ud, const uint8_t *msg, size_t len) {
+    (void)ud;
+    Externalscaler__GetMetricsResponse *r =
+        externalscaler__get_metrics_response__unpack(NULL, len, msg);
+    if (!r)
+        return;
+    char ts[32];
+    timestamp(ts, sizeof ts);
+    printf("%s  queueing model:", ts);
+    for (size_t i = 0; i < r->n_metricvalues; i++) {
+        const char *name = r->metricvalues[i]->metricname;
+        const char *from = strchr(name, ':');
+        double v = r->metricvalues[i]->metricvaluefloat;
+        if (from)
+            printf("%s %.*s %.3g (%s)", i ? "," : "", (int)(from - name), name, v, from + 1);
+        else
+            printf("%s %s %.3g", i ? "," : "", name, v);
+    }
+    putchar('\n');
+    fflush(stdout);
+    externalscaler__get_metrics_response__free_unpacked(r, NULL);
+}
+
+static void on_explain_done(void *ud, int status, const char *msg) {
+    query_t *q = ud;
+    /* demandModel composite (FAILED_PRECONDITION) has no model to show; an
+     * older server does not know the method */
+    if (status != GRPC_OK && status != GRPC_FAILED_PRECONDITION && status != GRPC_UNIMPLEMENTED) {
+        round_error(q, "Explain", status, msg);
+        return;
+    }
+    round_finished(q);
+}
+
 static void on_is_active_msg(void *ud, const uint8_t *msg, size_t len) {
     query_t *q = ud;
     Externalscaler__IsActiveResponse *r =
@@ -321,6 +362,10 @@ static void on_is_active_done(void *ud, int status, const char *msg) {
     }
     if (!q->have_active) {
         round_error(q, "IsActive", GRPC_INTERNAL, "no decodable IsActiveResponse");
+        return;
+    }
+    if (q->demand) {
+        call_with_ref(q, "/kgs.v1.Inspect/Explain", on_explain_msg, on_explain_done, false);
         return;
     }
     round_finished(q);
@@ -398,7 +443,10 @@ static void call_with_ref(query_t *q, const char *method, grpc_client_message_cb
         buf = pack(&ref.base, &len);
     }
     char path[96];
-    snprintf(path, sizeof path, "/externalscaler.ExternalScaler/%s", method);
+    if (method[0] == '/')
+        snprintf(path, sizeof path, "%s", method);
+    else
+        snprintf(path, sizeof path, "/externalscaler.ExternalScaler/%s", method);
     int rc =
         buf ? grpc_client_call(q->client, path, buf, len, q->o.timeout_ns, on_msg, on_done, q, NULL)
             : KGS_ENOMEM;
@@ -469,6 +517,8 @@ int query_main(int argc, char **argv) {
         fputs(query_usage_text, stdout);
         return 0;
     }
+    for (size_t i = 0; i < q.o.nmeta; i++)
+        q.demand |= strcmp(q.o.keys[i], "metricType=demand") == 0;
     if (q.o.tls) {
         q.tls = tls_client_ctx_new(q.o.ca, q.o.cert, q.o.key, q.o.insecure, err, sizeof err);
         if (!q.tls) {

@@ -90,14 +90,17 @@ class FakeKubeAPI:
         self.cond.notify_all()
 
     def add_pod(self, namespace, name, labels=None, node="", phase="Pending", pod_ip="",
-                uid=None, ready=None):
-        """ready: the Ready condition; None = True exactly when phase is Running."""
+                uid=None, ready=None, created=None):
+        """ready: the Ready condition; None = True exactly when phase is Running.
+        created: creationTimestamp as seconds since 1970 (default 2026-11-29T10:00:00Z)."""
         uid = uid or str(uuid.UUID(int=self.rng.getrandbits(128)))
         pod = {
             "kind": "Pod", "apiVersion": "v1",
             "metadata": {"name": name, "namespace": namespace, "uid": uid,
                          "resourceVersion": "0",
-                         "creationTimestamp": "2026-11-29T10:00:00Z",
+                         "creationTimestamp": (
+                             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))
+                             if created is not None else "2026-11-29T10:00:00Z"),
                          "labels": dict(labels or {}),
                          "managedFields": [{"manager": "kubectl", "operation": "Update"}]},
             "spec": {"containers": [{"name": "main", "image": "vllm/vllm-openai:v0.6.3",

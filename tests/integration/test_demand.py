@@ -836,6 +836,79 @@ class DemandAggregator(unittest.TestCase):
             api.stop()
             tmp.cleanup()
 
+    def test_queueing_model_from_counters_and_the_pod_list(self):
+        """metricType demand with no per-signal target: the queueing model,
+        fed the engines' counters and the pod list (Ready and starting pods,
+        aged from creationTimestamp); `query` prints its inputs."""
+        tmp = tempfile.TemporaryDirectory()
+        api = FakeKubeAPI(token="t")
+        api.start()
+        token = os.path.join(tmp.name, "token")
+        with open(token, "w") as f:
+            f.write("t")
+        port = free_port("127.0.0.31")
+        servers, engines = [], []
+        try:
+            for i, ip in enumerate(("127.0.0.31", "127.0.0.32")):
+                e = FakeEngine("vllm", running=2)
+                e.run(rate=10)  # 10 requests/s each, 20 in all, nothing waiting
+                srv = EngineServer(ip, port)
+                srv.pages.set("/metrics", e.text, headers={"Content-Type": e.content_type})
+                servers.append(srv)
+                engines.append(e)
+                api.add_pod("ml", "llama-%d" % i, labels={"app": "llama"}, phase="Running",
+                            pod_ip=ip, node="n1")
+            # one more on its way: created 30 s ago, no IP, not Ready
+            api.add_pod("ml", "llama-2", labels={"app": "llama"}, phase="Pending",
+                        created=time.time() - 30)
+            p, gport, probe, log = start_scaler(
+                tmp.name, ["--role", "aggregator", "--agents", "127.0.0.1:%d" % free_port(),
+                           "--kube-api", api.url, "--kube-token-file", token])
+            addr = "127.0.0.1:%d" % gport
+            d = Demand()
+            md = {"metricType": "demand", "engine": "vllm", "podSelector": "app=llama",
+                  "namespace": "ml", "enginePort": str(port), "capacityPerReplica": "10"}
+            try:
+                # lambda 20/s, mu 10 configured, T the 120 s prior: 2 x 120 + 30 serving
+                # seconds cover the 2400 due, so 20 / (10 x 0.7) = 2.86 -> value ~286
+                r = d.poll_until(md, lambda r: "error" not in r and 240 < r["metricValueFloat"] < 340,
+                                 timeout=20, addr=addr)
+                self.assertTrue(r["active"], r)  # requests run
+                # A new ScaledObject (its own subscription): the model learns the rate
+                # within a few rounds.
+                q = subprocess.run([SERVER, "query", "--address", addr, "--namespace", "ml",
+                                    "--name", "llama", "--watch", "--count", "6",
+                                    "--interval", "1s"] +
+                                   sum((["--metadata", "%s=%s" % kv] for kv in md.items()), []),
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(q.returncode, 0, q.stdout + q.stderr)
+                lines = [x for x in q.stdout.splitlines() if "queueing model:" in x]
+                self.assertEqual(len(lines), 6, q.stdout)
+                self.assertIn("lambda_rps 0 (prior)", lines[0])  # one reading: no rate yet
+                for want in ("(learned)", "capacity_rps 10 (configured)",
+                             "cold_start_s 120 (prior)", "ready 2", "starting 1", "deficit "):
+                    self.assertIn(want, lines[-1])
+                # composite: no model to show, and no error either
+                q = subprocess.run([SERVER, "query", "--address", addr, "--namespace", "ml",
+                                    "--metadata", "metricType=demand", "--metadata", "engine=vllm",
+                                    "--metadata", "podSelector=app=llama", "--metadata",
+                                    "enginePort=%d" % port, "--metadata", "targetRunningPerReplica=4"],
+                                   capture_output=True, text=True, timeout=30)
+                self.assertEqual(q.returncode, 0, q.stdout + q.stderr)
+                self.assertNotIn("queueing model:", q.stdout)
+            finally:
+                code = stop(p)
+                log.seek(0)
+                text = log.read()
+                log.close()
+                if WRAPPER and code != 0:
+                    self.fail("aggregator exited %s:\n%s" % (code, text[-4000:]))
+        finally:
+            for s in servers:
+                s.close()
+            api.stop()
+            tmp.cleanup()
+
 
 if __name__ == "__main__":
     if os.environ.get("KGS_IN_NETNS") != "1":

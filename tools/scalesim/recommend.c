@@ -43,10 +43,10 @@ void recommend_setting_default(recommend_setting_t *s) {
 }
 
 /*
- * The one place that turns a setting into the simulated policy. Today that
- * is policy q's fields (qm_util, qm_drain_s, hpa_down_window_s); when the
- * model is reached through trigger keys, this sets targetUtilization and
- * drainSeconds in the metadata from out->value instead.
+ * The one place that turns a setting into the simulated policy: (o) ours,
+ * the documented minimal queueing trigger, with qm_util and qm_drain_s
+ * (which sim.c hands the product's parser as the trigger keys
+ * targetUtilization and drainSeconds) and the HPA scale-down window.
  */
 int recommend_policy_build(const sim_model_t *m, const policy_knobs_t *k,
                            const recommend_setting_t *s, recommend_policy_t *out, char *err,
@@ -56,7 +56,7 @@ int recommend_policy_build(const sim_model_t *m, const policy_knobs_t *k,
     out->knobs = *k;
     size_t n = policies_default(all, m, &out->knobs);
     for (size_t i = 0; i < n; i++) {
-        if (!all[i].key || strcmp(all[i].key, "queueing"))
+        if (!all[i].key || strcmp(all[i].key, "ours"))
             continue;
         out->p = all[i];
         snprintf(out->value[0], sizeof out->value[0], "%g", s->util);
@@ -67,7 +67,7 @@ int recommend_policy_build(const sim_model_t *m, const policy_knobs_t *k,
         return 0;
     }
     return kgs_seterr(err, errlen, KGS_ENOTFOUND,
-                      "recommend: the default policies have no queueing model (key \"queueing\")");
+                      "recommend: the default policies have no queueing model (key \"ours\")");
 }
 
 int recommend_cold_start_apply(sim_model_t *m, double cold_start_s, char *err, size_t errlen) {

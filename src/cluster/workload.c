@@ -38,7 +38,7 @@
  * problem is collected and the one whose pod (or node) name sorts first is
  * reported, and values are sorted before they are summed.
  *
- * Memory: the context lives on the stack (about 33 KiB, 25 of them a
+ * Memory: the context lives on the stack (about 34 KiB, 25 of them a
  * trigger_config_t scratch whose demand part stays zero: the evaluator
  * reads only the GPU selection); values go to a stack array and, past
  * WL_STACK_VALUES, one heap array bounded by WORKLOAD_MAX_INPUTS.

@@ -92,11 +92,15 @@ static void check_config(const trigger_config_t *c) {
         if (d->queue == QUEUE_REDIS_LIST || d->queue == QUEUE_REDIS_STREAM)
             FUZZ_CHECK(d->redis_key[0] != '\0' && d->redis_address[0] != '\0');
         /* parse once: every URL the sources will use is kept parsed */
-        for (unsigned i = 0; i < d->endpoint_count; i++)
-            FUZZ_CHECK(d->endpoint_urls[i].host[0] != '\0' &&
-                       demand_endpoint_url(d, d->endpoints[i]) == &d->endpoint_urls[i]);
-        if (d->queue != QUEUE_NONE)
-            FUZZ_CHECK(d->queue_url.host[0] != '\0');
+        for (unsigned i = 0; i < d->endpoint_count; i++) {
+            source_url_t u;
+            FUZZ_CHECK(demand_endpoint_url(d, d->endpoints[i], &u) && u.host[0] != '\0');
+        }
+        if (d->queue != QUEUE_NONE) {
+            source_url_t u;
+            demand_queue_url(d, &u);
+            FUZZ_CHECK(u.host[0] != '\0');
+        }
     }
 }
 

@@ -102,11 +102,33 @@ static void check_rebuilt_url(const source_url_t *u) {
     FUZZ_CHECK(memcmp(u, &again, sizeof *u) == 0);
 }
 
+/* The compact parse (rc, err: the full parse's outcome; full: its result)
+ * agrees, and its ref expanded gives the full parse's bytes. */
+static void check_ref(const char *s, bool addr, int rc, const char *err, const source_url_t *full) {
+    static source_url_t expanded;
+    source_url_ref_t r;
+    char rerr[512] = "";
+    bool tls = true;
+    int db = -7;
+    int rrc = addr ? source_addr_parse_ref(s, &r, &tls, &db, rerr, sizeof rerr)
+                   : source_url_parse_ref(s, ALL_SCHEMES, &r, rerr, sizeof rerr);
+    if (strlen(s) > UINT16_MAX) {
+        FUZZ_CHECK(rrc != 0);
+        return;
+    }
+    FUZZ_CHECK(rrc == rc && strcmp(rerr, err) == 0);
+    if (rc != 0)
+        return;
+    source_url_expand(s, &r, &expanded);
+    FUZZ_CHECK(memcmp(&expanded, full, sizeof expanded) == 0);
+}
+
 static void fuzz_url(const char *s) {
     static source_url_t u, narrow;
     char err[512] = "", err2[512] = "";
     int rc = source_url_parse(s, ALL_SCHEMES, &u, err, sizeof err);
     int rc2 = source_url_parse(s, HTTP_ONLY, &narrow, err2, sizeof err2);
+    check_ref(s, false, rc, err, &u);
     if (rc2 == 0) {
         FUZZ_CHECK(rc == 0);
         FUZZ_CHECK(memcmp(&u, &narrow, sizeof u) == 0);
@@ -129,6 +151,7 @@ static void fuzz_addr(const char *s) {
     bool tls = true;
     int db = -7;
     int rc = source_addr_parse(s, &u, &tls, &db, err, sizeof err);
+    check_ref(s, true, rc, err, &u);
     if (rc != 0) {
         check_failure(rc, err, &u);
         FUZZ_CHECK(tls && db == -7);

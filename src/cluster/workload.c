@@ -38,20 +38,27 @@
  * problem is collected and the one whose pod (or node) name sorts first is
  * reported, and values are sorted before they are summed.
  *
- * Memory: the context lives on the stack (about 55 KiB: a trigger_config_t
- * scratch copy, parsed URLs included); values go to a
- * stack array and, past WL_STACK_VALUES, one heap array bounded by
- * WORKLOAD_MAX_INPUTS.
+ * Memory: the context lives on the stack (about 34 KiB, 25 of them a
+ * trigger_config_t scratch whose demand part stays zero: the evaluator
+ * reads only the GPU selection); values go to a stack array and, past
+ * WL_STACK_VALUES, one heap array bounded by WORKLOAD_MAX_INPUTS.
  */
 #include "cluster/workload.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/aggregate.h"
+
+/* workload_evaluate() copies the fields before `demand` into its scratch
+ * config and nothing after them. */
+_Static_assert(offsetof(trigger_config_t, demand) + sizeof(demand_config_t) ==
+                   sizeof(trigger_config_t),
+               "demand must stay the last field of trigger_config_t");
 
 #define WL_STACK_VALUES 256
 /* snapshot_new() allows at most 4096 GPUs and 4096 * 8 MIG instances. */
@@ -817,7 +824,9 @@ void workload_evaluate(const trigger_config_t *c, const char *scaled_object_name
     x.stale_after_ns = in->stale_after_ns;
     x.st = st;
     x.mig_metric = metric_exists_per_mig(c->metric_type);
-    x.scratch = *c;
+    /* Only the GPU part: evaluator_run() reads no demand field, and the
+     * demand part (URLs, queue keys, a password) is the larger half. */
+    memcpy(&x.scratch, c, offsetof(trigger_config_t, demand));
     x.vals = x.stack_vals;
     x.cap = WL_STACK_VALUES;
 

@@ -15,6 +15,11 @@
  * The guard then runs on the literal here and again, by the caller, on
  * every resolved address right before connect().
  *
+ * One parser fills a spec_t (offsets into the text, the literal's bytes);
+ * the full source_url_t and the compact source_url_ref_t are two ways of
+ * storing it, and expand() is the only place the full form is written, so
+ * source_url_expand() of a ref gives what source_url_parse() gave.
+ *
  * Error messages quote outside input with kgs_quote(), but only pieces that
  * cannot be a secret: nothing around an '@', and never the port text (in
  * "http://user:pa/ss@host" the authority is "user:pa", so the "port" is part
@@ -258,6 +263,53 @@ const char *source_guard_name(const char *host) {
 
 /* ---- host, port and path ------------------------------------------------------ */
 
+/* What a parse found, as offsets into the text it read. */
+typedef struct {
+    const char *text; /* the URL or address being parsed (borrowed) */
+    source_scheme_t scheme;
+    int family; /* AF_UNSPEC for a name */
+    uint8_t addr[16];
+    uint16_t port;
+    size_t host_off, host_len; /* as written; IPv6 without brackets */
+    size_t path_off, path_len; /* http(s) only */
+    bool path_slash;
+} spec_t;
+
+/* The host as stored: a lower-cased name, the dotted quad as written (the
+ * parser accepts only the canonical form), IPv6 in inet_ntop's form. buf
+ * holds SOURCE_HOST_MAX + 1 bytes. */
+static void spec_host(const char *text, const spec_t *sp, char *buf) {
+    if (sp->family == AF_INET6) {
+        struct in6_addr a6;
+        memcpy(&a6, sp->addr, sizeof a6);
+        if (!inet_ntop(AF_INET6, &a6, buf, SOURCE_HOST_MAX + 1))
+            buf[0] = '\0'; /* not reached: the buffer holds any IPv6 address */
+        return;
+    }
+    for (size_t i = 0; i < sp->host_len; i++)
+        buf[i] = to_lower(text[sp->host_off + i]);
+    buf[sp->host_len] = '\0';
+}
+
+/* The full form of *sp (text: what it was parsed from). */
+static void expand(const char *text, const spec_t *sp, source_url_t *out) {
+    memset(out, 0, sizeof *out);
+    out->scheme = sp->scheme;
+    out->family = sp->family;
+    out->host_is_ip = sp->family != AF_UNSPEC;
+    out->port = sp->port;
+    spec_host(text, sp, out->host);
+    if (sp->scheme == SOURCE_SCHEME_HTTP || sp->scheme == SOURCE_SCHEME_HTTPS) {
+        size_t o = 0;
+        if (sp->path_slash)
+            out->path[o++] = '/';
+        memcpy(out->path + o, text + sp->path_off, sp->path_len);
+        out->path[o + sp->path_len] = '\0';
+    }
+    snprintf(out->host_header, sizeof out->host_header,
+             out->family == AF_INET6 ? "[%s]:%u" : "%s:%u", out->host, (unsigned)out->port);
+}
+
 /* Strict dotted quad: four decimal parts 0-255, no leading zeros. */
 static bool parse_ipv4_strict(const char *s, size_t n, uint8_t out[4]) {
     size_t i = 0;
@@ -301,7 +353,7 @@ static bool is_numeric_label(const char *s, size_t n) {
     "with a letter or digit"
 
 /* A host outside brackets: a DNS name or a canonical IPv4 literal. */
-static int parse_name_or_v4(const char *h, size_t n, source_url_t *out, char *err, size_t errlen) {
+static int parse_name_or_v4(const char *h, size_t n, spec_t *out, char *err, size_t errlen) {
     char q[QBUF];
     if (n > SOURCE_HOST_MAX)
         return kgs_seterr(err, errlen, KGS_EINVAL, "host %s is longer than %d characters",
@@ -324,10 +376,10 @@ static int parse_name_or_v4(const char *h, size_t n, source_url_t *out, char *er
                               "numbers 0-255 without leading zeros (a.b.c.d); other forms are "
                               "refused rather than guessed",
                               kgs_quote(q, sizeof q, h, n));
-        memcpy(out->host, h, n);
-        out->host[n] = '\0';
-        out->host_is_ip = true;
+        memcpy(out->addr, v4, sizeof v4);
         out->family = AF_INET;
+        out->host_off = (size_t)(h - out->text);
+        out->host_len = n;
         return 0;
     }
 
@@ -353,16 +405,14 @@ static int parse_name_or_v4(const char *h, size_t n, source_url_t *out, char *er
                               kgs_quote(q, sizeof q, h, n));
         label = i + 1;
     }
-    for (size_t i = 0; i < n; i++)
-        out->host[i] = to_lower(h[i]);
-    out->host[n] = '\0';
-    out->host_is_ip = false;
     out->family = AF_UNSPEC;
+    out->host_off = (size_t)(h - out->text);
+    out->host_len = n;
     return 0;
 }
 
 /* "host[:port]" or "[v6][:port]": a, n is the whole authority. */
-static int parse_authority(const char *a, size_t n, source_url_t *out, char *err, size_t errlen) {
+static int parse_authority(const char *a, size_t n, spec_t *out, char *err, size_t errlen) {
     char q[QBUF];
     const char *rest;
     if (n > 0 && a[0] == '[') {
@@ -391,10 +441,12 @@ static int parse_authority(const char *a, size_t n, source_url_t *out, char *err
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "host %s is not an IPv6 address (brackets are only for IPv6)",
                               kgs_quote(q, sizeof q, h, hl));
-        if (!inet_ntop(AF_INET6, &a6, out->host, sizeof out->host))
+        if (!inet_ntop(AF_INET6, &a6, buf, sizeof buf))
             return kgs_seterr(err, errlen, KGS_EINVAL, "cannot format the IPv6 address");
-        out->host_is_ip = true;
+        memcpy(out->addr, &a6, sizeof a6);
         out->family = AF_INET6;
+        out->host_off = (size_t)(h - out->text);
+        out->host_len = hl;
         if (rest < a + n && *rest != ':')
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "unexpected text after ']': expected ':port', a path or the end");
@@ -433,7 +485,7 @@ static int parse_authority(const char *a, size_t n, source_url_t *out, char *err
 }
 
 /* Path and query of an http(s) URL, "" allowed (becomes "/"). */
-static int parse_http_path(const char *p, size_t n, source_url_t *out, char *err, size_t errlen) {
+static int parse_http_path(const char *p, size_t n, spec_t *out, char *err, size_t errlen) {
     size_t need = n + (n == 0 || p[0] == '?');
     if (need > SOURCE_PATH_MAX)
         return kgs_seterr(err, errlen, KGS_EINVAL,
@@ -456,11 +508,9 @@ static int parse_http_path(const char *p, size_t n, source_url_t *out, char *err
                               "percent-encoded (as %%%02X)",
                               c, i, (unsigned)(unsigned char)c);
     }
-    size_t o = 0;
-    if (n == 0 || p[0] == '?')
-        out->path[o++] = '/';
-    memcpy(out->path + o, p, n);
-    out->path[o + n] = '\0';
+    out->path_slash = n == 0 || p[0] == '?';
+    out->path_off = (size_t)(p - out->text);
+    out->path_len = n;
     return 0;
 }
 
@@ -519,7 +569,7 @@ static int check_bytes(const char *s, char *err, size_t errlen) {
 }
 
 /* The whole URL; *db gets a redis database when there is one. */
-static int parse_url(const char *url, unsigned allowed, source_url_t *out, int *db, char *err,
+static int parse_url(const char *url, unsigned allowed, spec_t *out, int *db, char *err,
                      size_t errlen) {
     char q[QBUF], accepted[64];
     if (!url || !*url)
@@ -570,56 +620,62 @@ static int parse_url(const char *url, unsigned allowed, source_url_t *out, int *
     return rc;
 }
 
-/* The guard on the parsed host, and the Host header. */
-static int finish(source_url_t *out, char *err, size_t errlen) {
-    char q[QBUF];
+/* The guard on the parsed host. */
+static int finish(const spec_t *sp, char *err, size_t errlen) {
+    char q[QBUF], host[SOURCE_HOST_MAX + 1];
     const char *why;
-    if (out->host_is_ip && out->family == AF_INET) {
+    if (sp->family == AF_INET) {
         struct sockaddr_in in;
         memset(&in, 0, sizeof in);
         in.sin_family = AF_INET;
-        if (inet_pton(AF_INET, out->host, &in.sin_addr) != 1)
-            return kgs_seterr(err, errlen, KGS_EINVAL, "host %s is not an IPv4 address",
-                              kgs_quote(q, sizeof q, out->host, strlen(out->host)));
+        memcpy(&in.sin_addr, sp->addr, sizeof in.sin_addr);
         why = source_guard_addr((const struct sockaddr *)&in, sizeof in);
-    } else if (out->host_is_ip) {
+    } else if (sp->family == AF_INET6) {
         struct sockaddr_in6 in6;
         memset(&in6, 0, sizeof in6);
         in6.sin6_family = AF_INET6;
-        if (inet_pton(AF_INET6, out->host, &in6.sin6_addr) != 1)
-            return kgs_seterr(err, errlen, KGS_EINVAL, "host %s is not an IPv6 address",
-                              kgs_quote(q, sizeof q, out->host, strlen(out->host)));
+        memcpy(&in6.sin6_addr, sp->addr, sizeof in6.sin6_addr);
         why = source_guard_addr((const struct sockaddr *)&in6, sizeof in6);
     } else {
-        why = source_guard_name(out->host);
+        spec_host(sp->text, sp, host);
+        why = source_guard_name(host);
     }
-    if (why)
+    if (why) {
+        spec_host(sp->text, sp, host);
         return kgs_seterr(err, errlen, KGS_EINVAL, "host %s is not allowed: %s",
-                          kgs_quote(q, sizeof q, out->host, strlen(out->host)), why);
-    snprintf(out->host_header, sizeof out->host_header,
-             out->family == AF_INET6 ? "[%s]:%u" : "%s:%u", out->host, (unsigned)out->port);
+                          kgs_quote(q, sizeof q, host, strlen(host)), why);
+    }
     return 0;
+}
+
+/* The whole URL, checked. */
+static int url_spec(const char *url, unsigned allowed, spec_t *sp, char *err, size_t errlen) {
+    memset(sp, 0, sizeof *sp);
+    sp->text = url;
+    int db = -1;
+    int rc = parse_url(url, allowed, sp, &db, err, errlen);
+    if (rc == 0)
+        rc = finish(sp, err, errlen);
+    return rc;
 }
 
 int source_url_parse(const char *url, unsigned allowed, source_url_t *out, char *err,
                      size_t errlen) {
     if (!out)
         return kgs_seterr(err, errlen, KGS_EINVAL, "no output struct");
-    memset(out, 0, sizeof *out);
-    int db = -1;
-    int rc = parse_url(url, allowed, out, &db, err, errlen);
-    if (rc == 0)
-        rc = finish(out, err, errlen);
+    spec_t sp;
+    int rc = url_spec(url, allowed, &sp, err, errlen);
     if (rc)
         memset(out, 0, sizeof *out);
+    else
+        expand(url, &sp, out);
     return rc;
 }
 
-int source_addr_parse(const char *addr, source_url_t *out, bool *tls, int *db, char *err,
-                      size_t errlen) {
-    if (!out)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "no output struct");
-    memset(out, 0, sizeof *out);
+/* The address, checked; *tls and *db as source_addr_parse() says. */
+static int addr_spec(const char *addr, spec_t *sp, bool *tls, int *db, char *err, size_t errlen) {
+    memset(sp, 0, sizeof *sp);
+    sp->text = addr;
     if (!addr || !*addr)
         return kgs_seterr(err, errlen, KGS_EINVAL, "empty address");
 
@@ -627,12 +683,12 @@ int source_addr_parse(const char *addr, source_url_t *out, bool *tls, int *db, c
     bool is_url = strstr(addr, "://") != NULL;
     if (is_url) {
         unsigned redis = (1u << SOURCE_SCHEME_REDIS) | (1u << SOURCE_SCHEME_REDISS);
-        rc = parse_url(addr, redis, out, &newdb, err, errlen);
+        rc = parse_url(addr, redis, sp, &newdb, err, errlen);
     } else {
         rc = check_bytes(addr, err, errlen);
         if (rc == 0) {
-            out->scheme = SOURCE_SCHEME_REDIS;
-            out->port = scheme_ports[SOURCE_SCHEME_REDIS];
+            sp->scheme = SOURCE_SCHEME_REDIS;
+            sp->port = scheme_ports[SOURCE_SCHEME_REDIS];
             size_t al = strcspn(addr, "/?#@");
             if (addr[al] == '@')
                 rc = kgs_seterr(err, errlen, KGS_EINVAL,
@@ -648,18 +704,99 @@ int source_addr_parse(const char *addr, source_url_t *out, bool *tls, int *db, c
                                 "[v6]:port or redis://host:port/N)",
                                 addr[al]);
             else
-                rc = parse_authority(addr, al, out, err, errlen);
+                rc = parse_authority(addr, al, sp, err, errlen);
         }
     }
     if (rc == 0)
-        rc = finish(out, err, errlen);
-    if (rc) {
-        memset(out, 0, sizeof *out);
+        rc = finish(sp, err, errlen);
+    if (rc)
         return rc;
-    }
     if (is_url && tls)
-        *tls = out->scheme == SOURCE_SCHEME_REDISS;
+        *tls = sp->scheme == SOURCE_SCHEME_REDISS;
     if (newdb >= 0 && db)
         *db = newdb;
     return 0;
+}
+
+int source_addr_parse(const char *addr, source_url_t *out, bool *tls, int *db, char *err,
+                      size_t errlen) {
+    if (!out)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "no output struct");
+    spec_t sp;
+    int rc = addr_spec(addr, &sp, tls, db, err, errlen);
+    if (rc)
+        memset(out, 0, sizeof *out);
+    else
+        expand(addr, &sp, out);
+    return rc;
+}
+
+/* ---- the compact form ------------------------------------------------------------ */
+
+static void to_ref(const spec_t *sp, source_url_ref_t *out) {
+    memset(out, 0, sizeof *out);
+    memcpy(out->addr, sp->addr, sizeof out->addr);
+    out->host_off = (uint16_t)sp->host_off;
+    out->host_len = (uint8_t)sp->host_len;
+    out->path_off = (uint16_t)sp->path_off;
+    out->path_len = (uint16_t)sp->path_len;
+    out->port = sp->port;
+    out->scheme = (uint8_t)sp->scheme;
+    out->family = (uint8_t)sp->family;
+    out->path_slash = sp->path_slash;
+}
+
+/* The offsets are 16 bits: refuse what they cannot reach. */
+static int check_ref_length(const char *text, char *err, size_t errlen) {
+    if (text && strnlen(text, (size_t)UINT16_MAX + 1) > UINT16_MAX)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "longer than %u bytes", (unsigned)UINT16_MAX);
+    return 0;
+}
+
+int source_url_parse_ref(const char *url, unsigned allowed, source_url_ref_t *out, char *err,
+                         size_t errlen) {
+    if (!out)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "no output struct");
+    memset(out, 0, sizeof *out);
+    spec_t sp;
+    int rc = check_ref_length(url, err, errlen);
+    if (rc == 0)
+        rc = url_spec(url, allowed, &sp, err, errlen);
+    if (rc == 0)
+        to_ref(&sp, out);
+    return rc;
+}
+
+int source_addr_parse_ref(const char *addr, source_url_ref_t *out, bool *tls, int *db, char *err,
+                          size_t errlen) {
+    if (!out)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "no output struct");
+    memset(out, 0, sizeof *out);
+    spec_t sp;
+    int rc = check_ref_length(addr, err, errlen);
+    if (rc == 0)
+        rc = addr_spec(addr, &sp, tls, db, err, errlen);
+    if (rc == 0)
+        to_ref(&sp, out);
+    return rc;
+}
+
+void source_url_expand(const char *text, const source_url_ref_t *ref, source_url_t *out) {
+    if (ref->host_len == 0) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    spec_t sp;
+    memset(&sp, 0, sizeof sp);
+    sp.text = text;
+    sp.scheme = (source_scheme_t)ref->scheme;
+    sp.family = ref->family;
+    memcpy(sp.addr, ref->addr, sizeof sp.addr);
+    sp.port = ref->port;
+    sp.host_off = ref->host_off;
+    sp.host_len = ref->host_len;
+    sp.path_off = ref->path_off;
+    sp.path_len = ref->path_len;
+    sp.path_slash = ref->path_slash != 0;
+    expand(text, &sp, out);
 }

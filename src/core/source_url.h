@@ -80,6 +80,30 @@ typedef struct {
 } source_url_t;
 
 /*
+ * The same parse in compact form, for storage that many copies hold (the
+ * trigger config keeps 17 of these): where host and path lie in the text it
+ * was parsed from, and what parsing found. The text itself is not copied:
+ * the holder keeps it beside the ref (any copy of the same bytes will do)
+ * and source_url_expand() gives the full source_url_t from the two, without
+ * parsing or checking anything again. 28 bytes and no pointers, so a struct
+ * holding text and ref can be copied with `=`. Parsing zeroes it first (two
+ * parses of the same text compare equal with memcmp). A zero ref (host_len
+ * 0: no parse ever gives that) expands to the zero source_url_t.
+ */
+typedef struct {
+    uint8_t addr[16];  /* family AF_INET: the address in addr[0..4), AF_INET6: addr[0..16),
+                          network order (SSRF-checked: connect to it as it is) */
+    uint16_t host_off; /* the host as written: text[host_off .. +host_len), no brackets */
+    uint16_t path_off; /* http(s): path and query as given, text[path_off .. +path_len) */
+    uint16_t path_len;
+    uint16_t port;      /* explicit, or the scheme's default */
+    uint8_t host_len;   /* at most SOURCE_HOST_MAX; IPv6 literals at most 45 */
+    uint8_t scheme;     /* source_scheme_t */
+    uint8_t family;     /* AF_UNSPEC (a name), AF_INET or AF_INET6 */
+    uint8_t path_slash; /* http(s): a "/" goes first (the path is empty or starts with '?') */
+} source_url_ref_t;
+
+/*
  * Parses an absolute URL "scheme://host[:port][/path][?query]". `allowed` is
  * a bitmask of (1u << scheme) naming the schemes the caller accepts; scheme
  * names match case-insensitively. For http(s) the path and query are kept
@@ -128,6 +152,27 @@ int source_url_parse(const char *url, unsigned allowed, source_url_t *out, char 
  */
 int source_addr_parse(const char *addr, source_url_t *out, bool *tls, int *db, char *err,
                       size_t errlen);
+
+/*
+ * source_url_parse() and source_addr_parse() with the compact result: the
+ * same rules, messages, *tls and *db. *out refers into `url` / `addr`, which
+ * the caller keeps (or an identical copy) for source_url_expand(); text
+ * longer than 65535 bytes is refused (the offsets are 16 bits). *out
+ * (required) is zeroed on failure.
+ */
+int source_url_parse_ref(const char *url, unsigned allowed, source_url_ref_t *out, char *err,
+                         size_t errlen);
+int source_addr_parse_ref(const char *addr, source_url_ref_t *out, bool *tls, int *db, char *err,
+                          size_t errlen);
+
+/*
+ * The full form of a compact parse: *out becomes, byte for byte, what
+ * source_url_parse() / source_addr_parse() gave for `text` (the string ref
+ * was parsed from, or a copy). Cannot fail and checks nothing: ref must come
+ * from a successful *_parse_ref() of exactly this text, or be all zero (then
+ * text is not read and *out is all zero). Both borrowed.
+ */
+void source_url_expand(const char *text, const source_url_ref_t *ref, source_url_t *out);
 
 /*
  * SSRF guard on a host name before resolution. Returns NULL when allowed,

@@ -122,9 +122,10 @@ typedef struct {
     engine_t engine;
     unsigned endpoint_count;
     char endpoints[TRIGGER_MAX_ENDPOINTS][TRIGGER_URL_MAX];
-    /* endpoints[i], parsed and SSRF-checked (parse time) once, here: the
-     * sources copy it (demand_endpoint_url) instead of parsing again. */
-    source_url_t endpoint_urls[TRIGGER_MAX_ENDPOINTS];
+    /* endpoints[i], parsed and SSRF-checked (parse time) once, here, in
+     * compact form (offsets into endpoints[i]): the sources expand it
+     * (demand_endpoint_url) instead of parsing again. */
+    source_url_ref_t endpoint_urls[TRIGGER_MAX_ENDPOINTS];
     uint16_t engine_port;  /* default per engine: vLLM 8000, Triton 8002, TGI 80, SGLang 30000 */
     char engine_path[256]; /* default "/metrics" */
     bool engine_https;     /* engineScheme: https */
@@ -133,7 +134,13 @@ typedef struct {
 
     /* A queue that exists while no pod runs. */
     queue_kind_t queue;
-    char redis_address[TRIGGER_URL_MAX];
+    /* The queue's address as given. A trigger reads one queue (the parser
+     * refuses a Redis and a Prometheus queue together), so the two share
+     * storage: read the one `queue` names. */
+    union {
+        char redis_address[TRIGGER_URL_MAX];   /* QUEUE_REDIS_* */
+        char demand_endpoint[TRIGGER_URL_MAX]; /* QUEUE_PROMETHEUS */
+    };
     char redis_key[512];   /* the list or stream */
     char redis_group[256]; /* redisConsumerGroup; "" = none */
     stream_measure_t stream_measure;
@@ -141,11 +148,11 @@ typedef struct {
     bool redis_tls;
     char redis_username[256];
     char redis_password[512]; /* secret: never logged, never echoed in errors */
-    char demand_endpoint[TRIGGER_URL_MAX];
-    /* The queue's address parsed and SSRF-checked once, here: redis_address
-     * (source_addr_parse) for QUEUE_REDIS_*, demand_endpoint for
-     * QUEUE_PROMETHEUS; zero for QUEUE_NONE. */
-    source_url_t queue_url;
+    /* The queue's address parsed and SSRF-checked once, here, in compact form
+     * (offsets into the address above): redis_address (source_addr_parse_ref)
+     * for QUEUE_REDIS_*, demand_endpoint for QUEUE_PROMETHEUS; zero for
+     * QUEUE_NONE. demand_queue_url() expands it. */
+    source_url_ref_t queue_url;
     char demand_metric[256];
     unsigned matcher_count; /* demandLabels: name="v" / name!="v", all must hold */
     struct {
@@ -238,9 +245,14 @@ bool trigger_config_key_doc(size_t i, trigger_key_doc_t *out);
 /* (p, n) is a key the parser accepts (exact, case-sensitive). */
 bool trigger_config_key_known(const char *p, size_t n);
 
-/* The parsed form of url when it is one of d->endpoints (compared as
- * strings), else NULL. Borrowed from *d. */
-const source_url_t *demand_endpoint_url(const demand_config_t *d, const char *url);
+/* When url is one of d->endpoints (compared as strings): fills *out with
+ * its parsed form (from d->endpoint_urls, nothing parsed again) and returns
+ * true; else false, *out untouched. Both borrowed. */
+bool demand_endpoint_url(const demand_config_t *d, const char *url, source_url_t *out);
+
+/* The parsed queue address (d->queue_url expanded; all zero for
+ * QUEUE_NONE) into *out. */
+void demand_queue_url(const demand_config_t *d, source_url_t *out);
 
 /* The trigger reads engine metrics (from URLs or pods). */
 bool trigger_uses_engine(const trigger_config_t *c);

@@ -69,9 +69,10 @@ static int parse_endpoints(const char *key, slice_t v, demand_config_t *d, char 
                               key, kgs_quote(q, sizeof q, v.p + a, b - a), TRIGGER_URL_MAX - 1);
         memcpy(url, v.p + a, b - a);
         url[b - a] = '\0';
-        source_url_t *u = &d->endpoint_urls[d->endpoint_count];
+        /* The ref points into url's bytes, which endpoints[] keeps below. */
+        source_url_ref_t *u = &d->endpoint_urls[d->endpoint_count];
         unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
-        if (source_url_parse(url, allowed, u, why, sizeof why) != 0)
+        if (source_url_parse_ref(url, allowed, u, why, sizeof why) != 0)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: %s", key,
                               kgs_quote(q, sizeof q, url, b - a), why);
         for (unsigned k = 0; k < d->endpoint_count; k++)
@@ -351,7 +352,7 @@ static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
                               kgs_quote(q, sizeof q, v.p, v.n));
         bool tls = false;
         int db = 0;
-        if (source_addr_parse(addr, &d->queue_url, &tls, &db, why, sizeof why) != 0)
+        if (source_addr_parse_ref(addr, &d->queue_url, &tls, &db, why, sizeof why) != 0)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid redisAddress %s: %s",
                               kgs_quote(q, sizeof q, v.p, v.n), why);
         strcpy(d->redis_address, addr);
@@ -452,9 +453,9 @@ static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
         if (!copy_plain(v, d->demand_endpoint, sizeof d->demand_endpoint))
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid demandEndpoint %s",
                               kgs_quote(q, sizeof q, v.p, v.n));
-        if (source_url_parse(d->demand_endpoint,
-                             (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS),
-                             &d->queue_url, why, sizeof why) != 0)
+        if (source_url_parse_ref(d->demand_endpoint,
+                                 (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS),
+                                 &d->queue_url, why, sizeof why) != 0)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid demandEndpoint %s: %s",
                               kgs_quote(q, sizeof q, v.p, v.n), why);
         v = tc_value_of(slot[K_DEMAND_METRIC]);
@@ -754,9 +755,16 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
     return 0;
 }
 
-const source_url_t *demand_endpoint_url(const demand_config_t *d, const char *url) {
+bool demand_endpoint_url(const demand_config_t *d, const char *url, source_url_t *out) {
     for (unsigned i = 0; i < d->endpoint_count && i < TRIGGER_MAX_ENDPOINTS; i++)
-        if (strcmp(d->endpoints[i], url) == 0)
-            return &d->endpoint_urls[i];
-    return NULL;
+        if (strcmp(d->endpoints[i], url) == 0) {
+            source_url_expand(d->endpoints[i], &d->endpoint_urls[i], out);
+            return true;
+        }
+    return false;
+}
+
+void demand_queue_url(const demand_config_t *d, source_url_t *out) {
+    /* redis_address and demand_endpoint are one buffer: either names it. */
+    source_url_expand(d->demand_endpoint, &d->queue_url, out);
 }

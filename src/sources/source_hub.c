@@ -60,7 +60,7 @@ struct source {
     source_params_t p;
     const source_backend_t *backend;
     bool tls;
-    demand_config_t *prom_copy; /* owned; p.prom points here */
+    demand_config_t *prom_copy; /* owned; p.prom points here: the metric and matchers only */
     /* addressing */
     resolver_t *resolver;
     /* Every address the name resolved to (a literal: one). A poll that fails
@@ -494,8 +494,8 @@ typedef struct {
 
 static int init_engine(source_t *s, const void *arg, char *err, size_t errlen) {
     const engine_arg_t *a = arg;
-    const source_url_t *parsed = a->pod ? NULL : demand_endpoint_url(&a->c->demand, a->url);
-    int rc = parsed ? (s->p.url = *parsed, 0) : parse_pod_url(a->url, &s->p.url, err, errlen);
+    bool parsed = !a->pod && demand_endpoint_url(&a->c->demand, a->url, &s->p.url);
+    int rc = parsed ? 0 : parse_pod_url(a->url, &s->p.url, err, errlen);
     if (rc)
         return rc;
     s->p.kind = SOURCE_KIND_ENGINE;
@@ -512,14 +512,18 @@ static int init_engine(source_t *s, const void *arg, char *err, size_t errlen) {
 
 static int init_prom(source_t *s, const void *arg, char *err, size_t errlen) {
     const trigger_config_t *c = arg;
-    s->p.url = c->demand.queue_url; /* parsed and checked with the config */
+    const demand_config_t *d = &c->demand;
+    demand_queue_url(d, &s->p.url); /* parsed and checked with the config */
     s->p.kind = SOURCE_KIND_PROM;
     s->tls = s->p.url.scheme == SOURCE_SCHEME_HTTPS;
-    s->prom_copy = malloc(sizeof *s->prom_copy);
+    /* The backend reads the metric and the matchers (demand_value_parse());
+     * only they are copied, so no URL, key or password of the trigger is. */
+    s->prom_copy = calloc(1, sizeof *s->prom_copy);
     if (!s->prom_copy)
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
-    *s->prom_copy = c->demand;
-    explicit_bzero(s->prom_copy->redis_password, sizeof s->prom_copy->redis_password);
+    memcpy(s->prom_copy->demand_metric, d->demand_metric, sizeof d->demand_metric);
+    s->prom_copy->matcher_count = d->matcher_count;
+    memcpy(s->prom_copy->matchers, d->matchers, sizeof d->matchers);
     s->p.prom = s->prom_copy;
     snprintf(s->name, sizeof s->name, "queue %.300s (%.200s)", c->demand.demand_endpoint,
              c->demand.demand_metric);
@@ -529,8 +533,8 @@ static int init_prom(source_t *s, const void *arg, char *err, size_t errlen) {
 static int init_redis(source_t *s, const void *arg, char *err, size_t errlen) {
     const trigger_config_t *c = arg;
     const demand_config_t *d = &c->demand;
-    (void)err, (void)errlen; /* nothing here can fail */
-    s->p.url = d->queue_url; /* parsed and checked with the config */
+    (void)err, (void)errlen;        /* nothing here can fail */
+    demand_queue_url(d, &s->p.url); /* parsed and checked with the config */
     s->p.kind = SOURCE_KIND_REDIS;
     s->tls = d->redis_tls;
     s->p.db = d->redis_db;

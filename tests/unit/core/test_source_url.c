@@ -23,7 +23,38 @@
 #define HTTP_ONLY ((1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS))
 #define ALL_SCHEMES 0xfu
 
-static const source_url_t zero_url; /* what a failed parse leaves behind */
+static const source_url_t zero_url;     /* what a failed parse leaves behind */
+static const source_url_ref_t zero_ref; /* likewise for the compact form */
+
+/* Every parse here is done twice, the compact way too: the ref parse must
+ * agree on the outcome and the message, and a ref expanded from the text
+ * (from a copy of it, as the trigger config keeps it) must give the very
+ * bytes of the full parse. */
+static void expect_ref_agrees(const char *text, int rc, const char *err, const source_url_ref_t *r,
+                              int rrc, const char *rerr, const source_url_t *u) {
+    if (rrc != rc || strcmp(err, rerr) != 0)
+        fail_msg("%s: full parse %d \"%s\", compact parse %d \"%s\"", text ? text : "(null)", rc,
+                 err, rrc, rerr);
+    if (rc != 0) {
+        assert_memory_equal(r, &zero_ref, sizeof *r);
+        return;
+    }
+    static char copy[70000];
+    snprintf(copy, sizeof copy, "%s", text);
+    source_url_t e;
+    memset(&e, 0x5a, sizeof e);
+    source_url_expand(copy, r, &e);
+    assert_memory_equal(&e, u, sizeof e);
+}
+
+static void check_ref(const char *url, unsigned allowed, int rc, const char *err,
+                      const source_url_t *u) {
+    source_url_ref_t r;
+    char rerr[512] = "";
+    memset(&r, 0x5a, sizeof r);
+    int rrc = source_url_parse_ref(url, allowed, &r, rerr, sizeof rerr);
+    expect_ref_agrees(url, rc, err, &r, rrc, rerr, u);
+}
 
 static source_url_t parse_ok(const char *url, unsigned allowed) {
     source_url_t u;
@@ -32,6 +63,7 @@ static source_url_t parse_ok(const char *url, unsigned allowed) {
     int rc = source_url_parse(url, allowed, &u, err, sizeof err);
     if (rc != 0)
         fail_msg("expected %s to parse, got %d: %s", url, rc, err);
+    check_ref(url, allowed, rc, err, &u);
     return u;
 }
 
@@ -56,6 +88,7 @@ static void expect_refused(const char *url, unsigned allowed, const char *needle
     if (secret && strstr(err, secret))
         fail_msg("%s: message repeats \"%s\": %s", url, secret, err);
     assert_memory_equal(&u, &zero_url, sizeof u);
+    check_ref(url, allowed, rc, err, &u);
 }
 
 #define REFUSED(url, n1, n2) expect_refused(url, HTTP_ONLY, n1, n2, NULL)
@@ -104,9 +137,23 @@ static source_url_t addr_ok(const char *addr, bool *tls, int *db) {
     source_url_t u;
     char err[512] = "";
     memset(&u, 0x5a, sizeof u);
+    bool tls0 = tls ? *tls : false;
+    int db0 = db ? *db : 0;
     int rc = source_addr_parse(addr, &u, tls, db, err, sizeof err);
     if (rc != 0)
         fail_msg("expected %s to parse, got %d: %s", addr, rc, err);
+    source_url_ref_t r;
+    char rerr[512] = "";
+    bool rtls = tls0;
+    int rdb = db0;
+    memset(&r, 0x5a, sizeof r);
+    int rrc =
+        source_addr_parse_ref(addr, &r, tls ? &rtls : NULL, db ? &rdb : NULL, rerr, sizeof rerr);
+    expect_ref_agrees(addr, rc, err, &r, rrc, rerr, &u);
+    if (tls)
+        assert_int_equal(rtls, *tls);
+    if (db)
+        assert_int_equal(rdb, *db);
     return u;
 }
 
@@ -126,6 +173,13 @@ static void expect_addr_refused(const char *addr, const char *needle, const char
     if (secret && strstr(err, secret))
         fail_msg("%s: message repeats \"%s\": %s", addr, secret, err);
     assert_memory_equal(&u, &zero_url, sizeof u);
+    assert_true(tls);
+    assert_int_equal(db, 7);
+    source_url_ref_t r;
+    char rerr[512] = "";
+    memset(&r, 0x5a, sizeof r);
+    int rrc = source_addr_parse_ref(addr, &r, &tls, &db, rerr, sizeof rerr);
+    expect_ref_agrees(addr, rc, err, &r, rrc, rerr, &u);
     assert_true(tls);
     assert_int_equal(db, 7);
 }
@@ -839,6 +893,75 @@ static void test_source_guard_addr_refuses_incomplete_or_foreign_sockaddrs(void 
     assert_non_null(source_guard_addr((const struct sockaddr *)(void *)(raw + 1), sizeof in));
 }
 
+/* ---- the compact form --------------------------------------------------------- */
+
+static void test_source_url_ref_is_small_and_expands_a_zero_ref_to_zero(void **state) {
+    (void)state;
+    /* The trigger config holds 17 of these: keep them small. */
+    assert_true(sizeof(source_url_ref_t) <= 28);
+    source_url_t u;
+    memset(&u, 0x5a, sizeof u);
+    source_url_expand("http://ignored:1/", &zero_ref, &u);
+    assert_memory_equal(&u, &zero_url, sizeof u);
+}
+
+static void test_source_url_ref_refers_into_the_text_it_was_parsed_from(void **state) {
+    (void)state;
+    source_url_ref_t r;
+    const char *url = "HTTPS://Triton.NS.svc.:8002?a=b";
+    assert_int_equal(source_url_parse_ref(url, HTTP_ONLY, &r, NULL, 0), 0);
+    assert_int_equal(r.host_off, 8);
+    assert_int_equal(r.host_len, 14);
+    assert_int_equal(r.path_off, 27);
+    assert_int_equal(r.path_len, 4);
+    assert_int_equal(r.path_slash, 1);
+    assert_int_equal(r.port, 8002);
+    assert_int_equal(r.scheme, SOURCE_SCHEME_HTTPS);
+    assert_int_equal(r.family, AF_UNSPEC);
+    source_url_t u;
+    source_url_expand(url, &r, &u);
+    assert_string_equal(u.host, "triton.ns.svc.");
+    assert_string_equal(u.path, "/?a=b");
+    assert_string_equal(u.host_header, "triton.ns.svc.:8002");
+
+    /* A literal's bytes are kept, ready for connect(). */
+    assert_int_equal(source_url_parse_ref("http://[FD12::0:1]:9/x", HTTP_ONLY, &r, NULL, 0), 0);
+    static const uint8_t fd12[16] = {0xfd, 0x12, [15] = 1};
+    assert_int_equal(r.family, AF_INET6);
+    assert_memory_equal(r.addr, fd12, 16);
+    assert_int_equal(source_addr_parse_ref("10.1.2.3:6380", &r, NULL, NULL, NULL, 0), 0);
+    static const uint8_t ten[16] = {10, 1, 2, 3};
+    assert_int_equal(r.family, AF_INET);
+    assert_memory_equal(r.addr, ten, 16);
+    assert_int_equal(r.scheme, SOURCE_SCHEME_REDIS);
+}
+
+static void test_source_url_ref_refuses_text_its_offsets_cannot_reach(void **state) {
+    (void)state;
+    /* A port may carry any number of leading zeros, so only the text's
+     * length bounds the offsets: past 65535 bytes the compact form refuses
+     * what the full one accepts. */
+    static char url[70000];
+    size_t o = (size_t)snprintf(url, sizeof url, "http://h:");
+    memset(url + o, '0', 65600);
+    o += 65600;
+    snprintf(url + o, sizeof url - o, "80/x");
+    source_url_t u;
+    assert_int_equal(source_url_parse(url, HTTP_ONLY, &u, NULL, 0), 0);
+    assert_int_equal(u.port, 80);
+    source_url_ref_t r;
+    char err[128];
+    memset(&r, 0x5a, sizeof r);
+    assert_int_equal(source_url_parse_ref(url, HTTP_ONLY, &r, err, sizeof err), KGS_EINVAL);
+    assert_string_equal(err, "longer than 65535 bytes");
+    assert_memory_equal(&r, &zero_ref, sizeof r);
+    assert_int_equal(source_addr_parse_ref(url, &r, NULL, NULL, err, sizeof err), KGS_EINVAL);
+    assert_memory_equal(&r, &zero_ref, sizeof r);
+    assert_int_equal(source_url_parse_ref("http://h", HTTP_ONLY, NULL, err, sizeof err),
+                     KGS_EINVAL);
+    assert_int_equal(source_addr_parse_ref("h", NULL, NULL, NULL, err, sizeof err), KGS_EINVAL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_source_url_parses_http_name_port_and_path),
@@ -874,6 +997,9 @@ int main(void) {
         cmocka_unit_test(test_source_guard_addr_refuses_ipv4_metadata_in_every_ipv6_form),
         cmocka_unit_test(test_source_guard_addr_allows_loopback_ula_and_public_ipv6),
         cmocka_unit_test(test_source_guard_addr_refuses_incomplete_or_foreign_sockaddrs),
+        cmocka_unit_test(test_source_url_ref_is_small_and_expands_a_zero_ref_to_zero),
+        cmocka_unit_test(test_source_url_ref_refers_into_the_text_it_was_parsed_from),
+        cmocka_unit_test(test_source_url_ref_refuses_text_its_offsets_cannot_reach),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

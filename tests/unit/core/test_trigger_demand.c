@@ -14,7 +14,7 @@
 #include "core/source_url.h"
 #include "core/trigger_config.h"
 
-static trigger_config_t cfg; /* ~50 KiB: off the stack */
+static trigger_config_t cfg; /* ~25 KiB: off the stack */
 
 static int parse(const char *const *kv) {
     metadata_pair_t p[16];
@@ -38,17 +38,32 @@ static void test_trigger_demand_keeps_every_engine_url_parsed(void **state) {
                            "http://vllm-0.vllm:8000/metrics, https://[::1]:9443/m?x=1"),
                      0);
     assert_int_equal(cfg.demand.endpoint_count, 2);
+    source_url_t got[2];
     for (unsigned i = 0; i < 2; i++) {
-        source_url_t again;
+        source_url_t again, expanded;
         assert_int_equal(source_url_parse(cfg.demand.endpoints[i], HTTP, &again, NULL, 0), 0);
-        assert_memory_equal(&cfg.demand.endpoint_urls[i], &again, sizeof again);
-        assert_ptr_equal(demand_endpoint_url(&cfg.demand, cfg.demand.endpoints[i]),
-                         &cfg.demand.endpoint_urls[i]);
+        source_url_expand(cfg.demand.endpoints[i], &cfg.demand.endpoint_urls[i], &expanded);
+        assert_memory_equal(&expanded, &again, sizeof again);
+        assert_true(demand_endpoint_url(&cfg.demand, cfg.demand.endpoints[i], &got[i]));
+        assert_memory_equal(&got[i], &again, sizeof again);
     }
-    assert_string_equal(cfg.demand.endpoint_urls[0].host, "vllm-0.vllm");
-    assert_int_equal(cfg.demand.endpoint_urls[1].port, 9443);
-    assert_int_equal(cfg.demand.endpoint_urls[1].scheme, SOURCE_SCHEME_HTTPS);
-    assert_null(demand_endpoint_url(&cfg.demand, "http://other:8000/metrics"));
+    assert_string_equal(got[0].host, "vllm-0.vllm");
+    assert_int_equal(got[1].port, 9443);
+    assert_int_equal(got[1].scheme, SOURCE_SCHEME_HTTPS);
+    assert_string_equal(got[1].host, "::1");
+    assert_string_equal(got[1].path, "/m?x=1");
+    source_url_t untouched = got[0];
+    assert_false(demand_endpoint_url(&cfg.demand, "http://other:8000/metrics", &got[0]));
+    assert_memory_equal(&got[0], &untouched, sizeof untouched);
+
+    /* A copy of the config carries its parsed URLs: they refer into its own
+     * text, not the original's. */
+    static trigger_config_t copy;
+    copy = cfg;
+    memset(&cfg, 0, sizeof cfg);
+    source_url_t fromcopy;
+    assert_true(demand_endpoint_url(&copy.demand, "https://[::1]:9443/m?x=1", &fromcopy));
+    assert_memory_equal(&fromcopy, &got[1], sizeof fromcopy);
 }
 
 static void test_trigger_demand_keeps_the_redis_address_parsed(void **state) {
@@ -56,9 +71,13 @@ static void test_trigger_demand_keeps_the_redis_address_parsed(void **state) {
     assert_int_equal(PARSE("metricType", "queue_length", "targetValue", "10", "redisAddress",
                            "rediss://redis.queues:6380/2", "redisListName", "jobs"),
                      0);
-    assert_string_equal(cfg.demand.queue_url.host, "redis.queues");
-    assert_int_equal(cfg.demand.queue_url.port, 6380);
-    assert_int_equal(cfg.demand.queue_url.scheme, SOURCE_SCHEME_REDISS);
+    source_url_t q, again;
+    demand_queue_url(&cfg.demand, &q);
+    assert_int_equal(source_addr_parse(cfg.demand.redis_address, &again, NULL, NULL, NULL, 0), 0);
+    assert_memory_equal(&q, &again, sizeof q);
+    assert_string_equal(q.host, "redis.queues");
+    assert_int_equal(q.port, 6380);
+    assert_int_equal(q.scheme, SOURCE_SCHEME_REDISS);
     assert_true(cfg.demand.redis_tls);
     assert_int_equal(cfg.demand.redis_db, 2);
     assert_int_equal(cfg.demand.endpoint_count, 0);
@@ -69,10 +88,12 @@ static void test_trigger_demand_keeps_the_prometheus_endpoint_parsed(void **stat
     assert_int_equal(PARSE("metricType", "queue_length", "targetValue", "10", "demandEndpoint",
                            "http://gateway.ai:9000/metrics", "demandMetric", "queue_depth"),
                      0);
-    source_url_t again;
+    source_url_t q, again;
     assert_int_equal(source_url_parse(cfg.demand.demand_endpoint, HTTP, &again, NULL, 0), 0);
-    assert_memory_equal(&cfg.demand.queue_url, &again, sizeof again);
-    assert_string_equal(cfg.demand.queue_url.host_header, "gateway.ai:9000");
+    demand_queue_url(&cfg.demand, &q);
+    assert_memory_equal(&q, &again, sizeof again);
+    assert_string_equal(q.host_header, "gateway.ai:9000");
+    assert_string_equal(q.path, "/metrics");
 }
 
 static void test_trigger_demand_refuses_a_guarded_url_at_parse_time(void **state) {
@@ -82,7 +103,12 @@ static void test_trigger_demand_refuses_a_guarded_url_at_parse_time(void **state
                      KGS_EINVAL);
     /* a failed parse leaves no parsed URL behind */
     assert_int_equal(cfg.demand.endpoint_count, 0);
-    assert_string_equal(cfg.demand.endpoint_urls[0].host, "");
+    static const source_url_ref_t zero_ref;
+    assert_memory_equal(&cfg.demand.endpoint_urls[0], &zero_ref, sizeof zero_ref);
+    static const source_url_t zero_url;
+    source_url_t q;
+    demand_queue_url(&cfg.demand, &q);
+    assert_memory_equal(&q, &zero_url, sizeof q);
 }
 
 int main(void) {

@@ -230,7 +230,7 @@ static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned
     }
     if (bad_value)
         return;
-    static trigger_config_t cfg; /* ~52 KiB (parsed URLs included): off the stack */
+    static trigger_config_t cfg; /* ~25 KiB: off the stack */
     char err[1024];
     if (trigger_config_parse(pairs, n, &cfg, err, sizeof err) != 0) {
         report(x, md, idx, type, "%s", err);

@@ -767,148 +767,131 @@ class DemandAggregator(unittest.TestCase):
     """podSelector: the aggregator scrapes every Ready pod the selector picks,
     at the pod's IP (127.0.0.x here) and enginePort."""
 
-    def test_engine_pods_from_the_pod_list(self):
-        tmp = tempfile.TemporaryDirectory()
-        api = FakeKubeAPI(token="t")
-        api.start()
-        token = os.path.join(tmp.name, "token")
-        with open(token, "w") as f:
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.api = FakeKubeAPI(token="t")
+        self.api.start()
+        self.token = os.path.join(self.tmp.name, "token")
+        with open(self.token, "w") as f:
             f.write("t")
-        port = free_port("127.0.0.21")
-        servers = []
-        try:
-            for i, ip in enumerate(("127.0.0.21", "127.0.0.22")):
-                srv = EngineServer(ip, port)
-                srv.pages.set("/metrics", vllm_text(3 + i, 1, 0.5))
-                servers.append(srv)
-            api.add_pod("ml", "vllm-0", labels={"app": "vllm"}, phase="Running",
-                        pod_ip="127.0.0.21", node="n1")
-            api.add_pod("ml", "vllm-1", labels={"app": "vllm"}, phase="Running",
-                        pod_ip="127.0.0.22", node="n1")
-            # Still loading its model: Running, not Ready, nothing listening.
-            loading = api.add_pod("ml", "vllm-2", labels={"app": "vllm"}, phase="Running",
-                                  pod_ip="127.0.0.23", node="n1", ready=False)
-            api.add_pod("ml", "other", labels={"app": "other"}, phase="Running",
-                        pod_ip="127.0.0.24", node="n1")
-            p, gport, probe, log = start_scaler(
-                tmp.name, ["--role", "aggregator", "--agents", "127.0.0.1:%d" % free_port(),
-                           "--kube-api", api.url, "--kube-token-file", token])
-            addr = "127.0.0.1:%d" % gport
-            d = Demand()
-            md = {"metricType": "engine_queue", "engine": "vllm", "targetValue": "2",
-                  "podSelector": "app=vllm", "namespace": "ml", "enginePort": str(port),
-                  "sourceInterval": "100ms"}
-            try:
-                r = d.poll_until(md, lambda r: "error" not in r, timeout=10, addr=addr)
-                self.assertEqual(r["metricValueFloat"], 7, r)  # 3 + 4; the loading pod skipped
-                # The pod becomes Ready but its server does not answer: UNAVAILABLE ...
-                api.modify_pod(loading, ready=True)
-                r = d.poll_until(md, lambda r: "error" in r, timeout=10, addr=addr)
-                self.assertIn("ml/vllm-2", r["error"]["message"])
-                # ... unless partialData: ignore.
-                r = d.poll_until(dict(md, partialData="ignore"), lambda r: "error" not in r,
-                                 timeout=10, addr=addr)
-                self.assertEqual(r["metricValueFloat"], 7, r)
-                # Every trigger example in the docs is accepted as written.
-                for md_doc in doc_trigger_examples():
-                    p2 = subprocess.run([CLIENT, "spec", "-addr", addr, "-namespace", "ml",
-                                         "-max-time", "20s"] +
-                                        sum((["-metadata", "%s=%s" % kv]
-                                             for kv in md_doc.items()), []),
-                                        capture_output=True, text=True, timeout=30)
-                    out = json.loads(p2.stdout.splitlines()[0])
-                    self.assertNotIn("error", out, (md_doc, out))
-                # Zero pods selected: nothing waits in any engine, a known 0.
-                r = d.poll_until(dict(md, podSelector="app=none"), lambda r: "error" not in r,
-                                 timeout=10, addr=addr)
-                self.assertEqual(r["metricValueFloat"], 0, r)
-                self.assertFalse(r["active"])
-            finally:
-                code = stop(p)
-                log.seek(0)
-                text = log.read()
-                log.close()
-                if WRAPPER and code != 0:
-                    self.fail("aggregator exited %s:\n%s" % (code, text[-4000:]))
-        finally:
-            for s in servers:
-                s.close()
-            api.stop()
-            tmp.cleanup()
+        self.servers, self.proc = [], None
 
+    def start_aggregator(self):
+        """Starts an aggregator on the fake API; returns its gRPC address."""
+        self.proc, gport, _, self.log = start_scaler(
+            self.tmp.name, ["--role", "aggregator", "--agents", "127.0.0.1:%d" % free_port(),
+                            "--kube-api", self.api.url, "--kube-token-file", self.token])
+        return "127.0.0.1:%d" % gport
+
+    def tearDown(self):
+        code = None
+        if self.proc:
+            code = stop(self.proc)
+            self.log.seek(0)
+            text = self.log.read()
+            self.log.close()
+        for srv in self.servers:
+            srv.close()
+        self.api.stop()
+        self.tmp.cleanup()
+        if WRAPPER and code:
+            self.fail("aggregator exited %s:\n%s" % (code, text[-4000:]))
+
+    def test_engine_pods_from_the_pod_list(self):
+        api = self.api
+        port = free_port("127.0.0.21")
+        for i, ip in enumerate(("127.0.0.21", "127.0.0.22")):
+            srv = EngineServer(ip, port)
+            srv.pages.set("/metrics", vllm_text(3 + i, 1, 0.5))
+            self.servers.append(srv)
+        api.add_pod("ml", "vllm-0", labels={"app": "vllm"}, phase="Running",
+                    pod_ip="127.0.0.21", node="n1")
+        api.add_pod("ml", "vllm-1", labels={"app": "vllm"}, phase="Running",
+                    pod_ip="127.0.0.22", node="n1")
+        # Still loading its model: Running, not Ready, nothing listening.
+        loading = api.add_pod("ml", "vllm-2", labels={"app": "vllm"}, phase="Running",
+                              pod_ip="127.0.0.23", node="n1", ready=False)
+        api.add_pod("ml", "other", labels={"app": "other"}, phase="Running",
+                    pod_ip="127.0.0.24", node="n1")
+        addr = self.start_aggregator()
+        d = Demand()
+        md = {"metricType": "engine_queue", "engine": "vllm", "targetValue": "2",
+              "podSelector": "app=vllm", "namespace": "ml", "enginePort": str(port),
+              "sourceInterval": "100ms"}
+        r = d.poll_until(md, lambda r: "error" not in r, timeout=10, addr=addr)
+        self.assertEqual(r["metricValueFloat"], 7, r)  # 3 + 4; the loading pod skipped
+        # The pod becomes Ready but its server does not answer: UNAVAILABLE ...
+        api.modify_pod(loading, ready=True)
+        r = d.poll_until(md, lambda r: "error" in r, timeout=10, addr=addr)
+        self.assertIn("ml/vllm-2", r["error"]["message"])
+        # ... unless partialData: ignore.
+        r = d.poll_until(dict(md, partialData="ignore"), lambda r: "error" not in r,
+                         timeout=10, addr=addr)
+        self.assertEqual(r["metricValueFloat"], 7, r)
+        # Every trigger example in the docs is accepted as written.
+        for md_doc in doc_trigger_examples():
+            p2 = subprocess.run([CLIENT, "spec", "-addr", addr, "-namespace", "ml",
+                                 "-max-time", "20s"] +
+                                sum((["-metadata", "%s=%s" % kv]
+                                     for kv in md_doc.items()), []),
+                                capture_output=True, text=True, timeout=30)
+            out = json.loads(p2.stdout.splitlines()[0])
+            self.assertNotIn("error", out, (md_doc, out))
+        # Zero pods selected: nothing waits in any engine, a known 0.
+        r = d.poll_until(dict(md, podSelector="app=none"), lambda r: "error" not in r,
+                         timeout=10, addr=addr)
+        self.assertEqual(r["metricValueFloat"], 0, r)
+        self.assertFalse(r["active"])
     def test_queueing_model_from_counters_and_the_pod_list(self):
         """metricType demand with no per-signal target: the queueing model,
         fed the engines' counters and the pod list (Ready and starting pods,
         aged from creationTimestamp); `query` prints its inputs."""
-        tmp = tempfile.TemporaryDirectory()
-        api = FakeKubeAPI(token="t")
-        api.start()
-        token = os.path.join(tmp.name, "token")
-        with open(token, "w") as f:
-            f.write("t")
+        api = self.api
         port = free_port("127.0.0.31")
-        servers, engines = [], []
-        try:
-            for i, ip in enumerate(("127.0.0.31", "127.0.0.32")):
-                e = FakeEngine("vllm", running=2)
-                e.run(rate=10)  # 10 requests/s each, 20 in all, nothing waiting
-                srv = EngineServer(ip, port)
-                srv.pages.set("/metrics", e.text, headers={"Content-Type": e.content_type})
-                servers.append(srv)
-                engines.append(e)
-                api.add_pod("ml", "llama-%d" % i, labels={"app": "llama"}, phase="Running",
-                            pod_ip=ip, node="n1")
-            # one more on its way: created 30 s ago, no IP, not Ready
-            api.add_pod("ml", "llama-2", labels={"app": "llama"}, phase="Pending",
-                        created=time.time() - 30)
-            p, gport, probe, log = start_scaler(
-                tmp.name, ["--role", "aggregator", "--agents", "127.0.0.1:%d" % free_port(),
-                           "--kube-api", api.url, "--kube-token-file", token])
-            addr = "127.0.0.1:%d" % gport
-            d = Demand()
-            md = {"metricType": "demand", "engine": "vllm", "podSelector": "app=llama",
-                  "namespace": "ml", "enginePort": str(port), "capacityPerReplica": "10"}
-            try:
-                # lambda 20/s, mu 10 configured, T the 120 s prior: 2 x 120 + 30 serving
-                # seconds cover the 2400 due, so 20 / (10 x 0.7) = 2.86 -> value ~286
-                r = d.poll_until(md, lambda r: "error" not in r and 240 < r["metricValueFloat"] < 340,
-                                 timeout=20, addr=addr)
-                self.assertTrue(r["active"], r)  # requests run
-                # A new ScaledObject (its own subscription): the model learns the rate
-                # within a few rounds.
-                q = subprocess.run([SERVER, "query", "--address", addr, "--namespace", "ml",
-                                    "--name", "llama", "--watch", "--count", "6",
-                                    "--interval", "1s"] +
-                                   sum((["--metadata", "%s=%s" % kv] for kv in md.items()), []),
-                                   capture_output=True, text=True, timeout=60)
-                self.assertEqual(q.returncode, 0, q.stdout + q.stderr)
-                lines = [x for x in q.stdout.splitlines() if "queueing model:" in x]
-                self.assertEqual(len(lines), 6, q.stdout)
-                self.assertIn("lambda_rps 0 (prior)", lines[0])  # one reading: no rate yet
-                for want in ("(learned)", "capacity_rps 10 (configured)",
-                             "cold_start_s 120 (prior)", "ready 2", "starting 1", "deficit "):
-                    self.assertIn(want, lines[-1])
-                # composite: no model to show, and no error either
-                q = subprocess.run([SERVER, "query", "--address", addr, "--namespace", "ml",
-                                    "--metadata", "metricType=demand", "--metadata", "engine=vllm",
-                                    "--metadata", "podSelector=app=llama", "--metadata",
-                                    "enginePort=%d" % port, "--metadata", "targetRunningPerReplica=4"],
-                                   capture_output=True, text=True, timeout=30)
-                self.assertEqual(q.returncode, 0, q.stdout + q.stderr)
-                self.assertNotIn("queueing model:", q.stdout)
-            finally:
-                code = stop(p)
-                log.seek(0)
-                text = log.read()
-                log.close()
-                if WRAPPER and code != 0:
-                    self.fail("aggregator exited %s:\n%s" % (code, text[-4000:]))
-        finally:
-            for s in servers:
-                s.close()
-            api.stop()
-            tmp.cleanup()
-
+        engines = []
+        for i, ip in enumerate(("127.0.0.31", "127.0.0.32")):
+            e = FakeEngine("vllm", running=2)
+            e.run(rate=10)  # 10 requests/s each, 20 in all, nothing waiting
+            srv = EngineServer(ip, port)
+            srv.pages.set("/metrics", e.text, headers={"Content-Type": e.content_type})
+            self.servers.append(srv)
+            engines.append(e)
+            api.add_pod("ml", "llama-%d" % i, labels={"app": "llama"}, phase="Running",
+                        pod_ip=ip, node="n1")
+        # one more on its way: created 30 s ago, no IP, not Ready
+        api.add_pod("ml", "llama-2", labels={"app": "llama"}, phase="Pending",
+                    created=time.time() - 30)
+        addr = self.start_aggregator()
+        d = Demand()
+        md = {"metricType": "demand", "engine": "vllm", "podSelector": "app=llama",
+              "namespace": "ml", "enginePort": str(port), "capacityPerReplica": "10"}
+        # lambda 20/s, mu 10 configured, T the 120 s prior: 2 x 120 + 30 serving
+        # seconds cover the 2400 due, so 20 / (10 x 0.7) = 2.86 -> value ~286
+        r = d.poll_until(md, lambda r: "error" not in r and 240 < r["metricValueFloat"] < 340,
+                         timeout=20, addr=addr)
+        self.assertTrue(r["active"], r)  # requests run
+        # A new ScaledObject (its own subscription): the model learns the rate
+        # within a few rounds.
+        q = subprocess.run([SERVER, "query", "--address", addr, "--namespace", "ml",
+                            "--name", "llama", "--watch", "--count", "6",
+                            "--interval", "1s"] +
+                           sum((["--metadata", "%s=%s" % kv] for kv in md.items()), []),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(q.returncode, 0, q.stdout + q.stderr)
+        lines = [x for x in q.stdout.splitlines() if "queueing model:" in x]
+        self.assertEqual(len(lines), 6, q.stdout)
+        self.assertIn("lambda_rps 0 (prior)", lines[0])  # one reading: no rate yet
+        for want in ("(learned)", "capacity_rps 10 (configured)",
+                     "cold_start_s 120 (prior)", "ready 2", "starting 1", "deficit "):
+            self.assertIn(want, lines[-1])
+        # composite: no model to show, and no error either
+        q = subprocess.run([SERVER, "query", "--address", addr, "--namespace", "ml",
+                            "--metadata", "metricType=demand", "--metadata", "engine=vllm",
+                            "--metadata", "podSelector=app=llama", "--metadata",
+                            "enginePort=%d" % port, "--metadata", "targetRunningPerReplica=4"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(q.returncode, 0, q.stdout + q.stderr)
+        self.assertNotIn("queueing model:", q.stdout)
 
 if __name__ == "__main__":
     if os.environ.get("KGS_IN_NETNS") != "1":

@@ -25,6 +25,7 @@
 
 #include "core/err.h"
 #include "core/queue_model.h"
+#include "report.h"
 
 static const double grid_util[] = {0.6, 0.7, 0.8};
 static const double grid_drain_s[] = {5, 10, 20};
@@ -293,10 +294,9 @@ static void json_point(FILE *f, const recommend_point_t *x, bool ideal) {
 }
 
 int recommend_json(const char *path, const recommend_t *r, char *err, size_t errlen) {
-    bool out = !strcmp(path, "-");
-    FILE *f = out ? stdout : fopen(path, "w");
+    FILE *f = report_json_open(path, err, errlen);
     if (!f)
-        return kgs_seterr(err, errlen, KGS_EIO, "write %s: %s", path, strerror(errno));
+        return KGS_EIO;
     fprintf(f,
             "{\"trace\": {\"requests\": %zu, \"slo_s\": %g, \"cold_start_s\": %g, "
             "\"node_s\": %g, \"image_s\": %g, \"weights_s\": %g},\n",
@@ -330,10 +330,5 @@ int recommend_json(const char *path, const recommend_t *r, char *err, size_t err
     if (!drain_is_default(s))
         fprintf(f, ", \"drainSeconds\": \"%g\"", s->drain_s);
     fprintf(f, "}}}\n");
-    int bad = ferror(f);
-    if (out ? fflush(f) != 0 : fclose(f) != 0)
-        bad = 1;
-    if (bad)
-        return kgs_seterr(err, errlen, KGS_EIO, "write %s: I/O error", path);
-    return 0;
+    return report_json_close(f, path, err, errlen);
 }

@@ -211,13 +211,28 @@ static const char *policy_key(const sim_policy_t *p, char *buf, size_t len) {
     return buf;
 }
 
+FILE *report_json_open(const char *path, char *err, size_t errlen) {
+    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    if (!f)
+        kgs_seterr(err, errlen, KGS_EIO, "write %s: %s", path, strerror(errno));
+    return f;
+}
+
+int report_json_close(FILE *f, const char *path, char *err, size_t errlen) {
+    int bad = ferror(f);
+    if (f == stdout ? fflush(f) != 0 : fclose(f) != 0)
+        bad = 1;
+    if (bad)
+        return kgs_seterr(err, errlen, KGS_EIO, "write %s: I/O error", path);
+    return 0;
+}
+
 int report_json(const char *path, const sim_policy_t *p, const sim_result_t *r, size_t n,
                 size_t floor_requests, size_t requests, const report_frontier_t *fr, size_t nfr,
                 char *err, size_t errlen) {
-    bool out = !strcmp(path, "-");
-    FILE *f = out ? stdout : fopen(path, "w");
+    FILE *f = report_json_open(path, err, errlen);
     if (!f)
-        return kgs_seterr(err, errlen, KGS_EIO, "write %s: %s", path, strerror(errno));
+        return KGS_EIO;
     char kb[8];
     fprintf(f, "{\"policies\": [");
     for (size_t i = 0; i < n; i++) {
@@ -254,12 +269,7 @@ int report_json(const char *path, const sim_policy_t *p, const sim_result_t *r, 
         fprintf(f, "]}");
     }
     fprintf(f, "\n ]}\n");
-    int bad = ferror(f);
-    if (out ? fflush(f) != 0 : fclose(f) != 0)
-        bad = 1;
-    if (bad)
-        return kgs_seterr(err, errlen, KGS_EIO, "write %s: I/O error", path);
-    return 0;
+    return report_json_close(f, path, err, errlen);
 }
 
 void report_frontier_table(FILE *f, const report_frontier_t *fr, size_t n) {

@@ -56,6 +56,13 @@ void report_pareto(report_frontier_t *f);
  * good. */
 double report_frontier_at(const report_frontier_t *f, double over_slo);
 
+/* A JSON output: stdout for "-", else the file created at path. NULL with
+ * "write PATH: why" in err. Finish it with report_json_close(). */
+FILE *report_json_open(const char *path, char *err, size_t errlen);
+
+/* Flushes (stdout) or closes (a file) f; 0, or KGS_EIO "write PATH: I/O error". */
+int report_json_close(FILE *f, const char *path, char *err, size_t errlen);
+
 int report_json(const char *path, const sim_policy_t *p, const sim_result_t *r, size_t n,
                 size_t floor_requests, size_t requests, const report_frontier_t *fr, size_t nfr,
                 char *err, size_t errlen);

@@ -20,4 +20,9 @@ int duration_parse_ns(const char *s, uint64_t *out_ns, char *err, size_t errlen)
 /* Formats ns compactly ("1.5s", "500ms", "0s") into buf. Returns buf. */
 char *duration_format(uint64_t ns, char *buf, size_t buflen);
 
+/* Days from 1970-01-01 to the proleptic Gregorian date y-m-d (m 1..12,
+ * d 1..31; H. Hinnant's days_from_civil): for wall-clock timestamps in
+ * Kubernetes objects and trace files. */
+int64_t civil_days(int64_t y, unsigned m, unsigned d);
+
 #endif

@@ -15,20 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/duration.h"
 #include "core/err.h"
 
 static const char *const phase_names[] = {"Unknown", "Pending", "Running", "Succeeded", "Failed"};
-
-/* Days from 1970-01-01 to y-m-d (proleptic Gregorian; H. Hinnant's
- * days_from_civil). */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
 
 static bool digits(const char *s, unsigned n, unsigned *out) {
     unsigned v = 0;
@@ -70,7 +60,7 @@ bool kube_time_parse(const char *s, int64_t *out) {
     } else {
         return false;
     }
-    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
+    *out = civil_days(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
     return true;
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/duration.h"
 #include "core/err.h"
 
 void trace_options_default(trace_options_t *o) {
@@ -35,16 +36,6 @@ static double unit_hash(uint64_t x) {
     return (double)(x >> 11) / 9007199254740992.0;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's algorithm). */
-static long days_from_civil(long y, unsigned m, unsigned d) {
-    y -= m <= 2;
-    long era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (long)doe - 719468;
-}
-
 /* "YYYY-MM-DD HH:MM:SS[.frac]" or a plain number of seconds. */
 static int parse_time(const char *p, size_t n, double *out) {
     char buf[64];
@@ -59,8 +50,8 @@ static int parse_time(const char *p, size_t n, double *out) {
         (size_t)used == n) {
         if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s < 0 || s >= 61)
             return -1;
-        *out = (double)days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400.0 + h * 3600.0 +
-               mi * 60.0 + s;
+        *out =
+            (double)civil_days(y, (unsigned)mo, (unsigned)d) * 86400.0 + h * 3600.0 + mi * 60.0 + s;
         return 0;
     }
     char *end;

@@ -2,13 +2,15 @@
  * source_backend.h - what one kind of demand source speaks, behind one small
  * table of functions (as nvtop's struct gpu_vendor or Redis's
  * ConnectionType): the request bytes of a poll, when the reply is whole,
- * and the reply bytes turned into a reading. The hub (source_hub.c) owns
- * everything else: sources, addresses, the SSRF guard, timers, fetches,
- * errors over time. Adding a backend is one file (source_backend_<name>.c)
- * and one row in source_backend_for()'s table.
+ * what a new source reads from its trigger, the request bytes of a poll,
+ * when the reply is whole, and the reply bytes turned into a reading. The
+ * hub (source_hub.c) owns everything else: sources, addresses, the SSRF
+ * guard, timers, fetches, errors over time. Adding a backend is one file
+ * (source_backend_<name>.c) and one row in source_backend_for()'s table.
  *
  * Backends are pure: no sockets, no clock, no globals, no allocation beyond
- * a reply body; each function is unit-tested with byte strings
+ * a reply body and what configure() keeps for the source (release() frees
+ * it); each function is unit-tested with byte strings
  * (tests/unit/sources/test_source_backend_*.c). Any thread.
  */
 #ifndef KGS_SOURCES_SOURCE_BACKEND_H
@@ -38,14 +40,24 @@ typedef struct {
     /* ENGINE */
     engine_t engine;
     char model[256];
-    /* PROM: the trigger's metric and matchers; borrowed (the source owns a copy) */
+    /* PROM: the trigger's metric and matchers (configure() points it at its own copy) */
     const demand_config_t *prom;
+    void *owned; /* what configure() allocated; release() frees it */
     /* REDIS */
     queue_kind_t qkind;
     stream_measure_t measure;
     int db;
     char rkey[512], group[256], user[256], pass[512];
 } source_params_t;
+
+/* What one new source is to read: its kind, the trigger (every URL of it
+ * parsed and checked with the config), and for an engine its URL and pod. */
+typedef struct {
+    source_kind_t kind;
+    const trigger_config_t *c;
+    const char *url; /* ENGINE: the /metrics URL */
+    const char *pod; /* ENGINE: "namespace/name" of a pod's source; NULL for the trigger's URL */
+} source_target_t;
 
 /* One successful poll. */
 typedef struct {
@@ -61,6 +73,13 @@ typedef struct {
 typedef struct source_backend {
     const char *name; /* "http", "redis" */
     const char *alpn; /* offered over TLS; NULL offers none */
+    /* Fills *p (zero but for max_body_bytes) for t, *tls (whether to speak
+     * TLS) and the display name for messages (no secret in it). Returns 0, or
+     * a KGS_E* code with a message (KGS_ENOMEM is worth another try). */
+    int (*configure)(const source_target_t *t, source_params_t *p, bool *tls, char *name,
+                     size_t namelen, char *err, size_t errlen);
+    /* Frees what configure() kept in p (p->owned) and wipes secrets. */
+    void (*release)(source_params_t *p);
     /* The request of one poll into buf[0..cap); its length, or 0 when it
      * does not fit. */
     size_t (*request)(const source_params_t *p, char *buf, size_t cap);

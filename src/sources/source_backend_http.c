@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/err.h"
 #include "net/http_resp.h"
 #include "sources/engine_metrics.h"
 #include "sources/prom_parse.h"
@@ -155,9 +156,53 @@ static int http_parse(const source_params_t *p, source_scratch_t *sc, const char
     return rc;
 }
 
+/* The trigger parsed and checked each of its URLs; only a pod's URL, built
+ * from its IP when it is listed, is parsed here. */
+static int http_configure(const source_target_t *t, source_params_t *p, bool *tls, char *name,
+                          size_t namelen, char *err, size_t errlen) {
+    const demand_config_t *d = &t->c->demand;
+    if (t->kind == SOURCE_KIND_PROM) {
+        demand_queue_url(d, &p->url);
+        /* demand_value_parse() reads the metric and the matchers: only they
+         * are copied, so no URL, key or password of the trigger is */
+        demand_config_t *q = calloc(1, sizeof *q);
+        if (!q)
+            return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+        memcpy(q->demand_metric, d->demand_metric, sizeof d->demand_metric);
+        q->matcher_count = d->matcher_count;
+        memcpy(q->matchers, d->matchers, sizeof d->matchers);
+        p->prom = q;
+        p->owned = q;
+        snprintf(name, namelen, "queue %.300s (%.200s)", d->demand_endpoint, d->demand_metric);
+    } else {
+        bool parsed = !t->pod && demand_endpoint_url(d, t->url, &p->url);
+        unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
+        int rc = parsed ? 0 : source_url_parse(t->url, allowed, &p->url, err, errlen);
+        if (rc)
+            return rc;
+        p->engine = d->engine;
+        snprintf(p->model, sizeof p->model, "%s", d->model);
+        if (t->pod)
+            snprintf(name, namelen, "%s pod %s (%s)", engine_name(p->engine), t->pod, t->url);
+        else
+            snprintf(name, namelen, "%s %s", engine_name(p->engine), t->url);
+    }
+    p->kind = t->kind;
+    *tls = p->url.scheme == SOURCE_SCHEME_HTTPS;
+    return 0;
+}
+
+static void http_release(source_params_t *p) {
+    free(p->owned);
+    p->owned = NULL;
+    p->prom = NULL;
+}
+
 const source_backend_t source_backend_http = {
     .name = "http",
     .alpn = "http/1.1",
+    .configure = http_configure,
+    .release = http_release,
     .request = http_request,
     .complete = http_complete,
     .parse = http_parse,

@@ -168,9 +168,35 @@ static int redis_parse(const source_params_t *p, source_scratch_t *sc, const cha
     return 0;
 }
 
+static int redis_configure(const source_target_t *t, source_params_t *p, bool *tls, char *name,
+                           size_t namelen, char *err, size_t errlen) {
+    const demand_config_t *d = &t->c->demand;
+    (void)err, (void)errlen;      /* nothing here can fail */
+    demand_queue_url(d, &p->url); /* parsed and checked with the config */
+    p->kind = SOURCE_KIND_REDIS;
+    *tls = d->redis_tls;
+    p->db = d->redis_db;
+    p->qkind = d->queue;
+    p->measure = d->stream_measure;
+    snprintf(p->rkey, sizeof p->rkey, "%s", d->redis_key);
+    snprintf(p->group, sizeof p->group, "%s", d->redis_group);
+    snprintf(p->user, sizeof p->user, "%s", d->redis_username);
+    snprintf(p->pass, sizeof p->pass, "%s", d->redis_password);
+    snprintf(name, namelen, "redis %s %s %.200s%s%.100s", p->url.host_header,
+             d->queue == QUEUE_REDIS_LIST ? "list" : "stream", d->redis_key,
+             d->redis_group[0] ? " group " : "", d->redis_group);
+    return 0;
+}
+
+static void redis_release(source_params_t *p) {
+    explicit_bzero(p->pass, sizeof p->pass);
+}
+
 const source_backend_t source_backend_redis = {
     .name = "redis",
     .alpn = NULL,
+    .configure = redis_configure,
+    .release = redis_release,
     .request = redis_request,
     .complete = redis_complete,
     .parse = redis_parse,

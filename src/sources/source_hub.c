@@ -60,7 +60,6 @@ struct source {
     source_params_t p;
     const source_backend_t *backend;
     bool tls;
-    demand_config_t *prom_copy; /* owned; p.prom points here: the metric and matchers only */
     /* addressing */
     resolver_t *resolver;
     /* Every address the name resolved to (a literal: one). A poll that fails
@@ -377,7 +376,8 @@ static void source_free(source_hub_t *h, source_t *s) {
     loop_timer_stop(h->o.loop, &s->timer);
     fetch_cancel(s->inflight);
     resolver_free(s->resolver);
-    free(s->prom_copy);
+    if (s->backend->release)
+        s->backend->release(&s->p);
     explicit_bzero(s->p.pass, sizeof s->p.pass);
     if (s->key)
         explicit_bzero(s->key, strlen(s->key));
@@ -403,15 +403,13 @@ static void set_literal_addr(source_t *s) {
     s->naddrs = 1;
 }
 
-/* Finds or creates the source with identity key; `init` fills a new one's
- * kind-specific fields (returns 0, or non-zero with a message). NULL with
- * err filled when it cannot be made, and *rc (may be NULL) the KGS_E* code:
- * KGS_ENOMEM is worth another try, a bad URL is not. */
-typedef int (*source_init_fn)(source_t *s, const void *arg, char *err, size_t errlen);
-
-static source_t *source_get(source_hub_t *h, const char *key, const trigger_config_t *c,
-                            mono_ns_t now, source_init_fn init, const void *arg, int *rc, char *err,
-                            size_t errlen) {
+/* Finds or creates the source with identity key for target t; its backend
+ * fills a new one's kind-specific fields. NULL with err filled when it
+ * cannot be made, and *rc (may be NULL) the KGS_E* code: KGS_ENOMEM is worth
+ * another try, a bad URL is not. */
+static source_t *source_get(source_hub_t *h, const char *key, const source_target_t *t,
+                            mono_ns_t now, int *rc, char *err, size_t errlen) {
+    const trigger_config_t *c = t->c;
     int ignored;
     if (!rc)
         rc = &ignored;
@@ -444,13 +442,15 @@ static source_t *source_get(source_hub_t *h, const char *key, const trigger_conf
     s->window_max_s = c->demand.window_s ? c->demand.window_s : 30;
     loop_timer_init(&s->timer, on_timer, s);
     s->p.max_body_bytes = h->o.max_body_bytes;
-    if ((*rc = init(s, arg, err, errlen)) != 0) {
-        free(s->prom_copy);
+    s->backend = source_backend_for(t->kind);
+    if ((*rc = s->backend->configure(t, &s->p, &s->tls, s->name, sizeof s->name, err, errlen)) !=
+        0) {
+        if (s->backend->release)
+            s->backend->release(&s->p);
         free(s->key);
         free(s);
         return NULL;
     }
-    s->backend = source_backend_for(s->p.kind);
     if (s->p.url.host_is_ip) {
         set_literal_addr(s);
     } else {
@@ -477,77 +477,6 @@ static source_t *source_get(source_hub_t *h, const char *key, const trigger_conf
     LOG_DEBUG(h->o.log, "source %s: polling every %.3f s", s->name, (double)s->interval_ns / 1e9);
     loop_timer_start(h->o.loop, &s->timer, now);
     return s;
-}
-
-/* The config parsed and checked every URL of the trigger; only a pod's URL,
- * built from its IP when it is listed, is parsed here. */
-static int parse_pod_url(const char *url, source_url_t *out, char *err, size_t errlen) {
-    unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
-    return source_url_parse(url, allowed, out, err, errlen);
-}
-
-typedef struct {
-    const trigger_config_t *c;
-    const char *url;
-    const char *pod; /* NULL for an explicit URL */
-} engine_arg_t;
-
-static int init_engine(source_t *s, const void *arg, char *err, size_t errlen) {
-    const engine_arg_t *a = arg;
-    bool parsed = !a->pod && demand_endpoint_url(&a->c->demand, a->url, &s->p.url);
-    int rc = parsed ? 0 : parse_pod_url(a->url, &s->p.url, err, errlen);
-    if (rc)
-        return rc;
-    s->p.kind = SOURCE_KIND_ENGINE;
-    s->tls = s->p.url.scheme == SOURCE_SCHEME_HTTPS;
-    s->p.engine = a->c->demand.engine;
-    snprintf(s->p.model, sizeof s->p.model, "%s", a->c->demand.model);
-    if (a->pod)
-        snprintf(s->name, sizeof s->name, "%s pod %s (%s)", engine_name(s->p.engine), a->pod,
-                 a->url);
-    else
-        snprintf(s->name, sizeof s->name, "%s %s", engine_name(s->p.engine), a->url);
-    return 0;
-}
-
-static int init_prom(source_t *s, const void *arg, char *err, size_t errlen) {
-    const trigger_config_t *c = arg;
-    const demand_config_t *d = &c->demand;
-    demand_queue_url(d, &s->p.url); /* parsed and checked with the config */
-    s->p.kind = SOURCE_KIND_PROM;
-    s->tls = s->p.url.scheme == SOURCE_SCHEME_HTTPS;
-    /* The backend reads the metric and the matchers (demand_value_parse());
-     * only they are copied, so no URL, key or password of the trigger is. */
-    s->prom_copy = calloc(1, sizeof *s->prom_copy);
-    if (!s->prom_copy)
-        return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
-    memcpy(s->prom_copy->demand_metric, d->demand_metric, sizeof d->demand_metric);
-    s->prom_copy->matcher_count = d->matcher_count;
-    memcpy(s->prom_copy->matchers, d->matchers, sizeof d->matchers);
-    s->p.prom = s->prom_copy;
-    snprintf(s->name, sizeof s->name, "queue %.300s (%.200s)", c->demand.demand_endpoint,
-             c->demand.demand_metric);
-    return 0;
-}
-
-static int init_redis(source_t *s, const void *arg, char *err, size_t errlen) {
-    const trigger_config_t *c = arg;
-    const demand_config_t *d = &c->demand;
-    (void)err, (void)errlen;        /* nothing here can fail */
-    demand_queue_url(d, &s->p.url); /* parsed and checked with the config */
-    s->p.kind = SOURCE_KIND_REDIS;
-    s->tls = d->redis_tls;
-    s->p.db = d->redis_db;
-    s->p.qkind = d->queue;
-    s->p.measure = d->stream_measure;
-    snprintf(s->p.rkey, sizeof s->p.rkey, "%s", d->redis_key);
-    snprintf(s->p.group, sizeof s->p.group, "%s", d->redis_group);
-    snprintf(s->p.user, sizeof s->p.user, "%s", d->redis_username);
-    snprintf(s->p.pass, sizeof s->p.pass, "%s", d->redis_password);
-    snprintf(s->name, sizeof s->name, "redis %s %s %.200s%s%.100s", s->p.url.host_header,
-             d->queue == QUEUE_REDIS_LIST ? "list" : "stream", d->redis_key,
-             d->redis_group[0] ? " group " : "", d->redis_group);
-    return 0;
 }
 
 static void sub_free(sub_t *u);
@@ -642,9 +571,9 @@ typedef struct {
 static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
     char key[TRIGGER_URL_MAX + 512], err[300];
     engine_key(x->c, url, key, sizeof key);
-    engine_arg_t a = {x->c, url, pod};
+    source_target_t t = {SOURCE_KIND_ENGINE, x->c, url, pod};
     int rc;
-    if (!source_get(x->h, key, x->c, x->now, init_engine, &a, &rc, err, sizeof err)) {
+    if (!source_get(x->h, key, &t, x->now, &rc, err, sizeof err)) {
         snprintf(x->u->engine_error, sizeof x->u->engine_error, "%s", err);
         x->u->retry |= rc == KGS_ENOMEM;
     }
@@ -721,8 +650,9 @@ static void sub_start(source_hub_t *h, sub_t *u, const trigger_config_t *c, mono
         char key[4096], err[300];
         int rc;
         queue_key(c, key, sizeof key);
-        if (!source_get(h, key, c, now, d->queue == QUEUE_PROMETHEUS ? init_prom : init_redis, c,
-                        &rc, err, sizeof err)) {
+        source_target_t t = {d->queue == QUEUE_PROMETHEUS ? SOURCE_KIND_PROM : SOURCE_KIND_REDIS, c,
+                             NULL, NULL};
+        if (!source_get(h, key, &t, now, &rc, err, sizeof err)) {
             snprintf(u->queue_error, sizeof u->queue_error, "%s", err);
             u->retry |= rc == KGS_ENOMEM;
         }

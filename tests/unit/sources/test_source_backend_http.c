@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "sources/source_backend.h"
+#include "support/test_support.h"
 
 static const char VLLM[] = "# TYPE vllm:num_requests_waiting gauge\n"
                            "vllm:num_requests_waiting{model_name=\"m\"} 3\n"
@@ -159,6 +160,58 @@ static void test_source_backend_http_prometheus_queue_sum(void **state) {
                              "response (a missing metric is unknown, not 0)");
 }
 
+/* configure: what a new source reads, from the trigger; an engine URL of
+ * the trigger is taken parsed, a pod's is parsed here, and a Prometheus
+ * queue keeps a copy of its metric and matchers only. */
+static void test_source_backend_http_configure(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "engine_queue", "targetValue", "5", "engine", "vllm",
+                             "vllmEndpoint", "https://v.ml:8443/metrics", "model", "llama");
+    source_params_t p;
+    memset(&p, 0, sizeof p);
+    bool tls = false;
+    char name[256], err[256];
+    source_target_t t = {SOURCE_KIND_ENGINE, &c, "https://v.ml:8443/metrics", NULL};
+    assert_int_equal(
+        source_backend_http.configure(&t, &p, &tls, name, sizeof name, err, sizeof err), 0);
+    assert_true(tls);
+    assert_int_equal(p.kind, SOURCE_KIND_ENGINE);
+    assert_int_equal(p.engine, ENGINE_VLLM);
+    assert_string_equal(p.model, "llama");
+    assert_string_equal(p.url.host, "v.ml");
+    assert_string_equal(name, "vllm https://v.ml:8443/metrics");
+    source_backend_http.release(&p);
+    /* a pod's URL */
+    memset(&p, 0, sizeof p);
+    t.url = "http://10.1.2.3:8000/metrics";
+    t.pod = "ml/llama-0";
+    assert_int_equal(
+        source_backend_http.configure(&t, &p, &tls, name, sizeof name, err, sizeof err), 0);
+    assert_false(tls);
+    assert_string_equal(name, "vllm pod ml/llama-0 (http://10.1.2.3:8000/metrics)");
+    source_backend_http.release(&p);
+    t.url = "http://[::1:8000/metrics";
+    assert_int_not_equal(
+        source_backend_http.configure(&t, &p, &tls, name, sizeof name, err, sizeof err), 0);
+    /* a Prometheus queue: the metric and matchers, nothing else */
+    c = CFG("metricType", "queue_length", "targetValue", "5", "demandEndpoint",
+            "http://gw:9000/metrics", "demandMetric", "gateway:queue_depth", "demandLabels",
+            "pool=\"gpu\"");
+    memset(&p, 0, sizeof p);
+    source_target_t q = {SOURCE_KIND_PROM, &c, NULL, NULL};
+    assert_int_equal(
+        source_backend_http.configure(&q, &p, &tls, name, sizeof name, err, sizeof err), 0);
+    assert_non_null(p.prom);
+    assert_ptr_not_equal(p.prom, &c.demand);
+    assert_string_equal(p.prom->demand_metric, "gateway:queue_depth");
+    assert_int_equal(p.prom->matcher_count, 1);
+    assert_string_equal(p.prom->demand_endpoint, ""); /* not copied */
+    assert_string_equal(p.url.host, "gw");
+    assert_string_equal(name, "queue http://gw:9000/metrics (gateway:queue_depth)");
+    source_backend_http.release(&p);
+    assert_null(p.prom);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_source_backend_http_request_names_path_and_host),
@@ -166,6 +219,7 @@ int main(void) {
         cmocka_unit_test(test_source_backend_http_engine_reading),
         cmocka_unit_test(test_source_backend_http_reply_errors_name_the_problem),
         cmocka_unit_test(test_source_backend_http_prometheus_queue_sum),
+        cmocka_unit_test(test_source_backend_http_configure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "sources/source_backend.h"
+#include "support/test_support.h"
 
 typedef struct {
     source_params_t p;
@@ -129,6 +130,32 @@ static void test_source_backend_redis_stream_lag_and_pending(void **state) {
     assert_string_equal(msg, "XLEN: ERR boom");
 }
 
+/* configure: the trigger's Redis queue; the password is kept for AUTH but
+ * is not in the name, and release wipes it. */
+static void test_source_backend_redis_configure(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "queue_length", "targetValue", "5", "redisAddress",
+                             "rediss://r.queues:6380/2", "redisStream", "jobs",
+                             "redisConsumerGroup", "workers", "redisPasswordFromEnv", "pw-123");
+    source_params_t p;
+    memset(&p, 0, sizeof p);
+    bool tls = false;
+    char name[256], err[256];
+    source_target_t t = {SOURCE_KIND_REDIS, &c, NULL, NULL};
+    assert_int_equal(
+        source_backend_redis.configure(&t, &p, &tls, name, sizeof name, err, sizeof err), 0);
+    assert_true(tls);
+    assert_int_equal(p.db, 2);
+    assert_int_equal(p.qkind, QUEUE_REDIS_STREAM);
+    assert_string_equal(p.rkey, "jobs");
+    assert_string_equal(p.group, "workers");
+    assert_string_equal(p.pass, "pw-123");
+    assert_string_equal(name, "redis r.queues:6380 stream jobs group workers");
+    assert_null(strstr(name, "pw-123"));
+    source_backend_redis.release(&p);
+    assert_string_equal(p.pass, "");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_source_backend_redis_pipeline, setup, teardown),
@@ -137,6 +164,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_source_backend_redis_list_length, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_source_backend_redis_auth_failure_does_not_echo_the_password, setup, teardown),
+        cmocka_unit_test(test_source_backend_redis_configure),
         cmocka_unit_test_setup_teardown(test_source_backend_redis_stream_lag_and_pending, setup,
                                         teardown),
     };

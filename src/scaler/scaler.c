@@ -453,8 +453,8 @@ static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t 
         return;
     }
     const queue_model_decision_t *q = &st->last;
-    char names[12][96];
-    double vals[12];
+    char names[13][96];
+    double vals[13];
     unsigned n = 0;
 #define PUT(nm, from, v)                                                                           \
     do {                                                                                           \
@@ -470,6 +470,10 @@ static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t 
     PUT("lambda_rps", lambda_from, q->lambda_rps);
     PUT("capacity_rps", queue_model_source_name(q->capacity_from), q->capacity_rps);
     PUT("cold_start_s", queue_model_source_name(q->cold_start_from), q->cold_start_s);
+    /* the cost of one request: generated + 1/4 prompt tokens (the capacity
+     * above follows it when the mix moves) */
+    PUT("tokens_per_request", st->m.have_work ? "learned" : "unknown, no token counters",
+        st->m.have_work ? st->m.work_per_req : 0);
     PUT("backlog", NULL, q->backlog);
     PUT("work_due", NULL, q->work_due);
     PUT("can_do", NULL, q->can_do);
@@ -478,7 +482,7 @@ static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t 
     PUT("ready", NULL, (double)st->last_ready);
     PUT("starting", NULL, (double)st->last_starting);
 #undef PUT
-    Externalscaler__MetricValue v[12], *pv[12];
+    Externalscaler__MetricValue v[13], *pv[13];
     for (unsigned i = 0; i < n; i++) {
         externalscaler__metric_value__init(&v[i]);
         v[i].metricname = names[i];

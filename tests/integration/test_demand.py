@@ -882,6 +882,7 @@ class DemandAggregator(unittest.TestCase):
         self.assertEqual(len(lines), 6, q.stdout)
         self.assertIn("lambda_rps 0 (prior)", lines[0])  # one reading: no rate yet
         for want in ("(learned)", "capacity_rps 10 (configured)",
+                     "tokens_per_request 325 (learned)",  # 200 generated + 500 prompt / 4
                      "cold_start_s 120 (prior)", "ready 2", "starting 1", "deficit "):
             self.assertIn(want, lines[-1])
         # composite: no model to show, and no error either

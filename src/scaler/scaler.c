@@ -640,10 +640,21 @@ static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
         defer_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, entry, ns, ref, t0))
         return true;
     if (r.status != EVAL_OK) {
-        fail_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, t0, ref, entry->config.metric_name,
-                  eval_grpc_code(r.status), r.message);
-        config_cache_release(s->cache, entry);
-        return true;
+        /* Open and silent, like a stream that was open when the answer
+         * became unknown: the state goes out as soon as it is known. Ending
+         * it would cost KEDA a reconnect with its backoff (2, 4 ... 60 s,
+         * reset only after a stream ends OK), so a wake from zero by push
+         * would wait that long after an outage. The pull path keeps
+         * reporting the error; the log says it once here. */
+        const char *trig = entry->config.metric_name[0] ? entry->config.metric_name : "-";
+        char key[320];
+        snprintf(key, sizeof key, "%.160s|%.100s|StreamIsActive-open|%d", ref, trig,
+                 eval_grpc_code(r.status));
+        LOG_RATELIMITED(s->opts.log, &s->errors_rl, key, loop_now(s->opts.loop), LOG_WARN,
+                        "StreamIsActive ScaledObject %s trigger %s from %s: opened while the "
+                        "answer is unknown (%s: %s); it stays open and pushes once it is known",
+                        ref, trig, grpc_call_peer(call), grpc_status_name(eval_grpc_code(r.status)),
+                        r.message);
     }
     scaler_stream_t *st = calloc(1, sizeof *st);
     stream_group_t *g = NULL;

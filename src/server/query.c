@@ -43,7 +43,10 @@ const char query_usage_text[] =
     "  --namespace NS          ScaledObject namespace (default default)\n"
     "  --replicas N            current replicas, for the HPA's Value arithmetic\n"
     "  --max-replicas N        maxReplicaCount to clamp to (default 100)\n"
-    "  --watch                 repeat every --interval and keep a StreamIsActive open\n"
+    "  --watch                 repeat every --interval and keep a StreamIsActive open,\n"
+    "                          reopened as KEDA does when it ends (after 2 s, doubling\n"
+    "                          up to 60 s, back to 2 s after an OK end); a closed\n"
+    "                          connection is dialled again\n"
     "  --interval DURATION     time between rounds with --watch (default 2s)\n"
     "  --count N               stop after N rounds (default 1, or unlimited with --watch)\n"
     "  --timeout DURATION      deadline per call (default 3s, KEDA's HPA-path budget)\n"
@@ -79,10 +82,17 @@ typedef struct {
     loop_t *loop;
     grpc_client_t *client;
     SSL_CTX *tls;
+    grpc_client_opts_t co; /* to connect again after the connection closed */
     loop_timer_t round_timer;
     long rounds_done;
     int exit_code;
     bool stream_open;
+    /* StreamIsActive is reopened the way KEDA's externalPushScaler does:
+     * after 2 s, doubling per failed stream up to 60 s, back to 2 s after a
+     * stream that ended OK */
+    loop_timer_t stream_timer;
+    unsigned stream_backoff_s;
+    bool may_reconnect; /* inside a timer, not a callback of the old connection */
     /* current round */
     char metric_name[128];
     double target, value;
@@ -429,6 +439,25 @@ static void on_spec_done(void *ud, int status, const char *msg) {
     call_with_ref(q, "GetMetrics", on_metrics_msg, on_metrics_done, true);
 }
 
+/* A call; when the connection has closed (the server restarted or went
+ * away) and this runs from a timer, on a new connection, as KEDA's gRPC
+ * channel reconnects on its own. Never from a callback of the old
+ * connection, which is freed here. */
+static int client_call(query_t *q, const char *path, const uint8_t *buf, size_t len,
+                       uint64_t timeout_ns, grpc_client_message_cb on_msg,
+                       grpc_client_done_cb on_done) {
+    int rc = grpc_client_call(q->client, path, buf, len, timeout_ns, on_msg, on_done, q, NULL);
+    if (rc != KGS_ESTATE || !q->may_reconnect)
+        return rc;
+    grpc_client_t *fresh;
+    char err[256];
+    if (grpc_client_connect(q->loop, &q->co, &fresh, err, sizeof err) != 0)
+        return rc;
+    grpc_client_free(q->client); /* closed: no call of ours is pending on it */
+    q->client = fresh;
+    return grpc_client_call(q->client, path, buf, len, timeout_ns, on_msg, on_done, q, NULL);
+}
+
 static void call_with_ref(query_t *q, const char *method, grpc_client_message_cb on_msg,
                           grpc_client_done_cb on_done, bool metrics_request) {
     Externalscaler__ScaledObjectRef ref;
@@ -448,9 +477,7 @@ static void call_with_ref(query_t *q, const char *method, grpc_client_message_cb
         snprintf(path, sizeof path, "%s", method);
     else
         snprintf(path, sizeof path, "/externalscaler.ExternalScaler/%s", method);
-    int rc =
-        buf ? grpc_client_call(q->client, path, buf, len, q->o.timeout_ns, on_msg, on_done, q, NULL)
-            : KGS_ENOMEM;
+    int rc = buf ? client_call(q, path, buf, len, q->o.timeout_ns, on_msg, on_done) : KGS_ENOMEM;
     free(buf);
     if (rc != 0)
         round_error(q, method, GRPC_UNAVAILABLE, "connection is closed");
@@ -461,7 +488,9 @@ static void start_round(query_t *q) {
     q->value_int = q->target_int = 0;
     q->metric_name[0] = '\0';
     q->have_spec = q->have_value = q->have_active = false;
+    q->may_reconnect = true;
     call_with_ref(q, "GetMetricSpec", on_spec_msg, on_spec_done, false);
+    q->may_reconnect = false;
 }
 
 static void on_round_timer(loop_t *loop, loop_timer_t *t, void *ud) {
@@ -490,11 +519,46 @@ static void on_stream_done(void *ud, int status, const char *msg) {
     q->stream_open = false;
     if (q->quitting)
         return;
+    if (status == GRPC_OK)
+        q->stream_backoff_s = 2;
+    unsigned wait = q->stream_backoff_s;
     char ts[32];
     timestamp(ts, sizeof ts);
-    printf("%s  StreamIsActive ended: %s%s%s\n", ts, grpc_status_name(status), msg[0] ? ": " : "",
-           msg);
+    printf("%s  StreamIsActive ended: %s%s%s; reopening in %u s\n", ts, grpc_status_name(status),
+           msg[0] ? ": " : "", msg, wait);
     fflush(stdout);
+    if (status != GRPC_OK)
+        q->stream_backoff_s = wait * 2 > 60 ? 60 : wait * 2;
+    loop_timer_start(q->loop, &q->stream_timer,
+                     clock_add_sat(loop_now(q->loop), (uint64_t)wait * 1000000000ull));
+}
+
+static void open_stream(query_t *q) {
+    Externalscaler__ScaledObjectRef ref;
+    build_ref(q, &ref);
+    size_t len;
+    uint8_t *buf = pack(&ref.base, &len);
+    q->may_reconnect = true;
+    int rc = buf ? client_call(q, "/externalscaler.ExternalScaler/StreamIsActive", buf, len, 0,
+                               on_stream_msg, on_stream_done)
+                 : KGS_ENOMEM;
+    q->may_reconnect = false;
+    free(buf);
+    if (rc == 0) {
+        q->stream_open = true;
+        return;
+    }
+    /* not even started (the server is not there): the same backoff */
+    unsigned wait = q->stream_backoff_s;
+    q->stream_backoff_s = wait * 2 > 60 ? 60 : wait * 2;
+    loop_timer_start(q->loop, &q->stream_timer,
+                     clock_add_sat(loop_now(q->loop), (uint64_t)wait * 1000000000ull));
+}
+
+static void on_stream_timer(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    open_stream(ud);
 }
 
 static void on_signal(loop_t *loop, int fd, uint32_t events, void *ud) {
@@ -532,8 +596,9 @@ int query_main(int argc, char **argv) {
         SSL_CTX_free(q.tls);
         return 1;
     }
-    grpc_client_opts_t co = {.address = q.o.address, .tls = q.tls, .server_name = q.o.server_name};
-    if (grpc_client_connect(q.loop, &co, &q.client, err, sizeof err) != 0) {
+    q.co =
+        (grpc_client_opts_t){.address = q.o.address, .tls = q.tls, .server_name = q.o.server_name};
+    if (grpc_client_connect(q.loop, &q.co, &q.client, err, sizeof err) != 0) {
         fprintf(stderr, "keda-gpu-scaler query: %s\n", err);
         loop_free(q.loop);
         SSL_CTX_free(q.tls);
@@ -549,21 +614,16 @@ int query_main(int argc, char **argv) {
         q.sig_io = loop_io_add(q.loop, q.sigfd, EPOLLIN, on_signal, &q);
 
     loop_timer_init(&q.round_timer, on_round_timer, &q);
-    if (q.o.watch) {
-        Externalscaler__ScaledObjectRef ref;
-        build_ref(&q, &ref);
-        size_t len;
-        uint8_t *buf = pack(&ref.base, &len);
-        if (buf && grpc_client_call(q.client, "/externalscaler.ExternalScaler/StreamIsActive", buf,
-                                    len, 0, on_stream_msg, on_stream_done, &q, NULL) == 0)
-            q.stream_open = true;
-        free(buf);
-    }
+    loop_timer_init(&q.stream_timer, on_stream_timer, &q);
+    q.stream_backoff_s = 2;
+    if (q.o.watch)
+        open_stream(&q);
     start_round(&q);
     loop_run(q.loop);
 
     q.quitting = true;
     loop_timer_stop(q.loop, &q.round_timer);
+    loop_timer_stop(q.loop, &q.stream_timer);
     grpc_client_free(q.client);
     loop_io_remove(q.loop, q.sig_io);
     if (q.sigfd >= 0)

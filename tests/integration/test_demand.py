@@ -633,6 +633,26 @@ class Demand(unittest.TestCase):
         finally:
             s.close()
 
+    def test_stream_opened_while_the_engine_fails_stays_open(self):
+        """KEDA's push path after an outage: a StreamIsActive opened while the
+        answer is unknown is not ended with UNAVAILABLE (KEDA would wait its
+        2, 4 ... 60 s backoff to retry); it stays open, silent, and pushes as
+        soon as the engine answers. The pull path keeps the error."""
+        self.engines.pages.set("/outage", "overloaded\n", status=503)
+        md = {"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+              "engineEndpoint": self.engines.url("/outage"), "sourceInterval": "100ms"}
+        r = self.poll_until(md, lambda r: "error" in r and "HTTP 503" in r["error"]["message"])
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+        s = Streaming(self.addr, md)
+        try:
+            with self.assertRaises(AssertionError):  # nothing, and no end, for 1.5 s
+                s.next(1.5)
+            self.assertIsNone(s.proc.poll())
+            self.engines.pages.set("/outage", vllm_text(2, 0, 0))
+            s.until(True, 5 * SLOW)
+        finally:
+            s.close()
+
     def test_redis_stream_lag_and_pending(self):
         self.redis.cmd("DEL", "events")
         lag = self.redis_md(metricType="queue_length", targetValue="10", redisStream="events",

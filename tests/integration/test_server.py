@@ -90,9 +90,9 @@ def four_gpus(utils=(10, 20, 30, 40), **per_device):
 class Server(ServerProcess):
     """The server under test (C, or the Go baseline in reference mode)."""
 
-    def __init__(self, scenario, tls=None, client_ca=False, wait=True, extra_args=()):
+    def __init__(self, scenario, tls=None, client_ca=False, wait=True, extra_args=(), port=None):
         self.sim = Sim(scenario)
-        self.port = free_port()
+        self.port = port or free_port()
         self.metrics_port = free_port()
         self.probe_port = free_port()
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "NODE_NAME": "kgs-test-node"}
@@ -769,6 +769,35 @@ class Query(ServerCase):
         self.assertEqual(rc, 1, out + err)
         self.assertIn("GetMetricSpec: INVALID_ARGUMENT", out)
         self.assertIn('did you mean "targetValue"', out)
+
+    @c_only
+    def test_query_watch_reconnects_with_keda_s_backoff(self):
+        """With the server away, --watch retries as KEDA's push loop does (2 s,
+        doubling) and the rounds connect again, instead of "connection is
+        closed" for ever; once it is back, the stream pushes again."""
+        port = free_port()
+        q = subprocess.Popen([SERVER, "query", "--address", "127.0.0.1:%d" % port,
+                              "--metadata", "metricType=gpu_utilization", "--metadata",
+                              "targetValue=30", "--watch", "--interval", "1s", "--count", "12"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(4.5)
+            server = Server(four_gpus(), port=port)
+            try:
+                out, err = q.communicate(timeout=30)
+            finally:
+                server.close()
+        finally:
+            if q.poll() is None:
+                q.kill()
+                q.communicate()
+        self.assertIn("StreamIsActive ended: UNAVAILABLE", out)
+        self.assertIn("reopening in 2 s", out)
+        self.assertIn("reopening in 4 s", out)
+        self.assertNotIn("connection is closed", out)
+        after = out[out.index("reopening in 4 s"):]
+        self.assertIn("StreamIsActive push: active true", after)
+        self.assertRegex(after, r"value 100\.000 +active true")
 
     @c_only
     def test_query_usage_errors_exit_2(self):

@@ -278,9 +278,42 @@ static void test_scaler_no_snapshot_is_unavailable(void **state) {
     assert_string_equal(c.message, "no GPU snapshot yet: the first NVML sample has not completed");
     c = call_method(f, "IsActive", GPU_TRIGGER);
     assert_int_equal(c.status, GRPC_UNAVAILABLE);
-    /* a stream opened while evaluation fails ends at once with that error */
-    c = call_method(f, "StreamIsActive", GPU_TRIGGER);
-    assert_int_equal(c.status, GRPC_UNAVAILABLE);
+}
+
+/* A stream opened while the answer is unknown stays open and silent (KEDA
+ * would otherwise reconnect only after its backoff), and pushes the state
+ * as soon as it is known. */
+static void test_scaler_stream_opened_while_unknown_stays_open(void **state) {
+    fixture_t *f = *state;
+    f->answer.status = EVAL_UNAVAILABLE;
+    snprintf(f->answer.message, sizeof f->answer.message, "GPU 0 lost");
+    uint8_t buf[2048];
+    size_t len = pack_ref(GPU_TRIGGER, false, buf, sizeof buf);
+    grpc_call_t c;
+    memset(&c, 0, sizeof c);
+    c.status = -1;
+    scaler_on_request(&c, "/externalscaler.ExternalScaler/StreamIsActive", buf, len, f->sc);
+    assert_int_equal(c.status, -1); /* not finished */
+    assert_int_equal(c.nsent, 0);   /* and silent */
+    assert_int_equal(scaler_stream_count(f->sc), 1);
+    scaler_refresh(f->sc); /* still unknown: still silent */
+    assert_int_equal(c.nsent, 0);
+    f->answer.status = EVAL_OK;
+    f->answer.value = 1;
+    f->answer.active = true;
+    f->answer.message[0] = '\0';
+    scaler_refresh(f->sc);
+    assert_int_equal(c.nsent, 1);
+    Externalscaler__IsActiveResponse *a =
+        externalscaler__is_active_response__unpack(NULL, c.sent_len, c.sent);
+    assert_non_null(a);
+    assert_true(a->result);
+    externalscaler__is_active_response__free_unpacked(a, NULL);
+    /* the pull path keeps reporting errors */
+    f->answer.status = EVAL_UNAVAILABLE;
+    grpc_call_t p = call_method(f, "IsActive", GPU_TRIGGER);
+    assert_int_equal(p.status, GRPC_UNAVAILABLE);
+    scaler_on_call_gone(&c, c.user_data, f->sc);
     assert_int_equal(scaler_stream_count(f->sc), 0);
 }
 
@@ -396,6 +429,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_scaler_aggregator_answers_from_its_evaluation,
                                         setup_aggregator, teardown),
         cmocka_unit_test_setup_teardown(test_scaler_health_check_follows_readiness,
+                                        setup_aggregator, teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_stream_opened_while_unknown_stays_open,
                                         setup_aggregator, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -234,6 +234,19 @@ static uint64_t key_hash(const char *key) {
     return h ? h : 1; /* 0 marks a free slot */
 }
 
+uint64_t log_message_shape(const char *m) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a, a run of digits and dots as one '#' */
+    bool in_number = false;
+    for (; m && *m; m++) {
+        bool digit = (*m >= '0' && *m <= '9') || (in_number && *m == '.');
+        if (digit && in_number)
+            continue;
+        in_number = digit;
+        h = (h ^ (unsigned char)(digit ? '#' : *m)) * 1099511628211ull;
+    }
+    return h;
+}
+
 void log_ratelimit_init(log_ratelimit_t *rl, uint64_t interval_ns) {
     memset(rl, 0, sizeof *rl);
     rl->interval_ns = interval_ns;

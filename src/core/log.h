@@ -98,6 +98,12 @@ typedef struct {
 
 void log_ratelimit_init(log_ratelimit_t *rl, uint64_t interval_ns);
 
+/* A hash of what message says, for a rate-limit key: the same for messages
+ * that differ only in their numbers ("last poll 3.2 s ago", "... 14 s
+ * ago"), different for different problems (two different typos), so each
+ * distinct problem gets its own line and a changing figure no flood. */
+uint64_t log_message_shape(const char *message);
+
 /*
  * Pure decision for one line with `key` (borrowed for the call; keys are
  * compared in full) at monotonic time `now`. Returns true when the line

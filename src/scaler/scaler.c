@@ -131,8 +131,10 @@ static void fail_call(scaler_t *s, grpc_call_t *call, scaler_rpc_t rpc, mono_ns_
                       const char *ref, const char *metric, int code, const char *msg) {
     const char *who = ref && ref[0] ? ref : "(no ScaledObject)";
     const char *trig = metric && metric[0] ? metric : "-";
-    char key[320];
-    snprintf(key, sizeof key, "%.160s|%.100s|%s|%d", who, trig, rpc_name(rpc), code);
+    char key[340];
+    /* keyed on the problem too: a second, different typo is its own line */
+    snprintf(key, sizeof key, "%016llx|%.160s|%.100s|%s|%d",
+             (unsigned long long)log_message_shape(msg), who, trig, rpc_name(rpc), code);
     LOG_RATELIMITED(s->opts.log, &s->errors_rl, key, loop_now(s->opts.loop), LOG_WARN,
                     "%s ScaledObject %s trigger %s from %s: %s: %s", rpc_name(rpc), who, trig,
                     grpc_call_peer(call), grpc_status_name(code), msg);

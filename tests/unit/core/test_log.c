@@ -278,6 +278,19 @@ static void test_log_ratelimited_singular_message(void **state) {
     free(out);
 }
 
+/* One line per distinct problem: messages differing in their numbers share
+ * a shape, messages naming different things do not. */
+static void test_log_message_shape(void **state) {
+    (void)state;
+    assert_true(log_message_shape("vllm a: last successful poll 3.2s ago (stale)") ==
+                log_message_shape("vllm a: last successful poll 14s ago (stale)"));
+    assert_true(log_message_shape("GPU 0 lost") == log_message_shape("GPU 12 lost"));
+    assert_true(log_message_shape("unknown metadata key \"targtValue\"") !=
+                log_message_shape("unknown metadata key \"metrcType\""));
+    assert_true(log_message_shape("a") != log_message_shape("b"));
+    assert_true(log_message_shape("") == log_message_shape(NULL));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_log_text_line_keeps_the_existing_shape),
@@ -296,6 +309,7 @@ int main(void) {
         cmocka_unit_test(test_log_ratelimit_forgets_the_least_recent_key_when_full),
         cmocka_unit_test(test_log_ratelimited_lines_carry_the_suppressed_count),
         cmocka_unit_test(test_log_ratelimited_singular_message),
+        cmocka_unit_test(test_log_message_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

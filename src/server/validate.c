@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,8 @@
 #define MAX_PAIRS 128
 
 const char validate_usage_text[] =
-    "Usage: keda-gpu-scaler validate [--role aggregator|standalone] [--match TEXT | --all] "
-    "FILE...\n"
+    "Usage: keda-gpu-scaler validate [--role aggregator|standalone]\n"
+    "                                [--scaler-address PATTERN... | --all] FILE...\n"
     "\n"
     "Reads Kubernetes YAML (one or more documents per file; - for standard input), finds\n"
     "the ScaledObjects and ScaledJobs, and checks every external / external-push trigger\n"
@@ -38,13 +39,20 @@ const char validate_usage_text[] =
     "Flags:\n"
     "  --role ROLE     the role that will answer KEDA: aggregator (default; podSelector\n"
     "                  and nodeSelector allowed) or standalone (they are refused)\n"
-    "  --match TEXT    a trigger is ours when its scalerAddress contains TEXT\n"
-    "                  (default keda-gpu-scaler); other external triggers are skipped\n"
+    "  --scaler-address PATTERN\n"
+    "                  a trigger is ours when its scalerAddress matches the shell\n"
+    "                  pattern (repeatable; default " VALIDATE_DEFAULT_ADDRESS ", the documented\n"
+    "                  service names: with fullnameOverride, give yours, e.g.\n"
+    "                  'gpu-scaler.*'); other external triggers are skipped and their\n"
+    "                  addresses listed\n"
+    "  --match TEXT    the same as --scaler-address '*TEXT*'\n"
     "  --all           check every external trigger, whatever its scalerAddress\n"
     "  --help          this text\n"
     "\n"
-    "Also checked: metadata values are strings (Kubernetes refuses an unquoted number or\n"
-    "bool there), and the trigger's metricType is AverageValue or Value.\n"
+    "Also checked: every external trigger has a scalerAddress (KEDA needs one), metadata\n"
+    "values are strings (Kubernetes refuses an unquoted number or bool there), and the\n"
+    "trigger's metricType is AverageValue or Value. An input with no YAML document is an\n"
+    "error, not a pass.\n"
     "\n"
     "Exit status: 0 every trigger valid, 1 problems found, 2 usage, an unreadable file\n"
     "or YAML that does not parse.\n"
@@ -160,19 +168,68 @@ static void report(ctx_t *x, const yaml_node_t *at, unsigned idx, const char *ty
     x->c->problems++;
 }
 
+static bool address_is_ours(const validate_opts_t *o, const char *addr) {
+    if (o->match)
+        return strstr(addr, o->match) != NULL;
+    if (o->npatterns == 0)
+        return fnmatch(VALIDATE_DEFAULT_ADDRESS, addr, 0) == 0;
+    for (unsigned i = 0; i < o->npatterns; i++)
+        if (fnmatch(o->patterns[i], addr, 0) == 0)
+            return true;
+    return false;
+}
+
+/* The node of the metadata key that message names first (as a whole word),
+ * so the line points at it; md itself when it names none. */
+static const yaml_node_t *named_key(yaml_document_t *d, yaml_node_t *md, const char *message) {
+    const yaml_node_t *best = md;
+    const char *best_at = NULL;
+    for (yaml_node_pair_t *p = md->data.mapping.pairs.start; p < md->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(d, p->key);
+        if (!k || k->type != YAML_SCALAR_NODE || k->data.scalar.length == 0)
+            continue;
+        size_t n = k->data.scalar.length;
+        for (const char *at = message; (at = strstr(at, (const char *)k->data.scalar.value));
+             at++) {
+            /* strstr on the NUL-terminated scalar: libyaml terminates it */
+            bool start = at == message || !(isalnum((unsigned char)at[-1]) || at[-1] == '_');
+            bool end = !(isalnum((unsigned char)at[n]) || at[n] == '_');
+            if (start && end) {
+                if (!best_at || at < best_at) {
+                    best_at = at;
+                    best = k;
+                }
+                break;
+            }
+        }
+    }
+    return best;
+}
+
 static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned idx) {
     char type[64], buf[512];
     scalar(map_get(d, t, "type"), type, sizeof type);
     if (strcmp(type, "external") != 0 && strcmp(type, "external-push") != 0)
         return;
     yaml_node_t *md = map_get(d, t, "metadata");
-    if (!x->o->all) {
-        const char *want = x->o->match ? x->o->match : "keda-gpu-scaler";
-        scalar(map_get(d, md, "scalerAddress"), buf, sizeof buf);
-        if (!strstr(buf, want)) {
-            x->c->skipped++;
-            return;
-        }
+    scalar(map_get(d, md, "scalerAddress"), buf, sizeof buf);
+    if (!buf[0]) {
+        /* whose it is cannot be told, and KEDA refuses it anyway */
+        x->c->triggers++;
+        report(x, md ? md : t, idx, type,
+               "no scalerAddress: KEDA needs it to reach an external scaler (for keda-gpu-scaler "
+               "the service, e.g. keda-gpu-scaler.keda-gpu-scaler.svc:6000)");
+        return;
+    }
+    if (!x->o->all && !address_is_ours(x->o, buf)) {
+        x->c->skipped++;
+        bool seen = false;
+        for (unsigned i = 0; i < x->c->nskipped_addr; i++)
+            seen |= strcmp(x->c->skipped_addr[i], buf) == 0;
+        if (!seen && x->c->nskipped_addr < 4)
+            snprintf(x->c->skipped_addr[x->c->nskipped_addr++], sizeof x->c->skipped_addr[0], "%s",
+                     buf);
+        return;
     }
     x->c->triggers++;
     if (!md || md->type != YAML_MAPPING_NODE) {
@@ -233,14 +290,14 @@ static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned
     static trigger_config_t cfg; /* ~25 KiB: off the stack */
     char err[1024];
     if (trigger_config_parse(pairs, n, &cfg, err, sizeof err) != 0) {
-        report(x, md, idx, type, "%s", err);
+        report(x, named_key(d, md, err), idx, type, "%s", err);
         return;
     }
     /* The server's own rules (core/roles.h), so validate and the server agree. */
     const role_caps_t *caps = role_caps(
         x->o->role == VALIDATE_ROLE_STANDALONE ? KGS_ROLE_STANDALONE : KGS_ROLE_AGGREGATOR);
     if (role_check_trigger(caps, &cfg, true, err, sizeof err) != ROLE_CHECK_OK)
-        report(x, md, idx, type, "%s", err);
+        report(x, named_key(d, md, err), idx, type, "%s", err);
 }
 
 /* ---- documents --------------------------------------------------------------- */
@@ -280,6 +337,7 @@ int validate_text(const char *name, const char *text, size_t len, const validate
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     ctx_t x = {.file = name, .o = opts, .out = out, .c = counts};
     int rc = 0;
+    unsigned docs = 0;
     for (;;) {
         yaml_document_t doc;
         if (!yaml_parser_load(&parser, &doc)) {
@@ -295,10 +353,16 @@ int validate_text(const char *name, const char *text, size_t len, const validate
             break;
         }
         counts->documents++;
+        docs++;
         check_document(&x, &doc);
         yaml_document_delete(&doc);
     }
     yaml_parser_delete(&parser);
+    if (rc == 0 && docs == 0)
+        rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                        "%s: empty input: no YAML document (a CI gate that checks nothing "
+                        "passes nothing)",
+                        name);
     return rc;
 }
 
@@ -371,6 +435,13 @@ int validate_main(int argc, char **argv) {
             }
         } else if (strcmp(a, "--match") == 0 && i + 1 < argc) {
             o.match = argv[++i];
+        } else if (strcmp(a, "--scaler-address") == 0 && i + 1 < argc) {
+            if (o.npatterns == sizeof o.patterns / sizeof o.patterns[0]) {
+                fprintf(stderr, "validate: at most %zu --scaler-address patterns\n",
+                        sizeof o.patterns / sizeof o.patterns[0]);
+                return 2;
+            }
+            o.patterns[o.npatterns++] = argv[++i];
         } else if (strcmp(a, "--all") == 0) {
             o.all = true;
         } else if (strcmp(a, "--") == 0) {
@@ -388,8 +459,13 @@ int validate_main(int argc, char **argv) {
         fprintf(stderr, "validate: no FILE given (keda-gpu-scaler validate --help)\n");
         return 2;
     }
-    if (o.all && o.match) {
-        fprintf(stderr, "validate: --all and --match exclude each other\n");
+    if (o.all && (o.match || o.npatterns)) {
+        fprintf(stderr, "validate: --all and %s exclude each other\n",
+                o.match ? "--match" : "--scaler-address");
+        return 2;
+    }
+    if (o.match && o.npatterns) {
+        fprintf(stderr, "validate: --match TEXT is --scaler-address '*TEXT*': give one of them\n");
         return 2;
     }
     validate_counts_t c = {0};
@@ -413,9 +489,17 @@ int validate_main(int argc, char **argv) {
             "validate: %d file(s), %u ScaledObject/ScaledJob(s), %u trigger(s) checked, %u "
             "problem(s)%s",
             argc - first, c.objects, c.triggers, c.problems, c.skipped ? "" : "\n");
-    if (c.skipped)
-        fprintf(stderr, "; %u external trigger(s) for other scalers skipped (--all checks them)\n",
+    if (c.skipped) {
+        fprintf(stderr, "; %u external trigger(s) for other scalers skipped (scalerAddress ",
                 c.skipped);
+        for (unsigned i = 0; i < c.nskipped_addr; i++)
+            fprintf(stderr, "%s%s", i ? ", " : "", c.skipped_addr[i]);
+        fprintf(stderr, "%s; ours are %s%s: --scaler-address PATTERN or --all checks them)\n",
+                c.skipped > c.nskipped_addr ? ", ..." : "", o.match ? "*" : "",
+                o.match       ? o.match
+                : o.npatterns ? o.patterns[0]
+                              : VALIDATE_DEFAULT_ADDRESS);
+    }
     if (status == 0 && c.problems)
         status = 1;
     return status;

@@ -23,10 +23,18 @@
 
 typedef enum { VALIDATE_ROLE_AGGREGATOR, VALIDATE_ROLE_STANDALONE } validate_role_t;
 
+/* The documented service names (the chart's and the manifests'
+ * "keda-gpu-scaler.<namespace>.svc:6000", or a plain "keda-gpu-scaler:6000"). */
+#define VALIDATE_DEFAULT_ADDRESS "keda-gpu-scaler*"
+
 typedef struct {
     validate_role_t role;
-    /* Which external triggers are ours: scalerAddress contains this (NULL:
-     * "keda-gpu-scaler"); all = every external trigger. */
+    /* Which external triggers are ours: scalerAddress matches one of these
+     * shell patterns (fnmatch; none given: VALIDATE_DEFAULT_ADDRESS); all =
+     * every external trigger. match (--match TEXT) is the older spelling
+     * of the pattern *TEXT*. */
+    const char *patterns[8];
+    unsigned npatterns;
     const char *match;
     bool all;
 } validate_opts_t;
@@ -37,6 +45,9 @@ typedef struct {
     unsigned triggers;  /* triggers checked */
     unsigned skipped;   /* external triggers for another scaler */
     unsigned problems;  /* lines reported */
+    /* the distinct scalerAddress values skipped, for the summary (first 4) */
+    char skipped_addr[4][128];
+    unsigned nskipped_addr;
 } validate_counts_t;
 
 /*
@@ -44,8 +55,10 @@ typedef struct {
  * (for messages). Writes one line per problem to out:
  *   "NAME:LINE: ScaledObject NS/NAME trigger #I (TYPE): MESSAGE"
  * (NAME alone when the object has no namespace)
- * and adds to *counts. Returns 0 (problems or not), or KGS_EINVAL when the
- * text is not YAML (message "NAME:LINE:COL: ..." in err).
+ * and adds to *counts. The line is the metadata key a message names, else
+ * the trigger's metadata. Returns 0 (problems or not), or KGS_EINVAL when
+ * the text is not YAML (message "NAME:LINE:COL: ...") or holds no YAML
+ * document at all ("NAME: empty input ...").
  */
 int validate_text(const char *name, const char *text, size_t len, const validate_opts_t *opts,
                   FILE *out, validate_counts_t *counts, char *err, size_t errlen);

@@ -44,9 +44,10 @@ class Validate(unittest.TestCase):
         rc, out, err = validate("tests/fixtures/validate/bad.yaml")
         self.assertEqual(rc, 1, err)
         lines = out.splitlines()
-        self.assertEqual(len(lines), 4, out)
+        self.assertEqual(len(lines), 5, out)
+        # each line is the offending key's: here the typo's own line
         self.assertTrue(lines[0].startswith(
-            "tests/fixtures/validate/bad.yaml:12: ScaledObject ml/typo trigger #0 (external): "
+            "tests/fixtures/validate/bad.yaml:14: ScaledObject ml/typo trigger #0 (external): "
             'unknown metadata key "targetvalue": did you mean "targetValue"?'), lines[0])
         self.assertTrue(lines[1].startswith(
             "tests/fixtures/validate/bad.yaml:29: ScaledObject unquoted trigger #0 "
@@ -54,13 +55,25 @@ class Validate(unittest.TestCase):
         self.assertIn('quote it, targetValue: "5"', lines[1])
         self.assertIn(":31: ScaledObject unquoted trigger #1 (external): the trigger's "
                       "metricType Utilization", lines[2])
-        self.assertIn(":54: ScaledJob jobs/ssrf trigger #0 (external): invalid demandEndpoint",
+        self.assertIn(":57: ScaledJob jobs/ssrf trigger #0 (external): invalid demandEndpoint",
                       lines[3])
-        self.assertIn("1 external trigger(s) for other scalers skipped", err)
+        # no scalerAddress: a problem, not a skip
+        self.assertIn(":75: ScaledObject ml/noaddress trigger #0 (external): no scalerAddress",
+                      lines[4])
+        # what was skipped is named, with what counts as ours
+        self.assertIn("1 external trigger(s) for other scalers skipped (scalerAddress "
+                      "some-other-scaler.other.svc:9000; ours are keda-gpu-scaler*", err)
         # --all checks the other scaler's trigger too.
         rc, out, err = validate("--all", "tests/fixtures/validate/bad.yaml")
-        self.assertEqual(len(out.splitlines()), 5, out)
+        self.assertEqual(len(out.splitlines()), 6, out)
         self.assertIn('unknown metadata key "anything"', out)
+        # with fullnameOverride the service has another name: --scaler-address says so
+        rc, out, err = validate("--scaler-address", "some-other-*",
+                                "tests/fixtures/validate/bad.yaml")
+        self.assertIn('unknown metadata key "anything"', out)
+        self.assertNotIn("ml/typo", out)  # keda-gpu-scaler.* is not ours then
+        self.assertIn("ours are some-other-*", err)
+        self.assertEqual(validate("--all", "--scaler-address", "x", "a.yaml")[0], 2)
 
     def test_messages_are_the_servers(self):
         tmp = tempfile.TemporaryDirectory()
@@ -116,7 +129,12 @@ class Validate(unittest.TestCase):
         with open(BAD) as f:
             rc, out, err = validate("-", stdin=f.read())
         self.assertEqual(rc, 1)
-        self.assertTrue(out.startswith("-:12: ScaledObject ml/typo"), out)
+        self.assertTrue(out.startswith("-:14: ScaledObject ml/typo"), out)
+        # an empty input checks nothing: an error, not a pass
+        for text in ("", "# only a comment\n"):
+            rc, out, err = validate("-", stdin=text)
+            self.assertEqual(rc, 2, err)
+            self.assertIn("-: empty input: no YAML document", err)
 
 
 if __name__ == "__main__":

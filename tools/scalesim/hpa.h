@@ -1,6 +1,6 @@
 /*
  * hpa.h - KEDA's and the Kubernetes HPA's replica arithmetic, as the
- * simulator applies it (reference: /work/shared/reference/keda-contract.md,
+ * simulator applies it (reference: ../shared/reference/keda-contract.md from the repository root,
  * sections 2.6 and 3). Pure: no I/O, no clock (time is an argument in
  * seconds), no allocation; each object is caller-owned storage.
  *

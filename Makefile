@@ -4,6 +4,8 @@
 #               every test and a fuzz smoke (3 s per target)
 # Also: make build, make bench, make fuzz [FUZZ_SECONDS=N], make dist, make format, make clean.
 
+MAKEFLAGS += --no-print-directory
+
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 RELEASE_DIR := build/release
 ASAN_DIR := build/asan

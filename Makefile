@@ -2,7 +2,8 @@
 #   make run    install what is missing, build, start on the simulated GPU node
 #   make test   install what is missing, build release -Werror, ASan+UBSan and libFuzzer builds, run
 #               every test and a fuzz smoke (3 s per target)
-# Also: make build, make bench, make fuzz [FUZZ_SECONDS=N], make dist, make format, make clean.
+# Also: make build, make install [PREFIX=/usr/local] [DESTDIR=], make bench,
+# make fuzz [FUZZ_SECONDS=N], make dist, make format, make clean; make help lists them.
 
 MAKEFLAGS += --no-print-directory
 
@@ -14,9 +15,31 @@ SCENARIO ?= sim/scenarios/inference-burst.json
 INTERVAL ?= 1s
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps js-deps build build-asan run table test bench fuzz format format-check dist clean
+.PHONY: all deps js-deps build build-asan run table test bench fuzz format format-check dist clean \
+	install help
+
+PREFIX ?= /usr/local
 
 all: build
+
+help:
+	@echo "make run       install what is missing, build, start the scaler on the simulated GPU node"
+	@echo "               (SCENARIO=sim/scenarios/NAME.json to pick another node)"
+	@echo "make test      install what is missing, build (release -Werror, ASan+UBSan, libFuzzer),"
+	@echo "               run every test and a fuzz smoke"
+	@echo "make build     build the release tree ($(RELEASE_DIR))"
+	@echo "make install   install keda-gpu-scaler and gpu-metrics in PREFIX/bin, the NVML stand-in in"
+	@echo "               PREFIX/lib/keda-gpu-scaler, its scenarios in PREFIX/share/keda-gpu-scaler"
+	@echo "               (PREFIX=$(PREFIX); DESTDIR=DIR stages the tree under DIR)"
+	@echo "make table     gpu-metrics on the simulated node (INTERVAL=$(INTERVAL))"
+	@echo "make bench     the benchmarks (bench/README.md)"
+	@echo "make fuzz      every fuzz target for FUZZ_SECONDS=$(FUZZ_SECONDS) s"
+	@echo "make dist      the container image's runtime file set, without Docker"
+	@echo "make format    clang-format the sources"
+	@echo "make clean     remove build/"
+
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(RELEASE_DIR) --prefix "$(PREFIX)"
 
 deps:
 	@scripts/install-deps

@@ -24,10 +24,19 @@
 
 const char server_usage_text[] =
     "Usage: keda-gpu-scaler [flags]\n"
+    "       keda-gpu-scaler query --address HOST:PORT --metadata KEY=VALUE... [flags]\n"
+    "       keda-gpu-scaler validate [flags] FILE...\n"
     "\n"
     "A KEDA external scaler that reads GPU metrics from NVML on this node and\n"
     "answers KEDA over gRPC (externalscaler.ExternalScaler and grpc.health.v1).\n"
     "Prometheus metrics are served on /metrics and probes on /healthz, /readyz.\n"
+    "\n"
+    "Subcommands (each with its own --help):\n"
+    "  query      call a scaler exactly as KEDA does and print the metric, its\n"
+    "             target, activity, the replicas KEDA and the HPA would choose, and\n"
+    "             for metricType demand the queueing model's inputs\n"
+    "  validate   check the triggers of ScaledObject / ScaledJob YAML as the server\n"
+    "             would, with file and line (a CI gate)\n"
     "\n"
     "Flags (each can also be set as KEDA_GPU_SCALER_<FLAG>, e.g.\n"
     "KEDA_GPU_SCALER_METRICS_PORT=0; a flag beats its variable):\n"
@@ -71,6 +80,10 @@ const char server_usage_text[] =
     "                                libnvidia-ml.so.1 from the library path)\n"
     "  --node-name NAME              node label on metrics (default $NODE_NAME,\n"
     "                                else the host name)\n"
+    "";
+
+/* Split in two: ISO C caps one string literal at 4095 bytes. */
+const char server_usage_text_more[] =
     "  --tls-cert FILE               serve gRPC over TLS with this certificate\n"
     "                                chain (PEM); needs --tls-key\n"
     "  --tls-key FILE                the certificate's private key (PEM)\n"
@@ -83,17 +96,12 @@ const char server_usage_text[] =
     "                                (default 10m; 0 = never)\n"
     "  --shutdown-grace DURATION     on SIGTERM, how long open RPCs may finish\n"
     "                                (default 5s)\n"
-    "  --version                     print the version and exit\n"
-    "  --help                        this text\n"
-    "\n"
-    "";
-
-/* Split in two: ISO C caps one string literal at 4095 bytes. */
-const char server_usage_text_more[] =
     "  --handshake-timeout DURATION  a gRPC connection must finish TLS and the\n"
     "                                HTTP/2 preface, and each request its headers\n"
     "                                and message, within this; slower ones are\n"
     "                                closed (default 10s, at least 100ms)\n"
+    "  --version                     print the version and exit\n"
+    "  --help                        this text\n"
     "\n"
     "Engine and queue sources (standalone, aggregator):\n"
     "  --source-ca-file FILE         CA bundle for https engine endpoints and\n"

@@ -389,5 +389,31 @@ class Usage(unittest.TestCase):
             sim.close()
 
 
+
+class Install(unittest.TestCase):
+    """make install's tree (cmake --install): both programs in bin, the
+    stand-in beside its scenarios, and they run from there."""
+
+    def test_installed_tree_runs(self):
+        build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(GPU_METRICS))))
+        with tempfile.TemporaryDirectory() as tmp:
+            prefix = os.path.join(tmp, "usr")
+            subprocess.run(["cmake", "--install", build, "--prefix", prefix], check=True,
+                           capture_output=True, timeout=60)
+            gm = os.path.join(prefix, "bin", "gpu-metrics")
+            sim = os.path.join(prefix, "lib", "keda-gpu-scaler", "libnvml-sim.so")
+            scen = os.path.join(prefix, "share", "keda-gpu-scaler", "scenarios", "idle-4xh100.json")
+            for f in (gm, sim, scen, os.path.join(prefix, "bin", "keda-gpu-scaler")):
+                self.assertTrue(os.path.exists(f), f)
+            env = dict(os.environ, NVML_SIM_SCENARIO=scen)
+            p = subprocess.run([gm, "--nvml-library", sim, "--format", "json"], env=env,
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(len(json.loads(p.stdout)["devices"]), 4)
+            h = subprocess.run([os.path.join(prefix, "bin", "keda-gpu-scaler"), "--help"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertIn("keda-gpu-scaler validate", h.stdout)
+            self.assertIn("keda-gpu-scaler query", h.stdout)
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -52,6 +52,7 @@ struct connector {
     char *tls_host;
     char *alpn;
     bool alpn_required;
+    bool embedded; /* in its owner's connector_storage_t: never freed here */
 
     /* A connection to one address (each source poll, an IP literal) keeps
      * it in one1: no allocation besides the connector itself. */
@@ -134,7 +135,8 @@ static void release(connector_t *c) {
         free(c->addrs);
         free(c->addrlens);
     }
-    free(c);
+    if (!c->embedded)
+        free(c);
 }
 
 /* Ends the connector and reports; c is gone afterwards. */
@@ -149,7 +151,10 @@ static void finish(connector_t *c, int status, const char *error) {
         tr = c->tr;
         c->tr_open = false; /* handed over */
     } else {
-        snprintf(msg, sizeof msg, "%s", error ? error : kgs_err_str(status));
+        /* The precision says what the size does (a longer message is cut at
+         * 511 bytes): -Wformat-truncation once inlining shows a caller's
+         * larger buffer. */
+        snprintf(msg, sizeof msg, "%.511s", error ? error : kgs_err_str(status));
     }
     release(c);
     done(ud, status, status == 0 ? &tr : NULL, status == 0 ? NULL : msg);
@@ -462,15 +467,19 @@ static int from_address(connector_t *c, const char *address, char *err, size_t e
     return resolver_start(c->loop, address, 0, on_resolved, c, &c->resolver, err, errlen);
 }
 
-int connector_start(loop_t *loop, const connector_opts_t *o, connector_t **out, char *err,
-                    size_t errlen) {
-    *out = NULL;
-    if (!o->done || (!o->address == !o->addrs) || (o->addrs && (!o->naddrs || !o->addrlens)))
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "connector: want a done callback and either an address or addresses");
-    connector_t *c = calloc(1, sizeof *c);
-    if (!c)
-        return kgs_seterr(err, errlen, KGS_ENOMEM, "connector: out of memory");
+_Static_assert(sizeof(struct connector) <= sizeof(connector_storage_t),
+               "CONNECTOR_STORAGE_SIZE is too small for struct connector");
+
+static bool opts_ok(const connector_opts_t *o) {
+    return o->done && !o->address != !o->addrs && (!o->addrs || (o->naddrs && o->addrlens));
+}
+
+#define OPTS_MSG "connector: want a done callback and either an address or addresses"
+
+/* connector_start's work on a zeroed c, heap or embedded; a failure
+ * releases c. */
+static int start(connector_t *c, loop_t *loop, const connector_opts_t *o, connector_t **out,
+                 char *err, size_t errlen) {
     c->loop = loop;
     c->done = o->done;
     c->user_data = o->user_data;
@@ -507,6 +516,28 @@ int connector_start(loop_t *loop, const connector_opts_t *o, connector_t **out, 
     }
     *out = c;
     return 0;
+}
+
+int connector_start(loop_t *loop, const connector_opts_t *o, connector_t **out, char *err,
+                    size_t errlen) {
+    *out = NULL;
+    if (!opts_ok(o))
+        return kgs_seterr(err, errlen, KGS_EINVAL, OPTS_MSG);
+    connector_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "connector: out of memory");
+    return start(c, loop, o, out, err, errlen);
+}
+
+int connector_start_in(connector_storage_t *storage, loop_t *loop, const connector_opts_t *o,
+                       connector_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    if (!opts_ok(o))
+        return kgs_seterr(err, errlen, KGS_EINVAL, OPTS_MSG);
+    connector_t *c = (connector_t *)storage;
+    memset(c, 0, sizeof *c);
+    c->embedded = true;
+    return start(c, loop, o, out, err, errlen);
 }
 
 void connector_cancel(connector_t *c) {

@@ -52,19 +52,31 @@ struct connector {
     char *tls_host;
     char *alpn;
     bool alpn_required;
+    bool embedded; /* in its owner's connector_storage_t: never freed here */
 
-    struct sockaddr_storage *addrs;
-    socklen_t *addrlens;
+    /* A connection to one address (each source poll, an IP literal) keeps
+     * it in one1: no allocation besides the connector itself. */
+    struct sockaddr_storage *addrs; /* &one1.addr, or heap */
+    socklen_t *addrlens;            /* &one1.len, or heap */
     size_t naddrs, next;
+    struct {
+        struct sockaddr_storage addr;
+        socklen_t len;
+    } one1;
     resolver_t *resolver;
 
     transport_t tr;
     bool tr_open;
     loop_io_t *io;
     uint32_t io_events;
-    char peer[128];  /* the address being tried */
-    char error[512]; /* why the last attempt failed */
+    /* No message buffers here: a failure is reported in the same call chain
+     * that found it, so its message lives on that chain's stack (ERROR_MAX).
+     * The 500 pod sources of an aggregator, polled in the same instant, each
+     * hold a connector at once: this struct is per-poll peak memory. */
 };
+
+/* Room for one failure message ("connect PEER: REASON", "refused to ..."). */
+#define ERROR_MAX 512
 
 const char *connector_phase_name(connector_phase_t p) {
     switch (p) {
@@ -90,9 +102,13 @@ static void format_addr(const struct sockaddr_storage *ss, char *out, size_t out
         sock_format_peer(ss, out, outlen);
 }
 
-/* The peer as messages name it: "X " after "connect", "" when left out. */
-static const char *label(const connector_t *c) {
-    return c->name ? c->name : c->peer;
+/* The peer as messages name it: "X " after "connect", "" when left out;
+ * else the address being tried, formatted into buf. */
+static const char *label(const connector_t *c, char *buf, size_t buflen) {
+    if (c->name)
+        return c->name;
+    format_addr(&c->addrs[c->next], buf, buflen);
+    return buf;
 }
 
 static char *dup_or_null(const char *s) {
@@ -115,9 +131,12 @@ static void release(connector_t *c) {
     free(c->name);
     free(c->tls_host);
     free(c->alpn);
-    free(c->addrs);
-    free(c->addrlens);
-    free(c);
+    if (c->addrs != &c->one1.addr) {
+        free(c->addrs);
+        free(c->addrlens);
+    }
+    if (!c->embedded)
+        free(c);
 }
 
 /* Ends the connector and reports; c is gone afterwards. */
@@ -132,7 +151,10 @@ static void finish(connector_t *c, int status, const char *error) {
         tr = c->tr;
         c->tr_open = false; /* handed over */
     } else {
-        snprintf(msg, sizeof msg, "%s", error ? error : kgs_err_str(status));
+        /* The precision says what the size does (a longer message is cut at
+         * 511 bytes): -Wformat-truncation once inlining shows a caller's
+         * larger buffer. */
+        snprintf(msg, sizeof msg, "%.511s", error ? error : kgs_err_str(status));
     }
     release(c);
     done(ud, status, status == 0 ? &tr : NULL, status == 0 ? NULL : msg);
@@ -140,19 +162,20 @@ static void finish(connector_t *c, int status, const char *error) {
 
 static void on_io(loop_t *loop, int fd, uint32_t events, void *ud);
 
-/* TLS settings of this connection: the ALPN offer and the name to check. */
-static int tls_setup(connector_t *c) {
+/* TLS settings of this connection: the ALPN offer and the name to check.
+ * A failure's message goes to error (ERROR_MAX bytes). */
+static int tls_setup(connector_t *c, char *error) {
     SSL *ssl = c->tr.ssl;
     if (c->alpn) {
         unsigned char wire[256];
         size_t n = strlen(c->alpn);
         if (n == 0 || n >= sizeof wire)
-            return kgs_seterr(c->error, sizeof c->error, KGS_EINVAL, "TLS: ALPN \"%s\": bad length",
+            return kgs_seterr(error, ERROR_MAX, KGS_EINVAL, "TLS: ALPN \"%s\": bad length",
                               c->alpn);
         wire[0] = (unsigned char)n;
         memcpy(wire + 1, c->alpn, n);
         if (SSL_set_alpn_protos(ssl, wire, (unsigned)n + 1) != 0)
-            return kgs_seterr(c->error, sizeof c->error, KGS_ENOMEM, "TLS: cannot offer ALPN");
+            return kgs_seterr(error, ERROR_MAX, KGS_ENOMEM, "TLS: cannot offer ALPN");
     }
     const char *host = c->tls_host ? c->tls_host : "";
     if (!host[0])
@@ -169,35 +192,34 @@ static int tls_setup(connector_t *c) {
         ok = X509_VERIFY_PARAM_set1_host(param, host, 0);
     }
     if (ok != 1)
-        return kgs_seterr(c->error, sizeof c->error, KGS_EIO, "TLS: cannot set the name to verify");
+        return kgs_seterr(error, ERROR_MAX, KGS_EIO, "TLS: cannot set the name to verify");
     return 0;
 }
 
 /* Starts connecting to addrs[next]. Returns 0 (in progress), ATTEMPT_FAILED
- * (this address: c->error says why) or a KGS_E* code (c->error). */
-static int attempt(connector_t *c) {
+ * (this address: error, ERROR_MAX bytes, says why) or a KGS_E* code (error). */
+static int attempt(connector_t *c, char *error) {
     const struct sockaddr_storage *ss = &c->addrs[c->next];
     socklen_t len = c->addrlens[c->next];
-    format_addr(ss, c->peer, sizeof c->peer);
-    const char *who = label(c);
+    char peer[128];
+    const char *who = label(c, peer, sizeof peer);
     int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        snprintf(c->error, sizeof c->error, "%s%s%ssocket: %s", who[0] ? "connect " : "", who,
+        snprintf(error, ERROR_MAX, "%s%s%ssocket: %s", who[0] ? "connect " : "", who,
                  who[0] ? ": " : "", strerror(errno));
         return ATTEMPT_FAILED;
     }
     if (connect(fd, (const struct sockaddr *)ss, len) != 0 && errno != EINPROGRESS) {
-        snprintf(c->error, sizeof c->error, "connect%s%s: %s", who[0] ? " " : "", who,
-                 strerror(errno));
+        snprintf(error, ERROR_MAX, "connect%s%s: %s", who[0] ? " " : "", who, strerror(errno));
         close(fd);
         return ATTEMPT_FAILED;
     }
     if (transport_init(&c->tr, fd, c->tls, false, NULL) != 0) {
         close(fd);
-        return kgs_seterr(c->error, sizeof c->error, KGS_ENOMEM, "out of memory");
+        return kgs_seterr(error, ERROR_MAX, KGS_ENOMEM, "out of memory");
     }
     c->tr_open = true;
-    int rc = c->tr.ssl ? tls_setup(c) : 0;
+    int rc = c->tr.ssl ? tls_setup(c, error) : 0;
     if (rc != 0) {
         attempt_close(c);
         return rc;
@@ -207,17 +229,18 @@ static int attempt(connector_t *c) {
     if (!c->io) {
         int e = errno;
         attempt_close(c);
-        return kgs_seterr(c->error, sizeof c->error, KGS_EIO, "epoll: %s", strerror(e));
+        return kgs_seterr(error, ERROR_MAX, KGS_EIO, "epoll: %s", strerror(e));
     }
     c->phase = CONNECTOR_CONNECTING;
     return 0;
 }
 
 /* Tries addrs[next..] until one is in progress. Returns 0, or the last
- * failure's code (KGS_EIO when every address failed) with c->error. */
-static int attempt_from_next(connector_t *c) {
+ * failure's code (KGS_EIO when every address failed) with its message in
+ * error (ERROR_MAX bytes). */
+static int attempt_from_next(connector_t *c, char *error) {
     for (; c->next < c->naddrs; c->next++) {
-        int rc = attempt(c);
+        int rc = attempt(c, error);
         if (rc == 0)
             return 0;
         if (rc != ATTEMPT_FAILED)
@@ -226,21 +249,22 @@ static int attempt_from_next(connector_t *c) {
     return KGS_EIO;
 }
 
-/* The address check over the whole list, then the first attempt. */
-static int begin(connector_t *c) {
+/* The address check over the whole list, then the first attempt (error
+ * as for attempt_from_next). */
+static int begin(connector_t *c, char *error) {
     if (c->check_addr) {
         for (size_t i = 0; i < c->naddrs; i++) {
             const char *why = c->check_addr((const struct sockaddr *)&c->addrs[i], c->addrlens[i]);
             if (why) {
                 char peer[128];
                 format_addr(&c->addrs[i], peer, sizeof peer);
-                return kgs_seterr(c->error, sizeof c->error, KGS_EIO,
-                                  "refused to connect to %s: %s", peer, why);
+                return kgs_seterr(error, ERROR_MAX, KGS_EIO, "refused to connect to %s: %s", peer,
+                                  why);
             }
         }
     }
     c->next = 0;
-    return attempt_from_next(c);
+    return attempt_from_next(c, error);
 }
 
 static void handshake(connector_t *c) {
@@ -263,7 +287,8 @@ static void handshake(connector_t *c) {
         return;
     }
     if (rc != 0) {
-        const char *who = label(c);
+        char peer[128];
+        const char *who = label(c, peer, sizeof peer);
         snprintf(msg, sizeof msg, "%.200s%s%s", who, who[0] ? ": " : "", why);
         finish(c, KGS_EIO, msg);
         return;
@@ -280,14 +305,14 @@ static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
         if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0)
             soerr = errno;
         if (soerr) {
-            const char *who = label(c);
-            snprintf(c->error, sizeof c->error, "connect%s%s: %s", who[0] ? " " : "", who,
-                     strerror(soerr));
+            char peer[128], error[ERROR_MAX];
+            const char *who = label(c, peer, sizeof peer);
+            snprintf(error, ERROR_MAX, "connect%s%s: %s", who[0] ? " " : "", who, strerror(soerr));
             attempt_close(c);
             c->next++;
-            int rc = attempt_from_next(c);
+            int rc = attempt_from_next(c, error);
             if (rc != 0)
-                finish(c, rc, c->error);
+                finish(c, rc, error);
             return;
         }
         if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
@@ -342,6 +367,12 @@ static bool parse_numeric(const char *s, struct sockaddr_storage *ss, socklen_t 
 }
 
 static int alloc_addrs(connector_t *c, size_t n) {
+    if (n == 1) {
+        c->addrs = &c->one1.addr;
+        c->addrlens = &c->one1.len;
+        c->naddrs = 0;
+        return 0;
+    }
     c->addrs = calloc(n, sizeof *c->addrs);
     c->addrlens = calloc(n, sizeof *c->addrlens);
     if (!c->addrs || !c->addrlens)
@@ -367,11 +398,11 @@ static void on_resolved(void *ud, const char *const *addrs, size_t n, const char
     for (size_t i = 0; i < n; i++)
         if (parse_numeric(addrs[i], &c->addrs[c->naddrs], &c->addrlens[c->naddrs]))
             c->naddrs++;
-    int rc = c->naddrs
-                 ? begin(c)
-                 : kgs_seterr(c->error, sizeof c->error, KGS_EIO, "resolve: no usable address");
+    char msg[ERROR_MAX];
+    int rc = c->naddrs ? begin(c, msg)
+                       : kgs_seterr(msg, ERROR_MAX, KGS_EIO, "resolve: no usable address");
     if (rc != 0)
-        finish(c, rc, c->error);
+        finish(c, rc, msg);
 }
 
 /* Splits "host:port" / "[v6]:port". */
@@ -436,15 +467,19 @@ static int from_address(connector_t *c, const char *address, char *err, size_t e
     return resolver_start(c->loop, address, 0, on_resolved, c, &c->resolver, err, errlen);
 }
 
-int connector_start(loop_t *loop, const connector_opts_t *o, connector_t **out, char *err,
-                    size_t errlen) {
-    *out = NULL;
-    if (!o->done || (!o->address == !o->addrs) || (o->addrs && (!o->naddrs || !o->addrlens)))
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "connector: want a done callback and either an address or addresses");
-    connector_t *c = calloc(1, sizeof *c);
-    if (!c)
-        return kgs_seterr(err, errlen, KGS_ENOMEM, "connector: out of memory");
+_Static_assert(sizeof(struct connector) <= sizeof(connector_storage_t),
+               "CONNECTOR_STORAGE_SIZE is too small for struct connector");
+
+static bool opts_ok(const connector_opts_t *o) {
+    return o->done && !o->address != !o->addrs && (!o->addrs || (o->naddrs && o->addrlens));
+}
+
+#define OPTS_MSG "connector: want a done callback and either an address or addresses"
+
+/* connector_start's work on a zeroed c, heap or embedded; a failure
+ * releases c. */
+static int start(connector_t *c, loop_t *loop, const connector_opts_t *o, connector_t **out,
+                 char *err, size_t errlen) {
     c->loop = loop;
     c->done = o->done;
     c->user_data = o->user_data;
@@ -473,13 +508,36 @@ int connector_start(loop_t *loop, const connector_opts_t *o, connector_t **out, 
         release(c);
         return rc;
     }
-    if (c->phase != CONNECTOR_RESOLVING && (rc = begin(c)) != 0) {
-        kgs_seterr(err, errlen, rc, "%s", c->error);
+    char msg[ERROR_MAX];
+    if (c->phase != CONNECTOR_RESOLVING && (rc = begin(c, msg)) != 0) {
+        kgs_seterr(err, errlen, rc, "%s", msg);
         release(c);
         return rc;
     }
     *out = c;
     return 0;
+}
+
+int connector_start(loop_t *loop, const connector_opts_t *o, connector_t **out, char *err,
+                    size_t errlen) {
+    *out = NULL;
+    if (!opts_ok(o))
+        return kgs_seterr(err, errlen, KGS_EINVAL, OPTS_MSG);
+    connector_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "connector: out of memory");
+    return start(c, loop, o, out, err, errlen);
+}
+
+int connector_start_in(connector_storage_t *storage, loop_t *loop, const connector_opts_t *o,
+                       connector_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    if (!opts_ok(o))
+        return kgs_seterr(err, errlen, KGS_EINVAL, OPTS_MSG);
+    connector_t *c = (connector_t *)storage;
+    memset(c, 0, sizeof *c);
+    c->embedded = true;
+    return start(c, loop, o, out, err, errlen);
 }
 
 void connector_cancel(connector_t *c) {

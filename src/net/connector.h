@@ -43,8 +43,9 @@ typedef const char *(*connector_addr_check_cb)(const struct sockaddr *addr, sock
  * handshake; the callee takes it over (copy *tr: the fd and the SSL are
  * its own now, to transport_close) and should read and write at once, as
  * TLS may already hold bytes. Or a KGS_E* code (tr NULL) with a message,
- * see connector_opts_t.name. The connector is freed before the call: do not
- * cancel it from inside.
+ * see connector_opts_t.name. The connector is freed (or done with its
+ * storage, connector_start_in) before the call: do not cancel it from
+ * inside.
  */
 typedef void (*connector_done_cb)(void *user_data, int status, transport_t *tr, const char *error);
 
@@ -89,6 +90,29 @@ int connector_start(loop_t *loop, const connector_opts_t *opts, connector_t **ou
 /* Abandons the connection (closing its socket); done is not called. NULL
  * does nothing. */
 void connector_cancel(connector_t *c);
+
+/*
+ * Room for a connector inside its owner, for an owner that connects often:
+ * each source poll is a new connection, and an aggregator's pod sources
+ * (500 in the scrape bench) poll in the same instant, so a connector per
+ * poll is peak memory. connector.c asserts that the struct fits.
+ */
+#define CONNECTOR_STORAGE_SIZE 576
+typedef union {
+    max_align_t align;
+    unsigned char bytes[CONNECTOR_STORAGE_SIZE];
+} connector_storage_t;
+
+/*
+ * As connector_start, but the connector lives in *storage (the caller's,
+ * for as long as the connector runs): nothing is allocated for it and
+ * nothing frees it. Once done has been called or connector_cancel has
+ * returned, the connector no longer touches storage, so the caller may
+ * reuse it at once (even from inside done: the transport handed to done is
+ * not in storage). The same errors as connector_start.
+ */
+int connector_start_in(connector_storage_t *storage, loop_t *loop, const connector_opts_t *opts,
+                       connector_t **out, char *err, size_t errlen);
 
 connector_phase_t connector_phase(const connector_t *c);
 

@@ -25,11 +25,23 @@ typedef enum { ST_CONNECTING, ST_SENDING, ST_READING } fetch_state_t;
 
 struct fetch {
     loop_t *loop;
-    fetch_request_t req;
-    char *request; /* owned copy */
+    /* What the exchange still needs of the fetch_request_t (not the
+     * address and TLS settings: the connector keeps its own). */
+    size_t request_len, max_bytes;
+    uint64_t timeout_ns;
+    fetch_complete_cb complete;
+    fetch_done_cb done;
+    void *user_data;
     size_t sent;
-    connector_t *conn; /* while CONNECTING */
-    transport_t tr;
+    connector_t *conn; /* while CONNECTING: in conn_mem */
+    /* The connector lives inside the fetch and hands over its transport
+     * only once it is done with its storage (net/connector.h), so the two
+     * share the room: a poll allocates one fetch and nothing else to
+     * connect (500 sources poll in the same instant). */
+    union {
+        connector_storage_t conn_mem; /* while CONNECTING */
+        transport_t tr;               /* once connected (tr_open) */
+    };
     bool tr_open;
     loop_io_t *io;
     uint32_t io_events;
@@ -38,6 +50,7 @@ struct fetch {
     char *buf; /* the response so far */
     size_t len, cap;
     char peer[64];
+    char request[]; /* the copy of the request bytes, in the same allocation */
 };
 
 static const char *state_name(const fetch_t *f) {
@@ -67,7 +80,6 @@ static void shut(fetch_t *f) {
 
 static void release(fetch_t *f) {
     shut(f);
-    free(f->request);
     free(f->buf);
     free(f);
 }
@@ -85,8 +97,7 @@ static void finish(fetch_t *f, int status, bool eof, const char *fmt, ...) {
     }
     /* Close first: the callback may start the next exchange at once. */
     shut(f);
-    f->req.done(f->req.user_data, status, f->buf ? f->buf : "", f->len, eof, status ? msg : NULL);
-    free(f->request);
+    f->done(f->user_data, status, f->buf ? f->buf : "", f->len, eof, status ? msg : NULL);
     free(f->buf);
     free(f);
 }
@@ -97,7 +108,7 @@ static void on_deadline(loop_t *loop, loop_timer_t *t, void *ud) {
     fetch_t *f = ud;
     char d[32];
     finish(f, KGS_EIO, false, "%s: timed out after %s (%s)", f->peer,
-           duration_format(f->req.timeout_ns, d, sizeof d), state_name(f));
+           duration_format(f->timeout_ns, d, sizeof d), state_name(f));
 }
 
 static void want(fetch_t *f, bool rd, bool wr) {
@@ -113,8 +124,8 @@ static bool append(fetch_t *f, const char *p, size_t n) {
         size_t cap = f->cap ? f->cap : 4096;
         while (cap < f->len + n)
             cap *= 2;
-        if (cap > f->req.max_bytes + 1)
-            cap = f->req.max_bytes + 1;
+        if (cap > f->max_bytes + 1)
+            cap = f->max_bytes + 1;
         char *nb = realloc(f->buf, cap);
         if (!nb)
             return false;
@@ -131,8 +142,8 @@ static bool append(fetch_t *f, const char *p, size_t n) {
 static void drive(fetch_t *f) {
     char why[300];
     if (f->state == ST_SENDING) {
-        while (f->sent < f->req.request_len) {
-            ssize_t n = transport_write(&f->tr, f->request + f->sent, f->req.request_len - f->sent);
+        while (f->sent < f->request_len) {
+            ssize_t n = transport_write(&f->tr, f->request + f->sent, f->request_len - f->sent);
             if (n == TRANSPORT_AGAIN) {
                 want(f, false, true);
                 return;
@@ -160,17 +171,17 @@ static void drive(fetch_t *f) {
             finish(f, 0, true, NULL);
             return;
         }
-        if (f->len + (size_t)n > f->req.max_bytes) {
+        if (f->len + (size_t)n > f->max_bytes) {
             finish(f, KGS_ERANGE, false, "%s: response larger than %zu bytes: refused", f->peer,
-                   f->req.max_bytes);
+                   f->max_bytes);
             return;
         }
         if (!append(f, chunk, (size_t)n)) {
             finish(f, KGS_ENOMEM, false, "%s: out of memory", f->peer);
             return;
         }
-        if (f->req.complete) {
-            int c = f->req.complete(f->req.user_data, f->buf, f->len, why, sizeof why);
+        if (f->complete) {
+            int c = f->complete(f->user_data, f->buf, f->len, why, sizeof why);
             if (c < 0) {
                 finish(f, KGS_EINVAL, false, "%s: %s", f->peer, why);
                 return;
@@ -211,19 +222,17 @@ static void on_connected(void *ud, int status, transport_t *tr, const char *erro
 
 int fetch_start(loop_t *loop, const fetch_request_t *req, fetch_t **out, char *err, size_t errlen) {
     *out = NULL;
-    fetch_t *f = calloc(1, sizeof *f);
+    fetch_t *f = calloc(1, sizeof *f + req->request_len);
     if (!f)
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
     f->loop = loop;
-    f->req = *req;
-    f->req.request = NULL;
-    f->tr.fd = -1;
+    f->request_len = req->request_len;
+    f->max_bytes = req->max_bytes;
+    f->timeout_ns = req->timeout_ns;
+    f->complete = req->complete;
+    f->done = req->done;
+    f->user_data = req->user_data;
     sock_format_peer(&req->addr, f->peer, sizeof f->peer);
-    f->request = malloc(req->request_len ? req->request_len : 1);
-    if (!f->request) {
-        free(f);
-        return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
-    }
     memcpy(f->request, req->request, req->request_len);
     loop_timer_init(&f->deadline, on_deadline, f);
     f->state = ST_CONNECTING;
@@ -239,7 +248,7 @@ int fetch_start(loop_t *loop, const fetch_request_t *req, fetch_t **out, char *e
         .done = on_connected,
         .user_data = f,
     };
-    int rc = connector_start(loop, &co, &f->conn, err, errlen);
+    int rc = connector_start_in(&f->conn_mem, loop, &co, &f->conn, err, errlen);
     if (rc != 0) {
         release(f);
         return rc;

@@ -111,7 +111,12 @@ typedef struct sub {
  * started) per engine. */
 typedef struct {
     demand_source_t *v;
-    char (*url)[TRIGGER_URL_MAX + 128];
+    /* The URLs of the sources not started yet (their names), one after the
+     * other; name_at[i] is 1 + v[i]'s offset in it, 0 for a source that
+     * exists. Grown only by what is missing: 500 polled pods cost none. */
+    char *names;
+    size_t names_len, names_cap;
+    uint32_t *name_at;
     unsigned n, cap;
     demand_pod_t *pods; /* every selected pod, Ready or not */
     unsigned npods, pods_cap;
@@ -753,24 +758,39 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
         demand_source_t *nv = realloc(w->v, cap * sizeof *nv);
         if (nv)
             w->v = nv;
-        char(*nu)[TRIGGER_URL_MAX + 128] = nv ? realloc(w->url, cap * sizeof *nu) : NULL;
-        if (!nu) {
+        uint32_t *na = nv ? realloc(w->name_at, cap * sizeof *na) : NULL;
+        if (!na) {
             w->oom = true;
             return;
         }
-        w->url = nu;
+        w->name_at = na;
         w->cap = cap;
     }
+    w->name_at[w->n] = 0;
     demand_source_t *v = &w->v[w->n];
     memset(v, 0, sizeof *v);
     char key[TRIGGER_URL_MAX + 512];
     engine_key(x->c, url, key, sizeof key);
     const source_t *s = source_find(x->h, key, x->now);
     if (!s) {
-        /* Only a source that does not exist needs its URL kept (as its name);
-         * the others' slots stay untouched. */
-        snprintf(w->url[w->n], sizeof w->url[w->n], "%s", url);
-        v->name = w->url[w->n];
+        /* Only a source that does not exist needs its URL kept (as its
+         * name; the pointer is set once the arena stops moving). */
+        size_t len = strlen(url) + 1;
+        if (w->names_len + len > w->names_cap) {
+            size_t cap = w->names_cap ? w->names_cap * 2 : 4096;
+            while (cap < w->names_len + len)
+                cap *= 2;
+            char *nn = cap <= UINT32_MAX ? realloc(w->names, cap) : NULL;
+            if (!nn) {
+                w->oom = true;
+                return;
+            }
+            w->names = nn;
+            w->names_cap = cap;
+        }
+        memcpy(w->names + w->names_len, url, len);
+        w->name_at[w->n] = (uint32_t)w->names_len + 1;
+        w->names_len += len;
         w->n++;
         v->state =
             x->u && x->u->engine_error[0] ? DEMAND_SOURCE_NOT_CREATED : DEMAND_SOURCE_NOT_STARTED;
@@ -828,6 +848,7 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
     read_ctx_t x = {h, u, c, now};
     views_t *w = &h->views;
     w->n = w->npods = 0;
+    w->names_len = 0;
     w->oom = false;
     if (d->engine != ENGINE_NONE) {
         if (d->endpoint_count) {
@@ -851,6 +872,9 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
             snprintf(out->pods_error, sizeof out->pods_error, "out of memory");
         }
     }
+    for (unsigned i = 0; i < w->n; i++)
+        if (w->name_at[i])
+            w->v[i].name = w->names + w->name_at[i] - 1;
     out->engines = w->v;
     out->nengines = w->n;
     if (d->queue != QUEUE_NONE) {
@@ -919,7 +943,8 @@ void source_hub_free(source_hub_t *h) {
             sub_free(u);
         }
     free(h->views.v);
-    free(h->views.url);
+    free(h->views.names);
+    free(h->views.name_at);
     free(h->views.pods);
     loop_timer_stop(h->o.loop, &h->sweep);
     loop_timer_stop(h->o.loop, &h->notify);

@@ -227,8 +227,8 @@ static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned
         for (unsigned i = 0; i < x->c->nskipped_addr; i++)
             seen |= strcmp(x->c->skipped_addr[i], buf) == 0;
         if (!seen && x->c->nskipped_addr < 4)
-            snprintf(x->c->skipped_addr[x->c->nskipped_addr++], sizeof x->c->skipped_addr[0], "%s",
-                     buf);
+            snprintf(x->c->skipped_addr[x->c->nskipped_addr++], sizeof x->c->skipped_addr[0],
+                     "%.127s", buf);
         return;
     }
     x->c->triggers++;

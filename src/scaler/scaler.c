@@ -475,7 +475,7 @@ static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t 
     /* the cost of one request: generated + 1/4 prompt tokens (the capacity
      * above follows it when the mix moves) */
     PUT("tokens_per_request", st->m.have_work ? "learned" : "unknown, no token counters",
-        st->m.have_work ? st->m.work_per_req : 0);
+        st->m.have_work ? st->m.work_per_req : NAN); /* unknown is not 0 */
     PUT("backlog", NULL, q->backlog);
     PUT("work_due", NULL, q->work_due);
     PUT("can_do", NULL, q->can_do);

@@ -314,7 +314,10 @@ static void on_explain_msg(void *ud, const uint8_t *msg, size_t len) {
         const char *name = r->metricvalues[i]->metricname;
         const char *from = strchr(name, ':');
         double v = r->metricvalues[i]->metricvaluefloat;
-        if (from)
+        if (!isfinite(v)) /* the server sends NaN for a number it does not know */
+            printf("%s %.*s unknown (%s)", i ? "," : "",
+                   (int)(from ? from - name : (long)strlen(name)), name, from ? from + 1 : "?");
+        else if (from)
             printf("%s %.*s %.3g (%s)", i ? "," : "", (int)(from - name), name, v, from + 1);
         else
             printf("%s %s %.3g", i ? "," : "", name, v);

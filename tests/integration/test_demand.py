@@ -901,7 +901,8 @@ class DemandAggregator(unittest.TestCase):
         lines = [x for x in q.stdout.splitlines() if "queueing model:" in x]
         self.assertEqual(len(lines), 6, q.stdout)
         self.assertIn("lambda_rps 0 (prior)", lines[0])  # one reading: no rate yet
-        for want in ("(learned)", "capacity_rps 10 (configured)",
+        self.assertRegex(lines[-1], r"lambda_rps [0-9.e+]+ \(learned\)")
+        for want in ("capacity_rps 10 (configured)",
                      "tokens_per_request 325 (learned)",  # 200 generated + 500 prompt / 4
                      "cold_start_s 120 (prior)", "ready 2", "starting 1", "deficit "):
             self.assertIn(want, lines[-1])

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/err.h"
 
 /* Node name -> freshest entry, an open-addressing table rebuilt whenever the
@@ -22,12 +23,7 @@ struct cluster_view {
     bool shared_names; /* two entries name one node (an agent moved): ties can flip */
 };
 
-static uint64_t name_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
+#define name_hash kgs_fnv1a
 
 static void index_rebuild(cluster_view_t *v) {
     size_t want = 16;

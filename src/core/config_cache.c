@@ -19,6 +19,7 @@
  *
  * Single-threaded by design: only the event loop calls these functions.
  */
+#include "core/hash.h"
 #include "core/config_cache.h"
 
 #include <stdlib.h>
@@ -71,17 +72,8 @@ static void sort_pairs(metadata_pair_t *p, size_t n) {
     }
 }
 
-#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
-#define FNV_PRIME UINT64_C(0x100000001b3)
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= FNV_PRIME;
-    }
-    return h;
-}
+#define FNV_OFFSET KGS_FNV_OFFSET
+#define fnv kgs_fnv1a_bytes
 
 static uint64_t len_bytes_hash(uint64_t h, size_t len) {
     uint64_t l = (uint64_t)len;

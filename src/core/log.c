@@ -10,6 +10,7 @@
  * JSON output is always valid UTF-8 (invalid bytes become U+FFFD), because
  * one bad line can make a log pipeline drop a whole batch.
  */
+#include "core/hash.h"
 #include "core/log.h"
 
 #include <stdarg.h>
@@ -226,23 +227,19 @@ void log_write(const logger_t *lg, log_level_t level, const char *fmt, ...) {
 /* ---- rate limiting ------------------------------------------------------- */
 
 static uint64_t key_hash(const char *key) {
-    uint64_t h = UINT64_C(14695981039346656037);
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-        h ^= *p;
-        h *= UINT64_C(1099511628211);
-    }
+    uint64_t h = kgs_fnv1a(key);
     return h ? h : 1; /* 0 marks a free slot */
 }
 
 uint64_t log_message_shape(const char *m) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a, a run of digits and dots as one '#' */
+    uint64_t h = KGS_FNV_OFFSET; /* FNV-1a, a run of digits and dots as one '#' */
     bool in_number = false;
     for (; m && *m; m++) {
         bool digit = (*m >= '0' && *m <= '9') || (in_number && *m == '.');
         if (digit && in_number)
             continue;
         in_number = digit;
-        h = (h ^ (unsigned char)(digit ? '#' : *m)) * 1099511628211ull;
+        h = (h ^ (unsigned char)(digit ? '#' : *m)) * KGS_FNV_PRIME;
     }
     return h;
 }

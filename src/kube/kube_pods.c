@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/duration.h"
+#include "core/hash.h"
 #include "core/err.h"
 
 static const char *const phase_names[] = {"Unknown", "Pending", "Running", "Succeeded", "Failed"};
@@ -452,15 +453,8 @@ struct pod_cache {
     char rv[KUBE_RV_MAX + 1];
 };
 
-/* FNV-1a; `sep` lets namespace/name hash as one key without building it. */
-static uint64_t hash_str(uint64_t h, const char *s) {
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= UINT64_C(1099511628211);
-    }
-    return h;
-}
-#define HASH_SEED UINT64_C(14695981039346656037)
+#define hash_str kgs_fnv1a_cont /* namespace then name, as one key without building it */
+#define HASH_SEED KGS_FNV_OFFSET
 
 static size_t uid_slot(const table_t *t, const char *uid) {
     return (size_t)hash_str(HASH_SEED, uid) & (t->nbuckets - 1);
@@ -468,7 +462,7 @@ static size_t uid_slot(const table_t *t, const char *uid) {
 
 static size_t name_slot(const table_t *t, const char *ns, const char *name) {
     uint64_t h = hash_str(HASH_SEED, ns);
-    h = (h ^ '/') * UINT64_C(1099511628211);
+    h = kgs_fnv1a_bytes(h, "/", 1);
     return (size_t)hash_str(h, name) & (t->nbuckets - 1);
 }
 

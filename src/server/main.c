@@ -39,6 +39,7 @@
 #include "cluster/node_pods.h"
 #include "kube/pod_map.h"
 #include "kube/podres_client.h"
+#include "core/hash.h"
 #include "core/err.h"
 #include "core/log.h"
 #include "env/env.h"
@@ -297,9 +298,7 @@ static bool scan_pod(const pod_t *p, void *ud) {
         return true;
     char who[KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 2];
     snprintf(who, sizeof who, "%s/%s", p->namespace, p->name);
-    uint64_t id = 1469598103934665603ull; /* FNV-1a of the uid: stable for the pod's life */
-    for (const char *c = p->uid[0] ? p->uid : who; *c; c++)
-        id = (id ^ (unsigned char)*c) * 1099511628211ull;
+    uint64_t id = kgs_fnv1a(p->uid[0] ? p->uid : who); /* stable for the pod's life */
     source_pod_t sp = {.pod = who,
                        .ip = p->pod_ip,
                        .ready = p->ready && !p->deleting && p->phase == POD_PHASE_RUNNING,

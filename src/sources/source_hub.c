@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "net/resolver.h"
+#include "core/hash.h"
 #include "core/demand_eval.h"
 #include "core/err.h"
 #include "core/roles.h"
@@ -141,13 +142,6 @@ struct source_hub {
 };
 
 /* ---- helpers ------------------------------------------------------------------- */
-
-static uint64_t fnv1a(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
 
 static void notify(source_hub_t *h) {
     if (!h->o.on_update)
@@ -440,7 +434,7 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
     if (!rc)
         rc = &ignored;
     *rc = 0;
-    uint64_t hash = fnv1a(key);
+    uint64_t hash = kgs_fnv1a(key);
     for (source_t *s = h->buckets[hash % HASH_BUCKETS]; s; s = s->hnext)
         if (s->hash == hash && strcmp(s->key, key) == 0) {
             s->last_used = now;
@@ -563,7 +557,7 @@ static void pod_url(const demand_config_t *d, const char *ip, char *url, size_t 
 
 /* The source with identity key, or NULL; a read: marks it used, nothing else. */
 static source_t *source_find(source_hub_t *h, const char *key, mono_ns_t now) {
-    uint64_t hash = fnv1a(key);
+    uint64_t hash = kgs_fnv1a(key);
     for (source_t *s = h->buckets[hash % HASH_BUCKETS]; s; s = s->hnext)
         if (s->hash == hash && strcmp(s->key, key) == 0) {
             s->last_used = now;

@@ -12,14 +12,13 @@
 # ---------------------------------------------------------------- build
 FROM debian:12 AS build
 
-# scripts/install-deps BUILD_PKGS, plus libcmocka-dev: the test tree is part
-# of every configure and links cmocka (nothing from it is built here).
+# scripts/install-deps BUILD_PKGS, nothing else: without cmocka the test
+# tree is not configured, and only the programs are built.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       gcc make cmake pkg-config libc6-dev \
       libnghttp2-dev libssl-dev libprotobuf-c-dev protobuf-c-compiler \
       libjansson-dev libyaml-dev \
-      libcmocka-dev \
  && rm -rf /var/lib/apt/lists/*
 
 ARG VERSION

@@ -1,7 +1,8 @@
 # The user interface of this repository. On a fresh Debian 12 machine:
-#   make run    install what is missing, build, start on the simulated GPU node
-#   make test   install what is missing, build release -Werror, ASan+UBSan and libFuzzer builds, run
-#               every test and a fuzz smoke (3 s per target)
+#   make run    install the build packages that are missing, build the programs, start them on
+#               the simulated GPU node (KGS_DEMO_PORT, KGS_DEMO_PROBE_PORT, KGS_DEMO_METRICS_PORT)
+#   make test   install the build and test packages that are missing, build release -Werror,
+#               ASan+UBSan and libFuzzer builds, run every test and a fuzz smoke (3 s per target)
 # Also: make build, make install [PREFIX=/usr/local] [DESTDIR=], make bench,
 # make fuzz [FUZZ_SECONDS=N], make dist, make format, make clean; make help lists them.
 
@@ -15,8 +16,12 @@ SCENARIO ?= sim/scenarios/inference-burst.json
 INTERVAL ?= 1s
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps js-deps build build-asan run table test bench fuzz format format-check dist clean \
-	install help
+.PHONY: all deps test-deps js-deps build build-tests build-asan run table test bench fuzz format \
+	format-check dist clean install help
+
+# What `make build` (and so `make run`, `make install`, `make dist`) builds:
+# the two programs and the NVML stand-in, nothing of the test tree.
+PROGRAMS := keda-gpu-scaler gpu-metrics nvml-sim
 
 PREFIX ?= /usr/local
 
@@ -24,10 +29,13 @@ all: build
 
 help:
 	@echo "make run       install what is missing, build, start the scaler on the simulated GPU node"
-	@echo "               (SCENARIO=sim/scenarios/NAME.json to pick another node)"
+	@echo "               (SCENARIO=sim/scenarios/NAME.json to pick another node; the ports are"
+	@echo "               KGS_DEMO_PORT=6000, KGS_DEMO_PROBE_PORT=8081, KGS_DEMO_METRICS_PORT=9090)"
 	@echo "make test      install what is missing, build (release -Werror, ASan+UBSan, libFuzzer),"
 	@echo "               run every test and a fuzz smoke"
-	@echo "make build     build the release tree ($(RELEASE_DIR))"
+	@echo "make build     build keda-gpu-scaler, gpu-metrics and the NVML stand-in ($(RELEASE_DIR));"
+	@echo "               installs only the build packages (scripts/install-deps)"
+	@echo "make build-tests  also every test program (installs the test packages too)"
 	@echo "make install   install keda-gpu-scaler and gpu-metrics in PREFIX/bin, the NVML stand-in in"
 	@echo "               PREFIX/lib/keda-gpu-scaler, its scenarios in PREFIX/share/keda-gpu-scaler"
 	@echo "               (PREFIX=$(PREFIX); DESTDIR=DIR stages the tree under DIR)"
@@ -44,6 +52,9 @@ install: build
 deps:
 	@scripts/install-deps
 
+test-deps:
+	@scripts/install-deps test
+
 $(RELEASE_DIR)/CMakeCache.txt:
 	cmake -S . -B $(RELEASE_DIR) -DCMAKE_BUILD_TYPE=Release -DKGS_WERROR=ON >/dev/null
 
@@ -51,9 +62,16 @@ $(ASAN_DIR)/CMakeCache.txt:
 	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DKGS_SANITIZE=ON -DKGS_WERROR=ON >/dev/null
 
 build: deps $(RELEASE_DIR)/CMakeCache.txt
+	cmake --build $(RELEASE_DIR) -j $(JOBS) --target $(PROGRAMS)
+
+# The whole tree with its tests. A tree first configured without the test
+# packages (make run on a fresh machine) is configured again once they are in.
+build-tests: test-deps $(RELEASE_DIR)/CMakeCache.txt
+	@grep -q '^CMOCKA_FOUND:INTERNAL=1' $(RELEASE_DIR)/CMakeCache.txt || cmake $(RELEASE_DIR) >/dev/null
 	cmake --build $(RELEASE_DIR) -j $(JOBS)
 
-build-asan: deps $(ASAN_DIR)/CMakeCache.txt
+build-asan: test-deps $(ASAN_DIR)/CMakeCache.txt
+	@grep -q '^CMOCKA_FOUND:INTERNAL=1' $(ASAN_DIR)/CMakeCache.txt || cmake $(ASAN_DIR) >/dev/null
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 
 # The scaler on the simulated node, with a KEDA-shaped client watching it
@@ -71,20 +89,20 @@ JS_DIR := tests/integration/js
 $(JS_DIR)/node_modules/.package-lock.json: $(JS_DIR)/package-lock.json
 	npm ci --prefix $(JS_DIR) --no-audit --no-fund --loglevel=error
 
-js-deps: deps $(JS_DIR)/node_modules/.package-lock.json
+js-deps: test-deps $(JS_DIR)/node_modules/.package-lock.json
 
 # libFuzzer builds of every fuzz target (clang), for `make test`'s smoke runs
 # (KGS_FUZZ_SMOKE_SECONDS each, the fuzz label only) and `make fuzz`.
-build-fuzz: deps
-	@scripts/install-deps fuzz
+build-fuzz: test-deps
+	@scripts/install-deps test fuzz
 	@[ -f $(FUZZ_DIR)/CMakeCache.txt ] || CC=clang-14 cmake -S . -B $(FUZZ_DIR) \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKGS_FUZZ=ON >/dev/null
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_all
 
-test: build build-asan build-fuzz js-deps
+test: build-tests build-asan build-fuzz js-deps
 	@scripts/run-tests $(RELEASE_DIR) $(ASAN_DIR) $(FUZZ_DIR):fuzz
 
-bench: build
+bench: build-tests
 	@bench/run-all $(RELEASE_DIR)
 
 fuzz: build-fuzz

@@ -897,14 +897,16 @@ static void format_bytes(char *buf, size_t len, uint64_t v) {
         snprintf(buf, len, "%.1f MiB", mib);
 }
 
-/* 1.2 GB/s: decimal units, one decimal, the smallest unit KB/s. */
+/* 1.2 GiB/s: binary units like the memory columns beside it (NVML counts
+ * PCIe in KiB/s), one decimal, the smallest unit KiB/s. */
 static void format_rate(char *buf, size_t len, double v) {
-    if (v >= 999.95e6)
-        snprintf(buf, len, "%.1f GB/s", v / 1e9);
-    else if (v >= 999.95e3)
-        snprintf(buf, len, "%.1f MB/s", v / 1e6);
+    double kib = v / 1024.0;
+    if (kib >= 1023.95 * 1024.0)
+        snprintf(buf, len, "%.1f GiB/s", kib / (1024.0 * 1024.0));
+    else if (kib >= 1023.95)
+        snprintf(buf, len, "%.1f MiB/s", kib / 1024.0);
     else
-        snprintf(buf, len, "%.1f KB/s", v / 1e3);
+        snprintf(buf, len, "%.1f KiB/s", kib);
 }
 
 static void cell_uint(char *cell, bool present, uint64_t v) {

@@ -47,6 +47,8 @@ const char query_usage_text[] =
     "                          reopened as KEDA does when it ends (after 2 s, doubling\n"
     "                          up to 60 s, back to 2 s after an OK end); a closed\n"
     "                          connection is dialled again\n"
+    "  --changes               with --watch, print a round only when its value, activity\n"
+    "                          or replicas differ from the last printed one\n"
     "  --interval DURATION     time between rounds with --watch (default 2s)\n"
     "  --count N               stop after N rounds (default 1, or unlimited with --watch)\n"
     "  --timeout DURATION      deadline per call (default 3s, KEDA's HPA-path budget)\n"
@@ -72,7 +74,7 @@ typedef struct {
     const char *keys[MAX_METADATA], *values[MAX_METADATA];
     size_t nmeta;
     long replicas, max_replicas, count;
-    bool watch, tls, insecure, help;
+    bool watch, changes, tls, insecure, help;
     const char *ca, *cert, *key, *server_name;
     uint64_t interval_ns, timeout_ns;
 } query_opts_t;
@@ -107,6 +109,8 @@ typedef struct {
     Externalscaler__ScaledObjectRef__ScalerMetadataEntry entries[MAX_METADATA];
     Externalscaler__ScaledObjectRef__ScalerMetadataEntry *entry_ptrs[MAX_METADATA];
     char keybuf[MAX_METADATA][128];
+    /* with --changes: the last line printed of each kind, without its time */
+    char last_round[512], last_model[1024], last_error[512], last_push[64];
 } query_t;
 
 /* ---- flags ---------------------------------------------------------------- */
@@ -187,6 +191,8 @@ static int query_parse(int argc, char **argv, query_opts_t *o, char *err, size_t
                 o->timeout_ns = ns;
         } else if (strcmp(a, "--watch") == 0) {
             o->watch = true;
+        } else if (strcmp(a, "--changes") == 0) {
+            o->changes = true;
         } else if (strcmp(a, "--tls") == 0) {
             o->tls = true;
         } else if (strcmp(a, "--insecure") == 0) {
@@ -219,6 +225,8 @@ static int query_parse(int argc, char **argv, query_opts_t *o, char *err, size_t
         return kgs_seterr(err, errlen, KGS_EINVAL, "--cert and --key go together");
     if ((o->ca || o->cert || o->insecure || o->server_name) && !o->tls)
         return kgs_seterr(err, errlen, KGS_EINVAL, "--ca/--cert/--key/--insecure need --tls");
+    if (o->changes && !o->watch)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "--changes needs --watch");
     if (o->count < 0)
         o->count = o->watch ? 0 : 1;
     return 0;
@@ -282,13 +290,45 @@ static void round_finished(query_t *q) {
     loop_timer_start(q->loop, &q->round_timer, clock_add_sat(loop_now(q->loop), q->o.interval_ns));
 }
 
+/* Prints TEXT after the time, unless --changes is on and LAST holds the
+ * same text (a round that repeats the last one is not a change). */
+static void emit(const query_t *q, char *last, size_t lastsz, const char *text) {
+    if (q->o.changes && strcmp(last, text) == 0)
+        return;
+    snprintf(last, lastsz, "%s", text);
+    char ts[32];
+    timestamp(ts, sizeof ts);
+    printf("%s  %s\n", ts, text);
+    fflush(stdout);
+}
+
+/* A number as a person writes it: 39, 0.5, 428.571 (three decimals at
+ * most, no trailing zeros). */
+static void fmt_number(char *buf, size_t n, double v) {
+    if (!isfinite(v)) {
+        snprintf(buf, n, "%g", v);
+        return;
+    }
+    snprintf(buf, n, "%.3f", v);
+    char *dot = strchr(buf, '.');
+    if (!dot)
+        return;
+    char *e = buf + strlen(buf);
+    while (e > dot + 1 && e[-1] == '0')
+        *--e = '\0';
+    if (e == dot + 1)
+        *dot = '\0';
+    if (strcmp(buf, "-0") == 0)
+        strcpy(buf, "0");
+}
+
 static void round_error(query_t *q, const char *call, int status, const char *msg) {
     if (q->quitting)
         return;
-    char ts[32];
-    timestamp(ts, sizeof ts);
-    printf("%s  %s: %s: %s\n", ts, call, grpc_status_name(status), msg);
-    fflush(stdout);
+    char text[sizeof q->last_error];
+    snprintf(text, sizeof text, "%s: %s: %s", call, grpc_status_name(status), msg);
+    emit(q, q->last_error, sizeof q->last_error, text);
+    q->last_round[0] = '\0'; /* after an error, the next answer is a change */
     q->exit_code = 1;
     round_finished(q);
 }
@@ -302,28 +342,30 @@ static long replicas_average_value(double value, double target, long max) {
 
 /* The queueing model's inputs (the server's Explain): one line. */
 static void on_explain_msg(void *ud, const uint8_t *msg, size_t len) {
-    (void)ud;
+    query_t *q = ud;
     Externalscaler__GetMetricsResponse *r =
         externalscaler__get_metrics_response__unpack(NULL, len, msg);
     if (!r)
         return;
-    char ts[32];
-    timestamp(ts, sizeof ts);
-    printf("%s  queueing model:", ts);
-    for (size_t i = 0; i < r->n_metricvalues; i++) {
+    char text[sizeof q->last_model];
+    size_t w = (size_t)snprintf(text, sizeof text, "queueing model:");
+    for (size_t i = 0; i < r->n_metricvalues && w < sizeof text; i++) {
         const char *name = r->metricvalues[i]->metricname;
         const char *from = strchr(name, ':');
         double v = r->metricvalues[i]->metricvaluefloat;
+        int k;
         if (!isfinite(v)) /* the server sends NaN for a number it does not know */
-            printf("%s %.*s unknown (%s)", i ? "," : "",
-                   (int)(from ? from - name : (long)strlen(name)), name, from ? from + 1 : "?");
+            k = snprintf(text + w, sizeof text - w, "%s %.*s unknown (%s)", i ? "," : "",
+                         (int)(from ? from - name : (long)strlen(name)), name,
+                         from ? from + 1 : "?");
         else if (from)
-            printf("%s %.*s %.3g (%s)", i ? "," : "", (int)(from - name), name, v, from + 1);
+            k = snprintf(text + w, sizeof text - w, "%s %.*s %.3g (%s)", i ? "," : "",
+                         (int)(from - name), name, v, from + 1);
         else
-            printf("%s %s %.3g", i ? "," : "", name, v);
+            k = snprintf(text + w, sizeof text - w, "%s %s %.3g", i ? "," : "", name, v);
+        w += k > 0 ? (size_t)k : 0;
     }
-    putchar('\n');
-    fflush(stdout);
+    emit(q, q->last_model, sizeof q->last_model, text);
     externalscaler__get_metrics_response__free_unpacked(r, NULL);
 }
 
@@ -345,27 +387,29 @@ static void on_is_active_msg(void *ud, const uint8_t *msg, size_t len) {
     if (!r)
         return;
     q->have_active = true;
-    char ts[32];
-    timestamp(ts, sizeof ts);
     bool active = r->result;
     externalscaler__is_active_response__free_unpacked(r, NULL);
     /* KEDA reads the float fields when they are > 0, else the ints. */
     double target = q->target > 0 ? q->target : (double)q->target_int;
     double value = q->value > 0 ? q->value : (double)q->value_int;
     long avg = active ? replicas_average_value(value, target, q->o.max_replicas) : 0;
-    printf("%s  %-22s target %-8g value %-10.3f active %-5s  replicas: %ld (AverageValue)", ts,
-           q->metric_name, target, value, active ? "true" : "false", avg);
-    if (q->o.replicas >= 0) {
+    char tv[32], vv[32], text[sizeof q->last_round];
+    fmt_number(tv, sizeof tv, target);
+    fmt_number(vv, sizeof vv, value);
+    int w = snprintf(text, sizeof text,
+                     "%-22s target %-8s value %-10s active %-5s  replicas: %ld (AverageValue)",
+                     q->metric_name, tv, vv, active ? "true" : "false", avg);
+    if (q->o.replicas >= 0 && w > 0 && (size_t)w < sizeof text) {
         long cur = q->o.replicas;
         long v = 0;
         if (active) {
             double d = cur > 0 ? ceil((double)cur * value / target - 1e-9) : 1;
             v = d < 1 ? 1 : (d > (double)q->o.max_replicas ? q->o.max_replicas : (long)d);
         }
-        printf(", %ld (Value, from %ld)", v, cur);
+        snprintf(text + w, sizeof text - (size_t)w, ", %ld (Value, from %ld)", v, cur);
     }
-    putchar('\n');
-    fflush(stdout);
+    emit(q, q->last_round, sizeof q->last_round, text);
+    q->last_error[0] = '\0';
 }
 
 static void on_is_active_done(void *ud, int status, const char *msg) {
@@ -505,21 +549,20 @@ static void on_round_timer(loop_t *loop, loop_timer_t *t, void *ud) {
 /* ---- the stream (--watch) ------------------------------------------------------- */
 
 static void on_stream_msg(void *ud, const uint8_t *msg, size_t len) {
-    (void)ud;
+    query_t *q = ud;
     Externalscaler__IsActiveResponse *r =
         externalscaler__is_active_response__unpack(NULL, len, msg);
     if (!r)
         return;
-    char ts[32];
-    timestamp(ts, sizeof ts);
-    printf("%s  StreamIsActive push: active %s\n", ts, r->result ? "true" : "false");
-    fflush(stdout);
+    emit(q, q->last_push, sizeof q->last_push,
+         r->result ? "StreamIsActive push: active true" : "StreamIsActive push: active false");
     externalscaler__is_active_response__free_unpacked(r, NULL);
 }
 
 static void on_stream_done(void *ud, int status, const char *msg) {
     query_t *q = ud;
     q->stream_open = false;
+    q->last_push[0] = '\0'; /* a new stream's first push is news */
     if (q->quitting)
         return;
     if (status == GRPC_OK)

@@ -761,7 +761,7 @@ class Query(ServerCase):
                              "--metadata", "targetValue=30", "--replicas", "2")
         self.assertEqual(rc, 0, err)
         # 4 GPUs at 10+20+30+40 = 100 against 30: ceil(100/30) = 4; Value from 2: ceil(2*100/30) = 7
-        self.assertRegex(out, r"value 100\.000 +active true +replicas: 4 \(AverageValue\), 7 \(Value, from 2\)")
+        self.assertRegex(out, r"value 100 +active true +replicas: 4 \(AverageValue\), 7 \(Value, from 2\)")
 
     @c_only
     def test_query_reports_the_failing_call_and_exits_1(self):
@@ -797,7 +797,25 @@ class Query(ServerCase):
         self.assertNotIn("connection is closed", out)
         after = out[out.index("reopening in 4 s"):]
         self.assertIn("StreamIsActive push: active true", after)
-        self.assertRegex(after, r"value 100\.000 +active true")
+        self.assertRegex(after, r"value 100 +active true")
+
+    @c_only
+    def test_query_watch_changes_prints_only_changes(self):
+        """--changes (make run's screen): a steady node is one line, not one
+        per round; without it every round prints. Whole numbers print whole."""
+        base = ["--metadata", "metricType=gpu_utilization", "--metadata", "targetValue=30",
+                "--watch", "--interval", "200ms", "--count", "6"]
+        rc, every, err = query(self.server, *base)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(every.count("keda_gpu_metric"), 6, every)
+        rc, changes, err = query(self.server, *base, "--changes")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(changes.count("keda_gpu_metric"), 1, changes)
+        self.assertRegex(changes, r"target 30 +value 100 +active true")
+        self.assertLessEqual(changes.count("StreamIsActive push"), 1, changes)
+        rc, _, err = query(self.server, "--metadata", "targetValue=30", "--changes")
+        self.assertEqual(rc, 2)
+        self.assertIn("--changes needs --watch", err)
 
     @c_only
     def test_query_usage_errors_exit_2(self):

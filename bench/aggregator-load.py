@@ -26,6 +26,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from fake_kube_api import FakeKubeAPI  # noqa: E402
 from kgs_util import cpu_seconds as cpu_s, free_port, md_args  # noqa: E402
 from kgs_util import proc_status_kib as status  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from figures import record  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/release")
 AGENTS = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
@@ -127,6 +129,9 @@ def main():
         print("freshness, agent snapshot -> StreamIsActive push %5d ms (first message %s)"
               % ((pushed - published) if pushed else -1, first.get("result")))
         print("aggregator peak RSS            %6.1f MiB" % rss_mib)
+        record("aggregator: snapshot ingest CPU", ingest * 100, "% core", noise=0.3)
+        record("aggregator: GetMetrics p99", load["p99_us"], "us", noise=0.5)
+        record("aggregator: peak RSS", rss_mib * 1024, "KiB")
     finally:
         for proc in (agg, farm):
             proc.send_signal(signal.SIGTERM)

@@ -35,6 +35,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from fake_kube_api import FakeKubeAPI  # noqa: E402
 from kgs_util import cpu_seconds as cpu_s, free_port, md_args, stop_process  # noqa: E402
 from kgs_util import proc_status_kib as status  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from figures import record  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/release")
 TRIALS = int(sys.argv[2]) if len(sys.argv) > 2 else 100
@@ -232,6 +234,8 @@ def main():
     for interval, lat in acts.items():
         out("sourceInterval %-5s  %3d trials  p50 %6.1f ms  p90 %6.1f ms  p99 %6.1f ms  max %6.1f ms"
             % (interval, len(lat), statistics.median(lat), pct(lat, 90), pct(lat, 99), max(lat)))
+        record("demand: LPUSH -> push p50, sourceInterval %s" % interval, statistics.median(lat),
+               "ms", noise=0.5)
     out("(KEDA polling alone at the default pollingInterval 30 s: 15 000 ms on average)")
     cpu, polls, load, rss, size = scrape_cost(tmp.name)
     out("== scrape cost: %d Ready vLLM pods (%d-byte /metrics each), polled every 1 s"
@@ -241,6 +245,8 @@ def main():
     out("GetMetrics p50 / p99 (1 in flight) %6.0f / %6.0f us  (%d calls, %d errors)"
         % (load["p50_us"], load["p99_us"], load["calls"], load["errors"]))
     out("aggregator peak RSS          %6.1f MiB" % rss)
+    record("demand: 500-pod scrape CPU", cpu * 100, "% core", noise=0.3)
+    record("demand: 500-pod scrape peak RSS", rss * 1024, "KiB")
     os.makedirs(os.path.join(ROOT, "bench/out"), exist_ok=True)
     with open(os.path.join(ROOT, "bench/out/demand.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -32,6 +32,8 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from kgs_util import cpu_seconds, free_port, md_args, proc_status_kib, stop_process  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from figures import record  # noqa: E402
 
 MD = {"metricType": "gpu_utilization", "targetValue": "50"}
 lines = []
@@ -243,6 +245,9 @@ def main():
     line("idle RSS (MiB)", o["idle_rss_kb"] / 1024, b["idle_rss_kb"] / 1024, "%.2f")
     line("peak RSS, VmHWM (MiB)", o["peak_rss_kb"] / 1024, b["peak_rss_kb"] / 1024, "%.2f")
     line("threads idle", o["threads_idle"], b["threads_idle"], "%d")
+    record("grpc: idle RSS", o["idle_rss_kb"], "KiB")
+    record("grpc: peak RSS under load", o["peak_rss_kb"], "KiB")
+    record("grpc: threads idle", o["threads_idle"], "threads", noise=0)
     for c in args.conc:
         lo, lb = o["loads"][c], b["loads"][c]
         line("c=%d server CPU per call (us)" % c, lo["cpu_us_per_call"], lb["cpu_us_per_call"], "%.2f")
@@ -253,6 +258,11 @@ def main():
         if lo["errors"] or lb["errors"]:
             out("   errors: ours %s, baseline %s" % (lo["error_codes"], lb["error_codes"]))
         line("c=%d threads under load" % c, lo["threads"], lb["threads"], "%d")
+        record("grpc: c=%d CPU per call" % c, lo["cpu_us_per_call"], "us", noise=0.3)
+        if lb["cpu_us_per_call"]:
+            record("grpc: c=%d CPU per call / Go baseline" % c,
+                   lo["cpu_us_per_call"] / lb["cpu_us_per_call"], "ratio", noise=0.3)
+        record("grpc: c=%d p99" % c, lo["p99_us"], "us", noise=0.5)
 
     if not args.skip_freshness:
         out()
@@ -261,6 +271,9 @@ def main():
                                                      "push n", "median s", "max s"))
         for interval in (None, "200ms"):
             pull, push = freshness(args, base_scen, interval, args.trials)
+            if push:
+                record("grpc: push freshness median, %s" % (interval or "1s"),
+                       statistics.median(push), "s", noise=0.3)
             f = lambda xs: ("%.3f" % statistics.median(xs), "%.3f" % max(xs)) if xs else ("-", "-")
             out("%-22s %8d %10s %10s %8d %10s %10s" % ((interval or "default (1s)"), len(pull), *f(pull),
                                                        len(push), *f(push)))

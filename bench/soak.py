@@ -32,6 +32,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from kgs_sim import Sim, device  # noqa: E402
 from kgs_util import free_port  # noqa: E402
 from kgs_util import proc_status_kib as status_kib  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from figures import record  # noqa: E402
 
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/release")
 DURATION = int(sys.argv[2]) if len(sys.argv) > 2 else 1800
@@ -211,6 +213,8 @@ def main():
            summary.get("stream_messages"), summary.get("stream_ends")),
     ]
     print("\n".join(lines))
+    record("soak: RSS at the end", end["rss_kib"], "KiB")
+    record("soak: descriptors at the end", end["fds"], "fds", noise=0.1)
     os.makedirs(os.path.join(ROOT, "bench/out"), exist_ok=True)
     with open(os.path.join(ROOT, "bench/out/soak.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")

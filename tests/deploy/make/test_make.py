@@ -3,11 +3,13 @@
 runs. Checked without installing anything: scripts/install-deps --check with
 a dpkg-query that reports every package absent, make's dry runs, a configure
 without cmocka, and the demo script with its gRPC port taken."""
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -114,6 +116,52 @@ class ConfigureWithoutTestPackages(unittest.TestCase):
                                capture_output=True, text=True, timeout=30)
             for prog in ("keda-gpu-scaler", "gpu-metrics", "nvml-sim"):
                 self.assertIn(prog, t.stdout)
+
+
+class BenchFigures(unittest.TestCase):
+    """make bench names every figure worse than the committed one beyond its
+    noise (bench/figures.py), so a regression cannot pass unseen."""
+
+    def run_compare(self, committed, now):
+        with tempfile.TemporaryDirectory() as d:
+            c = os.path.join(d, "figures.json")
+            r = os.path.join(d, "run.jsonl")
+            with open(c, "w") as f:
+                json.dump(committed, f)
+            env = dict(os.environ, KGS_BENCH_FIGURES=r)
+            code = "import sys; sys.path.insert(0, %r); import figures\n" % os.path.join(
+                SOURCE, "bench")
+            for name, value, better, noise in now:
+                code += "figures.record(%r, %r, 'KiB', better=%r, noise=%r)\n" % (
+                    name, value, better, noise)
+            subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=30)
+            return subprocess.run([sys.executable, os.path.join(SOURCE, "bench", "figures.py"),
+                                   "compare", c, r], capture_output=True, text=True, timeout=30)
+
+    def fig(self, value, better="lower", noise=0.1):
+        return {"value": value, "unit": "KiB", "better": better, "noise": noise}
+
+    def test_worse_beyond_noise_is_named_and_noise_is_not(self):
+        p = self.run_compare({"idle RSS": self.fig(4700), "peak RSS": self.fig(8000),
+                              "calls/s": self.fig(1000, "higher")},
+                             [("idle RSS", 8800, "lower", 0.1), ("peak RSS", 8500, "lower", 0.1),
+                              ("calls/s", 700, "higher", 0.1)])
+        self.assertEqual(p.returncode, 1, p.stdout)
+        rows = {l.split(" (KiB)")[0]: l for l in p.stdout.splitlines() if "(KiB)" in l}
+        self.assertIn("WORSE", rows["idle RSS"])
+        self.assertIn("1.87", rows["idle RSS"])
+        self.assertIn("noise", rows["peak RSS"])
+        self.assertIn("WORSE", rows["calls/s"])
+        self.assertIn("2 figure(s) WORSE beyond noise", p.stdout)
+
+    def test_better_new_and_unmeasured_figures_are_not_regressions(self):
+        p = self.run_compare({"idle RSS": self.fig(8800), "gone": self.fig(1)},
+                             [("idle RSS", 4700, "lower", 0.1), ("brand new", 3, "lower", 0.1)])
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertRegex(p.stdout, r"idle RSS \(KiB\).*better")
+        self.assertRegex(p.stdout, r"brand new \(KiB\).*new")
+        self.assertRegex(p.stdout, r"gone \(KiB\).*not measured")
+        self.assertIn("no figure worse beyond noise", p.stdout)
 
 
 class Demo(unittest.TestCase):

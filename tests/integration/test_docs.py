@@ -506,7 +506,8 @@ class DocCommands(unittest.TestCase):
         # make install's tree, staged: the docs' bare gpu-metrics and
         # keda-gpu-scaler, and /usr/local/..., are what it installs.
         cls.stage = os.path.join(cls.tmp, "stage")
-        subprocess.run(["cmake", "--install", BUILD, "--prefix", "/usr/local"], check=True,
+        cmake = os.environ.get("CMAKE_COMMAND") or shutil.which("cmake") or "cmake"
+        subprocess.run([cmake, "--install", BUILD, "--prefix", "/usr/local"], check=True,
                        env=dict(os.environ, DESTDIR=cls.stage), capture_output=True)
         prefix = cls.stage + "/usr/local"
         cls.bin = os.path.join(cls.tmp, "bin")
@@ -530,6 +531,7 @@ class DocCommands(unittest.TestCase):
         os.symlink(BUILD, os.path.join(cls.root, "build", "release"))
         cls.home = os.path.join(cls.tmp, "home")
         os.makedirs(cls.home)
+        # tests/deploy/helm's stand-in for `helm template` (built with the tree).
         cls.render = os.path.join(BUILD, "helm-render", "render")
 
     @classmethod

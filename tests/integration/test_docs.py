@@ -3,8 +3,9 @@
 every documented flag exists, every gpu-metrics example line in the docs
 parses (run with --dry-run), and every JSON field the docs name is in the
 real output; every repository path and relative link a doc names exists;
-every shell command of README.md and docs/quickstart.md that can run without
-a cluster or network runs, and exits as the doc says."""
+every shell command of README.md, docs/quickstart.md (and the pages in
+COMMAND_DOCS) that can run without a cluster or network runs, and exits as
+the doc says."""
 import glob
 import json
 import os
@@ -368,9 +369,10 @@ class DocPaths(unittest.TestCase):
         self.assertGreater(n, 20)
 
 
-# ---- the shell commands of README.md and docs/quickstart.md ----
+# ---- the shell commands of README.md, the quick start and the pages beside them ----
 
-COMMAND_DOCS = ["README.md", "docs/quickstart.md"]
+COMMAND_DOCS = ["README.md", "docs/quickstart.md", "docs/image.md", "sim/README.md",
+                "deploy/helm/keda-gpu-scaler/README.md"]
 SHELL_FENCE = re.compile(r"^```(?:sh|bash|shell|console)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 STEP_S = 30        # the bound of one command (times KGS_TEST_TIMEOUT_MULTIPLIER)
 UNTIL_STOPPED_S = 3
@@ -380,7 +382,7 @@ MAX_COUNT = 2      # --count 60 --interval 1s: two samples show it works
 # run by default, never skipped without a reason written here.
 SKIP = {
     "make": "make builds, and installs packages (scripts/install-deps): never from inside ctest",
-    "docker": "needs a Docker daemon, and a registry for push",
+    "docker": "needs a Docker daemon (and a registry)",
     "sudo": "changes the machine",
 }
 KUBECTL_NEEDS_A_CLUSTER = {"get", "run", "describe", "logs", "delete", "exec", "port-forward",
@@ -404,10 +406,10 @@ def strip_comment(line):
 
 
 def doc_commands():
-    """(doc, line number, command, comment) for each command of a shell block."""
+    """(doc, line number, command, comment, block) for each command of a shell block."""
     for rel in COMMAND_DOCS:
         text = read(os.path.join(SRC, rel))
-        for m in SHELL_FENCE.finditer(text):
+        for block, m in enumerate(SHELL_FENCE.finditer(text)):
             first = text.count("\n", 0, m.start(1)) + 1
             cmd, notes, start = "", [], None
             for i, raw in enumerate(m.group(1).splitlines()):
@@ -419,10 +421,10 @@ def doc_commands():
                 if start is None:
                     start = first + i
                 if line.endswith("\\"):
-                    cmd += line[:-1].rstrip() + " "
+                    cmd += line[:-1].strip() + " "
                     continue
                 cmd += line.strip()
-                yield rel, start, cmd, " ".join(notes)
+                yield rel, start, cmd, " ".join(notes), (rel, block)
                 cmd, notes, start = "", [], None
 
 
@@ -466,6 +468,10 @@ def helm_offline(words, render):
 def plan(cmd, comment, render):
     """('run', command, runs_until_stopped) or ('skip', reason)."""
     words = argv_of(cmd)
+    if not words:
+        return "run", cmd, False                   # VAR=value for the lines below
+    if cmd.rstrip().endswith("&") and not cmd.rstrip().endswith("&&"):
+        return "skip", "starts a background process (a server) that nothing here stops"
     prog = os.path.basename(words[0])
     if prog in SKIP:
         return "skip", SKIP[prog]
@@ -560,15 +566,19 @@ class DocCommands(unittest.TestCase):
                 out, err = p.communicate()
             return None, out, err, True
 
-    def test_every_command_in_readme_and_quickstart_runs(self):
-        ran, skipped = [], []
-        for doc, line, cmd, comment in doc_commands():
+    def test_every_shell_command_of_the_docs_runs(self):
+        ran, skipped, assigned = [], [], {}
+        for doc, line, cmd, comment, block in doc_commands():
             where = "%s:%d: `%s`" % (doc, line, cmd)
             step = plan(cmd, comment, self.render)
             if step[0] == "skip":
                 skipped.append("%s (%s)" % (where, step[1]))
                 continue
             _, run_cmd, until_stopped = step
+            if not argv_of(cmd):                       # S=... holds for the rest of its block
+                assigned[block] = assigned.get(block, "") + cmd + "; "
+                continue
+            run_cmd = assigned.get(block, "") + run_cmd
             with self.subTest(command=where):
                 rc, out, err, timed_out = self.run_one(run_cmd, until_stopped)
                 shown = "" if run_cmd == cmd else " (run as `%s`)" % run_cmd

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import textwrap
 import unittest
 
 from kgs_util import SOURCE_DIR, timeout_multiplier
@@ -346,6 +347,38 @@ class DocPaths(unittest.TestCase):
         self.assertEqual(wrong, [], "the manifests deploy keda-gpu-scaler.%s.svc:6000:\n%s" % (
             ns, "\n".join(wrong)))
         self.assertGreater(n, 8)
+
+    def test_every_scaled_object_and_trigger_in_the_docs_validates(self):
+        """YAML blocks that are ScaledObjects / ScaledJobs, `triggers:` lists
+        and trigger `metadata:` maps pass `keda-gpu-scaler validate` (the
+        server's own checks), fragments wrapped into a ScaledObject."""
+        head = ("apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\n"
+                "metadata: {name: doc, namespace: ml}\nspec:\n  scaleTargetRef: {name: doc}\n")
+        n, problems = 0, []
+        for path in path_docs():
+            text = read(path)
+            for m in re.finditer(r"^```ya?ml[ \t]*\n(.*?)^```", text, re.M | re.S):
+                y = textwrap.dedent(m.group(1))
+                first = next((l for l in y.splitlines() if l.strip() and not l.startswith("#")), "")
+                if re.search(r"^kind:\s*Scaled(Object|Job)\b", y, re.M):
+                    doc = y
+                elif first.startswith("triggers:"):
+                    doc = head + textwrap.indent(y, "  ")
+                elif first.startswith("metadata:") and not re.search(r"^\s+name:", y, re.M):
+                    if "scalerAddress" not in y:
+                        y = y.replace("metadata:", "metadata:\n  scalerAddress: "
+                                      "keda-gpu-scaler.keda-gpu-scaler.svc:6000", 1)
+                    doc = head + "  triggers:\n    - type: external\n" + textwrap.indent(y, "      ")
+                else:
+                    continue
+                n += 1
+                r = subprocess.run([SERVER, "validate", "-"], input=doc, capture_output=True,
+                                   text=True)
+                if r.returncode != 0:
+                    problems.append("%s:%d: %s%s" % (os.path.relpath(path, SRC),
+                                    text.count("\n", 0, m.start(1)) + 1, r.stdout, r.stderr))
+        self.assertEqual(problems, [], "\n".join(problems))
+        self.assertGreaterEqual(n, 5)
 
     def test_every_test_the_fault_matrix_names_exists(self):
         doc = read(os.path.join(SRC, "docs", "operations.md")).split("## Fault matrix", 1)[1]

@@ -380,6 +380,22 @@ class DocPaths(unittest.TestCase):
         self.assertEqual(problems, [], "\n".join(problems))
         self.assertGreaterEqual(n, 5)
 
+    def test_every_make_target_the_docs_name_exists(self):
+        makefile = read(os.path.join(SRC, "Makefile"))
+        targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.M))
+        self.assertIn("install", targets)
+        n, wrong = 0, []
+        for path in path_docs():
+            blocks, prose = split_markdown(read(path))
+            # a command line of a block (`$ ` prompt or not), or a backtick span
+            for chunk in blocks + re.findall(r"`([^`\n]+)`", prose):
+                for target in re.findall(r"^[ \t]*(?:\$ )?make ([a-z][a-z-]*)", chunk, re.M):
+                    n += 1
+                    if target not in targets:
+                        wrong.append("%s: make %s" % (os.path.relpath(path, SRC), target))
+        self.assertEqual(wrong, [], "not Makefile targets:\n" + "\n".join(wrong))
+        self.assertGreater(n, 10)
+
     def test_every_test_the_fault_matrix_names_exists(self):
         doc = read(os.path.join(SRC, "docs", "operations.md")).split("## Fault matrix", 1)[1]
         n = 0

@@ -396,6 +396,28 @@ class DocPaths(unittest.TestCase):
         self.assertEqual(wrong, [], "not Makefile targets:\n" + "\n".join(wrong))
         self.assertGreater(n, 10)
 
+    def test_every_test_function_the_docs_name_exists(self):
+        """`test_x` in a backtick span: a test of that name (or, ending in
+        `…`/`*`, that prefix) is defined somewhere under tests/."""
+        sources = []
+        for root, _, files in os.walk(os.path.join(SRC, "tests")):
+            if "node_modules" in root:
+                continue
+            sources += [read(os.path.join(root, f)) for f in files if f.endswith((".c", ".py"))]
+        defined = set()
+        for text in sources:
+            defined |= set(re.findall(r"\b(test_\w+)\s*\(", text))
+        n, missing = 0, []
+        for path in path_docs():
+            _, prose = split_markdown(read(path))
+            for name in re.findall(r"`(test_\w+[…*]?)`", prose):
+                n += 1
+                stem = name.rstrip("…*")
+                if not (stem in defined or (stem != name and any(d.startswith(stem) for d in defined))):
+                    missing.append("%s: %s" % (os.path.relpath(path, SRC), name))
+        self.assertEqual(missing, [], "no such test:\n" + "\n".join(missing))
+        self.assertGreater(n, 20)
+
     def test_every_test_the_fault_matrix_names_exists(self):
         doc = read(os.path.join(SRC, "docs", "operations.md")).split("## Fault matrix", 1)[1]
         n = 0

@@ -6,6 +6,7 @@ real output; every repository path and relative link a doc names exists;
 every shell command of README.md, docs/quickstart.md (and the pages in
 COMMAND_DOCS) that can run without a cluster or network runs, and exits as
 the doc says."""
+import fnmatch
 import glob
 import json
 import os
@@ -211,6 +212,37 @@ def path_tokens(text, dirs):
             yield tok
 
 
+def repository_files():
+    """Every path of the repository (files and their directories): git's
+    tracked and not-ignored files, so a build output or `make bench` result
+    lying in the tree does not count; the tree itself where there is no git."""
+    try:
+        out = subprocess.run(["git", "-C", SRC, "ls-files", "--cached", "--others",
+                              "--exclude-standard"], capture_output=True, text=True,
+                             check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    paths = set()
+    for f in out.splitlines():
+        parts = f.split("/")
+        for i in range(1, len(parts) + 1):
+            paths.add("/".join(parts[:i]))
+    return paths
+
+
+REPO_FILES = repository_files()
+
+
+def in_repository(pattern):
+    pattern = pattern.rstrip("/")
+    if REPO_FILES is None:
+        return bool(glob.glob(os.path.join(SRC, pattern), recursive=True))
+    if not any(c in pattern for c in "*?["):
+        return pattern in REPO_FILES
+    rx = re.compile(fnmatch.translate(pattern).replace(".*", "[^/]*"))
+    return any(rx.match(p) for p in REPO_FILES)
+
+
 def placeholder_glob(tok):
     """sim/scenarios/NAME.json -> sim/scenarios/*.json (an upper-case word
     standing for a name the reader picks)."""
@@ -239,9 +271,9 @@ def path_problem(tok):
             return None
         return "the build does not make %s (looked in %s)" % (rest, BUILD)
     for candidate in (tok, placeholder_glob(tok)):
-        if glob.glob(os.path.join(SRC, candidate), recursive=True):
+        if in_repository(candidate):
             return None
-    if os.path.exists(os.path.join(SRC, tok + ".c")):
+    if in_repository(tok + ".c"):
         return None                                  # a program, named without its .c
     return "no such file or directory in the repository"
 

@@ -254,7 +254,7 @@ def path_problem(tok):
     in the build directory the test was given), else what is wrong."""
     if any(c in tok for c in "<>{}$%") or "…" in tok or "..." in tok:
         return None                                  # a template, not a path
-    for prefix, command in MADE_BY_COMMANDS.items():
+    for prefix in MADE_BY_COMMANDS:
         if tok == prefix or tok.startswith(prefix + "/"):
             return None
     parts = tok.split("/")

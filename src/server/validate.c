@@ -57,8 +57,9 @@ const char validate_usage_text[] =
     "Exit status: 0 every trigger valid, 1 problems found, 2 usage, an unreadable file\n"
     "or YAML that does not parse.\n"
     "\n"
-    "Example (in CI):\n"
-    "  keda-gpu-scaler validate deploy/*.yaml\n";
+    "Examples (in CI):\n"
+    "  keda-gpu-scaler validate k8s/*.yaml\n"
+    "  keda-gpu-scaler validate deploy/examples/*.yaml   # this repository's examples\n";
 
 /* ---- YAML helpers ------------------------------------------------------------ */
 

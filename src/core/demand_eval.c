@@ -200,7 +200,7 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
     if (lack) {
         if (!x->missing[0])
             snprintf(x->missing, sizeof x->missing,
-                     "%.400s exports no %s%s%.200s%s (is it %s, and is the URL its metrics "
+                     "%.400s does not export %s%s%.200s%s (is it %s, and is the URL its metrics "
                      "endpoint?)",
                      s->name, lack, d->model[0] ? " for model \"" : "", d->model,
                      d->model[0] ? "\"" : "", engine_name(d->engine));

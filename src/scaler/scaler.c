@@ -13,8 +13,10 @@
  *   state differs. While a group cannot be evaluated its streams stay open
  *   and silent: KEDA keeps its last answer (the safe direction: no scale
  *   to zero on an outage) and the pull path reports the error.
- * - A stream opened while evaluation fails ends at once with that error, as
- *   a unary call would; KEDA retries with backoff.
+ * - A stream opened while evaluation fails stays open and silent too, and
+ *   sends the state once it is known: ending it would put KEDA's push loop
+ *   into its backoff (2 s doubling to 60 s, reset only after an OK end), so
+ *   a wake from zero by push would wait that long after the outage.
  */
 #include "scaler/scaler.h"
 

@@ -69,6 +69,34 @@ const char *scenario_call_name(int call) {
     return (call >= 0 && call < SCENARIO_CALL_COUNT) ? call_names[call] : "?";
 }
 
+size_t scenario_call_base_len(const char *name) {
+    size_t n = strlen(name);
+    /* "_v" and one or more digits: nvmlDeviceGetMemoryInfo_v2, ..._v3 */
+    size_t d = n;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+        d--;
+    if (d < n && d >= 3 && name[d - 1] == 'v' && name[d - 2] == '_')
+        return d - 2;
+    /* A capital V after a lower-case letter: nvmlDeviceGetTemperatureV */
+    if (n >= 2 && name[n - 1] == 'V' && name[n - 2] >= 'a' && name[n - 2] <= 'z')
+        return n - 1;
+    return n;
+}
+
+int scenario_call_base(int call) {
+    if (call < 0 || call >= SCENARIO_CALL_COUNT)
+        return -1;
+    const char *name = call_names[call];
+    size_t len = scenario_call_base_len(name);
+    if (len == strlen(name))
+        return -1;
+    for (int i = 0; i < SCENARIO_CALL_COUNT; i++) {
+        if (strncmp(call_names[i], name, len) == 0 && call_names[i][len] == '\0')
+            return i;
+    }
+    return -1;
+}
+
 static bool call_is_handle_lookup(int call) {
     return call == SCENARIO_CALL_nvmlDeviceGetHandleByIndex_v2 ||
            call == SCENARIO_CALL_nvmlDeviceGetHandleByIndex;
@@ -598,20 +626,51 @@ static int mig_parse(parse_ctx_t *p, json_t *obj, double repeat, scenario_device
     return 0;
 }
 
+/* A call named in `errors` or `latency_ms` also applies to its versioned
+ * variants (scenario_call_base) that the same map does not name: a scenario
+ * that names nvmlDeviceGetTemperature means the temperature, whichever
+ * variant the caller tries first. */
+static void inherit_from_base(const uint64_t named, int *ierr, double *lat) {
+    for (int c = 0; c < SCENARIO_CALL_COUNT; c++) {
+        int b = scenario_call_base(c);
+        if (b < 0 || (named & (UINT64_C(1) << c)) || !(named & (UINT64_C(1) << b)))
+            continue;
+        if (ierr)
+            ierr[c] = ierr[b];
+        if (lat)
+            lat[c] = lat[b];
+    }
+}
+
 static int call_map_errors_parse(parse_ctx_t *p, json_t *obj, scenario_device_t *d) {
     int rc = expect(p, obj, JSON_OBJECT, "an object {\"nvmlDeviceGetX\": \"ERROR_NAME\"}");
     if (rc)
         return rc;
     const char *key;
     json_t *j;
+    uint64_t named = 0;
     json_object_foreach(obj, key, j) {
         size_t old = path_push_key(p, key);
         int call = 0, code = 0;
-        if ((rc = call_name_in(p, key, true, &call)) || (rc = error_name_in(p, j, false, &code)))
+        /* SUCCESS only where it stops a variant inheriting its base's error. */
+        if ((rc = call_name_in(p, key, true, &call)) ||
+            (rc = error_name_in(p, j, scenario_call_base(call) >= 0, &code)))
             return rc;
         d->error[call] = code;
+        named |= UINT64_C(1) << call;
         path_pop(p, old);
     }
+    json_object_foreach(obj, key, j) {
+        int call = scenario_call_index(key), base = scenario_call_base(call);
+        if (d->error[call] == NVML_SUCCESS && !(named & (UINT64_C(1) << base))) {
+            path_push_key(p, key);
+            return fail(p,
+                        "SUCCESS is not an error; it is allowed only to keep %s from "
+                        "inheriting the error of %s, which is not named here",
+                        key, scenario_call_name(base));
+        }
+    }
+    inherit_from_base(named, d->error, NULL);
     return 0;
 }
 
@@ -621,14 +680,17 @@ static int latency_parse(parse_ctx_t *p, json_t *obj, scenario_device_t *d) {
         return rc;
     const char *key;
     json_t *j;
+    uint64_t named = 0;
     json_object_foreach(obj, key, j) {
         size_t old = path_push_key(p, key);
         int call = 0;
         if ((rc = call_name_in(p, key, true, &call)) ||
             (rc = number_in(p, j, false, 0, false, 600000.0, &d->latency_ms[call])))
             return rc;
+        named |= UINT64_C(1) << call;
         path_pop(p, old);
     }
+    inherit_from_base(named, NULL, d->latency_ms);
     return 0;
 }
 
@@ -647,6 +709,7 @@ static int error_timeline_parse(parse_ctx_t *p, json_t *arr, double repeat, scen
     d->error_timeline_len = n;
     static const char *const keys[] = {"at_s", "call", "error"};
     double prev = 0.0;
+    uint64_t named = 0;
     for (size_t i = 0; i < n; i++) {
         size_t iold = path_push_index(p, i);
         json_t *step = json_array_get(arr, i);
@@ -666,11 +729,19 @@ static int error_timeline_parse(parse_ctx_t *p, json_t *arr, double repeat, scen
             s->call = SCENARIO_CALL_ALL;
         else if ((rc = call_name_in(p, json_string_value(j), true, &s->call)))
             return rc;
+        else
+            named |= UINT64_C(1) << s->call;
         path_pop(p, old);
         if (!(j = member(p, step, "error", &old)))
             return fail(p, "missing \"error\"");
         POP_OR_RETURN(error_name_in(p, j, true, &s->error));
         path_pop(p, iold);
+    }
+    /* A variant not named in the timeline follows its base's steps. */
+    for (int c = 0; c < SCENARIO_CALL_COUNT; c++) {
+        int b = scenario_call_base(c);
+        if (b >= 0 && !(named & (UINT64_C(1) << c)) && (named & (UINT64_C(1) << b)))
+            d->error_timeline_from_base |= UINT64_C(1) << c;
     }
     return 0;
 }
@@ -957,9 +1028,11 @@ int scenario_device_error_at(const scenario_t *sc, const scenario_device_t *dev,
         return NVML_SUCCESS;
     double r = scenario_cycle_time(sc, t_s);
     int timeline = NVML_SUCCESS;
+    int key =
+        (dev->error_timeline_from_base & (UINT64_C(1) << call)) ? scenario_call_base(call) : call;
     for (size_t i = 0; i < dev->error_timeline_len && dev->error_timeline[i].at_s <= r; i++) {
         const scenario_error_step_t *s = &dev->error_timeline[i];
-        if (s->call == call || (s->call == SCENARIO_CALL_ALL && !call_is_handle_lookup(call)))
+        if (s->call == key || (s->call == SCENARIO_CALL_ALL && !call_is_handle_lookup(call)))
             timeline = s->error;
     }
     return timeline != NVML_SUCCESS ? timeline : dev->error[call];

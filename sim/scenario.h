@@ -122,6 +122,9 @@ typedef struct {
     int error[SCENARIO_CALL_COUNT];        /* nvmlReturn_t, NVML_SUCCESS = none */
     scenario_error_step_t *error_timeline; /* owned */
     size_t error_timeline_len;
+    /* bit (1 << call): the call is a versioned variant not named in
+     * error_timeline whose base is, so it follows the base's steps */
+    uint64_t error_timeline_from_base;
     double latency_ms[SCENARIO_CALL_COUNT];
     bool has_mig;
     bool mig_enabled;
@@ -159,6 +162,18 @@ void scenario_free(scenario_t *sc);
 int scenario_call_index(const char *name);
 /* The symbol name of a call index; static storage ("?" when out of range). */
 const char *scenario_call_name(int call);
+/*
+ * Versioned variants. NVML versions a call by a suffix: "_v" and digits
+ * (nvmlDeviceGetMemoryInfo_v2, nvmlDeviceGetPciInfo_v3) or a capital V after
+ * a lower-case letter (nvmlDeviceGetTemperatureV). scenario_call_base_len
+ * is the length of `name` without that suffix (strlen(name) when it has
+ * none). scenario_call_base is the call whose name is that base, or -1 when
+ * `call` has no suffix or no call has the base name (nvmlDeviceGetAttributes_v2).
+ * An entry a device's errors, error_timeline or latency_ms has for a base
+ * call applies to its variants the same map does not name.
+ */
+size_t scenario_call_base_len(const char *name);
+int scenario_call_base(int call);
 /* True when `call` concerns one device, so it may appear in a device's
  * errors, error_timeline and latency_ms (and "*" covers it). */
 bool scenario_call_is_per_device(int call);

@@ -106,6 +106,31 @@ class OneShotJson(unittest.TestCase):
         self.assertEqual(g["health"], "error")
 
 
+    def test_error_named_for_the_base_call_reaches_the_variant_tried_first(self):
+        # DESIGN's example names nvmlDeviceGetTemperature; the collector asks
+        # nvmlDeviceGetTemperatureV (and MemoryInfo_v2) first. The scenario
+        # must mean what it says: those fields error, whichever variant.
+        d = device(0)
+        d["errors"] = {"nvmlDeviceGetTemperature": "UNKNOWN",
+                       "nvmlDeviceGetMemoryInfo": "NO_PERMISSION"}
+        self.sim.rewrite({"devices": [d]})
+        r = run(["--format", "json"], self.sim.path)
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        g = json.loads(r.stdout)["devices"][0]
+        self.assertIsNone(g["temperature_celsius"])
+        self.assertEqual(g["field_errors"].get("temperature_celsius"), "UNKNOWN", g)
+        self.assertIsNone(g["memory_used_bytes"])
+        self.assertEqual(g["field_errors"].get("memory_used_bytes"), "NO_PERMISSION", g)
+        # An explicit entry for a variant wins: SUCCESS keeps TemperatureV working.
+        d["errors"] = {"nvmlDeviceGetTemperature": "UNKNOWN",
+                       "nvmlDeviceGetTemperatureV": "SUCCESS"}
+        self.sim.rewrite({"devices": [d]})
+        r = run(["--format", "json"], self.sim.path)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        g = json.loads(r.stdout)["devices"][0]
+        self.assertEqual(g["temperature_celsius"], 40)
+
+
 class Scenarios(unittest.TestCase):
     """Every shipped scenario loads and reports what it describes."""
 

@@ -329,6 +329,107 @@ static void test_scenario_classifies_calls(void **state) {
     assert_string_equal(scenario_error_name(13), "FUNCTION_NOT_FOUND");
 }
 
+static void test_scenario_call_base_strips_version_suffixes(void **state) {
+    (void)state;
+    assert_int_equal(scenario_call_base_len("nvmlDeviceGetTemperatureV"), 24);
+    assert_int_equal(scenario_call_base_len("nvmlDeviceGetMemoryInfo_v2"), 23);
+    assert_int_equal(scenario_call_base_len("nvmlDeviceGetPciInfo_v3"), 20);
+    assert_int_equal(scenario_call_base_len("nvmlDeviceGetFoo_v12"), 16);
+    /* no suffix: the whole name */
+    assert_int_equal(scenario_call_base_len("nvmlDeviceGetTemperature"), 24);
+    assert_int_equal(scenario_call_base_len("nvmlDeviceGetUUID"), 17);  /* "DV" is no suffix */
+    assert_int_equal(scenario_call_base_len("nvmlDeviceGetFoo_v"), 18); /* no digits */
+    assert_int_equal(scenario_call_base_len("nvmlDeviceGetFoo2"), 17);  /* no "_v" */
+    assert_int_equal(scenario_call_base_len("V"), 1);
+    assert_int_equal(scenario_call_base_len("_v2"), 3);
+    assert_int_equal(scenario_call_base_len(""), 0);
+
+    assert_int_equal(scenario_call_base(SCENARIO_CALL_nvmlDeviceGetTemperatureV),
+                     SCENARIO_CALL_nvmlDeviceGetTemperature);
+    assert_int_equal(scenario_call_base(SCENARIO_CALL_nvmlDeviceGetMemoryInfo_v2),
+                     SCENARIO_CALL_nvmlDeviceGetMemoryInfo);
+    assert_int_equal(scenario_call_base(SCENARIO_CALL_nvmlDeviceGetPciInfo_v3),
+                     SCENARIO_CALL_nvmlDeviceGetPciInfo);
+    assert_int_equal(scenario_call_base(SCENARIO_CALL_nvmlDeviceGetPciInfo_v2),
+                     SCENARIO_CALL_nvmlDeviceGetPciInfo);
+    assert_int_equal(scenario_call_base(SCENARIO_CALL_nvmlDeviceGetHandleByIndex_v2),
+                     SCENARIO_CALL_nvmlDeviceGetHandleByIndex);
+    assert_int_equal(scenario_call_base(SCENARIO_CALL_nvmlDeviceGetTemperature), -1);
+    /* a suffix with no unversioned call of that name */
+    assert_int_equal(scenario_call_base(SCENARIO_CALL_nvmlDeviceGetAttributes_v2), -1);
+    assert_int_equal(scenario_call_base(-1), -1);
+    assert_int_equal(scenario_call_base(SCENARIO_CALL_COUNT), -1);
+}
+
+static void test_scenario_errors_apply_to_unnamed_variants(void **state) {
+    (void)state;
+    /* DESIGN's example: naming the base call fails every variant of it. */
+    scenario_t *sc = parse_ok(
+        ONE_DEVICE("\"errors\": {\"nvmlDeviceGetTemperature\": \"NOT_SUPPORTED\","
+                   "             \"nvmlDeviceGetMemoryInfo\": \"UNKNOWN\","
+                   "             \"nvmlDeviceGetMemoryInfo_v2\": \"NO_PERMISSION\","
+                   "             \"nvmlDeviceGetPciInfo\": \"UNKNOWN\","
+                   "             \"nvmlDeviceGetPciInfo_v3\": \"SUCCESS\"},"
+                   "\"latency_ms\": {\"nvmlDeviceGetTemperature\": 5, \"nvmlDeviceGetPciInfo\": 7,"
+                   "                 \"nvmlDeviceGetPciInfo_v2\": 0}"));
+    const scenario_device_t *d = &sc->devices[0];
+    assert_int_equal(scenario_device_error_at(sc, d, SCENARIO_CALL_nvmlDeviceGetTemperature, 0),
+                     NVML_ERROR_NOT_SUPPORTED);
+    assert_int_equal(scenario_device_error_at(sc, d, SCENARIO_CALL_nvmlDeviceGetTemperatureV, 0),
+                     NVML_ERROR_NOT_SUPPORTED);
+    /* an explicit entry wins for that variant */
+    assert_int_equal(scenario_device_error_at(sc, d, SCENARIO_CALL_nvmlDeviceGetMemoryInfo, 0),
+                     NVML_ERROR_UNKNOWN);
+    assert_int_equal(scenario_device_error_at(sc, d, SCENARIO_CALL_nvmlDeviceGetMemoryInfo_v2, 0),
+                     NVML_ERROR_NO_PERMISSION);
+    /* "SUCCESS" keeps one variant working; the other still inherits */
+    assert_int_equal(scenario_device_error_at(sc, d, SCENARIO_CALL_nvmlDeviceGetPciInfo_v3, 0),
+                     NVML_SUCCESS);
+    assert_int_equal(scenario_device_error_at(sc, d, SCENARIO_CALL_nvmlDeviceGetPciInfo_v2, 0),
+                     NVML_ERROR_UNKNOWN);
+    /* unrelated calls are untouched */
+    assert_int_equal(scenario_device_error_at(sc, d, SCENARIO_CALL_nvmlDeviceGetPowerUsage, 0),
+                     NVML_SUCCESS);
+    assert_true(d->latency_ms[SCENARIO_CALL_nvmlDeviceGetTemperatureV] == 5.0);
+    assert_true(d->latency_ms[SCENARIO_CALL_nvmlDeviceGetPciInfo_v3] == 7.0);
+    assert_true(d->latency_ms[SCENARIO_CALL_nvmlDeviceGetPciInfo_v2] == 0.0);
+    scenario_free(sc);
+
+    /* naming only a variant does not reach the base */
+    sc = parse_ok(ONE_DEVICE("\"errors\": {\"nvmlDeviceGetTemperatureV\": \"UNKNOWN\"}"));
+    assert_int_equal(
+        scenario_device_error_at(sc, &sc->devices[0], SCENARIO_CALL_nvmlDeviceGetTemperature, 0),
+        NVML_SUCCESS);
+    scenario_free(sc);
+
+    /* SUCCESS is still no error for a base call, nor for a variant whose base is not named */
+    expect_error(ONE_DEVICE("\"errors\": {\"nvmlDeviceGetTemperature\": \"SUCCESS\"}"),
+                 "devices[0].errors.nvmlDeviceGetTemperature", "SUCCESS is not an error");
+    expect_error(ONE_DEVICE("\"errors\": {\"nvmlDeviceGetTemperatureV\": \"SUCCESS\"}"),
+                 "devices[0].errors.nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature,");
+}
+
+static void test_scenario_error_timeline_applies_to_unnamed_variants(void **state) {
+    (void)state;
+    scenario_t *sc = parse_ok(ONE_DEVICE(
+        "\"error_timeline\": ["
+        "  {\"at_s\": 1, \"call\": \"nvmlDeviceGetTemperature\", \"error\": \"GPU_IS_LOST\"},"
+        "  {\"at_s\": 1, \"call\": \"nvmlDeviceGetMemoryInfo\", \"error\": \"UNKNOWN\"},"
+        "  {\"at_s\": 2, \"call\": \"nvmlDeviceGetTemperature\", \"error\": \"SUCCESS\"},"
+        "  {\"at_s\": 3, \"call\": \"nvmlDeviceGetMemoryInfo_v2\", \"error\": \"TIMEOUT\"}]"));
+    const scenario_device_t *d = &sc->devices[0];
+    int tv = SCENARIO_CALL_nvmlDeviceGetTemperatureV;
+    int m1 = SCENARIO_CALL_nvmlDeviceGetMemoryInfo, m2 = SCENARIO_CALL_nvmlDeviceGetMemoryInfo_v2;
+    assert_int_equal(scenario_device_error_at(sc, d, tv, 0.5), NVML_SUCCESS);
+    assert_int_equal(scenario_device_error_at(sc, d, tv, 1.5), NVML_ERROR_GPU_IS_LOST);
+    assert_int_equal(scenario_device_error_at(sc, d, tv, 2.5), NVML_SUCCESS);
+    /* _v2 is named in the timeline: only its own steps apply to it */
+    assert_int_equal(scenario_device_error_at(sc, d, m1, 1.5), NVML_ERROR_UNKNOWN);
+    assert_int_equal(scenario_device_error_at(sc, d, m2, 1.5), NVML_SUCCESS);
+    assert_int_equal(scenario_device_error_at(sc, d, m2, 3.5), NVML_ERROR_TIMEOUT);
+    scenario_free(sc);
+}
+
 static void test_scenario_load_file_reports_missing_file(void **state) {
     (void)state;
     scenario_t *sc = NULL;
@@ -352,6 +453,9 @@ int main(void) {
         cmocka_unit_test(test_scenario_resolves_timeline_steps_over_values),
         cmocka_unit_test(test_scenario_repeat_after_s_restarts_timelines),
         cmocka_unit_test(test_scenario_classifies_calls),
+        cmocka_unit_test(test_scenario_call_base_strips_version_suffixes),
+        cmocka_unit_test(test_scenario_errors_apply_to_unnamed_variants),
+        cmocka_unit_test(test_scenario_error_timeline_applies_to_unnamed_variants),
         cmocka_unit_test(test_scenario_load_file_reports_missing_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -492,6 +492,39 @@ def check_flags_known(docs, help_text):
     return errs
 
 
+# ---------------------------------------------------------------- the values combinations
+
+# Every values combination the chart is rendered with, here and by
+# tests/deploy/schema (Kubernetes' and KEDA's own schemas): name, --set
+# arguments, expectations, Secrets the user provides.
+_ALL_ON = ["--set", "tls.certManager.enabled=true", "--set", "tls.certManager.issuerRef.name=ca-issuer",
+           "--set", "tls.certManager.issuerRef.kind=ClusterIssuer", "--set", "tls.clientAuth=true",
+           "--set", "metrics.serviceMonitor.enabled=true",
+           "--set", "metrics.serviceMonitor.labels.release=kube-prometheus-stack",
+           "--set", "networkPolicy.enabled=true"]
+CHART_CASES = [
+    {"name": "defaults", "args": [], "expect": lambda d: expect_cluster(d)},
+    {"name": "mode=standalone", "args": ["--set", "mode=standalone"], "expect": lambda d: expect_standalone(d)},
+    {"name": "TLS+cert-manager+ServiceMonitor+NetworkPolicy", "args": _ALL_ON,
+     "expect": lambda d: expect_all_options(d)},
+    {"name": "standalone with a user TLS Secret, ServiceMonitor, NetworkPolicy",
+     "args": ["--set", "mode=standalone", "--set", "tls.secretName=my-scaler-tls",
+              "--set", "metrics.serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true"],
+     "expect": lambda d: expect_standalone_tls(d), "external_secrets": ["my-scaler-tls"]},
+    {"name": "metrics and probes off, ClusterIP Service, hard anti-affinity, 3 replicas",
+     "args": ["--set", "metrics.enabled=false", "--set", "probes.enabled=false",
+              "--set", "service.headless=false", "--set", "service.port=7000",
+              "--set", "aggregator.podAntiAffinity=hard", "--set", "aggregator.replicaCount=3",
+              "--set", "image.tag=0.1.0-rc1", "--set", "agent.runAsRoot=false",
+              "--set", "fullnameOverride=gpu-scaler"],
+     "expect": lambda d: expect_minimal(d)},
+    {"name": "probes.type=grpc, one aggregator, release name override",
+     "args": ["--set", "probes.type=grpc", "--set", "aggregator.replicaCount=1",
+              "--set", r"nodeSelector.node\.kubernetes\.io/instance-type=p5.48xlarge"],
+     "expect": lambda d: expect_grpc_probes(d)},
+]
+
+
 # ---------------------------------------------------------------- the suite
 
 class Suite:
@@ -616,29 +649,12 @@ class Suite:
                 node = node[part]
         self.ok("Chart.yaml and values.yaml keys", errs)
 
-        default_docs = self.chart_case("defaults", [], expect_cluster)
-        standalone_docs = self.chart_case("mode=standalone", ["--set", "mode=standalone"], expect_standalone)
-        all_on = ["--set", "tls.certManager.enabled=true", "--set", "tls.certManager.issuerRef.name=ca-issuer",
-                  "--set", "tls.certManager.issuerRef.kind=ClusterIssuer", "--set", "tls.clientAuth=true",
-                  "--set", "metrics.serviceMonitor.enabled=true",
-                  "--set", "metrics.serviceMonitor.labels.release=kube-prometheus-stack",
-                  "--set", "networkPolicy.enabled=true"]
-        self.chart_case("TLS+cert-manager+ServiceMonitor+NetworkPolicy", all_on, expect_all_options)
-        self.chart_case("standalone with a user TLS Secret, ServiceMonitor, NetworkPolicy",
-                        ["--set", "mode=standalone", "--set", "tls.secretName=my-scaler-tls",
-                         "--set", "metrics.serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true"],
-                        expect_standalone_tls, external_secrets=["my-scaler-tls"])
-        self.chart_case("metrics and probes off, ClusterIP Service, hard anti-affinity, 3 replicas",
-                        ["--set", "metrics.enabled=false", "--set", "probes.enabled=false",
-                         "--set", "service.headless=false", "--set", "service.port=7000",
-                         "--set", "aggregator.podAntiAffinity=hard", "--set", "aggregator.replicaCount=3",
-                         "--set", "image.tag=0.1.0-rc1", "--set", "agent.runAsRoot=false",
-                         "--set", "fullnameOverride=gpu-scaler"],
-                        expect_minimal)
-        self.chart_case("probes.type=grpc, one aggregator, release name override",
-                        ["--set", "probes.type=grpc", "--set", "aggregator.replicaCount=1",
-                         "--set", r"nodeSelector.node\.kubernetes\.io/instance-type=p5.48xlarge"],
-                        expect_grpc_probes)
+        docs_by_case = {}
+        for case in CHART_CASES:
+            docs_by_case[case["name"]] = self.chart_case(case["name"], case["args"], case["expect"],
+                                                         case.get("external_secrets", ()))
+        default_docs = docs_by_case["defaults"]
+        standalone_docs = docs_by_case["mode=standalone"]
         self.chart_refuses("mode=bogus", ["--set", "mode=bogus"], "mode must be cluster or standalone")
         self.chart_refuses("cert-manager without an issuer", ["--set", "tls.certManager.enabled=true"],
                            "tls.certManager.issuerRef.name is required")

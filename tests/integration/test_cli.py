@@ -360,6 +360,33 @@ class Usage(unittest.TestCase):
         finally:
             sim.close()
 
+    def test_nvml_init_error_names_nvml_error_once_with_the_driver_hint(self):
+        sim = Sim({"init_error": "DRIVER_NOT_LOADED", "devices": []})
+        try:
+            r = run([], sim.path)
+            self.assertEqual(r.returncode, 1)
+            # No "initialisation failed ...; retrying" warning before the
+            # message: NVML's error once, and no promise of a retry.
+            self.assertEqual(r.stderr.count("Driver Not Loaded"), 1, r.stderr)
+            self.assertEqual(r.stderr.count("NVML unavailable"), 1, r.stderr)
+            self.assertNotIn("retrying", r.stderr)
+            self.assertIn("NVIDIA driver", r.stderr)  # the scenario plays a driver failure
+        finally:
+            sim.close()
+
+    def test_bad_scenario_blames_the_scenario_not_the_driver(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "bad.json")
+            with open(bad, "w") as f:
+                f.write("{bad")
+            for path in (os.path.join(tmp, "missing.json"), bad):
+                r = run([], path)
+                self.assertEqual(r.returncode, 1)
+                self.assertIn("from the NVML stand-in: scenario " + path, r.stderr)
+                self.assertIn("is the NVML stand-in, not a driver", r.stderr)
+                self.assertIn("NVML_SIM_SCENARIO", r.stderr)
+                self.assertNotIn("NVIDIA driver", r.stderr)
+
     def test_zero_gpus_is_not_an_error(self):
         sim = Sim({"devices": []})
         try:

@@ -328,6 +328,15 @@ class Usage(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("--colour", r.stderr)
 
+    def test_typos_get_did_you_mean_and_exit_2(self):
+        for args, meant in ((["--formt", "json"], "did you mean --format?"),
+                            (["--format", "jsn"], "did you mean 'json'?"),
+                            (["--env", "slrum"], 'did you mean "slurm"?')):
+            r = run(args, None)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(meant, r.stderr)
+            self.assertEqual(r.stdout, "")
+
     def test_help_and_version(self):
         r = run(["--help"], None)
         self.assertEqual(r.returncode, 0)

@@ -216,11 +216,23 @@ int main(int argc, char **argv) {
     const char *list_var = o.device ? "--device" : env.visible_var;
     const char *list = o.device ? o.device : env.visible_list;
     if (o.device || env.visible_var[0]) {
-        if (device_selection_resolve(list_var, list, snap, &sel, err, sizeof err) != 0) {
+        /* CUDA_VISIBLE_DEVICES means what CUDA makes of it (its list ends at
+         * the first invalid entry, "-1" = no GPU); every other list, and
+         * --device, must name only devices that exist. */
+        bool cuda = !o.device && strcmp(list_var, "CUDA_VISIBLE_DEVICES") == 0;
+        char note[768] = "";
+        int rc = cuda ? device_selection_resolve_cuda(list, snap, &sel, note, sizeof note, err,
+                                                      sizeof err)
+                      : device_selection_resolve(list_var, list, snap, &sel, err, sizeof err);
+        if (rc != 0) {
             fprintf(stderr, "gpu-metrics: %s\n", err);
             exit_code = EXIT_USAGE;
             goto done;
         }
+        if (!o.quiet && note[0])
+            fprintf(stderr, "gpu-metrics: note: %s\n", note);
+        else if (!o.quiet && !o.device && !sel.all_gpus && sel.gpu_count == 0 && sel.mig_count == 0)
+            fprintf(stderr, "gpu-metrics: note: %s=\"%s\" selects no GPU\n", list_var, list);
     } else {
         memset(&sel, 0, sizeof sel);
         sel.all_gpus = true;

@@ -41,6 +41,8 @@ const char cli_usage_text[] =
     "SLURM_JOB_GPUS, GPU_DEVICE_ORDINAL, CUDA_VISIBLE_DEVICES and\n"
     "NVIDIA_VISIBLE_DEVICES selects the GPUs; an entry that matches no GPU is an\n"
     "error, never a silent \"all GPUs\". Integers are NVML indexes (PCI bus order).\n"
+    "CUDA_VISIBLE_DEVICES is read as CUDA reads it: up to its first invalid entry\n"
+    "(-1 = no GPU, 0,-1,1 = GPU 0), with a note on stderr.\n"
     "\n"
     "Exit status: 0 ok; 1 NVML unavailable; 2 usage or configuration error;\n"
     "3 a selected GPU is lost or erroring (the sample is still printed).\n"

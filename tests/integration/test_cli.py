@@ -285,11 +285,32 @@ class Selection(unittest.TestCase):
         self.assertEqual(self.indexes(r), [0, 1, 2, 3])
 
     def test_unknown_entry_is_an_error_naming_it_never_all_gpus(self):
-        r = run(["--format", "json"], self.sim.path, {"CUDA_VISIBLE_DEVICES": "GPU-deadbeef"})
+        r = run(["--format", "json"], self.sim.path, {"SLURM_STEP_GPUS": "GPU-deadbeef"})
         self.assertEqual(r.returncode, 2)
         self.assertIn("GPU-deadbeef", r.stderr)
-        self.assertIn("CUDA_VISIBLE_DEVICES", r.stderr)
+        self.assertIn("SLURM_STEP_GPUS", r.stderr)
         self.assertEqual(r.stdout, "")
+
+    def test_cuda_visible_devices_minus_one_is_no_gpu_as_cuda_reads_it(self):
+        r = run(["--format", "json"], self.sim.path, {"CUDA_VISIBLE_DEVICES": "-1"})
+        self.assertEqual(self.indexes(r), [])
+        self.assertIn('note: CUDA_VISIBLE_DEVICES entry "-1"', r.stderr)
+        self.assertIn("no GPU is visible", r.stderr)
+        r = run([], self.sim.path, {"CUDA_VISIBLE_DEVICES": "-1"})  # the table says so too
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("No GPU selected", r.stdout)
+
+    def test_cuda_visible_devices_stops_at_the_first_invalid_entry(self):
+        for value, want in (("0,-1,1", [0]), ("2,GPU-deadbeef,1", [2]), ("3,9,0", [3])):
+            r = run(["--format", "json"], self.sim.path, {"CUDA_VISIBLE_DEVICES": value})
+            self.assertEqual(self.indexes(r), want, value)
+            self.assertIn("CUDA stops reading the list", r.stderr)
+        r = run(["--format", "json"], self.sim.path, {"CUDA_VISIBLE_DEVICES": ""})
+        self.assertEqual(self.indexes(r), [])
+        self.assertIn('CUDA_VISIBLE_DEVICES="" selects no GPU', r.stderr)
+        r = run(["--format", "json", "--quiet"], self.sim.path, {"CUDA_VISIBLE_DEVICES": "-1"})
+        self.assertEqual(self.indexes(r), [])
+        self.assertEqual(r.stderr, "")
 
     def test_device_flag_overrides_environment(self):
         r = run(["--format", "json", "--device", "2"], self.sim.path, {"CUDA_VISIBLE_DEVICES": "0"})

@@ -93,6 +93,7 @@ typedef struct {
     loop_timer_t stream_timer;
     unsigned stream_backoff_s;
     bool may_reconnect; /* inside a timer, not a callback of the old connection */
+    bool mode_hinted;   /* the TLS-vs-h2c hint was printed */
     /* current round */
     char metric_name[128];
     double target, value;
@@ -282,12 +283,28 @@ static void round_finished(query_t *q) {
     loop_timer_start(q->loop, &q->round_timer, clock_add_sat(loop_now(q->loop), q->o.interval_ns));
 }
 
+/* Once per run: the flag that picks the mode the server speaks, when the
+ * connection's failure showed it speaks the other one. */
+static void mode_hint(query_t *q, const char *ts) {
+    grpc_client_mode_hint_t h = grpc_client_mode_hint(q->client);
+    if (q->mode_hinted || h == GRPC_CLIENT_MODE_OK)
+        return;
+    q->mode_hinted = true;
+    if (h == GRPC_CLIENT_MODE_SERVER_TLS)
+        printf("%s  hint: the server speaks TLS: add --tls, with --ca FILE to trust its "
+               "certificate (--insecure skips the check)\n",
+               ts);
+    else
+        printf("%s  hint: the server may speak plaintext HTTP/2 (h2c): try without --tls\n", ts);
+}
+
 static void round_error(query_t *q, const char *call, int status, const char *msg) {
     if (q->quitting)
         return;
     char ts[32];
     timestamp(ts, sizeof ts);
     printf("%s  %s: %s: %s\n", ts, call, grpc_status_name(status), msg);
+    mode_hint(q, ts);
     fflush(stdout);
     q->exit_code = 1;
     round_finished(q);
@@ -529,6 +546,7 @@ static void on_stream_done(void *ud, int status, const char *msg) {
     timestamp(ts, sizeof ts);
     printf("%s  StreamIsActive ended: %s%s%s; reopening in %u s\n", ts, grpc_status_name(status),
            msg[0] ? ": " : "", msg, wait);
+    mode_hint(q, ts);
     fflush(stdout);
     if (status != GRPC_OK)
         q->stream_backoff_s = wait * 2 > 60 ? 60 : wait * 2;

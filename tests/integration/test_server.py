@@ -585,6 +585,39 @@ class Tls(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertIn("replicas: 2 (AverageValue)", out)
 
+    @c_only
+    def test_plaintext_client_on_the_tls_port_is_told_to_use_tls(self):
+        s = self.start()
+        md = ["--metadata", "metricType=gpu_utilization", "--metadata", "targetValue=50"]
+        for _ in range(3):
+            rc, out, err = query(s, *md)
+            self.assertEqual(rc, 1, out + err)
+            self.assertIn("GOAWAY INADEQUATE_SECURITY: this port speaks TLS", out)
+            self.assertIn("hint: the server speaks TLS: add --tls, with --ca FILE", out)
+        # KEDA's own client (grpc-go) reports only "connection closed": for
+        # KEDA's operator the server's log says it, once a minute, not per attempt
+        r = kc1(s, "isactive", md=MD)
+        self.assertEqual(self.code_of_error(r), "UNAVAILABLE", r)
+        log = s.output()
+        self.assertEqual(log.count("a plaintext HTTP/2 (h2c) client on this TLS port"), 1, log)
+        self.assertIn("--tls --ca FILE", log)
+        self.assertIn("enableTLS", log)
+
+    @c_only
+    def test_tls_client_on_the_h2c_port_is_told_to_drop_tls(self):
+        s = Server(four_gpus())
+        self.addCleanup(s.close)
+        for _ in range(3):
+            rc, out, err = query(s, "--metadata", "metricType=gpu_utilization", "--metadata",
+                                 "targetValue=50", "--tls", "--ca", self.pki.ca)
+            self.assertEqual(rc, 1, out + err)
+            self.assertIn("it may speak plaintext HTTP/2 (h2c)", out)
+            self.assertIn("hint: the server may speak plaintext HTTP/2 (h2c): try without --tls",
+                          out)
+        log = s.output()
+        self.assertEqual(log.count("a TLS handshake on this plaintext (h2c) port"), 1, log)
+        self.assertIn("--tls-cert FILE --tls-key FILE", log)
+
     def test_mtls_requires_a_client_certificate(self):
         s = self.start(client_ca=True)
         r = kc1(s, "isactive", md=MD, tls=self.tls())

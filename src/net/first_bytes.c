@@ -9,8 +9,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
 static bool starts_with(const uint8_t *p, size_t n, const char *s) {
     size_t m = strlen(s);
     return n >= m && memcmp(p, s, m) == 0;
@@ -21,17 +19,21 @@ first_bytes_kind_t first_bytes_classify(const uint8_t *p, size_t n) {
         return FIRST_BYTES_INCOMPLETE;
     if (p[0] >= 20 && p[0] <= 23)
         return n < 2 ? FIRST_BYTES_INCOMPLETE : p[1] == 3 ? FIRST_BYTES_TLS : FIRST_BYTES_OTHER;
-    size_t k = n < sizeof h2_preface - 1 ? n : sizeof h2_preface - 1;
-    if (memcmp(p, h2_preface, k) == 0)
-        return n < 4 ? FIRST_BYTES_INCOMPLETE : FIRST_BYTES_H2C;
-    static const char *const methods[] = {"GET ",    "POST ",  "HEAD ",    "PUT ",
-                                          "DELETE ", "PATCH ", "OPTIONS ", "CONNECT "};
-    bool prefix_of_one = false;
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
-        if (starts_with(p, n, methods[i]))
+    /* "PRI " decides, whatever follows: a kind once returned must not change
+     * with more bytes, since the server decides on what one peek returned.
+     * The preface is listed with the methods only to be told INCOMPLETE. */
+    static const char *const starts[] = {"PRI ",    "GET ",   "POST ",    "HEAD ",   "PUT ",
+                                         "DELETE ", "PATCH ", "OPTIONS ", "CONNECT "};
+    if (starts_with(p, n, starts[0]))
+        return FIRST_BYTES_H2C;
+    for (size_t i = 1; i < sizeof starts / sizeof starts[0]; i++) {
+        if (starts_with(p, n, starts[i]))
             return FIRST_BYTES_HTTP1;
-        size_t m = strlen(methods[i]);
-        if (n < m && memcmp(p, methods[i], n) == 0)
+    }
+    bool prefix_of_one = false;
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
+        size_t m = strlen(starts[i]);
+        if (n < m && memcmp(p, starts[i], n) == 0)
             prefix_of_one = true;
     }
     return prefix_of_one ? FIRST_BYTES_INCOMPLETE : FIRST_BYTES_OTHER;

@@ -31,6 +31,7 @@ static void test_first_bytes_h2c_preface_and_http1_requests(void **state) {
     assert_int_equal(first_bytes_classify(B("PR")), FIRST_BYTES_INCOMPLETE);
     assert_int_equal(first_bytes_classify(B("P")), FIRST_BYTES_INCOMPLETE);
     assert_int_equal(first_bytes_classify(B("PRX ")), FIRST_BYTES_OTHER);
+    assert_int_equal(first_bytes_classify(B("PRI X")), FIRST_BYTES_H2C); /* decided at 4 */
     assert_int_equal(first_bytes_classify(B("GET / HTTP/1.1\r\n")), FIRST_BYTES_HTTP1);
     assert_int_equal(first_bytes_classify(B("POST /x")), FIRST_BYTES_HTTP1);
     assert_int_equal(first_bytes_classify(B("PO")), FIRST_BYTES_INCOMPLETE);

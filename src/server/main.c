@@ -501,6 +501,7 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             .streams_open = scaler_stream_count(sv->scaler),
             .connections_open = sv->grpc ? grpc_server_connection_count(sv->grpc) : 0,
             .ready = scaler_ready(sv->scaler, why, sizeof why),
+            .no_nvml = sv->o.role == SERVER_ROLE_AGGREGATOR,
         };
         if (sv->sources) {
             source_hub_stats_t hs;

@@ -778,6 +778,40 @@ class NvmlDownAtStart(unittest.TestCase):
             server.close()
 
 
+class NvmlMessages(unittest.TestCase):
+    """NVML down: NVML's own error once per message; a bad stand-in scenario
+    is named as such, not as a driver problem."""
+
+    @c_only
+    def test_nvml_error_appears_once_per_message(self):
+        scen = four_gpus()
+        scen["init_error"] = "DRIVER_NOT_LOADED"
+        server = Server(scen, wait=False)
+        self.addCleanup(server.close)
+        r = poll_until(lambda: (lambda x: x if "error" in x else None)(kc1(server, "poll", md=MD)),
+                       timeout=10 * SLOW)
+        msg = r["error"]["message"]
+        self.assertEqual(msg.count("NVML unavailable"), 1, msg)
+        self.assertEqual(msg.count("Driver Not Loaded"), 1, msg)
+        _, body = http_get(server.probe_port, "/readyz")
+        self.assertEqual(body.count("NVML unavailable"), 1, body)
+        self.assertNotIn("stand-in", msg)  # a failure the scenario asks for plays a driver's
+
+    @c_only
+    def test_bad_scenario_is_named_in_errors_and_log(self):
+        scen = four_gpus()
+        scen["devices"][0]["values"]["gpu_utl"] = 3  # a typo: the stand-in rejects the file
+        server = Server(scen, wait=False)
+        self.addCleanup(server.close)
+        r = poll_until(lambda: (lambda x: x if "error" in x else None)(kc1(server, "poll", md=MD)),
+                       timeout=10 * SLOW)
+        msg = r["error"]["message"]
+        self.assertIn("from the NVML stand-in: scenario " + server.sim.path, msg)
+        self.assertIn("gpu_utl", msg)
+        self.assertIn("NVML initialisation failed", server.output())
+        self.assertIn("from the NVML stand-in", server.output())
+
+
 def query(server, *args, timeout=20):
     """keda-gpu-scaler query against server; returns (exit status, stdout, stderr)."""
     p = subprocess.run([SERVER, "query", "--address", server.addr] + list(args),

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/err.h"
 #include "core/snapshot.h"
 #include "env/env.h"
 
@@ -85,6 +86,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(!sel.all_gpus && sel.gpu_count == 0 && sel.mig_count == 0);
         FUZZ_CHECK(err[0] != '\0');
         FUZZ_CHECK(strlen(err) < sizeof err);
+    }
+
+    /* CUDA's reading: never an error for what it reads past, never more
+     * than the list names, and the strict reading's answer when that has one. */
+    device_selection_t cuda;
+    char note[768];
+    int crc = device_selection_resolve_cuda(list, s, &cuda, note, sizeof note, err, sizeof err);
+    FUZZ_CHECK(crc == 0 || crc == KGS_ERANGE);
+    FUZZ_CHECK(strlen(note) < sizeof note);
+    if (crc == 0) {
+        FUZZ_CHECK(cuda.gpu_count <= s->gpu_count && cuda.mig_count <= s->mig_total);
+        for (unsigned i = 0; i < cuda.gpu_count; i++)
+            FUZZ_CHECK(snapshot_gpu_by_index(s, cuda.gpu_index[i]) != NULL);
+        for (unsigned i = 0; i < cuda.mig_count; i++)
+            FUZZ_CHECK(cuda.mig_slot[i] < s->mig_total);
+    }
+    if (rc == 0) {
+        FUZZ_CHECK(crc == 0 && note[0] == '\0');
+        FUZZ_CHECK(memcmp(&cuda, &sel, sizeof sel) == 0);
     }
 
     snapshot_unref(s);

@@ -86,6 +86,10 @@ typedef struct {
     /* integral = carry + I(t) - I(carry_from_s), per device slot */
     double carry[SCENARIO_MAX_DEVICES][SIM_INT_COUNT];
     double carry_from_s[SCENARIO_MAX_DEVICES];
+    /* Why the last init from refcount 0 failed because of the scenario file
+     * itself (unset, unreadable, invalid), or "" when it did not; read
+     * through nvml_sim_scenario_error(). */
+    char scenario_error[PATH_MAX + 640];
 } sim_state_t;
 
 static sim_state_t sim = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -296,14 +300,18 @@ static nvmlReturn_t sim_init(void) {
         sim.refcount++;
         return sim_end(NVML_SUCCESS);
     }
+    sim.scenario_error[0] = '\0';
     const char *path = getenv("NVML_SIM_SCENARIO");
     if (!path || !*path) {
-        fprintf(stderr, "nvml-sim: NVML_SIM_SCENARIO is not set; point it at a scenario file "
-                        "(see sim/scenarios/)\n");
+        snprintf(sim.scenario_error, sizeof sim.scenario_error,
+                 "NVML_SIM_SCENARIO is not set; point it at a scenario file (see sim/scenarios/)");
+        fprintf(stderr, "nvml-sim: %s\n", sim.scenario_error);
         return sim_end(NVML_ERROR_DRIVER_NOT_LOADED);
     }
     if (strlen(path) >= sizeof sim.path) {
-        fprintf(stderr, "nvml-sim: scenario path is longer than %zu bytes\n", sizeof sim.path);
+        snprintf(sim.scenario_error, sizeof sim.scenario_error,
+                 "scenario path is longer than %zu bytes", sizeof sim.path);
+        fprintf(stderr, "nvml-sim: %s\n", sim.scenario_error);
         return sim_end(NVML_ERROR_DRIVER_NOT_LOADED);
     }
     sim_file_id_t id;
@@ -312,9 +320,12 @@ static nvmlReturn_t sim_init(void) {
     char err[512];
     int rc = scenario_load_file(path, &sc, err, sizeof err);
     if (rc != 0) {
-        fprintf(stderr, "nvml-sim: scenario %s: %s\n", path, err);
+        snprintf(sim.scenario_error, sizeof sim.scenario_error, "scenario %s: %s", path, err);
+        fprintf(stderr, "nvml-sim: %s\n", sim.scenario_error);
         return sim_end(have_id ? NVML_ERROR_UNKNOWN : NVML_ERROR_DRIVER_NOT_LOADED);
     }
+    /* An init_error the scenario names is a simulated driver failure, not a
+     * problem with the file: scenario_error stays empty. */
     if (sc->init_error != NVML_SUCCESS) {
         nvmlReturn_t e = (nvmlReturn_t)sc->init_error;
         scenario_free(sc);
@@ -989,6 +1000,21 @@ static nvmlReturn_t sim_nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet) {
         m->value = v.v[key];
     }
     return sim_end(NVML_SUCCESS);
+}
+
+/* ---- the stand-in's own export ---- */
+
+/*
+ * Not an NVML function: real NVML has no such symbol, so a caller that finds
+ * it knows it loaded the stand-in. Returns why the last nvmlInit* that found
+ * the library uninitialised failed because of the scenario file itself
+ * (NVML_SIM_SCENARIO unset, the file missing or invalid), or NULL when that
+ * init succeeded or failed only with the scenario's own `init_error`.
+ * Borrowed: valid until the next nvmlInit*; call it from the thread that
+ * called init, right after it.
+ */
+SIM_EXPORT const char *nvml_sim_scenario_error(void) {
+    return sim.scenario_error[0] ? sim.scenario_error : NULL;
 }
 
 /* ---- nvmlErrorString: NVML's wording ---- */

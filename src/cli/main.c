@@ -181,16 +181,34 @@ int main(int argc, char **argv) {
     }
 
     /* First sweep: tells whether NVML works, and primes the counters that
-     * need two readings (NVLink rates, GPM). */
-    if (nvml_collector_sample(collector, clock_mono_now(), &snap) != 0) {
+     * need two readings (NVLink rates, GPM). A failed initialisation is
+     * reported below, once, and ends the program: the collector's own
+     * warning ("... failed: <NVML's error>; retrying in 1 s") would repeat
+     * NVML's error and promise a retry that never comes, so the sweep runs
+     * with warnings held back. Later sweeps warn as usual. */
+    log_level_t level = log.level;
+    if (log.level < LOG_ERROR)
+        log.level = LOG_ERROR;
+    int sampled = nvml_collector_sample(collector, clock_mono_now(), &snap);
+    log.level = level;
+    if (sampled != 0) {
         fprintf(stderr, "gpu-metrics: out of memory\n");
         exit_code = EXIT_NVML;
         goto done;
     }
     if (snap->status == SNAPSHOT_NVML_DOWN) {
         fprintf(stderr, "gpu-metrics: NVML unavailable: %s\n", snap->error);
-        fprintf(stderr, "gpu-metrics: hint: check that the NVIDIA driver is loaded "
-                        "(nvidia-smi) and this user may open /dev/nvidia*.\n");
+        /* The stand-in failing on its scenario file has nothing to do with a
+         * driver; a failure its scenario asks for (init_error) plays one. */
+        const nvml_api_t *api = nvml_loader_api(loader);
+        if (api->nvml_sim_scenario_error && api->nvml_sim_scenario_error())
+            fprintf(stderr,
+                    "gpu-metrics: hint: %s is the NVML stand-in, not a driver: point "
+                    "NVML_SIM_SCENARIO at a valid scenario file (examples in sim/scenarios/).\n",
+                    nvml_loader_path(loader));
+        else
+            fprintf(stderr, "gpu-metrics: hint: check that the NVIDIA driver is loaded "
+                            "(nvidia-smi) and this user may open /dev/nvidia*.\n");
         exit_code = EXIT_NVML;
         goto done;
     }
@@ -198,11 +216,23 @@ int main(int argc, char **argv) {
     const char *list_var = o.device ? "--device" : env.visible_var;
     const char *list = o.device ? o.device : env.visible_list;
     if (o.device || env.visible_var[0]) {
-        if (device_selection_resolve(list_var, list, snap, &sel, err, sizeof err) != 0) {
+        /* CUDA_VISIBLE_DEVICES means what CUDA makes of it (its list ends at
+         * the first invalid entry, "-1" = no GPU); every other list, and
+         * --device, must name only devices that exist. */
+        bool cuda = !o.device && strcmp(list_var, "CUDA_VISIBLE_DEVICES") == 0;
+        char note[768] = "";
+        int rc = cuda ? device_selection_resolve_cuda(list, snap, &sel, note, sizeof note, err,
+                                                      sizeof err)
+                      : device_selection_resolve(list_var, list, snap, &sel, err, sizeof err);
+        if (rc != 0) {
             fprintf(stderr, "gpu-metrics: %s\n", err);
             exit_code = EXIT_USAGE;
             goto done;
         }
+        if (!o.quiet && note[0])
+            fprintf(stderr, "gpu-metrics: note: %s\n", note);
+        else if (!o.quiet && !o.device && !sel.all_gpus && sel.gpu_count == 0 && sel.mig_count == 0)
+            fprintf(stderr, "gpu-metrics: note: %s=\"%s\" selects no GPU\n", list_var, list);
     } else {
         memset(&sel, 0, sizeof sel);
         sel.all_gpus = true;

@@ -7,6 +7,7 @@
 #include "core/duration.h"
 #include "core/err.h"
 #include "core/flags.h"
+#include "core/suggest.h"
 
 const char cli_usage_text[] =
     "Usage: gpu-metrics [flags]\n"
@@ -40,6 +41,8 @@ const char cli_usage_text[] =
     "SLURM_JOB_GPUS, GPU_DEVICE_ORDINAL, CUDA_VISIBLE_DEVICES and\n"
     "NVIDIA_VISIBLE_DEVICES selects the GPUs; an entry that matches no GPU is an\n"
     "error, never a silent \"all GPUs\". Integers are NVML indexes (PCI bus order).\n"
+    "CUDA_VISIBLE_DEVICES is read as CUDA reads it: up to its first invalid entry\n"
+    "(-1 = no GPU, 0,-1,1 = GPU 0), with a note on stderr.\n"
     "\n"
     "Exit status: 0 ok; 1 NVML unavailable; 2 usage or configuration error;\n"
     "3 a selected GPU is lost or erroring (the sample is still printed).\n"
@@ -74,6 +77,30 @@ static int parse_bool(const char *v, const char *name, bool *out, char *err, siz
                       "invalid value \"%s\" for --%s: must be true or false", v, name);
 }
 
+/* Every flag name, for "did you mean" (the server's flags use the same rules). */
+static const char *const cli_flag_names[] = {
+    "format", "interval", "count",   "device",  "env",  "nvml-library",
+    "output", "quiet",    "dry-run", "version", "help",
+};
+
+/* "unknown flag --formt (did you mean --format?)"; a bare word close to a
+ * flag ("formt") is taken for that flag with its dashes forgotten. */
+static int unknown_argument(const char *a, char *err, size_t errlen) {
+    const char *name = a + (a[0] == '-' ? (a[1] == '-' ? 2 : 1) : 0);
+    size_t len = strcspn(name, "=");
+    const char *best =
+        suggest_name(name, len, cli_flag_names, sizeof cli_flag_names / sizeof cli_flag_names[0]);
+    if (a[0] == '-')
+        return best ? kgs_seterr(err, errlen, KGS_EINVAL,
+                                 "unknown flag %.*s (did you mean --%s?); see --help",
+                                 (int)(len + (size_t)(name - a)), a, best)
+                    : kgs_seterr(err, errlen, KGS_EINVAL, "unknown flag %.*s; see --help",
+                                 (int)(len + (size_t)(name - a)), a);
+    return best ? kgs_seterr(err, errlen, KGS_EINVAL,
+                             "unexpected argument \"%s\" (did you mean --%s?); see --help", a, best)
+                : kgs_seterr(err, errlen, KGS_EINVAL, "unexpected argument \"%s\"; see --help", a);
+}
+
 int cli_options_parse(int argc, char **argv, cli_options_t *o, char *err, size_t errlen) {
     memset(o, 0, sizeof *o);
     o->format = OUTPUT_TABLE;
@@ -91,7 +118,7 @@ int cli_options_parse(int argc, char **argv, cli_options_t *o, char *err, size_t
             if ((rc = take_value(argc, argv, &i, iv, "format", &v, err, errlen)))
                 return rc;
             if (output_format_parse(v, &o->format, sub, sizeof sub))
-                return kgs_seterr(err, errlen, KGS_EINVAL, "--format: %s", sub);
+                return kgs_seterr(err, errlen, KGS_EINVAL, "%s", sub); /* names --format */
         } else if (flag_match(a, "interval", &iv)) {
             if ((rc = take_value(argc, argv, &i, iv, "interval", &v, err, errlen)))
                 return rc;
@@ -121,7 +148,7 @@ int cli_options_parse(int argc, char **argv, cli_options_t *o, char *err, size_t
             if ((rc = take_value(argc, argv, &i, iv, "env", &v, err, errlen)))
                 return rc;
             if (env_kind_parse(v, &o->env, sub, sizeof sub))
-                return kgs_seterr(err, errlen, KGS_EINVAL, "--env: %s", sub);
+                return kgs_seterr(err, errlen, KGS_EINVAL, "%s", sub); /* names --env */
         } else if (flag_match(a, "nvml-library", &iv)) {
             if ((rc =
                      take_value(argc, argv, &i, iv, "nvml-library", &o->nvml_library, err, errlen)))
@@ -142,10 +169,7 @@ int cli_options_parse(int argc, char **argv, cli_options_t *o, char *err, size_t
         } else if (flag_match(a, "help", &iv) || flag_match(a, "h", &iv)) {
             o->help = true;
         } else {
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              a[0] == '-' ? "unknown flag %s (see --help)"
-                                          : "unexpected argument \"%s\" (see --help)",
-                              a);
+            return unknown_argument(a, err, errlen);
         }
     }
     if (count_set && o->interval_ns == 0 && o->count > 1)

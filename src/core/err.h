@@ -17,7 +17,8 @@
     X(ENVML, -5, "NVML error")                                                                     \
     X(ERANGE, -6, "value out of range")                                                            \
     X(EEXIST, -7, "already exists")                                                                \
-    X(ESTATE, -8, "invalid state")
+    X(ESTATE, -8, "invalid state")                                                                 \
+    X(EPROTO, -9, "protocol mismatch")
 
 typedef enum {
 #define KGS_ERR_ENUM(name, value, msg) KGS_##name = (value),

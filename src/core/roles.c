@@ -7,9 +7,18 @@
 #include <stdio.h>
 
 static const role_caps_t ROLES[KGS_ROLE_COUNT] = {
-    [KGS_ROLE_STANDALONE] = {.name = "standalone", .sees_cluster = false, .polls_sources = true},
-    [KGS_ROLE_AGENT] = {.name = "agent", .sees_cluster = false, .polls_sources = false},
-    [KGS_ROLE_AGGREGATOR] = {.name = "aggregator", .sees_cluster = true, .polls_sources = true},
+    [KGS_ROLE_STANDALONE] = {.name = "standalone",
+                             .sees_cluster = false,
+                             .polls_sources = true,
+                             .reads_nvml = true},
+    [KGS_ROLE_AGENT] = {.name = "agent",
+                        .sees_cluster = false,
+                        .polls_sources = false,
+                        .reads_nvml = true},
+    [KGS_ROLE_AGGREGATOR] = {.name = "aggregator",
+                             .sees_cluster = true,
+                             .polls_sources = true,
+                             .reads_nvml = false},
 };
 
 const role_caps_t *role_caps(kgs_role_t r) {

@@ -28,6 +28,7 @@ typedef struct {
     const char *name;   /* "standalone", "agent", "aggregator" */
     bool sees_cluster;  /* every node's GPUs and the pod list: podSelector, nodeSelector */
     bool polls_sources; /* engine and queue sources: the demand metric types */
+    bool reads_nvml;    /* samples this node's GPUs itself (else: the agents' snapshots) */
 } role_caps_t;
 
 /* The row of role r (a static table entry); NULL when r is out of range. */

@@ -272,10 +272,83 @@ static int sel_resolve_entry(const sel_ctx_t *c, const char *entry, const snapsh
                       c->var, entry);
 }
 
-int device_selection_resolve(const char *var, const char *list, const snapshot_t *snap,
-                             device_selection_t *out, char *err, size_t errlen) {
-    if (!var)
-        var = "device list";
+/*
+ * The list after its single-word forms. stop_note NULL: every entry must
+ * resolve (the strict reading). Otherwise CUDA's reading: the first entry
+ * that does not resolve ends the list, the entries before it stand, and
+ * stop_note says where and why; only running out of room (KGS_ERANGE) is
+ * still an error.
+ */
+static int sel_resolve_entries(sel_ctx_t *c, const snapshot_t *snap, device_selection_t *out,
+                               char *stop_note, size_t notelen) {
+    char why[512];
+    char *err = c->err;
+    size_t errlen = c->errlen;
+    if (stop_note) {
+        c->err = why;
+        c->errlen = sizeof why;
+    }
+    unsigned n = 0;
+    const char *p = c->list;
+    int rc = 0;
+    for (;;) {
+        n++;
+        const char *comma = strchr(p, ',');
+        const char *end = comma ? comma : p + strlen(p);
+        const char *s = p;
+        while (s < end && sel_is_blank(*s))
+            s++;
+        const char *t = end;
+        while (t > s && sel_is_blank(t[-1]))
+            t--;
+        char entry[SEL_ENTRY_MAX];
+        size_t len = (size_t)(t - s);
+        if (len == 0)
+            rc = kgs_seterr(c->err, c->errlen, KGS_EINVAL, "%s \"%s\": entry %u is empty", c->var,
+                            c->list, n);
+        else if (len >= sizeof entry)
+            rc = kgs_seterr(c->err, c->errlen, KGS_EINVAL,
+                            "%s entry \"%.40s...\": longer than %zu bytes", c->var, s,
+                            sizeof entry - 1);
+        else {
+            memcpy(entry, s, len);
+            entry[len] = '\0';
+            rc = sel_resolve_entry(c, entry, snap, out);
+        }
+        if (rc != 0)
+            break;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    c->err = err;
+    c->errlen = errlen;
+    if (rc == 0)
+        return 0;
+    if (!stop_note || rc == KGS_ERANGE) {
+        if (stop_note)
+            kgs_seterr(err, errlen, rc, "%s", why);
+        memset(out, 0, sizeof *out);
+        return rc;
+    }
+    if (n == 1)
+        snprintf(stop_note, notelen,
+                 "%s; CUDA stops reading the list at its first invalid entry, so no GPU is "
+                 "visible",
+                 why);
+    else
+        snprintf(stop_note, notelen,
+                 "%s; CUDA stops reading the list at its first invalid entry, so only the %u "
+                 "entr%s before it count%s",
+                 why, n - 1, n - 1 == 1 ? "y" : "ies", n - 1 == 1 ? "s" : "");
+    return 0;
+}
+
+static int sel_resolve(const char *var, const char *list, const snapshot_t *snap,
+                       device_selection_t *out, char *stop_note, size_t notelen, char *err,
+                       size_t errlen) {
+    if (stop_note && notelen)
+        stop_note[0] = '\0';
     if (out)
         memset(out, 0, sizeof *out);
     if (!list || !snap || !out)
@@ -296,41 +369,22 @@ int device_selection_resolve(const char *var, const char *list, const snapshot_t
         out->all_gpus = true;
         return 0;
     }
+    return sel_resolve_entries(&c, snap, out, stop_note, notelen);
+}
 
-    unsigned n = 0;
-    const char *p = list;
-    for (;;) {
-        n++;
-        const char *comma = strchr(p, ',');
-        const char *end = comma ? comma : p + strlen(p);
-        const char *s = p;
-        while (s < end && sel_is_blank(*s))
-            s++;
-        const char *t = end;
-        while (t > s && sel_is_blank(t[-1]))
-            t--;
-        char entry[SEL_ENTRY_MAX];
-        size_t len = (size_t)(t - s);
-        int rc;
-        if (len == 0)
-            rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s \"%s\": entry %u is empty", var, list, n);
-        else if (len >= sizeof entry)
-            rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s entry \"%.40s...\": longer than %zu bytes",
-                            var, s, sizeof entry - 1);
-        else {
-            memcpy(entry, s, len);
-            entry[len] = '\0';
-            rc = sel_resolve_entry(&c, entry, snap, out);
-        }
-        if (rc != 0) {
-            memset(out, 0, sizeof *out);
-            return rc;
-        }
-        if (!comma)
-            break;
-        p = comma + 1;
+int device_selection_resolve(const char *var, const char *list, const snapshot_t *snap,
+                             device_selection_t *out, char *err, size_t errlen) {
+    return sel_resolve(var ? var : "device list", list, snap, out, NULL, 0, err, errlen);
+}
+
+int device_selection_resolve_cuda(const char *list, const snapshot_t *snap, device_selection_t *out,
+                                  char *note, size_t notelen, char *err, size_t errlen) {
+    char none[1];
+    if (!note || !notelen) {
+        note = none;
+        notelen = sizeof none;
     }
-    return 0;
+    return sel_resolve("CUDA_VISIBLE_DEVICES", list, snap, out, note, notelen, err, errlen);
 }
 
 bool device_selection_has_gpu(const device_selection_t *sel, const gpu_record_t *g) {

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/suggest.h"
 
 int env_kind_parse(const char *s, env_kind_t *out, char *err, size_t errlen) {
     static const struct {
@@ -34,17 +35,22 @@ int env_kind_parse(const char *s, env_kind_t *out, char *err, size_t errlen) {
         {"auto", ENV_AUTO},   {"k8s", ENV_KUBERNETES}, {"kubernetes", ENV_KUBERNETES},
         {"slurm", ENV_SLURM}, {"flux", ENV_FLUX},      {"standalone", ENV_STANDALONE},
     };
-    for (size_t i = 0; s && i < sizeof kinds / sizeof kinds[0]; i++) {
-        if (strcmp(s, kinds[i].name) == 0) {
+    const char *names[sizeof kinds / sizeof kinds[0]];
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        names[i] = kinds[i].name;
+        if (s && strcmp(s, kinds[i].name) == 0) {
             if (out)
                 *out = kinds[i].kind;
             return 0;
         }
     }
+    const char *best =
+        s ? suggest_value(s, strlen(s), names, sizeof names / sizeof names[0], NULL, 0) : NULL;
     return kgs_seterr(err, errlen, KGS_EINVAL,
                       "--env \"%s\": unknown environment (valid: auto, k8s, kubernetes, slurm, "
-                      "flux, standalone)",
-                      s ? s : "");
+                      "flux, standalone)%s%s%s",
+                      s ? s : "", best ? "; did you mean \"" : "", best ? best : "",
+                      best ? "\"?" : "");
 }
 
 const char *env_kind_name(env_kind_t k) {

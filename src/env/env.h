@@ -91,6 +91,19 @@ typedef struct {
 int device_selection_resolve(const char *var, const char *list, const snapshot_t *snap,
                              device_selection_t *out, char *err, size_t errlen);
 
+/*
+ * CUDA_VISIBLE_DEVICES as CUDA reads it: the same entries and single-word
+ * forms as above, but the first entry that selects nothing here (malformed,
+ * such as "-1", empty, an index or UUID this node lacks, an ambiguous
+ * prefix) ends the list: the entries before it stand and the rest are
+ * ignored, so "-1" selects no GPU and "0,-1,1" only GPU 0. That is not an
+ * error: note (NULL allowed) then names the entry and what is visible, for
+ * the caller to show; it is "" when every entry was read. Errors: KGS_EINVAL
+ * for NULL arguments, KGS_ERANGE past the selection's room.
+ */
+int device_selection_resolve_cuda(const char *list, const snapshot_t *snap, device_selection_t *out,
+                                  char *note, size_t notelen, char *err, size_t errlen);
+
 /* True when GPU record `g` (or MIG instance slot `mig_slot`) is selected. */
 bool device_selection_has_gpu(const device_selection_t *sel, const gpu_record_t *g);
 bool device_selection_has_mig(const device_selection_t *sel, const snapshot_t *snap,

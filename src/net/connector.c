@@ -290,7 +290,7 @@ static void handshake(connector_t *c) {
         char peer[128];
         const char *who = label(c, peer, sizeof peer);
         snprintf(msg, sizeof msg, "%.200s%s%s", who, who[0] ? ": " : "", why);
-        finish(c, KGS_EIO, msg);
+        finish(c, c->tr.peer_not_tls ? KGS_EPROTO : KGS_EIO, msg);
         return;
     }
     finish(c, 0, NULL);

@@ -22,6 +22,7 @@
 
 #include "core/err.h"
 #include "net/connector.h"
+#include "net/first_bytes.h"
 #include "net/grpc_frame.h"
 #include "net/transport.h"
 
@@ -62,6 +63,9 @@ struct grpc_client {
     uint8_t *out;
     size_t out_len, out_off, out_cap;
     bool in_recv;
+    bool got_bytes; /* anything read from the server yet */
+    grpc_client_mode_hint_t mode_hint;
+    char goaway_reason[300]; /* a GOAWAY with an error and debug data, said as such */
     char close_reason[300];
     grpc_client_call_t *calls;
 };
@@ -318,13 +322,31 @@ static int on_stream_close(nghttp2_session *h2, int32_t stream_id, uint32_t erro
         snprintf(m, sizeof m, "HTTP status %d (not a gRPC answer)", k->http_status);
         call_complete(k, status_from_http(k->http_status), m);
     } else if (error_code == NGHTTP2_REFUSED_STREAM) {
-        call_complete(k, GRPC_UNAVAILABLE, "stream refused by the server");
+        call_complete(k, GRPC_UNAVAILABLE,
+                      k->client->goaway_reason[0] ? k->client->goaway_reason
+                                                  : "stream refused by the server");
     } else {
         char m[96];
         snprintf(m, sizeof m, "stream closed without a gRPC status (HTTP/2 error %s)",
                  nghttp2_http2_strerror(error_code));
         call_complete(k, GRPC_INTERNAL, m);
     }
+    return 0;
+}
+
+/* A GOAWAY that carries an error: its debug data is the server's reason
+ * (ours says "this port speaks TLS: connect with TLS" to a plaintext client). */
+static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *ud) {
+    (void)h2;
+    grpc_client_t *c = ud;
+    if (frame->hd.type != NGHTTP2_GOAWAY || frame->goaway.error_code == NGHTTP2_NO_ERROR)
+        return 0;
+    int dlen = (int)(frame->goaway.opaque_data_len > 200 ? 200 : frame->goaway.opaque_data_len);
+    snprintf(c->goaway_reason, sizeof c->goaway_reason, "the server sent GOAWAY %s%s%.*s",
+             nghttp2_http2_strerror(frame->goaway.error_code), dlen ? ": " : "", dlen,
+             (const char *)frame->goaway.opaque_data);
+    if (frame->goaway.error_code == NGHTTP2_INADEQUATE_SECURITY && !c->tr.ssl)
+        c->mode_hint = GRPC_CLIENT_MODE_SERVER_TLS;
     return 0;
 }
 
@@ -366,7 +388,20 @@ static void client_flush(grpc_client_t *c) {
             if (n == TRANSPORT_AGAIN)
                 goto blocked;
             if (n <= 0) {
-                client_fail(c, c->tr.error[0] ? c->tr.error : "write failed");
+                /* A server that refused us may have said why (a GOAWAY)
+                 * before our write found the connection gone: read it. */
+                char werr[sizeof c->tr.error];
+                snprintf(werr, sizeof werr, "%s", c->tr.error[0] ? c->tr.error : "write failed");
+                uint8_t buf[4096];
+                ssize_t r;
+                for (int i = 0; i < 16 && (r = transport_read(&c->tr, buf, sizeof buf)) > 0; i++) {
+                    c->in_recv = true;
+                    ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)r);
+                    c->in_recv = false;
+                    if (used < 0)
+                        break;
+                }
+                client_fail(c, c->goaway_reason[0] ? c->goaway_reason : werr);
                 return;
             }
             c->out_off += (size_t)n;
@@ -407,9 +442,18 @@ static void on_client_io(loop_t *loop, int fd, uint32_t events, void *ud) {
         if (n == TRANSPORT_AGAIN)
             break;
         if (n <= 0) {
-            client_fail(c, n == 0 ? "connection closed by the server" : c->tr.error);
+            client_fail(c, c->goaway_reason[0] ? c->goaway_reason
+                           : n == 0            ? "connection closed by the server"
+                                               : c->tr.error);
             return;
         }
+        if (!c->got_bytes && !c->tr.ssl &&
+            first_bytes_classify(buf, (size_t)n) == FIRST_BYTES_TLS) {
+            c->mode_hint = GRPC_CLIENT_MODE_SERVER_TLS;
+            client_fail(c, "the server answered in TLS: it speaks TLS, not plaintext HTTP/2 (h2c)");
+            return;
+        }
+        c->got_bytes = true;
         c->in_recv = true;
         ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)n);
         c->in_recv = false;
@@ -421,13 +465,15 @@ static void on_client_io(loop_t *loop, int fd, uint32_t events, void *ud) {
     client_flush(c);
     if (c->state == CLIENT_READY && !nghttp2_session_want_read(c->h2) &&
         !nghttp2_session_want_write(c->h2))
-        client_fail(c, "connection closed (GOAWAY)");
+        client_fail(c, c->goaway_reason[0] ? c->goaway_reason : "connection closed (GOAWAY)");
 }
 
 static void on_connected(void *ud, int status, transport_t *tr, const char *error) {
     grpc_client_t *c = ud;
     c->conn = NULL; /* gone */
     if (status != 0) {
+        if (status == KGS_EPROTO)
+            c->mode_hint = GRPC_CLIENT_MODE_SERVER_PLAINTEXT;
         client_fail(c, error);
         return;
     }
@@ -478,6 +524,7 @@ int grpc_client_connect(loop_t *loop, const grpc_client_opts_t *opts, grpc_clien
     nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
     int rv = nghttp2_session_client_new(&c->h2, cbs, c);
     nghttp2_session_callbacks_del(cbs);
     if (rv != 0) {
@@ -524,4 +571,8 @@ void grpc_client_free(grpc_client_t *c) {
     nghttp2_session_del(c->h2);
     free(c->out);
     free(c);
+}
+
+grpc_client_mode_hint_t grpc_client_mode_hint(const grpc_client_t *c) {
+    return c ? c->mode_hint : GRPC_CLIENT_MODE_OK;
 }

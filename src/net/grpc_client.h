@@ -52,6 +52,19 @@ int grpc_client_call(grpc_client_t *c, const char *path, const uint8_t *req, siz
 /* Cancels (RST_STREAM CANCEL); on_done follows with CANCELLED. */
 void grpc_client_cancel(grpc_client_call_t *call);
 
+/* What the connection's failure says about the server's mode. */
+typedef enum {
+    GRPC_CLIENT_MODE_OK = 0,          /* no sign of a mismatch */
+    GRPC_CLIENT_MODE_SERVER_TLS,      /* we spoke plaintext; the server answered in TLS or
+                                         refused with GOAWAY INADEQUATE_SECURITY */
+    GRPC_CLIENT_MODE_SERVER_PLAINTEXT /* we spoke TLS; no TLS came back */
+} grpc_client_mode_hint_t;
+
+/* Whether this connection failed in a way that says the server speaks the
+ * other mode (TLS vs plaintext h2c); sticky once seen. For callers that
+ * know which flag picks the mode, to name it. */
+grpc_client_mode_hint_t grpc_client_mode_hint(const grpc_client_t *c);
+
 /* Closes the connection; pending calls get on_done(UNAVAILABLE) first. */
 void grpc_client_free(grpc_client_t *c);
 

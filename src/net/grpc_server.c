@@ -33,6 +33,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "core/err.h"
+#include "net/first_bytes.h"
 #include "net/grpc_frame.h"
 #include "net/sock.h"
 #include "net/transport.h"
@@ -92,6 +93,8 @@ struct grpc_conn {
     bool settings_seen; /* the client's preface and first SETTINGS arrived */
     bool closing;
     bool first_read_done;
+    bool sniffed; /* TLS port: the first bytes were checked for plaintext */
+    bool refused; /* answered a plaintext client: input is discarded until it closes */
     bool in_recv; /* inside nghttp2_session_mem_recv: no mem_send from callbacks */
     grpc_conn_t *next, *prev;
 };
@@ -110,6 +113,9 @@ struct grpc_server {
     void (*shutdown_done)(void *);
     void *shutdown_ud;
     loop_timer_t shutdown_timer;
+    /* A client speaking the other mode (TLS vs h2c) retries for ever: say
+     * so once a minute per kind, not once per attempt. */
+    log_ratelimit_t mismatch_rl;
 };
 
 static void conn_flush(grpc_conn_t *c);
@@ -361,6 +367,10 @@ static void slow_timer_update(grpc_conn_t *c) {
 static void on_slow_timer(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
     grpc_conn_t *c = ud;
+    if (c->refused) { /* it had its answer; it just does not hang up */
+        conn_schedule_close(c);
+        return;
+    }
     mono_ns_t now = loop_now(loop), limit = slow_limit(c);
     bool late = !c->settings_seen && now - c->accepted >= limit;
     for (grpc_call_t *k = c->calls; k && !late; k = k->next)
@@ -646,12 +656,89 @@ static void conn_refuse_http1(grpc_conn_t *c) {
     transport_write(&c->tr, reply, sizeof reply - 1); /* best effort, then close */
 }
 
+/*
+ * A plaintext client on the TLS port: OpenSSL would only fail with "wrong
+ * version number" and the client see a reset. Answer in the client's own
+ * protocol instead (an HTTP/2 GOAWAY INADEQUATE_SECURITY whose debug data
+ * grpc-go and our client show, or an HTTP/1 400), and log which flag or
+ * setting picks TLS on the client. Then only our side is shut: what the
+ * client still sends is read and dropped until it hangs up (or the slow
+ * timer fires), since closing with unread input sends a reset, and a reset
+ * makes the client's write fail before it reads the answer.
+ */
+static void conn_refuse_plaintext(grpc_conn_t *c, first_bytes_kind_t kind) {
+    static const char http1[] =
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+        "Content-Length: 65\r\n\r\n"
+        "This port speaks gRPC over TLS (HTTP/2 in TLS, ALPN h2): use TLS\n";
+    uint8_t h2[256];
+    size_t n = kind == FIRST_BYTES_H2C
+                   ? first_bytes_h2_refusal(h2, sizeof h2, NGHTTP2_INADEQUATE_SECURITY,
+                                            "this port speaks TLS: connect with TLS")
+                   : sizeof http1 - 1;
+    const void *reply = kind == FIRST_BYTES_H2C ? (const void *)h2 : (const void *)http1;
+    if (send(c->tr.fd, reply, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        LOG_DEBUG(c->srv->opts.log, "grpc %s: send: %s", c->peer, strerror(errno));
+    LOG_RATELIMITED(c->srv->opts.log, &c->srv->mismatch_rl,
+                    kind == FIRST_BYTES_H2C ? "h2c on the TLS port" : "HTTP/1 on the TLS port",
+                    loop_now(c->srv->loop), LOG_WARN,
+                    "grpc %s: a plaintext %s client on this TLS port: the client must use TLS "
+                    "(KEDA: caCert in the trigger's TriggerAuthentication, or enableTLS "
+                    "\"true\"; keda-gpu-scaler query: --tls --ca FILE)",
+                    c->peer, kind == FIRST_BYTES_H2C ? "HTTP/2 (h2c)" : "HTTP/1");
+    shutdown(c->tr.fd, SHUT_WR);
+    c->refused = true;
+}
+
+/* A refused connection: drops input; closes at EOF or on a socket error. */
+static void conn_discard_input(grpc_conn_t *c) {
+    uint8_t sink[4096];
+    for (int i = 0; i < 64; i++) { /* bounded per wakeup; epoll comes back for the rest */
+        ssize_t n = recv(c->tr.fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && errno == EINTR))
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        conn_schedule_close(c); /* EOF or a socket error */
+        return;
+    }
+}
+
+/* A TLS ClientHello on the plaintext port: there is nothing the client's
+ * TLS stack would show, so only the log says what happened. */
+static void conn_refuse_tls(grpc_conn_t *c) {
+    LOG_RATELIMITED(c->srv->opts.log, &c->srv->mismatch_rl, "TLS on the h2c port",
+                    loop_now(c->srv->loop), LOG_WARN,
+                    "grpc %s: a TLS handshake on this plaintext (h2c) port: serve TLS with "
+                    "--tls-cert FILE --tls-key FILE, or have the client connect without TLS "
+                    "(KEDA: no caCert, tlsClientCert or enableTLS for the trigger; "
+                    "keda-gpu-scaler query: without --tls)",
+                    c->peer);
+}
+
 static void on_conn_io(loop_t *loop, int fd, uint32_t events, void *ud) {
     (void)loop;
     (void)fd;
     grpc_conn_t *c = ud;
     if (c->closing)
         return;
+    if (c->refused) {
+        conn_discard_input(c);
+        return;
+    }
+    if (c->tr.ssl && !c->sniffed) {
+        /* Peek before OpenSSL consumes the bytes. Too few to tell: let the
+         * handshake have them (waiting would spin on a level-triggered fd). */
+        uint8_t peek[24];
+        ssize_t n = recv(c->tr.fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            c->sniffed = true;
+        first_bytes_kind_t k = n > 0 ? first_bytes_classify(peek, (size_t)n) : FIRST_BYTES_OTHER;
+        if (k == FIRST_BYTES_H2C || k == FIRST_BYTES_HTTP1) {
+            conn_refuse_plaintext(c, k);
+            return;
+        }
+    }
     if (!c->tr.handshake_done) {
         int r = transport_handshake(&c->tr);
         if (r == TRANSPORT_AGAIN) {
@@ -684,6 +771,9 @@ static void on_conn_io(loop_t *loop, int fd, uint32_t events, void *ud) {
             if (!c->first_read_done && used == NGHTTP2_ERR_BAD_CLIENT_MAGIC &&
                 looks_like_http1(buf, (size_t)n))
                 conn_refuse_http1(c);
+            else if (!c->first_read_done && used == NGHTTP2_ERR_BAD_CLIENT_MAGIC &&
+                     first_bytes_classify(buf, (size_t)n) == FIRST_BYTES_TLS)
+                conn_refuse_tls(c);
             LOG_DEBUG(c->srv->opts.log, "grpc %s: HTTP/2 error: %s", c->peer,
                       nghttp2_strerror((int)used));
             conn_flush(c); /* a GOAWAY nghttp2 queued, if any */
@@ -834,6 +924,7 @@ int grpc_server_start(loop_t *loop, const grpc_server_opts_t *opts,
     s->handlers = *handlers;
     s->user_data = user_data;
     loop_timer_init(&s->shutdown_timer, on_shutdown_done, s);
+    log_ratelimit_init(&s->mismatch_rl, 60 * NS_PER_SEC);
     int rc = sock_listen(opts->listen_address, opts->port, &s->listen_fd, &s->port, err, errlen);
     if (rc != 0) {
         free(s);

@@ -173,7 +173,21 @@ int transport_client_handshake(transport_t *t, const char *alpn, char *why, size
         return TRANSPORT_AGAIN;
     char ossl[200];
     long vr = SSL_get_verify_result(t->ssl);
-    if (vr != X509_V_OK)
+    /* Nothing at all came back, or the first bytes were no TLS record: the
+     * usual look of a plaintext (h2c) server answering a ClientHello. */
+    unsigned long first = ERR_peek_error();
+    int reason = first ? ERR_GET_REASON(first) : 0;
+    BIO *rbio = SSL_get_rbio(t->ssl);
+    t->peer_not_tls = vr == X509_V_OK && ((rbio && BIO_number_read(rbio) == 0 &&
+                                           (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN ||
+                                            reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)) ||
+                                          reason == SSL_R_WRONG_VERSION_NUMBER ||
+                                          reason == SSL_R_PACKET_LENGTH_TOO_LONG);
+    if (t->peer_not_tls)
+        snprintf(why, whylen, "TLS handshake: the server %s: it may speak plaintext HTTP/2 (h2c)",
+                 rbio && BIO_number_read(rbio) == 0 ? "closed the connection without answering"
+                                                    : "answered with bytes that are not TLS");
+    else if (vr != X509_V_OK)
         snprintf(why, whylen, "TLS handshake: certificate verification: %s",
                  X509_verify_cert_error_string(vr));
     else if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)

@@ -22,7 +22,8 @@ typedef struct {
     SSL *ssl; /* owned; NULL for plain TCP */
     bool handshake_done;
     bool ssl_wants_read, ssl_wants_write; /* what the last SSL call asked for */
-    char error[256];                      /* why the last TRANSPORT_ERROR happened */
+    bool peer_not_tls; /* client: the handshake got no TLS back (a plaintext server?) */
+    char error[256];   /* why the last TRANSPORT_ERROR happened */
 } transport_t;
 
 /* Wraps an accepted/connected socket; ctx NULL = plain. server chooses the
@@ -37,7 +38,9 @@ int transport_handshake(transport_t *t);
 /* The client side of a TLS handshake (net/connector.c drives it): 0 done,
  * TRANSPORT_AGAIN or TRANSPORT_ERROR with a message in why ("TLS handshake:
  * certificate verification: ..."). With alpn (e.g. "http/1.1"; NULL = no
- * check), a server that selected another protocol is refused. */
+ * check), a server that selected another protocol is refused. When the
+ * server closed without a byte of TLS, or answered with bytes that are no
+ * TLS record, peer_not_tls is set and why says it may speak plaintext. */
 int transport_client_handshake(transport_t *t, const char *alpn, char *why, size_t whylen);
 
 /* > 0 bytes, 0 orderly EOF, TRANSPORT_AGAIN, TRANSPORT_ERROR. */

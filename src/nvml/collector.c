@@ -73,7 +73,7 @@ struct nvml_collector {
      * snapshot taken inside the backoff must still say why NVML is down
      * (and with which code), not only when it will be tried again. */
     nvmlReturn_t init_rc;
-    char init_why[192];
+    char init_why[256];
     char driver_version[80];
     bool wants_second;
     uint64_t seq;
@@ -258,8 +258,13 @@ static nvmlReturn_t ensure_init(nvml_collector_t *c, mono_ns_t now, char *why, s
     const char *which = "nvmlInit";
     nvmlReturn_t r = nvml_init(c->api, &which);
     if (r != NVML_SUCCESS) {
-        snprintf(c->init_why, sizeof c->init_why, "%s: %s (%s)", which, nvml_code_name((int)r),
-                 nvml_error_text(c, r));
+        /* The stand-in says when the failure is its scenario file's, not a
+         * simulated driver's: name it, so nobody goes looking for a driver. */
+        const char *standin =
+            c->api->nvml_sim_scenario_error ? c->api->nvml_sim_scenario_error() : NULL;
+        snprintf(c->init_why, sizeof c->init_why, "%s: %s (%s)%s%s", which, nvml_code_name((int)r),
+                 nvml_error_text(c, r), standin ? " from the NVML stand-in: " : "",
+                 standin ? standin : "");
         c->init_rc = r;
         snprintf(why, whylen, "%s", c->init_why);
         c->next_init_at = clock_add_sat(now, c->init_backoff_ns);
@@ -796,7 +801,7 @@ static unsigned sample_gpu(nvml_collector_t *c, unsigned idx, gpu_record_t *g, m
 int nvml_collector_sample(nvml_collector_t *c, mono_ns_t now, snapshot_t **out) {
     const nvml_api_t *a = c->api;
     mono_ns_t t0 = clock_mono_now();
-    char why[256];
+    char why[320]; /* init_why and when the next attempt is due; cut to the snapshot's 256 */
     c->wants_second = false;
     *out = NULL;
 

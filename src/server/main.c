@@ -501,6 +501,7 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             .streams_open = scaler_stream_count(sv->scaler),
             .connections_open = sv->grpc ? grpc_server_connection_count(sv->grpc) : 0,
             .ready = scaler_ready(sv->scaler, why, sizeof why),
+            .no_nvml = sv->o.role == SERVER_ROLE_AGGREGATOR,
         };
         if (sv->sources) {
             source_hub_stats_t hs;
@@ -813,15 +814,10 @@ int main(int argc, char **argv) {
         LOG_ERROR(&sv.log, "gRPC: %s", err);
         goto out;
     }
-    LOG_INFO(&sv.log,
-             "keda-gpu-scaler %s (%s): gRPC (%s%s) on %s:%u, node %s, sampling every %.0f ms",
-             KGS_VERSION,
-             sv.o.role == SERVER_ROLE_AGENT        ? "agent"
-             : sv.o.role == SERVER_ROLE_AGGREGATOR ? "aggregator"
-                                                   : "standalone",
-             sv.tls ? "TLS" : "h2c", sv.o.tls_client_ca ? ", client certificates" : "",
-             sv.o.listen_address, grpc_server_port(sv.grpc), sv.node,
-             (double)sv.o.sample_interval_ns / 1e6);
+    char line[512];
+    server_options_start_line(&sv.o, KGS_VERSION, sv.node, grpc_server_port(sv.grpc),
+                              sv.tls != NULL, line, sizeof line);
+    LOG_INFO(&sv.log, "%s", line);
 
     /* The options refuse equal ports, so the two listeners never clash. */
     if (start_http(&sv, sv.o.metrics_port, "metrics", &sv.metrics_http) ||

@@ -343,17 +343,10 @@ static void render_rpc(prom_buf_t *b, const server_stats_t *st) {
     }
 }
 
-void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_t *st,
-                    const metrics_context_t *ctx) {
-    const char *node = ctx->node ? ctx->node : snap ? snap->node_name : "";
+/* What the NVML sampler did: left out where no NVML is read (aggregator). */
+static void render_nvml(prom_buf_t *out, const snapshot_t *snap, const server_stats_t *st,
+                        const metrics_context_t *ctx, const char *node) {
     bool nvml_ok = snap && snap->status == SNAPSHOT_OK;
-
-    prom_label_t bi[2] = {{"version", ctx->version ? ctx->version : "unknown"},
-                          {"commit", ctx->commit ? ctx->commit : "unknown"}};
-    prom_family(out, NS "build_info", "gauge", "Always 1; labels carry the build.");
-    prom_sample(out, NS "build_info", NULL, bi, 2, NULL, 1);
-
-    one(out, NS "ready", "gauge", "1 when /readyz answers 200.", ctx->ready ? 1 : 0);
     one(out, NS "nvml_up", "gauge",
         "1 when the latest sample reached NVML, 0 when NVML is down or not sampled yet.",
         nvml_ok ? 1 : 0);
@@ -374,10 +367,6 @@ void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_
             "How long the latest NVML sweep took, seconds.",
             (double)snap->sample_duration_ns / 1e9);
     }
-    if (ctx->stale_after_ns > 0)
-        one(out, NS "snapshot_stale_after_seconds", "gauge",
-            "Sample age beyond which RPCs fail with UNAVAILABLE (--stale-after), seconds.",
-            (double)ctx->stale_after_ns / 1e9);
     one(out, NS "sampler_overruns_total", "counter",
         "NVML sweeps that took longer than the sample interval.", (double)ctx->sampler_overruns);
 
@@ -388,6 +377,24 @@ void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_
                 "NVML sweep duration, seconds.");
     write_hist(out, NS "collection_duration_seconds", NULL, 0, sample_bounds,
                METRICS_SAMPLE_BUCKETS, st->_sample_counts, st->_sample_sum, st->_sample_count);
+}
+
+void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_t *st,
+                    const metrics_context_t *ctx) {
+    const char *node = ctx->node ? ctx->node : snap ? snap->node_name : "";
+
+    prom_label_t bi[2] = {{"version", ctx->version ? ctx->version : "unknown"},
+                          {"commit", ctx->commit ? ctx->commit : "unknown"}};
+    prom_family(out, NS "build_info", "gauge", "Always 1; labels carry the build.");
+    prom_sample(out, NS "build_info", NULL, bi, 2, NULL, 1);
+
+    one(out, NS "ready", "gauge", "1 when /readyz answers 200.", ctx->ready ? 1 : 0);
+    if (!ctx->no_nvml)
+        render_nvml(out, snap, st, ctx, node);
+    if (ctx->stale_after_ns > 0)
+        one(out, NS "snapshot_stale_after_seconds", "gauge",
+            "Sample age beyond which RPCs fail with UNAVAILABLE (--stale-after), seconds.",
+            (double)ctx->stale_after_ns / 1e9);
 
     render_rpc(out, st);
     one(out, NS "grpc_streams_open", "gauge", "gRPC streams open now.", ctx->streams_open);
@@ -405,6 +412,6 @@ void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_
             (double)ctx->source_bytes);
     }
 
-    if (nvml_ok)
+    if (!ctx->no_nvml && snap && snap->status == SNAPSHOT_OK)
         render_gpus(out, snap, node);
 }

@@ -89,6 +89,9 @@ typedef struct {
     unsigned streams_open;     /* gRPC streams open now */
     unsigned connections_open; /* gRPC connections open now */
     bool ready;                /* what /readyz answers */
+    /* The aggregator reads no NVML: true leaves out every NVML and sampler
+     * family (nvml_up would read 0, as if NVML were down). */
+    bool no_nvml;
     /* Demand sources (standalone, aggregator); has_sources false: none exported. */
     bool has_sources;
     unsigned sources;         /* engine endpoints and queues polled now */

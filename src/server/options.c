@@ -14,11 +14,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/duration.h"
 #include "core/err.h"
 #include "core/flags.h"
+#include "core/roles.h"
 #include "core/suggest.h"
 #include "nvml/sampler.h"
 
@@ -27,8 +29,9 @@ const char server_usage_text[] =
     "       keda-gpu-scaler query --address HOST:PORT --metadata KEY=VALUE... [flags]\n"
     "       keda-gpu-scaler validate [flags] FILE...\n"
     "\n"
-    "A KEDA external scaler that reads GPU metrics from NVML on this node and\n"
-    "answers KEDA over gRPC (externalscaler.ExternalScaler and grpc.health.v1).\n"
+    "A KEDA external scaler that reads GPU metrics (from NVML on this node, or\n"
+    "as the aggregator from every agent) and answers KEDA over gRPC\n"
+    "(externalscaler.ExternalScaler and grpc.health.v1).\n"
     "Prometheus metrics are served on /metrics and probes on /healthz, /readyz.\n"
     "\n"
     "Subcommands (each with its own --help):\n"
@@ -66,8 +69,11 @@ const char server_usage_text[] =
     "                                0 disables it)\n"
     "  --listen-address ADDR         numeric IPv4 or IPv6 address for all three\n"
     "                                ports (default 0.0.0.0; :: for IPv6)\n"
-    "  --sample-interval DURATION    how often NVML is sampled (default 1s;\n"
-    "                                at least 100ms)\n"
+    "  --sample-interval DURATION    standalone, agent: how often NVML is sampled\n"
+    "                                (default 1s; at least 100ms); aggregator\n"
+    "                                (no NVML): the agents' interval, which sets\n"
+    "                                the --stale-after default and how often the\n"
+    "                                cluster view is re-checked\n"
     "  --stale-after DURATION        a snapshot older than this makes RPCs fail\n"
     "                                with UNAVAILABLE and /readyz answer 503\n"
     "                                (default 3 x --sample-interval; 0 = default;\n"
@@ -76,8 +82,9 @@ const char server_usage_text[] =
     "                                how often the gRPC health status is\n"
     "                                re-evaluated for Watch (default 30s; 0 = 30s);\n"
     "                                readiness changes are also pushed at once\n"
-    "  --nvml-library PATH           NVML library to load (default\n"
-    "                                libnvidia-ml.so.1 from the library path)\n"
+    "  --nvml-library PATH           standalone, agent: NVML library to load\n"
+    "                                (default libnvidia-ml.so.1 from the library\n"
+    "                                path)\n"
     "  --node-name NAME              node label on metrics (default $NODE_NAME,\n"
     "                                else the host name)\n"
     "";
@@ -617,4 +624,23 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "--agents, --agents-dns and --kube-api are for --role aggregator");
     return check_ports(o, raw, err, errlen);
+}
+
+void server_options_start_line(const server_options_t *o, const char *version, const char *node,
+                               unsigned port, bool tls, char *buf, size_t len) {
+    const role_caps_t *caps = role_caps(o->role == SERVER_ROLE_AGENT        ? KGS_ROLE_AGENT
+                                        : o->role == SERVER_ROLE_AGGREGATOR ? KGS_ROLE_AGGREGATOR
+                                                                            : KGS_ROLE_STANDALONE);
+    int n = snprintf(buf, len, "keda-gpu-scaler %s (%s): gRPC (%s%s) on %s:%u, ", version,
+                     caps->name, tls ? "TLS" : "h2c",
+                     o->tls_client_ca ? ", client certificates" : "", o->listen_address, port);
+    if (n < 0 || (size_t)n >= len)
+        return;
+    if (caps->reads_nvml)
+        snprintf(buf + n, len - (size_t)n, "node %s, sampling NVML every %.0f ms", node,
+                 (double)o->sample_interval_ns / 1e6);
+    else
+        snprintf(buf + n, len - (size_t)n,
+                 "reading the agents' snapshots (no NVML here; stale after %.0f ms)",
+                 (double)o->stale_after_ns / 1e6);
 }

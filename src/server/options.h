@@ -82,7 +82,16 @@ typedef struct {
 int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, server_options_t *o,
                          char *err, size_t errlen);
 
-/* The --help text. */
+/*
+ * The start-up line, "keda-gpu-scaler VERSION (ROLE): gRPC (h2c|TLS[, client
+ * certificates]) on ADDR:PORT, ..." ending in what the role reads: NVML on
+ * `node` every --sample-interval, or (aggregator, which reads no NVML) the
+ * agents' snapshots and when they go stale. `port` is the bound gRPC port.
+ * Pure; writes a NUL-terminated line into buf.
+ */
+void server_options_start_line(const server_options_t *o, const char *version, const char *node,
+                               unsigned port, bool tls, char *buf, size_t len);
+
 /* The --help text, in two parts (print both). */
 extern const char server_usage_text[];
 extern const char server_usage_text_more[];

@@ -95,6 +95,7 @@ typedef struct {
     loop_timer_t stream_timer;
     unsigned stream_backoff_s;
     bool may_reconnect; /* inside a timer, not a callback of the old connection */
+    bool mode_hinted;   /* the TLS-vs-h2c hint was printed */
     /* current round */
     char metric_name[128];
     double target, value;
@@ -322,6 +323,21 @@ static void fmt_number(char *buf, size_t n, double v) {
         strcpy(buf, "0");
 }
 
+/* Once per run: the flag that picks the mode the server speaks, when the
+ * connection's failure showed it speaks the other one. */
+static void mode_hint(query_t *q, const char *ts) {
+    grpc_client_mode_hint_t h = grpc_client_mode_hint(q->client);
+    if (q->mode_hinted || h == GRPC_CLIENT_MODE_OK)
+        return;
+    q->mode_hinted = true;
+    if (h == GRPC_CLIENT_MODE_SERVER_TLS)
+        printf("%s  hint: the server speaks TLS: add --tls, with --ca FILE to trust its "
+               "certificate (--insecure skips the check)\n",
+               ts);
+    else
+        printf("%s  hint: the server may speak plaintext HTTP/2 (h2c): try without --tls\n", ts);
+}
+
 static void round_error(query_t *q, const char *call, int status, const char *msg) {
     if (q->quitting)
         return;
@@ -329,6 +345,10 @@ static void round_error(query_t *q, const char *call, int status, const char *ms
     snprintf(text, sizeof text, "%s: %s: %s", call, grpc_status_name(status), msg);
     emit(q, q->last_error, sizeof q->last_error, text);
     q->last_round[0] = '\0'; /* after an error, the next answer is a change */
+    char ts[32];
+    timestamp(ts, sizeof ts);
+    mode_hint(q, ts);
+    fflush(stdout);
     q->exit_code = 1;
     round_finished(q);
 }
@@ -572,6 +592,7 @@ static void on_stream_done(void *ud, int status, const char *msg) {
     timestamp(ts, sizeof ts);
     printf("%s  StreamIsActive ended: %s%s%s; reopening in %u s\n", ts, grpc_status_name(status),
            msg[0] ? ": " : "", msg, wait);
+    mode_hint(q, ts);
     fflush(stdout);
     if (status != GRPC_OK)
         q->stream_backoff_s = wait * 2 > 60 ? 60 : wait * 2;

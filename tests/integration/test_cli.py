@@ -310,11 +310,32 @@ class Selection(unittest.TestCase):
         self.assertEqual(self.indexes(r), [0, 1, 2, 3])
 
     def test_unknown_entry_is_an_error_naming_it_never_all_gpus(self):
-        r = run(["--format", "json"], self.sim.path, {"CUDA_VISIBLE_DEVICES": "GPU-deadbeef"})
+        r = run(["--format", "json"], self.sim.path, {"SLURM_STEP_GPUS": "GPU-deadbeef"})
         self.assertEqual(r.returncode, 2)
         self.assertIn("GPU-deadbeef", r.stderr)
-        self.assertIn("CUDA_VISIBLE_DEVICES", r.stderr)
+        self.assertIn("SLURM_STEP_GPUS", r.stderr)
         self.assertEqual(r.stdout, "")
+
+    def test_cuda_visible_devices_minus_one_is_no_gpu_as_cuda_reads_it(self):
+        r = run(["--format", "json"], self.sim.path, {"CUDA_VISIBLE_DEVICES": "-1"})
+        self.assertEqual(self.indexes(r), [])
+        self.assertIn('note: CUDA_VISIBLE_DEVICES entry "-1"', r.stderr)
+        self.assertIn("no GPU is visible", r.stderr)
+        r = run([], self.sim.path, {"CUDA_VISIBLE_DEVICES": "-1"})  # the table says so too
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("No GPU selected", r.stdout)
+
+    def test_cuda_visible_devices_stops_at_the_first_invalid_entry(self):
+        for value, want in (("0,-1,1", [0]), ("2,GPU-deadbeef,1", [2]), ("3,9,0", [3])):
+            r = run(["--format", "json"], self.sim.path, {"CUDA_VISIBLE_DEVICES": value})
+            self.assertEqual(self.indexes(r), want, value)
+            self.assertIn("CUDA stops reading the list", r.stderr)
+        r = run(["--format", "json"], self.sim.path, {"CUDA_VISIBLE_DEVICES": ""})
+        self.assertEqual(self.indexes(r), [])
+        self.assertIn('CUDA_VISIBLE_DEVICES="" selects no GPU', r.stderr)
+        r = run(["--format", "json", "--quiet"], self.sim.path, {"CUDA_VISIBLE_DEVICES": "-1"})
+        self.assertEqual(self.indexes(r), [])
+        self.assertEqual(r.stderr, "")
 
     def test_device_flag_overrides_environment(self):
         r = run(["--format", "json", "--device", "2"], self.sim.path, {"CUDA_VISIBLE_DEVICES": "0"})
@@ -353,6 +374,15 @@ class Usage(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("--colour", r.stderr)
 
+    def test_typos_get_did_you_mean_and_exit_2(self):
+        for args, meant in ((["--formt", "json"], "did you mean --format?"),
+                            (["--format", "jsn"], "did you mean 'json'?"),
+                            (["--env", "slrum"], 'did you mean "slurm"?')):
+            r = run(args, None)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(meant, r.stderr)
+            self.assertEqual(r.stdout, "")
+
     def test_help_and_version(self):
         r = run(["--help"], None)
         self.assertEqual(r.returncode, 0)
@@ -384,6 +414,33 @@ class Usage(unittest.TestCase):
             self.assertIn("DRIVER_NOT_LOADED", r.stderr)
         finally:
             sim.close()
+
+    def test_nvml_init_error_names_nvml_error_once_with_the_driver_hint(self):
+        sim = Sim({"init_error": "DRIVER_NOT_LOADED", "devices": []})
+        try:
+            r = run([], sim.path)
+            self.assertEqual(r.returncode, 1)
+            # No "initialisation failed ...; retrying" warning before the
+            # message: NVML's error once, and no promise of a retry.
+            self.assertEqual(r.stderr.count("Driver Not Loaded"), 1, r.stderr)
+            self.assertEqual(r.stderr.count("NVML unavailable"), 1, r.stderr)
+            self.assertNotIn("retrying", r.stderr)
+            self.assertIn("NVIDIA driver", r.stderr)  # the scenario plays a driver failure
+        finally:
+            sim.close()
+
+    def test_bad_scenario_blames_the_scenario_not_the_driver(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "bad.json")
+            with open(bad, "w") as f:
+                f.write("{bad")
+            for path in (os.path.join(tmp, "missing.json"), bad):
+                r = run([], path)
+                self.assertEqual(r.returncode, 1)
+                self.assertIn("from the NVML stand-in: scenario " + path, r.stderr)
+                self.assertIn("is the NVML stand-in, not a driver", r.stderr)
+                self.assertIn("NVML_SIM_SCENARIO", r.stderr)
+                self.assertNotIn("NVIDIA driver", r.stderr)
 
     def test_zero_gpus_is_not_an_error(self):
         sim = Sim({"devices": []})

@@ -585,6 +585,39 @@ class Tls(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertIn("replicas: 2 (AverageValue)", out)
 
+    @c_only
+    def test_plaintext_client_on_the_tls_port_is_told_to_use_tls(self):
+        s = self.start()
+        md = ["--metadata", "metricType=gpu_utilization", "--metadata", "targetValue=50"]
+        for _ in range(3):
+            rc, out, err = query(s, *md)
+            self.assertEqual(rc, 1, out + err)
+            self.assertIn("GOAWAY INADEQUATE_SECURITY: this port speaks TLS", out)
+            self.assertIn("hint: the server speaks TLS: add --tls, with --ca FILE", out)
+        # KEDA's own client (grpc-go) reports only "connection closed": for
+        # KEDA's operator the server's log says it, once a minute, not per attempt
+        r = kc1(s, "isactive", md=MD)
+        self.assertEqual(self.code_of_error(r), "UNAVAILABLE", r)
+        log = s.output()
+        self.assertEqual(log.count("a plaintext HTTP/2 (h2c) client on this TLS port"), 1, log)
+        self.assertIn("--tls --ca FILE", log)
+        self.assertIn("enableTLS", log)
+
+    @c_only
+    def test_tls_client_on_the_h2c_port_is_told_to_drop_tls(self):
+        s = Server(four_gpus())
+        self.addCleanup(s.close)
+        for _ in range(3):
+            rc, out, err = query(s, "--metadata", "metricType=gpu_utilization", "--metadata",
+                                 "targetValue=50", "--tls", "--ca", self.pki.ca)
+            self.assertEqual(rc, 1, out + err)
+            self.assertIn("it may speak plaintext HTTP/2 (h2c)", out)
+            self.assertIn("hint: the server may speak plaintext HTTP/2 (h2c): try without --tls",
+                          out)
+        log = s.output()
+        self.assertEqual(log.count("a TLS handshake on this plaintext (h2c) port"), 1, log)
+        self.assertIn("--tls-cert FILE --tls-key FILE", log)
+
     def test_mtls_requires_a_client_certificate(self):
         s = self.start(client_ca=True)
         r = kc1(s, "isactive", md=MD, tls=self.tls())
@@ -743,6 +776,40 @@ class NvmlDownAtStart(unittest.TestCase):
             self.assertEqual(kc1(server, "poll", md=MD)["metricValueFloat"], 100)
         finally:
             server.close()
+
+
+class NvmlMessages(unittest.TestCase):
+    """NVML down: NVML's own error once per message; a bad stand-in scenario
+    is named as such, not as a driver problem."""
+
+    @c_only
+    def test_nvml_error_appears_once_per_message(self):
+        scen = four_gpus()
+        scen["init_error"] = "DRIVER_NOT_LOADED"
+        server = Server(scen, wait=False)
+        self.addCleanup(server.close)
+        r = poll_until(lambda: (lambda x: x if "error" in x else None)(kc1(server, "poll", md=MD)),
+                       timeout=10 * SLOW)
+        msg = r["error"]["message"]
+        self.assertEqual(msg.count("NVML unavailable"), 1, msg)
+        self.assertEqual(msg.count("Driver Not Loaded"), 1, msg)
+        _, body = http_get(server.probe_port, "/readyz")
+        self.assertEqual(body.count("NVML unavailable"), 1, body)
+        self.assertNotIn("stand-in", msg)  # a failure the scenario asks for plays a driver's
+
+    @c_only
+    def test_bad_scenario_is_named_in_errors_and_log(self):
+        scen = four_gpus()
+        scen["devices"][0]["values"]["gpu_utl"] = 3  # a typo: the stand-in rejects the file
+        server = Server(scen, wait=False)
+        self.addCleanup(server.close)
+        r = poll_until(lambda: (lambda x: x if "error" in x else None)(kc1(server, "poll", md=MD)),
+                       timeout=10 * SLOW)
+        msg = r["error"]["message"]
+        self.assertIn("from the NVML stand-in: scenario " + server.sim.path, msg)
+        self.assertIn("gpu_utl", msg)
+        self.assertIn("NVML initialisation failed", server.output())
+        self.assertIn("from the NVML stand-in", server.output())
 
 
 def query(server, *args, timeout=20):

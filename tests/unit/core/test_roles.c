@@ -18,6 +18,10 @@ static void test_roles_table_names_every_role(void **state) {
     assert_string_equal(role_caps(KGS_ROLE_AGENT)->name, "agent");
     assert_string_equal(role_caps(KGS_ROLE_AGGREGATOR)->name, "aggregator");
     assert_null(role_caps(KGS_ROLE_COUNT));
+    /* the aggregator reads the agents' snapshots, never NVML */
+    assert_true(role_caps(KGS_ROLE_STANDALONE)->reads_nvml);
+    assert_true(role_caps(KGS_ROLE_AGENT)->reads_nvml);
+    assert_false(role_caps(KGS_ROLE_AGGREGATOR)->reads_nvml);
 }
 
 static void test_roles_selectors_need_the_aggregator(void **state) {

@@ -335,6 +335,103 @@ static void test_device_select_reports_erange_past_64_gpus(void **state) {
     snapshot_unref(s);
 }
 
+/* ---- CUDA_VISIBLE_DEVICES as CUDA reads it ---- */
+
+static char cuda_note[768];
+
+static device_selection_t resolve_cuda(const snapshot_t *s, const char *list) {
+    device_selection_t sel;
+    memset(&sel, 0x5a, sizeof sel);
+    memset(cuda_note, 'x', sizeof cuda_note - 1);
+    cuda_note[sizeof cuda_note - 1] = '\0';
+    char err[512] = "";
+    int rc =
+        device_selection_resolve_cuda(list, s, &sel, cuda_note, sizeof cuda_note, err, sizeof err);
+    if (rc != 0)
+        fail_msg("resolve_cuda \"%s\": rc %d: %s", list, rc, err);
+    return sel;
+}
+
+static void test_device_select_cuda_minus_one_selects_no_gpu(void **state) {
+    const snapshot_t *s = *state;
+    device_selection_t sel = resolve_cuda(s, "-1");
+    assert_false(sel.all_gpus);
+    assert_int_equal(sel.gpu_count, 0);
+    assert_int_equal(sel.mig_count, 0);
+    assert_string_equal(cuda_note,
+                        "CUDA_VISIBLE_DEVICES entry \"-1\": not a GPU index, GPU-<uuid>, "
+                        "MIG-<uuid>, \"all\" or \"none\"; CUDA stops reading the list at its "
+                        "first invalid entry, so no GPU is visible");
+    /* the strict reading still rejects it */
+    expect_resolve_error(s, "-1", KGS_EINVAL, "entry \"-1\"");
+}
+
+static void test_device_select_cuda_stops_at_the_first_invalid_entry(void **state) {
+    const snapshot_t *s = *state;
+    device_selection_t sel = resolve_cuda(s, "0,-1,1");
+    assert_int_equal(sel.gpu_count, 1);
+    assert_int_equal(sel.gpu_index[0], 0);
+    assert_false(selects_gpu(&sel, s, 1));
+    assert_non_null(strstr(cuda_note, "entry \"-1\""));
+    assert_non_null(strstr(cuda_note, "so only the 1 entry before it counts"));
+
+    /* an index, a UUID or a MIG UUID this node lacks ends it the same way */
+    sel = resolve_cuda(s, "3,GPU-bb33,7,0");
+    assert_int_equal(sel.gpu_count, 2);
+    assert_int_equal(sel.gpu_index[0], 3);
+    assert_int_equal(sel.gpu_index[1], 2);
+    assert_non_null(strstr(cuda_note, "entry \"7\": no GPU with index 7"));
+    assert_non_null(strstr(cuda_note, "so only the 2 entries before it count"));
+    sel = resolve_cuda(s, "MIG-1e,GPU-dead,1");
+    assert_int_equal(sel.gpu_count, 0);
+    assert_int_equal(sel.mig_count, 1);
+    assert_int_equal(sel.mig_slot[0], 1);
+    assert_non_null(strstr(cuda_note, "\"GPU-dead\""));
+    sel = resolve_cuda(s, "GPU-aa,0"); /* ambiguous: matches GPUs 0 and 1 */
+    assert_int_equal(sel.gpu_count, 0);
+    assert_non_null(strstr(cuda_note, "ambiguous"));
+    sel = resolve_cuda(s, "1,,0");
+    assert_int_equal(sel.gpu_count, 1);
+    assert_int_equal(sel.gpu_index[0], 1);
+    assert_non_null(strstr(cuda_note, "entry 2 is empty"));
+}
+
+static void test_device_select_cuda_valid_lists_read_as_before_with_no_note(void **state) {
+    const snapshot_t *s = *state;
+    device_selection_t sel = resolve_cuda(s, "2, GPU-cc44");
+    assert_int_equal(sel.gpu_count, 2);
+    assert_string_equal(cuda_note, "");
+    sel = resolve_cuda(s, "");
+    assert_false(sel.all_gpus);
+    assert_int_equal(sel.gpu_count, 0);
+    assert_string_equal(cuda_note, "");
+    sel = resolve_cuda(s, "all");
+    assert_true(sel.all_gpus);
+    assert_string_equal(cuda_note, "");
+    device_selection_t out;
+    assert_int_equal(device_selection_resolve_cuda("0", NULL, &out, NULL, 0, NULL, 0), KGS_EINVAL);
+    assert_int_equal(device_selection_resolve_cuda("-1", s, &out, NULL, 0, NULL, 0), 0);
+}
+
+static void test_device_select_cuda_still_reports_erange(void **state) {
+    (void)state;
+    snapshot_t *s = snapshot_new(70, 0);
+    assert_non_null(s);
+    char list[512] = "";
+    for (unsigned i = 0; i < 70; i++) {
+        s->gpus[i].index = i;
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof list - n, "%s%u", i ? "," : "", i);
+    }
+    device_selection_t sel;
+    char err[512] = "";
+    assert_int_equal(device_selection_resolve_cuda(list, s, &sel, NULL, 0, err, sizeof err),
+                     KGS_ERANGE);
+    assert_non_null(strstr(err, "more than 64 GPUs"));
+    assert_int_equal(sel.gpu_count, 0);
+    snapshot_unref(s);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup_snapshot, teardown_snapshot)
 
 int main(void) {
@@ -364,6 +461,10 @@ int main(void) {
         T(test_device_select_names_the_source_variable),
         T(test_device_select_rejects_null_arguments),
         T(test_device_select_reports_erange_past_64_gpus),
+        T(test_device_select_cuda_minus_one_selects_no_gpu),
+        T(test_device_select_cuda_stops_at_the_first_invalid_entry),
+        T(test_device_select_cuda_valid_lists_read_as_before_with_no_note),
+        T(test_device_select_cuda_still_reports_erange),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

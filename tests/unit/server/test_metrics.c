@@ -282,6 +282,24 @@ static void test_metrics_before_first_snapshot(void **state) {
     free(t);
 }
 
+/* The aggregator reads no NVML: no family may claim a sweep (nvml_up 0
+ * would read as "NVML down" on a Deployment that has no GPU). */
+static void test_metrics_aggregator_exports_no_nvml_families(void **state) {
+    (void)state;
+    server_stats_t st;
+    server_stats_init(&st);
+    metrics_context_t c = ctx_default();
+    c.no_nvml = true;
+    char *t = render(NULL, &st, &c);
+    expect_line(t, NS "ready 1");
+    expect_no(t, "nvml");
+    expect_no(t, "collection");
+    expect_no(t, "sampler_overruns");
+    expect_no(t, "sample_duration");
+    expect_line(t, NS "snapshot_stale_after_seconds 3"); /* the agents' snapshots */
+    free(t);
+}
+
 static void test_metrics_nvml_down(void **state) {
     (void)state;
     snapshot_t *s = snapshot_new(0, 0);
@@ -458,6 +476,7 @@ int main(void) {
         cmocka_unit_test(test_metrics_rpc_counters_really_count),
         cmocka_unit_test(test_metrics_snapshot_counted_once_per_seq),
         cmocka_unit_test(test_metrics_output_passes_promtool),
+        cmocka_unit_test(test_metrics_aggregator_exports_no_nvml_families),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -469,6 +469,30 @@ static void test_options_usage_teaches_flags_variables_and_examples(void **state
     }
 }
 
+/* The aggregator reads no NVML: its start-up line must not claim to sample
+ * it, nor name a sampling interval for GPUs it does not read. */
+static void test_options_start_line_says_what_the_role_reads(void **state) {
+    (void)state;
+    server_options_t o;
+    char line[512];
+    assert_int_equal(PARSE(&o, "--sample-interval", "500ms", "--port", "7000"), 0);
+    server_options_start_line(&o, "1.2.3", "node-a", 7000, false, line, sizeof line);
+    assert_string_equal(line, "keda-gpu-scaler 1.2.3 (standalone): gRPC (h2c) on 0.0.0.0:7000, "
+                              "node node-a, sampling NVML every 500 ms");
+    assert_int_equal(PARSE(&o, "--role", "agent"), 0);
+    server_options_start_line(&o, "1.2.3", "node-a", 6000, true, line, sizeof line);
+    assert_string_equal(line, "keda-gpu-scaler 1.2.3 (agent): gRPC (TLS) on 0.0.0.0:6000, "
+                              "node node-a, sampling NVML every 1000 ms");
+    assert_int_equal(PARSE(&o, "--role", "aggregator", "--agents", "127.0.0.1:1"), 0);
+    server_options_start_line(&o, "1.2.3", "node-a", 6000, false, line, sizeof line);
+    assert_string_equal(line, "keda-gpu-scaler 1.2.3 (aggregator): gRPC (h2c) on 0.0.0.0:6000, "
+                              "reading the agents' snapshots (no NVML here; stale after 3000 ms)");
+    assert_null(strstr(line, "sampling"));
+    /* a line cut short stays a string */
+    server_options_start_line(&o, "1.2.3", "node-a", 6000, false, line, 10);
+    assert_string_equal(line, "keda-gpu-");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options_defaults_match_the_go_server),
@@ -494,6 +518,7 @@ int main(void) {
         cmocka_unit_test(test_options_empty_variable_counts_as_unset),
         cmocka_unit_test(test_options_null_getter_reads_no_environment),
         cmocka_unit_test(test_options_usage_teaches_flags_variables_and_examples),
+        cmocka_unit_test(test_options_start_line_says_what_the_role_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -242,6 +242,31 @@ static void test_nvml_sim_init_reports_bad_scenarios_on_stderr(void **state) {
     assert_non_null(strstr(out, "/nonexistent/scenario.json"));
 }
 
+/* The stand-in's one non-NVML export tells a caller that the failure is its
+ * scenario file's, not a (simulated) driver's. */
+static void test_nvml_sim_scenario_error_says_why_only_for_file_problems(void **state) {
+    (void)state;
+    const char *(*scenario_error)(void);
+    void *sym = bind("nvml_sim_scenario_error");
+    assert_non_null(sym);
+    memcpy(&scenario_error, &sym, sizeof scenario_error);
+    int saved;
+
+    setenv("NVML_SIM_SCENARIO", "/nonexistent/scenario.json", 1);
+    capture_stderr_begin(&saved);
+    assert_int_equal(api.nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);
+    (void)capture_stderr_end(saved);
+    assert_non_null(scenario_error());
+    assert_non_null(strstr(scenario_error(), "/nonexistent/scenario.json"));
+
+    use_scenario("{\"init_error\": \"DRIVER_NOT_LOADED\", \"devices\": [{}]}");
+    assert_int_equal(api.nvmlInit_v2(), NVML_ERROR_DRIVER_NOT_LOADED);
+    assert_null(scenario_error()); /* a simulated driver failure */
+
+    init_with(ONE_GPU(""));
+    assert_null(scenario_error());
+}
+
 static void test_nvml_sim_system_queries(void **state) {
     (void)state;
     init_with("{\"driver_version\": \"470.256.02\", \"cuda_driver_version\": 11040, "
@@ -756,6 +781,7 @@ int main(void) {
         T(test_nvml_sim_init_is_refcounted),
         T(test_nvml_sim_init_error_fails_every_init),
         T(test_nvml_sim_init_reports_bad_scenarios_on_stderr),
+        T(test_nvml_sim_scenario_error_says_why_only_for_file_problems),
         T(test_nvml_sim_system_queries),
         T(test_nvml_sim_every_shipped_scenario_loads),
         T(test_nvml_sim_reports_scenario_values),

@@ -158,7 +158,10 @@ test('TLS carries the calls', { skip: SKIP || (TLS_CA ? false : 'KGS_TLS_CA is n
     assert.equal(typeof r.result, 'boolean');
     const plain = new scalerPkg.externalscaler.ExternalScaler(ADDR, grpc.credentials.createInsecure());
     try {
-      await assert.rejects(unary(plain, 'IsActive', ref()), (e) => e.code === grpc.status.UNAVAILABLE);
+      // A plaintext client on the TLS port gets GOAWAY INADEQUATE_SECURITY,
+      // which grpc-js (like grpc-go) maps to PERMISSION_DENIED.
+      await assert.rejects(unary(plain, 'IsActive', ref()),
+        (e) => e.code === grpc.status.PERMISSION_DENIED && /not secure/i.test(e.details));
     } finally {
       plain.close();
     }

@@ -323,8 +323,9 @@ static void test_demand_inputs_missing_gauge_is_failed_precondition(void **state
     eval_result_t r;
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_FAILED_PRECONDITION);
-    assert_string_equal(r.message, "vllm a does not export the waiting-requests gauge (is it vllm, and "
-                                   "is the URL its metrics endpoint?)");
+    assert_string_equal(r.message,
+                        "vllm a does not export the waiting-requests gauge (is it vllm, and "
+                        "is the URL its metrics endpoint?)");
     c = vllm_queue("ignore");
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);

@@ -225,7 +225,7 @@ static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned
     if (!x->o->all && !address_is_ours(x->o, buf)) {
         x->c->skipped++;
         /* shown on stderr: another scaler's address may carry a password */
-        char shown[sizeof x->c->skipped_addr[0]];
+        char shown[sizeof x->c->skipped_addr[0]] = ""; /* zeroed whole: the counts are compared */
         source_url_redact(buf, strlen(buf), shown, sizeof shown);
         bool seen = false;
         for (unsigned i = 0; i < x->c->nskipped_addr; i++)

@@ -76,7 +76,7 @@ static int read_body(const source_params_t *p, const char *text, size_t tlen,
     if (p->kind == SOURCE_KIND_ENGINE) {
         engine_reading_t er;
         if (engine_reading_parse(p->engine, p->model, text, tlen, fmt, &er, why, sizeof why) != 0) {
-            snprintf(msg, msglen, "metrics: %s", why);
+            snprintf(msg, msglen, "metrics (a %zu-byte body): %s", tlen, why);
             return -1;
         }
         memset(out, 0, sizeof *out);
@@ -86,7 +86,7 @@ static int read_body(const source_params_t *p, const char *text, size_t tlen,
     double sum;
     unsigned matched;
     if (demand_value_parse(p->prom, text, tlen, fmt, &sum, &matched, why, sizeof why) != 0) {
-        snprintf(msg, msglen, "metrics: %s", why);
+        snprintf(msg, msglen, "metrics (a %zu-byte body): %s", tlen, why);
         return -1;
     }
     if (matched == 0) {

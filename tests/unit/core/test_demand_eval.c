@@ -680,6 +680,26 @@ static void test_demand_evaluate_refuses_a_value_that_is_not_finite(void **state
                         "finite");
 }
 
+/* The queueing model on a finite queue so long that the replicas it needs
+ * overflow a double: an error naming the model, never +Inf as a value. */
+static void test_queueing_replicas_that_overflow_are_an_error(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "demand", "redisAddress", "r:6379", "redisListName", "q",
+                             "capacityPerReplica", "0.001");
+    demand_model_state_t st;
+    demand_model_init(&st);
+    demand_inputs_t in = engines(NULL, 0);
+    in.has_queue_source = true;
+    in.queue = queue_reading(100 * SEC, 1e307);
+    in.model = &st;
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_non_null(strstr(r.message, "demandModel queueing: the replicas it computed are not "
+                                      "finite"));
+    assert_false(st.have_decision);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_example_kv_dominates),
@@ -702,6 +722,7 @@ int main(void) {
         cmocka_unit_test(test_queueing_example_steady_fleet),
         cmocka_unit_test(test_queueing_example_starting_pods_count),
         cmocka_unit_test(test_queueing_example_queue_alone),
+        cmocka_unit_test(test_queueing_replicas_that_overflow_are_an_error),
         cmocka_unit_test(test_queueing_learns_the_cold_start_from_the_pod_list),
         cmocka_unit_test(test_queueing_engine_without_counters),
         cmocka_unit_test(test_queueing_reads_draining_pods_and_ignores_their_end),

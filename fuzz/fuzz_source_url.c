@@ -15,7 +15,9 @@
  *   - a Redis address: the scheme is redis(s), *tls and *db are written only
  *     for URLs (db 0..15), and "host:port" rebuilt parses to identical bytes;
  *   - the parser and the guard agree: a raw address is accepted as a literal
- *     exactly when source_guard_addr() allows it.
+ *     exactly when source_guard_addr() allows it;
+ *   - source_url_redact() reports the length it writes (at most 3 per input
+ *     byte), gives a smaller buffer a prefix of it, and its quote is bounded.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -207,6 +209,27 @@ static void fuzz_guard(const uint8_t *data, size_t size) {
     }
 }
 
+/* The masking of secrets, on any bytes (NULs included): the length it
+ * reports is what it writes when there is room, at most 3 bytes for each
+ * one in; a smaller buffer gets a prefix of the same text, NUL-terminated;
+ * and the quote form is bounded. */
+static void fuzz_redact(const uint8_t *data, size_t size) {
+    static char full[3 * INPUT_MAX + 1];
+    char small[40];
+    size_t n = size < INPUT_MAX ? size : INPUT_MAX;
+    const char *in = (const char *)data;
+    size_t len = source_url_redact(in, n, full, sizeof full);
+    FUZZ_CHECK(len <= 3 * n);
+    FUZZ_CHECK(full[len] == '\0');
+    size_t slen = source_url_redact(in, n, small, sizeof small);
+    FUZZ_CHECK(slen == len);
+    size_t shown = len < sizeof small - 1 ? len : sizeof small - 1;
+    FUZZ_CHECK(small[shown] == '\0' && memcmp(small, full, shown) == 0);
+    char q[KGS_QUOTE_BUF];
+    source_url_quote(q, sizeof q, in, n);
+    FUZZ_CHECK(strlen(q) < sizeof q);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static char s[INPUT_MAX + 1];
     size_t n = size < INPUT_MAX ? size : INPUT_MAX;
@@ -217,5 +240,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_addr(s);
     (void)source_guard_name(s);
     fuzz_guard(data, size);
+    fuzz_redact(data, size);
     return 0;
 }

@@ -91,6 +91,10 @@ typedef struct {
     size_t n, cap;
     bool overflow, oom;
     unsigned inputs; /* GPUs and MIG instances behind the values */
+    /* the largest value and where it came from, for the message when the
+     * values' sum overflows a double (agents may send any finite value) */
+    double max_v;
+    char max_who[WL_KEY_MAX + KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 16];
 
     wl_problem_t err;
     wl_problem_t hidden; /* no podSelector: an unhealthy GPU may hide a migUUID */
@@ -171,7 +175,12 @@ static void gap(wl_ctx_t *x, const char *key, const char *fmt, ...) {
 }
 
 /* Appends a value; false (with overflow or oom set) when it cannot. */
-static bool push(wl_ctx_t *x, double v) {
+/* Adds value v, which came from `who` (a node, or a node and a pod). */
+static bool push(wl_ctx_t *x, double v, const char *who) {
+    if (x->n == 0 || v > x->max_v) {
+        x->max_v = v;
+        snprintf(x->max_who, sizeof x->max_who, "%s", who);
+    }
     if (x->n == x->cap) {
         if (x->cap >= WORKLOAD_MAX_INPUTS) {
             x->overflow = true;
@@ -454,7 +463,13 @@ static void pod_evaluate(wl_ctx_t *x, const pod_t *p) {
         return;
     }
     double v = x->c->pod_aggregation == POD_AGG_AVG ? pe.acc.v / pe.acc.n : pe.acc.v;
-    if (push(x, v)) {
+    if (!isfinite(v)) {
+        fail(x, p->name, EVAL_UNAVAILABLE,
+             "%s: metricType %s over the pod's %u devices is not finite (their values overflow)",
+             pe.who, metric_type_name(x->c->metric_type), pe.acc.n);
+        return;
+    }
+    if (push(x, v, pe.who)) {
         x->st->pods_counted++;
         x->inputs += pe.acc.n;
     }
@@ -567,14 +582,14 @@ static void node_evaluate(wl_ctx_t *x, const cluster_node_t *e) {
     if (!mig_mode) {
         for (unsigned i = 0; i < s->gpu_count && !stopped(x); i++)
             if (evaluator_gpu_selected(nc, &s->gpus[i]) &&
-                evaluator_gpu_value(nc->metric_type, &s->gpus[i], &v) && push(x, v))
+                evaluator_gpu_value(nc->metric_type, &s->gpus[i], &v) && push(x, v, name))
                 got++;
     } else {
         for (unsigned i = 0; i < s->mig_total && !stopped(x); i++) {
             const mig_record_t *m = &s->mig[i];
             const gpu_record_t *parent = snapshot_gpu_by_index(s, m->parent_index);
             if (parent && evaluator_gpu_selected(nc, parent) && evaluator_mig_selected(nc, m) &&
-                evaluator_mig_value(nc->metric_type, m, &v) && push(x, v))
+                evaluator_mig_value(nc->metric_type, m, &v) && push(x, v, name))
                 got++;
         }
     }
@@ -764,8 +779,11 @@ static void finish(wl_ctx_t *x, eval_result_t *out, unsigned nodes) {
     qsort(x->vals, x->n, sizeof *x->vals, cmp_double);
     double v = fold(c->aggregation, x->vals, x->n);
     if (!isfinite(v)) {
-        set_result(out, EVAL_UNAVAILABLE, "metricType %s: the workload's value is not finite",
-                   metric_type_name(c->metric_type));
+        set_result(out, EVAL_UNAVAILABLE,
+                   "metricType %s: the %s of %zu values is not finite (they overflow; the "
+                   "largest, %g, is from %s)",
+                   metric_type_name(c->metric_type), aggregation_name(c->aggregation), x->n,
+                   x->max_v, x->max_who);
         return;
     }
     out->status = EVAL_OK;

@@ -5,6 +5,7 @@
  */
 #include "core/demand_eval.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,6 +75,12 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
         if (d->target_gpu > 0 && gpu->value / d->target_gpu > need)
             need = gpu->value / d->target_gpu;
         v = need * 100;
+        if (!isfinite(v)) {
+            out->status = EVAL_UNAVAILABLE;
+            snprintf(out->message, sizeof out->message,
+                     "metricType demand: the replicas needed for the signals are not finite");
+            return;
+        }
         /* the queueing model's value is set by demand_evaluate_inputs() */
         active = ((d->target_queue > 0 || d->sizing == DEMAND_MODEL_QUEUEING) &&
                   queue > d->activation_queue) ||
@@ -88,6 +95,15 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
     case DEMAND_TYPE_COUNT:
         out->status = EVAL_FAILED_PRECONDITION;
         snprintf(out->message, sizeof out->message, "not a demand trigger");
+        return;
+    }
+    if (!isfinite(v)) {
+        /* signals that are each finite can still divide or multiply past a
+         * double: unknown, never the largest value KEDA can be sent */
+        out->status = EVAL_UNAVAILABLE;
+        snprintf(out->message, sizeof out->message,
+                 "metricType %s: the value computed from the signals is not finite",
+                 demand_type_name(d->type));
         return;
     }
     out->status = EVAL_OK;
@@ -176,6 +192,53 @@ static const char *missing_gauge(const demand_config_t *d, const engine_reading_
     return NULL;
 }
 
+/* The first value of a reading that is not a count (each is one: requests,
+ * a share of the cache, microseconds, requests done), or NULL. The
+ * sources refuse such readings already; this is the evaluation's own check
+ * on what it is given. */
+static const char *bad_reading(const engine_reading_t *r) {
+    const struct {
+        bool has;
+        double v;
+        const char *name;
+    } f[] = {
+        {r->has_waiting, r->waiting, "the waiting-requests gauge"},
+        {r->has_running, r->running, "the running-requests gauge"},
+        {r->has_kv, r->kv_percent, "the KV-cache usage gauge"},
+        {r->has_triton, r->queue_us, "the queue-time counter"},
+        {r->has_triton, r->success, "the completed-requests counter"},
+        {r->has_completed, r->completed_total, "the completed-requests counter"},
+        {r->has_tokens, r->prompt_tokens_total, "the prompt-tokens counter"},
+        {r->has_tokens, r->generation_tokens_total, "the generated-tokens counter"},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (f[i].has && !(isfinite(f[i].v) && f[i].v >= 0))
+            return f[i].name;
+    return NULL;
+}
+
+/* The first sum over the engines that overflowed a double, or NULL. */
+static const char *bad_sum(const engine_acc_t *x) {
+    const struct {
+        double v;
+        const char *name;
+    } f[] = {
+        {x->sig.waiting, "the waiting requests"},
+        {x->sig.running, "the running requests"},
+        {x->sig.kv_percent, "the KV-cache usage"},
+        {x->sig.request_rate, "the request rate"},
+        {x->dq_us, "the queue time"},
+        {x->dsuccess, "the completed requests"},
+        {x->no_completed ? 0 : x->completed, "the completed-requests counters"},
+        {x->no_tokens ? 0 : x->prompt_tokens, "the prompt-tokens counters"},
+        {x->no_tokens ? 0 : x->generation_tokens, "the generated-tokens counters"},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        if (!isfinite(f[i].v))
+            return f[i].name;
+    return NULL;
+}
+
 static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_source_t *s,
                        mono_ns_t now) {
     char msg[1024];
@@ -196,6 +259,14 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
         return;
     }
     const engine_reading_t *r = &s->reading;
+    const char *bad = bad_reading(r);
+    if (bad) {
+        x->failed++;
+        if (!x->first_failure[0])
+            snprintf(x->first_failure, sizeof x->first_failure,
+                     "%.400s: %s is not a count (negative or not finite)", s->name, bad);
+        return;
+    }
     const char *lack = missing_gauge(d, r);
     if (lack) {
         if (!x->missing[0])
@@ -310,6 +381,14 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
     prm.cold_start_s = (double)d->cold_start_s;
     prm.capacity_rps = d->capacity_rps;
     queue_model_decide(&st->m, &prm, &q, &st->last);
+    if (!isfinite(100 * st->last.replicas)) {
+        fail(out, EVAL_UNAVAILABLE,
+             "demandModel queueing: the replicas it computed are not finite (arrival rate %g/s, "
+             "capacity %g/s)",
+             st->last.lambda_rps, st->last.capacity_rps);
+        st->have_decision = false;
+        return;
+    }
     st->have_decision = true;
     st->last_ready = q.ready;
     st->last_starting = q.starting;
@@ -357,6 +436,13 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         out->pending = true;
         return;
     }
+    const char *overflow = bad_sum(&x);
+    if (overflow) {
+        fail(out, EVAL_UNAVAILABLE,
+             "%s summed over %u engine endpoint%s are not finite (the engines' values overflow)",
+             overflow, x.ok, x.ok == 1 ? "" : "s");
+        return;
+    }
     demand_signals_t sig = x.sig;
     sig.has_engine = d->engine != ENGINE_NONE;
     if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE) {
@@ -369,6 +455,11 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         if (v != SS_OK) {
             fail(out, EVAL_UNAVAILABLE, "%s", msg);
             out->pending = v == SS_PENDING;
+            return;
+        }
+        if (!isfinite(in->queue.queue) || in->queue.queue < 0) {
+            fail(out, EVAL_UNAVAILABLE, "%.400s: a queue length of %g is not a count",
+                 in->queue.name ? in->queue.name : "queue", in->queue.queue);
             return;
         }
         sig.has_queue = true;

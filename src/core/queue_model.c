@@ -272,7 +272,9 @@ void queue_model_decide(const queue_model_t *m, const queue_model_params_t *p,
     if (replicas < 1 && (backlog > 0 || (s.has_engine && s.running > 0)))
         replicas = 1;
 
-    out->replicas = isfinite(replicas) && replicas > 0 ? replicas : 0;
+    /* Finite inputs can still overflow (a backlog of 1e307 at 0.001 req/s):
+     * the need is then unknown, and 0 would scale the workload to nothing. */
+    out->replicas = !isfinite(replicas) ? NAN : replicas > 0 ? replicas : 0;
     out->lambda_rps = lambda;
     out->capacity_rps = mu;
     out->cold_start_s = horizon;

@@ -139,7 +139,10 @@ void queue_model_observe(queue_model_t *m, const queue_model_sample_t *s);
 void queue_model_observe_cold_start(queue_model_t *m, double seconds);
 
 /* The desired replicas for the latest reading s (normally the one just
- * observed), with every input in *out. Never NaN; >= 0. */
+ * observed), with every input in *out. >= 0, or NaN when finite inputs
+ * overflow a double on the way (the need is unknown: report an error, never
+ * 0); inputs that are not finite are ignored as in observe(), so they never
+ * give NaN. */
 void queue_model_decide(const queue_model_t *m, const queue_model_params_t *p,
                         const queue_model_sample_t *s, queue_model_decision_t *out);
 

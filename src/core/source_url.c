@@ -800,3 +800,159 @@ void source_url_expand(const char *text, const source_url_ref_t *ref, source_url
     sp.path_slash = ref->path_slash != 0;
     expand(text, &sp, out);
 }
+
+/* ---- secrets in URLs ------------------------------------------------------------ */
+
+/*
+ * Query parameter names whose value is a secret: a name holding any of
+ * these, ignoring ASCII case and after percent-decoding, has its value
+ * masked ("access_token", "api_key", "X-Amz-Signature", "client_secret",
+ * "password", "sessionid", Azure SAS "sig", ...). A name longer than
+ * NAME_SCAN_MAX decoded bytes, or holding a NUL, counts as secret too: it
+ * is cheaper to mask it than to read it whole.
+ */
+static const char *const secret_words[] = {"token", "key",  "secret", "pass",    "pwd",   "auth",
+                                           "sig",   "cred", "jwt",    "session", "bearer"};
+#define NAME_SCAN_MAX 64
+
+static int hex_value(char c) {
+    return is_digit(c) ? c - '0' : to_lower(c) - 'a' + 10;
+}
+
+static bool secret_name(const char *p, size_t n) {
+    char name[NAME_SCAN_MAX + 1];
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c == '%' && i + 2 < n && is_hex(p[i + 1]) && is_hex(p[i + 2])) {
+            c = (char)(hex_value(p[i + 1]) << 4 | hex_value(p[i + 2]));
+            i += 2;
+        }
+        if (c == '\0' || o == NAME_SCAN_MAX)
+            return true;
+        name[o++] = to_lower(c);
+    }
+    name[o] = '\0';
+    for (size_t w = 0; w < sizeof secret_words / sizeof *secret_words; w++)
+        if (strstr(name, secret_words[w]))
+            return true;
+    return false;
+}
+
+/* Output written up to cap - 1 bytes and always NUL-terminated (cap > 0);
+ * len counts everything, as snprintf's return value does. */
+typedef struct {
+    char *out;
+    size_t cap, len;
+} redact_sink_t;
+
+static void sink_put(redact_sink_t *s, const char *p, size_t n) {
+    if (s->cap > 0 && s->len < s->cap - 1) {
+        size_t room = s->cap - 1 - s->len;
+        memcpy(s->out + s->len, p, n < room ? n : room);
+    }
+    s->len += n;
+}
+
+/*
+ * The userinfo to hide in the region p[r..): a region is a run without '/',
+ * '?' or '#', so an authority is always all of one. The region is taken as
+ * an authority when it starts the text (a bare "u:pw@host:6379") or follows
+ * "//", and an entry of a comma list starts after each ','; the userinfo
+ * ends at the region's last '@'. What is hidden is the password (after the
+ * first ':') when the userinfo has one, else all of it: a lone userinfo is
+ * often a token ("https://TOKEN@host"). Sets [*lo, *hi) to the bytes to
+ * hide (empty when none).
+ */
+static void userinfo_span(const char *p, size_t n, size_t r, size_t *lo, size_t *hi) {
+    size_t e = r, at = n;
+    while (e < n && p[e] != '/' && p[e] != '?' && p[e] != '#') {
+        if (p[e] == '@')
+            at = e;
+        e++;
+    }
+    *lo = *hi = 0;
+    if (at == n)
+        return;
+    /* The first authority start at or before the '@': later ones could
+     * only hide less (see the test of a comma inside a password). */
+    size_t s = n;
+    if (r == 0 || (r >= 2 && p[r - 1] == '/' && p[r - 2] == '/')) {
+        s = r;
+    } else {
+        const char *comma = memchr(p + r, ',', at - r);
+        if (comma)
+            s = (size_t)(comma - p) + 1;
+    }
+    if (s > at)
+        return;
+    const char *colon = memchr(p + s, ':', at - s);
+    *lo = colon ? (size_t)(colon - p) + 1 : s;
+    *hi = at;
+}
+
+/* The part of the query component p[a..) (it ends at '&', ';', '#' or the
+ * end of the text) to hide: a secret-named value, or a whole component
+ * without '=' (a bare token). */
+static void query_span(const char *p, size_t n, size_t a, size_t *lo, size_t *hi) {
+    size_t e = a, eq = n;
+    while (e < n && p[e] != '&' && p[e] != ';' && p[e] != '#') {
+        if (p[e] == '=' && eq == n)
+            eq = e;
+        e++;
+    }
+    *lo = *hi = 0;
+    if (eq == n) {
+        *lo = a;
+        *hi = e;
+    } else if (eq + 1 < e && secret_name(p + a, eq - a)) {
+        *lo = eq + 1;
+        *hi = e;
+    }
+}
+
+size_t source_url_redact(const char *text, size_t n, char *out, size_t outcap) {
+    redact_sink_t s = {out, outcap, 0};
+    const char *p = text ? text : "";
+    if (!text)
+        n = 0;
+    bool reg_open = false, in_query = false, comp_open = false, hiding = false;
+    size_t ui_lo = 0, ui_hi = 0, q_lo = 0, q_hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        bool delim = c == '/' || c == '?' || c == '#';
+        bool qdelim = in_query && (c == '&' || c == ';' || c == '#');
+        if (!delim && !reg_open) {
+            userinfo_span(p, n, i, &ui_lo, &ui_hi);
+            reg_open = true;
+        }
+        if (in_query && !qdelim && !comp_open) {
+            query_span(p, n, i, &q_lo, &q_hi);
+            comp_open = true;
+        }
+        bool hide = (reg_open && i >= ui_lo && i < ui_hi) || (comp_open && i >= q_lo && i < q_hi);
+        if (hide) {
+            if (!hiding)
+                sink_put(&s, "***", 3);
+        } else {
+            sink_put(&s, &c, 1);
+        }
+        hiding = hide;
+        if (delim)
+            reg_open = false;
+        if (qdelim)
+            comp_open = false;
+        if (!in_query && (c == '?' || c == '#'))
+            in_query = true;
+    }
+    if (outcap > 0)
+        out[s.len < outcap ? s.len : outcap - 1] = '\0';
+    return s.len;
+}
+
+const char *source_url_quote(char *buf, size_t buflen, const char *text, size_t n) {
+    /* One byte past what kgs_quote() shows, so that it still says "...". */
+    char tmp[KGS_QUOTE_MAX + 2];
+    size_t len = source_url_redact(text, n, tmp, sizeof tmp);
+    return kgs_quote(buf, buflen, tmp, len < sizeof tmp - 1 ? len : sizeof tmp - 1);
+}

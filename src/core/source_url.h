@@ -196,4 +196,31 @@ const char *source_guard_name(const char *host);
  */
 const char *source_guard_addr(const struct sockaddr *sa, socklen_t len);
 
+/*
+ * A URL, Redis address or comma list of them with its secrets replaced by
+ * "***", for every place that shows one (messages, logs, source names):
+ *   - userinfo: the password goes, the user stays ("redis://u:***@host:6379",
+ *     "redis://:***@host"); a userinfo without ':' goes whole ("TOKEN@host" becomes
+ *     "***@host"), since a lone userinfo is often a token. The userinfo is what comes before
+ *     the last '@' of an authority: the part after "//" or at the start of the
+ *     text or of a comma-separated entry, up to the first '/', '?' or '#'
+ *     (so an '@' in a path or query is not one). Percent-encoding is kept as
+ *     it is (masked with the rest);
+ *   - query and fragment: the value of a parameter whose name holds token,
+ *     key, secret, pass, pwd, auth, sig, cred, jwt, session or bearer
+ *     (any case, after percent-decoding: access_token, api_key,
+ *     X-Amz-Signature, ...), and any component without '=' (a bare token).
+ *     Other parameters stay, so "?pod=0" still tells two endpoints apart.
+ * text[0..n) is borrowed and may be any bytes (NULL when n is 0). Writes at
+ * most outcap - 1 bytes and a NUL to out (when outcap > 0) and returns the
+ * length of the whole result, as snprintf does; it is at most 3 * n.
+ * Linear in n; no allocation.
+ */
+size_t source_url_redact(const char *text, size_t n, char *out, size_t outcap);
+
+/* kgs_quote() of source_url_redact(text, n): what a message quoting a URL
+ * or address uses. Writes buf (KGS_QUOTE_BUF bytes hold any input) and
+ * returns it. */
+const char *source_url_quote(char *buf, size_t buflen, const char *text, size_t n);
+
 #endif

@@ -25,6 +25,11 @@ typedef struct {
  * (size_t)-1 when either is longer than SUGGEST_MAX_LEN. */
 size_t suggest_distance(const char *a, size_t an, const char *b, size_t bn);
 
+/* suggest_distance() when it is at most max, else max + 1 (also (size_t)-1
+ * for inputs over SUGGEST_MAX_LEN), in O(min(an, bn) * (2 max + 1)) time
+ * and at once when the lengths differ by more than max. */
+size_t suggest_distance_within(const char *a, size_t an, const char *b, size_t bn, size_t max);
+
 /*
  * The name (a key or a flag) in names[0 .. count) closest to (p, n), or NULL
  * when none is close: the same letters in another case, an edit distance of

@@ -58,7 +58,7 @@ static int parse_endpoints(const char *key, slice_t v, demand_config_t *d, char 
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "invalid %s %s: an empty entry; give one or more URLs separated by "
                               "commas, e.g. \"http://vllm-0.vllm:8000/metrics\"",
-                              key, kgs_quote(q, sizeof q, v.p, v.n));
+                              key, source_url_quote(q, sizeof q, v.p, v.n));
         if (d->endpoint_count == TRIGGER_MAX_ENDPOINTS)
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "invalid %s: more than %d URLs; for more pods use podSelector "
@@ -66,7 +66,8 @@ static int parse_endpoints(const char *key, slice_t v, demand_config_t *d, char 
                               key, TRIGGER_MAX_ENDPOINTS);
         if (b - a >= sizeof url || memchr(v.p + a, '\0', b - a))
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: a URL longer than %d bytes",
-                              key, kgs_quote(q, sizeof q, v.p + a, b - a), TRIGGER_URL_MAX - 1);
+                              key, source_url_quote(q, sizeof q, v.p + a, b - a),
+                              TRIGGER_URL_MAX - 1);
         memcpy(url, v.p + a, b - a);
         url[b - a] = '\0';
         /* The ref points into url's bytes, which endpoints[] keeps below. */
@@ -74,12 +75,12 @@ static int parse_endpoints(const char *key, slice_t v, demand_config_t *d, char 
         unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
         if (source_url_parse_ref(url, allowed, u, why, sizeof why) != 0)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: %s", key,
-                              kgs_quote(q, sizeof q, url, b - a), why);
+                              source_url_quote(q, sizeof q, url, b - a), why);
         for (unsigned k = 0; k < d->endpoint_count; k++)
             if (strcmp(d->endpoints[k], url) == 0)
                 return kgs_seterr(err, errlen, KGS_EINVAL,
                                   "invalid %s: %s is listed twice (it would be counted twice)", key,
-                                  kgs_quote(q, sizeof q, url, b - a));
+                                  source_url_quote(q, sizeof q, url, b - a));
         memcpy(d->endpoints[d->endpoint_count++], url, b - a + 1);
         i = j + 1;
     }
@@ -266,7 +267,7 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "invalid enginePath %s: must start with '/' and hold no spaces, "
                               "control bytes or '#', e.g. \"/metrics\"",
-                              kgs_quote(q, sizeof q, v.p, v.n));
+                              source_url_quote(q, sizeof q, v.p, v.n));
         memcpy(d->engine_path, v.p, v.n);
         d->engine_path[v.n] = '\0';
     }
@@ -349,12 +350,12 @@ static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
         char addr[TRIGGER_URL_MAX], why[256];
         if (!copy_plain(v, addr, sizeof addr))
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid redisAddress %s",
-                              kgs_quote(q, sizeof q, v.p, v.n));
+                              source_url_quote(q, sizeof q, v.p, v.n));
         bool tls = false;
         int db = 0;
         if (source_addr_parse_ref(addr, &d->queue_url, &tls, &db, why, sizeof why) != 0)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid redisAddress %s: %s",
-                              kgs_quote(q, sizeof q, v.p, v.n), why);
+                              source_url_quote(q, sizeof q, v.p, v.n), why);
         strcpy(d->redis_address, addr);
         d->redis_tls = tls;
         d->redis_db = db;
@@ -452,12 +453,12 @@ static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
         char why[256];
         if (!copy_plain(v, d->demand_endpoint, sizeof d->demand_endpoint))
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid demandEndpoint %s",
-                              kgs_quote(q, sizeof q, v.p, v.n));
+                              source_url_quote(q, sizeof q, v.p, v.n));
         if (source_url_parse_ref(d->demand_endpoint,
                                  (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS),
                                  &d->queue_url, why, sizeof why) != 0)
             return kgs_seterr(err, errlen, KGS_EINVAL, "invalid demandEndpoint %s: %s",
-                              kgs_quote(q, sizeof q, v.p, v.n), why);
+                              source_url_quote(q, sizeof q, v.p, v.n), why);
         v = tc_value_of(slot[K_DEMAND_METRIC]);
         bool ok = v.n > 0 && v.n < sizeof d->demand_metric &&
                   (isalpha((unsigned char)v.p[0]) || v.p[0] == '_' || v.p[0] == ':');

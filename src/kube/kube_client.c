@@ -46,6 +46,7 @@
 #include <openssl/ssl.h>
 
 #include "core/err.h"
+#include "core/source_url.h"
 #include "net/connector.h"
 #include "net/http_resp.h"
 #include "net/tls.h"
@@ -125,6 +126,9 @@ void kube_client_config_init(kube_client_config_t *cfg) {
 
 int kube_url_parse(const char *url, kube_url_t *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
+    /* messages show the URL with any password or token masked */
+    char shown[101];
+    source_url_redact(url, strlen(url), shown, sizeof shown);
     const char *p;
     if (strncmp(url, "https://", 8) == 0) {
         out->https = true;
@@ -135,14 +139,14 @@ int kube_url_parse(const char *url, kube_url_t *out, char *err, size_t errlen) {
         p = url + 7;
     } else {
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "API URL \"%.100s\": scheme must be http:// or https://", url);
+                          "API URL \"%.100s\": scheme must be http:// or https://", shown);
     }
     const char *host = p, *host_end;
     if (*p == '[') {
         host = p + 1;
         host_end = strchr(host, ']');
         if (!host_end)
-            return kgs_seterr(err, errlen, KGS_EINVAL, "API URL \"%.100s\": missing ']'", url);
+            return kgs_seterr(err, errlen, KGS_EINVAL, "API URL \"%.100s\": missing ']'", shown);
         p = host_end + 1;
     } else {
         host_end = p + strcspn(p, ":/?#@");
@@ -150,10 +154,10 @@ int kube_url_parse(const char *url, kube_url_t *out, char *err, size_t errlen) {
     }
     if (*p == '@' || memchr(host, '@', (size_t)(host_end - host)))
         return kgs_seterr(err, errlen, KGS_EINVAL, "API URL \"%.100s\": user info not allowed",
-                          url);
+                          shown);
     size_t hlen = (size_t)(host_end - host);
     if (hlen == 0 || hlen >= sizeof out->host)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "API URL \"%.100s\": bad host", url);
+        return kgs_seterr(err, errlen, KGS_EINVAL, "API URL \"%.100s\": bad host", shown);
     memcpy(out->host, host, hlen);
     out->host[hlen] = '\0';
     unsigned char addr[sizeof(struct in6_addr)];
@@ -165,7 +169,7 @@ int kube_url_parse(const char *url, kube_url_t *out, char *err, size_t errlen) {
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "API URL \"%.100s\": host \"%s\" is not an IP literal (host names "
                           "are not resolved yet; IPv6 goes in brackets)",
-                          url, out->host);
+                          shown, out->host);
     if (*p == ':') {
         p++;
         unsigned long port = 0;
@@ -173,12 +177,12 @@ int kube_url_parse(const char *url, kube_url_t *out, char *err, size_t errlen) {
         while (*p >= '0' && *p <= '9' && port <= 65535)
             port = port * 10 + (unsigned long)(*p++ - '0');
         if (p == digits || port == 0 || port > 65535 || (*p && *p != '/'))
-            return kgs_seterr(err, errlen, KGS_EINVAL, "API URL \"%.100s\": bad port", url);
+            return kgs_seterr(err, errlen, KGS_EINVAL, "API URL \"%.100s\": bad port", shown);
         out->port = (uint16_t)port;
     }
     if (*p && strcmp(p, "/") != 0)
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "API URL \"%.100s\": no path, query or fragment allowed", url);
+                          "API URL \"%.100s\": no path, query or fragment allowed", shown);
     snprintf(out->host_header, sizeof out->host_header,
              out->family == AF_INET6 ? "[%s]:%u" : "%s:%u", out->host, (unsigned)out->port);
     return 0;

@@ -21,6 +21,7 @@
 #include "core/err.h"
 #include "core/metadata.h"
 #include "core/roles.h"
+#include "core/source_url.h"
 #include "core/trigger_config.h"
 
 #define MAX_FILE_BYTES (16u * 1024 * 1024)
@@ -224,12 +225,14 @@ static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned
     }
     if (!x->o->all && !address_is_ours(x->o, buf)) {
         x->c->skipped++;
+        /* shown on stderr: another scaler's address may carry a password */
+        char shown[sizeof x->c->skipped_addr[0]] = ""; /* zeroed whole: the counts are compared */
+        source_url_redact(buf, strlen(buf), shown, sizeof shown);
         bool seen = false;
         for (unsigned i = 0; i < x->c->nskipped_addr; i++)
-            seen |= strcmp(x->c->skipped_addr[i], buf) == 0;
+            seen |= strcmp(x->c->skipped_addr[i], shown) == 0;
         if (!seen && x->c->nskipped_addr < 4)
-            snprintf(x->c->skipped_addr[x->c->nskipped_addr++], sizeof x->c->skipped_addr[0],
-                     "%.127s", buf);
+            memcpy(x->c->skipped_addr[x->c->nskipped_addr++], shown, sizeof shown);
         return;
     }
     x->c->triggers++;

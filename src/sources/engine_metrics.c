@@ -178,6 +178,11 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
     if (!isfinite(s->value))
         return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: no usable value", s->name,
                           s->value);
+    /* Every gauge read here counts something (requests, a share of the KV
+     * cache, microseconds, requests done): below 0 it is broken, not small. */
+    if (s->value < 0)
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: a count cannot be negative",
+                          s->name, s->value);
     double v = s->value;
     engine_reading_t *r = x->r;
     r->series++;
@@ -230,6 +235,25 @@ int engine_reading_parse(engine_t e, const char *model, const char *text, size_t
         out->has_kv = true;
         out->kv_percent = x.kv_old;
     }
+    /* Finite samples can still sum past the largest double (two of 1e308):
+     * the sum is then unknown, never the largest value KEDA can be sent. */
+    const struct {
+        double v;
+        const char *what;
+    } sums[] = {
+        {out->waiting, "the waiting-requests gauge"},
+        {out->running, "the running-requests gauge"},
+        {out->kv_percent, "the KV-cache usage gauge"},
+        {out->queue_us, "nv_inference_queue_duration_us"},
+        {out->success, "nv_inference_request_success"},
+    };
+    for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
+        if (!isfinite(sums[i].v)) {
+            memset(out, 0, sizeof *out);
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s summed over its series is not finite (the samples overflow)",
+                              sums[i].what);
+        }
     if (counter_known(&x.completed)) {
         out->has_completed = true;
         out->completed_total = x.completed.sum;
@@ -265,6 +289,9 @@ static int on_demand_sample(void *ud, const prom_sample_t *s) {
     if (!isfinite(s->value))
         return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: no usable value", s->name,
                           s->value);
+    if (s->value < 0)
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
+                          "%s is %g: a queue length cannot be negative", s->name, s->value);
     x->sum += s->value;
     x->matched++;
     return 0;
@@ -278,6 +305,10 @@ int demand_value_parse(const demand_config_t *d, const char *text, size_t len, p
     int rc = prom_parse(text, len, fmt, on_demand_sample, &x, err, errlen);
     if (rc != 0)
         return rc;
+    if (!isfinite(x.sum))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s summed over %u samples is not finite (the samples overflow)",
+                          d->demand_metric, x.matched);
     *sum = x.sum;
     *matched = x.matched;
     return 0;

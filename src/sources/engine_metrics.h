@@ -57,8 +57,11 @@
  * false: the caller decides whether that is an error), or KGS_EINVAL with
  * the parse error or "<metric> is nan: no usable value" (a NaN or Inf in a
  * wanted gauge or Triton counter makes the sum unknown, not 0; the other
- * engines' completed and token counters never fail the call, see above), or
- * KGS_ENOMEM. *out is fully written (zeroed on failure).
+ * engines' completed and token counters never fail the call, see above),
+ * "<metric> is -1: a count cannot be negative" (every gauge read counts
+ * something), or "<gauge> summed over its series is not finite" (finite
+ * samples that overflow a double), or KGS_ENOMEM. *out is fully written
+ * (zeroed on failure).
  */
 int engine_reading_parse(engine_t e, const char *model, const char *text, size_t len,
                          prom_format_t fmt, engine_reading_t *out, char *err, size_t errlen);
@@ -67,7 +70,8 @@ int engine_reading_parse(engine_t e, const char *model, const char *text, size_t
  * The sum of every sample named metric whose labels satisfy the trigger's
  * demandLabels matchers (d->matchers). *matched counts them; 0 matched is
  * not an error here (the caller reports it). Returns like
- * engine_reading_parse(), NaN and Inf included.
+ * engine_reading_parse(): a NaN, Inf or negative sample (a queue length is
+ * a count) or a sum that is not finite is KGS_EINVAL naming the metric.
  */
 int demand_value_parse(const demand_config_t *d, const char *text, size_t len, prom_format_t fmt,
                        double *sum, unsigned *matched, char *err, size_t errlen);

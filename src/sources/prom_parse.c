@@ -52,8 +52,9 @@
 #define PROM_STACK_SCRATCH 4096u /* scratch bytes on the stack */
 
 typedef struct {
-    bool om;       /* OpenMetrics rules */
-    size_t lineno; /* 1-based, for messages */
+    bool om;          /* OpenMetrics rules */
+    size_t lineno;    /* 1-based, for messages */
+    const char *line; /* the line being read, for columns in messages */
     char *err;
     size_t errlen;
     char *scratch; /* copies of this line's names and values */
@@ -195,11 +196,16 @@ static int line_error(const parser_t *p, const char *fmt, ...) {
     return KGS_EINVAL;
 }
 
-#define QUOTE(buf, s, n) kgs_quote((buf), sizeof(buf), (s), (n))
+/* Messages say where on the line (1-based columns), never what: the text is
+ * the scraped server's, and a message goes back to whoever configured the
+ * URL. Quoting it made every source an oracle for any URL the scaler can
+ * reach (a token on an internal page came back in the gRPC error). */
+static size_t column_of(const parser_t *p, const char *at) {
+    return (size_t)(at - p->line) + 1;
+}
 
-/* The rest of the line from c->pos, quoted. */
-static const char *quote_rest(char *buf, size_t buflen, const cursor_t *c) {
-    return kgs_quote(buf, buflen, c->s + c->pos, c->len - c->pos);
+static size_t column_at(const cursor_t *c) {
+    return c->pos + 1;
 }
 
 /* ---- numbers --------------------------------------------------------------- */
@@ -319,17 +325,16 @@ static num_status_t int64_parse(const char *s, size_t n, int64_t *out) {
     return NUM_OK;
 }
 
-/* Turns a number status into "<what> <reason> <token>". */
-static int number_error(const parser_t *p, num_status_t st, const char *what, const char *s,
-                        size_t n) {
-    char q[KGS_QUOTE_BUF];
+/* Turns a number status into "<what> at column C <reason>" for the token at s. */
+static int number_error(const parser_t *p, num_status_t st, const char *what, const char *s) {
     switch (st) {
     case NUM_LONG:
-        return line_error(p, "%s %s is longer than %d bytes", what, QUOTE(q, s, n), PROM_TOKEN_MAX);
+        return line_error(p, "the %s at column %zu is longer than %d bytes", what, column_of(p, s),
+                          PROM_TOKEN_MAX);
     case NUM_RANGE:
-        return line_error(p, "%s %s is out of range", what, QUOTE(q, s, n));
+        return line_error(p, "the %s at column %zu is out of range", what, column_of(p, s));
     default:
-        return line_error(p, "invalid %s %s", what, QUOTE(q, s, n));
+        return line_error(p, "invalid %s at column %zu: not a number", what, column_of(p, s));
     }
 }
 
@@ -338,7 +343,7 @@ static int value_read(const parser_t *p, cursor_t *c, const char *what, double *
     size_t end = token_end(c, p->om);
     num_status_t st = float_parse(c->s + c->pos, end - c->pos, true, out);
     if (st != NUM_OK)
-        return number_error(p, st, what, c->s + c->pos, end - c->pos);
+        return number_error(p, st, what, c->s + c->pos);
     c->pos = end;
     return 0;
 }
@@ -358,7 +363,7 @@ static int timestamp_read(const parser_t *p, cursor_t *c, const char *what, doub
         *out_s = (double)ms / 1000.0;
     }
     if (st != NUM_OK)
-        return number_error(p, st, what, s, n);
+        return number_error(p, st, what, s);
     c->pos = end;
     return 0;
 }
@@ -380,8 +385,7 @@ static const char *scratch_put(parser_t *p, const char *s, size_t n) {
  * and NUL-terminated into the scratch buffer. Plain runs are copied with
  * one memcpy; bytes >= 0x80 must form UTF-8 sequences.
  */
-static int label_value_read(parser_t *p, cursor_t *c, const char *label, const char **out) {
-    char q[KGS_QUOTE_BUF], q2[KGS_QUOTE_BUF];
+static int label_value_read(parser_t *p, cursor_t *c, const char **out) {
     const char *s = c->s;
     size_t i = c->pos, n = c->len;
     char *dst = p->scratch + p->used;
@@ -411,8 +415,8 @@ static int label_value_read(parser_t *p, cursor_t *c, const char *label, const c
                 dst[o++] = e == 'n' ? '\n' : e;
                 i += 2;
             } else if (p->om) {
-                return line_error(p, "invalid escape %s in the value of label %s",
-                                  QUOTE(q, s + i, 2), QUOTE(q2, label, strlen(label)));
+                return line_error(p, "invalid escape at column %zu in a label value",
+                                  column_of(p, s + i));
             } else {
                 /* Kept as written, like the Prometheus scraper; the next byte
                  * is then read as an ordinary one (it may start UTF-8). */
@@ -423,14 +427,13 @@ static int label_value_read(parser_t *p, cursor_t *c, const char *label, const c
         }
         size_t u = utf8_len((const unsigned char *)s + i, n - i);
         if (u == 0)
-            return line_error(p, "invalid UTF-8 %s in the value of label %s",
-                              QUOTE(q, s + i, n - i < 4 ? n - i : 4),
-                              QUOTE(q2, label, strlen(label)));
+            return line_error(p, "invalid UTF-8 at column %zu in a label value",
+                              column_of(p, s + i));
         memcpy(dst + o, s + i, u);
         o += u;
         i += u;
     }
-    return line_error(p, "unterminated value of label %s", QUOTE(q, label, strlen(label)));
+    return line_error(p, "unterminated label value (opened at column %zu)", c->pos);
 }
 
 /*
@@ -439,7 +442,6 @@ static int label_value_read(parser_t *p, cursor_t *c, const char *label, const c
  * only checked (exemplars). Text allows blanks between all tokens.
  */
 static int labels_read(parser_t *p, cursor_t *c, bool keep) {
-    char q[KGS_QUOTE_BUF], q2[KGS_QUOTE_BUF];
     c->pos++;
     for (;;) {
         if (!p->om)
@@ -452,23 +454,26 @@ static int labels_read(parser_t *p, cursor_t *c, bool keep) {
         }
         size_t nlen = label_name_len(c->s + c->pos, c->len - c->pos);
         if (nlen == 0)
-            return line_error(p, "invalid label name at %s", quote_rest(q, sizeof q, c));
+            return line_error(p, "invalid label name at column %zu", column_at(c));
+        size_t name_col = column_at(c);
         const char *name = scratch_put(p, c->s + c->pos, nlen);
         c->pos += nlen;
         if (!p->om)
             skip_blanks(c);
         if (at_end(c) || c->s[c->pos] != '=')
-            return line_error(p, "expected '=' after label name %s, found %s", QUOTE(q, name, nlen),
-                              quote_rest(q2, sizeof q2, c));
+            return line_error(p, "expected '=' after the label name at column %zu, at column %zu",
+                              name_col, column_at(c));
         c->pos++;
         if (!p->om)
             skip_blanks(c);
         if (at_end(c) || c->s[c->pos] != '"')
-            return line_error(p, "expected '\"' to open the value of label %s, found %s",
-                              QUOTE(q, name, nlen), quote_rest(q2, sizeof q2, c));
+            return line_error(p,
+                              "expected '\"' to open the value of the label at column %zu, at "
+                              "column %zu",
+                              name_col, column_at(c));
         c->pos++;
         const char *value = NULL;
-        int rc = label_value_read(p, c, name, &value);
+        int rc = label_value_read(p, c, &value);
         if (rc != 0)
             return rc;
         if (keep) {
@@ -476,7 +481,7 @@ static int labels_read(parser_t *p, cursor_t *c, bool keep) {
                 return line_error(p, "more than %d labels", PROM_MAX_LABELS);
             for (unsigned k = 0; k < p->nlabels; k++)
                 if (strcmp(p->labels[k].name, name) == 0)
-                    return line_error(p, "duplicate label name %s", QUOTE(q, name, nlen));
+                    return line_error(p, "duplicate label name at column %zu", name_col);
             p->labels[p->nlabels].name = name;
             p->labels[p->nlabels].value = value;
             p->nlabels++;
@@ -487,8 +492,10 @@ static int labels_read(parser_t *p, cursor_t *c, bool keep) {
             return line_error(p, "unterminated label set");
         char ch = c->s[c->pos];
         if (ch != ',' && ch != '}')
-            return line_error(p, "expected ',' or '}' after the value of label %s, found %s",
-                              QUOTE(q, name, nlen), quote_rest(q2, sizeof q2, c));
+            return line_error(p,
+                              "expected ',' or '}' after the value of the label at column %zu, at "
+                              "column %zu",
+                              name_col, column_at(c));
         c->pos++;
         if (ch == '}')
             return 0;
@@ -500,16 +507,15 @@ static int labels_read(parser_t *p, cursor_t *c, bool keep) {
 /* An OpenMetrics exemplar from the '#' at c->pos: "# {labels} value [ts]" up
  * to the end of the line. Checked, then dropped. */
 static int exemplar_read(parser_t *p, cursor_t *c) {
-    char q[KGS_QUOTE_BUF];
     if (c->len - c->pos < 3 || memcmp(c->s + c->pos, "# {", 3) != 0)
-        return line_error(p, "invalid exemplar %s", quote_rest(q, sizeof q, c));
+        return line_error(p, "invalid exemplar at column %zu", column_at(c));
     c->pos += 2;
     int rc = labels_read(p, c, false);
     if (rc != 0)
         return rc;
     if (at_end(c) || c->s[c->pos] != ' ')
-        return line_error(p, "expected ' ' and a value after the exemplar labels, found %s",
-                          quote_rest(q, sizeof q, c));
+        return line_error(p, "expected ' ' and a value after the exemplar labels, at column %zu",
+                          column_at(c));
     c->pos++;
     double v;
     if ((rc = value_read(p, c, "exemplar value", &v)) != 0)
@@ -520,13 +526,12 @@ static int exemplar_read(parser_t *p, cursor_t *c) {
     if ((rc = timestamp_read(p, c, "exemplar timestamp", &v)) != 0)
         return rc;
     if (!at_end(c))
-        return line_error(p, "unexpected text after the exemplar: %s", quote_rest(q, sizeof q, c));
+        return line_error(p, "unexpected text after the exemplar, at column %zu", column_at(c));
     return 0;
 }
 
 /* A sample line from c->pos (its first non-blank byte). */
 static int sample_read(parser_t *p, cursor_t *c, prom_sample_cb cb, void *ud) {
-    char q[KGS_QUOTE_BUF];
     p->nlabels = 0;
     p->used = 0;
     const char *s = c->s;
@@ -534,10 +539,13 @@ static int sample_read(parser_t *p, cursor_t *c, prom_sample_cb cb, void *ud) {
     size_t after = c->pos + nlen;
     if (nlen == 0 ||
         (after < c->len && s[after] != '{' && s[after] != ' ' && (p->om || s[after] != '\t'))) {
-        size_t end = token_end(c, p->om);
-        if (end == c->pos)
-            end = c->len;
-        return line_error(p, "invalid metric name %s", QUOTE(q, s + c->pos, end - c->pos));
+        if (nlen == 0)
+            return line_error(p, "no metric name at column %zu (is this Prometheus text?)",
+                              column_at(c));
+        return line_error(p,
+                          "invalid metric name at column %zu: its byte %zu is not one of "
+                          "[a-zA-Z0-9_:]",
+                          column_at(c), nlen + 1);
     }
     prom_sample_t smp = {0};
     smp.name = scratch_put(p, s + c->pos, nlen);
@@ -551,12 +559,11 @@ static int sample_read(parser_t *p, cursor_t *c, prom_sample_cb cb, void *ud) {
         skip_blanks(c);
     } else if (!at_end(c)) {
         if (s[c->pos] != ' ')
-            return line_error(p, "expected ' ' before the value, found %s",
-                              quote_rest(q, sizeof q, c));
+            return line_error(p, "expected ' ' before the value, at column %zu", column_at(c));
         c->pos++;
     }
     if (at_end(c))
-        return line_error(p, "missing value for %s", QUOTE(q, smp.name, nlen));
+        return line_error(p, "missing value after the metric name");
     if ((rc = value_read(p, c, "value", &smp.value)) != 0)
         return rc;
 
@@ -573,8 +580,8 @@ static int sample_read(parser_t *p, cursor_t *c, prom_sample_cb cb, void *ud) {
                 if (!at_end(c)) {
                     c->pos++;
                     if (at_end(c) || s[c->pos] != '#')
-                        return line_error(p, "unexpected text after the timestamp: %s",
-                                          quote_rest(q, sizeof q, c));
+                        return line_error(p, "unexpected text after the timestamp, at column %zu",
+                                          column_at(c));
                 }
             }
             if (!at_end(c) && (rc = exemplar_read(p, c)) != 0)
@@ -588,8 +595,8 @@ static int sample_read(parser_t *p, cursor_t *c, prom_sample_cb cb, void *ud) {
                 return rc;
             skip_blanks(c);
             if (!at_end(c))
-                return line_error(p, "unexpected text after the timestamp: %s",
-                                  quote_rest(q, sizeof q, c));
+                return line_error(p, "unexpected text after the timestamp, at column %zu",
+                                  column_at(c));
         }
     }
 
@@ -620,14 +627,12 @@ static const char om_types[] =
  * as promparse does; elsewhere a separator must follow the name.
  */
 static int metadata_read(parser_t *p, cursor_t *c, const char *keyword) {
-    char q[KGS_QUOTE_BUF];
     bool type = strcmp(keyword, "TYPE") == 0;
     size_t nlen = metric_name_len(c->s + c->pos, c->len - c->pos);
     size_t after = c->pos + nlen;
     bool separated = after == c->len || c->s[after] == ' ' || (!p->om && c->s[after] == '\t');
     if (nlen == 0 || (!separated && (p->om || type)))
-        return line_error(p, "invalid metric name in # %s: %s", keyword,
-                          quote_rest(q, sizeof q, c));
+        return line_error(p, "invalid metric name in # %s at column %zu", keyword, column_at(c));
     if (!type)
         return 0;
     c->pos = after;
@@ -645,7 +650,11 @@ static int metadata_read(parser_t *p, cursor_t *c, const char *keyword) {
     const char *t = c->s + c->pos;
     size_t tn = end - c->pos;
     if (!word_in(t, tn, p->om ? om_types : text_types, !p->om))
-        return line_error(p, "unknown metric type %s", QUOTE(q, t, tn));
+        return line_error(p,
+                          "unknown metric type at column %zu (%zu bytes; known: counter, gauge, "
+                          "histogram, summary%s)",
+                          column_of(p, t), tn,
+                          p->om ? ", gaugehistogram, stateset, info, unknown" : ", untyped");
     return 0;
 }
 
@@ -675,7 +684,6 @@ static int text_comment_read(parser_t *p, cursor_t *c) {
 
 /* An OpenMetrics comment line: "# EOF", or "# HELP|TYPE|UNIT name ...". */
 static int om_comment_read(parser_t *p, cursor_t *c, bool *eof) {
-    char q[KGS_QUOTE_BUF];
     const char *s = c->s;
     if (c->len == 5 && memcmp(s, "# EOF", 5) == 0) {
         *eof = true;
@@ -689,8 +697,7 @@ static int om_comment_read(parser_t *p, cursor_t *c, bool *eof) {
             return metadata_read(p, c, keywords[k]);
         }
     }
-    return line_error(p, "invalid comment %s (OpenMetrics allows # HELP, # TYPE, # UNIT, # EOF)",
-                      QUOTE(q, s, c->len));
+    return line_error(p, "invalid comment (OpenMetrics allows # HELP, # TYPE, # UNIT, # EOF)");
 }
 
 static int line_read(parser_t *p, cursor_t *c, prom_sample_cb cb, void *ud, bool *eof) {
@@ -780,6 +787,7 @@ int prom_parse(const char *text, size_t len, prom_format_t fmt, prom_sample_cb c
             cap = rest + 1;
         }
         cursor_t c = {line, n, 0};
+        p.line = line;
         rc = line_read(&p, &c, cb, user_data, &eof);
         if (rc != 0)
             goto out;

@@ -74,7 +74,9 @@ prom_format_t prom_format_from_content_type(const char *content_type);
  * between them; a value or timestamp token longer than 64 bytes is an error.
  *
  * Returns 0; KGS_EINVAL with "line N: <reason>" in err (NULL allowed; the
- * reason quotes the offending bytes); KGS_ENOMEM; or cb's non-zero value (err
+ * reason gives columns and lengths but never a byte of the text, which is
+ * a remote server's: "line 1: no metric name at column 1 (15 bytes ...)");
+ * KGS_ENOMEM; or cb's non-zero value (err
  * left empty). Samples before a bad line have already been passed to cb
  * when the call fails: keep what cb gathered only when 0 comes back.
  */

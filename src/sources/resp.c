@@ -45,7 +45,6 @@
  */
 static int read_number(const char *p, size_t avail, size_t at, const char *what, int64_t *v,
                        size_t *used, char *err, size_t errlen) {
-    char q[QBUF];
     size_t i = 0;
     bool neg = false;
     if (avail > 0 && p[0] == '-') {
@@ -61,21 +60,21 @@ static int read_number(const char *p, size_t avail, size_t at, const char *what,
         if (c == '\r')
             break;
         if (c < '0' || c > '9')
-            return kgs_seterr(err, errlen, KGS_EINVAL, OP ": offset %zu: %s %s is not a number", at,
-                              what, kgs_quote(q, sizeof q, p, i + 1));
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              OP ": offset %zu: %s is not a number (byte %zu of it)", at, what,
+                              i + 1);
         if (digits == 1 && acc == 0)
-            return kgs_seterr(err, errlen, KGS_EINVAL, OP ": offset %zu: %s %s has a leading zero",
-                              at, what, kgs_quote(q, sizeof q, p, i + 1));
+            return kgs_seterr(err, errlen, KGS_EINVAL, OP ": offset %zu: %s has a leading zero", at,
+                              what);
         int d = c - '0';
         if (neg ? acc < (INT64_MIN + d) / 10 : acc > (INT64_MAX - d) / 10)
-            return kgs_seterr(err, errlen, KGS_EINVAL, OP ": offset %zu: %s %s is out of range", at,
-                              what, kgs_quote(q, sizeof q, p, i + 1));
+            return kgs_seterr(err, errlen, KGS_EINVAL, OP ": offset %zu: %s is out of range", at,
+                              what);
         acc = neg ? acc * 10 - d : acc * 10 + d;
         digits++;
     }
     if (digits == 0 || (neg && acc == 0))
-        return kgs_seterr(err, errlen, KGS_EINVAL, OP ": offset %zu: %s %s is not a number", at,
-                          what, kgs_quote(q, sizeof q, p, i));
+        return kgs_seterr(err, errlen, KGS_EINVAL, OP ": offset %zu: %s is not a number", at, what);
     if (i + 1 == avail)
         return RESP_INCOMPLETE;
     if (p[i + 1] != '\n')
@@ -128,7 +127,6 @@ typedef struct {
  * Returns RESP_COMPLETE with *used, RESP_INCOMPLETE, or KGS_EINVAL. */
 static int read_value(const char *buf, size_t len, size_t pos, resp_node_t *node, size_t *used,
                       char *err, size_t errlen) {
-    char q[QBUF];
     if (pos == len)
         return RESP_INCOMPLETE;
     const char *p = buf + pos + 1;
@@ -194,8 +192,10 @@ static int read_value(const char *buf, size_t len, size_t pos, resp_node_t *node
         node->count = (uint32_t)v;
         break;
     default:
-        return kgs_seterr(err, errlen, KGS_EINVAL, OP ": offset %zu: unknown type byte %s", pos,
-                          kgs_quote(q, sizeof q, buf + pos, 1));
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          OP ": offset %zu: not a RESP2 type byte (+ - : $ *): is this a Redis "
+                             "server?",
+                          pos);
     }
     *used = 1 + u;
     return RESP_COMPLETE;
@@ -328,7 +328,6 @@ size_t resp_encode(char *buf, size_t cap, unsigned argc, const char *const *argv
 /* ---- XINFO GROUPS ---------------------------------------------------------------------------- */
 
 #define XOP "XINFO GROUPS"
-#define NAMES_SHOWN 3
 
 static bool is_string(const resp_node_t *n) {
     return n->type == RESP_BULK || n->type == RESP_SIMPLE;
@@ -350,7 +349,7 @@ static const resp_node_t *field(const resp_reply_t *r, const resp_node_t *g, con
     return NULL;
 }
 
-static const char *type_name(resp_type_t t) {
+const char *resp_type_describe(resp_type_t t) {
     switch (t) {
     case RESP_SIMPLE:
         return "a simple string";
@@ -368,13 +367,65 @@ static const char *type_name(resp_type_t t) {
     return "an unknown type";
 }
 
+/*
+ * Error replies known by their first word (the error code Redis puts first)
+ * or, for ERR, by the start of the text. The description is ours: the
+ * server's text is whatever the host at redisAddress sends, and a message
+ * goes back to whoever named that address.
+ */
+static const struct {
+    const char *start;
+    const char *says;
+} known_errors[] = {
+    {"WRONGPASS", "WRONGPASS (the user name or password is wrong)"},
+    {"NOAUTH", "NOAUTH (the server needs a password: redisPasswordFromEnv)"},
+    {"NOPERM", "NOPERM (the user may not run this command on this key)"},
+    {"WRONGTYPE", "WRONGTYPE (the key holds another type: a list for redisListName, a stream "
+                  "for redisStream)"},
+    {"NOGROUP", "NOGROUP (no such key or consumer group)"},
+    {"LOADING", "LOADING (the server is loading its data set)"},
+    {"BUSY", "BUSY (the server is running a script)"},
+    {"MASTERDOWN", "MASTERDOWN (the replica has lost its primary)"},
+    {"MISCONF", "MISCONF (the server cannot persist its data)"},
+    {"OOM", "OOM (the server is out of memory)"},
+    {"READONLY", "READONLY (a read-only replica)"},
+    {"CLUSTERDOWN", "CLUSTERDOWN (the cluster is down)"},
+    {"MOVED", "MOVED (the key is on another cluster node: Redis Cluster is not supported)"},
+    {"ASK", "ASK (the key is moving between cluster nodes: Redis Cluster is not supported)"},
+    {"CROSSSLOT", "CROSSSLOT (Redis Cluster is not supported)"},
+    {"ERR unknown command", "ERR unknown command"},
+    {"ERR AUTH", "ERR on AUTH (does the server have a password set?)"},
+    {"ERR Client sent AUTH", "ERR on AUTH (the server has no password set)"},
+    {"ERR invalid password", "ERR invalid password"},
+    {"ERR DB index is out of range", "ERR DB index is out of range (redisDB)"},
+    {"ERR no such key", "ERR no such key"},
+    {"ERR max number of clients reached", "ERR max number of clients reached"},
+    {"ERR", "ERR (the server's text is not shown)"},
+};
+
+static bool is_word_byte(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+const char *resp_error_describe(const resp_node_t *n) {
+    if (!n || n->type != RESP_ERROR)
+        return "not an error reply";
+    for (size_t k = 0; k < sizeof known_errors / sizeof *known_errors; k++) {
+        size_t l = strlen(known_errors[k].start);
+        if (n->len >= l && memcmp(n->str, known_errors[k].start, l) == 0 &&
+            (n->len == l || !is_word_byte(n->str[l])))
+            return known_errors[k].says;
+    }
+    return "an error reply (the server's text is not shown)";
+}
+
 /* What a field value is, for "expected ..., got %s": "none" for an absent field. */
 static const char *describe(const resp_node_t *n) {
     if (!n)
         return "none";
     if (n->type == RESP_INTEGER && n->integer < 0)
         return "a negative integer";
-    return type_name(n->type);
+    return resp_type_describe(n->type);
 }
 
 /* Checks that group i (node g) is an array of name/value pairs with string
@@ -384,13 +435,14 @@ static int check_group(const resp_reply_t *r, const resp_node_t *g, uint32_t i,
     if (g->type != RESP_ARRAY || g->count % 2 != 0)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           XOP ": group %u: expected an array of field/value pairs, got %s%s", i,
-                          type_name(g->type), g->type == RESP_ARRAY ? " of odd length" : "");
+                          resp_type_describe(g->type),
+                          g->type == RESP_ARRAY ? " of odd length" : "");
     for (uint32_t k = 0; k < g->count; k += 2) {
         const resp_node_t *key = resp_child(r, g, k);
         if (!is_string(key))
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               XOP ": group %u: field %u: expected a string field name, got %s", i,
-                              k / 2, type_name(key->type));
+                              k / 2, resp_type_describe(key->type));
     }
     const resp_node_t *nm = field(r, g, "name");
     if (!nm || !is_string(nm))
@@ -401,31 +453,23 @@ static int check_group(const resp_reply_t *r, const resp_node_t *g, uint32_t i,
     return 0;
 }
 
-/* Builds the "not found" message: the group and up to NAMES_SHOWN others. */
-static int not_found(const resp_reply_t *r, const resp_node_t *root, const char *group, char *err,
-                     size_t errlen) {
-    char q[QBUF], list[NAMES_SHOWN * (QBUF + 2) + 32];
-    size_t o = 0;
-    list[0] = '\0';
-    for (uint32_t i = 0; i < root->count && i < NAMES_SHOWN; i++) {
-        const resp_node_t *nm = field(r, resp_child(r, root, i), "name");
-        int w = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
-                         kgs_quote(q, sizeof q, nm->str, nm->len));
-        o += w > 0 ? (size_t)w : 0;
-    }
-    if (root->count > NAMES_SHOWN)
-        snprintf(list + o, sizeof list - o, " and %u more", root->count - NAMES_SHOWN);
+/* Builds the "not found" message: the group (ours: from the trigger) and
+ * how many the stream has. Their names are the server's data and are not
+ * shown (see the top of the file). */
+static int not_found(const resp_node_t *root, const char *group, char *err, size_t errlen) {
     char gq[QBUF];
     kgs_quote(gq, sizeof gq, group, strlen(group));
     if (root->count == 0)
         return kgs_seterr(err, errlen, KGS_ENOTFOUND,
                           XOP ": no group %s: the stream has no consumer groups", gq);
-    return kgs_seterr(err, errlen, KGS_ENOTFOUND, XOP ": no group %s: the stream has %s", gq, list);
+    return kgs_seterr(err, errlen, KGS_ENOTFOUND,
+                      XOP ": no group %s: the stream has %u other consumer group%s (names not "
+                          "shown)",
+                      gq, root->count, root->count == 1 ? "" : "s");
 }
 
 int resp_xinfo_group(const resp_reply_t *r, const char *group, int64_t *pending, int64_t *lag,
                      bool *lag_known, char *err, size_t errlen) {
-    char q[QBUF];
     if (err && errlen)
         err[0] = '\0';
     if (r->count == 0)
@@ -433,10 +477,10 @@ int resp_xinfo_group(const resp_reply_t *r, const char *group, int64_t *pending,
     const resp_node_t *root = &r->nodes[0];
     if (root->type == RESP_ERROR)
         return kgs_seterr(err, errlen, KGS_EINVAL, XOP ": Redis answered %s",
-                          kgs_quote(q, sizeof q, root->str, root->len));
+                          resp_error_describe(root));
     if (root->type != RESP_ARRAY)
         return kgs_seterr(err, errlen, KGS_EINVAL, XOP ": expected an array of groups, got %s",
-                          type_name(root->type));
+                          resp_type_describe(root->type));
     const resp_node_t *found = NULL;
     for (uint32_t i = 0; i < root->count; i++) {
         const resp_node_t *g = resp_child(r, root, i), *nm = NULL;
@@ -447,7 +491,7 @@ int resp_xinfo_group(const resp_reply_t *r, const char *group, int64_t *pending,
             found = g;
     }
     if (!found)
-        return not_found(r, root, group, err, errlen);
+        return not_found(root, group, err, errlen);
 
     char gq[QBUF];
     kgs_quote(gq, sizeof gq, group, strlen(group));

@@ -59,7 +59,7 @@ typedef struct {
  *
  * Returns RESP_COMPLETE with *consumed = the reply's length (bytes after it
  * are left alone: they belong to the next reply); RESP_INCOMPLETE; or
- * KGS_EINVAL with a message in err (NULL allowed) giving the byte offset:
+ * KGS_EINVAL with a message in err (NULL allowed) giving the byte offset (never the bytes):
  * an unknown type byte (RESP3 types included), a bad length or integer (a
  * '+' sign, empty, non-digits, leading zeros, "-0", out of range), a line
  * not ended by CRLF, a bulk length other than -1 or 0..RESP_MAX_BULK, a
@@ -103,9 +103,11 @@ size_t resp_encode(char *buf, size_t cap, unsigned argc, const char *const *argv
  * XDEL) or absent (Redis < 7), *lag = 0 and *lag_known = false. Out
  * parameters are written only on success.
  *
- * Returns 0; KGS_ENOTFOUND with a message naming up to three existing
- * groups; KGS_EINVAL when the reply is a RESP error (the message quotes its
- * text, e.g. "ERR no such key" for a missing stream), or when it does not
+ * Returns 0; KGS_ENOTFOUND with a message naming `group` and how many
+ * groups the stream has (not their names: they are the server's data);
+ * KGS_EINVAL when the reply is a RESP error (described with
+ * resp_error_describe(), e.g. "ERR no such key" for a missing stream, never
+ * quoted), or when it does not
  * have that shape: not an array of arrays of pairs with string field names
  * and a string "name", or the group's "pending" not a non-negative integer,
  * or its "lag" neither nil nor a non-negative integer (the message says
@@ -113,5 +115,20 @@ size_t resp_encode(char *buf, size_t cap, unsigned argc, const char *const *argv
  */
 int resp_xinfo_group(const resp_reply_t *r, const char *group, int64_t *pending, int64_t *lag,
                      bool *lag_known, char *err, size_t errlen);
+
+/*
+ * Messages never quote a reply: its bytes are whatever the host at the
+ * configured address sends, and the message goes back to whoever named
+ * that address. These say what a reply is in our own words (static
+ * strings):
+ *   resp_type_describe: "an integer", "a bulk string", "nil", ...;
+ *   resp_error_describe: an error reply n by its code, with a word on what
+ *     it usually means ("WRONGPASS (the user name or password is wrong)",
+ *     "NOAUTH (...)", "ERR unknown command", ...); a code we do not know is
+ *     "an error reply (the server's text is not shown)". n is borrowed;
+ *     anything but an error node gives "not an error reply".
+ */
+const char *resp_type_describe(resp_type_t t);
+const char *resp_error_describe(const resp_node_t *n);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/source_url.h"
 #include "net/http_resp.h"
 #include "sources/engine_metrics.h"
 #include "sources/prom_parse.h"
@@ -75,7 +76,7 @@ static int read_body(const source_params_t *p, const char *text, size_t tlen,
     if (p->kind == SOURCE_KIND_ENGINE) {
         engine_reading_t er;
         if (engine_reading_parse(p->engine, p->model, text, tlen, fmt, &er, why, sizeof why) != 0) {
-            snprintf(msg, msglen, "metrics: %s", why);
+            snprintf(msg, msglen, "metrics (a %zu-byte body): %s", tlen, why);
             return -1;
         }
         memset(out, 0, sizeof *out);
@@ -85,7 +86,7 @@ static int read_body(const source_params_t *p, const char *text, size_t tlen,
     double sum;
     unsigned matched;
     if (demand_value_parse(p->prom, text, tlen, fmt, &sum, &matched, why, sizeof why) != 0) {
-        snprintf(msg, msglen, "metrics: %s", why);
+        snprintf(msg, msglen, "metrics (a %zu-byte body): %s", tlen, why);
         return -1;
     }
     if (matched == 0) {
@@ -173,7 +174,9 @@ static int http_configure(const source_target_t *t, source_params_t *p, bool *tl
         memcpy(q->matchers, d->matchers, sizeof d->matchers);
         p->prom = q;
         p->owned = q;
-        snprintf(name, namelen, "queue %.300s (%.200s)", d->demand_endpoint, d->demand_metric);
+        char shown[320];
+        source_url_redact(d->demand_endpoint, strlen(d->demand_endpoint), shown, sizeof shown);
+        snprintf(name, namelen, "queue %.300s (%.200s)", shown, d->demand_metric);
     } else {
         bool parsed = !t->pod && demand_endpoint_url(d, t->url, &p->url);
         unsigned allowed = (1u << SOURCE_SCHEME_HTTP) | (1u << SOURCE_SCHEME_HTTPS);
@@ -182,10 +185,13 @@ static int http_configure(const source_target_t *t, source_params_t *p, bool *tl
             return rc;
         p->engine = d->engine;
         snprintf(p->model, sizeof p->model, "%s", d->model);
+        /* The name shows in messages and logs: no secret of the URL */
+        char shown[TRIGGER_URL_MAX + 128];
+        source_url_redact(t->url, strlen(t->url), shown, sizeof shown);
         if (t->pod)
-            snprintf(name, namelen, "%s pod %s (%s)", engine_name(p->engine), t->pod, t->url);
+            snprintf(name, namelen, "%s pod %s (%s)", engine_name(p->engine), t->pod, shown);
         else
-            snprintf(name, namelen, "%s %s", engine_name(p->engine), t->url);
+            snprintf(name, namelen, "%s %s", engine_name(p->engine), shown);
     }
     p->kind = t->kind;
     *tls = p->url.scheme == SOURCE_SCHEME_HTTPS;

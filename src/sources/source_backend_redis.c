@@ -77,17 +77,31 @@ static int redis_complete(const source_params_t *p, source_scratch_t *sc, const 
     return 1;
 }
 
+/* "<cmd> (key not shown): <what the reply is>" for a reply that is not the
+ * integer asked for: an error by its code, anything else by its type. The
+ * reply's text is never copied (resp.h says why). */
+static void reply_error(char *msg, size_t msglen, const char *cmd, const resp_node_t *n) {
+    if (n->type == RESP_ERROR)
+        snprintf(msg, msglen, "%s (key not shown): Redis answered %s", cmd, resp_error_describe(n));
+    else
+        snprintf(msg, msglen, "%s (key not shown): Redis answered %s, not an integer", cmd,
+                 resp_type_describe(n->type));
+}
+
 /* The queue length in the last reply n (the reply tree is sc->resp). */
 static int read_queue(const source_params_t *p, const resp_reply_t *r, int64_t xlen, double *v,
                       char *msg, size_t msglen) {
     const resp_node_t *n = &r->nodes[0];
     char why[300];
     if (p->qkind == QUEUE_REDIS_LIST || p->measure == STREAM_MEASURE_LENGTH) {
+        const char *cmd = p->qkind == QUEUE_REDIS_LIST ? "LLEN" : "XLEN";
         if (n->type != RESP_INTEGER) {
-            snprintf(msg, msglen, "%s %s: %.*s", p->qkind == QUEUE_REDIS_LIST ? "LLEN" : "XLEN",
-                     "(key not shown)",
-                     n->type == RESP_ERROR ? (int)(n->len > 200 ? 200 : n->len) : 21,
-                     n->type == RESP_ERROR ? n->str : "unexpected reply type");
+            reply_error(msg, msglen, cmd, n);
+            return -1;
+        }
+        if (n->integer < 0) {
+            snprintf(msg, msglen, "%s (key not shown): Redis answered %lld, not a length", cmd,
+                     (long long)n->integer);
             return -1;
         }
         *v = (double)n->integer;
@@ -144,16 +158,20 @@ static int redis_parse(const source_params_t *p, source_scratch_t *sc, const cha
         const resp_node_t *n = &r->nodes[0];
         if (idx < nc) {
             if (n->type == RESP_ERROR) {
-                snprintf(msg, msglen, "%s failed: %.*s", cmd_names[idx],
-                         (int)(n->len > 200 ? 200 : n->len), n->str);
+                snprintf(msg, msglen, "%s failed: Redis answered %s", cmd_names[idx],
+                         resp_error_describe(n));
                 return -1;
             }
             continue;
         }
         if (idx + 1 < nreplies) { /* XLEN before XINFO GROUPS */
             if (n->type != RESP_INTEGER) {
-                snprintf(msg, msglen, "XLEN: %.*s", n->type == RESP_ERROR ? (int)n->len : 20,
-                         n->type == RESP_ERROR ? n->str : "unexpected reply type");
+                reply_error(msg, msglen, "XLEN", n);
+                return -1;
+            }
+            if (n->integer < 0) {
+                snprintf(msg, msglen, "XLEN (key not shown): Redis answered %lld, not a length",
+                         (long long)n->integer);
                 return -1;
             }
             xlen = n->integer;

@@ -768,8 +768,9 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
     const source_t *s = source_find(x->h, key, x->now);
     if (!s) {
         /* Only a source that does not exist needs its URL kept (as its
-         * name; the pointer is set once the arena stops moving). */
-        size_t len = strlen(url) + 1;
+         * name, with its secrets masked; the pointer is set once the arena
+         * stops moving). */
+        size_t ulen = strlen(url), len = source_url_redact(url, ulen, NULL, 0) + 1;
         if (w->names_len + len > w->names_cap) {
             size_t cap = w->names_cap ? w->names_cap * 2 : 4096;
             while (cap < w->names_len + len)
@@ -782,7 +783,7 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
             w->names = nn;
             w->names_cap = cap;
         }
-        memcpy(w->names + w->names_len, url, len);
+        source_url_redact(url, ulen, w->names + w->names_len, len);
         w->name_at[w->n] = (uint32_t)w->names_len + 1;
         w->names_len += len;
         w->n++;

@@ -199,6 +199,46 @@ class EngineServer:
         self.httpd.server_close()
 
 
+class RawServer:
+    """A loopback TCP server that answers every connection with the same
+    bytes (after reading what the client sends first) and closes it: a
+    server that is not what the trigger says it is."""
+
+    def __init__(self, reply):
+        self.reply = reply
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                c.settimeout(2)
+                try:
+                    c.recv(65536)
+                except OSError:
+                    pass
+                c.sendall(self.reply)
+            except OSError:
+                pass
+            finally:
+                c.close()
+
+    def close(self):
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
 def fixture(name):
     with open(os.path.join(FIXTURES, name)) as f:
         return f.read()
@@ -731,6 +771,132 @@ class Demand(unittest.TestCase):
         self.assertGreater(m["keda_gpu_scaler_source_response_bytes_total"], 0, m)
         self.assertTrue(wait_for(lambda: scrape()["keda_gpu_scaler_source_polls_total"] > polls,
                                  5 * SLOW))
+
+    # ---- no secret and no byte of a reply in any error or log (issue 16) -------------
+
+    def log_text(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def scrape_metrics(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port,
+                                    timeout=2) as r:
+            return r.read().decode(errors="replace")
+
+    def test_credentials_in_urls_are_masked_in_errors_logs_and_explain(self):
+        secret = "pw-Url-Secret-7"
+        dead = free_port()
+        cases = [  # metadata, the code, what the message shows instead
+            ({"metricType": "queue_length", "targetValue": "1", "redisListName": "q",
+              "redisAddress": "redis://u:%s@127.0.0.1:%d" % (secret, self.redis.port)},
+             "INVALID_ARGUMENT", "redis://u:***@127.0.0.1"),
+            ({"metricType": "queue_length", "targetValue": "1", "redisListName": "q",
+              "redisAddress": "u:%s@127.0.0.1:%d" % (secret, self.redis.port)},
+             "INVALID_ARGUMENT", "u:***@127.0.0.1"),
+            ({"metricType": "queue_length", "targetValue": "1", "demandMetric": "q",
+              "demandEndpoint": "http://u:%s@127.0.0.1:%d/metrics" % (secret, dead)},
+             "INVALID_ARGUMENT", "http://u:***@127.0.0.1"),
+            ({"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+              "engineEndpoint": "http://127.0.0.1:%d/m,http://u:%s@127.0.0.1:%d/m" % (
+                  dead, secret, dead)},
+             "INVALID_ARGUMENT", "http://u:***@127.0.0.1"),
+            # accepted (a token in the query is the server's business), then
+            # failing to connect: the source's name in the error and the WARN
+            ({"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+              "engineEndpoint": "http://127.0.0.1:%d/metrics?access_token=%s" % (dead, secret)},
+             "UNAVAILABLE", "?access_token=***"),
+            ({"metricType": "queue_length", "targetValue": "1", "demandMetric": "q",
+              "demandEndpoint": "http://127.0.0.1:%d/q?pod=1&token=%s" % (dead, secret)},
+             "UNAVAILABLE", "?pod=1&token=***"),
+        ]
+        for md, code, shown in cases:
+            r = self.poll_until(md, lambda r: "error" in r)
+            self.assertEqual(r["error"]["code"], code, (md, r))
+            self.assertNotIn(secret, r["error"]["message"], md)
+            self.assertIn(shown, r["error"]["message"], md)
+        # Explain (keda-gpu-scaler query) of a queueing-model trigger
+        md = {"metricType": "demand", "engine": "vllm", "capacityPerReplica": "10",
+              "engineEndpoint": "http://127.0.0.1:%d/metrics?api_key=%s" % (dead, secret)}
+        self.poll_until(md, lambda r: "error" in r)
+        q = subprocess.run([SERVER, "query", "--address", self.addr] +
+                           sum((["--metadata", "%s=%s" % kv] for kv in md.items()), []),
+                           capture_output=True, text=True, timeout=30)
+        self.assertNotIn(secret, q.stdout + q.stderr)
+        self.assertIn("api_key=***", q.stdout + q.stderr)
+        self.assertNotIn(secret, self.scrape_metrics())
+        time.sleep(0.2 * SLOW)  # the sources' WARN lines
+        log = self.log_text()
+        self.assertNotIn(secret, log)
+        self.assertIn("access_token=***", log)  # the WARN is there, masked
+
+    def test_response_bodies_and_replies_are_never_echoed(self):
+        token = "tok-Body-Secret-4242"
+        # what an internal page the scaler can reach might hold (issue 16: the
+        # first 48 bytes came back in the gRPC error and the WARN line)
+        self.engines.pages.set("/internal", "<html>token=%s</html>\n" % token,
+                               headers={"Content-Type": "text/html"})
+        self.engines.pages.set("/half", "vllm:num_requests_waiting %s\n" % token)
+        servers = [RawServer(b"HTTP/1.1 503 %s\r\nContent-Length: 0\r\n\r\n" % token.encode()),
+                   RawServer(b"220 %s ESMTP ready\r\n" % token.encode()),
+                   RawServer(b"$%d\r\n%s\r\n" % (len(token), token.encode())),
+                   RawServer(b"-ERR %s\r\n:1\r\n" % token.encode()),
+                   RawServer(b"+%s\r\n" % token.encode())]
+        for srv in servers:
+            self.addCleanup(srv.close)
+        http, smtp, bulk, err, simple = servers
+        engine = {"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+                  "sourceInterval": "100ms"}
+        prom = {"metricType": "queue_length", "targetValue": "1", "demandMetric": "q",
+                "sourceInterval": "100ms"}
+        redis = {"metricType": "queue_length", "targetValue": "1", "redisListName": "q",
+                 "sourceInterval": "100ms"}
+        self.redis.cmd("SET", "not-a-list", token)
+        cases = [  # metadata, what the message says instead
+            (dict(engine, engineEndpoint=self.engines.url("/internal")),
+             "no metric name at column 1"),
+            (dict(prom, demandEndpoint=self.engines.url("/internal")),
+             "no metric name at column 1"),
+            (dict(engine, engineEndpoint=self.engines.url("/half")),
+             "invalid value at column 27"),
+            (dict(engine, engineEndpoint="http://127.0.0.1:%d/m" % http.port), "HTTP 503"),
+            (dict(engine, engineEndpoint="http://127.0.0.1:%d/m" % smtp.port),
+             "not an HTTP response"),
+            (dict(redis, redisAddress="127.0.0.1:%d" % smtp.port), "not a RESP2 type byte"),
+            (dict(redis, redisAddress="127.0.0.1:%d" % bulk.port),
+             "a bulk string, not an integer"),
+            (dict(redis, redisAddress="127.0.0.1:%d" % simple.port),
+             "a simple string, not an integer"),
+            (dict(redis, redisAddress="127.0.0.1:%d" % err.port, redisPasswordFromEnv="x"),
+             "AUTH failed: Redis answered ERR (the server's text is not shown)"),
+            # a real redis-server: a string where a list should be
+            (self.redis_md(redisListName="not-a-list", metricType="queue_length",
+                           targetValue="1"), "Redis answered WRONGTYPE"),
+        ]
+        for md, says in cases:
+            r = self.poll_until(md, lambda r: "error" in r)
+            self.assertEqual(r["error"]["code"], "UNAVAILABLE", (md, r))
+            self.assertNotIn(token, r["error"]["message"], md)
+            self.assertNotIn("tok-", r["error"]["message"], md)
+            self.assertIn(says, r["error"]["message"], (md, r))
+        time.sleep(0.2 * SLOW)
+        self.assertNotIn("tok-", self.log_text())
+
+    def test_a_negative_queue_length_is_an_error(self):
+        neg = RawServer(b":-5\r\n")
+        self.addCleanup(neg.close)
+        r = self.poll_until({"metricType": "queue_length", "targetValue": "1",
+                             "redisListName": "q", "redisAddress": "127.0.0.1:%d" % neg.port},
+                            lambda r: "error" in r)
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+        self.assertIn("Redis answered -5, not a length", r["error"]["message"])
+        # two samples of 1e308 sum to +Inf: an error naming the source, not INT64_MAX
+        self.engines.pages.set("/huge", "q 1e308\nq{a=\"1\"} 1e308\n")
+        r = self.poll_until({"metricType": "queue_length", "targetValue": "1",
+                             "demandMetric": "q", "demandEndpoint": self.engines.url("/huge")},
+                            lambda r: "error" in r or r["metricValueFloat"] > 1e9)
+        self.assertIn("error", r)
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+        self.assertIn("/huge", r["error"]["message"])
 
     def test_generic_prometheus_queue(self):
         self.engines.pages.set("/gateway", (

@@ -137,5 +137,32 @@ class Validate(unittest.TestCase):
             self.assertIn("-: empty input: no YAML document", err)
 
 
+    def test_passwords_in_urls_are_masked(self):
+        """validate's lines go to CI logs: a password in a URL, ours or another
+        scaler's, is masked there as in the server's answers."""
+        doc = """apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: q, namespace: ml}
+spec:
+  scaleTargetRef: {name: q}
+  triggers:
+  - type: external
+    metadata:
+      scalerAddress: keda-gpu-scaler.keda-gpu-scaler.svc:6000
+      metricType: queue_length
+      targetValue: "5"
+      redisAddress: redis://u:pw-Validate-S3cret@redis:6379
+      redisListName: jobs
+  - type: external
+    metadata:
+      scalerAddress: grpc://x:pw-Validate-S3cret@other.svc:9000
+"""
+        rc, out, err = validate("-", stdin=doc)
+        self.assertEqual(rc, 1, err)
+        self.assertNotIn("pw-Validate-S3cret", out + err)
+        self.assertIn("redis://u:***@redis:6379", out)
+        self.assertIn("grpc://x:***@other.svc:9000", err)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -748,6 +748,40 @@ static void test_workload_without_config_is_a_failed_precondition(void **state) 
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
+/* Agents may send any finite value: values that each fit but whose sum
+ * does not are an error naming where the largest came from, never +Inf
+ * sent on as INT64_MAX. */
+static void test_workload_values_that_overflow_are_an_error_naming_their_source(void **state) {
+    fx_t *f = *state;
+    const unsigned util[2] = {10, 20};
+    for (unsigned k = 0; k < 2; k++) {
+        snapshot_t *s = snap(k ? "n2" : "n1", 2, util, 0, T0);
+        s->gpus[1].sm_active_pct = k ? 1.5e308 : 1e308;
+        report(f, k ? "a2" : "a1", s, NULL, 0);
+    }
+    trigger_config_t c = CFG("metricType", "sm_active");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "metricType sm_active: the sum of 4 values is not finite (they overflow; the "
+                 "largest, 1.5e+308, is from n2)");
+}
+
+static void test_workload_a_pod_whose_devices_overflow_is_an_error_naming_it(void **state) {
+    fx_t *f = *state;
+    const unsigned util[2] = {10, 20};
+    snapshot_t *s = snap("n1", 2, util, 0, T0);
+    s->gpus[0].sm_active_pct = s->gpus[1].sm_active_pct = 1e308;
+    const char *ids[] = {"GPU-n1-0", "GPU-n1-1"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", ids, 2}};
+    report(f, "a1", s, e, 1);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c =
+        CFG("podSelector", "app=vllm", "metricType", "sm_active", "podAggregation", "sum");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "node n1 (pod ml/p1): metricType sm_active over the pod's 2 devices is not "
+                 "finite");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_workload_sums_only_the_selected_deployments_pods_across_nodes),
@@ -766,6 +800,8 @@ int main(void) {
         T(test_workload_lost_gpu_under_a_selected_pod_is_unavailable),
         T(test_workload_lost_gpu_outside_the_selection_does_not_matter),
         T(test_workload_device_unknown_to_the_snapshot_is_a_failed_precondition),
+        T(test_workload_values_that_overflow_are_an_error_naming_their_source),
+        T(test_workload_a_pod_whose_devices_overflow_is_an_error_naming_it),
         T(test_workload_counts_a_time_sliced_gpu_once_per_pod),
         T(test_workload_reads_mig_instances_held_by_pods),
         T(test_workload_mig_device_missing_behind_a_lost_parent_is_unavailable),

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -620,6 +621,86 @@ static void test_queueing_engine_without_counters(void **state) {
     assert_true(r.active);
 }
 
+/* Values that are not counts, and sums that overflow a double: errors that
+ * name the source or the signal, never +Inf (sent on as INT64_MAX: scale to
+ * the maximum) or a negative queue. */
+static void test_demand_inputs_refuse_non_finite_sums_and_negative_counts(void **state) {
+    (void)state;
+    trigger_config_t c = vllm_queue(NULL);
+    eval_result_t r;
+    /* each engine's waiting is finite; their sum is not */
+    demand_source_t v[2] = {reading("vllm a", 1e308, 0, 0), reading("vllm b", 1e308, 0, 0)};
+    demand_inputs_t in = engines(v, 2);
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_string_equal(r.message, "the waiting requests summed over 2 engine endpoints are not "
+                                   "finite (the engines' values overflow)");
+    /* a negative gauge is named with its source */
+    v[0] = reading("vllm a", 3, 0, 0);
+    v[1] = reading("vllm b", -5, 0, 0);
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_non_null(strstr(r.message, "vllm b: the waiting-requests gauge is not a count"));
+    v[1] = reading("vllm b", 4, 0, 0);
+    v[1].reading.kv_percent = INFINITY;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_non_null(strstr(r.message, "vllm b: the KV-cache usage gauge is not a count"));
+    /* a queue: a negative length names the queue source */
+    trigger_config_t q = CFG("metricType", "queue_length", "targetValue", "5", "redisAddress",
+                             "r:6379", "redisListName", "q");
+    demand_inputs_t qi = engines(NULL, 0);
+    qi.has_queue_source = true;
+    qi.queue = reading("redis r:6379 list q", 0, 0, 0);
+    qi.queue.queue = -5;
+    demand_evaluate_inputs(&q, &qi, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_string_equal(r.message, "redis r:6379 list q: a queue length of -5 is not a count");
+    qi.queue.queue = NAN;
+    demand_evaluate_inputs(&q, &qi, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+}
+
+static void test_demand_evaluate_refuses_a_value_that_is_not_finite(void **state) {
+    (void)state;
+    eval_result_t r;
+    /* composite: finite signals whose ratio overflows */
+    trigger_config_t c = CFG("metricType", "demand", "engine", "vllm", "podSelector", "app=v",
+                             "targetQueuePerReplica", "0.001");
+    demand_signals_t s = {.has_engine = true, .waiting = 1e306};
+    demand_evaluate(&c, &s, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_non_null(strstr(r.message, "not finite"));
+    /* a single signal that is itself not finite */
+    trigger_config_t e = CFG("metricType", "engine_queue", "engine", "vllm", "targetValue", "5",
+                             "engineEndpoint", "http://a/metrics");
+    demand_signals_t w = {.has_engine = true, .waiting = INFINITY};
+    demand_evaluate(&e, &w, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_string_equal(r.message,
+                        "metricType engine_queue: the value computed from the signals is not "
+                        "finite");
+}
+
+/* The queueing model on a finite queue so long that the replicas it needs
+ * overflow a double: an error naming the model, never +Inf as a value. */
+static void test_queueing_replicas_that_overflow_are_an_error(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "demand", "redisAddress", "r:6379", "redisListName", "q",
+                             "capacityPerReplica", "0.001");
+    demand_model_state_t st;
+    demand_model_init(&st);
+    demand_inputs_t in = engines(NULL, 0);
+    in.has_queue_source = true;
+    in.queue = queue_reading(100 * SEC, 1e307);
+    in.model = &st;
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_non_null(strstr(r.message, "demandModel queueing: the replicas it computed are not "
+                                      "finite"));
+    assert_false(st.have_decision);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_example_kv_dominates),
@@ -636,10 +717,13 @@ int main(void) {
         cmocka_unit_test(test_demand_inputs_missing_gauge_is_failed_precondition),
         cmocka_unit_test(test_demand_inputs_triton_rates_wait_for_a_second_poll),
         cmocka_unit_test(test_demand_inputs_pods_and_queue_errors),
+        cmocka_unit_test(test_demand_inputs_refuse_non_finite_sums_and_negative_counts),
+        cmocka_unit_test(test_demand_evaluate_refuses_a_value_that_is_not_finite),
         cmocka_unit_test(test_queueing_example_wake_from_zero),
         cmocka_unit_test(test_queueing_example_steady_fleet),
         cmocka_unit_test(test_queueing_example_starting_pods_count),
         cmocka_unit_test(test_queueing_example_queue_alone),
+        cmocka_unit_test(test_queueing_replicas_that_overflow_are_an_error),
         cmocka_unit_test(test_queueing_learns_the_cold_start_from_the_pod_list),
         cmocka_unit_test(test_queueing_engine_without_counters),
         cmocka_unit_test(test_queueing_reads_draining_pods_and_ignores_their_end),

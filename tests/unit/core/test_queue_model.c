@@ -377,6 +377,21 @@ static void test_ramp_counts_the_rise_over_the_horizon(void **state) {
     assert_float_equal(d.work_due, d.lambda_rps * 100, 1e-6);
 }
 
+/* Finite inputs whose need overflows a double: NaN (unknown), never the 0
+ * that would scale the workload away (what it gave before). */
+static void test_an_overflowing_need_is_nan_not_zero(void **state) {
+    (void)state;
+    queue_model_t m;
+    queue_model_init(&m);
+    queue_model_params_t p = params();
+    p.capacity_rps = 1e-6;
+    queue_model_sample_t s = {.t_s = 0, .has_queue = true, .queue = 1.7e308, .ready = 0};
+    queue_model_observe(&m, &s);
+    queue_model_decision_t d;
+    queue_model_decide(&m, &p, &s, &d);
+    assert_true(isnan(d.replicas));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_priors_when_nothing_is_known),
@@ -393,6 +408,7 @@ int main(void) {
         cmocka_unit_test(test_cold_start_learned_from_observations),
         cmocka_unit_test(test_capacity_follows_the_request_mix),
         cmocka_unit_test(test_non_finite_inputs_are_ignored),
+        cmocka_unit_test(test_an_overflowing_need_is_nan_not_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -962,6 +962,141 @@ static void test_source_url_ref_refuses_text_its_offsets_cannot_reach(void **sta
     assert_int_equal(source_addr_parse_ref("h", NULL, NULL, NULL, err, sizeof err), KGS_EINVAL);
 }
 
+/* ---- secrets in URLs (source_url_redact) ---------------------------------------- */
+
+static void expect_redacted(const char *in, const char *want) {
+    char out[1024];
+    memset(out, 0x5a, sizeof out);
+    size_t n = source_url_redact(in, strlen(in), out, sizeof out);
+    if (strcmp(out, want) != 0 || n != strlen(want))
+        fail_msg("redact %s: got \"%s\" (%zu), want \"%s\"", in, out, n, want);
+}
+
+static void test_source_url_redact_masks_the_password_and_keeps_the_user(void **state) {
+    (void)state;
+    expect_redacted("redis://u:pw@host:6379", "redis://u:***@host:6379");
+    expect_redacted("rediss://default:s3cret@redis.queues:6380/2",
+                    "rediss://default:***@redis.queues:6380/2");
+    expect_redacted("http://u:pw@host/metrics", "http://u:***@host/metrics");
+    expect_redacted("redis://:pw@host", "redis://:***@host");
+    /* an empty password: nothing to hide */
+    expect_redacted("http://u:@host/", "http://u:@host/");
+    /* the last '@' ends the userinfo: an unencoded '@' in the password is hidden too */
+    expect_redacted("http://u:p@ss@host/", "http://u:***@host/");
+    /* ':' and ',' inside the password are part of it */
+    expect_redacted("http://u:a:b,c@host/", "http://u:***@host/");
+}
+
+static void test_source_url_redact_masks_a_lone_userinfo_whole(void **state) {
+    (void)state;
+    /* "https://TOKEN@host" is how many APIs take a token */
+    expect_redacted("https://ghp_abcdef@host/m", "https://***@host/m");
+    expect_redacted("redis://pw@host:6379", "redis://***@host:6379");
+    expect_redacted("http://@host/", "http://@host/");
+}
+
+static void test_source_url_redact_keeps_percent_encoding_inside_the_mask(void **state) {
+    (void)state;
+    expect_redacted("http://u%40corp:p%40ss%3Aw@host/", "http://u%40corp:***@host/");
+    /* an encoded ':' is not the separator: the whole userinfo goes */
+    expect_redacted("http://u%3Apw@host/", "http://***@host/");
+}
+
+static void test_source_url_redact_reads_addresses_without_a_scheme(void **state) {
+    (void)state;
+    expect_redacted("u:pw@host:6379", "u:***@host:6379");
+    expect_redacted(":pw@10.0.0.1:6379", ":***@10.0.0.1:6379");
+    expect_redacted("host:6379", "host:6379");
+    expect_redacted("[::1]:6379", "[::1]:6379");
+}
+
+static void test_source_url_redact_handles_ipv6_hosts(void **state) {
+    (void)state;
+    expect_redacted("http://[fd00::1]:8000/metrics", "http://[fd00::1]:8000/metrics");
+    expect_redacted("http://u:pw@[fd00::1]:8000/metrics", "http://u:***@[fd00::1]:8000/metrics");
+    expect_redacted("redis://u:pw@[::1]", "redis://u:***@[::1]");
+}
+
+static void test_source_url_redact_leaves_an_at_sign_in_path_or_query(void **state) {
+    (void)state;
+    expect_redacted("http://host/a@b", "http://host/a@b");
+    expect_redacted("http://host:80/m/u:x@y", "http://host:80/m/u:x@y");
+    expect_redacted("http://host/m?user=a@b.example", "http://host/m?user=a@b.example");
+    expect_redacted("http://host?x=a@b", "http://host?x=a@b");
+    expect_redacted("http://host#frag=a@b", "http://host#frag=a@b");
+}
+
+static void test_source_url_redact_masks_secret_query_values(void **state) {
+    (void)state;
+    expect_redacted("http://h/metrics?token=abc", "http://h/metrics?token=***");
+    expect_redacted("http://h/m?pod=0&access_token=abc&x=1",
+                    "http://h/m?pod=0&access_token=***&x=1");
+    expect_redacted("http://h/m?API_KEY=abc;b=2", "http://h/m?API_KEY=***;b=2");
+    expect_redacted("http://h/m?X-Amz-Signature=ab12&X-Amz-Date=1",
+                    "http://h/m?X-Amz-Signature=***&X-Amz-Date=1");
+    expect_redacted("http://h/m?client_secret=s&password=p&sig=q&sessionid=r",
+                    "http://h/m?client_secret=***&password=***&sig=***&sessionid=***");
+    /* the name is read percent-decoded; the value is masked as written */
+    expect_redacted("http://h/m?access%5Ftoken=a%26b", "http://h/m?access%5Ftoken=***");
+    /* a bare component could be a token; an empty value has nothing to hide */
+    expect_redacted("http://h/m?abcdef0123", "http://h/m?***");
+    expect_redacted("http://h/m?token=&pod=1", "http://h/m?token=&pod=1");
+    /* a fragment is read the same way */
+    expect_redacted("http://h/m#access_token=abc", "http://h/m#access_token=***");
+    /* a URL inside a query value has its userinfo masked too */
+    expect_redacted("http://h/m?next=http://u:pw@x/", "http://h/m?next=http://u:***@x/");
+    /* ordinary parameters stay, so two endpoints can be told apart */
+    expect_redacted("http://h/fx/vllm?pod=1", "http://h/fx/vllm?pod=1");
+}
+
+static void test_source_url_redact_masks_each_entry_of_a_list(void **state) {
+    (void)state;
+    expect_redacted("http://a:1/m,http://u:pw@b:2/m", "http://a:1/m,http://u:***@b:2/m");
+    expect_redacted("http://u:pw@a/m, http://b/m?token=t,http://c/m",
+                    "http://u:***@a/m, http://b/m?token=***");
+    expect_redacted("http://a/m,u:pw@b:6379", "http://a/m,u:***@b:6379");
+}
+
+static void test_source_url_redact_bounds_its_output(void **state) {
+    (void)state;
+    const char *in = "redis://user:password@host:6379";
+    char out[16];
+    memset(out, 0x5a, sizeof out);
+    size_t n = source_url_redact(in, strlen(in), out, sizeof out);
+    assert_int_equal(n, strlen("redis://user:***@host:6379"));
+    assert_string_equal(out, "redis://user:**");
+    assert_int_equal(source_url_redact(in, strlen(in), NULL, 0), n);
+    assert_int_equal(source_url_redact(NULL, 0, out, sizeof out), 0);
+    assert_string_equal(out, "");
+    /* a password cut by the quote's length limit is still masked */
+    char q[KGS_QUOTE_BUF];
+    char longurl[200];
+    snprintf(longurl, sizeof longurl, "redis://a-rather-long-user-name-for-redis:%s@h:6379",
+             "pw-that-crosses-the-cut-0123456789");
+    source_url_quote(q, sizeof q, longurl, strlen(longurl));
+    assert_null(strstr(q, "pw-that"));
+    assert_non_null(strstr(q, "a-rather-long-user-name-for-redis:***@h"));
+    /* and the quote still says it was cut */
+    source_url_quote(q, sizeof q, "http://h/0123456789012345678901234567890123456789abcdefghij",
+                     58);
+    assert_non_null(strstr(q, "\"..."));
+}
+
+static void test_source_url_redact_is_linear_on_hostile_lists(void **state) {
+    (void)state;
+    /* 1 MiB of commas and one '@' at the end: every entry start shares one
+     * scan, so this takes milliseconds, not the hours a rescan per entry would */
+    size_t n = 1u << 20;
+    static char big[(1u << 20) + 8];
+    for (size_t i = 0; i < n; i++)
+        big[i] = (i % 2) ? ',' : 'a';
+    big[n - 1] = '@';
+    char out[64];
+    size_t len = source_url_redact(big, n, out, sizeof out);
+    assert_string_equal(out, "***@");
+    assert_int_equal(len, 4);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_source_url_parses_http_name_port_and_path),
@@ -1000,6 +1135,16 @@ int main(void) {
         cmocka_unit_test(test_source_url_ref_is_small_and_expands_a_zero_ref_to_zero),
         cmocka_unit_test(test_source_url_ref_refers_into_the_text_it_was_parsed_from),
         cmocka_unit_test(test_source_url_ref_refuses_text_its_offsets_cannot_reach),
+        cmocka_unit_test(test_source_url_redact_masks_the_password_and_keeps_the_user),
+        cmocka_unit_test(test_source_url_redact_masks_a_lone_userinfo_whole),
+        cmocka_unit_test(test_source_url_redact_keeps_percent_encoding_inside_the_mask),
+        cmocka_unit_test(test_source_url_redact_reads_addresses_without_a_scheme),
+        cmocka_unit_test(test_source_url_redact_handles_ipv6_hosts),
+        cmocka_unit_test(test_source_url_redact_leaves_an_at_sign_in_path_or_query),
+        cmocka_unit_test(test_source_url_redact_masks_secret_query_values),
+        cmocka_unit_test(test_source_url_redact_masks_each_entry_of_a_list),
+        cmocka_unit_test(test_source_url_redact_bounds_its_output),
+        cmocka_unit_test(test_source_url_redact_is_linear_on_hostile_lists),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

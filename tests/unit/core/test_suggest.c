@@ -87,10 +87,50 @@ static void test_suggest_value_takes_synonyms_first(void **state) {
     assert_null(suggest_value("nothing", 7, vals, 2, syn, 3));
 }
 
+/* The cut-off version agrees with the full table wherever the answer is at
+ * most max, and says max + 1 otherwise: every pair of a set of words that
+ * differ in length, case, order and letters, for every max up to 6. */
+static void test_suggest_distance_within_agrees_with_the_full_table(void **state) {
+    (void)state;
+    static const char *const w[] = {
+        "",
+        "a",
+        "ab",
+        "ba",
+        "abc",
+        "ABC",
+        "metricType",
+        "metrictype",
+        "metricTpye",
+        "metricTypes",
+        "mtricType",
+        "targetValue",
+        "activationTargetValue",
+        "pollInterval",
+        "kitten",
+        "sitting",
+        "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+        "yxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxy"};
+    size_t nw = sizeof w / sizeof *w;
+    for (size_t i = 0; i < nw; i++)
+        for (size_t j = 0; j < nw; j++) {
+            size_t full = suggest_distance(w[i], strlen(w[i]), w[j], strlen(w[j]));
+            for (size_t max = 0; max <= 6; max++) {
+                size_t got = suggest_distance_within(w[i], strlen(w[i]), w[j], strlen(w[j]), max);
+                size_t want = full <= max ? full : max + 1;
+                if (got != want)
+                    fail_msg("\"%s\" / \"%s\" max %zu: %zu, want %zu", w[i], w[j], max, got, want);
+            }
+        }
+    assert_int_equal(suggest_distance_within("kitten", 6, "sitting", 7, 64), 3);
+    assert_int_equal(suggest_distance_within(w[16], 65, "a", 1, 2), (size_t)-1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_suggest_distance_is_levenshtein_ignoring_ascii_case),
         cmocka_unit_test(test_suggest_distance_refuses_strings_over_the_limit),
+        cmocka_unit_test(test_suggest_distance_within_agrees_with_the_full_table),
         cmocka_unit_test(test_suggest_name_allows_two_edits_for_short_and_three_for_long_input),
         cmocka_unit_test(test_suggest_name_matches_case_and_long_prefixes),
         cmocka_unit_test(test_suggest_name_prefers_the_closest_then_the_first),

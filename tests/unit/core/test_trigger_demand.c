@@ -111,12 +111,56 @@ static void test_trigger_demand_refuses_a_guarded_url_at_parse_time(void **state
     assert_memory_equal(&q, &zero_url, sizeof q);
 }
 
+/* The message of a refused trigger (KEDA copies it into the ScaledObject's
+ * events) never shows a password or a token of the URLs it names. */
+static void expect_refusal_hides(const char *const *kv, const char *secret, const char *shown) {
+    metadata_pair_t p[16];
+    size_t n = 0;
+    for (; kv[2 * n]; n++)
+        p[n] =
+            (metadata_pair_t){kv[2 * n], strlen(kv[2 * n]), kv[2 * n + 1], strlen(kv[2 * n + 1])};
+    char err[1024] = "";
+    assert_int_equal(trigger_config_parse(p, n, &cfg, err, sizeof err), KGS_EINVAL);
+    if (strstr(err, secret))
+        fail_msg("the message repeats \"%s\": %s", secret, err);
+    if (!strstr(err, shown))
+        fail_msg("the message lacks \"%s\": %s", shown, err);
+}
+#define HIDES(secret, shown, ...)                                                                  \
+    expect_refusal_hides((const char *const[]){__VA_ARGS__, NULL}, secret, shown)
+
+static void test_trigger_demand_refusals_mask_credentials_in_urls(void **state) {
+    (void)state;
+    HIDES("pw", "redis://u:***@redis.queues:6379", "metricType", "queue_length", "targetValue", "5",
+          "redisAddress", "redis://u:pw@redis.queues:6379", "redisListName", "jobs");
+    HIDES("pw", "u:***@redis.queues:6379", "metricType", "queue_length", "targetValue", "5",
+          "redisAddress", "u:pw@redis.queues:6379", "redisListName", "jobs");
+    HIDES("pw", "http://u:***@prom:9090/metrics", "metricType", "queue_length", "targetValue", "5",
+          "demandEndpoint", "http://u:pw@prom:9090/metrics", "demandMetric", "q");
+    HIDES("pw", "http://u:***@vllm-0:8000/metrics", "metricType", "vllm_queue_depth", "targetValue",
+          "5", "vllmEndpoint", "http://u:pw@vllm-0:8000/metrics");
+    /* a list: the entry that is refused, and the whole list in "an empty entry" */
+    HIDES("pw", "http://u:***@vllm-1:8000/metrics", "metricType", "engine_queue", "engine", "vllm",
+          "targetValue", "5", "engineEndpoint",
+          "http://vllm-0:8000/metrics,http://u:pw@vllm-1:8000/metrics");
+    HIDES("pw", "http://u:***@vllm-1", "metricType", "engine_queue", "engine", "vllm",
+          "targetValue", "5", "engineEndpoint", "http://u:pw@vllm-1/metrics,,http://b/m");
+    /* a token in the query of an endpoint refused for another reason */
+    HIDES("tkn", "access_token=***", "metricType", "engine_queue", "engine", "vllm", "targetValue",
+          "5", "engineEndpoint", "http://169.254.169.254/m?access_token=tkn");
+    HIDES("tkn", "?token=***", "metricType", "engine_queue", "engine", "vllm", "targetValue", "5",
+          "engineEndpoint", "http://a/m?token=tkn,http://a/m?token=tkn");
+    HIDES("tkn", "/metrics?token=***", "metricType", "engine_queue", "engine", "vllm",
+          "targetValue", "5", "podSelector", "app=vllm", "enginePath", "/metrics?token=tkn#x");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trigger_demand_keeps_every_engine_url_parsed),
         cmocka_unit_test(test_trigger_demand_keeps_the_redis_address_parsed),
         cmocka_unit_test(test_trigger_demand_keeps_the_prometheus_endpoint_parsed),
         cmocka_unit_test(test_trigger_demand_refuses_a_guarded_url_at_parse_time),
+        cmocka_unit_test(test_trigger_demand_refusals_mask_credentials_in_urls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,6 +61,16 @@ static void test_kube_client_rejects_host_names_and_odd_urls(void **state) {
             fail_msg("accepted %s", bad[i]);
         assert_non_null(strstr(err, "API URL"));
     }
+    /* --kube-api is refused at start and logged: never with its password */
+    const char *secret[] = {"https://u:pw-S3cret@10.0.0.1:6443", "https://u:pw-S3cret@kube:6443",
+                            "https://10.0.0.1:6443/?token=pw-S3cret"};
+    for (size_t i = 0; i < sizeof secret / sizeof secret[0]; i++) {
+        assert_int_equal(kube_url_parse(secret[i], &u, err, sizeof err), KGS_EINVAL);
+        if (strstr(err, "pw-S3cret"))
+            fail_msg("%s: %s", secret[i], err);
+    }
+    assert_int_equal(kube_url_parse(secret[0], &u, err, sizeof err), KGS_EINVAL);
+    assert_non_null(strstr(err, "API URL \"https://u:***@10.0.0.1:6443\": "));
 }
 
 typedef struct {

@@ -350,6 +350,68 @@ static void test_generic_queue_with_matchers(void **state) {
     assert_non_null(strstr(err, "gw_queue is inf"));
 }
 
+/* Finite samples that sum past the largest double, and negative counts:
+ * errors naming the metric, never +Inf sent on as INT64_MAX or a queue of -5. */
+static void test_overflowing_sums_and_negative_counts_are_errors(void **state) {
+    (void)state;
+    engine_reading_t r;
+    char err[300];
+    static const struct {
+        engine_t e;
+        const char *text, *says;
+    } cases[] = {
+        {ENGINE_VLLM,
+         "vllm:num_requests_waiting{engine=\"0\"} 1e308\n"
+         "vllm:num_requests_waiting{engine=\"1\"} 1e308\n",
+         "the waiting-requests gauge summed over its series is not finite"},
+        {ENGINE_VLLM,
+         "vllm:num_requests_running{engine=\"0\"} 1.7e308\n"
+         "vllm:num_requests_running{engine=\"1\"} 1.7e308\n",
+         "the running-requests gauge summed"},
+        {ENGINE_VLLM, "vllm:kv_cache_usage_perc 1e307\n", "the KV-cache usage gauge summed"},
+        {ENGINE_TRITON,
+         "nv_inference_queue_duration_us{model=\"a\"} 1e308\n"
+         "nv_inference_queue_duration_us{model=\"b\"} 1e308\n",
+         "nv_inference_queue_duration_us summed"},
+        {ENGINE_VLLM, "vllm:num_requests_waiting -5\n",
+         "vllm:num_requests_waiting is -5: a count cannot be negative"},
+        {ENGINE_TGI, "tgi_batch_current_size -1\n", "tgi_batch_current_size is -1"},
+        {ENGINE_TRITON, "nv_inference_request_success{model=\"a\"} -3\n",
+         "nv_inference_request_success is -3"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        err[0] = '\0';
+        int rc = engine_reading_parse(cases[i].e, "", cases[i].text, strlen(cases[i].text),
+                                      PROM_FORMAT_TEXT, &r, err, sizeof err);
+        if (rc != KGS_EINVAL || !strstr(err, cases[i].says))
+            fail_msg("%s: %d \"%s\", want \"%s\"", cases[i].text, rc, err, cases[i].says);
+        assert_false(r.has_waiting || r.has_running || r.has_kv || r.has_triton);
+    }
+    /* -0 is 0, not negative */
+    const char *z = "vllm:num_requests_waiting -0\n";
+    assert_int_equal(
+        engine_reading_parse(ENGINE_VLLM, "", z, strlen(z), PROM_FORMAT_TEXT, &r, err, sizeof err),
+        0);
+    NEAR(r.waiting, 0);
+
+    demand_config_t d;
+    memset(&d, 0, sizeof d);
+    strcpy(d.demand_metric, "q");
+    double sum = -1;
+    unsigned matched = 7;
+    const char *huge = "q{a=\"1\"} 1e308\nq{a=\"2\"} 1e308\n";
+    assert_int_equal(demand_value_parse(&d, huge, strlen(huge), PROM_FORMAT_TEXT, &sum, &matched,
+                                        err, sizeof err),
+                     KGS_EINVAL);
+    assert_string_equal(err, "q summed over 2 samples is not finite (the samples overflow)");
+    assert_true(sum == 0 && matched == 0);
+    const char *neg = "q{a=\"1\"} 3\nq{a=\"2\"} -5\n";
+    assert_int_equal(
+        demand_value_parse(&d, neg, strlen(neg), PROM_FORMAT_TEXT, &sum, &matched, err, sizeof err),
+        KGS_EINVAL);
+    assert_string_equal(err, "q is -5: a queue length cannot be negative");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vllm_v1_sums_both_engines),
@@ -367,6 +429,7 @@ int main(void) {
         cmocka_unit_test(test_counter_that_is_not_a_count_is_unknown_and_gauges_stay),
         cmocka_unit_test(test_nan_gauge_is_unknown_not_zero_and_bad_text_fails),
         cmocka_unit_test(test_generic_queue_with_matchers),
+        cmocka_unit_test(test_overflowing_sums_and_negative_counts_are_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

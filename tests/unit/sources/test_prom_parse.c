@@ -288,7 +288,7 @@ static void test_prom_parse_keeps_unknown_escapes_in_text_like_prometheus(void *
 
 static void test_prom_parse_rejects_invalid_utf8_in_label_values(void **state) {
     (void)state;
-    ERR_BOTH("a{v=\"\xff\"} 1", "invalid UTF-8 \"\\xff\\\"} \" in the value of label \"v\"");
+    ERR_BOTH("a{v=\"\xff\"} 1", "invalid UTF-8 at column 6 in a label value");
     ERR_BOTH("a{v=\"\xc0\xaf\"} 1", "invalid UTF-8");         /* overlong '/' */
     ERR_BOTH("a{v=\"\xed\xa0\x80\"} 1", "invalid UTF-8");     /* surrogate */
     ERR_BOTH("a{v=\"\xf4\x90\x80\x80\"} 1", "invalid UTF-8"); /* above U+10FFFF */
@@ -354,8 +354,8 @@ static void test_prom_parse_reads_special_values(void **state) {
 
 static void test_prom_parse_rejects_bad_values(void **state) {
     (void)state;
-    ERR_BOTH("a abc", "invalid value \"abc\"");
-    ERR_BOTH("a 0x10", "invalid value \"0x10\"");
+    ERR_BOTH("a abc", "invalid value at column 3: not a number");
+    ERR_BOTH("a 0x10", "invalid value at column 3: not a number");
     ERR_BOTH("a 0x1p3", "invalid value");
     ERR_BOTH("a 1_000", "invalid value");
     ERR_BOTH("a +nan", "invalid value");
@@ -366,11 +366,11 @@ static void test_prom_parse_rejects_bad_values(void **state) {
     ERR_BOTH("a e5", "invalid value");
     ERR_BOTH("a 1.2.3", "invalid value");
     ERR_BOTH("a infinit", "invalid value");
-    ERR_BOTH("a 1e999", "value \"1e999\" is out of range");
+    ERR_BOTH("a 1e999", "the value at column 3 is out of range");
     ERR_BOTH("a -1e999", "out of range");
     ERR_BOTH("a 00000000000000000000000000000000000000000000000000000000000000001",
              "is longer than 64 bytes");
-    ERR_TEXT("a{b=\"c\"}x", "line 1: ", "invalid value \"x\"");
+    ERR_TEXT("a{b=\"c\"}x", "line 1: ", "invalid value at column 9");
 }
 
 static void test_prom_parse_reads_timestamps_in_both_formats(void **state) {
@@ -400,17 +400,17 @@ static void test_prom_parse_reads_timestamps_in_both_formats(void **state) {
 
 static void test_prom_parse_rejects_bad_timestamps(void **state) {
     (void)state;
-    ERR_TEXT("a 1 abc", "line 1: ", "invalid timestamp \"abc\"");
-    ERR_TEXT("a 1 1.5", "line 1: ", "invalid timestamp \"1.5\"");
+    ERR_TEXT("a 1 abc", "line 1: ", "invalid timestamp at column 5: not a number");
+    ERR_TEXT("a 1 1.5", "line 1: ", "invalid timestamp at column 5");
     ERR_TEXT("a 1 -", "line 1: ", "invalid timestamp");
-    ERR_TEXT("a 1 9223372036854775808", "line 1: ", "timestamp \"9223372036854775808\" is out");
+    ERR_TEXT("a 1 9223372036854775808", "line 1: ", "the timestamp at column 5 is out of range");
     ERR_TEXT("a 1 -9223372036854775809", "line 1: ", "out of range");
     ERR_TEXT("a 1 99999999999999999999999999999999999999999999999999999999999999999",
              "line 1: ", "longer than 64 bytes");
-    ERR_OM("a 1 NaN\n# EOF\n", "line 1: ", "invalid timestamp \"NaN\"");
+    ERR_OM("a 1 NaN\n# EOF\n", "line 1: ", "invalid timestamp at column 5");
     ERR_OM("a 1 +Inf\n# EOF\n", "line 1: ", "invalid timestamp");
     ERR_OM("a 1 1e999\n# EOF\n", "line 1: ", "out of range");
-    ERR_OM("a 1 x\n# EOF\n", "line 1: ", "invalid timestamp \"x\"");
+    ERR_OM("a 1 x\n# EOF\n", "line 1: ", "invalid timestamp at column 5");
 }
 
 /* ---- layout ---------------------------------------------------------------- */
@@ -528,84 +528,85 @@ static void test_prom_parse_requires_eof_in_openmetrics(void **state) {
 static void test_prom_parse_applies_openmetrics_layout_rules(void **state) {
     (void)state;
     ERR_OM("a 1\n\n# EOF\n", "line 2: ", "empty line");
-    ERR_OM("# a comment\n# EOF\n", "line 1: ", "invalid comment \"# a comment\"");
+    ERR_OM("# a comment\n# EOF\n", "line 1: ", "invalid comment (OpenMetrics allows");
     ERR_OM("#\n# EOF\n", "line 1: ", "invalid comment");
-    ERR_OM(" a 1\n# EOF\n", "line 1: ", "invalid metric name");
-    ERR_OM("a  1\n# EOF\n", "line 1: ", "invalid value \"\"");
-    ERR_OM("a\t1\n# EOF\n", "line 1: ", "invalid metric name \"a\\x091\"");
+    ERR_OM(" a 1\n# EOF\n", "line 1: ", "no metric name at column 1");
+    ERR_OM("a  1\n# EOF\n", "line 1: ", "invalid value at column 3");
+    ERR_OM("a\t1\n# EOF\n", "line 1: ", "invalid metric name at column 1: its byte 2");
     ERR_OM("a {x=\"1\"} 1\n# EOF\n", "line 1: ", "invalid value");
-    ERR_OM("a{x=\"1\", y=\"2\"} 1\n# EOF\n", "line 1: ", "invalid label name at \" y=");
-    ERR_OM("a{x =\"1\"} 1\n# EOF\n", "line 1: ", "expected '=' after label name \"x\"");
-    ERR_OM("a{x=\"1\"}1\n# EOF\n", "line 1: ", "expected ' ' before the value, found \"1\"");
+    ERR_OM("a{x=\"1\", y=\"2\"} 1\n# EOF\n", "line 1: ", "invalid label name at column 9");
+    ERR_OM("a{x =\"1\"} 1\n# EOF\n",
+           "line 1: ", "expected '=' after the label name at column 3, at column 4");
+    ERR_OM("a{x=\"1\"}1\n# EOF\n", "line 1: ", "expected ' ' before the value, at column 9");
     ERR_OM("a 1 \n# EOF\n", "line 1: ", "unexpected space at the end");
-    ERR_OM("a 1 2 x\n# EOF\n", "line 1: ", "unexpected text after the timestamp: \"x\"");
+    ERR_OM("a 1 2 x\n# EOF\n", "line 1: ", "unexpected text after the timestamp, at column 7");
     ERR_OM("a 1 2 \n# EOF\n", "line 1: ", "unexpected text after the timestamp");
-    ERR_OM("# TYPE a untyped\n# EOF\n", "line 1: ", "unknown metric type \"untyped\"");
-    ERR_OM("# TYPE a Gauge\n# EOF\n", "line 1: ", "unknown metric type \"Gauge\"");
+    ERR_OM("# TYPE a untyped\n# EOF\n", "line 1: ", "unknown metric type at column 10");
+    ERR_OM("# TYPE a Gauge\n# EOF\n", "line 1: ", "unknown metric type at column 10");
     ERR_OM("# TYPE a\n# EOF\n", "line 1: ", "missing metric type");
-    ERR_OM("# HELP 1a x\n# EOF\n", "line 1: ", "invalid metric name in # HELP: \"1a x\"");
+    ERR_OM("# HELP 1a x\n# EOF\n", "line 1: ", "invalid metric name in # HELP at column 8");
     ERR_OM("# HELP a.b x\n# EOF\n", "line 1: ", "invalid metric name in # HELP");
     ERR_OM("# HELP \n# EOF\n", "line 1: ", "invalid comment");
 }
 
 static void test_prom_parse_rejects_bad_exemplars(void **state) {
     (void)state;
-    ERR_OM("a 1 # x\n# EOF\n", "line 1: ", "invalid exemplar \"# x\"");
+    ERR_OM("a 1 # x\n# EOF\n", "line 1: ", "invalid exemplar at column 5");
     ERR_OM("a 1 #\n# EOF\n", "line 1: ", "invalid exemplar");
     ERR_OM("a 1 # {t=\"x\"}\n# EOF\n", "line 1: ", "expected ' ' and a value");
-    ERR_OM("a 1 # {t=\"x\"} y\n# EOF\n", "line 1: ", "invalid exemplar value \"y\"");
-    ERR_OM("a 1 # {t=\"x\"} 1 z\n# EOF\n", "line 1: ", "invalid exemplar timestamp \"z\"");
+    ERR_OM("a 1 # {t=\"x\"} y\n# EOF\n", "line 1: ", "invalid exemplar value at column 15");
+    ERR_OM("a 1 # {t=\"x\"} 1 z\n# EOF\n", "line 1: ", "invalid exemplar timestamp at column 17");
     ERR_OM("a 1 # {t=\"x\"} 1 2 3\n# EOF\n", "line 1: ", "unexpected text after the exemplar");
     ERR_OM("a 1 # {t=\"\\q\"} 1\n# EOF\n", "line 1: ", "invalid escape");
     ERR_OM("a 1 # {t=\"x\"\n# EOF\n", "line 1: ", "unterminated label set");
     /* Text has no exemplars. */
-    ERR_TEXT("a 1 # {t=\"x\"} 1", "line 1: ", "invalid timestamp \"#\"");
+    ERR_TEXT("a 1 # {t=\"x\"} 1", "line 1: ", "invalid timestamp at column 5");
 }
 
 /* ---- errors ---------------------------------------------------------------- */
 
 static void test_prom_parse_rejects_bad_metric_names(void **state) {
     (void)state;
-    ERR_BOTH("3foo 1", "invalid metric name \"3foo\"");
-    ERR_BOTH("foo-bar 1", "invalid metric name \"foo-bar\"");
-    ERR_BOTH("foo.bar{a=\"b\"} 1", "invalid metric name \"foo.bar{a=\\\"b\\\"}\"");
-    ERR_BOTH("{a=\"b\"} 1", "invalid metric name \"{a=\\\"b\\\"}\"");
-    ERR_BOTH("\"quoted\" 1", "invalid metric name");
-    ERR_BOTH("foo\x01 1", "invalid metric name \"foo\\x01\"");
-    ERR_BOTH("foo", "missing value for \"foo\"");
-    ERR_BOTH("foo{}", "missing value for \"foo\"");
+    ERR_BOTH("3foo 1", "no metric name at column 1 (is this Prometheus text?)");
+    ERR_BOTH("foo-bar 1", "invalid metric name at column 1: its byte 4");
+    ERR_BOTH("foo.bar{a=\"b\"} 1", "invalid metric name at column 1: its byte 4");
+    ERR_BOTH("{a=\"b\"} 1", "no metric name at column 1");
+    ERR_BOTH("\"quoted\" 1", "no metric name at column 1");
+    ERR_BOTH("foo\x01 1", "invalid metric name at column 1: its byte 4");
+    ERR_BOTH("foo", "missing value after the metric name");
+    ERR_BOTH("foo{}", "missing value after the metric name");
     ERR_TEXT("foo  \t", "line 1: ", "missing value");
 }
 
 static void test_prom_parse_rejects_bad_label_sets(void **state) {
     (void)state;
-    ERR_BOTH("a{b=\"c} 1", "unterminated value of label \"b\"");
-    ERR_BOTH("a{b=\"c\\\"} 1", "unterminated value of label \"b\"");
-    ERR_BOTH("a{b=\"c\\", "unterminated value of label \"b\"");
-    ERR_BOTH("a{b=\"1\",b=\"2\"} 1", "duplicate label name \"b\"");
-    ERR_BOTH("a{1b=\"1\"} 1", "invalid label name at \"1b=");
-    ERR_BOTH("a{b:c=\"1\"} 1", "expected '=' after label name \"b\", found \":c=");
-    ERR_BOTH("a{b=1} 1", "expected '\"' to open the value of label \"b\", found \"1} 1\"");
-    ERR_BOTH("a{b=\"1\" c=\"2\"} 1", "expected ',' or '}' after the value of label \"b\"");
+    ERR_BOTH("a{b=\"c} 1", "unterminated label value (opened at column 5)");
+    ERR_BOTH("a{b=\"c\\\"} 1", "unterminated label value (opened at column 5)");
+    ERR_BOTH("a{b=\"c\\", "unterminated label value (opened at column 5)");
+    ERR_BOTH("a{b=\"1\",b=\"2\"} 1", "duplicate label name at column 9");
+    ERR_BOTH("a{1b=\"1\"} 1", "invalid label name at column 3");
+    ERR_BOTH("a{b:c=\"1\"} 1", "expected '=' after the label name at column 3, at column 4");
+    ERR_BOTH("a{b=1} 1", "expected '\"' to open the value of the label at column 3, at column 5");
+    ERR_BOTH("a{b=\"1\" c=\"2\"} 1",
+             "expected ',' or '}' after the value of the label at column 3, at column");
     ERR_BOTH("a{b=\"1\";c=\"2\"} 1", "expected ',' or '}'");
-    ERR_BOTH("a{,} 1", "invalid label name at \",} 1\"");
+    ERR_BOTH("a{,} 1", "invalid label name at column 3");
     ERR_BOTH("a{b=\"1\",,} 1", "invalid label name");
     ERR_BOTH("a{b=\"1\"", "unterminated label set");
     ERR_BOTH("a{b=\"1\",", "unterminated label set");
     ERR_BOTH("a{", "unterminated label set");
-    ERR_BOTH("a{b", "expected '=' after label name \"b\", found \"\"");
+    ERR_BOTH("a{b", "expected '=' after the label name at column 3, at column 4");
     ERR_BOTH("a{b=", "expected '\"' to open");
-    ERR_OM("a{b=\"\\t\"} 1\n# EOF\n",
-           "line 1: ", "invalid escape \"\\\\t\" in the value of label \"b\"");
+    ERR_OM("a{b=\"\\t\"} 1\n# EOF\n", "line 1: ", "invalid escape at column 6 in a label value");
 }
 
 static void test_prom_parse_rejects_bad_text_metadata(void **state) {
     (void)state;
-    ERR_TEXT("# TYPE a bogus\n", "line 1: ", "unknown metric type \"bogus\"");
+    ERR_TEXT("# TYPE a bogus\n", "line 1: ", "unknown metric type at column 10");
     ERR_TEXT("# TYPE a stateset\n", "line 1: ", "unknown metric type");
     ERR_TEXT("# TYPE a\n", "line 1: ", "missing metric type in # TYPE");
     ERR_TEXT("# TYPE a   \n", "line 1: ", "missing metric type");
-    ERR_TEXT("# TYPE a.b gauge\n", "line 1: ", "invalid metric name in # TYPE: \"a.b gauge\"");
+    ERR_TEXT("# TYPE a.b gauge\n", "line 1: ", "invalid metric name in # TYPE at column 8");
     ERR_TEXT("# TYPE 1a gauge\n", "line 1: ", "invalid metric name in # TYPE");
     ERR_TEXT("# HELP \n", "line 1: ", "missing metric name in # HELP");
     ERR_TEXT("# HELP 9 x\n", "line 1: ", "invalid metric name in # HELP");
@@ -614,9 +615,9 @@ static void test_prom_parse_rejects_bad_text_metadata(void **state) {
 
 static void test_prom_parse_rejects_junk_after_the_value(void **state) {
     (void)state;
-    ERR_TEXT("a 1 2 3\n", "line 1: ", "unexpected text after the timestamp: \"3\"");
-    ERR_TEXT("a 1 2 # c\n", "line 1: ", "unexpected text after the timestamp: \"# c\"");
-    ERR_OM("a 1 2 3\n# EOF\n", "line 1: ", "unexpected text after the timestamp: \"3\"");
+    ERR_TEXT("a 1 2 3\n", "line 1: ", "unexpected text after the timestamp, at column 7");
+    ERR_TEXT("a 1 2 # c\n", "line 1: ", "unexpected text after the timestamp, at column 7");
+    ERR_OM("a 1 2 3\n# EOF\n", "line 1: ", "unexpected text after the timestamp, at column 7");
 }
 
 static void test_prom_parse_rejects_nul_bytes(void **state) {
@@ -633,7 +634,7 @@ static void test_prom_parse_rejects_nul_bytes(void **state) {
 
 static void test_prom_parse_counts_lines_in_messages(void **state) {
     (void)state;
-    ERR_TEXT("# HELP a x\n\na 1\r\nb 2\nc ?\nd 4\n", "line 5: ", "invalid value \"?\"");
+    ERR_TEXT("# HELP a x\n\na 1\r\nb 2\nc ?\nd 4\n", "line 5: ", "invalid value at column 3");
     ERR_OM("# TYPE a gauge\na 1\nb ?\n# EOF\n", "line 3: ", "invalid value");
 }
 
@@ -646,7 +647,7 @@ static void test_prom_parse_stops_at_the_first_bad_line(void **state) {
     int rc = prom_parse("a 1\nb 2\nc x\nd 4\n", 16, PROM_FORMAT_TEXT, collect, &c, err, sizeof err);
     assert_int_equal(rc, KGS_EINVAL);
     assert_int_equal(c.n, 2);
-    assert_string_equal(err, "line 3: invalid value \"x\"");
+    assert_string_equal(err, "line 3: invalid value at column 3: not a number");
 }
 
 static void test_prom_parse_rejects_bad_arguments(void **state) {
@@ -666,7 +667,9 @@ static void test_prom_parse_rejects_bad_arguments(void **state) {
     assert_string_equal(tiny, "line");
 }
 
-static void test_prom_parse_quotes_long_input_in_messages(void **state) {
+/* The text is a remote server's: a message says where, never what, so no
+ * byte of a page the scaler was pointed at comes back to whoever asked. */
+static void test_prom_parse_never_quotes_the_input_in_messages(void **state) {
     (void)state;
     char text[300];
     memset(text, 'x', sizeof text);
@@ -675,9 +678,48 @@ static void test_prom_parse_quotes_long_input_in_messages(void **state) {
     char err[256] = "";
     assert_int_equal(prom_parse(text, strlen(text), PROM_FORMAT_TEXT, NULL, NULL, err, sizeof err),
                      KGS_EINVAL);
-    assert_non_null(strstr(err, "is longer than 64 bytes"));
-    assert_non_null(strstr(err, "...")); /* cut by kgs_quote */
-    assert_true(strlen(err) < 120);
+    assert_string_equal(err, "line 1: the value at column 3 is longer than 64 bytes");
+    /* every kind of refusal, on a line full of one secret-looking token */
+    static const char *const bodies[] = {
+        "<html><body>tok_SECRET</body></html>\n",
+        "tok_SECRET\n",
+        "a{tok_SECRET=1} 1\n",
+        "a{b=\"1\"tok_SECRET} 1\n",
+        "a tok_SECRET\n",
+        "a 1 tok_SECRET\n",
+        "a 1 2 tok_SECRET\n",
+        "# TYPE a tok_SECRET\n",
+        "# TYPE tok-SECRET gauge\n",
+        "a-tok_SECRET 1\n",
+        "a{tok_SECRET=\"1\",tok_SECRET=\"2\"} 1\n",
+        "a{b=\"tok_SECRET\xff\"} 1\n",
+        "a{b=\"tok_SECRET",
+        "tok_SECRET{",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++)
+        for (int om = 0; om < 2; om++) {
+            err[0] = '\0';
+            int rc = prom_parse(bodies[i], strlen(bodies[i]),
+                                om ? PROM_FORMAT_OPENMETRICS : PROM_FORMAT_TEXT, NULL, NULL, err,
+                                sizeof err);
+            if (rc != KGS_EINVAL || strstr(err, "SECRET") || strstr(err, "tok"))
+                fail_msg("%s (om %d): %d \"%s\"", bodies[i], om, rc, err);
+        }
+    static const char *const om_bodies[] = {
+        "# tok_SECRET\n# EOF\n",
+        "a 1 # tok_SECRET\n# EOF\n",
+        "a 1 # {t=\"x\"} tok_SECRET\n# EOF\n",
+        "a 1 # {t=\"x\"} 1 2 tok_SECRET\n# EOF\n",
+        "a{b=\"\\q tok_SECRET\"} 1\n# EOF\n",
+        "a{b=\"1\"}tok_SECRET\n# EOF\n",
+    };
+    for (size_t i = 0; i < sizeof om_bodies / sizeof *om_bodies; i++) {
+        err[0] = '\0';
+        int rc = prom_parse(om_bodies[i], strlen(om_bodies[i]), PROM_FORMAT_OPENMETRICS, NULL, NULL,
+                            err, sizeof err);
+        if (rc != KGS_EINVAL || strstr(err, "SECRET") || strstr(err, "tok"))
+            fail_msg("%s: %d \"%s\"", om_bodies[i], rc, err);
+    }
 }
 
 /* ---- callback -------------------------------------------------------------- */
@@ -770,7 +812,7 @@ static void test_prom_parse_fills_the_stack_buffer_to_the_edge(void **state) {
         char err[256] = "";
         assert_int_equal(prom_parse(line, n, PROM_FORMAT_TEXT, NULL, NULL, err, sizeof err),
                          KGS_EINVAL);
-        assert_non_null(strstr(err, "line 1: missing value for \"aaaa"));
+        assert_non_null(strstr(err, "line 1: missing value after the metric name"));
         assert_int_equal(malloc_calls, n < PROM_STACK_SCRATCH ? 0 : 1);
     }
 }
@@ -879,7 +921,7 @@ int main(void) {
         cmocka_unit_test(test_prom_parse_counts_lines_in_messages),
         cmocka_unit_test(test_prom_parse_stops_at_the_first_bad_line),
         cmocka_unit_test(test_prom_parse_rejects_bad_arguments),
-        cmocka_unit_test(test_prom_parse_quotes_long_input_in_messages),
+        cmocka_unit_test(test_prom_parse_never_quotes_the_input_in_messages),
         cmocka_unit_test(test_prom_parse_returns_the_callbacks_stop_value),
         cmocka_unit_test(test_prom_parse_only_checks_without_a_callback),
         cmocka_unit_test(test_prom_parse_handles_lines_of_any_length),

@@ -115,7 +115,18 @@ static void test_source_backend_http_reply_errors_name_the_problem(void **state)
     assert_string_equal(msg, "bad response body: the chunked body was cut short");
     assert_int_equal(parse(&p, "HTTP/1.1 200 OK\r\n\r\nvllm:num_requests_waiting NaN\n", &r, msg),
                      -1);
-    assert_non_null(strstr(msg, "metrics: "));
+    assert_non_null(strstr(msg, "metrics (a 30-byte body): "));
+    /* A page that is not metrics is described, never quoted: its bytes are
+     * whatever the URL (anything a caller can name) served */
+    assert_int_equal(parse(&p,
+                           "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
+                           "<html>token=tok_SECRET_0123456789</html>\n",
+                           &r, msg),
+                     -1);
+    assert_string_equal(msg, "metrics (a 41-byte body): line 1: no metric name at column 1 (is "
+                             "this Prometheus text?)");
+    assert_int_equal(parse(&p, "HTTP/1.1 200 OK\r\n\r\ntok_SECRET_0123456789 here\n", &r, msg), -1);
+    assert_null(strstr(msg, "SECRET"));
     p.max_body_bytes = 4;
     assert_int_equal(
         parse(&p, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n",

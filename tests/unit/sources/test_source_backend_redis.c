@@ -87,7 +87,24 @@ static void test_source_backend_redis_list_length(void **state) {
     assert_int_equal(parse(f, ":42\r\n", &r, msg), 0);
     assert_true(r.queue == 42);
     assert_int_equal(parse(f, "-WRONGTYPE Operation against a key\r\n", &r, msg), -1);
-    assert_string_equal(msg, "LLEN (key not shown): WRONGTYPE Operation against a key");
+    assert_string_equal(msg,
+                        "LLEN (key not shown): Redis answered WRONGTYPE (the key holds another "
+                        "type: a list for redisListName, a stream for redisStream)");
+    /* a length is a count: a negative one is an error, never a queue */
+    assert_int_equal(parse(f, ":-5\r\n", &r, msg), -1);
+    assert_string_equal(msg, "LLEN (key not shown): Redis answered -5, not a length");
+    /* a reply of another type is named, not quoted */
+    assert_int_equal(parse(f, "$10\r\ntok_SECRET\r\n", &r, msg), -1);
+    assert_string_equal(msg, "LLEN (key not shown): Redis answered a bulk string, not an integer");
+    assert_int_equal(parse(f, "-ERR tok_SECRET\r\n", &r, msg), -1);
+    assert_string_equal(msg, "LLEN (key not shown): Redis answered ERR (the server's text is not "
+                             "shown)");
+    assert_int_equal(parse(f, "+tok_SECRET\r\n", &r, msg), -1);
+    assert_null(strstr(msg, "SECRET"));
+    /* what is not RESP at all (another kind of server) is not quoted either */
+    assert_int_equal(parse(f, "HTTP/1.1 400 tok_SECRET\r\n\r\n", &r, msg), -1);
+    assert_null(strstr(msg, "SECRET"));
+    assert_null(strstr(msg, "HTTP"));
     assert_int_equal(source_backend_redis.parse(&f->p, &f->sc, ":4", 2, true, &r, msg, 512), -1);
     assert_string_equal(msg, "connection closed before every reply arrived");
 }
@@ -98,7 +115,8 @@ static void test_source_backend_redis_auth_failure_does_not_echo_the_password(vo
     source_reading_t r;
     char msg[512];
     assert_int_equal(parse(f, "-WRONGPASS invalid username-password pair\r\n:1\r\n", &r, msg), -1);
-    assert_string_equal(msg, "AUTH failed: WRONGPASS invalid username-password pair");
+    assert_string_equal(msg, "AUTH failed: Redis answered WRONGPASS (the user name or password is "
+                             "wrong)");
     assert_null(strstr(msg, "s3cret"));
 }
 
@@ -127,7 +145,10 @@ static void test_source_backend_redis_stream_lag_and_pending(void **state) {
     assert_int_equal(parse(f, groups, &r, msg), 0);
     assert_true(r.queue == 3);
     assert_int_equal(parse(f, "-ERR boom\r\n*0\r\n", &r, msg), -1);
-    assert_string_equal(msg, "XLEN: ERR boom");
+    assert_string_equal(msg, "XLEN (key not shown): Redis answered ERR (the server's text is not "
+                             "shown)");
+    assert_int_equal(parse(f, ":-1\r\n*0\r\n", &r, msg), -1);
+    assert_string_equal(msg, "XLEN (key not shown): Redis answered -1, not a length");
 }
 
 /* configure: the trigger's Redis queue; the password is kept for AUTH but

@@ -230,7 +230,7 @@ static void evaluate_gpu(scaler_t *s, const trigger_config_t *cfg, const char *n
  * trigger's sources when it acquired the config). */
 static void evaluate_trigger(scaler_t *s, const config_entry_t *entry, const char *ns,
                              mono_ns_t now, snapshot_t *snap, eval_result_t *out) {
-    const trigger_config_t *cfg = &entry->config;
+    const trigger_config_t *cfg = entry->config;
     if (cfg->demand.type == DEMAND_NONE) {
         evaluate_gpu(s, cfg, ns, now, snap, out);
         return;
@@ -397,7 +397,7 @@ static void on_defer_timer(loop_t *loop, loop_timer_t *t, void *ud) {
 
 static bool handle_get_metrics(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                                const char *ns, const char *ref, mono_ns_t t0, bool may_defer) {
-    const trigger_config_t *cfg = &entry->config;
+    const trigger_config_t *cfg = entry->config;
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
     if (r.status != EVAL_OK && r.pending && may_defer &&
@@ -427,7 +427,7 @@ static bool handle_get_metrics(scaler_t *s, grpc_call_t *call, const config_entr
  * number came from). A read like GetMetrics: it evaluates, it starts nothing. */
 static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                            const char *ns, const char *ref, mono_ns_t t0) {
-    const trigger_config_t *cfg = &entry->config;
+    const trigger_config_t *cfg = entry->config;
     const demand_config_t *d = &cfg->demand;
     if (d->type != DEMAND_COMPOSITE || d->sizing != DEMAND_MODEL_QUEUEING) {
         char m[256];
@@ -508,7 +508,7 @@ static int send_bool(grpc_call_t *call, bool v, bool latest_only) {
 
 static bool handle_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                              const char *ns, const char *ref, mono_ns_t t0, bool may_defer) {
-    const trigger_config_t *cfg = &entry->config;
+    const trigger_config_t *cfg = entry->config;
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
     if (r.status != EVAL_OK && r.pending && may_defer &&
@@ -612,7 +612,7 @@ static void stream_push(scaler_t *s, scaler_stream_t *st) {
             st->last_sent = r->active;
     }
     if (r->active && !loop_timer_armed(&st->heartbeat)) {
-        uint64_t every = (uint64_t)st->group->entry->config.poll_interval_s * NS_PER_SEC;
+        uint64_t every = (uint64_t)st->group->entry->config->poll_interval_s * NS_PER_SEC;
         loop_timer_start(s->opts.loop, &st->heartbeat,
                          clock_add_sat(loop_now(s->opts.loop), every));
     } else if (!r->active) {
@@ -629,7 +629,7 @@ static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud) {
     /* KEDA treats each `true` as "still active": repeat it while it holds. */
     send_bool(st->call, true, true);
     st->last_sent = 1;
-    uint64_t every = (uint64_t)st->group->entry->config.poll_interval_s * NS_PER_SEC;
+    uint64_t every = (uint64_t)st->group->entry->config->poll_interval_s * NS_PER_SEC;
     loop_timer_start(loop, &st->heartbeat, clock_add_sat(loop_now(loop), every));
 }
 
@@ -648,7 +648,7 @@ static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
          * reset only after a stream ends OK), so a wake from zero by push
          * would wait that long after an outage. The pull path keeps
          * reporting the error; the log says it once here. */
-        const char *trig = entry->config.metric_name[0] ? entry->config.metric_name : "-";
+        const char *trig = entry->config->metric_name[0] ? entry->config->metric_name : "-";
         char key[320];
         snprintf(key, sizeof key, "%.160s|%.100s|StreamIsActive-open|%d", ref, trig,
                  eval_grpc_code(r.status));
@@ -799,7 +799,7 @@ static void handle_health(scaler_t *s, grpc_call_t *call, bool watch, const uint
  * idled out (unused for the hub's idle_ns) gets them back.
  */
 static void config_seen(scaler_t *s, const config_entry_t *entry, const char *ns, mono_ns_t now) {
-    const trigger_config_t *cfg = &entry->config;
+    const trigger_config_t *cfg = entry->config;
     if (cfg->demand.type != DEMAND_NONE && s->opts.sources && s->role->polls_sources)
         source_hub_subscribe(s->opts.sources, cfg, entry->id, ns, now);
     if (s->opts.on_config)
@@ -874,9 +874,10 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         goto out;
     }
     char why[512];
-    if (role_check_trigger(s->role, &entry->config, true, why, sizeof why) ==
+    if (role_check_trigger(s->role, entry->config, true, why, sizeof why) ==
         ROLE_CHECK_BAD_CONFIG) {
-        fail_call(s, call, rpc, t0, refname, entry->config.metric_name, GRPC_INVALID_ARGUMENT, why);
+        fail_call(s, call, rpc, t0, refname, entry->config->metric_name, GRPC_INVALID_ARGUMENT,
+                  why);
         config_cache_release(s->cache, entry);
         goto out;
     }
@@ -884,7 +885,7 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
     config_seen(s, entry, ns, t0);
     switch (rpc) {
     case SCALER_RPC_GET_METRIC_SPEC:
-        handle_metric_spec(s, call, &entry->config, t0);
+        handle_metric_spec(s, call, entry->config, t0);
         break;
     case SCALER_RPC_GET_METRICS:
         if (handle_get_metrics(s, call, entry, ns, refname, t0, true))
@@ -953,7 +954,7 @@ void scaler_refresh(scaler_t *s) {
             LOG_WARN(s->opts.log,
                      "stream trigger %s (%u stream(s)): %s: %s; streams stay open, "
                      "nothing pushed until it recovers",
-                     g->entry->config.metric_name, g->nstreams,
+                     g->entry->config->metric_name, g->nstreams,
                      grpc_status_name(eval_grpc_code(g->result.status)), g->result.message);
         for (scaler_stream_t *st = g->streams; st; st = st->next)
             stream_push(s, st);

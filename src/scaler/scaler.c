@@ -15,6 +15,12 @@
  *   to zero on an outage) and the pull path reports the error.
  * - A stream opened while evaluation fails ends at once with that error, as
  *   a unary call would; KEDA retries with backoff.
+ * - Budgets (anything that reaches the port can call): the metadata is
+ *   counted on the wire (entries, key and value bytes) before protobuf-c
+ *   builds it; the cache is bounded in bytes; each open stream pins its
+ *   configuration, so a connection's streams may hold max_stream_bytes and
+ *   all streams together config_cache_bytes. Each refusal is
+ *   RESOURCE_EXHAUSTED with the value, the limit and its flag.
  */
 #include "scaler/scaler.h"
 
@@ -22,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "core/config_cache.h"
 #include "core/demand_eval.h"
@@ -39,6 +47,9 @@
 #define PATH_EXPLAIN "/kgs.v1.Inspect/Explain"
 #define PATH_HEALTH "/grpc.health.v1.Health/"
 #define CONFIG_CACHE_CAPACITY 4096
+/* The gRPC layer's share of an open stream (its call, nghttp2's stream),
+ * roughly: counted with the scaler's own structs. */
+#define GRPC_STREAM_OVERHEAD_BYTES 1024
 
 /* A unary call or a new stream whose trigger waits for a source's first poll
  * is a CALL_DEFERRED until the poll ends (or DEFER_MAX_NS passes). */
@@ -64,6 +75,9 @@ typedef struct scaler_stream {
     const config_entry_t *entry; /* one reference held */
     char ns[128];
     mono_ns_t give_up;
+    /* IS_ACTIVE: what this stream counts against its connection's and the
+     * total stream budget; given back when it ends. */
+    size_t charged;
 } scaler_stream_t;
 
 struct stream_group {
@@ -100,6 +114,8 @@ struct scaler {
     scaler_stream_t *deferred; /* calls waiting for a first poll */
     loop_timer_t defer_timer;
     log_ratelimit_t errors_rl; /* KEDA repeats a failing call every poll: log it once a minute */
+    size_t stream_bytes;       /* charged by open IS_ACTIVE streams, all connections */
+    scaler_budget_stats_t counted; /* its refused_* counters; the rest is filled on demand */
 };
 
 /* ---- helpers ----------------------------------------------------------------- */
@@ -564,6 +580,16 @@ static void group_release_if_empty(scaler_t *s, stream_group_t *g) {
     free(g);
 }
 
+/* Gives back what the stream was charged; only while its call is valid. */
+static void stream_refund(scaler_t *s, scaler_stream_t *st) {
+    if (!st->charged)
+        return;
+    size_t *held = grpc_call_connection_bytes(st->call);
+    *held = *held > st->charged ? *held - st->charged : 0;
+    s->stream_bytes = s->stream_bytes > st->charged ? s->stream_bytes - st->charged : 0;
+    st->charged = 0;
+}
+
 static void stream_unlink(scaler_t *s, scaler_stream_t *st) {
     loop_timer_stop(s->opts.loop, &st->heartbeat);
     if (st->kind == STREAM_IS_ACTIVE) {
@@ -589,6 +615,7 @@ static void stream_unlink(scaler_t *s, scaler_stream_t *st) {
 
 /* Ends a stream from our side. */
 static void stream_end(scaler_t *s, scaler_stream_t *st, int code, const char *msg) {
+    stream_refund(s, st); /* before the call is finished: it is not ours after */
     grpc_call_finish(st->call, code, msg);
     rpc_done(s,
              st->kind == STREAM_IS_ACTIVE ? SCALER_RPC_STREAM_IS_ACTIVE : SCALER_RPC_HEALTH_WATCH,
@@ -633,9 +660,46 @@ static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud) {
     loop_timer_start(loop, &st->heartbeat, clock_add_sat(loop_now(loop), every));
 }
 
+size_t scaler_stream_overhead_bytes(void) {
+    return sizeof(scaler_stream_t) + sizeof(stream_group_t) + GRPC_STREAM_OVERHEAD_BYTES;
+}
+
+/* A new stream pins its entry for as long as it is open: refused when the
+ * connection's streams, or all streams, would hold more than their budget.
+ * Returns the bytes to charge, or 0 after finishing the call. */
+static size_t admit_stream(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
+                           const char *ref, mono_ns_t t0) {
+    size_t cost = config_cache_entry_bytes(entry) + scaler_stream_overhead_bytes();
+    size_t conn = *grpc_call_connection_bytes(call);
+    char m[256];
+    if (conn + cost > s->opts.max_stream_bytes) {
+        s->counted.refused_stream_bytes++;
+        snprintf(m, sizeof m,
+                 "StreamIsActive: this connection's open streams would hold %zu bytes, at most "
+                 "%zu (--max-stream-bytes, per connection)",
+                 conn + cost, s->opts.max_stream_bytes);
+    } else if (s->stream_bytes + cost > s->opts.config_cache_bytes) {
+        s->counted.refused_streams_total++;
+        snprintf(m, sizeof m,
+                 "StreamIsActive: open streams would hold %zu bytes, at most %zu "
+                 "(--config-cache-bytes)",
+                 s->stream_bytes + cost, s->opts.config_cache_bytes);
+    } else {
+        return cost;
+    }
+    fail_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, t0, ref, entry->config->metric_name,
+              GRPC_RESOURCE_EXHAUSTED, m);
+    return 0;
+}
+
 /* Consumes the reference to entry (always returns true). */
 static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                                     const char *ns, const char *ref, mono_ns_t t0, bool may_defer) {
+    size_t cost = admit_stream(s, call, entry, ref, t0);
+    if (!cost) {
+        config_cache_release(s->cache, entry);
+        return true;
+    }
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
     if (r.status != EVAL_OK && r.pending && may_defer &&
@@ -677,6 +741,9 @@ static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
     st->sc = s;
     st->call = call;
     st->kind = STREAM_IS_ACTIVE;
+    st->charged = cost;
+    *grpc_call_connection_bytes(call) += cost;
+    s->stream_bytes += cost;
     st->group = g;
     st->last_sent = -1;
     st->started = t0;
@@ -842,6 +909,28 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         return;
     }
 
+    /* Counted on the wire: decoding allocates per entry. Malformed bytes
+     * go on to the decoder, which names the problem. */
+    metadata_wire_count_t wc;
+    if (metadata_wire_count(msg, len, rpc == SCALER_RPC_GET_METRICS, &wc) == 0) {
+        char m[160];
+        if (wc.entries > s->opts.max_metadata_entries) {
+            s->counted.refused_metadata_entries++;
+            snprintf(m, sizeof m, "metadata: %zu entries, at most %zu (--max-metadata-entries)",
+                     wc.entries, s->opts.max_metadata_entries);
+            fail_call(s, call, rpc, t0, NULL, NULL, GRPC_RESOURCE_EXHAUSTED, m);
+            return;
+        }
+        if (wc.bytes > s->opts.max_metadata_bytes) {
+            s->counted.refused_metadata_bytes++;
+            snprintf(m, sizeof m,
+                     "metadata: %zu bytes of keys and values, at most %zu (--max-metadata-bytes)",
+                     wc.bytes, s->opts.max_metadata_bytes);
+            fail_call(s, call, rpc, t0, NULL, NULL, GRPC_RESOURCE_EXHAUSTED, m);
+            return;
+        }
+    }
+
     Externalscaler__GetMetricsRequest *gm = NULL;
     Externalscaler__ScaledObjectRef *ref = NULL;
     const Externalscaler__ScaledObjectRef *r;
@@ -930,6 +1019,7 @@ void scaler_on_call_gone(grpc_call_t *call, void *call_ud, void *ud) {
     rpc_done(s,
              st->kind == STREAM_IS_ACTIVE ? SCALER_RPC_STREAM_IS_ACTIVE : SCALER_RPC_HEALTH_WATCH,
              GRPC_CANCELLED, st->started);
+    stream_refund(s, st);
     stream_unlink(s, st);
     free(st);
 }
@@ -980,17 +1070,45 @@ void scaler_refresh(scaler_t *s) {
 
 /* ---- lifecycle ------------------------------------------------------------------- */
 
+/* The key of the cache's error digests: unknown to callers, so none can
+ * aim a map at another's digest. getrandom, else the clock and addresses. */
+static uint64_t cache_seed(const scaler_t *s) {
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) == (ssize_t)sizeof seed)
+        return seed;
+    return clock_mono_now() ^ (uint64_t)(uintptr_t)s ^ ((uint64_t)getpid() << 32);
+}
+
+void scaler_budget_stats(const scaler_t *s, scaler_budget_stats_t *out) {
+    *out = s->counted;
+    out->cache_bytes = config_cache_bytes(s->cache);
+    out->cache_entries = config_cache_size(s->cache);
+    out->cache_evictions = config_cache_evictions(s->cache);
+    out->stream_bytes = s->stream_bytes;
+}
+
 int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
     scaler_t *s = calloc(1, sizeof *s);
     if (!s)
         return KGS_ENOMEM;
     s->opts = *opts;
+    if (!s->opts.max_metadata_entries)
+        s->opts.max_metadata_entries = SCALER_DEFAULT_MAX_METADATA_ENTRIES;
+    if (!s->opts.max_metadata_bytes)
+        s->opts.max_metadata_bytes = SCALER_DEFAULT_MAX_METADATA_BYTES;
+    if (!s->opts.config_cache_bytes)
+        s->opts.config_cache_bytes = SCALER_DEFAULT_CONFIG_CACHE_BYTES;
+    if (!s->opts.max_stream_bytes)
+        s->opts.max_stream_bytes = SCALER_DEFAULT_MAX_STREAM_BYTES;
     /* The role follows from what the server hands us: a cluster evaluation
      * (aggregator), sources without one (standalone), neither (agent). */
     s->role = role_caps(opts->evaluate  ? KGS_ROLE_AGGREGATOR
                         : opts->sources ? KGS_ROLE_STANDALONE
                                         : KGS_ROLE_AGENT);
-    if (config_cache_new(CONFIG_CACHE_CAPACITY, &s->cache) != 0) {
+    config_cache_opts_t co = {.max_entries = CONFIG_CACHE_CAPACITY,
+                              .max_bytes = s->opts.config_cache_bytes,
+                              .seed = cache_seed(s)};
+    if (config_cache_new_opts(&co, &s->cache) != 0) {
         free(s);
         return KGS_ENOMEM;
     }

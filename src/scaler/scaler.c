@@ -75,8 +75,9 @@ typedef struct scaler_stream {
     const config_entry_t *entry; /* one reference held */
     char ns[128];
     mono_ns_t give_up;
-    /* IS_ACTIVE: what this stream counts against its connection's and the
-     * total stream budget; given back when it ends. */
+    /* IS_ACTIVE and CALL_DEFERRED: what it counts against its connection's
+     * and the total budget (max_stream_bytes, config_cache_bytes); given
+     * back when it ends. */
     size_t charged;
 } scaler_stream_t;
 
@@ -114,7 +115,7 @@ struct scaler {
     scaler_stream_t *deferred; /* calls waiting for a first poll */
     loop_timer_t defer_timer;
     log_ratelimit_t errors_rl; /* KEDA repeats a failing call every poll: log it once a minute */
-    size_t stream_bytes;       /* charged by open IS_ACTIVE streams, all connections */
+    size_t stream_bytes;       /* charged by open streams and waiting calls, all connections */
     scaler_budget_stats_t counted; /* its refused_* counters; the rest is filled on demand */
 };
 
@@ -305,6 +306,17 @@ static void handle_metric_spec(scaler_t *s, grpc_call_t *call, const trigger_con
 
 /* ---- calls waiting for a source's first poll ------------------------------------- */
 
+/* Gives back what a stream or a waiting call was charged; only while its
+ * call is valid. */
+static void stream_refund(scaler_t *s, scaler_stream_t *st) {
+    if (!st->charged)
+        return;
+    size_t *held = grpc_call_connection_bytes(st->call);
+    *held = *held > st->charged ? *held - st->charged : 0;
+    s->stream_bytes = s->stream_bytes > st->charged ? s->stream_bytes - st->charged : 0;
+    st->charged = 0;
+}
+
 static void deferred_unlink(scaler_t *s, scaler_stream_t *d) {
     if (d->prev)
         d->prev->next = d->next;
@@ -333,9 +345,19 @@ static void arm_defer_timer(scaler_t *s) {
  * over the caller's reference to entry when it returns true. */
 static bool defer_call(scaler_t *s, grpc_call_t *call, scaler_rpc_t rpc,
                        const config_entry_t *entry, const char *ns, const char *ref, mono_ns_t t0) {
+    /* A waiting call pins its entry as a stream does, within the same
+     * budgets; beyond them it is answered now instead of waiting. */
+    size_t cost = config_cache_entry_bytes(entry) + scaler_stream_overhead_bytes();
+    size_t *held = grpc_call_connection_bytes(call);
+    if (*held + cost > s->opts.max_stream_bytes ||
+        s->stream_bytes + cost > s->opts.config_cache_bytes)
+        return false;
     scaler_stream_t *d = calloc(1, sizeof *d);
     if (!d)
         return false;
+    d->charged = cost;
+    *held += cost;
+    s->stream_bytes += cost;
     d->sc = s;
     d->call = call;
     d->kind = CALL_DEFERRED;
@@ -377,6 +399,7 @@ static void retry_deferred(scaler_t *s) {
         if (r.pending && now < d->give_up)
             continue;
         deferred_unlink(s, d);
+        stream_refund(s, d); /* a stream it becomes is charged anew */
         d->next = ready;
         ready = d;
     }
@@ -578,16 +601,6 @@ static void group_release_if_empty(scaler_t *s, stream_group_t *g) {
         g->next->prev = g->prev;
     config_cache_release(s->cache, g->entry);
     free(g);
-}
-
-/* Gives back what the stream was charged; only while its call is valid. */
-static void stream_refund(scaler_t *s, scaler_stream_t *st) {
-    if (!st->charged)
-        return;
-    size_t *held = grpc_call_connection_bytes(st->call);
-    *held = *held > st->charged ? *held - st->charged : 0;
-    s->stream_bytes = s->stream_bytes > st->charged ? s->stream_bytes - st->charged : 0;
-    st->charged = 0;
 }
 
 static void stream_unlink(scaler_t *s, scaler_stream_t *st) {
@@ -1011,6 +1024,7 @@ void scaler_on_call_gone(grpc_call_t *call, void *call_ud, void *ud) {
     if (st->kind == CALL_DEFERRED) {
         rpc_done(s, st->rpc, GRPC_CANCELLED, st->started);
         deferred_unlink(s, st);
+        stream_refund(s, st);
         config_cache_release(s->cache, st->entry);
         free(st);
         arm_defer_timer(s);
@@ -1139,6 +1153,7 @@ void scaler_shutdown(scaler_t *s) {
     while (s->deferred) {
         scaler_stream_t *d = s->deferred;
         deferred_unlink(s, d);
+        stream_refund(s, d);
         grpc_call_set_user_data(d->call, NULL);
         grpc_call_finish(d->call, GRPC_UNAVAILABLE, "server shutting down");
         rpc_done(s, d->rpc, GRPC_UNAVAILABLE, d->started);

@@ -70,7 +70,8 @@ typedef struct {
     size_t max_metadata_entries; /* per request, counted on the wire before decoding */
     size_t max_metadata_bytes;   /* key + value bytes per request, likewise */
     size_t config_cache_bytes;   /* the cache's bound, and all open streams' together */
-    size_t max_stream_bytes;     /* per connection: what its open StreamIsActive hold */
+    size_t max_stream_bytes;     /* per connection: what its open StreamIsActive pin (and
+                                  * its calls waiting for a source's first poll) */
 } scaler_opts_t;
 
 #define SCALER_DEFAULT_MAX_METADATA_ENTRIES 256u
@@ -87,7 +88,8 @@ typedef struct {
     size_t cache_bytes;                /* the config cache now */
     size_t cache_entries;
     uint64_t cache_evictions;
-    size_t stream_bytes; /* what open StreamIsActive streams hold, all connections */
+    size_t stream_bytes; /* what open streams and calls waiting for a first poll pin, all
+                          * connections */
 } scaler_budget_stats_t;
 
 void scaler_budget_stats(const scaler_t *s, scaler_budget_stats_t *out);

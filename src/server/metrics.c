@@ -373,7 +373,8 @@ static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
         "Cached configurations freed to stay within the cache's bounds.",
         (double)g->cache_evictions);
     one(b, NS "stream_pinned_bytes", "gauge",
-        "Bytes open StreamIsActive streams pin (configuration and bookkeeping), all connections.",
+        "Bytes open StreamIsActive streams (and calls waiting for a source's first poll) pin: "
+        "configuration and bookkeeping, all connections.",
         (double)g->stream_bytes);
 }
 

@@ -161,11 +161,19 @@ static int setup_aggregator(void **state) {
 }
 
 /* The agent with room for about three streams on a connection (each pins
- * a configuration of ~27 KiB) and five in all. */
+ * a configuration of ~26 KiB) and five in all. */
 static int setup_budget(void **state) {
     budget_max_stream_bytes = 100 * 1000;
     budget_cache_bytes = 160 * 1000;
     int rc = setup_role(state, false);
+    budget_max_stream_bytes = budget_cache_bytes = 0;
+    return rc;
+}
+
+static int setup_budget_aggregator(void **state) {
+    budget_max_stream_bytes = 100 * 1000;
+    budget_cache_bytes = 160 * 1000;
+    int rc = setup_role(state, true);
     budget_max_stream_bytes = budget_cache_bytes = 0;
     return rc;
 }
@@ -588,6 +596,52 @@ static void test_scaler_streams_are_budgeted_per_connection_and_in_all(void **st
     assert_true(st.cache_evictions > 0);
 }
 
+static void test_scaler_waiting_calls_are_budgeted_like_streams(void **state) {
+    fixture_t *f = *state;
+    /* the evaluation waits for a source's first poll: calls are held */
+    f->answer.status = EVAL_UNAVAILABLE;
+    f->answer.pending = true;
+    snprintf(f->answer.message, sizeof f->answer.message, "waiting for the first poll");
+    static grpc_call_t c[8];
+    size_t conn = 0;
+    uint8_t buf[2048];
+    size_t n = 0, one = 0;
+    for (;; n++) {
+        assert_true(n < 8);
+        char tv[16];
+        snprintf(tv, sizeof tv, "%zu", 10 + n);
+        size_t len =
+            pack_ref(KV("metricType", "gpu_utilization", "targetValue", tv), true, buf, sizeof buf);
+        memset(&c[n], 0, sizeof c[n]);
+        c[n].status = -1;
+        c[n].conn = &conn;
+        scaler_on_request(&c[n], "/externalscaler.ExternalScaler/GetMetrics", buf, len, f->sc);
+        if (c[n].status != -1)
+            break; /* answered at once: over the budget */
+        if (n == 0)
+            one = conn;
+    }
+    assert_true(n >= 2 && n == 100 * 1000 / one);
+    assert_int_equal(c[n].status, GRPC_UNAVAILABLE); /* not refused: just not held */
+    assert_string_equal(c[n].message, "waiting for the first poll");
+    assert_int_equal(conn, n * one);
+    /* one gone: its bytes come back */
+    scaler_on_call_gone(&c[0], c[0].user_data, f->sc);
+    assert_int_equal(conn, (n - 1) * one);
+    /* the poll answers: every held call is answered and gives its bytes back */
+    f->answer.status = EVAL_OK;
+    f->answer.pending = false;
+    f->answer.value = 3;
+    f->answer.message[0] = '\0';
+    scaler_refresh(f->sc);
+    for (size_t i = 1; i < n; i++)
+        assert_int_equal(c[i].status, GRPC_OK);
+    assert_int_equal(conn, 0);
+    scaler_budget_stats_t st;
+    scaler_budget_stats(f->sc, &st);
+    assert_int_equal(st.stream_bytes, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_scaler_unknown_method_is_unimplemented, setup_agent,
@@ -616,6 +670,8 @@ int main(void) {
                                         setup_agent, teardown),
         cmocka_unit_test_setup_teardown(test_scaler_streams_are_budgeted_per_connection_and_in_all,
                                         setup_budget, teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_waiting_calls_are_budgeted_like_streams,
+                                        setup_budget_aggregator, teardown),
         cmocka_unit_test_setup_teardown(test_scaler_stream_opened_while_unknown_stays_open,
                                         setup_aggregator, teardown),
     };

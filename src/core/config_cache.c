@@ -394,6 +394,14 @@ size_t config_cache_entry_bytes(const config_entry_t *e) {
     return e ? e->_bytes : 0;
 }
 
+size_t config_cache_entry_bytes_for(size_t n, size_t kv_bytes) {
+    size_t fixed = sizeof(config_entry_t) + sizeof(trigger_config_t) + 3 * ALLOC_OVERHEAD;
+    if (n > (SIZE_MAX - fixed) / 16 - 1 || kv_bytes > SIZE_MAX - fixed - 16 * n - 1)
+        return SIZE_MAX;
+    size_t key = 16 * n + kv_bytes; /* canonical_len: [u64 klen][key][u64 vlen][value]... */
+    return fixed + (key ? key : 1);
+}
+
 uint64_t config_cache_evictions(const config_cache_t *c) {
     return c ? c->evictions : 0;
 }

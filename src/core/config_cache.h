@@ -74,6 +74,11 @@ size_t config_cache_size(const config_cache_t *c);
 size_t config_cache_bytes(const config_cache_t *c);
 size_t config_cache_entry_bytes(const config_entry_t *e);
 
+/* What a valid entry for a map of n pairs with kv_bytes bytes of keys and
+ * values costs (an upper bound for an error's): known before the map is
+ * parsed, from metadata_wire_count's figures. SIZE_MAX on overflow. */
+size_t config_cache_entry_bytes_for(size_t n, size_t kv_bytes);
+
 /* Entries freed to stay within the bounds, since creation. */
 uint64_t config_cache_evictions(const config_cache_t *c);
 

@@ -679,10 +679,13 @@ size_t scaler_stream_overhead_bytes(void) {
 
 /* A new stream pins its entry for as long as it is open: refused when the
  * connection's streams, or all streams, would hold more than their budget.
- * Returns the bytes to charge, or 0 after finishing the call. */
+ * The cost is the entry's, or before parsing its estimate from the wire
+ * (entry NULL: config_cache_entry_bytes_for). Returns the bytes to charge,
+ * or 0 after finishing the call. */
 static size_t admit_stream(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
-                           const char *ref, mono_ns_t t0) {
-    size_t cost = config_cache_entry_bytes(entry) + scaler_stream_overhead_bytes();
+                           size_t estimate, const char *ref, mono_ns_t t0) {
+    size_t cost = (entry ? config_cache_entry_bytes(entry) : estimate);
+    cost = cost > SIZE_MAX / 2 ? SIZE_MAX / 2 : cost + scaler_stream_overhead_bytes();
     size_t conn = *grpc_call_connection_bytes(call);
     char m[256];
     if (conn + cost > s->opts.max_stream_bytes) {
@@ -700,15 +703,15 @@ static size_t admit_stream(scaler_t *s, grpc_call_t *call, const config_entry_t 
     } else {
         return cost;
     }
-    fail_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, t0, ref, entry->config->metric_name,
-              GRPC_RESOURCE_EXHAUSTED, m);
+    fail_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, t0, ref,
+              entry ? entry->config->metric_name : NULL, GRPC_RESOURCE_EXHAUSTED, m);
     return 0;
 }
 
 /* Consumes the reference to entry (always returns true). */
 static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                                     const char *ns, const char *ref, mono_ns_t t0, bool may_defer) {
-    size_t cost = admit_stream(s, call, entry, ref, t0);
+    size_t cost = admit_stream(s, call, entry, 0, ref, t0);
     if (!cost) {
         config_cache_release(s->cache, entry);
         return true;
@@ -942,6 +945,12 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
             fail_call(s, call, rpc, t0, NULL, NULL, GRPC_RESOURCE_EXHAUSTED, m);
             return;
         }
+        /* A stream over its budget is refused before its map is parsed
+         * (and cached): the estimate is what the entry would cost. */
+        if (rpc == SCALER_RPC_STREAM_IS_ACTIVE && !s->shutting_down &&
+            !admit_stream(s, call, NULL, config_cache_entry_bytes_for(wc.entries, wc.bytes), NULL,
+                          t0))
+            return;
     }
 
     Externalscaler__GetMetricsRequest *gm = NULL;

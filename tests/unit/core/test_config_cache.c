@@ -249,6 +249,25 @@ static void test_config_cache_counts_bytes_and_evicts_within_the_byte_bound(void
     config_cache_free(c);
 }
 
+static void test_config_cache_knows_an_entry_s_cost_before_parsing(void **state) {
+    (void)state;
+    config_cache_t *c = new_budget_cache(100, 0, 0);
+    const config_entry_t *e = get(c, MAP("metricType", "gpu_utilization", "targetValue", "500"));
+    assert_int_equal(config_cache_entry_bytes(e),
+                     config_cache_entry_bytes_for(2, 10 + 15 + 11 + 3));
+    const config_entry_t *z = get(c, MAP(NULL));
+    assert_int_equal(config_cache_entry_bytes(z), config_cache_entry_bytes_for(0, 0));
+    /* an error costs less than the estimate */
+    const config_entry_t *bad = get(c, MAP("targetvalue", "500"));
+    assert_true(config_cache_entry_bytes(bad) < config_cache_entry_bytes_for(1, 14));
+    assert_int_equal(config_cache_entry_bytes_for(SIZE_MAX / 8, 0), SIZE_MAX);
+    assert_int_equal(config_cache_entry_bytes_for(1, SIZE_MAX - 10), SIZE_MAX);
+    config_cache_release(c, e);
+    config_cache_release(c, z);
+    config_cache_release(c, bad);
+    config_cache_free(c);
+}
+
 static void test_config_cache_byte_bound_never_frees_referenced_entries(void **state) {
     (void)state;
     config_cache_t *c = new_budget_cache(100, 1, 0); /* smaller than any entry */
@@ -328,6 +347,7 @@ int main(void) {
         cmocka_unit_test(test_config_cache_handles_large_maps),
         cmocka_unit_test(test_config_cache_rejects_bad_arguments_quietly),
         cmocka_unit_test(test_config_cache_counts_bytes_and_evicts_within_the_byte_bound),
+        cmocka_unit_test(test_config_cache_knows_an_entry_s_cost_before_parsing),
         cmocka_unit_test(test_config_cache_byte_bound_never_frees_referenced_entries),
         cmocka_unit_test(test_config_cache_keeps_no_map_for_an_error),
         cmocka_unit_test(test_config_cache_tells_errors_apart_with_any_seed),

@@ -320,16 +320,16 @@ class MetadataBudgets(unittest.TestCase):
                  h.get("max_us", 0) / 1000), flush=True)
         return f
 
-    def assert_bounded(self, f, rss_kib=None, cpu_s=None):
+    def assert_bounded(self, f, rss_kib=None):
         h = f["honest"]
         self.assertEqual(h.get("errors"), 0, h)
         self.assertGreater(h.get("calls", 0), 10, h)
         self.assertLess(h.get("max_us", 1e9), 1e6 * SLOW, "an honest call waited: %s" % h)
+        if WRAPPER:
+            return  # valgrind's own memory and speed: the figures are not the server's
         self.assertLess(f["peak"], self.PEAK_KIB, "peak RSS %d KiB" % f["peak"])
         if rss_kib:
             self.assertLess(f["rss"], rss_kib, "RSS %d KiB retained" % f["rss"])
-        if cpu_s:
-            self.assertLess(f["cpu"], cpu_s * SLOW, "CPU %.2f s" % f["cpu"])
 
     def test_4_mib_of_empty_metadata_entries_is_refused_before_decoding(self):
         s = self.server()
@@ -337,13 +337,18 @@ class MetadataBudgets(unittest.TestCase):
         honest = Honest(self, s, 3)
         body = get_metrics_request([(b"", b"")] * 2000000)
         self.assertLess(len(body), 4 * 1024 * 1024)
+        cpu1 = cpu_seconds(s.proc.pid)
         code, msg, took = self.raw_call(s, "GetMetrics", body)
+        attack_cpu = cpu_seconds(s.proc.pid) - cpu1  # the honest calls of those ms included
         f = self.figures(s, cpu0, honest)
+        print("    the attack's call: %.2f s, server CPU meanwhile %.2f s" % (took, attack_cpu))
         self.assertEqual(code, "8", msg)  # RESOURCE_EXHAUSTED
         self.assertIn("request message: %d bytes, at most 65536 (--max-request-bytes)"
                       % len(body), msg)
         self.assertLess(took, 2 * SLOW)
-        self.assert_bounded(f, cpu_s=0.5)
+        self.assert_bounded(f)
+        if not WRAPPER:
+            self.assertLess(attack_cpu, 0.5)  # 1.3 s before
         self.assertEqual(self.metric(s, "limit_refusals_total", '{limit="max-request-bytes"}'), 1)
 
     def test_64_kib_of_empty_entries_is_refused_by_the_entry_limit(self):
@@ -352,16 +357,20 @@ class MetadataBudgets(unittest.TestCase):
         s = self.server()
         cpu0 = cpu_seconds(s.proc.pid)
         honest = Honest(self, s, 3)
+        cpu1 = cpu_seconds(s.proc.pid)
         code, msg, _ = self.raw_call(s, "GetMetrics", get_metrics_request([(b"", b"")] * 32000))
         # and the bytes of the keys and values, under the entry limit
         big = get_metrics_request([(b"k%d" % i, b"v" * 300) for i in range(200)])
         code2, msg2, _ = self.raw_call(s, "GetMetrics", big)
+        attack_cpu = cpu_seconds(s.proc.pid) - cpu1
         f = self.figures(s, cpu0, honest)
         self.assertEqual(code, "8", msg)
         self.assertIn("32000 entries, at most 256 (--max-metadata-entries)", msg)
         self.assertEqual(code2, "8", msg2)
         self.assertIn("at most 32768 (--max-metadata-bytes)", msg2)
-        self.assert_bounded(f, cpu_s=0.5)
+        self.assert_bounded(f)
+        if not WRAPPER:
+            self.assertLess(attack_cpu, 0.5)
         self.assertEqual(self.metric(s, "limit_refusals_total",
                                      '{limit="max-metadata-entries"}'), 1)
         self.assertEqual(self.metric(s, "limit_refusals_total", '{limit="max-metadata-bytes"}'), 1)

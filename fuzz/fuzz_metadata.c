@@ -159,7 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(e1 == e2 && e1->id == e2->id);
         FUZZ_CHECK(e1->status == ra);
         if (ra == 0)
-            FUZZ_CHECK(memcmp(&e1->config, &a, sizeof a) == 0);
+            FUZZ_CHECK(e1->config && memcmp(e1->config, &a, sizeof a) == 0);
         else
             FUZZ_CHECK(strcmp(e1->error, ea) == 0);
     }

@@ -5,11 +5,18 @@
  *
  * The first byte picks the message (ScaledObjectRef, GetMetricsRequest,
  * HealthCheckRequest); the rest is the wire bytes.
+ *
+ * The server counts the metadata on the wire before decoding
+ * (metadata_wire_count), to refuse millions of entries before protobuf-c
+ * allocates them: whatever the decoder accepts, the count must accept too
+ * (or a message could slip past the limits) and must count at least the
+ * entries the decoder built.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/err.h"
 #include "core/metadata.h"
 #include "core/trigger_config.h"
 #include "proto/externalscaler.pb-c.h"
@@ -18,6 +25,20 @@
 #include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The wire count against what the decoder built from the same bytes. */
+static void check_count(const uint8_t *msg, size_t len, bool get_metrics,
+                        const Externalscaler__ScaledObjectRef *r) {
+    metadata_wire_count_t c;
+    int rc = metadata_wire_count(msg, len, get_metrics, &c);
+    FUZZ_CHECK(rc == 0); /* decoded, so well-formed */
+    size_t n = r ? r->n_scalermetadata : 0, bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(r->scalermetadata[i]->key) + strlen(r->scalermetadata[i]->value);
+    FUZZ_CHECK(c.entries >= n);
+    FUZZ_CHECK(c.bytes >= bytes);
+    FUZZ_CHECK(c.bytes <= len);
+}
 
 static void parse_ref(const Externalscaler__ScaledObjectRef *r) {
     if (!r)
@@ -49,8 +70,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Externalscaler__ScaledObjectRef *r =
             externalscaler__scaled_object_ref__unpack(NULL, len, msg);
         parse_ref(r);
-        if (r)
+        if (r) {
+            check_count(msg, len, false, r);
             externalscaler__scaled_object_ref__free_unpacked(r, NULL);
+        }
         break;
     }
     case 1: {
@@ -59,6 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (r) {
             FUZZ_CHECK(r->metricname);
             parse_ref(r->scaledobjectref);
+            check_count(msg, len, true, r->scaledobjectref);
             externalscaler__get_metrics_request__free_unpacked(r, NULL);
         }
         break;

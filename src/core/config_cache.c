@@ -14,8 +14,13 @@
  *
  * Eviction: referenced entries are never freed. Unreferenced ones sit in an
  * LRU list (most recent first); whenever the cache holds more than
- * `capacity` entries the tail is freed. If every entry is referenced the
- * cache temporarily exceeds capacity (a bounded number of streams/RPCs).
+ * max_entries entries or max_bytes bytes the tail is freed. If every entry
+ * is referenced the cache temporarily exceeds its bounds (what streams pin
+ * is budgeted by the scaler).
+ *
+ * Errors keep no canonical form: (bucket hash, seeded hash, length) stand
+ * for it. A megabyte of rejected metadata then costs a few hundred bytes
+ * here, not a megabyte per distinct map.
  *
  * Single-threaded by design: only the event loop calls these functions.
  */
@@ -28,9 +33,16 @@
 #include "core/err.h"
 
 #define SMALL_N 32
+/* What malloc adds to each block, roughly (glibc: 8-16 bytes); counted so
+ * that the byte bound tracks the heap, not just the payloads. */
+#define ALLOC_OVERHEAD 16
 
 struct config_cache {
     size_t capacity;
+    size_t max_bytes; /* 0 = none */
+    size_t bytes;
+    uint64_t seed;
+    uint64_t evictions;
     size_t size;
     size_t nbuckets; /* power of two */
     config_entry_t **buckets;
@@ -75,7 +87,7 @@ static void sort_pairs(metadata_pair_t *p, size_t n) {
 #define FNV_OFFSET KGS_FNV_OFFSET
 #define fnv kgs_fnv1a_bytes
 
-static uint64_t len_bytes_hash(uint64_t h, size_t len) {
+static uint64_t len_bytes_hash(uint64_t h, uint64_t len) {
     uint64_t l = (uint64_t)len;
     unsigned char b[8];
     for (int i = 0; i < 8; i++)
@@ -83,8 +95,7 @@ static uint64_t len_bytes_hash(uint64_t h, size_t len) {
     return fnv(h, b, 8);
 }
 
-static uint64_t hash_pairs(const metadata_pair_t *p, size_t n) {
-    uint64_t h = FNV_OFFSET;
+static uint64_t hash_pairs_from(uint64_t h, const metadata_pair_t *p, size_t n) {
     for (size_t i = 0; i < n; i++) {
         h = len_bytes_hash(h, p[i].key_len);
         h = fnv(h, p[i].key, p[i].key_len);
@@ -92,6 +103,16 @@ static uint64_t hash_pairs(const metadata_pair_t *p, size_t n) {
         h = fnv(h, p[i].value, p[i].value_len);
     }
     return h;
+}
+
+static uint64_t hash_pairs(const metadata_pair_t *p, size_t n) {
+    return hash_pairs_from(FNV_OFFSET, p, n);
+}
+
+/* The errors' second hash: the seed goes in first, so which maps collide
+ * depends on a value the caller cannot see. */
+static uint64_t hash_pairs_seeded(uint64_t seed, const metadata_pair_t *p, size_t n) {
+    return hash_pairs_from(len_bytes_hash(FNV_OFFSET, seed), p, n);
 }
 
 /* Bytes of the canonical form, or 0 on size_t overflow. */
@@ -211,29 +232,37 @@ static void table_maybe_grow(config_cache_t *c) {
 
 static void entry_free(config_entry_t *e) {
     free(e->_key);
+    free((void *)(uintptr_t)e->config); /* the cache allocated it */
     free(e);
 }
 
-static void evict_over_capacity(config_cache_t *c) {
-    while (c->size > c->capacity && c->lru_tail) {
+static bool over_bounds(const config_cache_t *c) {
+    return c->size > c->capacity || (c->max_bytes && c->bytes > c->max_bytes);
+}
+
+static void evict_over_bounds(config_cache_t *c) {
+    while (over_bounds(c) && c->lru_tail) {
         config_entry_t *e = c->lru_tail;
         lru_unlink(c, e);
         table_remove(c, e);
         c->size--;
+        c->bytes -= e->_bytes;
+        c->evictions++;
         entry_free(e);
     }
 }
 
 /* ---- public ---------------------------------------------------------------- */
 
-int config_cache_new(size_t capacity, config_cache_t **out) {
+int config_cache_new_opts(const config_cache_opts_t *o, config_cache_t **out) {
     *out = NULL;
-    if (capacity == 0)
-        capacity = 1;
+    size_t capacity = o->max_entries ? o->max_entries : 1;
     config_cache_t *c = calloc(1, sizeof *c);
     if (!c)
         return KGS_ENOMEM;
     c->capacity = capacity;
+    c->max_bytes = o->max_bytes;
+    c->seed = o->seed;
     c->nbuckets = 16;
     while (c->nbuckets < capacity && c->nbuckets < ((size_t)1 << 20))
         c->nbuckets *= 2;
@@ -245,6 +274,11 @@ int config_cache_new(size_t capacity, config_cache_t **out) {
     c->next_id = 1;
     *out = c;
     return 0;
+}
+
+int config_cache_new(size_t capacity, config_cache_t **out) {
+    config_cache_opts_t o = {.max_entries = capacity};
+    return config_cache_new_opts(&o, out);
 }
 
 const config_entry_t *config_cache_acquire(config_cache_t *c, const metadata_pair_t *pairs,
@@ -270,9 +304,23 @@ const config_entry_t *config_cache_acquire(config_cache_t *c, const metadata_pai
         goto out; /* cannot even be represented: treat as out of memory */
     uint64_t h = hash_pairs(sorted, n);
 
-    for (e = c->buckets[h & (c->nbuckets - 1)]; e; e = e->_hnext)
-        if (e->_hash == h && canonical_equal(e, sorted, n, klen))
+    bool have_h2 = false;
+    uint64_t h2 = 0;
+    for (e = c->buckets[h & (c->nbuckets - 1)]; e; e = e->_hnext) {
+        if (e->_hash != h || e->_key_len != klen)
+            continue;
+        if (e->_key) {
+            if (canonical_equal(e, sorted, n, klen))
+                break;
+            continue;
+        }
+        if (!have_h2) { /* computed only for a keyless candidate */
+            h2 = hash_pairs_seeded(c->seed, sorted, n);
+            have_h2 = true;
+        }
+        if (e->_hash2 == h2)
             break;
+    }
     if (e) {
         if (e->_refs++ == 0)
             lru_unlink(c, e);
@@ -280,27 +328,41 @@ const config_entry_t *config_cache_acquire(config_cache_t *c, const metadata_pai
     }
 
     e = calloc(1, sizeof *e);
-    if (!e)
-        goto out;
-    e->_key = malloc(klen);
-    if (!e->_key) {
+    trigger_config_t *cfg = malloc(sizeof *cfg);
+    if (!e || !cfg) {
         free(e);
+        free(cfg);
         e = NULL;
         goto out;
     }
-    write_canonical(e->_key, sorted, n);
+    e->status = trigger_config_parse(sorted, n, cfg, e->error, sizeof e->error);
+    e->_bytes = sizeof *e + ALLOC_OVERHEAD;
+    if (e->status == 0) {
+        e->error[0] = '\0';
+        e->_key = malloc(klen);
+        if (!e->_key) {
+            free(cfg);
+            free(e);
+            e = NULL;
+            goto out;
+        }
+        write_canonical(e->_key, sorted, n);
+        e->config = cfg;
+        e->_bytes += klen + sizeof *cfg + 2 * ALLOC_OVERHEAD;
+    } else {
+        free(cfg);
+        e->_hash2 = have_h2 ? h2 : hash_pairs_seeded(c->seed, sorted, n);
+    }
     e->_key_len = klen;
     e->_hash = h;
     e->_refs = 1;
     e->id = c->next_id++;
-    e->status = trigger_config_parse(sorted, n, &e->config, e->error, sizeof e->error);
-    if (e->status == 0)
-        e->error[0] = '\0';
     e->_hnext = c->buckets[h & (c->nbuckets - 1)];
     c->buckets[h & (c->nbuckets - 1)] = e;
     c->size++;
+    c->bytes += e->_bytes;
     table_maybe_grow(c);
-    evict_over_capacity(c);
+    evict_over_bounds(c);
 out:
     if (sorted != small)
         free(sorted);
@@ -317,11 +379,31 @@ void config_cache_release(config_cache_t *c, const config_entry_t *ce) {
     if (--e->_refs > 0)
         return;
     lru_push_front(c, e);
-    evict_over_capacity(c);
+    evict_over_bounds(c);
 }
 
 size_t config_cache_size(const config_cache_t *c) {
     return c ? c->size : 0;
+}
+
+size_t config_cache_bytes(const config_cache_t *c) {
+    return c ? c->bytes : 0;
+}
+
+size_t config_cache_entry_bytes(const config_entry_t *e) {
+    return e ? e->_bytes : 0;
+}
+
+size_t config_cache_entry_bytes_for(size_t n, size_t kv_bytes) {
+    size_t fixed = sizeof(config_entry_t) + sizeof(trigger_config_t) + 3 * ALLOC_OVERHEAD;
+    if (n > (SIZE_MAX - fixed) / 16 - 1 || kv_bytes > SIZE_MAX - fixed - 16 * n - 1)
+        return SIZE_MAX;
+    size_t key = 16 * n + kv_bytes; /* canonical_len: [u64 klen][key][u64 vlen][value]... */
+    return fixed + (key ? key : 1);
+}
+
+uint64_t config_cache_evictions(const config_cache_t *c) {
+    return c ? c->evictions : 0;
 }
 
 void config_cache_free(config_cache_t *c) {

@@ -55,7 +55,8 @@ struct grpc_call {
 
     uint8_t *req;
     size_t req_len, req_cap;
-    bool req_overflow; /* exceeded the message cap: answered, rest discarded */
+    bool req_overflow;   /* exceeded the message cap: answered, rest discarded */
+    bool prefix_checked; /* the length prefix was compared with the cap */
 
     bool dispatched; /* on_request ran */
     bool finished;   /* the handler (or we) finished it */
@@ -86,6 +87,7 @@ struct grpc_conn {
 
     grpc_call_t *calls;
     unsigned ncalls;
+    size_t handler_bytes; /* grpc_call_connection_bytes */
     loop_timer_t idle_timer;
     loop_timer_t close_timer;
     loop_timer_t slow_timer; /* handshake, preface and request completion */
@@ -109,6 +111,7 @@ struct grpc_server {
     uint16_t port;
     grpc_conn_t *conns;
     unsigned nconns, ncalls;
+    uint64_t too_large; /* requests refused over max_request_bytes */
     bool shutting_down;
     void (*shutdown_done)(void *);
     void *shutdown_ud;
@@ -168,6 +171,36 @@ mono_ns_t grpc_call_deadline(const grpc_call_t *c) {
 
 const char *grpc_call_peer(const grpc_call_t *c) {
     return c->conn->peer;
+}
+
+size_t *grpc_call_connection_bytes(grpc_call_t *c) {
+    return &c->conn->handler_bytes;
+}
+
+static size_t max_request(const grpc_server_t *s) {
+    size_t m = s->opts.max_request_bytes;
+    return m && m < GRPC_MAX_MESSAGE_BYTES ? m : GRPC_MAX_MESSAGE_BYTES;
+}
+
+/* Refuses a request over the cap: answered now, the rest of its bytes
+ * discarded (and the upload reset once the status is out: on_frame_send).
+ * declared: the message's length from its prefix, or 0 when not known. */
+static void call_refuse_too_large(grpc_call_t *c, uint64_t declared) {
+    grpc_server_t *s = c->conn->srv;
+    char m[160];
+    const char *flag = s->opts.max_request_bytes_flag;
+    int n = declared ? snprintf(m, sizeof m, "request message: %llu bytes, at most %zu",
+                                (unsigned long long)declared, max_request(s))
+                     : snprintf(m, sizeof m, "request message: more than %zu bytes, at most %zu",
+                                max_request(s), max_request(s));
+    if (flag && n > 0 && (size_t)n < sizeof m)
+        snprintf(m + n, sizeof m - (size_t)n, " (%s)", flag);
+    c->req_overflow = true;
+    s->too_large++;
+    free(c->req);
+    c->req = NULL;
+    c->req_len = c->req_cap = 0;
+    grpc_call_finish(c, GRPC_RESOURCE_EXHAUSTED, m);
 }
 
 static ssize_t call_read_cb(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
@@ -316,14 +349,14 @@ static void call_dispatch(grpc_call_t *c) {
     }
     const uint8_t *msg = NULL;
     size_t msg_len = 0, used = 0;
-    int r = grpc_frame_decode(c->req, c->req_len, GRPC_MAX_MESSAGE_BYTES, &msg, &msg_len, &used);
+    int r = grpc_frame_decode(c->req, c->req_len, max_request(s), &msg, &msg_len, &used);
     if (r == GRPC_FRAME_COMPRESSED) {
         grpc_call_finish(c, GRPC_UNIMPLEMENTED,
                          "compressed messages are not supported: send uncompressed (identity)");
         return;
     }
     if (r == GRPC_FRAME_TOO_LARGE) {
-        grpc_call_finish(c, GRPC_RESOURCE_EXHAUSTED, "request message larger than 4 MiB");
+        call_refuse_too_large(c, 0); /* on_data_chunk sees it first: kept for safety */
         return;
     }
     if (r != GRPC_FRAME_COMPLETE || used != c->req_len) {
@@ -457,16 +490,31 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, 
     grpc_call_t *c = nghttp2_session_get_stream_user_data(h2, stream_id);
     if (!c || c->req_overflow || c->finished)
         return 0;
-    if (c->req_len + len > GRPC_MAX_MESSAGE_BYTES + 5) {
+    size_t max = max_request(c->conn->srv);
+    if (c->req_len + len > max + 5) {
         /* Answer now and stop buffering; the client may keep sending, so
-         * also reset the stream once the answer is queued. */
-        c->req_overflow = true;
-        grpc_call_finish(c, GRPC_RESOURCE_EXHAUSTED, "request message larger than 4 MiB");
+         * also reset the stream once the answer is queued. The declared
+         * length, when this chunk completes the prefix, names the size. */
+        uint64_t declared = 0;
+        if (!c->prefix_checked && c->req_len < 5 && c->req_len + len >= 5)
+            for (size_t i = 1; i < 5; i++)
+                declared = declared << 8 | (i < c->req_len ? c->req[i] : data[i - c->req_len]);
+        call_refuse_too_large(c, declared > max ? declared : 0);
         return 0; /* RST_STREAM(NO_ERROR) follows once the status is out: on_frame_send */
     }
     if (buf_append(&c->req, &c->req_len, &c->req_cap, data, len) != 0) {
         c->req_overflow = true;
         grpc_call_finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory buffering the request");
+        return 0;
+    }
+    if (!c->prefix_checked && c->req_len >= 5) {
+        /* The declared length decides at once: a 4 MiB message is refused
+         * after its first frame, not after 64 KiB of it. */
+        c->prefix_checked = true;
+        uint32_t declared = (uint32_t)c->req[1] << 24 | (uint32_t)c->req[2] << 16 |
+                            (uint32_t)c->req[3] << 8 | c->req[4];
+        if (declared > max)
+            call_refuse_too_large(c, declared);
     }
     return 0;
 }
@@ -952,6 +1000,10 @@ void grpc_server_adopt(grpc_server_t *s, int fd) {
 
 unsigned grpc_server_connection_count(const grpc_server_t *s) {
     return s->nconns;
+}
+
+uint64_t grpc_server_requests_too_large(const grpc_server_t *s) {
+    return s->too_large;
 }
 
 unsigned grpc_server_call_count(const grpc_server_t *s) {

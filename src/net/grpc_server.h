@@ -39,7 +39,13 @@ typedef struct {
      * closed (slow-loris). 0 = 10 s. */
     uint64_t handshake_timeout_ns;
     unsigned max_concurrent_streams; /* advertised per connection */
-    const logger_t *log;             /* borrowed; may be NULL */
+    /* The largest request message accepted, checked on the wire: its
+     * length prefix is read as soon as it arrives, and nothing beyond this
+     * is buffered. Larger: RESOURCE_EXHAUSTED "request message: N bytes,
+     * at most M (FLAG)". 0 = GRPC_MAX_MESSAGE_BYTES; at most that. */
+    size_t max_request_bytes;
+    const char *max_request_bytes_flag; /* named in that message; NULL: none */
+    const logger_t *log;                /* borrowed; may be NULL */
 } grpc_server_opts_t;
 
 /* Listens and starts accepting. Returns 0, or KGS_EIO with a message like
@@ -56,6 +62,8 @@ void grpc_server_adopt(grpc_server_t *s, int fd);
 
 unsigned grpc_server_connection_count(const grpc_server_t *s);
 unsigned grpc_server_call_count(const grpc_server_t *s);
+/* Requests refused for exceeding max_request_bytes, since start. */
+uint64_t grpc_server_requests_too_large(const grpc_server_t *s);
 
 /*
  * Graceful shutdown: stops accepting, sends GOAWAY on every connection
@@ -77,6 +85,10 @@ void *grpc_call_user_data(const grpc_call_t *c);
 mono_ns_t grpc_call_deadline(const grpc_call_t *c);
 /* "ip:port" of the peer. Borrowed. */
 const char *grpc_call_peer(const grpc_call_t *c);
+/* A byte count the handler keeps per connection (what the connection's
+ * calls hold: the handler adds and subtracts, the server only stores it).
+ * 0 on a new connection; valid while the call is (in on_call_gone too). */
+size_t *grpc_call_connection_bytes(grpc_call_t *c);
 
 /*
  * Queues one response message (copied). With latest_only, a previous

@@ -17,6 +17,12 @@
  *   sends the state once it is known: ending it would put KEDA's push loop
  *   into its backoff (2 s doubling to 60 s, reset only after an OK end), so
  *   a wake from zero by push would wait that long after the outage.
+ * - Budgets (anything that reaches the port can call): the metadata is
+ *   counted on the wire (entries, key and value bytes) before protobuf-c
+ *   builds it; the cache is bounded in bytes; each open stream pins its
+ *   configuration, so a connection's streams may hold max_stream_bytes and
+ *   all streams together config_cache_bytes. Each refusal is
+ *   RESOURCE_EXHAUSTED with the value, the limit and its flag.
  */
 #include "scaler/scaler.h"
 
@@ -24,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "core/config_cache.h"
 #include "core/demand_eval.h"
@@ -41,6 +49,9 @@
 #define PATH_EXPLAIN "/kgs.v1.Inspect/Explain"
 #define PATH_HEALTH "/grpc.health.v1.Health/"
 #define CONFIG_CACHE_CAPACITY 4096
+/* The gRPC layer's share of an open stream (its call, nghttp2's stream),
+ * roughly: counted with the scaler's own structs. */
+#define GRPC_STREAM_OVERHEAD_BYTES 1024
 
 /* A unary call or a new stream whose trigger waits for a source's first poll
  * is a CALL_DEFERRED until the poll ends (or DEFER_MAX_NS passes). */
@@ -66,6 +77,10 @@ typedef struct scaler_stream {
     const config_entry_t *entry; /* one reference held */
     char ns[128];
     mono_ns_t give_up;
+    /* IS_ACTIVE and CALL_DEFERRED: what it counts against its connection's
+     * and the total budget (max_stream_bytes, config_cache_bytes); given
+     * back when it ends. */
+    size_t charged;
 } scaler_stream_t;
 
 struct stream_group {
@@ -102,6 +117,8 @@ struct scaler {
     scaler_stream_t *deferred; /* calls waiting for a first poll */
     loop_timer_t defer_timer;
     log_ratelimit_t errors_rl; /* KEDA repeats a failing call every poll: log it once a minute */
+    size_t stream_bytes;       /* charged by open streams and waiting calls, all connections */
+    scaler_budget_stats_t counted; /* its refused_* counters; the rest is filled on demand */
 };
 
 /* ---- helpers ----------------------------------------------------------------- */
@@ -232,7 +249,7 @@ static void evaluate_gpu(scaler_t *s, const trigger_config_t *cfg, const char *n
  * trigger's sources when it acquired the config). */
 static void evaluate_trigger(scaler_t *s, const config_entry_t *entry, const char *ns,
                              mono_ns_t now, snapshot_t *snap, eval_result_t *out) {
-    const trigger_config_t *cfg = &entry->config;
+    const trigger_config_t *cfg = entry->config;
     if (cfg->demand.type == DEMAND_NONE) {
         evaluate_gpu(s, cfg, ns, now, snap, out);
         return;
@@ -291,6 +308,17 @@ static void handle_metric_spec(scaler_t *s, grpc_call_t *call, const trigger_con
 
 /* ---- calls waiting for a source's first poll ------------------------------------- */
 
+/* Gives back what a stream or a waiting call was charged; only while its
+ * call is valid. */
+static void stream_refund(scaler_t *s, scaler_stream_t *st) {
+    if (!st->charged)
+        return;
+    size_t *held = grpc_call_connection_bytes(st->call);
+    *held = *held > st->charged ? *held - st->charged : 0;
+    s->stream_bytes = s->stream_bytes > st->charged ? s->stream_bytes - st->charged : 0;
+    st->charged = 0;
+}
+
 static void deferred_unlink(scaler_t *s, scaler_stream_t *d) {
     if (d->prev)
         d->prev->next = d->next;
@@ -319,9 +347,19 @@ static void arm_defer_timer(scaler_t *s) {
  * over the caller's reference to entry when it returns true. */
 static bool defer_call(scaler_t *s, grpc_call_t *call, scaler_rpc_t rpc,
                        const config_entry_t *entry, const char *ns, const char *ref, mono_ns_t t0) {
+    /* A waiting call pins its entry as a stream does, within the same
+     * budgets; beyond them it is answered now instead of waiting. */
+    size_t cost = config_cache_entry_bytes(entry) + scaler_stream_overhead_bytes();
+    size_t *held = grpc_call_connection_bytes(call);
+    if (*held + cost > s->opts.max_stream_bytes ||
+        s->stream_bytes + cost > s->opts.config_cache_bytes)
+        return false;
     scaler_stream_t *d = calloc(1, sizeof *d);
     if (!d)
         return false;
+    d->charged = cost;
+    *held += cost;
+    s->stream_bytes += cost;
     d->sc = s;
     d->call = call;
     d->kind = CALL_DEFERRED;
@@ -363,6 +401,7 @@ static void retry_deferred(scaler_t *s) {
         if (r.pending && now < d->give_up)
             continue;
         deferred_unlink(s, d);
+        stream_refund(s, d); /* a stream it becomes is charged anew */
         d->next = ready;
         ready = d;
     }
@@ -399,7 +438,7 @@ static void on_defer_timer(loop_t *loop, loop_timer_t *t, void *ud) {
 
 static bool handle_get_metrics(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                                const char *ns, const char *ref, mono_ns_t t0, bool may_defer) {
-    const trigger_config_t *cfg = &entry->config;
+    const trigger_config_t *cfg = entry->config;
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
     if (r.status != EVAL_OK && r.pending && may_defer &&
@@ -429,7 +468,7 @@ static bool handle_get_metrics(scaler_t *s, grpc_call_t *call, const config_entr
  * number came from). A read like GetMetrics: it evaluates, it starts nothing. */
 static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                            const char *ns, const char *ref, mono_ns_t t0) {
-    const trigger_config_t *cfg = &entry->config;
+    const trigger_config_t *cfg = entry->config;
     const demand_config_t *d = &cfg->demand;
     if (d->type != DEMAND_COMPOSITE || d->sizing != DEMAND_MODEL_QUEUEING) {
         char m[256];
@@ -510,7 +549,7 @@ static int send_bool(grpc_call_t *call, bool v, bool latest_only) {
 
 static bool handle_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                              const char *ns, const char *ref, mono_ns_t t0, bool may_defer) {
-    const trigger_config_t *cfg = &entry->config;
+    const trigger_config_t *cfg = entry->config;
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
     if (r.status != EVAL_OK && r.pending && may_defer &&
@@ -591,6 +630,7 @@ static void stream_unlink(scaler_t *s, scaler_stream_t *st) {
 
 /* Ends a stream from our side. */
 static void stream_end(scaler_t *s, scaler_stream_t *st, int code, const char *msg) {
+    stream_refund(s, st); /* before the call is finished: it is not ours after */
     grpc_call_finish(st->call, code, msg);
     rpc_done(s,
              st->kind == STREAM_IS_ACTIVE ? SCALER_RPC_STREAM_IS_ACTIVE : SCALER_RPC_HEALTH_WATCH,
@@ -614,7 +654,7 @@ static void stream_push(scaler_t *s, scaler_stream_t *st) {
             st->last_sent = r->active;
     }
     if (r->active && !loop_timer_armed(&st->heartbeat)) {
-        uint64_t every = (uint64_t)st->group->entry->config.poll_interval_s * NS_PER_SEC;
+        uint64_t every = (uint64_t)st->group->entry->config->poll_interval_s * NS_PER_SEC;
         loop_timer_start(s->opts.loop, &st->heartbeat,
                          clock_add_sat(loop_now(s->opts.loop), every));
     } else if (!r->active) {
@@ -631,13 +671,53 @@ static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud) {
     /* KEDA treats each `true` as "still active": repeat it while it holds. */
     send_bool(st->call, true, true);
     st->last_sent = 1;
-    uint64_t every = (uint64_t)st->group->entry->config.poll_interval_s * NS_PER_SEC;
+    uint64_t every = (uint64_t)st->group->entry->config->poll_interval_s * NS_PER_SEC;
     loop_timer_start(loop, &st->heartbeat, clock_add_sat(loop_now(loop), every));
+}
+
+size_t scaler_stream_overhead_bytes(void) {
+    return sizeof(scaler_stream_t) + sizeof(stream_group_t) + GRPC_STREAM_OVERHEAD_BYTES;
+}
+
+/* A new stream pins its entry for as long as it is open: refused when the
+ * connection's streams, or all streams, would hold more than their budget.
+ * The cost is the entry's, or before parsing its estimate from the wire
+ * (entry NULL: config_cache_entry_bytes_for). Returns the bytes to charge,
+ * or 0 after finishing the call. */
+static size_t admit_stream(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
+                           size_t estimate, const char *ref, mono_ns_t t0) {
+    size_t cost = (entry ? config_cache_entry_bytes(entry) : estimate);
+    cost = cost > SIZE_MAX / 2 ? SIZE_MAX / 2 : cost + scaler_stream_overhead_bytes();
+    size_t conn = *grpc_call_connection_bytes(call);
+    char m[256];
+    if (conn + cost > s->opts.max_stream_bytes) {
+        s->counted.refused_stream_bytes++;
+        snprintf(m, sizeof m,
+                 "StreamIsActive: this connection's open streams would hold %zu bytes, at most "
+                 "%zu (--max-stream-bytes, per connection)",
+                 conn + cost, s->opts.max_stream_bytes);
+    } else if (s->stream_bytes + cost > s->opts.config_cache_bytes) {
+        s->counted.refused_streams_total++;
+        snprintf(m, sizeof m,
+                 "StreamIsActive: open streams would hold %zu bytes, at most %zu "
+                 "(--config-cache-bytes)",
+                 s->stream_bytes + cost, s->opts.config_cache_bytes);
+    } else {
+        return cost;
+    }
+    fail_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, t0, ref,
+              entry ? entry->config->metric_name : NULL, GRPC_RESOURCE_EXHAUSTED, m);
+    return 0;
 }
 
 /* Consumes the reference to entry (always returns true). */
 static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                                     const char *ns, const char *ref, mono_ns_t t0, bool may_defer) {
+    size_t cost = admit_stream(s, call, entry, 0, ref, t0);
+    if (!cost) {
+        config_cache_release(s->cache, entry);
+        return true;
+    }
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
     if (r.status != EVAL_OK && r.pending && may_defer &&
@@ -650,7 +730,7 @@ static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
          * reset only after a stream ends OK), so a wake from zero by push
          * would wait that long after an outage. The pull path keeps
          * reporting the error; the log says it once here. */
-        const char *trig = entry->config.metric_name[0] ? entry->config.metric_name : "-";
+        const char *trig = entry->config->metric_name[0] ? entry->config->metric_name : "-";
         char key[320];
         snprintf(key, sizeof key, "%.160s|%.100s|StreamIsActive-open|%d", ref, trig,
                  eval_grpc_code(r.status));
@@ -679,6 +759,9 @@ static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
     st->sc = s;
     st->call = call;
     st->kind = STREAM_IS_ACTIVE;
+    st->charged = cost;
+    *grpc_call_connection_bytes(call) += cost;
+    s->stream_bytes += cost;
     st->group = g;
     st->last_sent = -1;
     st->started = t0;
@@ -801,7 +884,7 @@ static void handle_health(scaler_t *s, grpc_call_t *call, bool watch, const uint
  * idled out (unused for the hub's idle_ns) gets them back.
  */
 static void config_seen(scaler_t *s, const config_entry_t *entry, const char *ns, mono_ns_t now) {
-    const trigger_config_t *cfg = &entry->config;
+    const trigger_config_t *cfg = entry->config;
     if (cfg->demand.type != DEMAND_NONE && s->opts.sources && s->role->polls_sources)
         source_hub_subscribe(s->opts.sources, cfg, entry->id, ns, now);
     if (s->opts.on_config)
@@ -844,6 +927,34 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         return;
     }
 
+    /* Counted on the wire: decoding allocates per entry. Malformed bytes
+     * go on to the decoder, which names the problem. */
+    metadata_wire_count_t wc;
+    if (metadata_wire_count(msg, len, rpc == SCALER_RPC_GET_METRICS, &wc) == 0) {
+        char m[160];
+        if (wc.entries > s->opts.max_metadata_entries) {
+            s->counted.refused_metadata_entries++;
+            snprintf(m, sizeof m, "metadata: %zu entries, at most %zu (--max-metadata-entries)",
+                     wc.entries, s->opts.max_metadata_entries);
+            fail_call(s, call, rpc, t0, NULL, NULL, GRPC_RESOURCE_EXHAUSTED, m);
+            return;
+        }
+        if (wc.bytes > s->opts.max_metadata_bytes) {
+            s->counted.refused_metadata_bytes++;
+            snprintf(m, sizeof m,
+                     "metadata: %zu bytes of keys and values, at most %zu (--max-metadata-bytes)",
+                     wc.bytes, s->opts.max_metadata_bytes);
+            fail_call(s, call, rpc, t0, NULL, NULL, GRPC_RESOURCE_EXHAUSTED, m);
+            return;
+        }
+        /* A stream over its budget is refused before its map is parsed
+         * (and cached): the estimate is what the entry would cost. */
+        if (rpc == SCALER_RPC_STREAM_IS_ACTIVE && !s->shutting_down &&
+            !admit_stream(s, call, NULL, config_cache_entry_bytes_for(wc.entries, wc.bytes), NULL,
+                          t0))
+            return;
+    }
+
     Externalscaler__GetMetricsRequest *gm = NULL;
     Externalscaler__ScaledObjectRef *ref = NULL;
     const Externalscaler__ScaledObjectRef *r;
@@ -876,9 +987,10 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         goto out;
     }
     char why[512];
-    if (role_check_trigger(s->role, &entry->config, true, why, sizeof why) ==
+    if (role_check_trigger(s->role, entry->config, true, why, sizeof why) ==
         ROLE_CHECK_BAD_CONFIG) {
-        fail_call(s, call, rpc, t0, refname, entry->config.metric_name, GRPC_INVALID_ARGUMENT, why);
+        fail_call(s, call, rpc, t0, refname, entry->config->metric_name, GRPC_INVALID_ARGUMENT,
+                  why);
         config_cache_release(s->cache, entry);
         goto out;
     }
@@ -886,7 +998,7 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
     config_seen(s, entry, ns, t0);
     switch (rpc) {
     case SCALER_RPC_GET_METRIC_SPEC:
-        handle_metric_spec(s, call, &entry->config, t0);
+        handle_metric_spec(s, call, entry->config, t0);
         break;
     case SCALER_RPC_GET_METRICS:
         if (handle_get_metrics(s, call, entry, ns, refname, t0, true))
@@ -923,6 +1035,7 @@ void scaler_on_call_gone(grpc_call_t *call, void *call_ud, void *ud) {
     if (st->kind == CALL_DEFERRED) {
         rpc_done(s, st->rpc, GRPC_CANCELLED, st->started);
         deferred_unlink(s, st);
+        stream_refund(s, st);
         config_cache_release(s->cache, st->entry);
         free(st);
         arm_defer_timer(s);
@@ -931,6 +1044,7 @@ void scaler_on_call_gone(grpc_call_t *call, void *call_ud, void *ud) {
     rpc_done(s,
              st->kind == STREAM_IS_ACTIVE ? SCALER_RPC_STREAM_IS_ACTIVE : SCALER_RPC_HEALTH_WATCH,
              GRPC_CANCELLED, st->started);
+    stream_refund(s, st);
     stream_unlink(s, st);
     free(st);
 }
@@ -955,7 +1069,7 @@ void scaler_refresh(scaler_t *s) {
             LOG_WARN(s->opts.log,
                      "stream trigger %s (%u stream(s)): %s: %s; streams stay open, "
                      "nothing pushed until it recovers",
-                     g->entry->config.metric_name, g->nstreams,
+                     g->entry->config->metric_name, g->nstreams,
                      grpc_status_name(eval_grpc_code(g->result.status)), g->result.message);
         for (scaler_stream_t *st = g->streams; st; st = st->next)
             stream_push(s, st);
@@ -981,17 +1095,45 @@ void scaler_refresh(scaler_t *s) {
 
 /* ---- lifecycle ------------------------------------------------------------------- */
 
+/* The key of the cache's error digests: unknown to callers, so none can
+ * aim a map at another's digest. getrandom, else the clock and addresses. */
+static uint64_t cache_seed(const scaler_t *s) {
+    uint64_t seed = 0;
+    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) == (ssize_t)sizeof seed)
+        return seed;
+    return clock_mono_now() ^ (uint64_t)(uintptr_t)s ^ ((uint64_t)getpid() << 32);
+}
+
+void scaler_budget_stats(const scaler_t *s, scaler_budget_stats_t *out) {
+    *out = s->counted;
+    out->cache_bytes = config_cache_bytes(s->cache);
+    out->cache_entries = config_cache_size(s->cache);
+    out->cache_evictions = config_cache_evictions(s->cache);
+    out->stream_bytes = s->stream_bytes;
+}
+
 int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
     scaler_t *s = calloc(1, sizeof *s);
     if (!s)
         return KGS_ENOMEM;
     s->opts = *opts;
+    if (!s->opts.max_metadata_entries)
+        s->opts.max_metadata_entries = SCALER_DEFAULT_MAX_METADATA_ENTRIES;
+    if (!s->opts.max_metadata_bytes)
+        s->opts.max_metadata_bytes = SCALER_DEFAULT_MAX_METADATA_BYTES;
+    if (!s->opts.config_cache_bytes)
+        s->opts.config_cache_bytes = SCALER_DEFAULT_CONFIG_CACHE_BYTES;
+    if (!s->opts.max_stream_bytes)
+        s->opts.max_stream_bytes = SCALER_DEFAULT_MAX_STREAM_BYTES;
     /* The role follows from what the server hands us: a cluster evaluation
      * (aggregator), sources without one (standalone), neither (agent). */
     s->role = role_caps(opts->evaluate  ? KGS_ROLE_AGGREGATOR
                         : opts->sources ? KGS_ROLE_STANDALONE
                                         : KGS_ROLE_AGENT);
-    if (config_cache_new(CONFIG_CACHE_CAPACITY, &s->cache) != 0) {
+    config_cache_opts_t co = {.max_entries = CONFIG_CACHE_CAPACITY,
+                              .max_bytes = s->opts.config_cache_bytes,
+                              .seed = cache_seed(s)};
+    if (config_cache_new_opts(&co, &s->cache) != 0) {
         free(s);
         return KGS_ENOMEM;
     }
@@ -1022,6 +1164,7 @@ void scaler_shutdown(scaler_t *s) {
     while (s->deferred) {
         scaler_stream_t *d = s->deferred;
         deferred_unlink(s, d);
+        stream_refund(s, d);
         grpc_call_set_user_data(d->call, NULL);
         grpc_call_finish(d->call, GRPC_UNAVAILABLE, "server shutting down");
         rpc_done(s, d->rpc, GRPC_UNAVAILABLE, d->started);

@@ -65,7 +65,39 @@ typedef struct {
     /* Engine and queue sources for demand triggers (standalone, aggregator);
      * borrowed. NULL: demand triggers get FAILED_PRECONDITION. */
     source_hub_t *sources;
+    /* Budgets against hostile callers, each refused with RESOURCE_EXHAUSTED
+     * naming the flag; 0 = the SCALER_DEFAULT_* below. */
+    size_t max_metadata_entries; /* per request, counted on the wire before decoding */
+    size_t max_metadata_bytes;   /* key + value bytes per request, likewise */
+    size_t config_cache_bytes;   /* the cache's bound, and all open streams' together */
+    size_t max_stream_bytes;     /* per connection: what its open StreamIsActive pin (and
+                                  * its calls waiting for a source's first poll) */
 } scaler_opts_t;
+
+#define SCALER_DEFAULT_MAX_METADATA_ENTRIES 256u
+#define SCALER_DEFAULT_MAX_METADATA_BYTES (32u * 1024)
+#define SCALER_DEFAULT_CONFIG_CACHE_BYTES (32u * 1024 * 1024)
+#define SCALER_DEFAULT_MAX_STREAM_BYTES (16u * 1024 * 1024)
+
+/* What the budgets refused, and what the cache and the streams hold. */
+typedef struct {
+    uint64_t refused_metadata_entries; /* requests over max_metadata_entries */
+    uint64_t refused_metadata_bytes;   /* requests over max_metadata_bytes */
+    uint64_t refused_stream_bytes;     /* streams over a connection's max_stream_bytes */
+    uint64_t refused_streams_total;    /* streams over config_cache_bytes, all streams */
+    size_t cache_bytes;                /* the config cache now */
+    size_t cache_entries;
+    uint64_t cache_evictions;
+    size_t stream_bytes; /* what open streams and calls waiting for a first poll pin, all
+                          * connections */
+} scaler_budget_stats_t;
+
+void scaler_budget_stats(const scaler_t *s, scaler_budget_stats_t *out);
+
+/* What one open StreamIsActive costs beside its configuration's entry
+ * (config_cache_entry_bytes): the scaler's and the gRPC layer's bookkeeping.
+ * Counted against max_stream_bytes with the entry. */
+size_t scaler_stream_overhead_bytes(void);
 
 /* Returns 0 or KGS_ENOMEM. */
 int scaler_new(const scaler_opts_t *opts, scaler_t **out);

@@ -502,7 +502,10 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             .connections_open = sv->grpc ? grpc_server_connection_count(sv->grpc) : 0,
             .ready = scaler_ready(sv->scaler, why, sizeof why),
             .no_nvml = sv->o.role == SERVER_ROLE_AGGREGATOR,
+            .has_budgets = true,
+            .requests_too_large = sv->grpc ? grpc_server_requests_too_large(sv->grpc) : 0,
         };
+        scaler_budget_stats(sv->scaler, &ctx.budgets);
         if (sv->sources) {
             source_hub_stats_t hs;
             source_hub_stats(sv->sources, &hs);
@@ -758,7 +761,11 @@ int main(int argc, char **argv) {
                          .current_snapshot = current_snapshot,
                          .snapshot_user_data = &sv,
                          .on_rpc_done = on_rpc_done,
-                         .rpc_user_data = &sv};
+                         .rpc_user_data = &sv,
+                         .max_metadata_entries = sv.o.max_metadata_entries,
+                         .max_metadata_bytes = sv.o.max_metadata_bytes,
+                         .config_cache_bytes = sv.o.config_cache_bytes,
+                         .max_stream_bytes = sv.o.max_stream_bytes};
     if (sv.o.role == SERVER_ROLE_AGGREGATOR) {
         sco.evaluate = aggregator_evaluate;
         sco.ready = aggregator_ready;
@@ -808,6 +815,8 @@ int main(int argc, char **argv) {
                              .idle_timeout_ns = sv.o.idle_timeout_ns,
                              .handshake_timeout_ns = sv.o.handshake_timeout_ns,
                              .max_concurrent_streams = 10000,
+                             .max_request_bytes = sv.o.max_request_bytes,
+                             .max_request_bytes_flag = "--max-request-bytes",
                              .log = &sv.log};
     grpc_server_handlers_t gh = {.on_request = on_grpc_request, .on_call_gone = on_grpc_call_gone};
     if (grpc_server_start(sv.loop, &go, &gh, &sv, &sv.grpc, err, sizeof err) != 0) {

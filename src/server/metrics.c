@@ -343,6 +343,41 @@ static void render_rpc(prom_buf_t *b, const server_stats_t *st) {
     }
 }
 
+/* What the budgets refused, by the flag that sets the limit, and what the
+ * config cache and the open streams hold (docs/operations.md, "Limits"). */
+static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
+    const scaler_budget_stats_t *g = &ctx->budgets;
+    const struct {
+        const char *limit;
+        uint64_t n;
+    } refused[] = {
+        {"max-request-bytes", ctx->requests_too_large},
+        {"max-metadata-entries", g->refused_metadata_entries},
+        {"max-metadata-bytes", g->refused_metadata_bytes},
+        {"max-stream-bytes", g->refused_stream_bytes},
+        {"config-cache-bytes", g->refused_streams_total},
+    };
+    prom_family(b, NS "limit_refusals_total", "counter",
+                "Requests and streams refused with RESOURCE_EXHAUSTED, by the flag of the "
+                "limit they exceeded.");
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        prom_label_t l[1] = {{"limit", refused[i].limit}};
+        prom_sample(b, NS "limit_refusals_total", NULL, l, 1, NULL, (double)refused[i].n);
+    }
+    one(b, NS "config_cache_bytes", "gauge",
+        "Bytes the parsed trigger configurations cost (--config-cache-bytes bounds them).",
+        (double)g->cache_bytes);
+    one(b, NS "config_cache_entries", "gauge", "Distinct metadata maps cached (valid or not).",
+        (double)g->cache_entries);
+    one(b, NS "config_cache_evictions_total", "counter",
+        "Cached configurations freed to stay within the cache's bounds.",
+        (double)g->cache_evictions);
+    one(b, NS "stream_pinned_bytes", "gauge",
+        "Bytes open StreamIsActive streams (and calls waiting for a source's first poll) pin: "
+        "configuration and bookkeeping, all connections.",
+        (double)g->stream_bytes);
+}
+
 /* What the NVML sampler did: left out where no NVML is read (aggregator). */
 static void render_nvml(prom_buf_t *out, const snapshot_t *snap, const server_stats_t *st,
                         const metrics_context_t *ctx, const char *node) {
@@ -411,6 +446,9 @@ void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_
         one(out, NS "source_response_bytes_total", "counter", "Bytes read from demand sources.",
             (double)ctx->source_bytes);
     }
+
+    if (ctx->has_budgets)
+        render_budgets(out, ctx);
 
     if (!ctx->no_nvml && snap && snap->status == SNAPSHOT_OK)
         render_gpus(out, snap, node);

@@ -18,6 +18,7 @@
 #include "core/clock.h"
 #include "core/snapshot.h"
 #include "net/prom_text.h"
+#include "scaler/scaler.h"
 
 typedef enum {
     RPC_IS_ACTIVE,
@@ -98,6 +99,10 @@ typedef struct {
     uint64_t source_polls;    /* polls completed */
     uint64_t source_failures; /* polls that failed */
     uint64_t source_bytes;    /* response bytes read */
+    /* The budgets against hostile callers; has_budgets false: none exported. */
+    bool has_budgets;
+    uint64_t requests_too_large;   /* grpc_server_requests_too_large() */
+    scaler_budget_stats_t budgets; /* scaler_budget_stats() */
 } metrics_context_t;
 
 /*

@@ -23,6 +23,7 @@
 #include "core/roles.h"
 #include "core/suggest.h"
 #include "nvml/sampler.h"
+#include "scaler/scaler.h"
 
 const char server_usage_text[] =
     "Usage: keda-gpu-scaler [flags]\n"
@@ -116,6 +117,20 @@ const char server_usage_text_more[] =
     "  --source-max-bytes N          largest engine/queue response read, in bytes\n"
     "                                (default 8388608 = 8 MiB; 4096 to 268435456)\n"
     "\n"
+    "Budgets against hostile callers (RESOURCE_EXHAUSTED beyond them):\n"
+    "  --max-request-bytes N         largest gRPC request message (default 65536;\n"
+    "                                1024 to 4194304)\n"
+    "  --max-metadata-entries N      scalerMetadata entries a request may carry\n"
+    "                                (default 256; 1 to 100000)\n"
+    "  --max-metadata-bytes N        scalerMetadata key and value bytes a request\n"
+    "                                may carry (default 32768; 256 to 4194304)\n"
+    "  --config-cache-bytes N        parsed trigger configurations kept, and what\n"
+    "                                open streams may pin in all (default\n"
+    "                                33554432 = 32 MiB; at least 1048576)\n"
+    "  --max-stream-bytes N          what one connection's open StreamIsActive\n"
+    "                                may pin (default 16777216 = 16 MiB, ~580\n"
+    "                                distinct triggers; at least 65536)\n"
+    "\n"
     "Durations: 500ms, 5s, 1m30s, 2h. An invalid value, flag or variable is an\n"
     "error (exit status 2), never a silent default. A variable set to \"\" counts\n"
     "as unset.\n"
@@ -166,6 +181,11 @@ typedef enum {
     O_KUBE_CA_FILE,
     O_SOURCE_CA_FILE,
     O_SOURCE_MAX_BYTES,
+    O_MAX_REQUEST_BYTES,
+    O_MAX_METADATA_ENTRIES,
+    O_MAX_METADATA_BYTES,
+    O_CONFIG_CACHE_BYTES,
+    O_MAX_STREAM_BYTES,
     O_COUNT
 } opt_id_t;
 
@@ -198,6 +218,11 @@ static const char *const opt_names[O_COUNT] = {
     "kube-ca-file",
     "source-ca-file",
     "source-max-bytes",
+    "max-request-bytes",
+    "max-metadata-entries",
+    "max-metadata-bytes",
+    "config-cache-bytes",
+    "max-stream-bytes",
 };
 
 #define DEFAULT_HEALTH_CHECK_INTERVAL_NS (30 * NS_PER_SEC)
@@ -314,6 +339,21 @@ static int parse_node_name(const raw_t *r, const char **out, char *err, size_t e
                               "%s: invalid node name: control character at byte %zu", r->source,
                               (size_t)(p - (const unsigned char *)r->text));
     *out = r->text;
+    return 0;
+}
+
+/* A whole number from min to max ("bytes" or "entries" names the unit in
+ * the message). */
+static int parse_count(const raw_t *r, unsigned long long min, unsigned long long max,
+                       const char *unit, size_t *out, char *err, size_t errlen) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(r->text, &end, 10);
+    if (!r->text[0] || *end || errno || r->text[0] < '0' || r->text[0] > '9' || v < min || v > max)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: invalid %s \"%s\": must be a whole number from %llu to %llu",
+                          r->source, unit, r->text, min, max);
+    *out = (size_t)v;
     return 0;
 }
 
@@ -452,6 +492,18 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
         o->source_max_bytes = (size_t)bytes;
         return 0;
     }
+    case O_MAX_REQUEST_BYTES:
+        return parse_count(r, 1024, 4194304, "byte count", &o->max_request_bytes, err, errlen);
+    case O_MAX_METADATA_ENTRIES:
+        return parse_count(r, 1, 100000, "entry count", &o->max_metadata_entries, err, errlen);
+    case O_MAX_METADATA_BYTES:
+        return parse_count(r, 256, 4194304, "byte count", &o->max_metadata_bytes, err, errlen);
+    case O_CONFIG_CACHE_BYTES:
+        return parse_count(r, 1048576, (unsigned long long)SIZE_MAX / 2, "byte count",
+                           &o->config_cache_bytes, err, errlen);
+    case O_MAX_STREAM_BYTES:
+        return parse_count(r, 65536, (unsigned long long)SIZE_MAX / 2, "byte count",
+                           &o->max_stream_bytes, err, errlen);
     case O_COUNT:
         break;
     }
@@ -476,6 +528,11 @@ static void set_defaults(server_options_t *o) {
     o->shutdown_grace_ns = DEFAULT_SHUTDOWN_GRACE_NS;
     o->handshake_timeout_ns = 10 * NS_PER_SEC;
     o->source_max_bytes = 8u * 1024 * 1024;
+    o->max_request_bytes = SERVER_DEFAULT_MAX_REQUEST_BYTES;
+    o->max_metadata_entries = SCALER_DEFAULT_MAX_METADATA_ENTRIES;
+    o->max_metadata_bytes = SCALER_DEFAULT_MAX_METADATA_BYTES;
+    o->config_cache_bytes = SCALER_DEFAULT_CONFIG_CACHE_BYTES;
+    o->max_stream_bytes = SCALER_DEFAULT_MAX_STREAM_BYTES;
 }
 
 static void env_name(const char *flag, char *out, size_t outlen) {

@@ -59,6 +59,12 @@ typedef struct {
     const char *kube_ca_file;    /* --kube-ca-file */
     const char *source_ca_file;  /* --source-ca-file, NULL = system roots */
     size_t source_max_bytes;     /* --source-max-bytes, default 8 MiB */
+    /* Budgets against hostile callers (docs/operations.md, "Limits"). */
+    size_t max_request_bytes;    /* --max-request-bytes, default 64 KiB: one gRPC request */
+    size_t max_metadata_entries; /* --max-metadata-entries, default 256 per map */
+    size_t max_metadata_bytes;   /* --max-metadata-bytes, default 32 KiB of keys + values */
+    size_t config_cache_bytes;   /* --config-cache-bytes, default 32 MiB */
+    size_t max_stream_bytes;     /* --max-stream-bytes, default 16 MiB per connection */
     bool version;                /* --version or a bare "version" argument */
     bool help;                   /* --help or -h */
 } server_options_t;
@@ -68,6 +74,7 @@ typedef struct {
 #define SERVER_DEFAULT_PROBE_PORT 8081
 #define SERVER_DEFAULT_MAX_CONNECTIONS 1024u
 #define SERVER_MAX_MAX_CONNECTIONS 100000u
+#define SERVER_DEFAULT_MAX_REQUEST_BYTES (64u * 1024)
 
 /*
  * Parses argv[1..argc-1] and the KEDA_GPU_SCALER_* variables read through

@@ -1,10 +1,12 @@
 /* test_config_cache.c - one parse per distinct metadata map, shared and
- * refcounted, with LRU eviction of unreferenced entries. */
+ * refcounted, with LRU eviction of unreferenced entries within an entry
+ * and a byte bound; errors kept without their map. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -34,7 +36,7 @@ static void test_config_cache_returns_the_same_entry_for_the_same_map(void **sta
     assert_ptr_equal(a, b);
     assert_int_equal(a->status, 0);
     assert_string_equal(a->error, "");
-    assert_true(a->config.target_value == 50);
+    assert_true(a->config->target_value == 50);
     assert_int_equal(config_cache_size(c), 1);
     config_cache_release(c, a);
     config_cache_release(c, b);
@@ -146,7 +148,7 @@ static void test_config_cache_never_evicts_referenced_entries(void **state) {
     }
     assert_int_equal(config_cache_size(c), 4); /* all in use: over capacity */
     for (int i = 0; i < 4; i++)
-        assert_true(held[i]->config.target_value == i + 1); /* still valid memory */
+        assert_true(held[i]->config->target_value == i + 1); /* still valid memory */
     const config_entry_t *again = get(c, MAP("targetValue", "1"));
     assert_ptr_equal(again, held[0]);
     config_cache_release(c, again);
@@ -214,6 +216,124 @@ static void test_config_cache_rejects_bad_arguments_quietly(void **state) {
     config_cache_free(NULL);
 }
 
+static config_cache_t *new_budget_cache(size_t max_entries, size_t max_bytes, uint64_t seed) {
+    config_cache_t *c = NULL;
+    config_cache_opts_t o = {.max_entries = max_entries, .max_bytes = max_bytes, .seed = seed};
+    assert_int_equal(config_cache_new_opts(&o, &c), 0);
+    return c;
+}
+
+static void test_config_cache_counts_bytes_and_evicts_within_the_byte_bound(void **state) {
+    (void)state;
+    /* one valid entry costs its configuration (tens of KiB); room for three */
+    config_cache_t *probe = new_budget_cache(100, 0, 0);
+    const config_entry_t *p = get(probe, MAP("targetValue", "999"));
+    size_t one = config_cache_entry_bytes(p);
+    assert_true(one >= sizeof(trigger_config_t));
+    assert_int_equal(config_cache_bytes(probe), one);
+    config_cache_release(probe, p);
+    config_cache_free(probe);
+
+    config_cache_t *c = new_budget_cache(100, 3 * one + one / 2, 0);
+    char v[16];
+    for (int i = 0; i < 50; i++) {
+        snprintf(v, sizeof v, "%d", 100 + i); /* same length: same cost */
+        const config_entry_t *e = get(c, MAP("targetValue", v));
+        assert_int_equal(config_cache_entry_bytes(e), one);
+        config_cache_release(c, e);
+        assert_true(config_cache_bytes(c) <= 3 * one + one / 2);
+    }
+    assert_int_equal(config_cache_size(c), 3);
+    assert_int_equal(config_cache_bytes(c), 3 * one);
+    assert_int_equal(config_cache_evictions(c), 47);
+    config_cache_free(c);
+}
+
+static void test_config_cache_knows_an_entry_s_cost_before_parsing(void **state) {
+    (void)state;
+    config_cache_t *c = new_budget_cache(100, 0, 0);
+    const config_entry_t *e = get(c, MAP("metricType", "gpu_utilization", "targetValue", "500"));
+    assert_int_equal(config_cache_entry_bytes(e),
+                     config_cache_entry_bytes_for(2, 10 + 15 + 11 + 3));
+    const config_entry_t *z = get(c, MAP(NULL));
+    assert_int_equal(config_cache_entry_bytes(z), config_cache_entry_bytes_for(0, 0));
+    /* an error costs less than the estimate */
+    const config_entry_t *bad = get(c, MAP("targetvalue", "500"));
+    assert_true(config_cache_entry_bytes(bad) < config_cache_entry_bytes_for(1, 14));
+    assert_int_equal(config_cache_entry_bytes_for(SIZE_MAX / 8, 0), SIZE_MAX);
+    assert_int_equal(config_cache_entry_bytes_for(1, SIZE_MAX - 10), SIZE_MAX);
+    config_cache_release(c, e);
+    config_cache_release(c, z);
+    config_cache_release(c, bad);
+    config_cache_free(c);
+}
+
+static void test_config_cache_byte_bound_never_frees_referenced_entries(void **state) {
+    (void)state;
+    config_cache_t *c = new_budget_cache(100, 1, 0); /* smaller than any entry */
+    const config_entry_t *a = get(c, MAP("targetValue", "1"));
+    const config_entry_t *b = get(c, MAP("targetValue", "2"));
+    assert_int_equal(config_cache_size(c), 2); /* both in use: over the bound */
+    assert_true(a->config->target_value == 1 && b->config->target_value == 2);
+    config_cache_release(c, a);
+    assert_int_equal(config_cache_size(c), 1);
+    assert_int_equal(config_cache_bytes(c), config_cache_entry_bytes(b));
+    config_cache_release(c, b);
+    assert_int_equal(config_cache_size(c), 0);
+    assert_int_equal(config_cache_bytes(c), 0);
+    config_cache_free(c);
+}
+
+static void test_config_cache_keeps_no_map_for_an_error(void **state) {
+    (void)state;
+    /* issue 16: 200 rejected maps of 1 MiB kept 205 MB */
+    config_cache_t *c = new_budget_cache(100, 0, 12345);
+    size_t big = 1u << 20;
+    char *v = malloc(big);
+    assert_non_null(v);
+    memset(v, 'x', big);
+    metadata_pair_t p[2] = {{"targetValue", 11, "50", 2}, {"big", 3, v, big}};
+    const config_entry_t *e = config_cache_acquire(c, p, 2);
+    assert_non_null(e);
+    assert_int_equal(e->status, KGS_EINVAL);
+    assert_null(e->config);
+    assert_non_null(strstr(e->error, "\"big\""));
+    assert_true(config_cache_entry_bytes(e) < 1024);
+    assert_int_equal(config_cache_bytes(c), config_cache_entry_bytes(e));
+    /* the same map again is the same entry, found by its digest */
+    const config_entry_t *again = config_cache_acquire(c, p, 2);
+    assert_ptr_equal(again, e);
+    /* one byte different is another map */
+    v[big / 2] = 'y';
+    const config_entry_t *other = config_cache_acquire(c, p, 2);
+    assert_non_null(other);
+    assert_ptr_not_equal(other, e);
+    assert_int_equal(config_cache_size(c), 2);
+    config_cache_release(c, other);
+    config_cache_release(c, again);
+    config_cache_release(c, e);
+    free(v);
+    config_cache_free(c);
+}
+
+static void test_config_cache_tells_errors_apart_with_any_seed(void **state) {
+    (void)state;
+    /* different seeds, the same answers: the seed only keys the digest */
+    for (uint64_t seed = 0; seed < 4; seed++) {
+        config_cache_t *c = new_budget_cache(100, 0, seed * 0x9e3779b97f4a7c15ull);
+        const config_entry_t *a = get(c, MAP("targetvalue", "80"));
+        const config_entry_t *b = get(c, MAP("targetvalue", "81"));
+        const config_entry_t *a2 = get(c, MAP("targetvalue", "80"));
+        assert_ptr_not_equal(a, b);
+        assert_ptr_equal(a, a2);
+        assert_int_equal(a->status, KGS_EINVAL);
+        config_cache_release(c, a);
+        config_cache_release(c, b);
+        config_cache_release(c, a2);
+        config_cache_free(c);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_cache_returns_the_same_entry_for_the_same_map),
@@ -226,6 +346,11 @@ int main(void) {
         cmocka_unit_test(test_config_cache_respects_capacity_over_many_maps),
         cmocka_unit_test(test_config_cache_handles_large_maps),
         cmocka_unit_test(test_config_cache_rejects_bad_arguments_quietly),
+        cmocka_unit_test(test_config_cache_counts_bytes_and_evicts_within_the_byte_bound),
+        cmocka_unit_test(test_config_cache_knows_an_entry_s_cost_before_parsing),
+        cmocka_unit_test(test_config_cache_byte_bound_never_frees_referenced_entries),
+        cmocka_unit_test(test_config_cache_keeps_no_map_for_an_error),
+        cmocka_unit_test(test_config_cache_tells_errors_apart_with_any_seed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,8 @@
 
 struct grpc_call {
     void *user_data;
+    size_t *conn; /* the connection's byte count; NULL: the call's own */
+    size_t own_conn;
     int status; /* -1 until finished */
     char message[600];
     uint8_t sent[4096]; /* the last message */
@@ -46,6 +48,10 @@ mono_ns_t grpc_call_deadline(const grpc_call_t *c) {
 const char *grpc_call_peer(const grpc_call_t *c) {
     (void)c;
     return "127.0.0.1:5555";
+}
+
+size_t *grpc_call_connection_bytes(grpc_call_t *c) {
+    return c->conn ? c->conn : &c->own_conn;
 }
 
 int grpc_call_send(grpc_call_t *c, const uint8_t *msg, size_t len, bool latest_only) {
@@ -112,6 +118,8 @@ static void fake_on_config(void *ud, const trigger_config_t *c, const char *ns) 
     f->configs_seen++;
 }
 
+static size_t budget_max_stream_bytes, budget_cache_bytes; /* for setup_budget */
+
 static int setup_role(void **state, bool aggregator) {
     fixture_t *f = calloc(1, sizeof *f);
     if (!f)
@@ -125,7 +133,9 @@ static int setup_role(void **state, bool aggregator) {
                        .stale_after_ns = 5000000000ull,
                        .current_snapshot = no_snapshot,
                        .on_rpc_done = on_rpc_done,
-                       .rpc_user_data = f};
+                       .rpc_user_data = f,
+                       .max_stream_bytes = budget_max_stream_bytes,
+                       .config_cache_bytes = budget_cache_bytes};
     if (aggregator) {
         o.evaluate = fake_evaluate;
         o.ready = fake_ready;
@@ -148,6 +158,24 @@ static int setup_agent(void **state) {
 
 static int setup_aggregator(void **state) {
     return setup_role(state, true);
+}
+
+/* The agent with room for about three streams on a connection (each pins
+ * a configuration of ~26 KiB) and five in all. */
+static int setup_budget(void **state) {
+    budget_max_stream_bytes = 100 * 1000;
+    budget_cache_bytes = 160 * 1000;
+    int rc = setup_role(state, false);
+    budget_max_stream_bytes = budget_cache_bytes = 0;
+    return rc;
+}
+
+static int setup_budget_aggregator(void **state) {
+    budget_max_stream_bytes = 100 * 1000;
+    budget_cache_bytes = 160 * 1000;
+    int rc = setup_role(state, true);
+    budget_max_stream_bytes = budget_cache_bytes = 0;
+    return rc;
 }
 
 static int teardown(void **state) {
@@ -409,6 +437,212 @@ static void test_scaler_health_check_follows_readiness(void **state) {
     assert_int_equal(f->last_rpc, SCALER_RPC_HEALTH_CHECK);
 }
 
+/* Raw ScaledObjectRef bytes: n entries of key "k<i>" and a value of vlen 'v's. */
+static size_t raw_ref(size_t n, size_t vlen, uint8_t *buf, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char key[24];
+        int kl = snprintf(key, sizeof key, "k%zu", i);
+        size_t entry = 2 + (size_t)kl + 3 + vlen; /* vlen < 16384: a 2-byte varint at most */
+        assert_true(o + entry + 4 <= cap && vlen < 128 * 128);
+        buf[o++] = 0x1a;
+        size_t inner = 2 + (size_t)kl + 1 + (vlen < 128 ? 1 : 2) + vlen;
+        if (inner < 128) {
+            buf[o++] = (uint8_t)inner;
+        } else {
+            buf[o++] = (uint8_t)(inner | 0x80);
+            buf[o++] = (uint8_t)(inner >> 7);
+        }
+        buf[o++] = 0x0a;
+        buf[o++] = (uint8_t)kl;
+        memcpy(buf + o, key, (size_t)kl);
+        o += (size_t)kl;
+        buf[o++] = 0x12;
+        if (vlen < 128) {
+            buf[o++] = (uint8_t)vlen;
+        } else {
+            buf[o++] = (uint8_t)(vlen | 0x80);
+            buf[o++] = (uint8_t)(vlen >> 7);
+        }
+        memset(buf + o, 'v', vlen);
+        o += vlen;
+    }
+    return o;
+}
+
+static void test_scaler_metadata_over_the_entry_limit_is_refused_before_decoding(void **state) {
+    fixture_t *f = *state;
+    static uint8_t buf[8192];
+    size_t len = raw_ref(300, 0, buf, sizeof buf);
+    grpc_call_t c;
+    memset(&c, 0, sizeof c);
+    c.status = -1;
+    scaler_on_request(&c, "/externalscaler.ExternalScaler/IsActive", buf, len, f->sc);
+    assert_int_equal(c.status, GRPC_RESOURCE_EXHAUSTED);
+    assert_string_equal(c.message, "metadata: 300 entries, at most 256 (--max-metadata-entries)");
+    scaler_budget_stats_t b;
+    scaler_budget_stats(f->sc, &b);
+    assert_int_equal(b.refused_metadata_entries, 1);
+    assert_int_equal(b.cache_entries, 0); /* nothing was parsed or cached */
+    /* 256 is allowed (and then rejected as unknown keys, by the parser) */
+    len = raw_ref(256, 0, buf, sizeof buf);
+    memset(&c, 0, sizeof c);
+    c.status = -1;
+    scaler_on_request(&c, "/externalscaler.ExternalScaler/IsActive", buf, len, f->sc);
+    assert_int_equal(c.status, GRPC_INVALID_ARGUMENT);
+}
+
+static void test_scaler_metadata_over_the_byte_limit_is_refused(void **state) {
+    fixture_t *f = *state;
+    static uint8_t buf[40000];
+    size_t len = raw_ref(3, 11000, buf, sizeof buf); /* 3 x (2 + 11000) > 32768 */
+    /* as a GetMetricsRequest: field 1 around it */
+    static uint8_t gm[40016];
+    size_t o = 0;
+    gm[o++] = 0x0a;
+    size_t l = len;
+    while (l >= 0x80) {
+        gm[o++] = (uint8_t)(l | 0x80);
+        l >>= 7;
+    }
+    gm[o++] = (uint8_t)l;
+    memcpy(gm + o, buf, len);
+    o += len;
+    grpc_call_t c;
+    memset(&c, 0, sizeof c);
+    c.status = -1;
+    scaler_on_request(&c, "/externalscaler.ExternalScaler/GetMetrics", gm, o, f->sc);
+    assert_int_equal(c.status, GRPC_RESOURCE_EXHAUSTED);
+    assert_string_equal(c.message, "metadata: 33006 bytes of keys and values, at most 32768 "
+                                   "(--max-metadata-bytes)");
+    scaler_budget_stats_t b;
+    scaler_budget_stats(f->sc, &b);
+    assert_int_equal(b.refused_metadata_bytes, 1);
+}
+
+/* Opens StreamIsActive with targetValue v on the connection conn. */
+static void open_stream(fixture_t *f, grpc_call_t *c, size_t *conn, int v) {
+    char tv[16];
+    snprintf(tv, sizeof tv, "%d", v);
+    uint8_t buf[2048];
+    size_t len =
+        pack_ref(KV("metricType", "gpu_utilization", "targetValue", tv), false, buf, sizeof buf);
+    memset(c, 0, sizeof *c);
+    c->status = -1;
+    c->conn = conn;
+    scaler_on_request(c, "/externalscaler.ExternalScaler/StreamIsActive", buf, len, f->sc);
+}
+
+static void test_scaler_streams_are_budgeted_per_connection_and_in_all(void **state) {
+    fixture_t *f = *state;
+    static grpc_call_t a[8], b[8];
+    size_t conn_a = 0, conn_b = 0;
+    open_stream(f, &a[0], &conn_a, 10);
+    assert_int_equal(a[0].status, -1); /* open */
+    size_t one = conn_a;               /* what one stream costs */
+    assert_true(one > sizeof(trigger_config_t));
+    scaler_budget_stats_t st;
+    scaler_budget_stats(f->sc, &st);
+    assert_int_equal(st.stream_bytes, one);
+    /* connection A: as many as fit in 100,000 bytes, then refused */
+    size_t fit = 100 * 1000 / one;
+    assert_true(fit >= 2 && fit < 8);
+    for (size_t i = 1; i < fit; i++) {
+        open_stream(f, &a[i], &conn_a, 10 + (int)i);
+        assert_int_equal(a[i].status, -1);
+    }
+    open_stream(f, &a[fit], &conn_a, 50);
+    assert_int_equal(a[fit].status, GRPC_RESOURCE_EXHAUSTED);
+    char want[256];
+    snprintf(want, sizeof want,
+             "StreamIsActive: this connection's open streams would hold %zu bytes, at most "
+             "100000 (--max-stream-bytes, per connection)",
+             (fit + 1) * one);
+    assert_string_equal(a[fit].message, want);
+    assert_int_equal(conn_a, fit * one); /* the refused one charged nothing */
+    assert_int_equal(scaler_stream_count(f->sc), fit);
+    /* connection B has its own budget, until all streams hold 160,000 */
+    size_t total_fit = 160 * 1000 / one, opened_b = 0;
+    for (size_t i = 0; fit + i < total_fit; i++) {
+        open_stream(f, &b[i], &conn_b, 60 + (int)i);
+        assert_int_equal(b[i].status, -1);
+        opened_b++;
+    }
+    open_stream(f, &b[opened_b], &conn_b, 99);
+    assert_int_equal(b[opened_b].status, GRPC_RESOURCE_EXHAUSTED);
+    assert_non_null(strstr(b[opened_b].message, "at most 160000 (--config-cache-bytes)"));
+    scaler_budget_stats(f->sc, &st);
+    assert_int_equal(st.refused_stream_bytes, 1);
+    assert_int_equal(st.refused_streams_total, 1);
+    /* refused before their maps were parsed: not cached */
+    assert_int_equal(st.cache_entries, fit + opened_b);
+    /* a stream that ends gives its bytes back: A has room for one again */
+    scaler_on_call_gone(&a[0], a[0].user_data, f->sc);
+    assert_int_equal(conn_a, (fit - 1) * one);
+    open_stream(f, &a[7], &conn_a, 77);
+    assert_int_equal(a[7].status, -1);
+    assert_int_equal(conn_a, fit * one);
+    /* and everything is given back when they all end */
+    for (size_t i = 1; i < fit; i++)
+        scaler_on_call_gone(&a[i], a[i].user_data, f->sc);
+    scaler_on_call_gone(&a[7], a[7].user_data, f->sc);
+    for (size_t i = 0; i < opened_b; i++)
+        scaler_on_call_gone(&b[i], b[i].user_data, f->sc);
+    assert_int_equal(conn_a, 0);
+    assert_int_equal(conn_b, 0);
+    scaler_budget_stats(f->sc, &st);
+    assert_int_equal(st.stream_bytes, 0);
+    assert_int_equal(scaler_stream_count(f->sc), 0);
+    /* the closed streams' entries stay cached within the byte bound */
+    assert_true(st.cache_bytes <= 160 * 1000);
+}
+
+static void test_scaler_waiting_calls_are_budgeted_like_streams(void **state) {
+    fixture_t *f = *state;
+    /* the evaluation waits for a source's first poll: calls are held */
+    f->answer.status = EVAL_UNAVAILABLE;
+    f->answer.pending = true;
+    snprintf(f->answer.message, sizeof f->answer.message, "waiting for the first poll");
+    static grpc_call_t c[8];
+    size_t conn = 0;
+    uint8_t buf[2048];
+    size_t n = 0, one = 0;
+    for (;; n++) {
+        assert_true(n < 8);
+        char tv[16];
+        snprintf(tv, sizeof tv, "%zu", 10 + n);
+        size_t len =
+            pack_ref(KV("metricType", "gpu_utilization", "targetValue", tv), true, buf, sizeof buf);
+        memset(&c[n], 0, sizeof c[n]);
+        c[n].status = -1;
+        c[n].conn = &conn;
+        scaler_on_request(&c[n], "/externalscaler.ExternalScaler/GetMetrics", buf, len, f->sc);
+        if (c[n].status != -1)
+            break; /* answered at once: over the budget */
+        if (n == 0)
+            one = conn;
+    }
+    assert_true(n >= 2 && n == 100 * 1000 / one);
+    assert_int_equal(c[n].status, GRPC_UNAVAILABLE); /* not refused: just not held */
+    assert_string_equal(c[n].message, "waiting for the first poll");
+    assert_int_equal(conn, n * one);
+    /* one gone: its bytes come back */
+    scaler_on_call_gone(&c[0], c[0].user_data, f->sc);
+    assert_int_equal(conn, (n - 1) * one);
+    /* the poll answers: every held call is answered and gives its bytes back */
+    f->answer.status = EVAL_OK;
+    f->answer.pending = false;
+    f->answer.value = 3;
+    f->answer.message[0] = '\0';
+    scaler_refresh(f->sc);
+    for (size_t i = 1; i < n; i++)
+        assert_int_equal(c[i].status, GRPC_OK);
+    assert_int_equal(conn, 0);
+    scaler_budget_stats_t st;
+    scaler_budget_stats(f->sc, &st);
+    assert_int_equal(st.stream_bytes, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_scaler_unknown_method_is_unimplemented, setup_agent,
@@ -430,6 +664,15 @@ int main(void) {
                                         setup_aggregator, teardown),
         cmocka_unit_test_setup_teardown(test_scaler_health_check_follows_readiness,
                                         setup_aggregator, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_scaler_metadata_over_the_entry_limit_is_refused_before_decoding, setup_agent,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_metadata_over_the_byte_limit_is_refused,
+                                        setup_agent, teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_streams_are_budgeted_per_connection_and_in_all,
+                                        setup_budget, teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_waiting_calls_are_budgeted_like_streams,
+                                        setup_budget_aggregator, teardown),
         cmocka_unit_test_setup_teardown(test_scaler_stream_opened_while_unknown_stays_open,
                                         setup_aggregator, teardown),
     };

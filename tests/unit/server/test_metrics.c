@@ -360,6 +360,39 @@ static void test_metrics_server_gauges_and_build_info(void **state) {
     snapshot_unref(s);
 }
 
+static void test_metrics_budgets_count_refusals_by_flag(void **state) {
+    (void)state;
+    snapshot_t *s = make_snapshot(1);
+    server_stats_t st;
+    server_stats_init(&st);
+    metrics_context_t c = ctx_default();
+    char *t = render(s, &st, &c);
+    expect_no(t, "limit_refusals_total"); /* not given: not exported */
+    free(t);
+    c.has_budgets = true;
+    c.requests_too_large = 3;
+    c.budgets.refused_metadata_entries = 4;
+    c.budgets.refused_metadata_bytes = 5;
+    c.budgets.refused_stream_bytes = 9418;
+    c.budgets.refused_streams_total = 7;
+    c.budgets.cache_bytes = 16777216;
+    c.budgets.cache_entries = 600;
+    c.budgets.cache_evictions = 12;
+    c.budgets.stream_bytes = 4096;
+    t = render(s, &st, &c);
+    expect_line(t, NS "limit_refusals_total{limit=\"max-request-bytes\"} 3");
+    expect_line(t, NS "limit_refusals_total{limit=\"max-metadata-entries\"} 4");
+    expect_line(t, NS "limit_refusals_total{limit=\"max-metadata-bytes\"} 5");
+    expect_line(t, NS "limit_refusals_total{limit=\"max-stream-bytes\"} 9418");
+    expect_line(t, NS "limit_refusals_total{limit=\"config-cache-bytes\"} 7");
+    expect_line(t, NS "config_cache_bytes 16777216");
+    expect_line(t, NS "config_cache_entries 600");
+    expect_line(t, NS "config_cache_evictions_total 12");
+    expect_line(t, NS "stream_pinned_bytes 4096");
+    free(t);
+    snapshot_unref(s);
+}
+
 static void test_metrics_rpc_counters_really_count(void **state) {
     (void)state;
     server_stats_t st;
@@ -450,6 +483,8 @@ static void test_metrics_output_passes_promtool(void **state) {
     for (int m = 0; m < RPC_METHOD_COUNT; m++)
         server_stats_record_rpc(&st, (rpc_method_t)m, m % 2 ? 14 : 0, 0.0001 * (m + 1));
     metrics_context_t c = ctx_default();
+    c.has_budgets = true;
+    c.budgets.refused_stream_bytes = 2;
     const snapshot_t *cases[] = {s, NULL};
     for (size_t i = 0; i < 2; i++) {
         char *t = render(cases[i], &st, &c);
@@ -473,6 +508,7 @@ int main(void) {
         cmocka_unit_test(test_metrics_before_first_snapshot),
         cmocka_unit_test(test_metrics_nvml_down),
         cmocka_unit_test(test_metrics_server_gauges_and_build_info),
+        cmocka_unit_test(test_metrics_budgets_count_refusals_by_flag),
         cmocka_unit_test(test_metrics_rpc_counters_really_count),
         cmocka_unit_test(test_metrics_snapshot_counted_once_per_seq),
         cmocka_unit_test(test_metrics_output_passes_promtool),

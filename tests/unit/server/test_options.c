@@ -73,6 +73,41 @@ static void test_options_defaults_match_the_go_server(void **state) {
     assert_false(o.help);
 }
 
+static void test_options_budgets_have_defaults_flags_and_ranges(void **state) {
+    (void)state;
+    server_options_t o;
+    assert_int_equal(parse_env(&o, NULL, (char *)NULL), 0);
+    assert_int_equal(o.max_request_bytes, 65536);
+    assert_int_equal(o.max_metadata_entries, 256);
+    assert_int_equal(o.max_metadata_bytes, 32768);
+    assert_int_equal(o.config_cache_bytes, 32 * 1024 * 1024);
+    assert_int_equal(o.max_stream_bytes, 16 * 1024 * 1024);
+    assert_int_equal(PARSE(&o, "--max-request-bytes", "4194304", "--max-metadata-entries=1",
+                           "--max-metadata-bytes", "256", "--config-cache-bytes", "1048576",
+                           "--max-stream-bytes", "65536"),
+                     0);
+    assert_int_equal(o.max_request_bytes, 4194304);
+    assert_int_equal(o.max_metadata_entries, 1);
+    assert_int_equal(o.max_metadata_bytes, 256);
+    assert_int_equal(o.config_cache_bytes, 1048576);
+    assert_int_equal(o.max_stream_bytes, 65536);
+    const char *const env[] = {"KEDA_GPU_SCALER_MAX_METADATA_ENTRIES", "512", NULL};
+    assert_int_equal(PARSE_ENV(&o, env, "--port", "6000"), 0);
+    assert_int_equal(o.max_metadata_entries, 512);
+    expect_error(PARSE(&o, "--max-request-bytes", "4194305"),
+                 "--max-request-bytes: invalid byte count \"4194305\": must be a whole number "
+                 "from 1024 to 4194304");
+    expect_error(PARSE(&o, "--max-metadata-entries", "0"),
+                 "--max-metadata-entries: invalid entry count \"0\": must be a whole number from "
+                 "1 to 100000");
+    expect_error(PARSE(&o, "--max-metadata-bytes", "-1"),
+                 "--max-metadata-bytes: invalid byte count \"-1\": must be a whole number from "
+                 "256 to 4194304");
+    assert_int_equal(PARSE(&o, "--config-cache-bytes", "1048575"), KGS_EINVAL);
+    assert_int_equal(PARSE(&o, "--config-cache-bytes", " 2097152"), KGS_EINVAL);
+    assert_int_equal(PARSE(&o, "--max-stream-bytes", "64Ki"), KGS_EINVAL);
+}
+
 static void test_options_every_flag_in_every_spelling(void **state) {
     (void)state;
     server_options_t o;
@@ -445,17 +480,33 @@ static void test_options_null_getter_reads_no_environment(void **state) {
 
 static void test_options_usage_teaches_flags_variables_and_examples(void **state) {
     (void)state;
-    const char *flags[] = {"--role",           "--port",
-                           "--metrics-port",   "--probe-port",
-                           "--listen-address", "--sample-interval",
-                           "--stale-after",    "--health-check-interval",
-                           "--nvml-library",   "--node-name",
-                           "--tls-cert",       "--tls-key",
-                           "--tls-client-ca",  "--log-level",
-                           "--log-format",     "--max-connections",
-                           "--idle-timeout",   "--shutdown-grace",
-                           "--version",        "--help",
-                           "KEDA_GPU_SCALER_", "Examples:"};
+    const char *flags[] = {"--role",
+                           "--port",
+                           "--metrics-port",
+                           "--probe-port",
+                           "--listen-address",
+                           "--sample-interval",
+                           "--stale-after",
+                           "--health-check-interval",
+                           "--nvml-library",
+                           "--node-name",
+                           "--tls-cert",
+                           "--tls-key",
+                           "--tls-client-ca",
+                           "--log-level",
+                           "--log-format",
+                           "--max-connections",
+                           "--idle-timeout",
+                           "--shutdown-grace",
+                           "--version",
+                           "--help",
+                           "--max-request-bytes",
+                           "--max-metadata-entries",
+                           "--max-metadata-bytes",
+                           "--config-cache-bytes",
+                           "--max-stream-bytes",
+                           "KEDA_GPU_SCALER_",
+                           "Examples:"};
     char usage[8192];
     snprintf(usage, sizeof usage, "%s%s", server_usage_text, server_usage_text_more);
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
@@ -496,6 +547,7 @@ static void test_options_start_line_says_what_the_role_reads(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options_defaults_match_the_go_server),
+        cmocka_unit_test(test_options_budgets_have_defaults_flags_and_ranges),
         cmocka_unit_test(test_options_every_flag_in_every_spelling),
         cmocka_unit_test(test_options_last_flag_wins),
         cmocka_unit_test(test_options_version_and_help),

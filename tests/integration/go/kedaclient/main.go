@@ -79,7 +79,8 @@ var (
 	wantValue  = fs.Float64("value", 0, "watch: the metricValueFloat to wait for")
 	bigBytes   = fs.Int("bytes", 5*1024*1024, "big: size of the metadata value")
 	maxTime    = fs.Duration("max-time", 120*time.Second, "hard limit for the whole run")
-	vary       = fs.String("vary", "targetValue", "soak: the metadata key set to 10+i for object i")
+	vary       = fs.String("vary", "targetValue", "soak, and streams/big with -distinct: the metadata key set to 10+i for object i")
+	distinct   = fs.Bool("distinct", false, "streams: stream i's metadata sets -vary to 10+i; big: -n calls, value i distinct")
 )
 
 func init() { fs.Var(metadata, "metadata", "scalerMetadata key=value (repeatable)") }
@@ -540,8 +541,17 @@ func cmdStreams(c pb.ExternalScalerClient) {
 	ends := make(chan error, n)
 	var opened int32
 	for i := 0; i < n; i++ {
+		r := ref()
+		if *distinct {
+			md := map[string]string{}
+			for k, v := range metadata {
+				md[k] = v
+			}
+			md[*vary] = fmt.Sprintf("%d", 10+i)
+			r = &pb.ScaledObjectRef{Name: fmt.Sprintf("so-%d", i), Namespace: *namespace, ScalerMetadata: md}
+		}
 		go func() {
-			st, err := c.StreamIsActive(ctx, ref())
+			st, err := c.StreamIsActive(ctx, r)
 			if err != nil {
 				ends <- err
 				return
@@ -551,9 +561,7 @@ func cmdStreams(c pb.ExternalScalerClient) {
 			for {
 				_, err := st.Recv()
 				if err != nil {
-					if !got {
-						first <- -1
-					}
+					// ended before its first message: counted once, as an early end
 					ends <- err
 					return
 				}
@@ -588,6 +596,12 @@ wait:
 	res := map[string]interface{}{"opened": atomic.LoadInt32(&opened), "first_messages": k, "max_first_ms": ms(maxFirst), "t_ms": ms(time.Since(t0))}
 	if len(earlyEnds) > 0 {
 		res["first_error"] = errObj(earlyEnds[0])
+		early := map[string]int{}
+		for _, e := range earlyEnds {
+			c, _ := statusOf(e)
+			early[c]++
+		}
+		res["early_codes"] = early
 	}
 	emit(res)
 	if !*hold {
@@ -776,6 +790,36 @@ func cmdBig(c pb.ExternalScalerClient) map[string]interface{} {
 	}
 	md["big"] = strings.Repeat("x", *bigBytes)
 	t0 := time.Now()
+	if *distinct {
+		// -n calls, one after the other, each a different map (the value's
+		// first bytes are the call's number): {"codes":{..},"message":first
+		// error,"calls":N,"max_ms":..}
+		n := *nStreams
+		if n <= 0 {
+			n = 200
+		}
+		codes := map[string]int{}
+		first := ""
+		var worst time.Duration
+		for i := 0; i < n; i++ {
+			tag := fmt.Sprintf("%d-", i)
+			md["big"] = tag + strings.Repeat("x", *bigBytes-len(tag))
+			s := time.Now()
+			_, err := c.GetMetrics(ctx, &pb.GetMetricsRequest{
+				ScaledObjectRef: &pb.ScaledObjectRef{Name: *name, Namespace: *namespace, ScalerMetadata: md},
+				MetricName:      *metric})
+			if d := time.Since(s); d > worst {
+				worst = d
+			}
+			code, msg := statusOf(err)
+			codes[code]++
+			if first == "" && err != nil {
+				first = msg
+			}
+		}
+		return map[string]interface{}{"codes": codes, "message": first, "calls": n, "bytes": *bigBytes,
+			"max_ms": ms(worst), "ms": ms(time.Since(t0))}
+	}
 	_, err := c.GetMetrics(ctx, &pb.GetMetricsRequest{
 		ScaledObjectRef: &pb.ScaledObjectRef{Name: *name, Namespace: *namespace, ScalerMetadata: md},
 		MetricName:      *metric})

@@ -315,11 +315,14 @@ static void on_deadline(loop_t *loop, loop_timer_t *t, void *ud) {
     if (c->finished)
         return;
     grpc_server_t *s = c->conn->srv;
-    bool tell = c->dispatched && s->handlers.on_call_gone;
-    void *cud = c->user_data;
-    grpc_call_finish(c, GRPC_DEADLINE_EXCEEDED, "deadline exceeded (grpc-timeout)");
-    if (tell)
+    /* The handler hears first, while the call is valid: finishing can close
+     * the stream and free the call before this function returns. */
+    if (c->dispatched && s->handlers.on_call_gone) {
+        void *cud = c->user_data;
+        c->user_data = NULL;
         s->handlers.on_call_gone(c, cud, s->user_data);
+    }
+    grpc_call_finish(c, GRPC_DEADLINE_EXCEEDED, "deadline exceeded (grpc-timeout)");
 }
 
 static void call_unlink(grpc_conn_t *conn, grpc_call_t *c) {

@@ -782,8 +782,13 @@ static void on_conn_io(loop_t *loop, int fd, uint32_t events, void *ud) {
          * handshake have them (waiting would spin on a level-triggered fd). */
         uint8_t peek[24];
         ssize_t n = recv(c->tr.fd, peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
-        if (n > 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            c->sniffed = true;
+        /* Nothing yet (a call right after accept): wait for the first bytes.
+         * Handing the socket to OpenSSL now would let SSL_accept read a
+         * plaintext preface that lands a moment later, fail on it, and
+         * close with it unread: a reset instead of our GOAWAY. */
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        c->sniffed = true;
         first_bytes_kind_t k = n > 0 ? first_bytes_classify(peek, (size_t)n) : FIRST_BYTES_OTHER;
         if (k == FIRST_BYTES_H2C || k == FIRST_BYTES_HTTP1) {
             conn_refuse_plaintext(c, k);

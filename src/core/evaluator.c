@@ -200,26 +200,133 @@ static bool permanent_absence(int code) {
     return code == 0 || code == NVML_NOT_SUPPORTED || code == NVML_FUNCTION_NOT_FOUND;
 }
 
-static const char *absent_hint(metric_type_t t, bool mig_enabled_gpu) {
+/*
+ * Hints name a way that works on the hardware at hand, never one that leads
+ * back here. The trap they avoid: a pre-Hopper MIG GPU (A100, A30) has
+ * neither NVML utilisation (none under MIG) nor GPM (Hopper and later), so
+ * "use sm_active" and "use gpu_utilization" would send the user in a circle.
+ * What NVML does give per MIG instance on every MIG GPU is memory; activity
+ * has to come from demand signals (an engine's or a queue's).
+ */
+typedef enum { GPM_UNKNOWN, GPM_ABSENT, GPM_PRESENT } gpm_state_t;
+
+/* What the snapshot says about GPU g's GPM: present when the GPU or one of
+ * its MIG instances has a GPM value; absent when NVML answered NOT_SUPPORTED
+ * for it (the collector records that when nvmlGpmQueryDeviceSupport says no);
+ * unknown otherwise (no GPM symbols, or no second sample yet). */
+static gpm_state_t gpu_gpm_state(const snapshot_t *s, const gpu_record_t *g) {
+    if (gpu_has(g, GPU_F_SM_ACTIVE))
+        return GPM_PRESENT;
+    for (unsigned i = 0; i < g->mig_count && g->mig_first + i < s->mig_total; i++)
+        if (mig_has(&s->mig[g->mig_first + i], GPU_F_SM_ACTIVE))
+            return GPM_PRESENT;
+    return g->field_error[GPU_F_SM_ACTIVE] == NVML_NOT_SUPPORTED ? GPM_ABSENT : GPM_UNKNOWN;
+}
+
+/* "migProfile 3g.40gb" for the first instance of g with a known profile,
+ * else "migProfile or migUUID". */
+static void mig_selection_example(const snapshot_t *s, const gpu_record_t *g, char *buf,
+                                  size_t len) {
+    for (unsigned i = 0; i < g->mig_count && g->mig_first + i < s->mig_total; i++) {
+        const mig_record_t *m = &s->mig[g->mig_first + i];
+        if (m->profile[0]) {
+            snprintf(buf, len, "migProfile %s", m->profile);
+            return;
+        }
+    }
+    snprintf(buf, len, "migProfile or migUUID");
+}
+
+/* "; GPU 1 (MIG off) has gpu_utilization: gpuIndex 1" for the first GPU of
+ * the node without MIG that has metric t; "" when there is none. */
+static void non_mig_gpu_example(const snapshot_t *s, metric_type_t t, char *buf, size_t len) {
+    buf[0] = '\0';
+    for (unsigned i = 0; i < s->gpu_count; i++) {
+        const gpu_record_t *o = &s->gpus[i];
+        double v;
+        if (!o->mig_enabled && evaluator_gpu_value(t, o, &v)) {
+            snprintf(buf, len, "; GPU %u (MIG off) has %s: gpuIndex %u", o->index,
+                     metric_type_name(t), o->index);
+            return;
+        }
+    }
+}
+
+/* Writes the hint for metric t absent on GPU g (m: the MIG instance read, or
+ * NULL for the whole GPU) into buf; "" when there is nothing to add. Kept
+ * short: it follows a message naming the GPU, and all fits in 512 bytes. */
+static void absent_hint(const snapshot_t *s, metric_type_t t, const gpu_record_t *g,
+                        const mig_record_t *m, char *buf, size_t len) {
+    char sel[64], other[96];
+    const char *name = g->name[0] ? g->name : "this GPU";
+    gpm_state_t gpm = gpu_gpm_state(s, g);
+    size_t o = 0;
+    buf[0] = '\0';
     switch (t) {
     case METRIC_GPU_UTILIZATION:
     case METRIC_MEMORY_UTILIZATION:
-        return mig_enabled_gpu ? "NVML reports no utilisation with MIG enabled; use metricType "
-                                 "sm_active (GPM, Hopper+) or select MIG instances with migUUID "
-                                 "or migProfile"
-                               : "";
+        if (!g->mig_enabled)
+            return;
+        mig_selection_example(s, g, sel, sizeof sel);
+        non_mig_gpu_example(s, t, other, sizeof other);
+        if (gpm == GPM_ABSENT)
+            append(
+                buf, len, &o,
+                "NVML has no utilisation under MIG, and %s has no GPM (Hopper or newer): "
+                "scale on memory per instance (metricType memory_used_percent, %s) and on demand "
+                "for activity (metricType demand with an engine or a queue)%s",
+                name, sel, other);
+        else
+            append(buf, len, &o,
+                   "NVML has no utilisation under MIG: select MIG instances (%s) with metricType "
+                   "memory_used_percent (any MIG GPU) or sm_active (%s)%s",
+                   sel, gpm == GPM_PRESENT ? "GPM, which this GPU has" : "GPM: Hopper or newer",
+                   other);
+        return;
     case METRIC_SM_ACTIVE:
     case METRIC_SM_OCCUPANCY:
     case METRIC_DRAM_BANDWIDTH:
-        return "GPM metrics need a Hopper or newer GPU, a recent driver and two samples; on older "
-               "GPUs use gpu_utilization";
+        if (m || g->mig_enabled) {
+            /* Under MIG gpu_utilization is no way out: NVML has none. */
+            mig_selection_example(s, g, sel, sizeof sel);
+            append(buf, len, &o, "GPM metrics need a Hopper or newer GPU");
+            if (gpm == GPM_ABSENT)
+                append(buf, len, &o, "; %s has none, and without GPM", name);
+            else
+                append(buf, len, &o,
+                       ", a recent driver and two samples; before Hopper (A100, "
+                       "A30)");
+            append(buf, len, &o,
+                   " NVML measures no activity per MIG instance: use metricType "
+                   "memory_used_percent (%s) and, for activity, metricType demand with an engine "
+                   "or a queue",
+                   m ? "per instance" : sel);
+        } else if (gpu_has(g, GPU_F_GPU_UTIL)) {
+            if (gpm == GPM_ABSENT)
+                append(buf, len, &o,
+                       "GPM metrics need a Hopper or newer GPU; %s has none: use metricType "
+                       "gpu_utilization",
+                       name);
+            else
+                append(buf, len, &o,
+                       "GPM metrics need a Hopper or newer GPU, a recent driver and two samples; "
+                       "on older GPUs use metricType gpu_utilization");
+        } else {
+            append(buf, len, &o,
+                   "GPM metrics need a Hopper or newer GPU, a recent driver and two samples");
+        }
+        return;
     case METRIC_NVLINK_TX_MBPS:
     case METRIC_NVLINK_RX_MBPS:
-        return "NVLink throughput needs NVLink and two samples (it is a rate of NVML's counters)";
+        append(buf, len, &o,
+               "NVLink throughput needs NVLink and two samples (it is a rate of NVML's "
+               "counters)");
+        return;
     case METRIC_MEMORY_USED_PERCENT:
-        return "it needs both memory used and memory total";
+        append(buf, len, &o, "it needs both memory used and memory total");
+        return;
     default:
-        return "";
+        return;
     }
 }
 
@@ -416,8 +523,8 @@ static void set_absent(eval_result_t *out, const snapshot_t *s, const trigger_co
     uint32_t valid = m ? m->valid : g->valid;
     gpu_field_t f = missing_field(t, valid);
     int code = m ? m->field_error[f] : g->field_error[f];
-    const char *hint = absent_hint(t, g->mig_enabled);
-    char who[256];
+    char hint[384], who[256];
+    absent_hint(s, t, g, m, hint, sizeof hint);
     if (m)
         snprintf(who, sizeof who, "MIG instance %s (%s) of GPU %u", m->uuid,
                  m->profile[0] ? m->profile : "profile unknown", g->index);
@@ -430,6 +537,44 @@ static void set_absent(eval_result_t *out, const snapshot_t *s, const trigger_co
         "metricType %s: %s on node %s has no %s value (NVML %s)%s%s", metric_type_name(t), who,
         node_of(s), gpu_field_name(f), code ? nvml_code_name(code) : "gave none",
         hint[0] ? "; " : "", hint);
+}
+
+/*
+ * A GPU-only metric asked of MIG instances. Temperature, power, PCIe and
+ * NVLink exist for the whole GPU under MIG, so selecting whole GPUs is a way
+ * out; utilisation does not (NVML has none with MIG enabled), so for it the
+ * hint names what the selected instances' GPU can give.
+ */
+static void set_not_per_mig(eval_result_t *out, const snapshot_t *s, const trigger_config_t *c) {
+    metric_type_t t = c->metric_type;
+    static const char have[] = "MIG instances have memory_used_mib, memory_used_percent and, "
+                               "with GPM (Hopper or newer), sm_active, sm_occupancy and "
+                               "dram_bandwidth";
+    if (t != METRIC_GPU_UTILIZATION && t != METRIC_MEMORY_UTILIZATION) {
+        set(out, EVAL_FAILED_PRECONDITION,
+            "metricType %s does not exist per MIG instance: %s; for %s select whole GPUs (drop "
+            "migUUID/migProfile)",
+            metric_type_name(t), have, metric_type_name(t));
+        return;
+    }
+    const gpu_record_t *parent = NULL;
+    for (unsigned i = 0; i < s->mig_total && !parent; i++) {
+        const gpu_record_t *p = snapshot_gpu_by_index(s, s->mig[i].parent_index);
+        if (p && evaluator_gpu_selected(c, p) && evaluator_mig_selected(c, &s->mig[i]))
+            parent = p;
+    }
+    if (parent && gpu_gpm_state(s, parent) == GPM_ABSENT)
+        set(out, EVAL_FAILED_PRECONDITION,
+            "metricType %s does not exist per MIG instance, nor for a GPU with MIG enabled: "
+            "%s; GPU %u (%s) has no GPM: use metricType memory_used_percent and, for activity, "
+            "metricType demand with an engine or a queue",
+            metric_type_name(t), have, parent->index,
+            parent->name[0] ? parent->name : "name unknown");
+    else
+        set(out, EVAL_FAILED_PRECONDITION,
+            "metricType %s does not exist per MIG instance, nor for a GPU with MIG enabled: %s; "
+            "use metricType memory_used_percent (any MIG GPU) or sm_active (GPM)",
+            metric_type_name(t), have);
 }
 
 static double age_s(uint64_t ns) {
@@ -498,11 +643,7 @@ void evaluator_run(const trigger_config_t *c, const snapshot_t *s, mono_ns_t now
         if (!check_mig_selection(c, s, out))
             return;
         if (!metric_exists_per_mig(c->metric_type)) {
-            set(out, EVAL_FAILED_PRECONDITION,
-                "metricType %s does not exist per MIG instance: MIG instances have "
-                "memory_used_mib, memory_used_percent, sm_active, sm_occupancy and "
-                "dram_bandwidth; for %s select whole GPUs (drop migUUID/migProfile)",
-                metric_type_name(c->metric_type), metric_type_name(c->metric_type));
+            set_not_per_mig(out, s, c);
             return;
         }
         for (unsigned i = 0; i < s->mig_total; i++) {

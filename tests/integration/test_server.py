@@ -894,6 +894,165 @@ class Query(ServerCase):
         self.assertIn("KEY=VALUE", err)
 
 
+# ---- MIG on an A100: no GPM, no utilisation; memory and demand ----
+
+def scenario_file(name):
+    with open(os.path.join(SRC, "sim", "scenarios", name)) as f:
+        return json.load(f)
+
+
+def mig_example_triggers():
+    """The metadata of each ScaledObject trigger in deploy/examples/mig.yaml."""
+    try:
+        import yaml
+    except ImportError:
+        require(False, "python3-yaml is missing")
+    with open(os.path.join(SRC, "deploy", "examples", "mig.yaml")) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d and d.get("kind") == "ScaledObject"]
+    return [t["metadata"] for d in docs for t in d["spec"]["triggers"]]
+
+
+def one_node(md):
+    """An aggregator trigger as the standalone server (one node, no pod list)
+    takes it: nodeSelector and podSelector choose nodes and pods of a cluster."""
+    return {k: v for k, v in md.items() if k not in ("nodeSelector", "podSelector")}
+
+
+def hint_words(message, word):
+    """The words after each `word ` in message: what a hint tells one to set."""
+    return re.findall(r"\b%s ([a-z0-9_.+-]*[a-z0-9_+-])" % word, message)
+
+
+class MigA100(ServerCase):
+    """sim/scenarios/mig-a100.json: an A100 with MIG (no utilisation, no GPM)
+    beside an A100 without MIG. Every hint leads to a value; the example's
+    triggers get values."""
+    SCENARIO = scenario_file("mig-a100.json")
+
+    def walk(self, md, trail=()):
+        """Follows every metricType (with the migProfile, or gpuIndex, the
+        hint names) until each path answers a value; returns the number of
+        hints that named metricType demand. Fails on a circle or a dead end."""
+        key = tuple(sorted(md.items()))
+        self.assertNotIn(key, trail, "the hints lead in a circle: %s" % (trail + (key,),))
+        self.assertLess(len(trail), 4, "no value after 4 hints: %s" % (trail,))
+        r = kc1(self.server, "poll", md=dict(md, targetValue="50"))
+        if "error" not in r:
+            return 0
+        self.assertEqual(r["error"]["code"], "FAILED_PRECONDITION", r)
+        msg = r["error"]["message"]
+        metrics = hint_words(msg[1:], "metricType")  # it opens with the trigger's own
+        profiles = hint_words(msg, "migProfile")
+        demand = metrics.count("demand")
+        steps = [dict({"migProfile": profiles[0]} if profiles else
+                      {k: v for k, v in md.items() if k != "metricType"}, metricType=m)
+                 for m in metrics if m != "demand"]
+        steps += [{"metricType": md["metricType"], "gpuIndex": i}
+                  for i in hint_words(msg, "gpuIndex")]
+        self.assertTrue(steps or demand, "a hint that leads nowhere: %s" % msg)
+        for step in steps:
+            demand += self.walk(step, trail + (key,))
+        return demand
+
+    @c_only
+    def test_every_hint_leads_to_a_value(self):
+        starts = [
+            {"metricType": "gpu_utilization"},                       # make run's query until now
+            {"profile": "mig-sm-active", "migProfile": "3g.40gb"},   # mig.yaml until now
+            {"metricType": "gpu_utilization", "migProfile": "3g.40gb"},
+            {"metricType": "sm_active"},
+            {"metricType": "sm_active", "gpuIndex": "1"},
+        ]
+        demand = 0
+        for md in starts:
+            if "profile" in md:
+                r = kc1(self.server, "poll", md=md)
+                self.assertNotIn("gpu_utilization", r["error"]["message"], r)
+                md = {"metricType": "sm_active", "migProfile": md["migProfile"]}
+            demand += self.walk(md)
+        self.assertGreater(demand, 0)  # MigExampleDemand shows that trigger answering
+
+    @c_only
+    def test_the_mig_example_s_memory_trigger_gets_a_value(self):
+        gpu = [md for md in mig_example_triggers() if md.get("metricType") != "demand"]
+        self.assertEqual(len(gpu), 1, gpu)
+        md = one_node(gpu[0])
+        self.assertEqual((md["metricType"], md["migProfile"]), ("memory_used_percent", "3g.40gb"))
+        r = kc1(self.server, "poll", md=md)
+        self.assertNotIn("error", r)
+        self.assertEqual(r["targetSizeFloat"], float(md["targetValue"]), r)
+        # one 3g.40gb instance: its memory used, % of its own 39.25 GiB
+        self.assertGreater(r["metricValueFloat"], 0, r)
+        self.assertLess(r["metricValueFloat"], 100, r)
+        self.assertIs(r["active"], True, r)
+
+
+class MigExampleDemand(unittest.TestCase):
+    """deploy/examples/mig.yaml's demand trigger on the A100 MIG node: the
+    activity that NVML cannot measure there comes from the Redis queue."""
+
+    @c_only
+    def test_the_mig_example_s_demand_trigger_follows_the_queue(self):
+        require(shutil.which("redis-server"), "redis-server is missing")
+        from test_demand import PASSWORD, Redis
+        demand = [md for md in mig_example_triggers() if md.get("metricType") == "demand"]
+        self.assertEqual(len(demand), 1, demand)
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        redis = Redis(tmp.name)
+        self.addCleanup(redis.close)
+        server = Server(scenario_file("mig-a100.json"))
+        self.addCleanup(server.close)
+        md = one_node(demand[0])
+        self.assertIn("redisPasswordFromEnv", md)
+        md.update(redisAddress="127.0.0.1:%d" % redis.port,
+                  redisPasswordFromEnv=PASSWORD)  # KEDA resolves it from the target's env
+        r = kc1(server, "poll", md=md)
+        self.assertNotIn("error", r)
+        self.assertIs(r["active"], False, r)  # nothing queued
+        for i in range(3):
+            redis.cmd("RPUSH", md["redisListName"], "job-%d" % i)
+        r = poll_until(lambda: (lambda x: x if x.get("active") else None)(
+            kc1(server, "poll", md=md)), timeout=5 * SLOW)
+        self.assertIsNotNone(r, "3 queued jobs did not make the trigger active")
+        self.assertGreater(r["metricValueFloat"], 0, r)
+
+
+class MigA100Timeline(unittest.TestCase):
+    """mig-a100.json's 3g.40gb instance fills and empties every 75 s, so a
+    memory trigger on it scales up and down (make run's trigger for it);
+    here with the timeline 10x faster."""
+
+    @c_only
+    def test_memory_per_instance_rises_and_falls(self):
+        scen = scenario_file("mig-a100.json")
+        self.assertEqual(scen["repeat_after_s"], 75)
+        scen["repeat_after_s"] /= 10
+        for d in scen["devices"]:
+            for obj in [d] + d.get("mig", {}).get("instances", []):
+                for step in obj.get("timeline", []):
+                    step["at_s"] /= 10
+        server = Server(scen)
+        self.addCleanup(server.close)
+        md = {"metricType": "memory_used_percent", "migProfile": "3g.40gb",
+              "targetValue": "25", "activationThreshold": "5"}
+        seen, end = [], time.monotonic() + 12 * SLOW
+        while time.monotonic() < end:
+            r = kc1(server, "poll", md=md)
+            self.assertNotIn("error", r)
+            v = round(r["metricValueFloat"], 1)
+            if not seen or seen[-1] != v:
+                seen.append(v)
+            if len(seen) >= 7 and max(seen) in seen[:-1] and seen[-1] < max(seen):
+                break
+            time.sleep(0.1)
+        self.assertGreater(max(seen), 75, seen)  # 30 of 39.25 GiB at the peak
+        self.assertLess(min(seen), 11, seen)     # 4 GiB: the model alone
+        peak = seen.index(max(seen))
+        self.assertLess(seen[-1], max(seen), "never fell after its peak: %s" % seen)
+        self.assertGreater(peak, 0, "never rose: %s" % seen)
+
+
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 
 

@@ -281,8 +281,11 @@ static void test_evaluator_hints_at_gpm_when_utilisation_is_absent_with_mig(void
     (void)state;
     snapshot_t *s = mig_node();
     trigger_config_t c = CFG("gpuIndex", "0");
+    /* This GPU has GPM (a Hopper with MIG): sm_active is a way, and so is memory. */
     expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "has no gpu_utilization value",
-               "NVML reports no utilisation with MIG enabled; use metricType sm_active");
+               "NVML has no utilisation under MIG: select MIG instances (migProfile 3g.40gb) with "
+               "metricType memory_used_percent (any MIG GPU) or sm_active (GPM, which this GPU "
+               "has); GPU 2 (MIG off) has gpu_utilization: gpuIndex 2");
     /* a GPM field absent: hint names Hopper */
     s->gpus[2].valid &= ~(1u << GPU_F_SM_ACTIVE);
     s->gpus[2].field_error[GPU_F_SM_ACTIVE] = 3;
@@ -405,8 +408,11 @@ static void test_evaluator_rejects_gpu_only_metrics_on_mig_instances(void **stat
                                      "nvlink_tx_mbps",  "nvlink_rx_mbps"};
     for (int i = 0; i < 8; i++) {
         trigger_config_t c = CFG("migProfile", "3g.40gb", "metricType", gpu_only[i]);
+        /* Whole GPUs have no utilisation under MIG either: no "select whole GPUs" there. */
         expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "does not exist per MIG instance",
-                   "select whole GPUs");
+                   i < 2 ? "nor for a GPU with MIG enabled" : "select whole GPUs");
+        if (i < 2 && strstr(run(&c, s, T0).message, "select whole GPUs"))
+            fail_msg("%s: a hint back to whole GPUs, which have none under MIG", gpu_only[i]);
     }
     snapshot_unref(s);
 }
@@ -441,6 +447,237 @@ static void test_evaluator_reports_the_unhealthy_parent_of_a_mig_instance(void *
                "MIG instances cannot be listed");
     c = CFG("migUUID", "MIG-aaaa", "metricType", "sm_active");
     expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "is lost", NULL);
+    snapshot_unref(s);
+}
+
+/* ---- MIG without GPM (A100, A30): hints that lead somewhere ---------------- */
+
+/*
+ * sim/scenarios/mig-a100.json as the collector records it: GPU 0, an A100
+ * with MIG (3g.40gb, 2g.20gb, 1g.10gb), has no utilisation (MIG) and no GPM
+ * (NOT_SUPPORTED on the GPU and on each instance): memory is all NVML gives
+ * per instance. GPU 1, an A100 without MIG, has utilisation but no GPM.
+ */
+static snapshot_t *a100_mig_node(void) {
+    snapshot_t *s = node(2, 3);
+    static const char *const uuids[] = {"MIG-4e8a", "MIG-9b1f", "MIG-c7a3"};
+    static const char *const profiles[] = {"3g.40gb", "2g.20gb", "1g.10gb"};
+    static const unsigned gib[] = {15, 5, 0};
+    for (unsigned k = 0; k < 3; k++) {
+        fill_mig(s, k, 0, uuids[k], profiles[k], 0);
+        mig_record_t *m = &s->mig[k];
+        m->valid = (1u << GPU_F_MEM_USED) | (1u << GPU_F_MEM_TOTAL);
+        m->memory_used_bytes = (uint64_t)gib[k] << 30;
+        m->field_error[GPU_F_SM_ACTIVE] = 3;
+        m->field_error[GPU_F_SM_OCCUPANCY] = 3;
+        m->field_error[GPU_F_DRAM_BW_UTIL] = 3;
+    }
+    for (unsigned i = 0; i < 2; i++) {
+        gpu_record_t *g = &s->gpus[i];
+        snprintf(g->name, sizeof g->name, "NVIDIA A100-SXM4-80GB");
+        g->valid &=
+            ~((1u << GPU_F_SM_ACTIVE) | (1u << GPU_F_SM_OCCUPANCY) | (1u << GPU_F_DRAM_BW_UTIL));
+        g->field_error[GPU_F_SM_ACTIVE] = 3;
+        g->field_error[GPU_F_SM_OCCUPANCY] = 3;
+        g->field_error[GPU_F_DRAM_BW_UTIL] = 3;
+    }
+    return s;
+}
+
+/* One trigger the walk tries: a metric and at most one selection key. */
+typedef struct {
+    char metric[32];
+    char key[16]; /* "", "migProfile", "migUUID" or "gpuIndex" */
+    char value[32];
+} walk_step_t;
+
+/* The word after each occurrence of `word ` in msg from `from` on. */
+static unsigned words_after(const char *msg, size_t from, const char *word, char (*out)[32],
+                            unsigned cap) {
+    unsigned n = 0;
+    size_t wl = strlen(word);
+    for (const char *p = strstr(msg + from, word); p && n < cap; p = strstr(p + 1, word)) {
+        if (p[wl] != ' ')
+            continue;
+        const char *v = p + wl + 1;
+        size_t len = strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_.+-");
+        while (len > 0 && v[len - 1] == '.')
+            len--; /* a full stop is not part of a profile */
+        if (len == 0 || len >= 32)
+            continue;
+        memcpy(out[n], v, len);
+        out[n][len] = '\0';
+        n++;
+    }
+    return n;
+}
+
+/*
+ * Evaluates step on s; on an error follows every metricType the message
+ * suggests (with the migProfile it names, else the step's own selection)
+ * and every "gpuIndex N" it names, depth-first. Fails the test when an error
+ * suggests nothing, when a suggestion leads back to a trigger already tried
+ * (a circle), or when a path needs more than 4 steps. `demand` is a
+ * suggestion the evaluator cannot run (it needs an engine or a queue): the
+ * caller checks that such a trigger parses. Returns how many suggestions
+ * named metricType demand.
+ */
+static unsigned walk_hints(const snapshot_t *s, walk_step_t step, walk_step_t *seen,
+                           unsigned depth) {
+    char trail[512];
+    size_t o = 0;
+    trail[0] = '\0';
+    for (unsigned i = 0; i <= depth && o < sizeof trail; i++) {
+        const walk_step_t *w = i < depth ? &seen[i] : &step;
+        o += (size_t)snprintf(trail + o, sizeof trail - o, "%s%s %s %s", i ? " -> " : "", w->metric,
+                              w->key, w->value);
+    }
+    if (depth >= 4)
+        fail_msg("no answer after 4 hints: %s", trail);
+    for (unsigned i = 0; i < depth; i++)
+        if (memcmp(&seen[i], &step, sizeof step) == 0)
+            fail_msg("the hints lead in a circle: %s", trail);
+    seen[depth] = step;
+    trigger_config_t c = step.key[0] ? CFG("metricType", step.metric, step.key, step.value)
+                                     : CFG("metricType", step.metric);
+    eval_result_t r = run(&c, s, T0);
+    if (r.status == EVAL_OK)
+        return 0;
+    char metrics[8][32], profiles[4][32], indexes[4][32];
+    /* the message opens with the trigger's own "metricType X" */
+    unsigned nm = words_after(r.message, 1, "metricType", metrics, 8);
+    unsigned np = words_after(r.message, 0, "migProfile", profiles, 4);
+    unsigned ni = words_after(r.message, 0, "gpuIndex", indexes, 4);
+    unsigned demand = 0, followed = 0;
+    for (unsigned i = 0; i < nm; i++) {
+        if (strcmp(metrics[i], "demand") == 0) {
+            demand++;
+            continue;
+        }
+        walk_step_t next = step;
+        memcpy(next.metric, metrics[i], sizeof next.metric);
+        if (np > 0) {
+            snprintf(next.key, sizeof next.key, "migProfile");
+            memcpy(next.value, profiles[0], sizeof next.value);
+        }
+        demand += walk_hints(s, next, seen, depth + 1);
+        followed++;
+    }
+    for (unsigned i = 0; i < ni; i++) {
+        walk_step_t next = step;
+        snprintf(next.key, sizeof next.key, "gpuIndex");
+        memcpy(next.value, indexes[i], sizeof next.value);
+        demand += walk_hints(s, next, seen, depth + 1);
+        followed++;
+    }
+    if (followed == 0 && demand == 0)
+        fail_msg("an error that suggests no way out: %s: %s", trail, r.message);
+    return demand;
+}
+
+static unsigned walk_from(const snapshot_t *s, const char *metric, const char *key,
+                          const char *value) {
+    walk_step_t seen[5], start;
+    memset(seen, 0, sizeof seen);
+    memset(&start, 0, sizeof start);
+    snprintf(start.metric, sizeof start.metric, "%s", metric);
+    snprintf(start.key, sizeof start.key, "%s", key);
+    snprintf(start.value, sizeof start.value, "%s", value);
+    return walk_hints(s, start, seen, 0);
+}
+
+static void test_evaluator_a100_mig_hints_name_memory_and_demand_not_each_other(void **state) {
+    (void)state;
+    snapshot_t *s = a100_mig_node();
+    /* make run's old query: every GPU's utilisation */
+    trigger_config_t c = CFG0();
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION,
+               "GPU 0 (GPU-0000) on node node-a has no gpu_utilization value (NVML NOT_SUPPORTED)",
+               "NVML has no utilisation under MIG, and NVIDIA A100-SXM4-80GB has no GPM (Hopper "
+               "or newer): scale on memory per instance (metricType memory_used_percent, "
+               "migProfile 3g.40gb) and on demand for activity (metricType demand with an engine "
+               "or a queue); GPU 1 (MIG off) has gpu_utilization: gpuIndex 1");
+    /* deploy/examples/mig.yaml's old trigger */
+    c = CFG("profile", "mig-sm-active", "migProfile", "3g.40gb");
+    eval_result_t r = run(&c, s, T0);
+    expect_err(r, EVAL_FAILED_PRECONDITION,
+               "MIG instance MIG-4e8a (3g.40gb) of GPU 0 on node node-a has no sm_active value",
+               "GPM metrics need a Hopper or newer GPU; NVIDIA A100-SXM4-80GB has none, and "
+               "without GPM NVML measures no activity per MIG instance: use metricType "
+               "memory_used_percent (per instance) and, for activity, metricType demand with an "
+               "engine or a queue");
+    assert_null(strstr(r.message, "gpu_utilization")); /* the old hint, a dead end under MIG */
+    c = CFG("metricType", "gpu_utilization", "migProfile", "3g.40gb");
+    r = run(&c, s, T0);
+    expect_err(r, EVAL_FAILED_PRECONDITION, "does not exist per MIG instance",
+               "GPU 0 (NVIDIA A100-SXM4-80GB) has no GPM: use metricType memory_used_percent and, "
+               "for activity, metricType demand with an engine or a queue");
+    assert_null(strstr(r.message, "select whole GPUs"));
+    /* the GPU without MIG: gpu_utilization is the way, and works */
+    c = CFG("metricType", "sm_active", "gpuIndex", "1");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION, "GPU 1 (GPU-0001)",
+               "GPM metrics need a Hopper or newer GPU; NVIDIA A100-SXM4-80GB has none: use "
+               "metricType gpu_utilization");
+    snapshot_unref(s);
+}
+
+static void test_evaluator_every_hint_leads_to_an_answer_without_a_circle(void **state) {
+    (void)state;
+    static const char *const starts[][3] = {
+        {"gpu_utilization", "", ""},
+        {"memory_utilization", "", ""},
+        {"sm_active", "", ""},
+        {"sm_occupancy", "gpuIndex", "0"},
+        {"dram_bandwidth", "gpuIndex", "1"},
+        {"sm_active", "migProfile", "3g.40gb"},
+        {"sm_occupancy", "migUUID", "MIG-9b1f"},
+        {"gpu_utilization", "migProfile", "3g.40gb"},
+        {"memory_utilization", "migProfile", "1g.10gb"},
+        {"gpu_utilization", "gpuIndex", "0"},
+    };
+    snapshot_t *s = a100_mig_node();
+    unsigned demand = 0;
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++)
+        demand += walk_from(s, starts[i][0], starts[i][1], starts[i][2]);
+    snapshot_unref(s);
+    assert_true(demand > 0);
+    /* What "metricType demand with an engine or a queue" asks for is a valid trigger. */
+    trigger_config_t c =
+        CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint", "http://vllm:8000/metrics");
+    assert_int_equal(c.demand.type, DEMAND_COMPOSITE);
+    c = CFG("metricType", "demand", "redisAddress", "redis:6379", "redisListName", "jobs");
+    assert_int_equal(c.demand.type, DEMAND_COMPOSITE);
+
+    /* The same walks on a GPU with GPM under MIG (Hopper) and on one whose GPM is unknown. */
+    s = mig_node();
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++)
+        if (strncmp(starts[i][2], "MIG-", 4) != 0)
+            walk_from(s, starts[i][0], starts[i][1], starts[i][2]);
+    snapshot_unref(s);
+    s = a100_mig_node();
+    s->gpus[0].field_error[GPU_F_SM_ACTIVE] = 0; /* GPM symbols missing: unknown */
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++)
+        walk_from(s, starts[i][0], starts[i][1], starts[i][2]);
+    snapshot_unref(s);
+}
+
+static void test_evaluator_mig_hint_with_unknown_gpm_offers_memory_first(void **state) {
+    (void)state;
+    snapshot_t *s = a100_mig_node();
+    s->gpus[0].field_error[GPU_F_SM_ACTIVE] = 0; /* no GPM symbols, or one sample so far */
+    for (unsigned k = 0; k < 3; k++)
+        s->mig[k].field_error[GPU_F_SM_ACTIVE] = 0;
+    trigger_config_t c = CFG("gpuIndex", "0");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION,
+               "NVML has no utilisation under MIG: select MIG instances (migProfile 3g.40gb) with "
+               "metricType memory_used_percent (any MIG GPU) or sm_active (GPM: Hopper or newer)",
+               NULL);
+    c = CFG("metricType", "sm_active", "migProfile", "2g.20gb");
+    expect_err(run(&c, s, T0), EVAL_FAILED_PRECONDITION,
+               "GPM metrics need a Hopper or newer GPU, a recent driver and two samples; before "
+               "Hopper (A100, A30) NVML measures no activity per MIG instance: use metricType "
+               "memory_used_percent (per instance)",
+               NULL);
     snapshot_unref(s);
 }
 
@@ -501,6 +738,9 @@ int main(void) {
         cmocka_unit_test(test_evaluator_rejects_gpu_only_metrics_on_mig_instances),
         cmocka_unit_test(test_evaluator_reports_an_absent_mig_field),
         cmocka_unit_test(test_evaluator_reports_the_unhealthy_parent_of_a_mig_instance),
+        cmocka_unit_test(test_evaluator_a100_mig_hints_name_memory_and_demand_not_each_other),
+        cmocka_unit_test(test_evaluator_every_hint_leads_to_an_answer_without_a_circle),
+        cmocka_unit_test(test_evaluator_mig_hint_with_unknown_gpm_offers_memory_first),
         cmocka_unit_test(test_evaluator_rejects_a_non_finite_reading),
         cmocka_unit_test(test_evaluator_target_size_is_ceil_and_at_least_one),
         cmocka_unit_test(test_evaluator_value_int_is_llround_clamped),

@@ -443,18 +443,19 @@ static void pod_without_device(wl_ctx_t *x, const pod_eval_t *pe) {
         x->st->pods_starting++;
         return;
     }
-    char asks[96];
+    char asks[96], when[64] = "";
     pod_gpu_ask_describe(p, asks, sizeof asks);
     if (since_s > 0)
-        gap(x, p->name,
-            "%s: asks for %s, but the node's kubelet attributes no device to it %.0f s after the "
-            "pod started (the agent reads device ids GPU-<uuid> and MIG-<uuid> under nvidia.com/*)",
-            pe->who, asks, (double)(taken_ms - since_s * 1000) / 1000.0);
-    else
-        gap(x, p->name,
-            "%s: asks for %s, but the node's kubelet attributes no device to it (the agent reads "
-            "device ids GPU-<uuid> and MIG-<uuid> under nvidia.com/*)",
-            pe->who, asks);
+        snprintf(when, sizeof when, " %.0f s after the pod started",
+                 (double)(taken_ms - since_s * 1000) / 1000.0);
+    /* The likely causes differ: a device plugin whose ids are not UUIDs,
+     * or claims that nothing resolves to a GPU. */
+    const char *hint = p->gpu_asks & ~POD_ASK_CLAIM
+                           ? "the agent reads device ids GPU-<uuid> and MIG-<uuid> under "
+                             "nvidia.com/*"
+                           : "no GPU is attributed through its resource claims";
+    gap(x, p->name, "%s: asks for %s, but the node's kubelet attributes no device to it%s (%s)",
+        pe->who, asks, when, hint);
 }
 
 static void pod_evaluate(wl_ctx_t *x, const pod_t *p) {

@@ -624,8 +624,10 @@ static void test_workload_resource_claim_pod_with_no_device_is_a_gap(void **stat
              START);
     sync_pods(f);
     trigger_config_t c = CFG("podSelector", "app=vllm");
-    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+    eval_result_t r = eval(f, &c);
+    expect_error(r, EVAL_UNAVAILABLE,
                  "node n1 (pod ml/vllm-dra): asks for 1 resource claim (DRA), but");
+    expect_error(r, EVAL_UNAVAILABLE, "(no GPU is attributed through its resource claims)");
 }
 
 /* The attribution a snapshot carries may predate a pod that started just

@@ -31,9 +31,10 @@
  * exist on every node could never span two.
  *
  * Partial data: a node with no agent, a stale or NVML-down snapshot, or (for
- * pods) an unknown attribution or a GPU-asking pod with no device is a gap. partialData error turns
- * a gap into UNAVAILABLE; ignore leaves the pod (or node) out and counts it, and if nothing fresh
- * is left the answer is UNAVAILABLE, never 0.
+ * pods) an unknown attribution or a GPU-asking pod with no device is a gap.
+ * partialData error turns a gap into UNAVAILABLE; ignore leaves the pod (or
+ * node) out and counts it, and if nothing fresh is left the answer is
+ * UNAVAILABLE, never 0.
  *
  * Determinism: KEDA round-robins over aggregator replicas (DESIGN.md rule 7)
  * and each replica's pod cache iterates in its own hash order. So every
@@ -421,9 +422,9 @@ static bool pod_add_device(pod_eval_t *pe, const char *d) {
  * just before status.startTime, but the attribution the node sent comes
  * from a pod-resources poll that may be up to one agent interval older than
  * its snapshot. So while the node's latest snapshot was taken less than
- * stale_after (3 agent intervals by default) after the pod's start (plus
- * the second startTime's resolution drops), the pod may simply be missing
- * from a poll that predates it. Both times come from the node's own clock
+ * stale_after (by default 3 sample intervals) after the pod's start, plus
+ * the second that startTime's whole-second resolution may hide, the pod may
+ * simply be missing from a poll that predates it. Both times come from the node's own clock
  * (the kubelet writes startTime, the agent stamps its snapshot), so no
  * clock synchronisation between machines is assumed. Without startTime
  * the earlier creationTimestamp stands in, which only shortens the window;
@@ -445,7 +446,7 @@ static void pod_without_device(wl_ctx_t *x, const pod_eval_t *pe) {
     }
     char asks[96], when[64] = "";
     pod_gpu_ask_describe(p, asks, sizeof asks);
-    if (since_s > 0)
+    if (since_s > 0 && taken_ms > 0)
         snprintf(when, sizeof when, " %.0f s after the pod started",
                  (double)(taken_ms - since_s * 1000) / 1000.0);
     /* The likely causes differ: a device plugin whose ids are not UUIDs,

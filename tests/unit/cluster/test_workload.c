@@ -666,7 +666,10 @@ static void test_workload_start_window_falls_back_to_creation_and_needs_a_time(v
     expect_error(eval(f, &c), EVAL_UNAVAILABLE, "asks for 1 nvidia.com/gpu, but the node's");
     /* A snapshot without its time opens no window. */
     n1_taken_at(f, 0);
-    expect_error(eval(f, &c), EVAL_UNAVAILABLE, "pod ml/vllm-new): asks for 1 nvidia.com/gpu");
+    eval_result_t r = eval(f, &c);
+    expect_error(r, EVAL_UNAVAILABLE,
+                 "pod ml/vllm-new): asks for 1 nvidia.com/gpu, but the node's kubelet attributes "
+                 "no device to it (the agent reads");
 }
 
 /* ---- nodes ----------------------------------------------------------------- */

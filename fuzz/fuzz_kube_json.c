@@ -22,6 +22,16 @@ static void check_pod(const pod_t *p) {
         FUZZ_CHECK(strlen(v) <= KUBE_LABEL_VALUE_MAX);
         FUZZ_CHECK(pod_label(p, k) != NULL);
     }
+    /* The GPU ask: counts only with their bits, the description bounded. */
+    const unsigned nvidia = POD_ASK_NVIDIA_GPU | POD_ASK_NVIDIA_MIG | POD_ASK_NVIDIA_OTHER;
+    FUZZ_CHECK((p->gpu_asks & ~(nvidia | POD_ASK_CLAIM)) == 0);
+    FUZZ_CHECK((p->gpu_claims > 0) == ((p->gpu_asks & POD_ASK_CLAIM) != 0));
+    FUZZ_CHECK(p->gpu_ask_count == 0 || (p->gpu_asks & nvidia));
+    FUZZ_CHECK(!(p->gpu_asks & nvidia) || p->gpu_ask_count > 0);
+    char d[40];
+    memset(d, 'x', sizeof d);
+    pod_gpu_ask_describe(p, d, sizeof d - 8);
+    FUZZ_CHECK(memchr(d, '\0', sizeof d - 8) != NULL && d[sizeof d - 1] == 'x');
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

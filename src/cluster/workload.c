@@ -16,7 +16,9 @@
  * and pod. Pods fold with podAggregation (a batch is summed, or max'd /
  * min'd, and batches combine exactly), and the pods' values with
  * `aggregation`. No pod in scope is a known 0 (scale-to-zero looks like
- * that); a pod with no device attributed yet contributes nothing.
+ * that). A pod with no device attributed contributes nothing when it asks
+ * for no GPU or is still starting, and is a gap when it asks for one
+ * (pod_without_device says when a pod is starting).
  *
  * Without podSelector every selected GPU (or MIG instance) of every selected
  * node is one input, and the aggregation runs once across all of them:
@@ -29,9 +31,10 @@
  * exist on every node could never span two.
  *
  * Partial data: a node with no agent, a stale or NVML-down snapshot, or (for
- * pods) an unknown attribution is a gap. partialData error turns a gap into
- * UNAVAILABLE; ignore leaves the pod (or node) out and counts it, and if
- * nothing fresh is left the answer is UNAVAILABLE, never 0.
+ * pods) an unknown attribution or a GPU-asking pod with no device is a gap.
+ * partialData error turns a gap into UNAVAILABLE; ignore leaves the pod (or
+ * node) out and counts it, and if nothing fresh is left the answer is
+ * UNAVAILABLE, never 0.
  *
  * Determinism: KEDA round-robins over aggregator replicas (DESIGN.md rule 7)
  * and each replica's pod cache iterates in its own hash order. So every
@@ -46,6 +49,7 @@
 #include "cluster/workload.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -418,6 +422,52 @@ static bool pod_add_device(pod_eval_t *pe, const char *d) {
     return !pe->acc.failed;
 }
 
+/*
+ * A pod in scope whose node attributes no device to it. One that asks for
+ * no GPU contributes nothing (a CPU sidecar Deployment sharing the labels,
+ * say). One that asks for a GPU and has none is a gap, never a 0 (a device
+ * plugin whose ids the agent cannot read, a DRA claim not resolved), unless
+ * it is *starting*: the kubelet allocates devices when it admits the pod,
+ * just before status.startTime, but the attribution the node sent comes
+ * from a pod-resources poll that may be up to one agent interval older than
+ * its snapshot. So while the node's latest snapshot was taken less than
+ * stale_after (by default 3 sample intervals) after the pod's start, plus
+ * the second that startTime's whole-second resolution may hide, the pod may
+ * simply be missing from a poll that predates it. Both times come from the node's own clock
+ * (the kubelet writes startTime, the agent stamps its snapshot), so no
+ * clock synchronisation between machines is assumed. Without startTime
+ * the earlier creationTimestamp stands in, which only shortens the window;
+ * without either time, or a snapshot without its time, there is no window.
+ */
+static void pod_without_device(wl_ctx_t *x, const pod_eval_t *pe) {
+    const pod_t *p = pe->pod;
+    if (!pod_asks_gpu(p)) {
+        x->st->pods_without_gpu++;
+        return;
+    }
+    int64_t since_s = p->started_unix > 0 ? p->started_unix : p->created_unix;
+    int64_t grace_ms = (int64_t)(x->stale_after_ns / 1000000u);
+    int64_t taken_ms = pe->s->taken_wall_ms;
+    if (since_s > 0 && since_s < INT64_MAX / 1000 - 1 && taken_ms > 0 &&
+        taken_ms < (since_s + 1) * 1000 + grace_ms) {
+        x->st->pods_starting++;
+        return;
+    }
+    char asks[96], when[64] = "";
+    pod_gpu_ask_describe(p, asks, sizeof asks);
+    if (since_s > 0 && taken_ms > 0)
+        snprintf(when, sizeof when, " %.0f s after the pod started",
+                 (double)(taken_ms - since_s * 1000) / 1000.0);
+    /* The likely causes differ: a device plugin whose ids are not UUIDs,
+     * or claims that nothing resolves to a GPU. */
+    const char *hint = p->gpu_asks & ~POD_ASK_CLAIM
+                           ? "the agent reads device ids GPU-<uuid> and MIG-<uuid> under "
+                             "nvidia.com/*"
+                           : "no GPU is attributed through its resource claims";
+    gap(x, p->name, "%s: asks for %s, but the node's kubelet attributes no device to it%s (%s)",
+        pe->who, asks, when, hint);
+}
+
 static void pod_evaluate(wl_ctx_t *x, const pod_t *p) {
     pod_eval_t pe = {.x = x, .pod = p};
     if (!p->node[0]) {
@@ -459,7 +509,7 @@ static void pod_evaluate(wl_ctx_t *x, const pod_t *p) {
     if (pe.acc.failed)
         return;
     if (pe.acc.n == 0) {
-        x->st->pods_without_gpu++; /* normal right after scheduling */
+        pod_without_device(x, &pe);
         return;
     }
     double v = x->c->pod_aggregation == POD_AGG_AVG ? pe.acc.v / pe.acc.n : pe.acc.v;

@@ -8,7 +8,10 @@
  *   - podSelector: the Running, not-deleting pods of one namespace whose
  *     labels match; each pod's GPUs (from its node's kubelet attribution)
  *     fold into one value with podAggregation, and the pods' values fold
- *     into the answer with aggregation. No pod in scope -> 0, OK.
+ *     into the answer with aggregation. No pod in scope -> 0, OK. A pod
+ *     with no device attributed counts for nothing when it asks for no GPU
+ *     (no nvidia.com/<name> resource, no resource claim) or has just started,
+ *     and is a gap (partialData) when it asks for one.
  *   - otherwise: every selected GPU (or MIG instance) of every selected node
  *     is one input, aggregated once across all of them.
  * An unknown value is never 0: a stale node, NVML down, an unknown pod
@@ -37,7 +40,8 @@
 typedef struct {
     unsigned pods_in_scope;    /* podSelector: matching, Running, not deleting */
     unsigned pods_counted;     /* podSelector: pods that contributed a value */
-    unsigned pods_without_gpu; /* podSelector: in scope, fresh node, no device attributed yet */
+    unsigned pods_without_gpu; /* podSelector: in scope, fresh node, no device, asks for none */
+    unsigned pods_starting;    /* podSelector: asks for a GPU, none attributed, just started */
     unsigned nodes_counted;    /* no podSelector: nodes whose GPUs contributed */
     unsigned skipped;          /* partialData ignore: pods (podSelector) or nodes left out */
     char skip_reason[256];     /* why one of them was left out; "" when none */

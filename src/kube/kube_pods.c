@@ -187,6 +187,175 @@ static int labels_parse(const json_t *labels, pod_t *out, const char *who, char 
     return 0;
 }
 
+/* ---- GPU asks ---------------------------------------------------------------------- */
+
+bool kube_quantity_positive(const json_t *q, uint16_t *count) {
+    uint16_t scratch;
+    uint16_t *n = count ? count : &scratch;
+    *n = 0;
+    if (!q || json_is_null(q))
+        return false;
+    if (json_is_integer(q) || json_is_real(q)) {
+        double v = json_number_value(q);
+        if (!(v > 0))
+            return false;
+        *n = v >= 65535.0 ? 65535 : (v < 1.0 ? 1 : (uint16_t)v);
+        return true;
+    }
+    if (!json_is_string(q)) { /* not a quantity at all: unreadable, so an ask */
+        *n = 1;
+        return true;
+    }
+    /* Kubernetes' quantity grammar: [+-] digits [. digits] [suffix], where
+     * the suffix is an SI or binary multiplier or an exponent. Only the
+     * sign and the mantissa decide whether it is positive. */
+    const char *s = json_string_value(q);
+    size_t i = 0;
+    if (s[i] == '+' || s[i] == '-')
+        i++;
+    bool negative = s[0] == '-', nonzero = false, integer = true, any = false;
+    unsigned long v = 0;
+    for (; (s[i] >= '0' && s[i] <= '9') || s[i] == '.'; i++) {
+        if (s[i] == '.') {
+            integer = false;
+            continue;
+        }
+        any = true;
+        if (s[i] != '0')
+            nonzero = true;
+        if (integer && v < 65535)
+            v = v * 10 + (unsigned long)(s[i] - '0');
+    }
+    if (!any) { /* "", "abc": not a quantity we can read */
+        *n = 1;
+        return true;
+    }
+    if (negative || !nonzero)
+        return false;
+    *n = (s[i] == '\0' && integer) ? (v >= 65535 ? 65535 : (uint16_t)v) : 1;
+    return true;
+}
+
+static uint8_t nvidia_kind(const char *resource) {
+    static const char prefix[] = "nvidia.com/";
+    size_t n = sizeof prefix - 1;
+    if (strncmp(resource, prefix, n) != 0 || resource[n] == '\0')
+        return 0;
+    if (strcmp(resource + n, "gpu") == 0)
+        return POD_ASK_NVIDIA_GPU;
+    if (strncmp(resource + n, "mig-", 4) == 0)
+        return POD_ASK_NVIDIA_MIG;
+    return POD_ASK_NVIDIA_OTHER;
+}
+
+static void add_count(uint16_t *acc, uint16_t n) {
+    *acc = (uint16_t)(*acc > 65535 - n ? 65535 : *acc + n);
+}
+
+/* One container's nvidia.com/<name> asks: per resource the larger of limit and
+ * request (Kubernetes makes them equal for extended resources, and fills a
+ * missing request from the limit; the larger is the safe reading of an
+ * object that broke that rule). */
+static void container_asks(const json_t *ctr, pod_t *p) {
+    const json_t *res = json_is_object(ctr) ? json_object_get(ctr, "resources") : NULL;
+    if (!json_is_object(res))
+        return;
+    const json_t *limits = json_object_get(res, "limits");
+    const json_t *requests = json_object_get(res, "requests");
+    const json_t *lists[2] = {json_is_object(limits) ? limits : NULL,
+                              json_is_object(requests) ? requests : NULL};
+    for (int pass = 0; pass < 2; pass++) {
+        if (!lists[pass])
+            continue;
+        const char *key;
+        json_t *q;
+        json_object_foreach((json_t *)lists[pass], key, q) {
+            uint8_t kind = nvidia_kind(key);
+            if (!kind)
+                continue;
+            /* A request with a limit of the same name was read with it. */
+            if (pass == 1 && lists[0] && json_object_get(lists[0], key))
+                continue;
+            uint16_t n = 0, other = 0;
+            bool pos = kube_quantity_positive(q, &n);
+            if (pass == 0 && lists[1]) {
+                bool pos2 = kube_quantity_positive(json_object_get(lists[1], key), &other);
+                pos = pos || pos2;
+                if (other > n)
+                    n = other;
+            }
+            if (!pos)
+                continue;
+            p->gpu_asks |= kind;
+            add_count(&p->gpu_ask_count, n);
+        }
+    }
+}
+
+/* Fills gpu_asks, gpu_ask_count and gpu_claims from spec (may be NULL). */
+static void gpu_asks_parse(const json_t *spec, pod_t *p) {
+    if (!spec)
+        return;
+    size_t i;
+    const json_t *ctr;
+    const json_t *ctrs = json_object_get(spec, "containers");
+    if (json_is_array(ctrs))
+        json_array_foreach(ctrs, i, ctr) container_asks(ctr, p);
+    const json_t *inits = json_object_get(spec, "initContainers");
+    if (json_is_array(inits))
+        json_array_foreach(inits, i, ctr) {
+            const json_t *rp = json_is_object(ctr) ? json_object_get(ctr, "restartPolicy") : NULL;
+            if (json_is_string(rp) && strcmp(json_string_value(rp), "Always") == 0)
+                container_asks(ctr, p);
+        }
+    const json_t *claims = json_object_get(spec, "resourceClaims");
+    if (json_is_array(claims) && json_array_size(claims) > 0) {
+        size_t n = json_array_size(claims);
+        p->gpu_asks |= POD_ASK_CLAIM;
+        p->gpu_claims = (uint8_t)(n > 255 ? 255 : n);
+    }
+}
+
+bool pod_asks_gpu(const pod_t *p) {
+    return p->gpu_asks != 0;
+}
+
+const char *pod_gpu_ask_describe(const pod_t *p, char *buf, size_t len) {
+    if (!len)
+        return buf;
+    buf[0] = '\0';
+    if (!pod_asks_gpu(p)) {
+        snprintf(buf, len, "nothing");
+        return buf;
+    }
+    static const struct {
+        uint8_t bit;
+        const char *name;
+    } kinds[] = {{POD_ASK_NVIDIA_GPU, "nvidia.com/gpu"},
+                 {POD_ASK_NVIDIA_MIG, "nvidia.com/mig-*"},
+                 {POD_ASK_NVIDIA_OTHER, "nvidia.com/<other>"}};
+    size_t o = 0;
+    unsigned nkinds = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        nkinds += (p->gpu_asks & kinds[k].bit) != 0;
+    if (nkinds > 0) {
+        int w = snprintf(buf, len, "%u %s", (unsigned)p->gpu_ask_count, nkinds > 1 ? "of " : "");
+        o = w > 0 ? (size_t)w : 0;
+        bool first = true;
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0] && o < len; k++) {
+            if (!(p->gpu_asks & kinds[k].bit))
+                continue;
+            w = snprintf(buf + o, len - o, "%s%s", first ? "" : ", ", kinds[k].name);
+            o += w > 0 ? (size_t)w : 0;
+            first = false;
+        }
+    }
+    if ((p->gpu_asks & POD_ASK_CLAIM) && o < len)
+        snprintf(buf + o, len - o, "%s%u resource claim%s (DRA)", nkinds ? " and " : "",
+                 (unsigned)p->gpu_claims, p->gpu_claims == 1 ? "" : "s");
+    return buf;
+}
+
 /*
  * Identity first (so a KGS_ERANGE later still names the pod), then the rest.
  * `who` grows from "pod" to "pod NS/NAME" as soon as those are known.
@@ -232,6 +401,10 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
     const json_t *ct = json_object_get(meta, "creationTimestamp");
     if (!json_is_string(ct) || !kube_time_parse(json_string_value(ct), &p->created_unix))
         p->created_unix = 0;
+    const json_t *stt = status ? json_object_get(status, "startTime") : NULL;
+    if (!json_is_string(stt) || !kube_time_parse(json_string_value(stt), &p->started_unix))
+        p->started_unix = 0;
+    gpu_asks_parse(spec, p);
     const json_t *dt = json_object_get(meta, "deletionTimestamp");
     p->deleting = dt && !json_is_null(dt);
     /* Ready decides whether an engine's /metrics is scraped: a pod still
@@ -602,7 +775,9 @@ int pod_cache_replace_all(pod_cache_t *c, const pod_t *pods, size_t n, const cha
 
 /* Field-wise equality: label bytes past _label_used are not compared. */
 static bool pod_equal(const pod_t *a, const pod_t *b) {
-    if (a->ready != b->ready)
+    if (a->ready != b->ready || a->created_unix != b->created_unix ||
+        a->started_unix != b->started_unix || a->gpu_asks != b->gpu_asks ||
+        a->gpu_claims != b->gpu_claims || a->gpu_ask_count != b->gpu_ask_count)
         return false;
     return strcmp(a->namespace, b->namespace) == 0 && strcmp(a->name, b->name) == 0 &&
            strcmp(a->uid, b->uid) == 0 && strcmp(a->node, b->node) == 0 &&

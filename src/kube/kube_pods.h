@@ -5,7 +5,9 @@
  * thread-safe: one owner thread (the loop) per cache.
  *
  * Only the fields the aggregator uses are kept: identity, labels, node,
- * phase, deletion, readiness, creation time, pod IP and resourceVersion. Every field has a fixed
+ * phase, deletion, readiness, creation and start time, pod IP,
+ * resourceVersion, and what the pod asks of GPUs (a few bits and counts, no
+ * strings: the aggregator holds every pod of the cluster). Every field has a fixed
  * bound taken from Kubernetes' own validation; input over a bound is
  * rejected with KGS_ERANGE, never truncated (a cut label value would match
  * the wrong selector).
@@ -50,6 +52,16 @@ typedef enum {
 /* "Pending", "Running", ...; "Unknown" for anything else. Static. */
 const char *pod_phase_name(pod_phase_t phase);
 
+/* What a pod asks of GPUs (pod_t.gpu_asks), read from the containers that
+ * run for the pod's life: spec.containers and the restartable init
+ * containers (sidecars, restartPolicy "Always"). A plain init container has
+ * exited once the pod is Running, and the kubelet's device manager lets the
+ * app containers reuse its devices, so its ask is not one of its own. */
+#define POD_ASK_NVIDIA_GPU 0x01u   /* a positive "nvidia.com/gpu" limit or request */
+#define POD_ASK_NVIDIA_MIG 0x02u   /* "nvidia.com/mig-<profile>" (the mixed MIG strategy) */
+#define POD_ASK_NVIDIA_OTHER 0x04u /* another "nvidia.com/<name>" (a renamed shared GPU, ...) */
+#define POD_ASK_CLAIM 0x08u        /* spec.resourceClaims (Dynamic Resource Allocation) */
+
 /* One pod. Plain value: copy it freely. Public fields are read-only for
  * everyone but the parser; labels go through pod_label()/pod_label_at(). */
 typedef struct {
@@ -60,16 +72,42 @@ typedef struct {
     char pod_ip[KUBE_POD_IP_MAX + 1]; /* status.podIP; "" when none yet */
     char resource_version[KUBE_RV_MAX + 1];
     pod_phase_t phase;
-    bool deleting;        /* metadata.deletionTimestamp is set */
-    bool ready;           /* status.conditions has type Ready with status "True" */
-    int64_t created_unix; /* metadata.creationTimestamp, seconds since 1970; 0 when absent or
-                             not RFC 3339 (the pod is kept: only its age is unknown) */
+    bool deleting;          /* metadata.deletionTimestamp is set */
+    bool ready;             /* status.conditions has type Ready with status "True" */
+    int64_t created_unix;   /* metadata.creationTimestamp, seconds since 1970; 0 when absent or
+                               not RFC 3339 (the pod is kept: only its age is unknown) */
+    int64_t started_unix;   /* status.startTime (the kubelet acknowledged the pod, on the node's
+                               clock), seconds since 1970; 0 when absent or not RFC 3339 */
+    uint8_t gpu_asks;       /* POD_ASK_* bits; 0: the pod asks for no GPU */
+    uint8_t gpu_claims;     /* entries of spec.resourceClaims, at most 255 */
+    uint16_t gpu_ask_count; /* sum of the nvidia.com/<name> quantities, at most 65535 */
     uint16_t label_count;
     /* private: label i is _label_bytes + _label_off[i] ("key\0value\0") */
     uint16_t _label_off[KUBE_LABELS_MAX];
     uint16_t _label_used;
     char _label_bytes[KUBE_LABEL_BYTES];
 } pod_t;
+
+/* Whether p asks for a GPU (any POD_ASK_* bit). */
+bool pod_asks_gpu(const pod_t *p);
+
+/* What p asks for, for messages: "1 nvidia.com/gpu", "3 of nvidia.com/gpu,
+ * nvidia.com/mig-*", "2 resource claims (DRA)", or both joined by " and ";
+ * "nothing" when p asks for no GPU. Writes at most len bytes (NUL
+ * included) and returns buf. */
+const char *pod_gpu_ask_describe(const pod_t *p, char *buf, size_t len);
+
+/*
+ * Whether a resource quantity (the JSON value of a limit or request,
+ * borrowed) is positive, and in *count (may be NULL) the quantity as a
+ * whole number of devices, at most 65535. Kubernetes writes quantities as
+ * strings ("1", "2", "0"); a number is read too. A string in another
+ * Kubernetes quantity form ("1k", "5e2", "0.5") is positive when its
+ * mantissa is, and counts as 1 unless it is a plain integer. Anything else
+ * that is not clearly zero or negative is positive: an ask we cannot read
+ * must not read as "no GPU".
+ */
+bool kube_quantity_positive(const json_t *q, uint16_t *count);
 
 /* An RFC 3339 time as Kubernetes writes it ("2026-11-29T10:00:00Z",
  * optionally with fractional seconds or a "+hh:mm" offset) -> seconds since
@@ -88,9 +126,13 @@ int pod_label_at(const pod_t *p, size_t i, const char **key, const char **value)
  * Decodes one Pod object (a parsed JSON object, borrowed) into *out.
  * Required: metadata.namespace, .name, .uid, .resourceVersion. Optional:
  * metadata.labels, metadata.deletionTimestamp (set and not null means
- * deleting), spec.nodeName, status.phase, status.podIP, status.conditions
- * (only the Ready condition is read; entries of another shape are skipped). Unknown fields are
- * ignored. Returns 0, or with "pod NS/NAME: <field>: <reason>" in err:
+ * deleting), spec.nodeName, status.phase, status.podIP, status.startTime,
+ * status.conditions (only the Ready condition is read; entries of another
+ * shape are skipped), and for gpu_asks spec.containers[].resources,
+ * spec.initContainers[] (restartPolicy "Always" only) and
+ * spec.resourceClaims: a container's ask for a resource is the larger of
+ * its limit and request; entries of another shape are skipped. Unknown
+ * fields are ignored. Returns 0, or with "pod NS/NAME: <field>: <reason>" in err:
  *   KGS_EINVAL  a required field missing, a field of the wrong JSON type,
  *               or a string holding a NUL;
  *   KGS_ERANGE  a field or the labels over their bound. The pod's identity

@@ -12,8 +12,12 @@
  * - device ids that start with "GPU-" or "MIG-", followed by 1 to 90 of
  *   [0-9A-Za-z-/] (the "/" admits the old "MIG-GPU-<uuid>/<gi>/<ci>" form),
  *   optionally followed by a time-slicing replica suffix "::<digits>" that is
- *   stripped: "GPU-x::3" is held as "GPU-x". Index ids ("0", the device
- *   plugin's DEVICE_ID_STRATEGY=index) are not UUIDs and are ignored.
+ *   stripped: "GPU-x::3" is held as "GPU-x". NVIDIA's device plugin
+ *   registers devices with the kubelet by these UUIDs whatever its
+ *   deviceIDStrategy (which only picks what the container is told), so
+ *   other forms ("nvidia0" from GKE's plugin, a bare index) come from other
+ *   plugins and are ignored here; the aggregator then reports the pods
+ *   that asked for GPUs as gaps (cluster/workload.c).
  * A device can have several holders (time-slicing replicas in several pods,
  * or an init container whose device the kubelet reused for an app
  * container); the same (namespace, pod, container) appears once per device

@@ -90,9 +90,13 @@ class FakeKubeAPI:
         self.cond.notify_all()
 
     def add_pod(self, namespace, name, labels=None, node="", phase="Pending", pod_ip="",
-                uid=None, ready=None, created=None):
+                uid=None, ready=None, created=None, gpus="1", claims=0, started=None):
         """ready: the Ready condition; None = True exactly when phase is Running.
-        created: creationTimestamp as seconds since 1970 (default 2026-11-29T10:00:00Z)."""
+        created: creationTimestamp as seconds since 1970 (default 2026-11-29T10:00:00Z).
+        gpus: the container's nvidia.com/gpu limit and request (a quantity string; None
+        for a pod asking for no GPU); claims: how many DRA resource claims it has.
+        started: status.startTime as seconds since 1970; by default the moment it is
+        Running (as the kubelet writes it), absent before."""
         uid = uid or str(uuid.UUID(int=self.rng.getrandbits(128)))
         pod = {
             "kind": "Pod", "apiVersion": "v1",
@@ -104,9 +108,23 @@ class FakeKubeAPI:
                          "labels": dict(labels or {}),
                          "managedFields": [{"manager": "kubectl", "operation": "Update"}]},
             "spec": {"containers": [{"name": "main", "image": "vllm/vllm-openai:v0.6.3",
-                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+                                     "resources": {"limits": {"cpu": "4"}}}]},
             "status": {"phase": phase, "qosClass": "Burstable"},
         }
+        res = pod["spec"]["containers"][0]["resources"]
+        if gpus is not None:
+            res["limits"]["nvidia.com/gpu"] = gpus
+            res["requests"] = {"nvidia.com/gpu": gpus}
+        if claims:
+            pod["spec"]["resourceClaims"] = [
+                {"name": "gpu-%d" % i, "resourceClaimTemplateName": "single-gpu"}
+                for i in range(claims)]
+            res["claims"] = [{"name": "gpu-%d" % i} for i in range(claims)]
+        if started is None and phase == "Running":
+            started = time.time()
+        if started is not None:
+            pod["status"]["startTime"] = time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                       time.gmtime(started))
         if node:
             pod["spec"]["nodeName"] = node
         if pod_ip:
@@ -132,6 +150,9 @@ class FakeKubeAPI:
                     {"type": "Ready", "status": "True" if ready else "False"}]
             if phase is not None:
                 pod["status"]["phase"] = phase
+                if phase == "Running" and "startTime" not in pod["status"]:
+                    pod["status"]["startTime"] = time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                               time.gmtime())
             if node is not None:
                 pod["spec"]["nodeName"] = node
             if pod_ip is not None:

@@ -81,10 +81,13 @@ class Node:
             raise AssertionError("agent %s not ready" % self.name)
 
     def set_pods(self, holders):
-        """holders: [(namespace, pod, device index within this node)]"""
+        """holders: [(namespace, pod, device index within this node)]; plus
+        self.raw_ids: {(namespace, pod): [device id as the kubelet reports it]}."""
         pods = {}
         for ns, pod, i in holders:
             pods.setdefault((ns, pod), []).append(self.devs[i]["uuid"])
+        for key, ids in getattr(self, "raw_ids", {}).items():
+            pods.setdefault(key, []).extend(ids)
         doc = {"pods": [{"namespace": ns, "name": pod, "containers": [
             {"name": "main", "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": ids}]}]}
             for (ns, pod), ids in pods.items()]}
@@ -517,6 +520,88 @@ class Cluster(unittest.TestCase):
         self.settle(md, 0, 5)
         # Resumed from the resourceVersion it had: no relist was needed.
         self.assertEqual(len(self.api.requests_of("list")), lists)
+
+
+    # ---- 6. pods that ask for GPUs and have none attributed ----
+
+    def test_gpu_asking_pod_with_no_device_is_a_gap_naming_it(self):
+        md = {"metricType": "gpu_utilization", "targetValue": "50", "podSelector": "app=e2e-ask"}
+        self.add_pod("ask-ok", {"app": "e2e-ask"}, 1, 1)  # node-b GPU 1: 80 %
+        self.settle(md, 80, 5)
+        # A router asking for no GPU, then a pod asking for one that the kubelet never
+        # attributed (started a minute ago): the router is no gap, the other one is.
+        # (Watch events arrive in order: once the second is seen, so is the first.)
+        router = self.api.add_pod("ml", "ask-router", labels={"app": "e2e-ask"},
+                                  node="node-a", phase="Running", gpus=None,
+                                  started=time.time() - 60)
+        self.addCleanup(self.api.delete_pod, router)
+        lost = self.api.add_pod("ml", "ask-lost", labels={"app": "e2e-ask"}, node="node-a",
+                                phase="Running", started=time.time() - 60)
+        for r in self.errors(md, 5):
+            self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
+            self.assertIn("node node-a (pod ml/ask-lost): asks for 1 nvidia.com/gpu, but the "
+                          "node's kubelet attributes no device to it", r["error"]["message"])
+            self.assertNotIn("more pod", r["error"]["message"])  # the router is no gap
+        self.settle(dict(md, partialData="ignore"), 80, 5)
+        self.api.delete_pod(lost)
+        self.settle(md, 80, 5)
+        # A DRA pod (a resource claim) with nothing attributed is a gap too.
+        claim = self.api.add_pod("ml", "ask-dra", labels={"app": "e2e-ask"}, node="node-b",
+                                 phase="Running", gpus=None, claims=1,
+                                 started=time.time() - 60)
+        self.addCleanup(self.api.delete_pod, claim)
+        for r in self.errors(md, 5):
+            self.assertIn("(pod ml/ask-dra): asks for 1 resource claim (DRA)",
+                          r["error"]["message"])
+
+    def test_gpu_asking_pod_that_just_started_is_starting_then_a_gap(self):
+        md = {"metricType": "gpu_utilization", "targetValue": "50",
+              "podSelector": "app=e2e-new"}
+        self.add_pod("new-ok", {"app": "e2e-new"}, 1, 1)  # node-b GPU 1: 80 %
+        self.settle(md, 80, 5)
+        # Just started (startTime now, the kubelet's clock): the agent's latest
+        # attribution may predate it, so for stale_after past its start (0.6 s here:
+        # 3 x the 200 ms interval) it is starting, not a gap. It stays unattributed,
+        # so it then becomes one.
+        t0 = time.time()
+        uid = self.api.add_pod("ml", "new-late", labels={"app": "e2e-new"}, node="node-a",
+                               phase="Running", started=t0)
+        self.addCleanup(self.api.delete_pod, uid)
+        self.settle(md, 80, 2)
+        errs = self.errors(md, 8)
+        waited = time.time() - t0
+        self.assertIn("(pod ml/new-late): asks for 1 nvidia.com/gpu", errs[0]["error"]["message"])
+        # startTime has whole seconds: the window closes 0.6 to 1.6 s after t0 (without
+        # one the gap would show as soon as the watch delivers the pod, ~0.1 s).
+        self.assertGreaterEqual(waited, 0.55, "a gap after %.2f s: no starting window" % waited)
+        # Attributed at last: it counts (node-a GPU 0: 60 %).
+        self.pods["new-late"] = (uid, 0, 0)
+        self.addCleanup(self.pods.pop, "new-late", None)
+        self.sync_kubelet(0)
+        self.settle(md, 140, 5)
+        self.pods.pop("new-late")
+        self.sync_kubelet(0)
+
+    def test_device_ids_the_agent_cannot_read_make_a_gap_not_a_zero(self):
+        """A device plugin whose ids are not GPU-/MIG- UUIDs (GKE's registers
+        "nvidia0", the device file's name): the pod is named, never read as 0."""
+        md = {"metricType": "gpu_utilization", "targetValue": "50",
+              "podSelector": "app=e2e-gke"}
+        node = self.nodes[2]
+        uid = self.api.add_pod("ml", "gke-0", labels={"app": "e2e-gke"}, node=node.name,
+                               phase="Running", started=time.time() - 60)
+        self.addCleanup(self.api.delete_pod, uid)
+        node.raw_ids = {("ml", "gke-0"): ["nvidia0"]}
+
+        def clear():
+            node.raw_ids = {}
+            self.sync_kubelet(2)
+        self.addCleanup(clear)
+        self.sync_kubelet(2)
+        for r in self.errors(md, 5):
+            self.assertIn("node node-c (pod ml/gke-0): asks for 1 nvidia.com/gpu",
+                          r["error"]["message"])
+            self.assertIn("GPU-<uuid> and MIG-<uuid>", r["error"]["message"])
 
 
 if __name__ == "__main__":

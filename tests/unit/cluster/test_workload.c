@@ -538,6 +538,140 @@ static void test_workload_running_pod_without_gpu_contributes_nothing(void **sta
     assert_int_equal(st.pods_without_gpu, 1);
 }
 
+/* A Running ml/app=vllm pod on `node` whose spec holds `spec` (JSON
+ * members after nodeName, as the API server writes them) and whose
+ * status.startTime is `start` ("" for none). */
+static void spec_pod(fx_t *f, const char *name, const char *node, const char *spec,
+                     const char *start) {
+    char js[2048];
+    snprintf(js, sizeof js,
+             "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"namespace\":\"ml\","
+             "\"name\":\"%s\",\"uid\":\"ml-%s\",\"resourceVersion\":\"1\","
+             "\"creationTimestamp\":\"2026-11-29T09:59:00Z\",\"labels\":" APP_VLLM "},"
+             "\"spec\":{\"nodeName\":\"%s\",%s},\"status\":{\"phase\":\"Running\"%s%s%s}}",
+             name, name, node, spec, start[0] ? ",\"startTime\":\"" : "", start,
+             start[0] ? "\"" : "");
+    json_error_t je;
+    json_t *j = json_loads(js, 0, &je);
+    if (!j)
+        fail_msg("bad test JSON: %s\n%s", je.text, js);
+    char err[256];
+    assert_true(f->npods < MAX_PODS);
+    if (kube_pod_from_json(j, &f->pods[f->npods], err, sizeof err) != 0)
+        fail_msg("pod: %s", err);
+    json_decref(j);
+    f->npods++;
+}
+
+#define ONE_GPU                                                                                    \
+    "\"containers\":[{\"name\":\"vllm\",\"image\":\"vllm/vllm-openai:v0.6.3\",\"resources\":"      \
+    "{\"limits\":{\"nvidia.com/gpu\":\"1\"},\"requests\":{\"nvidia.com/gpu\":\"1\"}}}]"
+#define START "2026-11-29T10:00:00Z" /* 1795946400 */
+#define START_MS INT64_C(1795946400000)
+
+/* Node n1's latest snapshot was taken at wall time ms (the agent's clock). */
+static void n1_taken_at(fx_t *f, int64_t ms) {
+    const cluster_node_t *e = cluster_view_find_node(f->view, "n1");
+    assert_non_null(e);
+    e->snap->taken_wall_ms = ms;
+}
+
+static void test_workload_gpu_asking_pod_with_no_device_is_a_gap_naming_it(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    n1_taken_at(f, START_MS + 60 * 1000);
+    spec_pod(f, "vllm-lost", "n1", ONE_GPU, START);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    workload_stats_t st;
+    eval_result_t r = eval_st(f, &c, &st);
+    expect_error(r, EVAL_UNAVAILABLE,
+                 "node n1 (pod ml/vllm-lost): asks for 1 nvidia.com/gpu, but the node's kubelet "
+                 "attributes no device to it 60 s after the pod started");
+    expect_error(r, EVAL_UNAVAILABLE, "GPU-<uuid> and MIG-<uuid>");
+    assert_int_equal(st.pods_without_gpu, 0);
+
+    /* partialData ignore: the others are summed, the pod is a counted skip. */
+    c = CFG("podSelector", "app=vllm", "partialData", "ignore");
+    expect_ok(eval_st(f, &c, &st), 210, 6);
+    assert_int_equal(st.skipped, 1);
+    assert_non_null(strstr(st.skip_reason, "pod ml/vllm-lost): asks for 1 nvidia.com/gpu"));
+}
+
+static void test_workload_pod_asking_for_no_gpu_makes_no_gap(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    n1_taken_at(f, START_MS + 60 * 1000);
+    spec_pod(f, "vllm-router", "n1",
+             "\"containers\":[{\"name\":\"router\",\"resources\":{\"limits\":{\"cpu\":\"2\","
+             "\"nvidia.com/gpu\":\"0\"}}}]",
+             START);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    workload_stats_t st;
+    expect_ok(eval_st(f, &c, &st), 210, 6);
+    assert_int_equal(st.pods_without_gpu, 1);
+    assert_int_equal(st.skipped, 0);
+}
+
+static void test_workload_resource_claim_pod_with_no_device_is_a_gap(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    n1_taken_at(f, START_MS + 60 * 1000);
+    spec_pod(f, "vllm-dra", "n1",
+             "\"containers\":[{\"name\":\"vllm\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}],"
+             "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimTemplateName\":\"one-gpu\"}]",
+             START);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    eval_result_t r = eval(f, &c);
+    expect_error(r, EVAL_UNAVAILABLE,
+                 "node n1 (pod ml/vllm-dra): asks for 1 resource claim (DRA), but");
+    expect_error(r, EVAL_UNAVAILABLE, "(no GPU is attributed through its resource claims)");
+}
+
+/* The attribution a snapshot carries may predate a pod that started just
+ * before the snapshot: within stale_after (3 s here) of its start (plus the
+ * second startTime drops) the pod is starting, not a gap. */
+static void test_workload_gpu_asking_pod_that_just_started_is_not_yet_a_gap(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    spec_pod(f, "vllm-new", "n1", ONE_GPU, START);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    workload_stats_t st;
+    /* The snapshot predates the pod's start, then follows it by 2 s, then
+     * by the last millisecond of the window. */
+    const int64_t starting[] = {START_MS - 5000, START_MS + 2000, START_MS + 1000 + 3000 - 1};
+    for (size_t i = 0; i < sizeof starting / sizeof starting[0]; i++) {
+        n1_taken_at(f, starting[i]);
+        expect_ok(eval_st(f, &c, &st), 210, 6);
+        assert_int_equal(st.pods_starting, 1);
+        assert_int_equal(st.skipped, 0);
+    }
+    n1_taken_at(f, START_MS + 1000 + 3000);
+    expect_error(eval_st(f, &c, &st), EVAL_UNAVAILABLE, "pod ml/vllm-new): asks for 1");
+    assert_int_equal(st.pods_starting, 0);
+}
+
+static void test_workload_start_window_falls_back_to_creation_and_needs_a_time(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    spec_pod(f, "vllm-new", "n1", ONE_GPU, ""); /* created 09:59:00, no startTime */
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    n1_taken_at(f, START_MS - 60 * 1000 + 2000); /* 2 s after creation: starting */
+    expect_ok(eval(f, &c), 210, 6);
+    n1_taken_at(f, START_MS); /* 60 s after creation: a gap */
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE, "asks for 1 nvidia.com/gpu, but the node's");
+    /* A snapshot without its time opens no window. */
+    n1_taken_at(f, 0);
+    eval_result_t r = eval(f, &c);
+    expect_error(r, EVAL_UNAVAILABLE,
+                 "pod ml/vllm-new): asks for 1 nvidia.com/gpu, but the node's kubelet attributes "
+                 "no device to it (the agent reads");
+}
+
 /* ---- nodes ----------------------------------------------------------------- */
 
 static void test_workload_aggregates_every_gpu_of_every_node_at_once(void **state) {
@@ -807,6 +941,11 @@ int main(void) {
         T(test_workload_mig_device_missing_behind_a_lost_parent_is_unavailable),
         T(test_workload_absent_field_gives_the_standalone_hint),
         T(test_workload_running_pod_without_gpu_contributes_nothing),
+        T(test_workload_gpu_asking_pod_with_no_device_is_a_gap_naming_it),
+        T(test_workload_pod_asking_for_no_gpu_makes_no_gap),
+        T(test_workload_resource_claim_pod_with_no_device_is_a_gap),
+        T(test_workload_gpu_asking_pod_that_just_started_is_not_yet_a_gap),
+        T(test_workload_start_window_falls_back_to_creation_and_needs_a_time),
         T(test_workload_aggregates_every_gpu_of_every_node_at_once),
         T(test_workload_aggregates_more_values_than_a_node_holds),
         T(test_workload_node_names_scope_only_those_nodes),

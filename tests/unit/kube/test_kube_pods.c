@@ -542,6 +542,160 @@ static void test_kube_pods_cache_applies_parsed_events_end_to_end(void **state) 
     assert_string_equal(pod_cache_resource_version(c), "119900");
 }
 
+/* ---- GPU asks --------------------------------------------------------------------- */
+
+/* A Running pod as the API server writes it, with `spec` (the part after
+ * "nodeName") and `start` (status.startTime, or "" for none) filled in. */
+static pod_t pod_with_spec(const char *spec, const char *start) {
+    char buf[8192];
+    snprintf(buf, sizeof buf,
+             "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\","
+             "\"namespace\":\"ns\",\"uid\":\"u-1\",\"resourceVersion\":\"7\","
+             "\"creationTimestamp\":\"2026-11-29T10:00:00Z\"},"
+             "\"spec\":{\"nodeName\":\"gpu-node-1\",\"restartPolicy\":\"Always\",%s},"
+             "\"status\":{\"phase\":\"Running\",%s%s%s\"qosClass\":\"BestEffort\"}}",
+             spec, start[0] ? "\"startTime\":\"" : "", start, start[0] ? "\"," : "");
+    json_t *j = load(buf);
+    pod_t p;
+    char err[256] = "";
+    if (kube_pod_from_json(j, &p, err, sizeof err) != 0)
+        fail_msg("pod did not parse: %s\n%s", err, buf);
+    json_decref(j);
+    return p;
+}
+
+static void test_kube_pods_reads_nvidia_limits_and_requests_as_gpu_asks(void **state) {
+    (void)state;
+    json_t *j = load(POD_RUNNING);
+    pod_t p;
+    assert_int_equal(kube_pod_from_json(j, &p, NULL, 0), 0);
+    json_decref(j);
+    assert_true(pod_asks_gpu(&p));
+    assert_int_equal(p.gpu_asks, POD_ASK_NVIDIA_GPU);
+    assert_int_equal(p.gpu_ask_count, 1);
+    assert_int_equal(p.started_unix, 0); /* no startTime in this fixture */
+
+    /* Two containers, a limit and a request-only ask (requests default to
+     * limits for extended resources; a request alone is read too). */
+    p = pod_with_spec("\"containers\":[{\"name\":\"vllm\",\"image\":\"vllm/vllm-openai:v0.6.3\","
+                      "\"resources\":{\"limits\":{\"cpu\":\"8\",\"memory\":\"64Gi\","
+                      "\"nvidia.com/gpu\":\"2\"},\"requests\":{\"cpu\":\"4\",\"memory\":\"64Gi\","
+                      "\"nvidia.com/gpu\":\"2\"}}},{\"name\":\"proxy\",\"image\":\"envoy\","
+                      "\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"1\"}}}]",
+                      "2026-11-29T10:00:05Z");
+    assert_int_equal(p.gpu_asks, POD_ASK_NVIDIA_GPU);
+    assert_int_equal(p.gpu_ask_count, 3); /* 2 (limit = request, counted once) + 1 */
+    assert_int_equal(p.started_unix, p.created_unix + 5);
+
+    /* The mixed MIG strategy's resources, and a renamed shared GPU. */
+    p = pod_with_spec("\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{"
+                      "\"nvidia.com/mig-1g.10gb\":\"1\",\"nvidia.com/gpu.shared\":\"1\"}}}]",
+                      "");
+    assert_int_equal(p.gpu_asks, POD_ASK_NVIDIA_MIG | POD_ASK_NVIDIA_OTHER);
+    assert_int_equal(p.gpu_ask_count, 2);
+}
+
+static void test_kube_pods_a_pod_without_a_positive_nvidia_quantity_asks_for_no_gpu(void **state) {
+    (void)state;
+    const char *specs[] = {
+        /* CPU only */
+        "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"cpu\":\"1\"}}}]",
+        /* a zero quantity, in both forms */
+        "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"0\"},"
+        "\"requests\":{\"nvidia.com/gpu\":\"0\"}}}]",
+        /* another vendor */
+        "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"amd.com/gpu\":\"1\"}}}]",
+        /* no resources at all */
+        "\"containers\":[{\"name\":\"a\",\"image\":\"busybox\"}]",
+        /* a plain init container: it has exited by the time the pod runs */
+        "\"initContainers\":[{\"name\":\"warmup\",\"resources\":{\"limits\":"
+        "{\"nvidia.com/gpu\":\"1\"}}}],\"containers\":[{\"name\":\"a\"}]",
+        /* an empty resourceClaims list */
+        "\"containers\":[{\"name\":\"a\"}],\"resourceClaims\":[]",
+    };
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        pod_t p = pod_with_spec(specs[i], "");
+        if (pod_asks_gpu(&p))
+            fail_msg("spec %zu asks for a GPU (bits %#x): %s", i, p.gpu_asks, specs[i]);
+        assert_int_equal(p.gpu_ask_count, 0);
+        char d[64];
+        assert_string_equal(pod_gpu_ask_describe(&p, d, sizeof d), "nothing");
+    }
+}
+
+static void test_kube_pods_sidecars_and_resource_claims_ask_for_gpus(void **state) {
+    (void)state;
+    /* A restartable init container (a sidecar) runs for the pod's life. */
+    pod_t p = pod_with_spec("\"initContainers\":[{\"name\":\"embed\",\"restartPolicy\":\"Always\","
+                            "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}],"
+                            "\"containers\":[{\"name\":\"a\"}]",
+                            "");
+    assert_int_equal(p.gpu_asks, POD_ASK_NVIDIA_GPU);
+    assert_int_equal(p.gpu_ask_count, 1);
+    char d[96];
+    assert_string_equal(pod_gpu_ask_describe(&p, d, sizeof d), "1 nvidia.com/gpu");
+
+    /* DRA: the pod's claims, referenced by its containers. */
+    p = pod_with_spec("\"containers\":[{\"name\":\"a\",\"resources\":{\"claims\":[{\"name\":"
+                      "\"gpu\"}]}}],\"resourceClaims\":[{\"name\":\"gpu\","
+                      "\"resourceClaimTemplateName\":\"single-gpu\"},{\"name\":\"mig\","
+                      "\"resourceClaimName\":\"shared-mig\"}]",
+                      "");
+    assert_int_equal(p.gpu_asks, POD_ASK_CLAIM);
+    assert_int_equal(p.gpu_claims, 2);
+    assert_string_equal(pod_gpu_ask_describe(&p, d, sizeof d), "2 resource claims (DRA)");
+
+    p = pod_with_spec("\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{"
+                      "\"nvidia.com/gpu\":\"2\",\"nvidia.com/mig-3g.40gb\":\"1\"}}}],"
+                      "\"resourceClaims\":[{\"name\":\"x\",\"resourceClaimName\":\"c\"}]",
+                      "");
+    assert_string_equal(pod_gpu_ask_describe(&p, d, sizeof d),
+                        "3 of nvidia.com/gpu, nvidia.com/mig-* and 1 resource claim (DRA)");
+    /* Cut to the buffer, NUL-terminated. */
+    assert_string_equal(pod_gpu_ask_describe(&p, d, 6), "3 of ");
+}
+
+static void test_kube_quantity_positive_reads_kubernetes_quantities(void **state) {
+    (void)state;
+    static const struct {
+        const char *json;
+        bool positive;
+        unsigned count;
+    } cases[] = {
+        {"\"1\"", true, 1},       {"\"2\"", true, 2},    {"\"0\"", false, 0},
+        {"\"000\"", false, 0},    {"\"-1\"", false, 0},  {"\"+3\"", true, 3},
+        {"\"1k\"", true, 1},      {"\"0k\"", false, 0},  {"\"5e2\"", true, 1},
+        {"\"0.5\"", true, 1},     {"\"0.0\"", false, 0}, {"\"70000\"", true, 65535},
+        {"\"garbage\"", true, 1}, {"\"\"", true, 1},     {"2", true, 2},
+        {"0", false, 0},          {"-2.5", false, 0},    {"null", false, 0},
+        {"{}", true, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_error_t je;
+        json_t *q = json_loads(cases[i].json, JSON_DECODE_ANY, &je);
+        if (!q)
+            fail_msg("bad test JSON %s", cases[i].json);
+        uint16_t n = 777;
+        bool pos = kube_quantity_positive(q, &n);
+        json_decref(q);
+        if (pos != cases[i].positive || n != cases[i].count)
+            fail_msg("quantity %s: positive %d count %u, want %d %u", cases[i].json, pos,
+                     (unsigned)n, cases[i].positive, cases[i].count);
+    }
+}
+
+static void test_kube_pods_cache_sees_a_changed_start_time_or_ask(void **state) {
+    pod_cache_t *c = *state;
+    pod_t a = pod_with_spec("\"containers\":[{\"name\":\"a\"}]", "");
+    pod_t b = pod_with_spec("\"containers\":[{\"name\":\"a\"}]", "2026-11-29T10:00:07Z");
+    bool changed = false;
+    assert_int_equal(pod_cache_apply(c, KUBE_EVENT_ADDED, &a, "7", &changed), 0);
+    assert_true(changed);
+    assert_int_equal(pod_cache_apply(c, KUBE_EVENT_MODIFIED, &b, "7", &changed), 0);
+    assert_true(changed);
+    assert_int_equal(pod_cache_get(c, "u-1")->started_unix, b.started_unix);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kube_pods_decodes_a_running_pod_with_labels),
@@ -560,6 +714,12 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_kube_pods_cache_grows_and_keeps_every_pod_reachable,
                                         setup_cache, teardown_cache),
         cmocka_unit_test_setup_teardown(test_kube_pods_cache_applies_parsed_events_end_to_end,
+                                        setup_cache, teardown_cache),
+        cmocka_unit_test(test_kube_pods_reads_nvidia_limits_and_requests_as_gpu_asks),
+        cmocka_unit_test(test_kube_pods_a_pod_without_a_positive_nvidia_quantity_asks_for_no_gpu),
+        cmocka_unit_test(test_kube_pods_sidecars_and_resource_claims_ask_for_gpus),
+        cmocka_unit_test(test_kube_quantity_positive_reads_kubernetes_quantities),
+        cmocka_unit_test_setup_teardown(test_kube_pods_cache_sees_a_changed_start_time_or_ask,
                                         setup_cache, teardown_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -204,19 +204,45 @@ static int count_holders(void *ud, const char *device_uuid, const pod_holder_t *
     return 0;
 }
 
+/* One entry per (container, DRA device), sent raw: the aggregator
+ * resolves the device to a UUID (this agent has no Kubernetes token). */
+typedef struct {
+    pods_builder_t *b;
+    node_pod_dra_t *dra;
+} dra_builder_t;
+
+static int collect_dra(void *ud, const pod_dra_holder_t *h) {
+    dra_builder_t *db = ud;
+    pods_builder_t *b = db->b;
+    if (b->n == b->cap)
+        return 1;
+    node_pod_dra_t *d = &db->dra[b->n];
+    *d = (node_pod_dra_t){h->driver, h->pool, h->device, h->share_id, "", false};
+    b->entries[b->n] = (node_pod_entry_t){h->namespace_, h->pod, h->container, NULL, 0, d, 1, 1};
+    b->n++;
+    return 0;
+}
+
 static void on_pod_map(void *ud, pod_map_t *map) {
     server_t *sv = ud;
     size_t total = 0;
     pod_map_foreach(map, count_holders, &total);
-    pods_builder_t b = {calloc(total ? total : 1, sizeof *b.entries),
-                        calloc(total ? total : 1, sizeof *b.ids), 0, total};
+    size_t n_dra = pod_map_dra_count(map);
+    size_t cap = total + n_dra;
+    pods_builder_t b = {calloc(cap ? cap : 1, sizeof *b.entries),
+                        calloc(cap ? cap : 1, sizeof *b.ids), 0, cap};
+    node_pod_dra_t *dra = calloc(cap ? cap : 1, sizeof *dra);
+    dra_builder_t db = {&b, dra};
     char err[256];
     node_pods_t *pods = NULL;
-    if (b.entries && b.ids && pod_map_foreach(map, collect_holders, &b) == 0 &&
+    if (b.entries && b.ids && dra && pod_map_foreach(map, collect_holders, &b) == 0 &&
+        pod_map_foreach_dra(map, collect_dra, &db) == 0 &&
         node_pods_new(b.entries, b.n, &pods, err, sizeof err) == 0)
         set_pods(sv, pods);
     else
-        LOG_WARN(&sv->log, "kubelet pod map: %s", b.entries && b.ids ? err : "out of memory");
+        LOG_WARN(&sv->log, "kubelet pod map: %s",
+                 b.entries && b.ids && dra ? err : "out of memory");
+    free(dra);
     free(b.entries);
     free(b.ids);
     pod_map_free(map);

@@ -252,6 +252,36 @@ class DRA(unittest.TestCase):
             devices=b.slice_devices(), generation=2)
         self.settle(md, self.MEM_TOTAL)
 
+    def test_slices_the_api_refuses_are_named_in_the_gap(self):
+        """An aggregator without RBAC on resourceslices: its DRA pods are
+        UNAVAILABLE with the API's 403, the device-plugin world unaffected."""
+        self.api.forbid("ResourceSlice")
+        port, probe = free_port(), free_port()
+        token_file = os.path.join(self.tmp.name, "token")
+        agents = ",".join("127.0.0.1:%d" % n.port for n in self.nodes)
+        with open(os.path.join(self.tmp.name, "agg-403.log"), "w+") as log:
+            p = subprocess.Popen(
+                scaler_command(SERVER, port, probe, role="aggregator",
+                               extra=["--agents", agents, "--kube-api", self.api.url,
+                                      "--kube-token-file", token_file]),
+                env=child_env(), stdout=log, stderr=subprocess.STDOUT)
+            try:
+                self.assertTrue(wait_for(lambda: http_ok(probe, "/readyz"), 15))
+                saved, self.port = self.port, port
+                try:
+                    r = self.error(self.MEM, "HTTP 403")
+                    self.assertEqual(r["error"]["code"], "UNAVAILABLE")
+                    self.assertIn("(pod ml/vllm-a): DRA device gpu.nvidia.com/node-a/gpu-0",
+                                  r["error"]["message"])
+                    self.assertIn("ResourceSlices not listed: list resourceslices",
+                                  r["error"]["message"])
+                    self.assign(False)  # the device plugin needs no slices
+                    self.settle(self.MEM, self.MEM_TOTAL)
+                finally:
+                    self.port = saved
+            finally:
+                self.api.forbid()
+                stop_process(p, 5)
 
 if __name__ == "__main__":
     unittest.main()

@@ -825,6 +825,9 @@ static bool list_page_done_slices(kube_client_t *c) {
     }
     rc = dra_index_replace_all(c->slices, c->sacc, c->sacc_n, list_rv);
     sacc_clear(c);
+    free(c->sacc); /* the devices moved into the index; keep no list-sized array */
+    c->sacc = NULL;
+    c->sacc_cap = 0;
     if (rc) {
         client_fail(c, "list %s: replacing the cache: %s", res(c), kgs_err_str(rc));
         return false;

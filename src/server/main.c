@@ -309,6 +309,10 @@ static void on_slices_event(void *ud) {
 static void start_slice_watch(server_t *sv) {
     kube_client_config_t kc = sv->kube_cfg;
     snprintf(kc.resource, sizeof kc.resource, "resourceslices");
+    /* A slice is far larger than a pod (NVIDIA's lists every MIG placement
+     * of every GPU, with attributes: tens of KiB a node): small pages keep
+     * the list's transient JSON small. */
+    kc.page_limit = kc.page_limit < 50 ? kc.page_limit : 50;
     kube_client_callbacks_t kcb = {
         .on_synced = on_slices_event, .on_change = on_slices_event, .user_data = sv};
     char err[256];

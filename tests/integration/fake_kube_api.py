@@ -392,7 +392,8 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
                 api.snapshots[token_c] = (rv, items, nxt)
                 meta["continue"] = token_c
                 meta["remainingItemCount"] = len(items) - nxt
-            api.requests.append(dict(kind="list", query=q, token=token, status=200))
+            api.requests.append(dict(kind="list", query=q, token=token, status=200,
+                                     obj=obj_kind))
             api.cond.notify_all()
         self._json(200, {"kind": obj_kind + "List",
                          "apiVersion": "resource.k8s.io/v1" if obj_kind == "ResourceSlice"

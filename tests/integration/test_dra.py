@@ -252,6 +252,29 @@ class DRA(unittest.TestCase):
             devices=b.slice_devices(), generation=2)
         self.settle(md, self.MEM_TOTAL)
 
+    def test_slice_watch_relists_after_410_gone(self):
+        """The API compacted past the slice watch's resourceVersion: the
+        aggregator relists the slices and sees a change made meanwhile."""
+        self.settle(self.MEM, self.MEM_TOTAL)
+        def slice_lists():
+            return len([r for r in self.api.requests_of("list")
+                        if r.get("obj") == "ResourceSlice" and r["status"] == 200])
+        lists = slice_lists()
+        self.api.advance_rv(5)  # past every watch's resourceVersion, no event
+        self.api.compact()
+        self.api.break_watches()
+        self.assertTrue(wait_for(lambda: slice_lists() > lists, 10),
+                        "the slices were not relisted after 410")
+        sid = self.slices.pop("node-b")
+        self.api.delete_pod(sid)
+        r = self.error(self.MEM, "vllm-c")
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE")
+        b = self.nodes[1]
+        self.slices["node-b"] = self.api.add_resource_slice(
+            "node-b-" + DRIVER + "-c3po", DRIVER, "node-b", node="node-b",
+            devices=b.slice_devices(), generation=3)
+        self.settle(self.MEM, self.MEM_TOTAL)
+
     def test_slices_the_api_refuses_are_named_in_the_gap(self):
         """An aggregator without RBAC on resourceslices: its DRA pods are
         UNAVAILABLE with the API's 403, the device-plugin world unaffected."""

@@ -39,6 +39,8 @@ static int copy_field(const json_t *parent, const char *key, bool required, char
                           who, what, cap - 1);
     if (strlen(json_string_value(v)) != n)
         return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: holds a NUL", who, what);
+    if (required && n == 0) /* Kubernetes refuses these empty; an empty name could not be keyed */
+        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: empty", who, what);
     memcpy(out, json_string_value(v), n + 1);
     return 0;
 }

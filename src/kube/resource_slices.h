@@ -52,8 +52,9 @@ typedef struct {
 
 /*
  * Decodes one ResourceSlice object (borrowed) into *out (release with
- * dra_slice_deinit, also after a failure). Required: metadata.name,
- * metadata.resourceVersion, spec.driver, spec.pool.name. Returns 0, or
+ * dra_slice_deinit, also after a failure). Required, non-empty:
+ * metadata.name, metadata.resourceVersion, spec.driver, spec.pool.name and
+ * every device's name. Returns 0, or
  * with "resourceslice NAME: <field>: <reason>" in err: KGS_EINVAL (missing,
  * wrong type), KGS_ERANGE (over a bound; the name is still filled when it
  * was valid), KGS_ENOMEM.

@@ -61,6 +61,13 @@ static void test_dra_slice_rejects_missing_fields_and_over_long_values(void **st
          KGS_EINVAL, "resourceslice s: spec.driver: missing"},
         {"{\"metadata\":{\"name\":\"s\",\"resourceVersion\":\"1\"},\"spec\":{\"driver\":\"d\"}}",
          KGS_EINVAL, "resourceslice s: spec.pool: missing"},
+        /* Found by fuzz_resource_slices: an empty name cannot key the index. */
+        {"{\"metadata\":{\"name\":\"\",\"resourceVersion\":\"1\"},\"spec\":{\"driver\":"
+         "\"d\",\"pool\":{\"name\":\"p\"}}}",
+         KGS_EINVAL, "resourceslice ?: metadata.name: empty"},
+        {"{\"metadata\":{\"name\":\"s\",\"resourceVersion\":\"1\"},\"spec\":{\"driver\":"
+         "\"d\",\"pool\":{\"name\":\"p\"},\"devices\":[{\"name\":\"\"}]}}",
+         KGS_EINVAL, "resourceslice s: spec.devices[].name: empty"},
         {"{\"metadata\":{\"name\":\"s\",\"resourceVersion\":\"1\"},\"spec\":{\"driver\":\"d\","
          "\"pool\":{\"name\":\"p\"},\"devices\":[{\"name\":\"x\",\"attributes\":{\"uuid\":{"
          "\"string\":\"GPU-"

@@ -25,6 +25,7 @@ struct cluster_view {
     void *resolve_ud;
     char dra_status[256];
     bool has_dra;
+    uint64_t resolve_epoch; /* bumped by reresolve and set_resolver */
 };
 
 #define name_hash kgs_fnv1a
@@ -105,6 +106,7 @@ static void entry_resolve(cluster_view_t *v, cluster_node_t *e) {
     char why[256];
     node_pods_free(e->pods);
     e->pods = NULL;
+    e->_resolved_epoch = v->resolve_epoch;
     if (node_pods_resolve(e->_raw_pods, v->resolve, v->resolve_ud, &out, why, sizeof why) != 0) {
         char msg[300];
         snprintf(msg, sizeof msg, "resolving DRA devices: %s", why);
@@ -125,16 +127,24 @@ int cluster_view_update(cluster_view_t *v, const char *address, snapshot_t *snap
     }
     bool had = e->snap != NULL;
     snapshot_unref(e->snap);
-    node_pods_free(e->pods);
-    node_pods_free(e->_raw_pods);
     e->snap = snap;
-    e->pods = pods;
-    e->_raw_pods = NULL;
-    if (pods && pods->known && pods->dra_total > 0) {
-        v->has_dra = true;
-        e->_raw_pods = pods;
-        e->pods = NULL;
-        entry_resolve(v, e);
+    bool dra = pods && pods->known && pods->dra_total > 0;
+    if (dra && e->_raw_pods && e->pods && e->_resolved_epoch == v->resolve_epoch &&
+        node_pods_equal(e->_raw_pods, pods)) {
+        /* The agent sends its attribution with every snapshot; unchanged,
+         * with the same slices, it resolves the same: keep the resolution. */
+        node_pods_free(pods);
+    } else {
+        node_pods_free(e->pods);
+        node_pods_free(e->_raw_pods);
+        e->pods = pods;
+        e->_raw_pods = NULL;
+        if (dra) {
+            v->has_dra = true;
+            e->_raw_pods = pods;
+            e->pods = NULL;
+            entry_resolve(v, e);
+        }
     }
     e->received = now;
     e->connected = true;
@@ -211,10 +221,12 @@ const cluster_node_t *cluster_view_find_node(const cluster_view_t *cv, const cha
 void cluster_view_set_resolver(cluster_view_t *v, node_pods_resolve_fn resolve, void *user_data) {
     v->resolve = resolve;
     v->resolve_ud = user_data;
+    v->resolve_epoch++;
 }
 
 void cluster_view_reresolve(cluster_view_t *v) {
     bool any = false;
+    v->resolve_epoch++;
     for (size_t i = 0; i < v->n; i++)
         if (v->nodes[i]._raw_pods) {
             entry_resolve(v, &v->nodes[i]);

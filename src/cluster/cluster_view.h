@@ -20,14 +20,15 @@
 #include "core/snapshot.h"
 
 typedef struct {
-    char address[128];      /* the agent's host:port */
-    char node[256];         /* from its snapshots; "" before the first */
-    snapshot_t *snap;       /* latest; NULL before the first; borrowed from the view */
-    node_pods_t *pods;      /* latest attribution, DRA devices resolved; NULL before the first */
-    node_pods_t *_raw_pods; /* private: as the agent sent it, when it lists DRA devices */
-    mono_ns_t received;     /* when the latest snapshot arrived */
-    bool connected;         /* the Watch stream is up */
-    char error[256];        /* why it is not, when it is not */
+    char address[128];        /* the agent's host:port */
+    char node[256];           /* from its snapshots; "" before the first */
+    snapshot_t *snap;         /* latest; NULL before the first; borrowed from the view */
+    node_pods_t *pods;        /* latest attribution, DRA devices resolved; NULL before the first */
+    node_pods_t *_raw_pods;   /* private: as the agent sent it, when it lists DRA devices */
+    uint64_t _resolved_epoch; /* private: the resolver epoch `pods` was resolved in */
+    mono_ns_t received;       /* when the latest snapshot arrived */
+    bool connected;           /* the Watch stream is up */
+    char error[256];          /* why it is not, when it is not */
 } cluster_node_t;
 
 typedef struct cluster_view cluster_view_t;
@@ -66,7 +67,10 @@ uint64_t cluster_view_generation(const cluster_view_t *v);
  */
 void cluster_view_set_resolver(cluster_view_t *v, node_pods_resolve_fn resolve, void *user_data);
 
-/* Resolves every entry's DRA devices again (the ResourceSlices changed).
+/* Resolves every entry's DRA devices again (the ResourceSlices changed, or
+ * the resolver's answers did: its slices went stale or synced). Until then
+ * an agent's unchanged DRA list keeps its resolution (no copy per
+ * snapshot).
  * An entry that cannot be resolved for lack of memory gets an unknown
  * attribution saying so. */
 void cluster_view_reresolve(cluster_view_t *v);

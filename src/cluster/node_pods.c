@@ -228,6 +228,34 @@ int node_pods_new_unknown(const char *error, node_pods_t **out) {
     return 0;
 }
 
+static bool dra_equal(const node_pod_dra_t *x, const node_pod_dra_t *y) {
+    return strcmp(x->driver, y->driver) == 0 && strcmp(x->pool, y->pool) == 0 &&
+           strcmp(x->device, y->device) == 0 && strcmp(x->share_id, y->share_id) == 0 &&
+           strcmp(x->uuid, y->uuid) == 0 && x->not_gpu == y->not_gpu;
+}
+
+bool node_pods_equal(const node_pods_t *a, const node_pods_t *b) {
+    if (!a || !b)
+        return a == b;
+    if (a->known != b->known || strcmp(a->error, b->error) != 0 || a->count != b->count ||
+        a->dra_total != b->dra_total)
+        return false;
+    for (size_t i = 0; i < a->count; i++) {
+        const node_pod_entry_t *x = &a->entries[i], *y = &b->entries[i];
+        if (x->device_count != y->device_count || x->dra_count != y->dra_count ||
+            strcmp(x->namespace_, y->namespace_) != 0 || strcmp(x->pod, y->pod) != 0 ||
+            strcmp(x->container, y->container) != 0)
+            return false;
+        for (size_t d = 0; d < x->device_count; d++)
+            if (strcmp(x->device_ids[d], y->device_ids[d]) != 0)
+                return false;
+        for (size_t d = 0; d < x->dra_count; d++)
+            if (!dra_equal(&x->dra[d], &y->dra[d]))
+                return false;
+    }
+    return true;
+}
+
 void node_pods_free(node_pods_t *p) {
     free(p);
 }

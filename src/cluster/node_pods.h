@@ -101,6 +101,11 @@ typedef const char *(*node_pods_resolve_fn)(void *user_data, const char *driver,
 int node_pods_resolve(const node_pods_t *in, node_pods_resolve_fn resolve, void *user_data,
                       node_pods_t **out, char *err, size_t errlen);
 
+/* True when both lists say the same (known or not, the same reason, the
+ * same entries in the same order, every device id and DRA field alike;
+ * two NULLs are equal), so a caller can skip work on an unchanged list. */
+bool node_pods_equal(const node_pods_t *a, const node_pods_t *b);
+
 /* Frees everything. NULL does nothing. */
 void node_pods_free(node_pods_t *p);
 

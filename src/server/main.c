@@ -86,6 +86,7 @@ typedef struct {
     kube_client_t *kube;            /* pods from the Kubernetes API; NULL without one */
     kube_client_t *kube_nodes;      /* Node labels, started by the first label nodeSelector */
     kube_client_t *kube_slices;     /* DRA ResourceSlices, started by the first DRA device */
+    bool slices_synced;             /* kube_slices' synced state at the last view change */
     kube_client_config_t kube_cfg;  /* how kube was made, for kube_nodes */
     source_hub_t *sources;          /* engine and queue sources (standalone, aggregator) */
     loop_timer_t cluster_refresh;   /* coalesces view changes into refreshes */
@@ -465,6 +466,13 @@ static void on_cluster_change(void *ud) {
     server_t *sv = ud;
     if (!sv->kube_slices && sv->kube && cluster_view_has_dra(sv->view)) {
         start_slice_watch(sv);
+    }
+    /* resolve_dra answers NULL while the slices are not synced: when that
+     * flips (the API failing for stale_after, or back), resolve again. */
+    bool synced = sv->kube_slices && kube_client_synced(sv->kube_slices, loop_now(sv->loop));
+    if (synced != sv->slices_synced) {
+        sv->slices_synced = synced;
+        cluster_view_reresolve(sv->view);
     }
     if (loop_timer_armed(&sv->cluster_refresh))
         return; /* a refresh is already due */

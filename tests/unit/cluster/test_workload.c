@@ -581,6 +581,19 @@ static void test_workload_dra_devices_resolve_once_the_slices_arrive(void **stat
     expect_ok(eval(f, &c), 40, 1);
     cluster_view_reresolve(f->view); /* again: from the agent's raw list, same answer */
     expect_ok(eval(f, &c), 40, 1);
+    /* The next snapshots carry the same list: the resolution is kept... */
+    report(f, "a1", dra_node(), e, 1);
+    expect_ok(eval(f, &c), 40, 1);
+    /* ...and a changed one is resolved afresh (GPU 0 -> MIG-aaaa: sm_active). */
+    node_pod_dra_t m1 = {"gpu.nvidia.com", "n1", "gpu-1-mig-9-4-4", "", "", false};
+    e[0].dra = &m1;
+    report(f, "a1", dra_node(), e, 1);
+    c = CFG("podSelector", "app=vllm", "metricType", "sm_active");
+    expect_ok(eval(f, &c), 30, 1);
+    /* A resolver that answers differently takes effect at reresolve. */
+    cluster_view_set_resolver(f->view, NULL, NULL);
+    report(f, "a1", dra_node(), e, 1);
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE, "gpu.nvidia.com/n1/gpu-1-mig-9-4-4");
 }
 
 static void test_workload_reads_mig_instances_held_by_pods(void **state) {

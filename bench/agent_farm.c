@@ -5,7 +5,13 @@
  * GPUs every interval, with P pods (namespace "bench", pod "w-<agent>-<k>")
  * holding its GPUs round-robin.
  *
- *   agent_farm AGENTS GPUS PODS_PER_AGENT INTERVAL_MS ADDR_FILE BUMP_FILE
+ *   agent_farm AGENTS GPUS PODS_PER_AGENT INTERVAL_MS ADDR_FILE BUMP_FILE [dra]
+ *
+ * With "dra", every odd-numbered agent reports its pods' GPUs as DRA
+ * devices (driver gpu.nvidia.com, pool farm-node-<agent>, device gpu-<g>)
+ * instead of device-plugin UUIDs, as a kubelet does for resource claims;
+ * the aggregator must resolve them through ResourceSlices (the benchmark
+ * serves one per such node).
  *
  * Writes the agents' IP:PORT list (comma separated) to ADDR_FILE once all
  * listen. When BUMP_FILE exists at a tick, agent 0's GPUs read 100 % from
@@ -41,6 +47,7 @@ struct farm {
     loop_t *loop;
     fake_agent_t *agents;
     unsigned n, gpus, pods_per_agent;
+    bool dra; /* odd agents report DRA devices */
     uint64_t interval_ns, seq;
     const char *bump_file;
     bool bumped, bump_reported;
@@ -99,13 +106,23 @@ static void build_pods(farm_t *f, fake_agent_t *a) {
     char names[64][32];
     char uuids[64][40];
     const char *ids[64];
+    node_pod_dra_t dra[64];
+    char pool[32], devs[64][16];
     unsigned n = f->gpus < 64 ? f->gpus : 64;
+    bool use_dra = f->dra && a->id % 2 == 1;
+    snprintf(pool, sizeof pool, "farm-node-%u", a->id);
     for (unsigned g = 0; g < n; g++) {
         unsigned k = f->pods_per_agent ? g % f->pods_per_agent : 0;
         snprintf(names[g], sizeof names[g], "w-%u-%u", a->id, k);
         snprintf(uuids[g], sizeof uuids[g], "GPU-farm-%05u-%02u", a->id, g);
         ids[g] = uuids[g];
-        entries[g] = (node_pod_entry_t){"bench", names[g], "main", &ids[g], 1};
+        if (use_dra) {
+            snprintf(devs[g], sizeof devs[g], "gpu-%u", g);
+            dra[g] = (node_pod_dra_t){"gpu.nvidia.com", pool, devs[g], "", "", false};
+            entries[g] = (node_pod_entry_t){"bench", names[g], "main", NULL, 0, &dra[g], 1, 1};
+        } else {
+            entries[g] = (node_pod_entry_t){"bench", names[g], "main", &ids[g], 1, NULL, 0, 0};
+        }
     }
     char err[256];
     if (node_pods_new(entries, f->pods_per_agent ? n : 0, &a->pods, err, sizeof err) != 0)
@@ -141,16 +158,17 @@ static void on_signal(loop_t *loop, int fd, uint32_t events, void *ud) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 7) {
-        fprintf(stderr,
-                "usage: agent_farm AGENTS GPUS PODS_PER_AGENT INTERVAL_MS ADDR_FILE BUMP_FILE\n");
+    if (argc != 7 && !(argc == 8 && strcmp(argv[7], "dra") == 0)) {
+        fprintf(stderr, "usage: agent_farm AGENTS GPUS PODS_PER_AGENT INTERVAL_MS ADDR_FILE "
+                        "BUMP_FILE [dra]\n");
         return 2;
     }
     farm_t f = {.n = (unsigned)atoi(argv[1]),
                 .gpus = (unsigned)atoi(argv[2]),
                 .pods_per_agent = (unsigned)atoi(argv[3]),
                 .interval_ns = (uint64_t)atoi(argv[4]) * NS_PER_MS,
-                .bump_file = argv[6]};
+                .bump_file = argv[6],
+                .dra = argc == 8};
     if (f.n == 0 || f.gpus == 0 || f.gpus > 64 || f.interval_ns == 0) {
         fprintf(stderr, "agent_farm: AGENTS >= 1, 1 <= GPUS <= 64, INTERVAL_MS >= 1\n");
         return 2;

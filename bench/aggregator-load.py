@@ -8,7 +8,13 @@ flight), time from an agent's changed snapshot leaving the agent to the new
 value in GetMetrics and to the StreamIsActive push, and aggregator RSS.
 Loopback only, bounded. Prints figures; asserts nothing.
 
-  bench/aggregator-load.py BUILD_DIR [AGENTS] [GPUS] [WORKLOAD]
+  bench/aggregator-load.py BUILD_DIR [AGENTS] [GPUS] [WORKLOAD] [dra]
+
+With "dra", every odd-numbered agent reports its GPUs as DRA devices
+(gpu.nvidia.com, pool farm-node-N, device gpu-G), so half the workload's
+pods are DRA-allocated, and the fake API serves one NVIDIA-style
+ResourceSlice per such node mapping them to the GPUs' UUIDs: the aggregator
+watches the slices and resolves every such device on every snapshot.
 """
 import json
 import os
@@ -33,6 +39,7 @@ build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/release"
 AGENTS = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
 GPUS = int(sys.argv[3]) if len(sys.argv) > 3 else 8
 WORKLOAD = int(sys.argv[4]) if len(sys.argv) > 4 else 500
+DRA = len(sys.argv) > 5 and sys.argv[5] == "dra"
 SERVER = os.path.join(build, "src/server/keda-gpu-scaler")
 FARM = os.path.join(build, "bench/agent_farm")
 CLIENT = os.path.join(build, "go-clients/kedaclient")
@@ -53,8 +60,14 @@ def main():
             labels["probe"] = "yes"
         api.add_pod("bench", "w-%d-0" % i, labels=labels, node="farm-node-%d" % i,
                     phase="Running")
-    farm = subprocess.Popen([FARM, str(AGENTS), str(GPUS), "1", "1000", addr_file, bump],
-                            stdout=subprocess.PIPE, text=True)
+    if DRA:
+        for i in range(1, AGENTS, 2):
+            api.add_resource_slice("farm-node-%d-gpu.nvidia.com" % i, "gpu.nvidia.com",
+                                   "farm-node-%d" % i, node="farm-node-%d" % i,
+                                   devices=[("gpu-%d" % g, "GPU-farm-%05d-%02d" % (i, g))
+                                            for g in range(GPUS)])
+    farm = subprocess.Popen([FARM, str(AGENTS), str(GPUS), "1", "1000", addr_file, bump] +
+                            (["dra"] if DRA else []), stdout=subprocess.PIPE, text=True)
     end = time.monotonic() + 60
     while not (os.path.exists(addr_file) and os.path.getsize(addr_file) > 0):
         if time.monotonic() > end or farm.poll() is not None:
@@ -119,8 +132,8 @@ def main():
         stream.terminate()
         watch.terminate()
         rss_mib = status(agg.pid, "VmHWM") / 1024
-        print("== aggregator: %d agents x %d GPUs, %d-pod workload, agents publish every 1 s"
-              % (AGENTS, GPUS, WORKLOAD))
+        print("== aggregator: %d agents x %d GPUs, %d-pod workload%s, agents publish every 1 s"
+              % (AGENTS, GPUS, WORKLOAD, ", half of it DRA-allocated" if DRA else ""))
         print("snapshot ingest CPU            %6.1f %% of one core (%d snapshots/s)"
               % (ingest * 100, AGENTS))
         print("GetMetrics p50 / p99 (1 in flight) %6.0f / %6.0f us  (%d calls, %d errors)"
@@ -129,9 +142,10 @@ def main():
         print("freshness, agent snapshot -> StreamIsActive push %5d ms (first message %s)"
               % ((pushed - published) if pushed else -1, first.get("result")))
         print("aggregator peak RSS            %6.1f MiB" % rss_mib)
-        record("aggregator: snapshot ingest CPU", ingest * 100, "% core", noise=0.3)
-        record("aggregator: GetMetrics p99", load["p99_us"], "us", noise=0.5)
-        record("aggregator: peak RSS", rss_mib * 1024, "KiB")
+        tag = " (half DRA)" if DRA else ""
+        record("aggregator: snapshot ingest CPU" + tag, ingest * 100, "% core", noise=0.3)
+        record("aggregator: GetMetrics p99" + tag, load["p99_us"], "us", noise=0.5)
+        record("aggregator: peak RSS" + tag, rss_mib * 1024, "KiB")
     finally:
         for proc in (agg, farm):
             proc.send_signal(signal.SIGTERM)

@@ -6,7 +6,10 @@
  * own rules (strings terminated, MIG instances inside the array and under a
  * MIG-enabled parent, valid bits within gpu_field_t, valid values finite),
  * and re-encoding it then decoding again gives the same snapshot and pods
- * (the decoder's output is a fixed point of the codec). The encoder may
+ * (the decoder's output is a fixed point of the codec). DRA devices
+ * survive the trip field by field, always decode unresolved (the wire
+ * carries no uuid: only the aggregator resolves), with non-empty driver and
+ * device names, and count into dra_total. The encoder may
  * refuse with KGS_ERANGE only: a small message with many records can grow
  * past 4 MiB once every record carries all its values.
  */
@@ -84,7 +87,8 @@ static void check_same(const snapshot_t *a, const snapshot_t *b) {
 static void check_same_pods(const node_pods_t *a, const node_pods_t *b) {
     FUZZ_CHECK(a && b);
     FUZZ_CHECK(a->known == b->known && strcmp(a->error, b->error) == 0);
-    FUZZ_CHECK(a->count == b->count);
+    FUZZ_CHECK(a->count == b->count && a->dra_total == b->dra_total);
+    size_t dra_sum = 0;
     for (size_t i = 0; i < a->count; i++) {
         const node_pod_entry_t *x = &a->entries[i], *y = &b->entries[i];
         FUZZ_CHECK(strcmp(x->namespace_, y->namespace_) == 0);
@@ -93,10 +97,21 @@ static void check_same_pods(const node_pods_t *a, const node_pods_t *b) {
         FUZZ_CHECK(x->device_count == y->device_count);
         for (size_t d = 0; d < x->device_count; d++)
             FUZZ_CHECK(strcmp(x->device_ids[d], y->device_ids[d]) == 0);
+        FUZZ_CHECK(x->dra_count == y->dra_count && x->dra_count <= NODE_PODS_MAX_DRA);
+        FUZZ_CHECK(x->dra_unresolved == x->dra_count && y->dra_unresolved == y->dra_count);
+        for (size_t d = 0; d < x->dra_count; d++) {
+            const node_pod_dra_t *p = &x->dra[d], *q = &y->dra[d];
+            FUZZ_CHECK(p->driver[0] && p->device[0] && !p->uuid[0] && !p->not_gpu);
+            FUZZ_CHECK(strcmp(p->driver, q->driver) == 0 && strcmp(p->pool, q->pool) == 0);
+            FUZZ_CHECK(strcmp(p->device, q->device) == 0);
+            FUZZ_CHECK(strcmp(p->share_id, q->share_id) == 0);
+        }
+        dra_sum += x->dra_count;
         /* Every device an entry lists finds at least that entry. */
         if (x->device_count)
             FUZZ_CHECK(node_pods_lookup(a, x->device_ids[0], NULL, 0) >= 1);
     }
+    FUZZ_CHECK(dra_sum == a->dra_total);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

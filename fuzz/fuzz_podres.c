@@ -5,7 +5,9 @@
  *
  * Invariants when the map builds: every device it lists can be looked up,
  * has at least one holder, is a "GPU-"/"MIG-" id without a "::" suffix, and
- * every holder's strings are non-NULL; the map equals itself rebuilt.
+ * every holder's strings are non-NULL; every DRA device has a driver and a
+ * device name, all its strings non-NULL, and the DRA list is sorted without
+ * duplicates; the map equals itself rebuilt.
  */
 #include <stdint.h>
 #include <string.h>
@@ -34,6 +36,31 @@ static int check_device(void *ud, const char *uuid, const pod_holder_t *holders,
     return 0;
 }
 
+static int check_dra(void *ud, const pod_dra_holder_t *h) {
+    const pod_dra_holder_t **prev = ud;
+    FUZZ_CHECK(h->namespace_ && h->pod && h->container && h->pool && h->share_id);
+    FUZZ_CHECK(h->driver && h->driver[0] && h->device && h->device[0]);
+    if (*prev) {
+        const pod_dra_holder_t *p = *prev;
+        int c = strcmp(p->namespace_, h->namespace_);
+        if (!c)
+            c = strcmp(p->pod, h->pod);
+        if (!c)
+            c = strcmp(p->container, h->container);
+        if (!c)
+            c = strcmp(p->driver, h->driver);
+        if (!c)
+            c = strcmp(p->pool, h->pool);
+        if (!c)
+            c = strcmp(p->device, h->device);
+        if (!c)
+            c = strcmp(p->share_id, h->share_id);
+        FUZZ_CHECK(c < 0); /* sorted, no duplicate */
+    }
+    *prev = h;
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     V1__ListPodResourcesResponse *r = v1__list_pod_resources_response__unpack(NULL, size, data);
     if (!r)
@@ -44,6 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc == 0) {
         FUZZ_CHECK(m != NULL);
         pod_map_foreach(m, check_device, m);
+        const pod_dra_holder_t *prev = NULL;
+        pod_map_foreach_dra(m, check_dra, &prev);
         FUZZ_CHECK(pod_map_from_response(r, &again, err, sizeof err) == 0);
         FUZZ_CHECK(pod_map_equal(m, again));
     } else {

@@ -21,6 +21,11 @@ struct cluster_view {
     size_t slots;
     bool index_dirty;
     bool shared_names; /* two entries name one node (an agent moved): ties can flip */
+    node_pods_resolve_fn resolve;
+    void *resolve_ud;
+    char dra_status[256];
+    bool has_dra;
+    uint64_t resolve_epoch; /* bumped by reresolve and set_resolver */
 };
 
 #define name_hash kgs_fnv1a
@@ -95,6 +100,21 @@ static cluster_node_t *add_address(cluster_view_t *v, const char *address) {
     return e;
 }
 
+/* e->pods from e->_raw_pods. */
+static void entry_resolve(cluster_view_t *v, cluster_node_t *e) {
+    node_pods_t *out = NULL;
+    char why[256];
+    node_pods_free(e->pods);
+    e->pods = NULL;
+    e->_resolved_epoch = v->resolve_epoch;
+    if (node_pods_resolve(e->_raw_pods, v->resolve, v->resolve_ud, &out, why, sizeof why) != 0) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "resolving DRA devices: %s", why);
+        node_pods_new_unknown(msg, &out); /* NULL on no memory: "no attribution" */
+    }
+    e->pods = out;
+}
+
 int cluster_view_update(cluster_view_t *v, const char *address, snapshot_t *snap, node_pods_t *pods,
                         mono_ns_t now) {
     cluster_node_t *e = find_address(v, address);
@@ -107,9 +127,25 @@ int cluster_view_update(cluster_view_t *v, const char *address, snapshot_t *snap
     }
     bool had = e->snap != NULL;
     snapshot_unref(e->snap);
-    node_pods_free(e->pods);
     e->snap = snap;
-    e->pods = pods;
+    bool dra = pods && pods->known && pods->dra_total > 0;
+    if (dra && e->_raw_pods && e->pods && e->_resolved_epoch == v->resolve_epoch &&
+        node_pods_equal(e->_raw_pods, pods)) {
+        /* The agent sends its attribution with every snapshot; unchanged,
+         * with the same slices, it resolves the same: keep the resolution. */
+        node_pods_free(pods);
+    } else {
+        node_pods_free(e->pods);
+        node_pods_free(e->_raw_pods);
+        e->pods = pods;
+        e->_raw_pods = NULL;
+        if (dra) {
+            v->has_dra = true;
+            e->_raw_pods = pods;
+            e->pods = NULL;
+            entry_resolve(v, e);
+        }
+    }
     e->received = now;
     e->connected = true;
     e->error[0] = '\0';
@@ -141,6 +177,7 @@ void cluster_view_remove(cluster_view_t *v, const char *address) {
         return;
     snapshot_unref(e->snap);
     node_pods_free(e->pods);
+    node_pods_free(e->_raw_pods);
     size_t i = (size_t)(e - v->nodes);
     memmove(&v->nodes[i], &v->nodes[i + 1], (v->n - i - 1) * sizeof *e);
     v->n--;
@@ -181,6 +218,36 @@ const cluster_node_t *cluster_view_find_node(const cluster_view_t *cv, const cha
     return best;
 }
 
+void cluster_view_set_resolver(cluster_view_t *v, node_pods_resolve_fn resolve, void *user_data) {
+    v->resolve = resolve;
+    v->resolve_ud = user_data;
+    v->resolve_epoch++;
+}
+
+void cluster_view_reresolve(cluster_view_t *v) {
+    bool any = false;
+    v->resolve_epoch++;
+    for (size_t i = 0; i < v->n; i++)
+        if (v->nodes[i]._raw_pods) {
+            entry_resolve(v, &v->nodes[i]);
+            any = true;
+        }
+    if (any)
+        v->generation++;
+}
+
+void cluster_view_set_dra_status(cluster_view_t *v, const char *status) {
+    snprintf(v->dra_status, sizeof v->dra_status, "%s", status ? status : "");
+}
+
+const char *cluster_view_dra_status(const cluster_view_t *v) {
+    return v->dra_status;
+}
+
+bool cluster_view_has_dra(const cluster_view_t *v) {
+    return v->has_dra;
+}
+
 uint64_t cluster_view_generation(const cluster_view_t *v) {
     return v->generation;
 }
@@ -191,6 +258,7 @@ void cluster_view_free(cluster_view_t *v) {
     for (size_t i = 0; i < v->n; i++) {
         snapshot_unref(v->nodes[i].snap);
         node_pods_free(v->nodes[i].pods);
+        node_pods_free(v->nodes[i]._raw_pods);
     }
     free(v->nodes);
     free(v->index);

@@ -20,13 +20,15 @@
 #include "core/snapshot.h"
 
 typedef struct {
-    char address[128];  /* the agent's host:port */
-    char node[256];     /* from its snapshots; "" before the first */
-    snapshot_t *snap;   /* latest; NULL before the first; borrowed from the view */
-    node_pods_t *pods;  /* latest attribution; NULL before the first */
-    mono_ns_t received; /* when the latest snapshot arrived */
-    bool connected;     /* the Watch stream is up */
-    char error[256];    /* why it is not, when it is not */
+    char address[128];        /* the agent's host:port */
+    char node[256];           /* from its snapshots; "" before the first */
+    snapshot_t *snap;         /* latest; NULL before the first; borrowed from the view */
+    node_pods_t *pods;        /* latest attribution, DRA devices resolved; NULL before the first */
+    node_pods_t *_raw_pods;   /* private: as the agent sent it, when it lists DRA devices */
+    uint64_t _resolved_epoch; /* private: the resolver epoch `pods` was resolved in */
+    mono_ns_t received;       /* when the latest snapshot arrived */
+    bool connected;           /* the Watch stream is up */
+    char error[256];          /* why it is not, when it is not */
 } cluster_node_t;
 
 typedef struct cluster_view cluster_view_t;
@@ -35,8 +37,9 @@ typedef struct cluster_view cluster_view_t;
 int cluster_view_new(cluster_view_t **out);
 
 /* Records a snapshot from the agent at `address` (created on first use).
- * `snap` and `pods` are taken (pods may be NULL). Returns 0 or KGS_ENOMEM
- * (then both were released). */
+ * `snap` and `pods` are taken (pods may be NULL). DRA devices in `pods` are
+ * resolved with the view's resolver (below) into the entry's `pods`.
+ * Returns 0 or KGS_ENOMEM (then both were released). */
 int cluster_view_update(cluster_view_t *v, const char *address, snapshot_t *snap, node_pods_t *pods,
                         mono_ns_t now);
 
@@ -55,6 +58,32 @@ const cluster_node_t *cluster_view_find_node(const cluster_view_t *v, const char
 
 /* Increments on every change: cheap "did anything happen" for evaluators. */
 uint64_t cluster_view_generation(const cluster_view_t *v);
+
+/*
+ * DRA: the aggregator resolves the kubelet's (driver, pool, device) names to
+ * GPU UUIDs through the ResourceSlices. `resolve` (see node_pods_resolve;
+ * NULL: nothing resolves) and user_data are borrowed until replaced.
+ * Setting it does not re-resolve: call cluster_view_reresolve().
+ */
+void cluster_view_set_resolver(cluster_view_t *v, node_pods_resolve_fn resolve, void *user_data);
+
+/* Resolves every entry's DRA devices again (the ResourceSlices changed, or
+ * the resolver's answers did: its slices went stale or synced). Until then
+ * an agent's unchanged DRA list keeps its resolution (no copy per
+ * snapshot).
+ * An entry that cannot be resolved for lack of memory gets an unknown
+ * attribution saying so. */
+void cluster_view_reresolve(cluster_view_t *v);
+
+/* Why a DRA device may not resolve, for the gap message: "ResourceSlices
+ * not listed yet: ..." or "" when they are (then an unresolved device is
+ * one no slice lists). Copied (cut to 255 bytes); NULL = "". */
+void cluster_view_set_dra_status(cluster_view_t *v, const char *status);
+const char *cluster_view_dra_status(const cluster_view_t *v);
+
+/* Whether any agent has reported DRA devices (the aggregator starts its
+ * ResourceSlice watch only then: clusters without DRA need no RBAC on it). */
+bool cluster_view_has_dra(const cluster_view_t *v);
 
 void cluster_view_free(cluster_view_t *v);
 

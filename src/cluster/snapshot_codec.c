@@ -250,7 +250,10 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
     int32_t *codes = calloc((ng + nm) ? (ng + nm) * GPU_F_COUNT : 1, sizeof *codes);
     Kgs__Cluster__V1__PodDevices *pm = calloc(np ? np : 1, sizeof *pm);
     Kgs__Cluster__V1__PodDevices **pp = calloc(np ? np : 1, sizeof *pp);
-    if (!gm || !gp || !mm || !mp || !vals || !codes || !pm || !pp) {
+    size_t nd = pods && pods->known ? pods->dra_total : 0;
+    Kgs__Cluster__V1__DraDevice *dm = calloc(nd ? nd : 1, sizeof *dm);
+    Kgs__Cluster__V1__DraDevice **dp = calloc(nd ? nd : 1, sizeof *dp);
+    if (!gm || !gp || !mm || !mp || !vals || !codes || !pm || !pp || !dm || !dp) {
         kgs_seterr(err, errlen, KGS_ENOMEM, "encode NodeSnapshot: out of memory");
         goto out;
     }
@@ -319,6 +322,7 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
     msg.n_migs = nm;
     msg.migs = mp;
 
+    size_t di = 0;
     for (size_t i = 0; i < np; i++) {
         const node_pod_entry_t *e = &pods->entries[i];
         Kgs__Cluster__V1__PodDevices *o = &pm[i];
@@ -328,6 +332,19 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
         o->container = (char *)e->container;
         o->n_device_ids = e->device_count;
         o->device_ids = (char **)e->device_ids; /* read only by pack */
+        /* Only the kubelet's names travel: a resolved uuid is the
+         * aggregator's own, and an agent never has one. */
+        o->n_dra = e->dra_count;
+        o->dra = dp + di;
+        for (size_t d = 0; d < e->dra_count && di < nd; d++, di++) {
+            Kgs__Cluster__V1__DraDevice *r = &dm[di];
+            kgs__cluster__v1__dra_device__init(r);
+            r->driver = (char *)e->dra[d].driver;
+            r->pool = (char *)e->dra[d].pool;
+            r->device = (char *)e->dra[d].device;
+            r->share_id = (char *)e->dra[d].share_id;
+            dp[di] = r;
+        }
         pp[i] = o;
     }
     msg.n_pods = np;
@@ -351,6 +368,8 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
     *len = n;
     rc = 0;
 out:
+    free(dp);
+    free(dm);
     free(pp);
     free(pm);
     free(codes);
@@ -486,9 +505,21 @@ static int decode_pods(const Kgs__Cluster__V1__NodeSnapshot *msg, node_pods_t **
     if (msg->n_pods > NODE_PODS_MAX_ENTRIES)
         return kgs_seterr(err, errlen, KGS_EINVAL, DEC "%zu pods, at most %u", msg->n_pods,
                           NODE_PODS_MAX_ENTRIES);
+    size_t nd = 0;
+    for (size_t i = 0; i < msg->n_pods; i++) {
+        if (msg->pods[i]->n_dra > NODE_PODS_MAX_DRA)
+            return kgs_seterr(err, errlen, KGS_EINVAL, DEC "pods[%zu]: %zu DRA devices, at most %u",
+                              i, msg->pods[i]->n_dra, NODE_PODS_MAX_DRA);
+        nd += msg->pods[i]->n_dra; /* <= 16384 * 256: no overflow */
+    }
     node_pod_entry_t *ents = calloc(msg->n_pods ? msg->n_pods : 1, sizeof *ents);
-    if (!ents)
+    node_pod_dra_t *dras = calloc(nd ? nd : 1, sizeof *dras);
+    if (!ents || !dras) {
+        free(ents);
+        free(dras);
         return kgs_seterr(err, errlen, KGS_ENOMEM, DEC "out of memory");
+    }
+    node_pod_dra_t *dp = dras;
     for (size_t i = 0; i < msg->n_pods; i++) {
         const Kgs__Cluster__V1__PodDevices *p = msg->pods[i];
         ents[i].namespace_ = p->namespace_;
@@ -496,9 +527,19 @@ static int decode_pods(const Kgs__Cluster__V1__NodeSnapshot *msg, node_pods_t **
         ents[i].container = p->container;
         ents[i].device_ids = (const char *const *)p->device_ids;
         ents[i].device_count = p->n_device_ids;
+        ents[i].dra = dp;
+        ents[i].dra_count = p->n_dra;
+        for (size_t d = 0; d < p->n_dra; d++, dp++) {
+            dp->driver = p->dra[d]->driver;
+            dp->pool = p->dra[d]->pool;
+            dp->device = p->dra[d]->device;
+            dp->share_id = p->dra[d]->share_id;
+            dp->uuid = ""; /* resolved by the aggregator, never taken from the wire */
+        }
     }
     char why[256];
     int rc = node_pods_new(ents, msg->n_pods, out, why, sizeof why);
+    free(dras);
     free(ents);
     if (rc != 0)
         return kgs_seterr(err, errlen, rc, DEC "%s", why);

@@ -57,8 +57,11 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
  * 32 values and field codes per record, a value for every valid bit, codes
  * within int16; valid values finite, and integer fields integral and in
  * range; MIG valid bits within SNAPSHOT_CODEC_MIG_FIELDS; health a known
- * enum value. Valid bits of fields this build does not know (an agent may
- * append fields to gpu_field_t) are dropped, with their values.
+ * enum value; each pod entry's DRA devices at most NODE_PODS_MAX_DRA, with
+ * a driver and a device name. Valid bits of fields this build does not know
+ * (an agent may append fields to gpu_field_t) are dropped, with their
+ * values. DRA devices decode unresolved (uuid ""): the wire carries only
+ * the kubelet's names, and the aggregator resolves them itself.
  *
  * On success returns 0, *out a snapshot (returned, refcount 1: release with
  * snapshot_unref) whose taken_mono = recv_now - age_ms (0 when the age

@@ -468,6 +468,22 @@ static void pod_without_device(wl_ctx_t *x, const pod_eval_t *pe) {
         pe->who, asks, when, hint);
 }
 
+/* A DRA device the aggregator could not map to a GPU UUID (its
+ * ResourceSlice is not known yet): the pod's value is unknown, never 0. */
+static void dra_gap(wl_ctx_t *x, const pod_eval_t *pe, const node_pod_entry_t *ent) {
+    const node_pod_dra_t *d = NULL;
+    for (size_t i = 0; i < ent->dra_count && !d; i++)
+        if (!ent->dra[i].uuid[0] && !ent->dra[i].not_gpu)
+            d = &ent->dra[i];
+    if (!d)
+        return;
+    const char *status = x->view ? cluster_view_dra_status(x->view) : "";
+    gap(x, pe->pod->name,
+        "%s: DRA device %s/%s/%s (container %s) is not resolved to a GPU UUID: %s", pe->who,
+        d->driver, d->pool, d->device, ent->container,
+        status[0] ? status : "no ResourceSlice lists it yet");
+}
+
 static void pod_evaluate(wl_ctx_t *x, const pod_t *p) {
     pod_eval_t pe = {.x = x, .pod = p};
     if (!p->node[0]) {
@@ -501,6 +517,10 @@ static void pod_evaluate(wl_ctx_t *x, const pod_t *p) {
         const node_pod_entry_t *ent = &np->entries[k];
         if (strcmp(ent->namespace_, p->namespace) != 0 || strcmp(ent->pod, p->name) != 0)
             continue;
+        if (ent->dra_unresolved > 0) {
+            dra_gap(x, &pe, ent);
+            return;
+        }
         for (size_t d = 0; d < ent->device_count; d++)
             if (!pod_add_device(&pe, ent->device_ids[d]))
                 break;

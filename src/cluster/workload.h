@@ -15,8 +15,10 @@
  *   - otherwise: every selected GPU (or MIG instance) of every selected node
  *     is one input, aggregated once across all of them.
  * An unknown value is never 0: a stale node, NVML down, an unknown pod
- * attribution, an unhealthy GPU or an absent field is a status with a
- * message naming the node (and the pod).
+ * attribution, a DRA device the view could not resolve to a UUID, an
+ * unhealthy GPU or an absent field is a status with a message naming the
+ * node (and the pod). Resolved DRA devices arrive in the view as ordinary
+ * device ids (cluster_view.h).
  */
 #ifndef KGS_CLUSTER_WORKLOAD_H
 #define KGS_CLUSTER_WORKLOAD_H

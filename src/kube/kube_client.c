@@ -66,7 +66,8 @@ struct kube_client {
     kube_url_t url;
     kube_client_callbacks_t cbs;
     const logger_t *log;
-    pod_cache_t *cache;
+    pod_cache_t *cache;  /* pods, nodes */
+    dra_index_t *slices; /* resourceslices */
 
     /* the connection */
     phase_t phase;
@@ -91,6 +92,8 @@ struct kube_client {
     /* the list being assembled across pages */
     pod_t *acc;
     size_t acc_n, acc_cap;
+    dra_slice_t *sacc; /* resourceslices */
+    size_t sacc_n, sacc_cap;
     char cont[KUBE_CONTINUE_MAX + 1];
     bool relist_needed;
     bool changed;
@@ -231,19 +234,38 @@ int kube_client_config_in_cluster(kube_client_config_t *cfg, const char *sa_dir,
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
-/* What this client lists and watches: "pods" or "nodes". */
+/* What this client lists and watches: "pods", "nodes" or "resourceslices". */
 static const char *res(const kube_client_t *c) {
     return c->cfg.resource[0] ? c->cfg.resource : "pods";
 }
 
+static bool is_slices(const kube_client_t *c) {
+    return c->slices != NULL;
+}
+
 /* "list pods", "watch nodes": the start of every error message. */
 static const char *phase_name(const kube_client_t *c) {
-    bool nodes = strcmp(res(c), "nodes") == 0;
+    static const char *const names[3][2] = {{"list pods", "watch pods"},
+                                            {"list nodes", "watch nodes"},
+                                            {"list resourceslices", "watch resourceslices"}};
+    int r = is_slices(c) ? 2 : strcmp(res(c), "nodes") == 0 ? 1 : 0;
     if (c->phase == PHASE_LIST)
-        return nodes ? "list nodes" : "list pods";
+        return names[r][0];
     if (c->phase == PHASE_WATCH)
-        return nodes ? "watch nodes" : "watch pods";
+        return names[r][1];
     return res(c);
+}
+
+/* The API path of the collection: core pods and nodes, or DRA's group. */
+static const char *collection_path(const kube_client_t *c) {
+    return is_slices(c)                   ? "/apis/resource.k8s.io/v1/resourceslices"
+           : strcmp(res(c), "nodes") == 0 ? "/api/v1/nodes"
+                                          : "/api/v1/pods";
+}
+
+static const char *cache_rv(const kube_client_t *c) {
+    return is_slices(c) ? dra_index_resource_version(c->slices)
+                        : pod_cache_resource_version(c->cache);
 }
 
 /* Percent-encodes everything but RFC 3986 unreserved characters. */
@@ -526,25 +548,46 @@ fail:
     client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, why);
 }
 
+static void sacc_clear(kube_client_t *c) {
+    for (size_t i = 0; i < c->sacc_n; i++)
+        dra_slice_deinit(&c->sacc[i]);
+    c->sacc_n = 0;
+}
+
+/* "&fieldSelector=..." when one is configured, else "". */
+static void field_selector_arg(const kube_client_t *c, char *out, size_t cap) {
+    char enc[sizeof c->cfg.field_selector * 3 + 1];
+    out[0] = '\0';
+    if (c->cfg.field_selector[0] && url_encode(c->cfg.field_selector, enc, sizeof enc))
+        snprintf(out, cap, "&fieldSelector=%s", enc);
+}
+
 static void start_list(kube_client_t *c) {
-    char path[KUBE_CONTINUE_MAX * 3 + 128];
+    char path[KUBE_CONTINUE_MAX * 3 + 1024];
     char enc[KUBE_CONTINUE_MAX * 3 + 1];
+    char fs[sizeof c->cfg.field_selector * 3 + 32];
     c->phase = PHASE_LIST;
-    if (!c->cont[0])
+    if (!c->cont[0]) {
         c->acc_n = 0;
-    int n = snprintf(path, sizeof path, "/api/v1/%s?limit=%u", res(c), (unsigned)c->cfg.page_limit);
+        sacc_clear(c);
+    }
+    field_selector_arg(c, fs, sizeof fs);
+    int n = snprintf(path, sizeof path, "%s?limit=%u%s", collection_path(c),
+                     (unsigned)c->cfg.page_limit, fs);
     if (c->cont[0] && url_encode(c->cont, enc, sizeof enc))
         snprintf(path + n, sizeof path - (size_t)n, "&continue=%s", enc);
     conn_open(c, path);
 }
 
 static void start_watch(kube_client_t *c) {
-    char path[512], enc[KUBE_RV_MAX * 3 + 1];
+    char path[2048], enc[KUBE_RV_MAX * 3 + 1];
+    char fs[sizeof c->cfg.field_selector * 3 + 32];
     c->phase = PHASE_WATCH;
-    url_encode(pod_cache_resource_version(c->cache), enc, sizeof enc);
+    url_encode(cache_rv(c), enc, sizeof enc);
+    field_selector_arg(c, fs, sizeof fs);
     snprintf(path, sizeof path,
-             "/api/v1/%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u",
-             res(c), enc, (unsigned)c->cfg.watch_timeout_s);
+             "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u%s",
+             collection_path(c), enc, (unsigned)c->cfg.watch_timeout_s, fs);
     conn_open(c, path);
 }
 
@@ -580,6 +623,57 @@ static int sink_collect(const char *data, size_t len, void *ud) {
     return buf_append(c, data, len, LIST_BODY_MAX);
 }
 
+/* watch_line() for resourceslices. */
+static int watch_line_slices(kube_client_t *c, const char *line, size_t len) {
+    kube_event_type_t type;
+    dra_slice_t sl;
+    char rv[KUBE_RV_MAX + 1], why[400];
+    int code = 0;
+    int rc = dra_slice_event_parse(line, len, &type, &sl, rv, sizeof rv, &code, why, sizeof why);
+    if (rc == KGS_ERANGE && sl.name[0]) {
+        /* Unrepresentable now: drop the old copy rather than keep stale devices. */
+        c->stats.skipped_pods++;
+        dra_slice_t gone = sl;
+        gone.devices = NULL;
+        gone.device_count = 0;
+        dra_slice_deinit(&sl);
+        bool changed = false;
+        dra_index_apply(c->slices, KUBE_EVENT_DELETED, &gone, NULL, &changed);
+        c->changed |= changed;
+        LOG_WARN(c->log, "kube %s: %s (ignored)", c->url.host_header, why);
+        return 0;
+    }
+    if (rc) {
+        c->relist_needed = true;
+        client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
+        return 1;
+    }
+    if (type == KUBE_EVENT_ERROR) {
+        if (code == 410) {
+            c->stats.gone++;
+            LOG_INFO(c->log, "kube %s: %s; relisting", c->url.host_header, why);
+            conn_close(c);
+            c->relist_needed = true;
+            schedule(c, 0);
+        } else {
+            client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
+        }
+        return 1;
+    }
+    bool changed = false;
+    rc = dra_index_apply(c->slices, type, &sl, rv, &changed);
+    dra_slice_deinit(&sl);
+    if (rc) {
+        c->relist_needed = true;
+        client_fail(c, "watch %s: applying an event: %s", res(c), kgs_err_str(rc));
+        return 1;
+    }
+    c->stats.events++;
+    c->watch_saw_event = true;
+    c->changed |= changed;
+    return 0;
+}
+
 /* Applies one watch line. Returns 0 to go on, or 1 when it closed the
  * connection (failure or relist). */
 static int watch_line(kube_client_t *c, const char *line, size_t len) {
@@ -587,6 +681,8 @@ static int watch_line(kube_client_t *c, const char *line, size_t len) {
         len--;
     if (!len)
         return 0;
+    if (is_slices(c))
+        return watch_line_slices(c, line, len);
     kube_event_type_t type;
     pod_t *pod = malloc(sizeof *pod); /* 3 KiB: off the stack */
     char rv[KUBE_RV_MAX + 1], why[400];
@@ -686,8 +782,79 @@ static void error_body_message(const kube_client_t *c, char *out, size_t cap) {
     json_decref(j);
 }
 
+static bool list_done(kube_client_t *c);
+
+/* list_page_done() for resourceslices. */
+static bool list_page_done_slices(kube_client_t *c) {
+    dra_slice_list_t page;
+    char why[400];
+    int rc = dra_slice_list_parse(c->buf, c->buf_len, &page, why, sizeof why);
+    conn_close(c);
+    if (rc) {
+        c->cont[0] = '\0';
+        client_fail(c, "list %s %s: %s", res(c), c->url.host_header, why);
+        return false;
+    }
+    c->stats.list_pages++;
+    c->stats.skipped_pods += page.skipped;
+    if (page.skipped)
+        LOG_WARN(c->log, "kube %s: list %s: %zu ignored, first: %s", c->url.host_header, res(c),
+                 page.skipped, page.skip_reason);
+    if (page.count > c->sacc_cap - c->sacc_n) {
+        size_t cap = c->sacc_cap ? c->sacc_cap : 64;
+        while (cap < c->sacc_n + page.count)
+            cap *= 2;
+        dra_slice_t *na = realloc(c->sacc, cap * sizeof *na);
+        if (!na) {
+            dra_slice_list_deinit(&page);
+            c->cont[0] = '\0';
+            client_fail(c, "list %s: out of memory", res(c));
+            return false;
+        }
+        c->sacc = na;
+        c->sacc_cap = cap;
+    }
+    for (size_t i = 0; i < page.count; i++) {
+        c->sacc[c->sacc_n++] = page.items[i];
+        page.items[i].devices = NULL; /* moved */
+        page.items[i].device_count = 0;
+    }
+    snprintf(c->cont, sizeof c->cont, "%s", page.continue_token);
+    char list_rv[KUBE_RV_MAX + 1];
+    snprintf(list_rv, sizeof list_rv, "%s", page.resource_version);
+    dra_slice_list_deinit(&page);
+    if (c->cont[0]) {
+        start_list(c);
+        return false;
+    }
+    rc = dra_index_replace_all(c->slices, c->sacc, c->sacc_n, list_rv);
+    sacc_clear(c);
+    free(c->sacc); /* the devices moved into the index; keep no list-sized array */
+    c->sacc = NULL;
+    c->sacc_cap = 0;
+    if (rc) {
+        client_fail(c, "list %s: replacing the cache: %s", res(c), kgs_err_str(rc));
+        return false;
+    }
+    LOG_INFO(c->log, "kube %s: listed %zu %s (%zu devices) at resourceVersion %s",
+             c->url.host_header, dra_index_slice_count(c->slices), res(c),
+             dra_index_device_count(c->slices), dra_index_resource_version(c->slices));
+    return list_done(c);
+}
+
+/* The last page of a list is in the cache: watch from its version. */
+static bool list_done(kube_client_t *c) {
+    c->listed = true;
+    c->stats.lists++;
+    succeeded(c);
+    start_watch(c);
+    return notify(c, c->cbs.on_synced);
+}
+
 /* A list page arrived whole. Returns true if the client was freed. */
 static bool list_page_done(kube_client_t *c) {
+    if (is_slices(c))
+        return list_page_done_slices(c);
     kube_pod_list_t page;
     char why[400];
     int rc = kube_pod_list_parse(c->buf, c->buf_len, &page, why, sizeof why);
@@ -737,13 +904,9 @@ static bool list_page_done(kube_client_t *c) {
         client_fail(c, "list %s: replacing the cache: %s", res(c), kgs_err_str(rc));
         return false;
     }
-    c->listed = true;
-    c->stats.lists++;
-    succeeded(c);
     LOG_INFO(c->log, "kube %s: listed %zu %s at resourceVersion %s", c->url.host_header,
              pod_cache_size(c->cache), res(c), pod_cache_resource_version(c->cache));
-    start_watch(c);
-    return notify(c, c->cbs.on_synced);
+    return list_done(c);
 }
 
 /* The response head is in: decide what the body means. Returns 1 when
@@ -785,8 +948,7 @@ static bool body_done(kube_client_t *c) {
         client_fail(c, "watch %s %s: stream ended at once", res(c), c->url.host_header);
         return false;
     }
-    LOG_DEBUG(c->log, "kube %s: watch ended; resuming at %s", c->url.host_header,
-              pod_cache_resource_version(c->cache));
+    LOG_DEBUG(c->log, "kube %s: watch ended; resuming at %s", c->url.host_header, cache_rv(c));
     conn_close(c);
     schedule(c, 0);
     return false;
@@ -946,9 +1108,12 @@ int kube_client_new(loop_t *loop, const kube_client_config_t *cfg,
                           "kube client: page_limit, watch_timeout_s, io_timeout_ns and backoff "
                           "must be > 0 (use kube_client_config_init)");
     if (cfg->resource[0] && strcmp(cfg->resource, "pods") != 0 &&
-        strcmp(cfg->resource, "nodes") != 0)
+        strcmp(cfg->resource, "nodes") != 0 && strcmp(cfg->resource, "resourceslices") != 0)
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "kube client: resource \"%s\": want pods or nodes", cfg->resource);
+                          "kube client: resource \"%s\": want pods, nodes or resourceslices",
+                          cfg->resource);
+    if (memchr(cfg->field_selector, '\0', sizeof cfg->field_selector) == NULL)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "kube client: field selector not terminated");
     if (url.https) {
         /* Fail early on a CA file that cannot be used; connections make their own. */
         SSL_CTX *ctx = tls_client_ctx_new(cfg->ca_file[0] ? cfg->ca_file : NULL, NULL, NULL, false,
@@ -960,7 +1125,8 @@ int kube_client_new(loop_t *loop, const kube_client_config_t *cfg,
     kube_client_t *c = calloc(1, sizeof *c);
     if (!c)
         return kgs_seterr(err, errlen, KGS_ENOMEM, "kube client: out of memory");
-    if (pod_cache_new(&c->cache)) {
+    bool slices = strcmp(cfg->resource, "resourceslices") == 0;
+    if (slices ? dra_index_new(&c->slices) : pod_cache_new(&c->cache)) {
         free(c);
         return kgs_seterr(err, errlen, KGS_ENOMEM, "kube client: out of memory");
     }
@@ -992,6 +1158,9 @@ void kube_client_free(kube_client_t *c) {
     loop_timer_stop(c->loop, &c->retry);
     loop_timer_stop(c->loop, &c->idle);
     pod_cache_free(c->cache);
+    dra_index_free(c->slices);
+    sacc_clear(c);
+    free(c->sacc);
     free(c->acc);
     free(c->buf);
     free(c);
@@ -999,6 +1168,10 @@ void kube_client_free(kube_client_t *c) {
 
 const pod_cache_t *kube_client_cache(const kube_client_t *c) {
     return c->cache;
+}
+
+dra_index_t *kube_client_slices(const kube_client_t *c) {
+    return c->slices;
 }
 
 bool kube_client_synced(const kube_client_t *c, mono_ns_t now) {

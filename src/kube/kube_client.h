@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "kube/kube_pods.h"
+#include "kube/resource_slices.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "net/loop.h"
@@ -39,8 +40,9 @@
 #define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 typedef struct {
-    char api_url[KUBE_URL_MAX + 1];          /* http(s)://IP[:port], no path */
-    char resource[16];                       /* "pods" (default) or "nodes": what to list+watch */
+    char api_url[KUBE_URL_MAX + 1]; /* http(s)://IP[:port], no path */
+    char resource[16]; /* "pods" (default), "nodes" or "resourceslices" (resource.k8s.io/v1) */
+    char field_selector[256];                /* "" or e.g. "spec.driver=gpu.nvidia.com" */
     char token_file[KUBE_PATH_MAX];          /* "" sends no Authorization */
     char ca_file[KUBE_PATH_MAX];             /* https only; "" = system roots */
     uint32_t page_limit;                     /* list page size; default 500 */
@@ -120,6 +122,12 @@ void kube_client_free(kube_client_t *c);
 /* The cache. Borrowed: valid until kube_client_free(); read it on the loop
  * thread, and do not keep pod pointers past the callback. */
 const pod_cache_t *kube_client_cache(const kube_client_t *c);
+
+/* The ResourceSlice index of a "resourceslices" client (NULL for the
+ * others; kube_client_cache is NULL for it). Borrowed like the cache; the
+ * caller may look devices up (lookups rebuild its hash lazily) but must not
+ * apply events to it. */
+dra_index_t *kube_client_slices(const kube_client_t *c);
 
 /* For /readyz: true once a list completed, unless the client has been
  * failing (no successful list or watch since) for stale_after_ns. */

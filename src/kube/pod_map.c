@@ -39,7 +39,10 @@ struct pod_map {
     size_t n_devices;
     pod_holder_t *holders; /* grouped per device, each run sorted */
     size_t n_holders;
-    char *strings; /* arena every pointer above points into */
+    char *strings;         /* arena every pointer above points into */
+    pod_dra_holder_t *dra; /* sorted, duplicates dropped; strings in dra_strings */
+    size_t n_dra;
+    char *dra_strings;
 };
 
 /* A qualifying (device, container) pair, pointing into the decoded answer. */
@@ -180,6 +183,126 @@ static char *arena_put(char **cursor, const char *s, size_t len) {
     return at;
 }
 
+/* ---- DRA devices ------------------------------------------------------------- */
+
+static int dra_cmp(const void *va, const void *vb) {
+    const pod_dra_holder_t *a = va, *b = vb;
+    int c = strcmp(a->namespace_, b->namespace_);
+    if (!c)
+        c = strcmp(a->pod, b->pod);
+    if (!c)
+        c = strcmp(a->container, b->container);
+    if (!c)
+        c = strcmp(a->driver, b->driver);
+    if (!c)
+        c = strcmp(a->pool, b->pool);
+    if (!c)
+        c = strcmp(a->device, b->device);
+    if (!c)
+        c = strcmp(a->share_id, b->share_id);
+    return c;
+}
+
+/* Walks every ClaimResource with a driver and a device name; fn NULL only
+ * counts. Returns the number of pairs. */
+static size_t walk_dra(const V1__ListPodResourcesResponse *r, pod_dra_holder_t *out) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_pod_resources; i++) {
+        const V1__PodResources *pod = r->pod_resources ? r->pod_resources[i] : NULL;
+        if (!pod || !pod->containers)
+            continue;
+        for (size_t j = 0; j < pod->n_containers; j++) {
+            const V1__ContainerResources *ctr = pod->containers[j];
+            if (!ctr || !ctr->dynamic_resources)
+                continue;
+            for (size_t k = 0; k < ctr->n_dynamic_resources; k++) {
+                const V1__DynamicResource *dr = ctr->dynamic_resources[k];
+                if (!dr || !dr->claim_resources)
+                    continue;
+                for (size_t d = 0; d < dr->n_claim_resources; d++) {
+                    const V1__ClaimResource *cr = dr->claim_resources[d];
+                    /* Without a device name the resource is not a device
+                     * (the proto leaves room for other kinds). */
+                    if (!cr || !cr->driver_name || !cr->driver_name[0] || !cr->device_name ||
+                        !cr->device_name[0])
+                        continue;
+                    if (out)
+                        out[n] = (pod_dra_holder_t){
+                            str_or_empty(pod->namespace_), str_or_empty(pod->name),
+                            str_or_empty(ctr->name),       cr->driver_name,
+                            str_or_empty(cr->pool_name),   cr->device_name,
+                            str_or_empty(cr->share_id)};
+                    n++;
+                }
+            }
+        }
+    }
+    return n;
+}
+
+static int dra_build(const V1__ListPodResourcesResponse *r, pod_map_t *m, char *err,
+                     size_t errlen) {
+    size_t n = walk_dra(r, NULL);
+    if (n == 0)
+        return 0;
+    if (n > SIZE_MAX / sizeof *m->dra)
+        return kgs_seterr(err, errlen, KGS_ERANGE, "pod map: %zu DRA devices is too many", n);
+    pod_dra_holder_t *tmp = malloc(n * sizeof *tmp);
+    if (!tmp)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "pod map: out of memory");
+    walk_dra(r, tmp);
+    qsort(tmp, n, sizeof *tmp, dra_cmp);
+    size_t kept = 0, bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (kept && dra_cmp(&tmp[kept - 1], &tmp[i]) == 0)
+            continue;
+        tmp[kept++] = tmp[i];
+        const pod_dra_holder_t *h = &tmp[i];
+        const char *f[] = {h->namespace_, h->pod,    h->container, h->driver,
+                           h->pool,       h->device, h->share_id};
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+            if (!add_ok(&bytes, strlen(f[k]) + 1)) {
+                free(tmp);
+                return kgs_seterr(err, errlen, KGS_ERANGE, "pod map: the answer is too large");
+            }
+    }
+    m->dra = malloc(kept * sizeof *m->dra);
+    m->dra_strings = malloc(bytes ? bytes : 1);
+    if (!m->dra || !m->dra_strings) {
+        free(tmp);
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "pod map: out of memory");
+    }
+    char *cur = m->dra_strings;
+    for (size_t i = 0; i < kept; i++) {
+        const pod_dra_holder_t *h = &tmp[i];
+        m->dra[i] = (pod_dra_holder_t){arena_put(&cur, h->namespace_, strlen(h->namespace_)),
+                                       arena_put(&cur, h->pod, strlen(h->pod)),
+                                       arena_put(&cur, h->container, strlen(h->container)),
+                                       arena_put(&cur, h->driver, strlen(h->driver)),
+                                       arena_put(&cur, h->pool, strlen(h->pool)),
+                                       arena_put(&cur, h->device, strlen(h->device)),
+                                       arena_put(&cur, h->share_id, strlen(h->share_id))};
+    }
+    m->n_dra = kept;
+    free(tmp);
+    return 0;
+}
+
+size_t pod_map_dra_count(const pod_map_t *m) {
+    return m ? m->n_dra : 0;
+}
+
+int pod_map_foreach_dra(const pod_map_t *m, pod_map_dra_cb visit, void *user_data) {
+    if (!m || !visit)
+        return 0;
+    for (size_t i = 0; i < m->n_dra; i++) {
+        int rc = visit(user_data, &m->dra[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 pod_map_t *pod_map_new_empty(void) {
     return calloc(1, sizeof(pod_map_t));
 }
@@ -199,6 +322,8 @@ int pod_map_from_response(const V1__ListPodResourcesResponse *r, pod_map_t **out
     m = pod_map_new_empty();
     if (!m)
         goto nomem;
+    if ((rc = dra_build(r, m, err, errlen)))
+        goto fail;
     if (n_pairs == 0) {
         *out = m;
         return 0;
@@ -310,8 +435,11 @@ int pod_map_foreach(const pod_map_t *m, pod_map_visit_cb visit, void *user_data)
 bool pod_map_equal(const pod_map_t *a, const pod_map_t *b) {
     if (!a || !b)
         return a == b;
-    if (a->n_devices != b->n_devices || a->n_holders != b->n_holders)
+    if (a->n_devices != b->n_devices || a->n_holders != b->n_holders || a->n_dra != b->n_dra)
         return false;
+    for (size_t i = 0; i < a->n_dra; i++)
+        if (dra_cmp(&a->dra[i], &b->dra[i]) != 0)
+            return false;
     for (size_t i = 0; i < a->n_devices; i++)
         if (a->devices[i].n != b->devices[i].n || strcmp(a->devices[i].uuid, b->devices[i].uuid))
             return false;
@@ -330,5 +458,7 @@ void pod_map_free(pod_map_t *m) {
     free(m->devices);
     free(m->holders);
     free(m->strings);
+    free(m->dra);
+    free(m->dra_strings);
     free(m);
 }

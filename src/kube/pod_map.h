@@ -18,6 +18,13 @@
  *   other forms ("nvidia0" from GKE's plugin, a bare index) come from other
  *   plugins and are ignored here; the aggregator then reports the pods
  *   that asked for GPUs as gaps (cluster/workload.c).
+ * - DRA devices (ContainerResources.dynamic_resources): every
+ *   (driver, pool, device) a claim gave a container, whatever the driver,
+ *   with the share id when the kubelet sends one. The kubelet names the
+ *   device as its driver does ("gpu-0"), not by UUID: these are kept as
+ *   they are, apart from the device map, for the aggregator to resolve
+ *   (pod_map_foreach_dra). A container that lists one device twice holds
+ *   it once; two containers sharing a claim hold it each.
  * A device can have several holders (time-slicing replicas in several pods,
  * or an init container whose device the kubelet reused for an app
  * container); the same (namespace, pod, container) appears once per device
@@ -81,8 +88,29 @@ typedef int (*pod_map_visit_cb)(void *user_data, const char *device_uuid,
                                 const pod_holder_t *holders, size_t n);
 int pod_map_foreach(const pod_map_t *m, pod_map_visit_cb visit, void *user_data);
 
-/* True when both maps hold the same devices with the same holders (two
- * NULLs are equal), so a caller can publish only changes. */
+/* One DRA device held by one container. Borrowed from the map. */
+typedef struct {
+    const char *namespace_;
+    const char *pod;
+    const char *container;
+    const char *driver;
+    const char *pool;
+    const char *device;
+    const char *share_id; /* "" when none */
+} pod_dra_holder_t;
+
+/* Number of (container, DRA device) pairs. */
+size_t pod_map_dra_count(const pod_map_t *m);
+
+/* Calls visit for every (container, DRA device) pair, sorted by namespace,
+ * pod, container, driver, pool, device, share id. Stops at the first
+ * non-zero return and returns it. */
+typedef int (*pod_map_dra_cb)(void *user_data, const pod_dra_holder_t *h);
+int pod_map_foreach_dra(const pod_map_t *m, pod_map_dra_cb visit, void *user_data);
+
+/* True when both maps hold the same devices with the same holders, and
+ * the same DRA devices (two NULLs are equal), so a caller can publish only
+ * changes. */
 bool pod_map_equal(const pod_map_t *a, const pod_map_t *b);
 
 /* Frees the map and every string it holds. NULL does nothing. */

@@ -85,6 +85,8 @@ typedef struct {
     resolver_t *resolver;           /* --agents-dns */
     kube_client_t *kube;            /* pods from the Kubernetes API; NULL without one */
     kube_client_t *kube_nodes;      /* Node labels, started by the first label nodeSelector */
+    kube_client_t *kube_slices;     /* DRA ResourceSlices, started by the first DRA device */
+    bool slices_synced;             /* kube_slices' synced state at the last view change */
     kube_client_config_t kube_cfg;  /* how kube was made, for kube_nodes */
     source_hub_t *sources;          /* engine and queue sources (standalone, aggregator) */
     loop_timer_t cluster_refresh;   /* coalesces view changes into refreshes */
@@ -204,19 +206,45 @@ static int count_holders(void *ud, const char *device_uuid, const pod_holder_t *
     return 0;
 }
 
+/* One entry per (container, DRA device), sent raw: the aggregator
+ * resolves the device to a UUID (this agent has no Kubernetes token). */
+typedef struct {
+    pods_builder_t *b;
+    node_pod_dra_t *dra;
+} dra_builder_t;
+
+static int collect_dra(void *ud, const pod_dra_holder_t *h) {
+    dra_builder_t *db = ud;
+    pods_builder_t *b = db->b;
+    if (b->n == b->cap)
+        return 1;
+    node_pod_dra_t *d = &db->dra[b->n];
+    *d = (node_pod_dra_t){h->driver, h->pool, h->device, h->share_id, "", false};
+    b->entries[b->n] = (node_pod_entry_t){h->namespace_, h->pod, h->container, NULL, 0, d, 1, 1};
+    b->n++;
+    return 0;
+}
+
 static void on_pod_map(void *ud, pod_map_t *map) {
     server_t *sv = ud;
     size_t total = 0;
     pod_map_foreach(map, count_holders, &total);
-    pods_builder_t b = {calloc(total ? total : 1, sizeof *b.entries),
-                        calloc(total ? total : 1, sizeof *b.ids), 0, total};
+    size_t n_dra = pod_map_dra_count(map);
+    size_t cap = total + n_dra;
+    pods_builder_t b = {calloc(cap ? cap : 1, sizeof *b.entries),
+                        calloc(cap ? cap : 1, sizeof *b.ids), 0, cap};
+    node_pod_dra_t *dra = calloc(cap ? cap : 1, sizeof *dra);
+    dra_builder_t db = {&b, dra};
     char err[256];
     node_pods_t *pods = NULL;
-    if (b.entries && b.ids && pod_map_foreach(map, collect_holders, &b) == 0 &&
+    if (b.entries && b.ids && dra && pod_map_foreach(map, collect_holders, &b) == 0 &&
+        pod_map_foreach_dra(map, collect_dra, &db) == 0 &&
         node_pods_new(b.entries, b.n, &pods, err, sizeof err) == 0)
         set_pods(sv, pods);
     else
-        LOG_WARN(&sv->log, "kubelet pod map: %s", b.entries && b.ids ? err : "out of memory");
+        LOG_WARN(&sv->log, "kubelet pod map: %s",
+                 b.entries && b.ids && dra ? err : "out of memory");
+    free(dra);
     free(b.entries);
     free(b.ids);
     pod_map_free(map);
@@ -252,6 +280,71 @@ static void start_node_watch(server_t *sv) {
              kc.api_url);
 }
 
+/* ---- aggregator: DRA devices -> GPU UUIDs through the ResourceSlices ---------------- */
+
+/* The kubelet names a DRA device (driver, pool, device); the agents send
+ * that as it is (they hold no Kubernetes token) and the aggregator, which
+ * already lists and watches the API, resolves it here. NULL: unknown (a
+ * gap); "": a device that is no GPU; else its GPU-/MIG- UUID. */
+static const char *resolve_dra(void *ud, const char *driver, const char *pool, const char *device) {
+    server_t *sv = ud;
+    if (!sv->kube_slices || !kube_client_synced(sv->kube_slices, loop_now(sv->loop)))
+        return NULL;
+    return dra_index_lookup(kube_client_slices(sv->kube_slices), driver, pool, device);
+}
+
+static void on_cluster_change(void *ud);
+
+static void on_slices_event(void *ud) {
+    server_t *sv = ud;
+    cluster_view_reresolve(sv->view);
+    on_cluster_change(sv);
+}
+
+/* One cluster-wide list + watch of every ResourceSlice, indexed by
+ * (driver, pool, device): a per-node field selector (spec.nodeName) would
+ * take one watch per node, and a DRA device's pool need not be its node's
+ * (network-attached pools, slices with allNodes). Started only once an
+ * agent reports a DRA device, so clusters without DRA need no RBAC on
+ * resourceslices and see no 403s. */
+static void start_slice_watch(server_t *sv) {
+    kube_client_config_t kc = sv->kube_cfg;
+    snprintf(kc.resource, sizeof kc.resource, "resourceslices");
+    /* A slice is far larger than a pod (NVIDIA's lists every MIG placement
+     * of every GPU, with attributes: tens of KiB a node): small pages keep
+     * the list's transient JSON small. */
+    kc.page_limit = kc.page_limit < 50 ? kc.page_limit : 50;
+    kube_client_callbacks_t kcb = {
+        .on_synced = on_slices_event, .on_change = on_slices_event, .user_data = sv};
+    char err[256];
+    if (kube_client_new(sv->loop, &kc, &kcb, &sv->log, &sv->kube_slices, err, sizeof err) != 0) {
+        LOG_WARN(&sv->log, "ResourceSlice watch for DRA devices: %s", err);
+        sv->kube_slices = NULL;
+        return;
+    }
+    LOG_INFO(&sv->log,
+             "watching resource.k8s.io/v1 ResourceSlices at %s (an agent reported DRA "
+             "devices)",
+             kc.api_url);
+}
+
+/* What an unresolved DRA device's gap says about the slices. */
+static void update_dra_status(server_t *sv, mono_ns_t now) {
+    char st[256];
+    if (!sv->kube)
+        snprintf(st, sizeof st,
+                 "this aggregator has no Kubernetes API (--kube-api none) to read ResourceSlices");
+    else if (!sv->kube_slices)
+        snprintf(st, sizeof st, "the ResourceSlice watch has not started");
+    else if (!kube_client_synced(sv->kube_slices, now))
+        snprintf(st, sizeof st, "ResourceSlices not listed%s%.200s",
+                 kube_client_last_error(sv->kube_slices)[0] ? ": " : " yet",
+                 kube_client_last_error(sv->kube_slices));
+    else
+        st[0] = '\0';
+    cluster_view_set_dra_status(sv->view, st);
+}
+
 /* A configuration reached the scaler: a nodeSelector label selector needs
  * the Node watch (evaluations only read it). */
 static void aggregator_on_config(void *ud, const trigger_config_t *c, const char *so_namespace) {
@@ -264,6 +357,7 @@ static void aggregator_on_config(void *ud, const trigger_config_t *c, const char
 static void aggregator_evaluate(void *ud, const trigger_config_t *c, const char *so_namespace,
                                 mono_ns_t now, eval_result_t *out) {
     server_t *sv = ud;
+    update_dra_status(sv, now);
     workload_inputs_t in = {
         .view = sv->view,
         .pods = sv->kube ? kube_client_cache(sv->kube) : NULL,
@@ -370,6 +464,16 @@ static void on_cluster_refresh_timer(loop_t *loop, loop_timer_t *t, void *ud) {
 
 static void on_cluster_change(void *ud) {
     server_t *sv = ud;
+    if (!sv->kube_slices && sv->kube && cluster_view_has_dra(sv->view)) {
+        start_slice_watch(sv);
+    }
+    /* resolve_dra answers NULL while the slices are not synced: when that
+     * flips (the API failing for stale_after, or back), resolve again. */
+    bool synced = sv->kube_slices && kube_client_synced(sv->kube_slices, loop_now(sv->loop));
+    if (synced != sv->slices_synced) {
+        sv->slices_synced = synced;
+        cluster_view_reresolve(sv->view);
+    }
     if (loop_timer_armed(&sv->cluster_refresh))
         return; /* a refresh is already due */
     mono_ns_t due = clock_add_sat(sv->last_cluster_refresh, CLUSTER_REFRESH_NS);
@@ -425,6 +529,7 @@ static void on_kube_event(void *ud) {
 static int start_aggregator(server_t *sv, char *err, size_t errlen) {
     if (cluster_view_new(&sv->view) != 0)
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+    cluster_view_set_resolver(sv->view, resolve_dra, sv);
     agent_pool_opts_t po = {.loop = sv->loop,
                             .log = &sv->log,
                             .view = sv->view,
@@ -851,6 +956,7 @@ out:
     agent_pool_free(sv.pool);
     kube_client_free(sv.kube);
     kube_client_free(sv.kube_nodes);
+    kube_client_free(sv.kube_slices);
     cluster_view_free(sv.view);
     http_server_free(sv.metrics_http);
     http_server_free(sv.probe_http);

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""A fake Kubernetes API server for pods: list (with paging), watch (a
-chunked stream of events), 410 Gone after a simulated compaction, and
-bearer-token checks, speaking the JSON shapes of the real kube-apiserver.
+"""A fake Kubernetes API server for pods, nodes and DRA ResourceSlices
+(resource.k8s.io/v1): list (with paging), watch (a chunked stream of
+events), field selectors where the real API has them (ResourceSlices:
+spec.nodeName, spec.driver, metadata.name; any other label is a 400 as
+there), 410 Gone after a simulated compaction, 403 for a resource the
+test forbids (RBAC), and bearer-token checks, speaking the JSON shapes of
+the real kube-apiserver.
 
 As a library (tests):
 
@@ -9,6 +13,9 @@ As a library (tests):
     uid = api.add_pod("inference", "vllm-0", labels={"app": "vllm"})
     api.modify_pod(uid, phase="Running", node="gpu-1", pod_ip="10.244.0.5")
     api.delete_pod(uid); api.break_watches(); api.compact(); api.stop()
+    sid = api.add_resource_slice("node-a-gpu", "gpu.nvidia.com", "node-a", node="node-a",
+                                 devices=[("gpu-0", "GPU-..."), ("gpu-1-mig-9-4-4", "MIG-...")])
+    api.forbid("ResourceSlice")   # lists and watches of it answer 403
 
 Standalone: python3 fake_kube_api.py --port P --token T, with a control API
 on the same port (no token needed): POST /_control/<op> with a JSON body,
@@ -43,6 +50,7 @@ class FakeKubeAPI:
         self.break_gen = 0
         self.gone_mode = "event"  # "event": 200 + ERROR event 410; "http": HTTP 410
         self.snapshots = {}     # continue token -> (rv, items, offset)
+        self.forbidden = set()  # object kinds answered 403 (RBAC missing)
         self.stopping = False
         self.rng = random.Random(seed)
         self.host = host
@@ -189,6 +197,53 @@ class FakeKubeAPI:
             node["metadata"]["labels"] = dict(labels)
             self._bump("MODIFIED", node)
 
+    def add_resource_slice(self, name, driver, pool, node="", devices=(), generation=1):
+        """A ResourceSlice as NVIDIA's DRA driver publishes it: devices are
+        (name, uuid) pairs, uuid None for a device without one. Returns its uid."""
+        uid = str(uuid.UUID(int=self.rng.getrandbits(128)))
+        sl = {"kind": "ResourceSlice", "apiVersion": "resource.k8s.io/v1",
+              "metadata": {"name": name, "uid": uid, "resourceVersion": "0",
+                           "creationTimestamp": "2026-11-29T09:00:00Z",
+                           "generateName": node + "-" + driver + "-"},
+              "spec": {"driver": driver,
+                       "pool": {"name": pool, "generation": generation,
+                                "resourceSliceCount": 1},
+                       "devices": self._slice_devices(devices)}}
+        if node:
+            sl["spec"]["nodeName"] = node
+        else:
+            sl["spec"]["allNodes"] = True
+        with self.cond:
+            self.pods[uid] = sl
+            self._bump("ADDED", sl)
+        return uid
+
+    @staticmethod
+    def _slice_devices(devices):
+        out = []
+        for name, u in devices:
+            attrs = {"type": {"string": "mig" if "-mig-" in name else "gpu"},
+                     "productName": {"string": "NVIDIA H100 80GB HBM3"},
+                     "driverVersion": {"version": "560.35.3"}}
+            if u is not None:
+                attrs["uuid"] = {"string": u}
+            out.append({"name": name, "attributes": attrs,
+                        "capacity": {"memory": {"value": "80Gi"}}})
+        return out
+
+    def modify_resource_slice(self, uid, devices, generation=None):
+        with self.cond:
+            sl = self.pods[uid]
+            sl["spec"]["devices"] = self._slice_devices(devices)
+            if generation is not None:
+                sl["spec"]["pool"]["generation"] = generation
+            self._bump("MODIFIED", sl)
+
+    def forbid(self, *kinds):
+        """Lists and watches of these object kinds answer 403, as without RBAC."""
+        with self.cond:
+            self.forbidden = set(kinds)
+
     def delete_pod(self, uid):
         with self.cond:
             pod = self.pods.pop(uid)
@@ -294,7 +349,8 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
         kind = "watch" if q.get("watch") in ("1", "true") else "list"
-        kinds = {"/api/v1/pods": "Pod", "/api/v1/nodes": "Node"}
+        kinds = {"/api/v1/pods": "Pod", "/api/v1/nodes": "Node",
+                 "/apis/resource.k8s.io/v1/resourceslices": "ResourceSlice"}
         if parts.path not in kinds:
             api._log(kind="other", query=q, token=token, status=404, path=parts.path)
             return self._json(404, status_object(404, "NotFound", "the server could not find "
@@ -304,6 +360,24 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
         if not ok:
             api._log(kind=kind, query=q, token=token, status=401)
             return self._json(401, status_object(401, "Unauthorized", "Unauthorized"))
+        obj_kind = kinds[parts.path]
+        with api.cond:
+            forbidden = obj_kind in api.forbidden
+        if forbidden:
+            api._log(kind=kind, query=q, token=token, status=403, obj=obj_kind)
+            plural = parts.path.rsplit("/", 1)[1]
+            group = "resource.k8s.io" if obj_kind == "ResourceSlice" else ""
+            return self._json(403, status_object(
+                403, "Forbidden", '%s is forbidden: User "system:serviceaccount:kgs:aggregator" '
+                'cannot %s resource "%s" in API group "%s" at the cluster scope'
+                % (plural, kind, plural, group)))
+        sel = q.get("fieldSelector")
+        if sel is not None:
+            try:
+                q["_fields"] = parse_field_selector(sel, obj_kind)
+            except ValueError as e:
+                api._log(kind=kind, query=q, token=token, status=400)
+                return self._json(400, status_object(400, "BadRequest", str(e)))
         if kind == "watch":
             return self._watch(q, token, kinds[parts.path])
         return self._list(q, token, kinds[parts.path])
@@ -326,7 +400,8 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
             else:
                 rv = api.rv
                 items = sorted((json.loads(json.dumps(p)) for p in api.pods.values()
-                                if p.get("kind", "Pod") == obj_kind),
+                                if p.get("kind", "Pod") == obj_kind
+                                and fields_match(p, q.get("_fields"))),
                                key=lambda p: (p["metadata"].get("namespace", ""),
                                               p["metadata"]["name"]))
                 offset = 0
@@ -338,10 +413,12 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
                 api.snapshots[token_c] = (rv, items, nxt)
                 meta["continue"] = token_c
                 meta["remainingItemCount"] = len(items) - nxt
-            api.requests.append(dict(kind="list", query=q, token=token, status=200))
+            api.requests.append(dict(kind="list", query=q, token=token, status=200,
+                                     obj=obj_kind))
             api.cond.notify_all()
-        self._json(200, {"kind": obj_kind + "List", "apiVersion": "v1", "metadata": meta,
-                         "items": page})
+        self._json(200, {"kind": obj_kind + "List",
+                         "apiVersion": "resource.k8s.io/v1" if obj_kind == "ResourceSlice"
+                         else "v1", "metadata": meta, "items": page})
 
     def _chunks(self, data):
         """Writes data as chunks of random sizes, so lines straddle chunks."""
@@ -419,6 +496,8 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
                     else:
                         if rv <= sent_upto or pod.get("kind", "Pod") != obj_kind:
                             continue
+                        if not fields_match(pod, q.get("_fields")):
+                            continue
                         obj = pod
                         sent_upto = rv
                     out += json.dumps({"type": typ, "object": obj}).encode() + b"\n"
@@ -426,6 +505,46 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
                     self._chunks(out)
         except (BrokenPipeError, ConnectionResetError):
             return
+
+
+# Field labels the real API accepts per kind (pods accept more; these are
+# the ones our tests use). ResourceSlice: pkg/apis/resource's conversion.
+FIELD_LABELS = {"ResourceSlice": {"metadata.name", "spec.nodeName", "spec.driver"},
+                "Pod": {"metadata.name", "metadata.namespace", "spec.nodeName", "status.phase"},
+                "Node": {"metadata.name"}}
+
+
+def parse_field_selector(sel, obj_kind):
+    """"a=b,c!=d" -> [(path, op, value)]; an unsupported label raises, as
+    the API answers 400 'field label not supported'."""
+    out = []
+    for term in filter(None, sel.split(",")):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            op = "!="
+        elif "==" in term:
+            k, v = term.split("==", 1)
+            op = "="
+        elif "=" in term:
+            k, v = term.split("=", 1)
+            op = "="
+        else:
+            raise ValueError("invalid field selector: %r" % term)
+        if k not in FIELD_LABELS.get(obj_kind, set()):
+            raise ValueError('field label not supported: %s' % k)
+        out.append((k, op, v))
+    return out
+
+
+def fields_match(obj, fields):
+    for path, op, want in fields or ():
+        cur = obj
+        for part in path.split("."):
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        got = cur if isinstance(cur, str) else ""
+        if (got == want) != (op == "="):
+            return False
+    return True
 
 
 def main():

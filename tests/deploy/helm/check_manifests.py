@@ -41,7 +41,11 @@ YAMLLINT_CONFIG = os.path.join(HERE, "yamllint.yaml")
 WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
 POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
 ALLOWED_RBAC_VERBS = {"get", "list", "watch"}
-ALLOWED_RBAC_RESOURCES = {"pods", "nodes"}
+# Least privilege, exactly: (API group, resource) pairs the aggregators read.
+# Pods and nodes (core group), and DRA ResourceSlices (resource.k8s.io) to
+# map a claim's (driver, pool, device) to its GPU UUID. Nothing else:
+# not resourceclaims, not deviceclasses, not any verb but get/list/watch.
+ALLOWED_RBAC = {("", "pods"), ("", "nodes"), ("resource.k8s.io", "resourceslices")}
 # Labels only Helm adds; the kustomize manifests leave them out.
 HELM_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
 
@@ -344,22 +348,23 @@ def check_objects(docs, external_secrets=()):
     for d in docs:
         if d.get("kind") in ("ClusterRole", "Role"):
             roles[(d["kind"], d["metadata"]["name"])] = d
-            resources_seen = set()
+            granted = set()
             for r in d.get("rules") or []:
                 verbs = set(r.get("verbs") or [])
                 if verbs != ALLOWED_RBAC_VERBS:
                     err("%s: verbs %s, expected exactly get, list, watch" % (ident(d), sorted(verbs)))
-                res = set(r.get("resources") or [])
-                if not res <= ALLOWED_RBAC_RESOURCES:
-                    err("%s: resources %s beyond pods, nodes" % (ident(d), sorted(res - ALLOWED_RBAC_RESOURCES)))
-                if set(r.get("apiGroups") or []) != {""}:
-                    err("%s: apiGroups %s, expected the core group only" % (ident(d), r.get("apiGroups")))
+                pairs = {(g, res) for g in r.get("apiGroups") or [] for res in r.get("resources") or []}
+                extra = pairs - ALLOWED_RBAC
+                if extra:
+                    err("%s: grants %s beyond pods, nodes and resource.k8s.io resourceslices"
+                        % (ident(d), sorted("%s/%s" % (g or "core", res) for g, res in extra)))
                 if r.get("nonResourceURLs") or r.get("resourceNames"):
                     err("%s: unexpected nonResourceURLs/resourceNames" % ident(d))
-                resources_seen |= res
-            if resources_seen != ALLOWED_RBAC_RESOURCES:
-                err("%s: grants %s; the aggregator needs exactly pods and nodes"
-                    % (ident(d), sorted(resources_seen)))
+                granted |= pairs
+            if granted != ALLOWED_RBAC:
+                err("%s: grants %s; the aggregator needs exactly core pods and nodes, and "
+                    "resource.k8s.io resourceslices"
+                    % (ident(d), sorted("%s/%s" % (g or "core", res) for g, res in granted)))
     for d in docs:
         if d.get("kind") in ("ClusterRoleBinding", "RoleBinding"):
             ref = d.get("roleRef") or {}
@@ -778,6 +783,23 @@ class Suite:
         def rbac_no_nodes(docs):
             find(docs, "ClusterRole")["rules"][0]["resources"].remove("nodes")
 
+        def rbac_no_slices(docs):
+            rules = find(docs, "ClusterRole")["rules"]
+            rules[:] = [r for r in rules if "resource.k8s.io" not in (r.get("apiGroups") or [])]
+
+        def rbac_claims(docs):
+            for r in find(docs, "ClusterRole")["rules"]:
+                if "resource.k8s.io" in (r.get("apiGroups") or []):
+                    r["resources"].append("resourceclaims")
+
+        def rbac_slices_core(docs):
+            find(docs, "ClusterRole")["rules"][0]["resources"].append("resourceslices")
+
+        def rbac_slices_any_group(docs):
+            for r in find(docs, "ClusterRole")["rules"]:
+                if "resource.k8s.io" in (r.get("apiGroups") or []):
+                    r["apiGroups"] = ["*"]
+
         def missing_volume(docs):
             ctr(docs, "aggregator").setdefault("volumeMounts", []).append({"name": "tls", "mountPath": "/tls"})
 
@@ -856,8 +878,12 @@ class Suite:
             ("image tag latest", latest, "uses the tag latest"),
             ("image without a tag", no_tag, "has no tag"),
             ("RBAC verb create", rbac_verb, "expected exactly get, list, watch"),
-            ("RBAC on secrets", rbac_secrets, "beyond pods, nodes"),
-            ("RBAC without nodes", rbac_no_nodes, "needs exactly pods and nodes"),
+            ("RBAC on secrets", rbac_secrets, "grants ['core/secrets'] beyond"),
+            ("RBAC without nodes", rbac_no_nodes, "needs exactly core pods and nodes"),
+            ("RBAC without resourceslices", rbac_no_slices, "needs exactly core pods and nodes"),
+            ("RBAC on resourceclaims", rbac_claims, "grants ['resource.k8s.io/resourceclaims']"),
+            ("RBAC resourceslices in the core group", rbac_slices_core, "core/resourceslices"),
+            ("RBAC resourceslices in any group", rbac_slices_any_group, "*/resourceslices"),
             ("volumeMount without a volume", missing_volume, "refers to no volume"),
             ("volume of an unknown Secret", missing_secret, "Secret nowhere"),
             ("secretKeyRef to an unknown Secret", secret_env, "Secret nowhere"),

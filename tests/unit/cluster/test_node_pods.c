@@ -125,6 +125,53 @@ static void test_node_pods_unknown_carries_a_cut_reason(void **state) {
     node_pods_free(p);
 }
 
+static const char *resolve_some(void *ud, const char *driver, const char *pool,
+                                const char *device) {
+    (void)ud;
+    (void)pool;
+    if (strcmp(driver, "nic.example.com") == 0)
+        return "";
+    return strcmp(device, "gpu-0") == 0 ? "GPU-r0" : NULL;
+}
+
+static void test_node_pods_resolve_appends_uuids_after_the_plugin_ids(void **state) {
+    (void)state;
+    const char *ids[] = {"GPU-plugin"};
+    node_pod_dra_t d[3] = {{"gpu.nvidia.com", "n1", "gpu-0", "", "", false},
+                           {"gpu.nvidia.com", "n1", "gpu-9", "", "", false},
+                           {"nic.example.com", "n1", "eth0", "", "", false}};
+    node_pod_entry_t e[] = {{"ml", "p", "c", ids, 1, d, 3, 3}};
+    node_pods_t *raw = NULL, *r1 = NULL, *r2 = NULL;
+    assert_int_equal(node_pods_new(e, 1, &raw, NULL, 0), 0);
+    assert_int_equal(raw->entries[0].dra_unresolved, 3);
+    assert_int_equal(node_pods_resolve(raw, resolve_some, NULL, &r1, NULL, 0), 0);
+    const node_pod_entry_t *x = &r1->entries[0];
+    assert_int_equal(x->device_count, 2);
+    assert_string_equal(x->device_ids[0], "GPU-plugin");
+    assert_string_equal(x->device_ids[1], "GPU-r0");
+    assert_int_equal(x->dra_unresolved, 1); /* gpu-9; the NIC is known, not a GPU */
+    assert_true(x->dra[2].not_gpu);
+    assert_false(node_pods_equal(raw, r1));
+    /* Resolving the resolved list again starts from the plugin ids. */
+    assert_int_equal(node_pods_resolve(r1, resolve_some, NULL, &r2, NULL, 0), 0);
+    assert_true(node_pods_equal(r1, r2));
+    assert_int_equal(r2->entries[0].device_count, 2);
+    node_pods_free(r2);
+    node_pods_free(r1);
+    node_pods_free(raw);
+}
+
+static void test_node_pods_rejects_a_dra_device_without_driver(void **state) {
+    (void)state;
+    node_pod_dra_t d = {"", "n1", "gpu-0", "", "", false};
+    node_pod_entry_t e[] = {{"ml", "p", "c", NULL, 0, &d, 1, 1}};
+    node_pods_t *p = NULL;
+    char err[256];
+    assert_int_equal(node_pods_new(e, 1, &p, err, sizeof err), KGS_EINVAL);
+    assert_string_equal(err, "node pods: entries[0]: DRA device 0: empty driver");
+    assert_null(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_node_pods_copies_entries_deeply),
@@ -132,6 +179,8 @@ int main(void) {
         cmocka_unit_test(test_node_pods_lookup_strips_replica_suffixes_and_counts_all),
         cmocka_unit_test(test_node_pods_rejects_bounds_with_messages),
         cmocka_unit_test(test_node_pods_unknown_carries_a_cut_reason),
+        cmocka_unit_test(test_node_pods_resolve_appends_uuids_after_the_plugin_ids),
+        cmocka_unit_test(test_node_pods_rejects_a_dra_device_without_driver),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

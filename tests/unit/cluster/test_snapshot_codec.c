@@ -282,6 +282,40 @@ static void test_snapshot_codec_carries_pods_unknown_with_reason(void **state) {
     snapshot_unref(s);
 }
 
+static void test_snapshot_codec_carries_dra_devices_raw_and_unresolved(void **state) {
+    (void)state;
+    snapshot_t *s = rich_snapshot();
+    /* A resolved list (as the aggregator holds it): only the kubelet's
+     * names travel, never the uuid, so the far side starts unresolved. */
+    node_pod_dra_t d[2] = {{"gpu.nvidia.com", "node-a", "gpu-0", "", "GPU-bbbb", false},
+                           {"gpu.nvidia.com", "node-a", "gpu-1-mig-9-4-4", "sh-1", "", false}};
+    const char *ids[] = {"GPU-aaaa", "GPU-bbbb"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", ids, 2, d, 2, 1}};
+    node_pods_t *pods = NULL;
+    assert_int_equal(node_pods_new(e, 1, &pods, NULL, 0), 0);
+    assert_int_equal(pods->dra_total, 2);
+    node_pods_t *got = NULL;
+    snapshot_t *dec = trip(s, pods, 100 * SEC, 100 * SEC, &got);
+    assert_non_null(got);
+    assert_true(got->known);
+    assert_int_equal(got->count, 1);
+    assert_int_equal(got->dra_total, 2);
+    const node_pod_entry_t *g = &got->entries[0];
+    assert_int_equal(g->dra_count, 2);
+    assert_int_equal(g->dra_unresolved, 2);
+    assert_string_equal(g->dra[0].driver, "gpu.nvidia.com");
+    assert_string_equal(g->dra[0].pool, "node-a");
+    assert_string_equal(g->dra[0].device, "gpu-0");
+    assert_string_equal(g->dra[0].uuid, "");
+    assert_string_equal(g->dra[1].device, "gpu-1-mig-9-4-4");
+    assert_string_equal(g->dra[1].share_id, "sh-1");
+    assert_int_equal(g->device_count, 2);
+    node_pods_free(got);
+    snapshot_unref(dec);
+    node_pods_free(pods);
+    snapshot_unref(s);
+}
+
 /* ---- time ---------------------------------------------------------------------- */
 
 static void test_snapshot_codec_age_moves_taken_mono_onto_the_receiver_clock(void **state) {
@@ -612,6 +646,7 @@ int main(void) {
         cmocka_unit_test(test_snapshot_codec_sends_absent_fields_as_zero_and_only_mig_fields),
         cmocka_unit_test(test_snapshot_codec_rounds_uint64_above_2_pow_53),
         cmocka_unit_test(test_snapshot_codec_carries_pods_unknown_with_reason),
+        cmocka_unit_test(test_snapshot_codec_carries_dra_devices_raw_and_unresolved),
         cmocka_unit_test(test_snapshot_codec_age_moves_taken_mono_onto_the_receiver_clock),
         cmocka_unit_test(test_snapshot_codec_rejects_malformed_bytes),
         cmocka_unit_test(test_snapshot_codec_rejects_each_inconsistency_with_its_message),

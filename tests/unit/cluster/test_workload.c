@@ -471,6 +471,131 @@ static void test_workload_counts_a_time_sliced_gpu_once_per_pod(void **state) {
     expect_ok(eval(f, &c), 80, 2); /* each pod sees the shared GPU's 40 once */
 }
 
+/* ---- DRA: devices named (driver, pool, device), resolved by the view ------- */
+
+static const char *fake_slices(void *ud, const char *driver, const char *pool, const char *device) {
+    (void)ud;
+    if (strcmp(driver, "gpu.nvidia.com") == 0 && strcmp(pool, "n1") == 0) {
+        if (strcmp(device, "gpu-0") == 0)
+            return "GPU-n1-0";
+        if (strcmp(device, "gpu-1-mig-9-4-4") == 0)
+            return "MIG-aaaa";
+        if (strcmp(device, "gpu-1-mig-9-0-4") == 0)
+            return "MIG-bbbb";
+    }
+    if (strcmp(driver, "dra.net") == 0)
+        return ""; /* listed, no GPU uuid: a NIC */
+    return NULL;
+}
+
+/* n1: GPU 0 (util 40) whole, GPU 1 split into MIG-aaaa (sm 30) and
+ * MIG-bbbb (sm 12), GPU 2 (util 25) through the device plugin. */
+static snapshot_t *dra_node(void) {
+    const unsigned util[3] = {40, 0, 25};
+    snapshot_t *s = snap("n1", 3, util, 2, T0);
+    add_mig(s, 0, 1, "MIG-aaaa", "3g.40gb", 30);
+    add_mig(s, 1, 1, "MIG-bbbb", "3g.40gb", 12);
+    return s;
+}
+
+static void dra_pods(fx_t *f) {
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p3", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+}
+
+static void test_workload_dra_devices_count_like_device_plugin_ids(void **state) {
+    fx_t *f = *state;
+    cluster_view_set_resolver(f->view, fake_slices, NULL);
+    /* p1's claim (GPU 0 and MIG-aaaa) is shared by two containers; p2 has
+     * MIG-bbbb and a NIC; p3 GPU 2 from the device plugin. */
+    node_pod_dra_t g0 = {"gpu.nvidia.com", "n1", "gpu-0", "", "", false};
+    node_pod_dra_t m1 = {"gpu.nvidia.com", "n1", "gpu-1-mig-9-4-4", "", "", false};
+    node_pod_dra_t m2 = {"gpu.nvidia.com", "n1", "gpu-1-mig-9-0-4", "", "", false};
+    node_pod_dra_t nic = {"dra.net", "n1", "eth1", "", "", false};
+    const char *plugin[] = {"GPU-n1-2"};
+    node_pod_entry_t e[] = {
+        {"ml", "p1", "main", NULL, 0, &g0, 1, 1},    {"ml", "p1", "main", NULL, 0, &m1, 1, 1},
+        {"ml", "p1", "side", NULL, 0, &g0, 1, 1},    {"ml", "p1", "side", NULL, 0, &m1, 1, 1},
+        {"ml", "p2", "main", NULL, 0, &m2, 1, 1},    {"ml", "p2", "main", NULL, 0, &nic, 1, 1},
+        {"ml", "p3", "main", plugin, 1, NULL, 0, 0},
+    };
+    report(f, "a1", dra_node(), e, 7);
+    dra_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "metricType", "memory_used_mib");
+    eval_result_t dra = eval(f, &c);
+
+    /* The same cluster with device-plugin ids only. */
+    const char *p1[] = {"GPU-n1-0", "MIG-aaaa"}, *p2[] = {"MIG-bbbb"};
+    node_pod_entry_t dp[] = {{"ml", "p1", "main", p1, 2},
+                             {"ml", "p1", "side", p1, 2},
+                             {"ml", "p2", "main", p2, 1},
+                             {"ml", "p3", "main", plugin, 1}};
+    report(f, "a1", dra_node(), dp, 4);
+    eval_result_t plain = eval(f, &c);
+    /* p1 averages GPU 0 and MIG-aaaa (podAggregation avg), p2, p3. */
+    expect_ok(plain, (1024 + 10240) / 2.0 + 10240 + 1024, 4);
+    expect_ok(dra, plain.value, plain.inputs);
+}
+
+static void test_workload_unresolved_dra_device_is_a_gap_naming_pod_and_device(void **state) {
+    fx_t *f = *state;
+    cluster_view_set_resolver(f->view, fake_slices, NULL);
+    node_pod_dra_t g0 = {"gpu.nvidia.com", "n1", "gpu-0", "", "", false};
+    node_pod_dra_t lost = {"gpu.nvidia.com", "n1", "gpu-7", "", "", false};
+    const char *plugin[] = {"GPU-n1-2"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", NULL, 0, &g0, 1, 1},
+                            {"ml", "p2", "main", NULL, 0, &lost, 1, 1},
+                            {"ml", "p3", "main", plugin, 1, NULL, 0, 0}};
+    report(f, "a1", dra_node(), e, 3);
+    dra_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "node n1 (pod ml/p2): DRA device gpu.nvidia.com/n1/gpu-7 (container main) is "
+                 "not resolved to a GPU UUID: no ResourceSlice lists it yet");
+    cluster_view_set_dra_status(f->view, "ResourceSlices not listed: HTTP 403");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE, "GPU UUID: ResourceSlices not listed: HTTP 403");
+    c = CFG("podSelector", "app=vllm", "partialData", "ignore");
+    workload_stats_t st;
+    eval_result_t r = eval_st(f, &c, &st);
+    expect_ok(r, 40 + 25, 2); /* p2 left out, never counted as 0 */
+    assert_int_equal(st.skipped, 1);
+    assert_non_null(strstr(st.skip_reason, "pod ml/p2"));
+}
+
+static void test_workload_dra_devices_resolve_once_the_slices_arrive(void **state) {
+    fx_t *f = *state;
+    node_pod_dra_t g0 = {"gpu.nvidia.com", "n1", "gpu-0", "", "", false};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", NULL, 0, &g0, 1, 1}};
+    report(f, "a1", dra_node(), e, 1); /* no resolver yet: nothing resolves */
+    assert_true(cluster_view_has_dra(f->view));
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE, "gpu.nvidia.com/n1/gpu-0");
+    uint64_t gen = cluster_view_generation(f->view);
+    cluster_view_set_resolver(f->view, fake_slices, NULL);
+    cluster_view_reresolve(f->view);
+    assert_true(cluster_view_generation(f->view) > gen);
+    expect_ok(eval(f, &c), 40, 1);
+    cluster_view_reresolve(f->view); /* again: from the agent's raw list, same answer */
+    expect_ok(eval(f, &c), 40, 1);
+    /* The next snapshots carry the same list: the resolution is kept... */
+    report(f, "a1", dra_node(), e, 1);
+    expect_ok(eval(f, &c), 40, 1);
+    /* ...and a changed one is resolved afresh (GPU 0 -> MIG-aaaa: sm_active). */
+    node_pod_dra_t m1 = {"gpu.nvidia.com", "n1", "gpu-1-mig-9-4-4", "", "", false};
+    e[0].dra = &m1;
+    report(f, "a1", dra_node(), e, 1);
+    c = CFG("podSelector", "app=vllm", "metricType", "sm_active");
+    expect_ok(eval(f, &c), 30, 1);
+    /* A resolver that answers differently takes effect at reresolve. */
+    cluster_view_set_resolver(f->view, NULL, NULL);
+    report(f, "a1", dra_node(), e, 1);
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE, "gpu.nvidia.com/n1/gpu-1-mig-9-4-4");
+}
+
 static void test_workload_reads_mig_instances_held_by_pods(void **state) {
     fx_t *f = *state;
     const unsigned util[2] = {0, 70};
@@ -937,6 +1062,9 @@ int main(void) {
         T(test_workload_values_that_overflow_are_an_error_naming_their_source),
         T(test_workload_a_pod_whose_devices_overflow_is_an_error_naming_it),
         T(test_workload_counts_a_time_sliced_gpu_once_per_pod),
+        T(test_workload_dra_devices_count_like_device_plugin_ids),
+        T(test_workload_unresolved_dra_device_is_a_gap_naming_pod_and_device),
+        T(test_workload_dra_devices_resolve_once_the_slices_arrive),
         T(test_workload_reads_mig_instances_held_by_pods),
         T(test_workload_mig_device_missing_behind_a_lost_parent_is_unavailable),
         T(test_workload_absent_field_gives_the_standalone_hint),

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -368,6 +369,120 @@ static void test_pod_map_reads_the_wire_format(void **state) {
     free(buf);
 }
 
+/* ---- DRA: bytes laid out by the kubelet's own field numbers ------------------ */
+
+/* A tiny protobuf writer, so the bytes follow k8s.io/kubelet's api.proto
+ * (ContainerResources.dynamic_resources = 5; DynamicResource claim_name = 2,
+ * claim_namespace = 3, claim_resources = 4, 1 being class_name's tombstone;
+ * ClaimResource cdi_devices = 1, driver_name = 2, pool_name = 3,
+ * device_name = 4, share_id = 5; CDIDevice name = 1) and not our .proto:
+ * a wrong number there makes this test fail. */
+typedef struct {
+    uint8_t b[2048];
+    size_t n;
+} pbuf_t;
+
+static void pb_varint(pbuf_t *p, uint64_t v) {
+    do {
+        assert_true(p->n < sizeof p->b);
+        p->b[p->n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+}
+
+static void pb_bytes(pbuf_t *p, unsigned field, const void *data, size_t len) {
+    pb_varint(p, (uint64_t)field << 3 | 2);
+    pb_varint(p, len);
+    assert_true(p->n + len <= sizeof p->b);
+    memcpy(p->b + p->n, data, len);
+    p->n += len;
+}
+
+static void pb_str(pbuf_t *p, unsigned field, const char *s) {
+    pb_bytes(p, field, s, strlen(s));
+}
+
+static void pb_sub(pbuf_t *p, unsigned field, const pbuf_t *sub) {
+    pb_bytes(p, field, sub->b, sub->n);
+}
+
+static void claim_resource(pbuf_t *out, const char *driver, const char *pool, const char *device,
+                           const char *share) {
+    pbuf_t cdi = {.n = 0}, cr = {.n = 0};
+    char cdi_name[128];
+    snprintf(cdi_name, sizeof cdi_name, "k8s.%s/claim=%s", driver, device);
+    pb_str(&cdi, 1, cdi_name);
+    pb_sub(&cr, 1, &cdi);
+    pb_str(&cr, 2, driver);
+    pb_str(&cr, 3, pool);
+    pb_str(&cr, 4, device);
+    if (share)
+        pb_str(&cr, 5, share);
+    *out = cr;
+}
+
+static void test_pod_map_keeps_dra_devices_from_the_kubelets_field_numbers(void **state) {
+    (void)state;
+    pbuf_t cr0, cr1, cr_nic, claim = {.n = 0}, nic_claim = {.n = 0};
+    claim_resource(&cr0, "gpu.nvidia.com", "node-a", "gpu-0", NULL);
+    claim_resource(&cr1, "gpu.nvidia.com", "node-a", "gpu-1-mig-9-4-4", "a1b2");
+    claim_resource(&cr_nic, "dra.net", "node-a", "eth1", NULL);
+    pb_str(&claim, 2, "shared-gpus");
+    pb_str(&claim, 3, "ml");
+    pb_sub(&claim, 4, &cr0);
+    pb_sub(&claim, 4, &cr1);
+    pb_sub(&claim, 4, &cr0); /* listed twice in one container: held once */
+    pb_str(&nic_claim, 2, "nic");
+    pb_str(&nic_claim, 3, "ml");
+    pb_sub(&nic_claim, 4, &cr_nic);
+    /* Two containers share the GPU claim; the second also has the NIC. */
+    pbuf_t c1 = {.n = 0}, c2 = {.n = 0}, pod = {.n = 0}, resp = {.n = 0};
+    pb_str(&c1, 1, "main");
+    pb_sub(&c1, 5, &claim);
+    pb_str(&c2, 1, "sidecar");
+    pb_sub(&c2, 5, &claim);
+    pb_sub(&c2, 5, &nic_claim);
+    pb_str(&pod, 1, "vllm-0");
+    pb_str(&pod, 2, "ml");
+    pb_sub(&pod, 3, &c1);
+    pb_sub(&pod, 3, &c2);
+    pb_sub(&resp, 1, &pod);
+
+    V1__ListPodResourcesResponse *r = v1__list_pod_resources_response__unpack(NULL, resp.n, resp.b);
+    assert_non_null(r);
+    pod_map_t *m = NULL;
+    assert_int_equal(pod_map_from_response(r, &m, NULL, 0), 0);
+    assert_int_equal(pod_map_device_count(m), 0); /* no UUIDs: nothing in the device map */
+    assert_int_equal(pod_map_dra_count(m), 5);
+    const pod_dra_holder_t *h = m->dra;
+    /* Sorted by container, then driver, pool, device. */
+    assert_string_equal(h[0].container, "main");
+    assert_string_equal(h[0].driver, "gpu.nvidia.com");
+    assert_string_equal(h[0].pool, "node-a");
+    assert_string_equal(h[0].device, "gpu-0");
+    assert_string_equal(h[0].share_id, "");
+    assert_string_equal(h[1].device, "gpu-1-mig-9-4-4");
+    assert_string_equal(h[1].share_id, "a1b2");
+    assert_string_equal(h[2].container, "sidecar");
+    assert_string_equal(h[2].driver, "dra.net");
+    assert_string_equal(h[2].device, "eth1");
+    assert_string_equal(h[3].device, "gpu-0");
+    assert_string_equal(h[4].device, "gpu-1-mig-9-4-4");
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(h[i].namespace_, "ml");
+        assert_string_equal(h[i].pod, "vllm-0");
+    }
+    pod_map_t *m2 = NULL;
+    assert_int_equal(pod_map_from_response(r, &m2, NULL, 0), 0);
+    assert_true(pod_map_equal(m, m2));
+    pod_map_t *empty = pod_map_new_empty();
+    assert_false(pod_map_equal(m, empty)); /* DRA devices count as a difference */
+    pod_map_free(empty);
+    pod_map_free(m2);
+    pod_map_free(m);
+    v1__list_pod_resources_response__free_unpacked(r, NULL);
+}
+
 static void test_pod_map_fails_cleanly_at_every_allocation(void **state) {
     (void)state;
     answer_t a;
@@ -416,6 +531,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_pod_map_rejects_null_arguments_with_einval, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pod_map_reads_the_wire_format, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_pod_map_keeps_dra_devices_from_the_kubelets_field_numbers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pod_map_fails_cleanly_at_every_allocation, setup,
                                         teardown),
     };

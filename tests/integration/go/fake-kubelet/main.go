@@ -8,11 +8,17 @@
 //
 //	{"pods": [{"namespace": "ml", "name": "vllm-0", "containers": [{"name": "main",
 //	   "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": ["GPU-..."]}],
-//	   "cpu_ids": [2, 3]}]}],
+//	   "cpu_ids": [2, 3],
+//	   "dynamic_resources": [{"claim_name": "gpus", "claim_namespace": "ml",
+//	     "claim_resources": [{"driver_name": "gpu.nvidia.com", "pool_name": "node-a",
+//	       "device_name": "gpu-0", "share_id": "", "cdi_devices": ["k8s.gpu.nvidia.com/claim=..."]}]}]}]}],
 //	 "fail": "UNAVAILABLE",   (optional: answer with this gRPC code instead)
 //	 "delay_ms": 0}           (optional: sleep before answering, ignoring the deadline)
 //
-// An unreadable or invalid state file is answered with INTERNAL. A stale
+// dynamic_resources is what a kubelet with DRA sends in ContainerResources
+// field 5 (DynamicResource: claim_name 2, claim_namespace 3, claim_resources
+// 4; ClaimResource: cdi_devices 1, driver_name 2, pool_name 3, device_name
+// 4, share_id 5). An unreadable or invalid state file is answered with INTERNAL. A stale
 // socket file at PATH is replaced, as the kubelet does when it restarts.
 // SIGTERM/SIGINT: stop and remove the socket; SIGKILL leaves it behind,
 // like a crashed kubelet. Prints "listening PATH" on stdout once serving.
@@ -43,10 +49,25 @@ type stateDevice struct {
 	DeviceIDs    []string `json:"device_ids"`
 }
 
+type stateClaimResource struct {
+	DriverName string   `json:"driver_name"`
+	PoolName   string   `json:"pool_name"`
+	DeviceName string   `json:"device_name"`
+	ShareID    string   `json:"share_id"`
+	CDIDevices []string `json:"cdi_devices"`
+}
+
+type stateDynamicResource struct {
+	ClaimName      string               `json:"claim_name"`
+	ClaimNamespace string               `json:"claim_namespace"`
+	ClaimResources []stateClaimResource `json:"claim_resources"`
+}
+
 type stateContainer struct {
-	Name    string        `json:"name"`
-	Devices []stateDevice `json:"devices"`
-	CPUIDs  []int64       `json:"cpu_ids"`
+	Name             string                 `json:"name"`
+	Devices          []stateDevice          `json:"devices"`
+	CPUIDs           []int64                `json:"cpu_ids"`
+	DynamicResources []stateDynamicResource `json:"dynamic_resources"`
 }
 
 type statePod struct {
@@ -98,6 +119,18 @@ func (s *server) List(_ context.Context, _ *pb.ListPodResourcesRequest) (*pb.Lis
 					DeviceIds:    d.DeviceIDs,
 					Topology:     &pb.TopologyInfo{Nodes: []*pb.NUMANode{{ID: 0}}},
 				})
+			}
+			for _, d := range c.DynamicResources {
+				dr := &pb.DynamicResource{ClaimName: d.ClaimName, ClaimNamespace: d.ClaimNamespace}
+				for _, r := range d.ClaimResources {
+					res := &pb.ClaimResource{DriverName: r.DriverName, PoolName: r.PoolName,
+						DeviceName: r.DeviceName, ShareId: r.ShareID}
+					for _, n := range r.CDIDevices {
+						res.CdiDevices = append(res.CdiDevices, &pb.CDIDevice{Name: n})
+					}
+					dr.ClaimResources = append(dr.ClaimResources, res)
+				}
+				cr.DynamicResources = append(cr.DynamicResources, dr)
 			}
 			pr.Containers = append(pr.Containers, cr)
 		}

@@ -1,0 +1,545 @@
+/*
+ * resource_slices.c - ResourceSlice decoding and the (driver, pool,
+ * device) -> uuid index.
+ *
+ * DESIGN
+ * Slices change rarely (a driver starting, MIG being repartitioned) and are
+ * looked up on every snapshot an agent sends with DRA devices in it, so the
+ * index keeps the slices in a plain array (found by name, linearly, on the
+ * rare change) and a device hash table (open addressing, FNV-1a over the
+ * three names) rebuilt lazily by the first lookup after a change. A
+ * cluster of 1,000 nodes with 8 GPUs and their MIG placements is some
+ * 100,000 devices: one rebuild is a few milliseconds, a lookup a probe or
+ * two.
+ */
+#include "kube/resource_slices.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/err.h"
+
+/* ---- decoding ------------------------------------------------------------------ */
+
+static int copy_field(const json_t *parent, const char *key, bool required, char *out, size_t cap,
+                      const char *who, const char *what, char *err, size_t errlen) {
+    out[0] = '\0';
+    const json_t *v = parent ? json_object_get(parent, key) : NULL;
+    if (!v || json_is_null(v)) {
+        if (required)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: missing", who, what);
+        return 0;
+    }
+    if (!json_is_string(v))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: not a string", who, what);
+    size_t n = json_string_length(v);
+    if (n >= cap)
+        return kgs_seterr(err, errlen, KGS_ERANGE, "resourceslice %s: %s: longer than %zu bytes",
+                          who, what, cap - 1);
+    if (strlen(json_string_value(v)) != n)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: holds a NUL", who, what);
+    if (required && n == 0) /* Kubernetes refuses these empty; an empty name could not be keyed */
+        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: empty", who, what);
+    memcpy(out, json_string_value(v), n + 1);
+    return 0;
+}
+
+static const json_t *object_or_null(const json_t *parent, const char *key, bool *bad) {
+    const json_t *v = parent ? json_object_get(parent, key) : NULL;
+    if (!v || json_is_null(v))
+        return NULL;
+    if (!json_is_object(v)) {
+        *bad = true;
+        return NULL;
+    }
+    return v;
+}
+
+static bool uuid_is_gpu(const char *s) {
+    return strncmp(s, "GPU-", 4) == 0 || strncmp(s, "MIG-", 4) == 0;
+}
+
+/* The device's uuid attribute: "uuid" (the driver's own domain) or
+ * "<driver>/uuid"; only a string value counts. */
+static int device_uuid(const json_t *dev, const char *driver, char *out, const char *who, char *err,
+                       size_t errlen) {
+    out[0] = '\0';
+    bool bad = false;
+    const json_t *attrs = object_or_null(dev, "attributes", &bad);
+    if (bad)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: attributes: not an object",
+                          who);
+    if (!attrs)
+        return 0;
+    char qualified[DRA_DRIVER_MAX + 8];
+    snprintf(qualified, sizeof qualified, "%s/uuid", driver);
+    const json_t *a = json_object_get(attrs, "uuid");
+    if (!a)
+        a = json_object_get(attrs, qualified);
+    if (!json_is_object(a))
+        return 0;
+    const json_t *str = json_object_get(a, "string");
+    if (!json_is_string(str))
+        return 0; /* an int or version uuid is not an NVML UUID */
+    size_t n = json_string_length(str);
+    if (n > DRA_UUID_MAX)
+        return kgs_seterr(err, errlen, KGS_ERANGE,
+                          "resourceslice %s: attributes.uuid: longer than %d bytes", who,
+                          DRA_UUID_MAX);
+    if (!uuid_is_gpu(json_string_value(str)) || strlen(json_string_value(str)) != n)
+        return 0;
+    memcpy(out, json_string_value(str), n + 1);
+    return 0;
+}
+
+void dra_slice_deinit(dra_slice_t *s) {
+    if (!s)
+        return;
+    free(s->devices);
+    s->devices = NULL;
+    s->device_count = 0;
+}
+
+int dra_slice_from_json(const json_t *obj, dra_slice_t *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(obj))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice: not an object");
+    bool bad = false;
+    const json_t *meta = object_or_null(obj, "metadata", &bad);
+    const json_t *spec = object_or_null(obj, "spec", &bad);
+    if (bad || !meta)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice: metadata: missing");
+    int rc;
+    if ((rc = copy_field(meta, "name", true, out->name, sizeof out->name, "?", "metadata.name", err,
+                         errlen)))
+        return rc;
+    const char *who = out->name;
+    if (!spec)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: spec: missing", who);
+    const json_t *pool = object_or_null(spec, "pool", &bad);
+    if (bad || !pool)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: spec.pool: missing", who);
+    if ((rc = copy_field(meta, "resourceVersion", true, out->resource_version,
+                         sizeof out->resource_version, who, "metadata.resourceVersion", err,
+                         errlen)) ||
+        (rc = copy_field(spec, "driver", true, out->driver, sizeof out->driver, who, "spec.driver",
+                         err, errlen)) ||
+        (rc = copy_field(pool, "name", true, out->pool, sizeof out->pool, who, "spec.pool.name",
+                         err, errlen)) ||
+        (rc = copy_field(spec, "nodeName", false, out->node, sizeof out->node, who, "spec.nodeName",
+                         err, errlen)))
+        return rc;
+    const json_t *gen = json_object_get(pool, "generation");
+    if (gen && !json_is_null(gen) && !json_is_integer(gen))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "resourceslice %s: spec.pool.generation: not an integer", who);
+    out->generation = gen && json_is_integer(gen) ? json_integer_value(gen) : 0;
+    const json_t *devs = json_object_get(spec, "devices");
+    if (!devs || json_is_null(devs))
+        return 0;
+    if (!json_is_array(devs))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: spec.devices: not an array",
+                          who);
+    size_t n = json_array_size(devs);
+    if (n > DRA_SLICE_MAX_DEVICES)
+        return kgs_seterr(err, errlen, KGS_ERANGE, "resourceslice %s: %zu devices, at most %d", who,
+                          n, DRA_SLICE_MAX_DEVICES);
+    if (n == 0)
+        return 0;
+    out->devices = calloc(n, sizeof *out->devices);
+    if (!out->devices)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "resourceslice %s: out of memory", who);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *d = json_array_get(devs, i);
+        dra_slice_device_t *o = &out->devices[i];
+        if (!json_is_object(d)) {
+            rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                            "resourceslice %s: spec.devices[%zu]: not an object", who, i);
+            goto fail;
+        }
+        if ((rc = copy_field(d, "name", true, o->name, sizeof o->name, who, "spec.devices[].name",
+                             err, errlen)) ||
+            (rc = device_uuid(d, out->driver, o->uuid, who, err, errlen)))
+            goto fail;
+        out->device_count++;
+    }
+    return 0;
+fail:
+    dra_slice_deinit(out);
+    return rc;
+}
+
+static json_t *load(const char *buf, size_t len, const char *what, char *err, size_t errlen,
+                    int *rc) {
+    json_error_t je;
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        *rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s: not JSON: %s (line %d)", what, je.text,
+                         je.line);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        *rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s: not a JSON object", what);
+        return NULL;
+    }
+    return root;
+}
+
+void dra_slice_list_deinit(dra_slice_list_t *l) {
+    for (size_t i = 0; i < l->count; i++)
+        dra_slice_deinit(&l->items[i]);
+    free(l->items);
+    l->items = NULL;
+    l->count = 0;
+}
+
+int dra_slice_list_parse(const char *buf, size_t len, dra_slice_list_t *out, char *err,
+                         size_t errlen) {
+    memset(out, 0, sizeof *out);
+    int rc;
+    json_t *root = load(buf, len, "ResourceSliceList", err, errlen, &rc);
+    if (!root)
+        return rc;
+    const json_t *kind = json_object_get(root, "kind");
+    bool bad = false;
+    const json_t *meta = object_or_null(root, "metadata", &bad);
+    const json_t *items = json_object_get(root, "items");
+    if (kind &&
+        (!json_is_string(kind) || strcmp(json_string_value(kind), "ResourceSliceList") != 0)) {
+        rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                        "ResourceSliceList: kind is not \"ResourceSliceList\"");
+        goto fail;
+    }
+    if (bad || !meta) {
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, "ResourceSliceList: metadata: missing");
+        goto fail;
+    }
+    if ((rc = copy_field(meta, "resourceVersion", true, out->resource_version,
+                         sizeof out->resource_version, "list", "metadata.resourceVersion", err,
+                         errlen)) ||
+        (rc = copy_field(meta, "continue", false, out->continue_token, sizeof out->continue_token,
+                         "list", "metadata.continue", err, errlen)))
+        goto fail;
+    if (items && !json_is_null(items) && !json_is_array(items)) {
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, "ResourceSliceList: items: not an array");
+        goto fail;
+    }
+    size_t n = items && json_is_array(items) ? json_array_size(items) : 0;
+    out->items = calloc(n ? n : 1, sizeof *out->items);
+    if (!out->items) {
+        rc = kgs_seterr(err, errlen, KGS_ENOMEM, "ResourceSliceList: out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char why[256];
+        dra_slice_t *s = &out->items[out->count];
+        rc = dra_slice_from_json(json_array_get(items, i), s, why, sizeof why);
+        if (rc == KGS_ERANGE) {
+            dra_slice_deinit(s);
+            if (out->skipped++ == 0)
+                snprintf(out->skip_reason, sizeof out->skip_reason, "%s", why);
+            continue;
+        }
+        if (rc) {
+            dra_slice_deinit(s);
+            kgs_seterr(err, errlen, rc, "ResourceSliceList: items[%zu]: %s", i, why);
+            goto fail;
+        }
+        out->count++;
+    }
+    json_decref(root);
+    return 0;
+fail:
+    dra_slice_list_deinit(out);
+    json_decref(root);
+    return rc;
+}
+
+static const char *const event_names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+
+int dra_slice_event_parse(const char *line, size_t len, kube_event_type_t *type, dra_slice_t *slice,
+                          char *rv, size_t rvlen, int *error_code, char *err, size_t errlen) {
+    if (slice)
+        memset(slice, 0, sizeof *slice);
+    if (rv && rvlen)
+        rv[0] = '\0';
+    if (error_code)
+        *error_code = 0;
+    int rc;
+    json_t *root = load(line, len, "watch event", err, errlen, &rc);
+    if (!root)
+        return rc;
+    const json_t *jt = json_object_get(root, "type");
+    const json_t *obj = json_object_get(root, "object");
+    char rvbuf[KUBE_RV_MAX + 1] = "";
+    size_t t;
+    if (!json_is_string(jt) || !json_is_object(obj)) {
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch event: type or object missing");
+        goto out;
+    }
+    for (t = 0; t < sizeof event_names / sizeof event_names[0]; t++)
+        if (strcmp(json_string_value(jt), event_names[t]) == 0)
+            break;
+    if (t == sizeof event_names / sizeof event_names[0]) {
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch event: unknown type \"%.40s\"",
+                        json_string_value(jt));
+        goto out;
+    }
+    *type = (kube_event_type_t)t;
+    if (*type == KUBE_EVENT_ERROR) {
+        const json_t *code = json_object_get(obj, "code");
+        const json_t *msg = json_object_get(obj, "message");
+        if (!json_is_integer(code) || json_integer_value(code) < 0 ||
+            json_integer_value(code) > 999) {
+            rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch ERROR event: no valid status code");
+            goto out;
+        }
+        if (error_code)
+            *error_code = (int)json_integer_value(code);
+        kgs_seterr(err, errlen, 0, "watch ERROR event: %d: %.300s", (int)json_integer_value(code),
+                   json_is_string(msg) ? json_string_value(msg) : "(no message)");
+        rc = 0;
+        goto out;
+    }
+    if (*type == KUBE_EVENT_BOOKMARK) {
+        bool bad = false;
+        const json_t *meta = object_or_null(obj, "metadata", &bad);
+        if ((rc = copy_field(meta, "resourceVersion", true, rvbuf, sizeof rvbuf, "bookmark",
+                             "metadata.resourceVersion", err, errlen)))
+            goto out;
+    } else {
+        dra_slice_t scratch;
+        dra_slice_t *s = slice ? slice : &scratch;
+        rc = dra_slice_from_json(obj, s, err, errlen);
+        if (rc) {
+            if (!slice || rc != KGS_ERANGE)
+                dra_slice_deinit(s);
+            goto out;
+        }
+        memcpy(rvbuf, s->resource_version, sizeof rvbuf);
+        if (!slice)
+            dra_slice_deinit(s);
+    }
+    if (rv && rvlen) {
+        if (strlen(rvbuf) >= rvlen) {
+            rc = kgs_seterr(err, errlen, KGS_ERANGE, "watch event: resourceVersion too long");
+            goto out;
+        }
+        memcpy(rv, rvbuf, strlen(rvbuf) + 1);
+    }
+out:
+    json_decref(root);
+    return rc;
+}
+
+/* ---- index --------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t slice; /* index into slices, +1; 0 = empty slot */
+    uint32_t device;
+} dra_slot_t;
+
+struct dra_index {
+    dra_slice_t *slices;
+    size_t n, cap;
+    char rv[KUBE_RV_MAX + 1];
+    dra_slot_t *table; /* power-of-two size; rebuilt when dirty */
+    size_t table_cap;
+    size_t devices;
+    bool dirty;
+};
+
+int dra_index_new(dra_index_t **out) {
+    *out = calloc(1, sizeof **out);
+    return *out ? 0 : KGS_ENOMEM;
+}
+
+void dra_index_free(dra_index_t *x) {
+    if (!x)
+        return;
+    for (size_t i = 0; i < x->n; i++)
+        dra_slice_deinit(&x->slices[i]);
+    free(x->slices);
+    free(x->table);
+    free(x);
+}
+
+static void set_rv(dra_index_t *x, const char *rv) {
+    if (rv && rv[0])
+        snprintf(x->rv, sizeof x->rv, "%s", rv);
+}
+
+int dra_index_replace_all(dra_index_t *x, dra_slice_t *slices, size_t n, const char *rv) {
+    dra_slice_t *ns = calloc(n ? n : 1, sizeof *ns);
+    if (!ns)
+        return KGS_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        ns[i] = slices[i];
+        slices[i].devices = NULL;
+        slices[i].device_count = 0;
+    }
+    for (size_t i = 0; i < x->n; i++)
+        dra_slice_deinit(&x->slices[i]);
+    free(x->slices);
+    x->slices = ns;
+    x->n = n;
+    x->cap = n ? n : 1;
+    x->rv[0] = '\0';
+    set_rv(x, rv);
+    x->dirty = true;
+    return 0;
+}
+
+static size_t find_slice(const dra_index_t *x, const char *name) {
+    for (size_t i = 0; i < x->n; i++)
+        if (strcmp(x->slices[i].name, name) == 0)
+            return i;
+    return SIZE_MAX;
+}
+
+static bool same_slice(const dra_slice_t *a, const dra_slice_t *b) {
+    if (strcmp(a->driver, b->driver) || strcmp(a->pool, b->pool) ||
+        a->generation != b->generation || a->device_count != b->device_count)
+        return false;
+    for (size_t i = 0; i < a->device_count; i++)
+        if (strcmp(a->devices[i].name, b->devices[i].name) ||
+            strcmp(a->devices[i].uuid, b->devices[i].uuid))
+            return false;
+    return true;
+}
+
+int dra_index_apply(dra_index_t *x, kube_event_type_t type, dra_slice_t *slice, const char *rv,
+                    bool *changed) {
+    if (changed)
+        *changed = false;
+    if (type == KUBE_EVENT_BOOKMARK) {
+        set_rv(x, rv);
+        return 0;
+    }
+    if (type == KUBE_EVENT_ERROR || !slice || !slice->name[0])
+        return KGS_EINVAL;
+    size_t at = find_slice(x, slice->name);
+    if (type == KUBE_EVENT_DELETED) {
+        if (at != SIZE_MAX) {
+            dra_slice_deinit(&x->slices[at]);
+            x->slices[at] = x->slices[--x->n];
+            x->dirty = true;
+            if (changed)
+                *changed = true;
+        }
+        dra_slice_deinit(slice);
+        set_rv(x, rv);
+        return 0;
+    }
+    if (at == SIZE_MAX) {
+        if (x->n == x->cap || !x->slices) {
+            size_t cap = x->cap ? x->cap * 2 : 16;
+            dra_slice_t *ns = realloc(x->slices, cap * sizeof *ns);
+            if (!ns)
+                return KGS_ENOMEM;
+            x->slices = ns;
+            x->cap = cap;
+        }
+        at = x->n++;
+        memset(&x->slices[at], 0, sizeof x->slices[at]);
+    } else if (same_slice(&x->slices[at], slice)) {
+        snprintf(x->slices[at].resource_version, sizeof x->slices[at].resource_version, "%s",
+                 slice->resource_version);
+        dra_slice_deinit(slice);
+        set_rv(x, rv);
+        return 0;
+    }
+    dra_slice_deinit(&x->slices[at]);
+    x->slices[at] = *slice;
+    slice->devices = NULL;
+    slice->device_count = 0;
+    x->dirty = true;
+    if (changed)
+        *changed = true;
+    set_rv(x, rv);
+    return 0;
+}
+
+static uint64_t key_hash(const char *driver, const char *pool, const char *device) {
+    uint64_t h = UINT64_C(14695981039346656037);
+    const char *parts[3] = {driver, pool, device};
+    for (int p = 0; p < 3; p++) {
+        for (const unsigned char *s = (const unsigned char *)parts[p]; *s; s++)
+            h = (h ^ *s) * UINT64_C(1099511628211);
+        h = (h ^ 0xff) * UINT64_C(1099511628211); /* separator: ("ab","c") != ("a","bc") */
+    }
+    return h;
+}
+
+static bool slot_is(const dra_index_t *x, dra_slot_t s, const char *driver, const char *pool,
+                    const char *device) {
+    const dra_slice_t *sl = &x->slices[s.slice - 1];
+    return strcmp(sl->driver, driver) == 0 && strcmp(sl->pool, pool) == 0 &&
+           strcmp(sl->devices[s.device].name, device) == 0;
+}
+
+static int rebuild(dra_index_t *x) {
+    size_t total = 0;
+    for (size_t i = 0; i < x->n; i++)
+        total += x->slices[i].device_count;
+    size_t cap = 16;
+    while (cap < total * 2)
+        cap *= 2;
+    dra_slot_t *t = calloc(cap, sizeof *t);
+    if (!t)
+        return KGS_ENOMEM;
+    free(x->table);
+    x->table = t;
+    x->table_cap = cap;
+    x->devices = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        const dra_slice_t *sl = &x->slices[i];
+        for (size_t d = 0; d < sl->device_count; d++) {
+            size_t h = (size_t)key_hash(sl->driver, sl->pool, sl->devices[d].name) & (cap - 1);
+            while (t[h].slice && !slot_is(x, t[h], sl->driver, sl->pool, sl->devices[d].name))
+                h = (h + 1) & (cap - 1);
+            if (t[h].slice && x->slices[t[h].slice - 1].generation >= sl->generation)
+                continue; /* the same device in an older or equal generation */
+            if (!t[h].slice)
+                x->devices++;
+            t[h].slice = (uint32_t)i + 1;
+            t[h].device = (uint32_t)d;
+        }
+    }
+    x->dirty = false;
+    return 0;
+}
+
+const char *dra_index_lookup(dra_index_t *x, const char *driver, const char *pool,
+                             const char *device) {
+    if (!x || !driver || !pool || !device)
+        return NULL;
+    if ((x->dirty || !x->table) && rebuild(x) != 0)
+        return NULL;
+    size_t h = (size_t)key_hash(driver, pool, device) & (x->table_cap - 1);
+    while (x->table[h].slice) {
+        if (slot_is(x, x->table[h], driver, pool, device))
+            return x->slices[x->table[h].slice - 1].devices[x->table[h].device].uuid;
+        h = (h + 1) & (x->table_cap - 1);
+    }
+    return NULL;
+}
+
+size_t dra_index_slice_count(const dra_index_t *x) {
+    return x ? x->n : 0;
+}
+
+size_t dra_index_device_count(const dra_index_t *x) {
+    if (!x)
+        return 0;
+    size_t total = 0;
+    for (size_t i = 0; i < x->n; i++)
+        total += x->slices[i].device_count;
+    return total;
+}
+
+const char *dra_index_resource_version(const dra_index_t *x) {
+    return x->rv;
+}

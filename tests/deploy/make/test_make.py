@@ -189,6 +189,24 @@ class Demo(unittest.TestCase):
                           p.stderr)
             self.assertIn("make run %s=%d" % (var, port + 1), p.stderr)
 
+    def test_every_bundled_scenario_shows_a_trigger_that_answers(self):
+        """make run SCENARIO=... shows values, not an error, on each bundled
+        node that has GPUs to read (mig-a100: memory per MIG instance)."""
+        for name in ("inference-burst.json", "mig-a100.json", "idle-4xh100.json"):
+            ports = {k: str(self.free_port()) for k in
+                     ("KGS_DEMO_PORT", "KGS_DEMO_PROBE_PORT", "KGS_DEMO_METRICS_PORT")}
+            p = subprocess.Popen([os.path.join(SOURCE, "scripts", "run-demo"), BUILD,
+                                  "sim/scenarios/" + name], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, cwd=SOURCE,
+                                 env=dict(os.environ, **ports), start_new_session=True)
+            try:
+                out, _ = p.communicate(timeout=6)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, 15)
+                out, _ = p.communicate(timeout=10)
+            self.assertRegex(out, r"keda_gpu_metric +target \d+ +value [0-9.]+ +active", name + out)
+            self.assertNotRegex(out, r"GetMetric\w*: [A-Z_]+:", name + out)
+
     def test_a_missing_scenario_lists_the_bundled_ones(self):
         p = self.run_demo("sim/scenarios/nope.json", {})
         self.assertEqual(p.returncode, 2)

@@ -80,12 +80,19 @@ typedef enum {
  * has no sample was idle in the period (NVML lists only active processes):
  * its utilisation is a known 0 when the sample call itself succeeded.
  */
+#define SNAPSHOT_POD_UID_MAX 40      /* a pod UID (36) or a static pod's 32-hex hash, + NUL */
+#define SNAPSHOT_CONTAINER_ID_MAX 72 /* a 64-hex container id + NUL (longer ones are dropped) */
 typedef struct {
     uint32_t pid;   /* in the host PID namespace */
     uint32_t valid; /* bit PROC_F_x */
     double sm_util_pct;
     double mem_util_pct;
     uint64_t used_memory_bytes;
+    /* Which pod the process belongs to, from its cgroup: filled on the agent
+     * (before the snapshot is published) or by the decoder; "" = not a pod's
+     * process, or not known. */
+    char pod_uid[SNAPSHOT_POD_UID_MAX];
+    char container_id[SNAPSHOT_CONTAINER_ID_MAX];
 } proc_record_t;
 
 /*

@@ -235,3 +235,20 @@ int proc_cgroup_read(const char *proc_root, uint32_t pid, cgroup_pod_t *out, cha
     close(fd);
     return cgroup_pod_parse(buf, got, out, err, errlen);
 }
+
+unsigned proc_cgroup_annotate(snapshot_t *s, const char *proc_root) {
+    unsigned n = 0;
+    for (unsigned i = 0; i < s->proc_total; i++) {
+        proc_record_t *r = &s->procs[i];
+        cgroup_pod_t p;
+        r->pod_uid[0] = '\0';
+        r->container_id[0] = '\0';
+        if (proc_cgroup_read(proc_root, r->pid, &p, NULL, 0) != 0)
+            continue;
+        snprintf(r->pod_uid, sizeof r->pod_uid, "%s", p.pod_uid);
+        if (strlen(p.container_id) < sizeof r->container_id)
+            snprintf(r->container_id, sizeof r->container_id, "%s", p.container_id);
+        n++;
+    }
+    return n;
+}

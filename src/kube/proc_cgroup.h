@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/snapshot.h"
+
 #define CGROUP_POD_UID_MAX 40       /* 36 + NUL; static pods' 32-hex UIDs fit too */
 #define CGROUP_CONTAINER_ID_MAX 129 /* 64 hex in practice; 128 allowed */
 #define CGROUP_FILE_MAX (64u * 1024u)
@@ -43,5 +45,14 @@ int cgroup_pod_parse(const char *text, size_t len, cgroup_pod_t *out, char *err,
  */
 int proc_cgroup_read(const char *proc_root, uint32_t pid, cgroup_pod_t *out, char *err,
                      size_t errlen);
+
+/*
+ * Fills pod_uid and container_id of every process record of `s` (not yet
+ * published, so still writable) from <proc_root>/<pid>/cgroup. A process
+ * whose file cannot be read (it exited) or that is in no pod keeps "": it
+ * belongs to no pod, which a share evaluation then leaves out. Returns the
+ * number of records attributed to a pod. Sampler thread (file I/O).
+ */
+unsigned proc_cgroup_annotate(snapshot_t *s, const char *proc_root);
 
 #endif

@@ -95,7 +95,7 @@ static void check_same(const snapshot_t *a, const snapshot_t *b) {
         FUZZ_CHECK(memcmp(a->gpus, b->gpus, a->gpu_count * sizeof *a->gpus) == 0);
     if (a->mig_total)
         FUZZ_CHECK(memcmp(a->mig, b->mig, a->mig_total * sizeof *a->mig) == 0);
-    FUZZ_CHECK(a->proc_total == b->proc_total);
+    FUZZ_CHECK(a->proc_total == b->proc_total && a->procs_attributed == b->procs_attributed);
     if (a->proc_total)
         FUZZ_CHECK(memcmp(a->procs, b->procs, a->proc_total * sizeof *a->procs) == 0);
 }

@@ -398,6 +398,7 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
         }
     }
     msg.n_processes = k;
+    msg.processes_attributed = s->procs_attributed;
     msg.processes = prp;
 
     size_t n = kgs__cluster__v1__node_snapshot__get_packed_size(&msg);
@@ -779,6 +780,7 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
     snprintf(s->error, sizeof s->error, "%s", msg->nvml_error);
     snprintf(s->driver_version, sizeof s->driver_version, "%s", msg->driver_version);
     snprintf(s->node_name, sizeof s->node_name, "%s", msg->node);
+    s->procs_attributed = msg->processes_attributed;
 
     for (size_t i = 0; i < ng; i++) {
         const Kgs__Cluster__V1__Gpu *in = msg->gpus[i];

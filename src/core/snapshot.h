@@ -198,6 +198,9 @@ typedef struct snapshot {
     mig_record_t *mig;
     unsigned proc_total;
     proc_record_t *procs;
+    /* The agent looked up each process's pod (--proc-root): an empty
+     * pod_uid then means "no pod's", not "not looked up". */
+    bool procs_attributed;
 
     /* private */
     atomic_uint _refs;

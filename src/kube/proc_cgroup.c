@@ -238,6 +238,7 @@ int proc_cgroup_read(const char *proc_root, uint32_t pid, cgroup_pod_t *out, cha
 
 unsigned proc_cgroup_annotate(snapshot_t *s, const char *proc_root) {
     unsigned n = 0;
+    s->procs_attributed = true;
     for (unsigned i = 0; i < s->proc_total; i++) {
         proc_record_t *r = &s->procs[i];
         cgroup_pod_t p;

@@ -50,7 +50,8 @@ int proc_cgroup_read(const char *proc_root, uint32_t pid, cgroup_pod_t *out, cha
  * Fills pod_uid and container_id of every process record of `s` (not yet
  * published, so still writable) from <proc_root>/<pid>/cgroup. A process
  * whose file cannot be read (it exited) or that is in no pod keeps "": it
- * belongs to no pod, which a share evaluation then leaves out. Returns the
+ * belongs to no pod, which a share evaluation then leaves out. Sets
+ * s->procs_attributed (also when there is no process). Returns the
  * number of records attributed to a pod. Sampler thread (file I/O).
  */
 unsigned proc_cgroup_annotate(snapshot_t *s, const char *proc_root);

@@ -615,6 +615,7 @@ static snapshot_t *procs_snapshot(void) {
     s->status = SNAPSHOT_OK;
     s->taken_mono = 100 * SEC;
     snprintf(s->node_name, sizeof s->node_name, "n1");
+    s->procs_attributed = true;
     gpu_record_t *g = &s->gpus[0];
     snprintf(g->uuid, sizeof g->uuid, "GPU-0000");
     g->procs =
@@ -651,6 +652,7 @@ static void test_snapshot_codec_round_trips_processes_by_device(void **state) {
     snapshot_t *s = procs_snapshot();
     snapshot_t *d = trip(s, NULL, 100 * SEC, 100 * SEC, NULL);
     assert_int_equal(d->proc_total, 3);
+    assert_true(d->procs_attributed);
     const proc_list_t *a = &d->gpus[0].procs;
     assert_true(a->list_ok && a->util_ok);
     assert_int_equal(a->count, 2);

@@ -142,6 +142,19 @@ static void test_proc_cgroup_read_from_a_proc_tree(void **state) {
     assert_string_equal(p.pod_uid, UID);
     assert_int_equal(proc_cgroup_read(root, 4243, &p, err, sizeof err), KGS_EIO);
     assert_non_null(strstr(err, "4243/cgroup"));
+
+    /* A snapshot's records get their pods; an unreadable pid stays "". */
+    snapshot_t *s = snapshot_new_with_procs(1, 0, 2);
+    assert_non_null(s);
+    s->procs[0].pid = 4242;
+    s->procs[1].pid = 4243;
+    snprintf(s->procs[1].pod_uid, sizeof s->procs[1].pod_uid, "stale");
+    assert_int_equal(proc_cgroup_annotate(s, root), 1);
+    assert_true(s->procs_attributed);
+    assert_string_equal(s->procs[0].pod_uid, UID);
+    assert_string_equal(s->procs[0].container_id, CID);
+    assert_string_equal(s->procs[1].pod_uid, "");
+    snapshot_unref(s);
     unlink(file);
     rmdir(dir);
     rmdir(root);

@@ -296,11 +296,9 @@ static void test_nvml_sim_every_shipped_scenario_loads(void **state) {
     static const struct {
         const char *file;
         unsigned devices;
-    } files[] = {{"idle-4xh100.json", 4},
-                 {"inference-burst.json", 2},
-                 {"mig-a100.json", 2},
-                 {"gpu-lost.json", 2},
-                 {"old-driver.json", 1}};
+    } files[] = {{"idle-4xh100.json", 4}, {"inference-burst.json", 2},
+                 {"mig-a100.json", 2},    {"gpu-lost.json", 2},
+                 {"old-driver.json", 1},  {"time-slicing-h100.json", 1}};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/sim/scenarios/%s", src, files[i].file);

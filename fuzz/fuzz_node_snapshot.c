@@ -59,6 +59,22 @@ static void check_snapshot(const snapshot_t *s) {
         mig_seen += g->mig_count;
     }
     FUZZ_CHECK(mig_seen == s->mig_total); /* every instance has its parent */
+    unsigned procs_seen = 0;
+    for (unsigned i = 0; i < s->gpu_count + s->mig_total; i++) {
+        const proc_list_t *pl =
+            i < s->gpu_count ? &s->gpus[i].procs : &s->mig[i - s->gpu_count].procs;
+        FUZZ_CHECK(pl->count == 0 || pl->list_ok);
+        FUZZ_CHECK(pl->first <= s->proc_total && pl->count <= s->proc_total - pl->first);
+        procs_seen += pl->count;
+    }
+    FUZZ_CHECK(procs_seen == s->proc_total); /* every process has its device */
+    for (unsigned i = 0; i < s->proc_total; i++) {
+        const proc_record_t *p = &s->procs[i];
+        FUZZ_CHECK(terminated(p->pod_uid, sizeof p->pod_uid));
+        FUZZ_CHECK(terminated(p->container_id, sizeof p->container_id));
+        if (proc_has(p, PROC_F_SM_UTIL))
+            FUZZ_CHECK(isfinite(p->sm_util_pct) && p->sm_util_pct >= 0 && p->sm_util_pct <= 100);
+    }
     for (unsigned i = 0; i < s->mig_total; i++) {
         const mig_record_t *m = &s->mig[i];
         FUZZ_CHECK(terminated(m->uuid, sizeof m->uuid));
@@ -82,6 +98,9 @@ static void check_same(const snapshot_t *a, const snapshot_t *b) {
         FUZZ_CHECK(memcmp(a->gpus, b->gpus, a->gpu_count * sizeof *a->gpus) == 0);
     if (a->mig_total)
         FUZZ_CHECK(memcmp(a->mig, b->mig, a->mig_total * sizeof *a->mig) == 0);
+    FUZZ_CHECK(a->proc_total == b->proc_total && a->procs_attributed == b->procs_attributed);
+    if (a->proc_total)
+        FUZZ_CHECK(memcmp(a->procs, b->procs, a->proc_total * sizeof *a->procs) == 0);
 }
 
 static void check_same_pods(const node_pods_t *a, const node_pods_t *b) {

@@ -1019,6 +1019,120 @@ SIM_EXPORT const char *nvml_sim_scenario_error(void) {
 
 /* ---- nvmlErrorString: NVML's wording ---- */
 
+/* ---- processes ---- */
+
+/* The processes a handle shows: a MIG handle its instance's; the GPU (or,
+ * as real NVML does for a privileged caller, a MIG-enabled parent) all. */
+static int sim_process_visible(const sim_target_t *t, const scenario_process_t *pr,
+                               scenario_proc_kind_t kind) {
+    if (pr->kind != kind)
+        return 0;
+    return !t->m || pr->mig_index == t->mig;
+}
+
+/* NVML's protocol for the running-process lists: *infoCount in is the
+ * capacity; too small (0 with NULL included) -> INSUFFICIENT_SIZE with the
+ * needed count; otherwise the entries and their count (SUCCESS and 0 when
+ * nothing runs). `stride` is the variant's element size (16 for the
+ * unversioned call, 24 for _v2/_v3). */
+static nvmlReturn_t sim_running(int call, nvmlDevice_t device, scenario_proc_kind_t kind,
+                                unsigned int *infoCount, void *infos, size_t stride) {
+    sim_target_t t;
+    nvmlReturn_t rc = sim_begin_device(call, device, &t);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (!infoCount)
+        return sim_end(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned n = 0;
+    for (size_t i = 0; i < t.dev->process_count; i++)
+        n += (unsigned)sim_process_visible(&t, &t.dev->processes[i], kind);
+    if (*infoCount < n || (n > 0 && !infos)) {
+        *infoCount = n;
+        return sim_end(NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    unsigned k = 0;
+    for (size_t i = 0; i < t.dev->process_count; i++) {
+        const scenario_process_t *pr = &t.dev->processes[i];
+        if (!sim_process_visible(&t, pr, kind))
+            continue;
+        unsigned long long mem = pr->has_used_memory ? (unsigned long long)pr->used_memory_bytes
+                                                     : NVML_VALUE_NOT_AVAILABLE_ULL;
+        char *slot = (char *)infos + (size_t)k * stride;
+        if (stride == sizeof(nvmlProcessInfo_v1_t)) {
+            nvmlProcessInfo_v1_t e = {.pid = pr->pid, .usedGpuMemory = mem};
+            memcpy(slot, &e, sizeof e);
+        } else {
+            nvmlProcessInfo_v2_t e = {.pid = pr->pid,
+                                      .usedGpuMemory = mem,
+                                      .gpuInstanceId = NVML_INSTANCE_ID_NONE,
+                                      .computeInstanceId = NVML_INSTANCE_ID_NONE};
+            if (pr->mig_index >= 0) {
+                e.gpuInstanceId = t.dev->mig[pr->mig_index].gpu_instance_id;
+                e.computeInstanceId = t.dev->mig[pr->mig_index].compute_instance_id;
+            }
+            memcpy(slot, &e, sizeof e);
+        }
+        k++;
+    }
+    *infoCount = k;
+    return sim_end(NVML_SUCCESS);
+}
+
+#define SIM_RUNNING(name, kind, elem)                                                              \
+    static nvmlReturn_t sim_##name(nvmlDevice_t device, unsigned int *infoCount, elem *infos) {    \
+        return sim_running(SCENARIO_CALL_##name, device, kind, infoCount, infos, sizeof(elem));    \
+    }
+SIM_RUNNING(nvmlDeviceGetComputeRunningProcesses_v3, SCENARIO_PROC_COMPUTE, nvmlProcessInfo_v2_t)
+SIM_RUNNING(nvmlDeviceGetComputeRunningProcesses_v2, SCENARIO_PROC_COMPUTE, nvmlProcessInfo_v2_t)
+SIM_RUNNING(nvmlDeviceGetComputeRunningProcesses, SCENARIO_PROC_COMPUTE, nvmlProcessInfo_v1_t)
+SIM_RUNNING(nvmlDeviceGetGraphicsRunningProcesses_v3, SCENARIO_PROC_GRAPHICS, nvmlProcessInfo_v2_t)
+SIM_RUNNING(nvmlDeviceGetGraphicsRunningProcesses_v2, SCENARIO_PROC_GRAPHICS, nvmlProcessInfo_v2_t)
+SIM_RUNNING(nvmlDeviceGetGraphicsRunningProcesses, SCENARIO_PROC_GRAPHICS, nvmlProcessInfo_v1_t)
+SIM_RUNNING(nvmlDeviceGetMPSComputeRunningProcesses_v3, SCENARIO_PROC_MPS, nvmlProcessInfo_v2_t)
+SIM_RUNNING(nvmlDeviceGetMPSComputeRunningProcesses_v2, SCENARIO_PROC_MPS, nvmlProcessInfo_v2_t)
+#undef SIM_RUNNING
+
+/* One sample per active process (sm_util or mem_util > 0), stamped now:
+ * real NVML lists only processes active in the last period. NOT_FOUND when
+ * none is newer than lastSeenTimeStamp; NULL (or too small a buffer) ->
+ * INSUFFICIENT_SIZE with the count. Not supported on MIG (NVML's note). */
+static nvmlReturn_t sim_nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                                        nvmlProcessUtilizationSample_t *utilization,
+                                                        unsigned int *processSamplesCount,
+                                                        unsigned long long lastSeenTimeStamp) {
+    SIM_DEVICE_BEGIN(nvmlDeviceGetProcessUtilization, device, t);
+    if (!processSamplesCount)
+        return sim_end(NVML_ERROR_INVALID_ARGUMENT);
+    if (t.m || t.dev->mig_enabled)
+        return sim_end(NVML_ERROR_NOT_SUPPORTED);
+    unsigned long long now = (unsigned long long)sim_wall_us();
+    unsigned n = 0;
+    for (size_t i = 0; i < t.dev->process_count; i++) {
+        const scenario_process_t *pr = &t.dev->processes[i];
+        n += (pr->has_sm_util && pr->sm_util > 0) || (pr->has_mem_util && pr->mem_util > 0);
+    }
+    if (n == 0 || now <= lastSeenTimeStamp)
+        return sim_end(NVML_ERROR_NOT_FOUND);
+    if (!utilization || *processSamplesCount < n) {
+        *processSamplesCount = n;
+        return sim_end(NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    unsigned k = 0;
+    for (size_t i = 0; i < t.dev->process_count; i++) {
+        const scenario_process_t *pr = &t.dev->processes[i];
+        if (!((pr->has_sm_util && pr->sm_util > 0) || (pr->has_mem_util && pr->mem_util > 0)))
+            continue;
+        nvmlProcessUtilizationSample_t *u = &utilization[k++];
+        memset(u, 0, sizeof *u);
+        u->pid = pr->pid;
+        u->timeStamp = now;
+        u->smUtil = pr->has_sm_util ? pr->sm_util : 0;
+        u->memUtil = pr->has_mem_util ? pr->mem_util : 0;
+    }
+    *processSamplesCount = k;
+    return sim_end(NVML_SUCCESS);
+}
+
 SIM_EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
     switch (result) {
     case NVML_SUCCESS:

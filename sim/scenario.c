@@ -746,12 +746,100 @@ static int error_timeline_parse(parse_ctx_t *p, json_t *arr, double repeat, scen
     return 0;
 }
 
+static int process_parse(parse_ctx_t *p, json_t *obj, const scenario_device_t *d,
+                         scenario_process_t *pr) {
+    static const char *const keys[] = {"pid",       "sm_util", "mem_util", "used_memory_bytes",
+                                       "mig_index", "type"};
+    int rc = expect(p, obj, JSON_OBJECT, "an object {\"pid\": 1234, \"sm_util\": 40, ...}");
+    if (rc || (rc = check_keys(p, obj, keys, sizeof keys / sizeof keys[0])))
+        return rc;
+    size_t old;
+    json_t *j;
+    double d_ = 0;
+    pr->mig_index = -1;
+    if (!(j = member(p, obj, "pid", &old)))
+        return fail(p, "missing \"pid\" (the host PID of the process)");
+    POP_OR_RETURN(number_in(p, j, true, 1, false, 4194304.0, &d_)); /* Linux pid_max limit */
+    pr->pid = (unsigned)d_;
+    if ((j = member(p, obj, "sm_util", &old))) {
+        POP_OR_RETURN(number_in(p, j, true, 0, false, 100, &d_));
+        pr->sm_util = (unsigned)d_;
+        pr->has_sm_util = true;
+    }
+    if ((j = member(p, obj, "mem_util", &old))) {
+        POP_OR_RETURN(number_in(p, j, true, 0, false, 100, &d_));
+        pr->mem_util = (unsigned)d_;
+        pr->has_mem_util = true;
+    }
+    if ((j = member(p, obj, "used_memory_bytes", &old))) {
+        POP_OR_RETURN(number_in(p, j, true, 0, false, 9007199254740992.0, &pr->used_memory_bytes));
+        pr->has_used_memory = true;
+    }
+    if ((j = member(p, obj, "type", &old))) {
+        static const char *const kinds[] = {"compute", "graphics", "mps"};
+        if ((rc = expect(p, j, JSON_STRING, "a string")))
+            return rc;
+        const char *k = json_string_value(j);
+        size_t i = 0;
+        while (i < 3 && strcmp(k, kinds[i]) != 0)
+            i++;
+        if (i == 3)
+            return fail_unknown(p, "process type", k, kinds, 3);
+        pr->kind = (scenario_proc_kind_t)i;
+        path_pop(p, old);
+    }
+    if ((j = member(p, obj, "mig_index", &old))) {
+        POP_OR_RETURN(number_in(p, j, true, 0, false, SCENARIO_MAX_MIG_INSTANCES - 1, &d_));
+        if (!d->mig_enabled || (size_t)d_ >= d->mig_count) {
+            path_push_key(p, "mig_index");
+            return fail(p, "%u: the device has %zu MIG instances%s", (unsigned)d_, d->mig_count,
+                        d->mig_enabled ? "" : " (MIG is not enabled)");
+        }
+        pr->mig_index = (int)d_;
+    } else if (d->mig_enabled) {
+        return fail(p,
+                    "missing \"mig_index\": on a MIG-enabled GPU a process runs in an "
+                    "instance (0-%zu)",
+                    d->mig_count ? d->mig_count - 1 : 0);
+    }
+    return 0;
+}
+
+static int processes_parse(parse_ctx_t *p, json_t *arr, scenario_device_t *d) {
+    int rc = expect(p, arr, JSON_ARRAY, "an array of processes");
+    if (rc)
+        return rc;
+    size_t n = json_array_size(arr);
+    if (n > SCENARIO_MAX_PROCESSES)
+        return fail(p, "has %zu processes; the stand-in allows at most %d", n,
+                    SCENARIO_MAX_PROCESSES);
+    if (n == 0)
+        return 0;
+    d->processes = calloc(n, sizeof *d->processes);
+    if (!d->processes)
+        return KGS_ENOMEM;
+    d->process_count = n;
+    for (size_t i = 0; i < n; i++) {
+        size_t old = path_push_index(p, i);
+        if ((rc = process_parse(p, json_array_get(arr, i), d, &d->processes[i])))
+            return rc;
+        for (size_t k = 0; k < i; k++) {
+            if (d->processes[k].pid == d->processes[i].pid &&
+                d->processes[k].kind == d->processes[i].kind)
+                return fail(p, "pid %u is already listed as processes[%zu]", d->processes[i].pid,
+                            k);
+        }
+        path_pop(p, old);
+    }
+    return 0;
+}
+
 static int device_parse(parse_ctx_t *p, json_t *obj, double repeat, size_t index,
                         scenario_device_t *d) {
     static const char *const keys[] = {
         "uuid",           "name",         "pci_bus_id", "memory_total_bytes", "power_limit_mw",
         "gpm_supported",  "nvlink_links", "values",     "timeline",           "errors",
-        "error_timeline", "latency_ms",   "mig"};
+        "error_timeline", "latency_ms",   "mig",        "processes"};
     int rc = expect(p, obj, JSON_OBJECT, "an object");
     if (rc || (rc = check_keys(p, obj, keys, sizeof keys / sizeof keys[0])))
         return rc;
@@ -806,6 +894,8 @@ static int device_parse(parse_ctx_t *p, json_t *obj, double repeat, size_t index
         POP_OR_RETURN(latency_parse(p, j, d));
     if ((j = member(p, obj, "mig", &old)))
         POP_OR_RETURN(mig_parse(p, j, repeat, d));
+    if ((j = member(p, obj, "processes", &old)))
+        POP_OR_RETURN(processes_parse(p, j, d));
     return memory_check(p, d->has_memory_total, d->memory_total_bytes, &d->values, d->timeline,
                         d->timeline_len);
 }
@@ -988,6 +1078,7 @@ void scenario_free(scenario_t *sc) {
         scenario_device_t *d = &sc->devices[i];
         free(d->timeline);
         free(d->error_timeline);
+        free(d->processes);
         for (size_t m = 0; m < d->mig_count; m++)
             free(d->mig[m].timeline);
     }

@@ -23,6 +23,8 @@
 /* NVML's nvmlDeviceGetMaxMigDeviceCount() is 7 on every MIG-capable part. */
 #define SCENARIO_MAX_MIG_INSTANCES 7
 #define SCENARIO_MAX_TIMELINE_STEPS 4096
+/* More than the collector keeps per GPU (64), so its bound can be tested. */
+#define SCENARIO_MAX_PROCESSES 256
 #define SCENARIO_MAX_FILE_BYTES (4u * 1024u * 1024u)
 
 /* Every NVML symbol the stand-in exports, as an index: SCENARIO_CALL_<name>. */
@@ -105,6 +107,25 @@ typedef struct {
     size_t timeline_len;
 } scenario_mig_t;
 
+/* A process with a context on the GPU (or on one of its MIG instances).
+ * sm_util / mem_util: what nvmlDeviceGetProcessUtilization reports for it
+ * (absent, or 0: the process is not in the samples, as real NVML lists
+ * only processes active in the last period). used_memory_bytes absent:
+ * NVML_VALUE_NOT_AVAILABLE. mig_index: the MIG instance slot, -1 = none. */
+typedef enum {
+    SCENARIO_PROC_COMPUTE = 0,
+    SCENARIO_PROC_GRAPHICS,
+    SCENARIO_PROC_MPS
+} scenario_proc_kind_t;
+typedef struct {
+    unsigned pid;
+    scenario_proc_kind_t kind;
+    bool has_sm_util, has_mem_util, has_used_memory;
+    unsigned sm_util, mem_util;
+    double used_memory_bytes;
+    int mig_index;
+} scenario_process_t;
+
 typedef struct {
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
@@ -130,6 +151,8 @@ typedef struct {
     bool mig_enabled;
     scenario_mig_t mig[SCENARIO_MAX_MIG_INSTANCES]; /* slot i = MIG device index i */
     size_t mig_count;
+    scenario_process_t *processes; /* owned */
+    size_t process_count;
 } scenario_device_t;
 
 /* Read-only after scenario_parse(). */

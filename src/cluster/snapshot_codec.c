@@ -38,6 +38,8 @@ _Static_assert(GPU_F_COUNT <= 32, "valid bits are a uint32");
 #define MAX_MIGS (4096u * 8u)
 #define MAX_VALUES 32u /* one per valid bit */
 #define DEC "decode NodeSnapshot: "
+#define PROC_CODEC_FIELDS                                                                          \
+    ((1u << PROC_F_SM_UTIL) | (1u << PROC_F_MEM_UTIL) | (1u << PROC_F_USED_MEMORY))
 
 /* ---- field values ---------------------------------------------------------------- */
 
@@ -234,6 +236,24 @@ static const char *value_check(gpu_field_t f, double v) {
 
 /* ---- encode ------------------------------------------------------------------------ */
 
+/* qsort has no context argument; the encoder is not reentrant on one
+ * thread, and _Thread_local keeps threads apart. */
+static _Thread_local const snapshot_t *order_snap;
+
+static const proc_list_t *device_procs(const snapshot_t *s, unsigned i) {
+    return i < s->gpu_count ? &s->gpus[i].procs : &s->mig[i - s->gpu_count].procs;
+}
+
+/* Devices by the position of their process list; ties (empty lists) by
+ * device order, so the sort is deterministic. */
+static int cmp_by_first(const void *a, const void *b) {
+    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+    unsigned fx = device_procs(order_snap, x)->first, fy = device_procs(order_snap, y)->first;
+    if (fx != fy)
+        return fx < fy ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
 int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_t now,
                           uint32_t sample_interval_ms, uint8_t **out, size_t *len, char *err,
                           size_t errlen) {
@@ -253,7 +273,12 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
     size_t nd = pods && pods->known ? pods->dra_total : 0;
     Kgs__Cluster__V1__DraDevice *dm = calloc(nd ? nd : 1, sizeof *dm);
     Kgs__Cluster__V1__DraDevice **dp = calloc(nd ? nd : 1, sizeof *dp);
-    if (!gm || !gp || !mm || !mp || !vals || !codes || !pm || !pp || !dm || !dp) {
+    size_t nproc = s->proc_total;
+    Kgs__Cluster__V1__GpuProcess *prm = calloc(nproc ? nproc : 1, sizeof *prm);
+    Kgs__Cluster__V1__GpuProcess **prp = calloc(nproc ? nproc : 1, sizeof *prp);
+    unsigned *order = calloc(ng + nm ? ng + nm : 1, sizeof *order);
+    if (!gm || !gp || !mm || !mp || !vals || !codes || !pm || !pp || !dm || !dp || !prm || !prp ||
+        !order) {
         kgs_seterr(err, errlen, KGS_ENOMEM, "encode NodeSnapshot: out of memory");
         goto out;
     }
@@ -291,6 +316,11 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
         o->health = (Kgs__Cluster__V1__Health)g->health;
         o->health_nvml_code = g->health_nvml_code;
         o->mig_enabled = g->mig_enabled;
+        o->processes_known = g->procs.list_ok;
+        o->processes_code = g->procs.list_code;
+        o->processes_dropped = g->procs.dropped;
+        o->process_util_known = g->procs.util_ok;
+        o->process_util_code = g->procs.util_code;
         gp[i] = o;
     }
     msg.n_gpus = ng;
@@ -317,6 +347,11 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
                 o->values[f] = mig_get(m, (gpu_field_t)f);
             o->field_errors[f] = m->field_error[f];
         }
+        o->processes_known = m->procs.list_ok;
+        o->processes_code = m->procs.list_code;
+        o->processes_dropped = m->procs.dropped;
+        o->process_util_known = m->procs.util_ok;
+        o->process_util_code = m->procs.util_code;
         mp[i] = o;
     }
     msg.n_migs = nm;
@@ -352,6 +387,38 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
     msg.pods_known = pods && pods->known;
     msg.pods_error = (char *)(pods && !pods->known && pods->error ? pods->error : "");
 
+    /* Processes, device by device, devices in the order of their lists in
+     * s->procs (so what a decoder built re-encodes to the same order). */
+    size_t k = 0;
+    for (size_t i = 0; i < ng + nm; i++)
+        order[i] = (unsigned)i;
+    order_snap = s;
+    qsort(order, ng + nm, sizeof *order, cmp_by_first);
+    for (size_t oi = 0; oi < ng + nm; oi++) {
+        size_t i = order[oi];
+        const proc_list_t *pl = i < ng ? &s->gpus[i].procs : &s->mig[i - ng].procs;
+        const char *uuid = i < ng ? s->gpus[i].uuid : s->mig[i - ng].uuid;
+        if (!pl->list_ok)
+            continue;
+        for (unsigned j = 0; j < pl->count && pl->first + j < nproc && k < nproc; j++) {
+            const proc_record_t *r = &s->procs[pl->first + j];
+            Kgs__Cluster__V1__GpuProcess *o = &prm[k];
+            kgs__cluster__v1__gpu_process__init(o);
+            o->gpu_uuid = (char *)uuid;
+            o->pid = r->pid;
+            o->pod_uid = (char *)r->pod_uid;
+            o->container_id = (char *)r->container_id;
+            o->valid = r->valid & PROC_CODEC_FIELDS;
+            o->sm_util = proc_has(r, PROC_F_SM_UTIL) ? r->sm_util_pct : 0;
+            o->mem_util = proc_has(r, PROC_F_MEM_UTIL) ? r->mem_util_pct : 0;
+            o->used_memory_bytes = proc_has(r, PROC_F_USED_MEMORY) ? r->used_memory_bytes : 0;
+            prp[k++] = o;
+        }
+    }
+    msg.n_processes = k;
+    msg.processes_attributed = s->procs_attributed;
+    msg.processes = prp;
+
     size_t n = kgs__cluster__v1__node_snapshot__get_packed_size(&msg);
     if (n > SNAPSHOT_CODEC_MAX_BYTES) {
         rc = kgs_seterr(err, errlen, KGS_ERANGE, "encode NodeSnapshot: %zu bytes, at most %u", n,
@@ -370,6 +437,9 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
 out:
     free(dp);
     free(dm);
+    free(order);
+    free(prp);
+    free(prm);
     free(pp);
     free(pm);
     free(codes);
@@ -546,6 +616,124 @@ static int decode_pods(const Kgs__Cluster__V1__NodeSnapshot *msg, node_pods_t **
     return 0;
 }
 
+/* A device's process-list status, checked. */
+static int check_proc_status(bool known, int32_t code, uint32_t dropped, bool util_known,
+                             int32_t util_code, const char *where, proc_list_t *pl, char *err,
+                             size_t errlen) {
+    if (code < INT16_MIN || code > INT16_MAX || util_code < INT16_MIN || util_code > INT16_MAX)
+        return kgs_seterr(err, errlen, KGS_EINVAL, DEC "%sprocess NVML code out of range", where);
+    if (!known && (dropped || util_known))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          DEC "%sprocesses_dropped or process_util_known without processes_known",
+                          where);
+    if (dropped > SNAPSHOT_MAX_PROCS)
+        return kgs_seterr(err, errlen, KGS_EINVAL, DEC "%sprocesses_dropped %u, at most %u", where,
+                          dropped, SNAPSHOT_MAX_PROCS);
+    memset(pl, 0, sizeof *pl);
+    pl->list_ok = known;
+    pl->list_code = (int16_t)code;
+    pl->dropped = dropped;
+    pl->util_ok = util_known;
+    pl->util_code = (int16_t)util_code;
+    return 0;
+}
+
+typedef struct {
+    const char *uuid;
+    unsigned pos; /* < ng: gpus[pos]; else migs[pos - ng] */
+} uuid_slot_t;
+
+static int cmp_uuid_slot(const void *a, const void *b) {
+    return strcmp(((const uuid_slot_t *)a)->uuid, ((const uuid_slot_t *)b)->uuid);
+}
+
+/*
+ * The processes into s->procs, attached to their devices' lists. Each
+ * record's gpu_uuid must name a GPU or MIG instance (uniquely) whose
+ * processes_known is set, and one device's records must be adjacent.
+ */
+static int decode_processes(const Kgs__Cluster__V1__NodeSnapshot *msg, snapshot_t *s, char *err,
+                            size_t errlen) {
+    size_t ng = s->gpu_count, nm = s->mig_total, n = msg->n_processes;
+    if (n == 0)
+        return 0;
+    uuid_slot_t *slots = calloc(ng + nm, sizeof *slots);
+    if (!slots)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, DEC "out of memory");
+    for (size_t i = 0; i < ng + nm; i++) {
+        slots[i].uuid = i < ng ? s->gpus[i].uuid : s->mig[i - ng].uuid;
+        slots[i].pos = (unsigned)i;
+    }
+    qsort(slots, ng + nm, sizeof *slots, cmp_uuid_slot);
+    int rc = 0;
+    for (size_t i = 1; i < ng + nm; i++) {
+        if (slots[i].uuid[0] && strcmp(slots[i].uuid, slots[i - 1].uuid) == 0) {
+            rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                            DEC "uuid %s is used by two devices, so processes cannot be attributed",
+                            slots[i].uuid);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const Kgs__Cluster__V1__GpuProcess *in = msg->processes[i];
+        char where[160];
+        snprintf(where, sizeof where, "processes[%zu]: ", i);
+        if ((rc = check_str(in->gpu_uuid, SNAPSHOT_UUID_MAX, where, "gpu_uuid", err, errlen)) ||
+            (rc = check_str(in->pod_uid, SNAPSHOT_POD_UID_MAX, where, "pod_uid", err, errlen)) ||
+            (rc = check_str(in->container_id, SNAPSHOT_CONTAINER_ID_MAX, where, "container_id", err,
+                            errlen)))
+            goto out;
+        uuid_slot_t key = {in->gpu_uuid, 0};
+        const uuid_slot_t *hit =
+            in->gpu_uuid[0] ? bsearch(&key, slots, ng + nm, sizeof *slots, cmp_uuid_slot) : NULL;
+        if (!hit) {
+            rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                            DEC "%sgpu_uuid \"%s\" names no GPU or MIG "
+                                "instance of this snapshot",
+                            where, in->gpu_uuid);
+            goto out;
+        }
+        proc_list_t *pl = hit->pos < ng ? &s->gpus[hit->pos].procs : &s->mig[hit->pos - ng].procs;
+        if (!pl->list_ok) {
+            rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                            DEC "%s%s: processes listed but "
+                                "processes_known is false",
+                            where, in->gpu_uuid);
+            goto out;
+        }
+        if (pl->count == 0) {
+            pl->first = (unsigned)i;
+        } else if (pl->first + pl->count != i) {
+            rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                            DEC "%s%s: processes of one device are not "
+                                "adjacent",
+                            where, in->gpu_uuid);
+            goto out;
+        }
+        pl->count++;
+        proc_record_t *r = &s->procs[i];
+        r->pid = in->pid;
+        r->valid = in->valid & PROC_CODEC_FIELDS; /* bits a newer agent adds are dropped */
+        if ((proc_has(r, PROC_F_SM_UTIL) &&
+             (!isfinite(in->sm_util) || in->sm_util < 0 || in->sm_util > 100)) ||
+            (proc_has(r, PROC_F_MEM_UTIL) &&
+             (!isfinite(in->mem_util) || in->mem_util < 0 || in->mem_util > 100))) {
+            rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                            DEC "%spid %u: utilisation not a percent (sm %g, mem %g)", where,
+                            in->pid, in->sm_util, in->mem_util);
+            goto out;
+        }
+        r->sm_util_pct = proc_has(r, PROC_F_SM_UTIL) ? in->sm_util : 0;
+        r->mem_util_pct = proc_has(r, PROC_F_MEM_UTIL) ? in->mem_util : 0;
+        r->used_memory_bytes = proc_has(r, PROC_F_USED_MEMORY) ? in->used_memory_bytes : 0;
+        snprintf(r->pod_uid, sizeof r->pod_uid, "%s", in->pod_uid);
+        snprintf(r->container_id, sizeof r->container_id, "%s", in->container_id);
+    }
+out:
+    free(slots);
+    return rc;
+}
+
 int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, snapshot_t **out,
                           node_pods_t **pods, char *err, size_t errlen) {
     *out = NULL;
@@ -612,10 +800,15 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
     for (size_t i = 0; i < nm; i++)
         if ((rc = check_mig(msg->migs[i], i, &mvalid[i], err, errlen)))
             goto out;
+    if (msg->n_processes > SNAPSHOT_MAX_PROCS) {
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, DEC "%zu processes, at most %u", msg->n_processes,
+                        SNAPSHOT_MAX_PROCS);
+        goto out;
+    }
     if ((rc = decode_pods(msg, &np, err, errlen)))
         goto out;
 
-    s = snapshot_new((unsigned)ng, (unsigned)nm);
+    s = snapshot_new_with_procs((unsigned)ng, (unsigned)nm, (unsigned)msg->n_processes);
     if (!s) {
         rc = kgs_seterr(err, errlen, KGS_ENOMEM, DEC "out of memory");
         goto out;
@@ -629,6 +822,7 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
     snprintf(s->error, sizeof s->error, "%s", msg->nvml_error);
     snprintf(s->driver_version, sizeof s->driver_version, "%s", msg->driver_version);
     snprintf(s->node_name, sizeof s->node_name, "%s", msg->node);
+    s->procs_attributed = msg->processes_attributed;
 
     for (size_t i = 0; i < ng; i++) {
         const Kgs__Cluster__V1__Gpu *in = msg->gpus[i];
@@ -647,6 +841,12 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
         g->health = (gpu_health_t)in->health;
         g->health_nvml_code = in->health_nvml_code;
         g->mig_enabled = in->mig_enabled;
+        char where[160];
+        snprintf(where, sizeof where, "gpus[%zu] (%s): ", i, g->uuid[0] ? g->uuid : "no uuid");
+        if ((rc = check_proc_status(in->processes_known, in->processes_code, in->processes_dropped,
+                                    in->process_util_known, in->process_util_code, where, &g->procs,
+                                    err, errlen)))
+            goto out;
     }
 
     for (size_t i = 0; i < nm; i++) {
@@ -691,7 +891,15 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
             if (f < in->n_field_errors)
                 m->field_error[f] = (int16_t)in->field_errors[f];
         }
+        char where[160];
+        snprintf(where, sizeof where, "migs[%zu] (%s): ", i, uuid);
+        if ((rc = check_proc_status(in->processes_known, in->processes_code, in->processes_dropped,
+                                    in->process_util_known, in->process_util_code, where, &m->procs,
+                                    err, errlen)))
+            goto out;
     }
+    if ((rc = decode_processes(msg, s, err, errlen)))
+        goto out;
 
     *out = s;
     s = NULL;

@@ -55,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/aggregate.h"
 
@@ -351,8 +352,152 @@ static void pod_acc_add(pod_eval_t *pe, double v) {
     pe->acc.n++;
 }
 
+/* ---- shared GPUs (gpuSharing) ---------------------------------------------- */
+
+/*
+ * A pod's share of a device is the sum over the processes NVML lists on it
+ * whose cgroup is the pod's. Kept apart from the whole-device path above:
+ * pod_add_device asks share_try() first and, when it declines, goes on as
+ * before. See docs/configuration.md, "Shared GPUs".
+ */
+
+static const proc_list_t *device_proc_list(const snapshot_t *s, bool is_gpu, int i) {
+    return is_gpu ? &s->gpus[i].procs : &s->mig[i].procs;
+}
+
+/* Whether another pod on the node is attributed physical device id[0..len). */
+static bool device_held_by_another_pod(const node_pods_t *np, const pod_t *pod, const char *id,
+                                       size_t len) {
+    for (size_t k = 0; k < np->count; k++) {
+        const node_pod_entry_t *e = &np->entries[k];
+        if (strcmp(e->namespace_, pod->namespace) == 0 && strcmp(e->pod, pod->name) == 0)
+            continue;
+        for (size_t d = 0; d < e->device_count; d++) {
+            const char *o = e->device_ids[d];
+            if (strncmp(o, id, len) == 0 && (o[len] == '\0' || strncmp(o + len, "::", 2) == 0))
+                return true;
+        }
+    }
+    return false;
+}
+
+static bool metric_is_utilisation(metric_type_t t) {
+    return t == METRIC_GPU_UTILIZATION || t == METRIC_MEMORY_UTILIZATION;
+}
+
+/* Why the device's per-process data cannot give metric t a share (written
+ * into why), or false when it can. */
+static bool share_data_missing(const snapshot_t *s, bool is_gpu, int i, metric_type_t t, char *why,
+                               size_t n) {
+    const proc_list_t *pl = device_proc_list(s, is_gpu, i);
+    const char *uuid = is_gpu ? s->gpus[i].uuid : s->mig[i].uuid;
+    if (!s->procs_attributed) {
+        snprintf(why, n,
+                 "the agent does not attribute GPU processes to pods (it needs --proc-root /proc "
+                 "and the host PID namespace: the chart's agent.gpuSharingAttribution)");
+        return true;
+    }
+    if (!pl->list_ok) {
+        snprintf(why, n, "NVML's process list of %s is unavailable (%s)", uuid,
+                 pl->list_code ? nvml_code_name(pl->list_code) : "this driver has no such call");
+        return true;
+    }
+    if (pl->dropped) {
+        snprintf(why, n,
+                 "%s runs more processes than the agent reports (%u left out), so the pod's share "
+                 "is not known",
+                 uuid, pl->dropped);
+        return true;
+    }
+    if (metric_is_utilisation(t) && !pl->util_ok) {
+        if (!is_gpu)
+            snprintf(why, n,
+                     "NVML has no per-process utilisation on a MIG instance (%s); "
+                     "memory_used_mib and memory_used_percent have a share there",
+                     uuid);
+        else
+            snprintf(why, n, "NVML's per-process utilisation of %s is unavailable (%s)", uuid,
+                     pl->util_code ? nvml_code_name(pl->util_code)
+                                   : "this driver has no such call");
+        return true;
+    }
+    if (t == METRIC_MEMORY_USED_PERCENT &&
+        !(is_gpu ? gpu_has(&s->gpus[i], GPU_F_MEM_TOTAL) && s->gpus[i].memory_total_bytes > 0
+                 : mig_has(&s->mig[i], GPU_F_MEM_TOTAL) && s->mig[i].memory_total_bytes > 0)) {
+        snprintf(why, n, "the memory total of %s is absent", uuid);
+        return true;
+    }
+    return false;
+}
+
+/* The pod's share of device i for metric t (data checked present). False
+ * with why when one of its processes lacks the value. */
+static bool share_value(const snapshot_t *s, bool is_gpu, int i, const char *pod_uid,
+                        metric_type_t t, double *out, char *why, size_t n) {
+    const proc_list_t *pl = device_proc_list(s, is_gpu, i);
+    double sum = 0;
+    for (unsigned k = 0; k < pl->count && pl->first + k < s->proc_total; k++) {
+        const proc_record_t *r = &s->procs[pl->first + k];
+        if (!pod_uid[0] || strcasecmp(r->pod_uid, pod_uid) != 0)
+            continue;
+        proc_field_t f = t == METRIC_GPU_UTILIZATION      ? PROC_F_SM_UTIL
+                         : t == METRIC_MEMORY_UTILIZATION ? PROC_F_MEM_UTIL
+                                                          : PROC_F_USED_MEMORY;
+        if (!proc_has(r, f)) {
+            snprintf(why, n, "NVML does not report the %s of the pod's process %u on %s",
+                     f == PROC_F_USED_MEMORY ? "used memory" : "utilisation", r->pid,
+                     is_gpu ? s->gpus[i].uuid : s->mig[i].uuid);
+            return false;
+        }
+        sum += f == PROC_F_SM_UTIL    ? r->sm_util_pct
+               : f == PROC_F_MEM_UTIL ? r->mem_util_pct
+                                      : (double)r->used_memory_bytes;
+    }
+    if (t == METRIC_MEMORY_USED_MIB)
+        sum /= 1048576.0;
+    else if (t == METRIC_MEMORY_USED_PERCENT)
+        sum = sum * 100.0 /
+              (double)(is_gpu ? s->gpus[i].memory_total_bytes : s->mig[i].memory_total_bytes);
+    *out = sum;
+    return true;
+}
+
+/*
+ * The gpuSharing decision for one device of the pod. Returns false when the
+ * whole-device path applies (whole; auto on an unshared device or one
+ * without per-process data; an unhealthy GPU, whose error the whole path
+ * writes). Returns true when the share was folded in, or, for share with
+ * its data missing, the pod was marked failed with a gap.
+ */
+static bool share_try(pod_eval_t *pe, const node_pods_t *np, const char *id, size_t len,
+                      bool replica, bool is_gpu, int i) {
+    wl_ctx_t *x = pe->x;
+    const trigger_config_t *c = x->c;
+    const snapshot_t *s = pe->s;
+    if (c->gpu_sharing == GPU_SHARING_WHOLE || !gpu_sharing_metric_per_process(c->metric_type))
+        return false;
+    if (c->gpu_sharing == GPU_SHARING_AUTO && !replica &&
+        !device_held_by_another_pod(np, pe->pod, id, len))
+        return false;
+    const gpu_record_t *g = is_gpu ? &s->gpus[i] : snapshot_gpu_by_index(s, s->mig[i].parent_index);
+    if (!g || g->health != GPU_HEALTH_OK)
+        return false;
+    char why[400];
+    double v = 0;
+    if (share_data_missing(s, is_gpu, i, c->metric_type, why, sizeof why) ||
+        !share_value(s, is_gpu, i, pe->pod->uid, c->metric_type, &v, why, sizeof why)) {
+        if (c->gpu_sharing == GPU_SHARING_AUTO)
+            return false;
+        gap(x, pe->pod->name, "%s: gpuSharing share: %s", pe->who, why);
+        pe->acc.failed = true;
+        return true;
+    }
+    pod_acc_add(pe, v);
+    return true;
+}
+
 /* Adds device id d of the pod to the batch; false when the pod failed. */
-static bool pod_add_device(pod_eval_t *pe, const char *d) {
+static bool pod_add_device(pod_eval_t *pe, const node_pods_t *np, const char *d) {
     wl_ctx_t *x = pe->x;
     const snapshot_t *s = pe->s;
     trigger_config_t *sc = &x->scratch;
@@ -384,6 +529,8 @@ static bool pod_add_device(pod_eval_t *pe, const char *d) {
     if (x->seen[bit / 8] & (1u << (bit % 8)))
         return true; /* another replica (or container) of a device already counted */
     x->seen[bit / 8] |= (unsigned char)(1u << (bit % 8));
+    if (share_try(pe, np, d, len, sep != NULL, is_gpu, i))
+        return !pe->acc.failed;
     if (is_gpu) {
         /* The common case, a healthy GPU with the field present, needs no
          * trip through evaluator_run: a workload of hundreds of pods is
@@ -522,7 +669,7 @@ static void pod_evaluate(wl_ctx_t *x, const pod_t *p) {
             return;
         }
         for (size_t d = 0; d < ent->device_count; d++)
-            if (!pod_add_device(&pe, ent->device_ids[d]))
+            if (!pod_add_device(&pe, np, ent->device_ids[d]))
                 break;
     }
     pod_flush(&pe);

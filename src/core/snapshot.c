@@ -35,18 +35,25 @@ const char *gpu_health_name(gpu_health_t h) {
 }
 
 snapshot_t *snapshot_new(unsigned gpus, unsigned migs) {
+    return snapshot_new_with_procs(gpus, migs, 0);
+}
+
+snapshot_t *snapshot_new_with_procs(unsigned gpus, unsigned migs, unsigned procs) {
     size_t head = sizeof(snapshot_t);
     /* Round the header up so the record arrays stay aligned. */
     head = (head + 15u) & ~(size_t)15u;
     size_t gpu_bytes = (size_t)gpus * sizeof(gpu_record_t);
     size_t mig_bytes = (size_t)migs * sizeof(mig_record_t);
-    if (gpus > 4096 || migs > 4096 * 8)
+    size_t proc_bytes = (size_t)procs * sizeof(proc_record_t);
+    if (gpus > 4096 || migs > 4096 * 8 || procs > SNAPSHOT_MAX_PROCS)
         return NULL; /* far beyond any node; also keeps the sums below from overflowing */
-    snapshot_t *s = calloc(1, head + gpu_bytes + mig_bytes);
+    snapshot_t *s = calloc(1, head + gpu_bytes + mig_bytes + proc_bytes);
     if (!s)
         return NULL;
     s->gpus = gpus ? (gpu_record_t *)((char *)s + head) : NULL;
     s->mig = migs ? (mig_record_t *)((char *)s + head + gpu_bytes) : NULL;
+    s->procs = procs ? (proc_record_t *)((char *)s + head + gpu_bytes + mig_bytes) : NULL;
+    s->proc_total = procs;
     s->gpu_count = gpus;
     s->mig_total = migs;
     atomic_init(&s->_refs, 1);

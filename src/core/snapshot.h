@@ -66,6 +66,49 @@ const char *gpu_health_name(gpu_health_t h);
 #define SNAPSHOT_BUSID_MAX 32
 #define SNAPSHOT_PROFILE_MAX 32
 
+/* Per-process fields; bit index = enum value in proc_record_t.valid. */
+typedef enum {
+    PROC_F_SM_UTIL = 0,     /* nvmlDeviceGetProcessUtilization smUtil, percent of the GPU */
+    PROC_F_MEM_UTIL = 1,    /* its memUtil */
+    PROC_F_USED_MEMORY = 2, /* usedGpuMemory of the running-process list, bytes */
+} proc_field_t;
+
+/*
+ * One process with a context on a GPU (or MIG instance), from the
+ * running-process lists (compute, graphics, MPS clients), with its share of
+ * utilisation from the process-utilisation samples. A running process that
+ * has no sample was idle in the period (NVML lists only active processes):
+ * its utilisation is a known 0 when the sample call itself succeeded.
+ */
+#define SNAPSHOT_POD_UID_MAX 40      /* a pod UID (36) or a static pod's 32-hex hash, + NUL */
+#define SNAPSHOT_CONTAINER_ID_MAX 72 /* a 64-hex container id + NUL (longer ones are dropped) */
+typedef struct {
+    uint32_t pid;   /* in the host PID namespace */
+    uint32_t valid; /* bit PROC_F_x */
+    double sm_util_pct;
+    double mem_util_pct;
+    uint64_t used_memory_bytes;
+    /* Which pod the process belongs to, from its cgroup: filled on the agent
+     * (before the snapshot is published) or by the decoder; "" = not a pod's
+     * process, or not known. */
+    char pod_uid[SNAPSHOT_POD_UID_MAX];
+    char container_id[SNAPSHOT_CONTAINER_ID_MAX];
+} proc_record_t;
+
+/*
+ * A GPU's (or MIG instance's) process list: records [first, first+count)
+ * of snapshot->procs. `list_ok` false: the list is absent (list_code is the
+ * NVML code; 0 = no symbol), and then nothing about sharing is known.
+ * `dropped` counts processes beyond the per-GPU bound that were not kept.
+ * `util_ok` false: per-process utilisation is absent (util_code: NVML's
+ * code, NOT_SUPPORTED on MIG, where NVML has no per-process utilisation).
+ */
+typedef struct {
+    unsigned first, count, dropped;
+    bool list_ok, util_ok;
+    int16_t list_code, util_code;
+} proc_list_t;
+
 /*
  * One physical GPU. Units are in the names. Values are meaningful only when
  * the matching bit in `valid` is set; field_error[f] holds the NVML return
@@ -106,6 +149,9 @@ typedef struct {
     bool mig_enabled;
     unsigned mig_first; /* index into snapshot->mig[] of this GPU's first instance */
     unsigned mig_count;
+
+    /* Per-process data (shared GPUs): see proc_record_t. */
+    proc_list_t procs;
 } gpu_record_t;
 
 /* Fields a MIG instance may carry (subset of gpu_field_t). */
@@ -125,6 +171,7 @@ typedef struct {
     double sm_active_pct;
     double sm_occupancy_pct;
     double dram_bw_util_pct;
+    proc_list_t procs; /* per MIG handle: NVML lists processes per instance */
 } mig_record_t;
 
 typedef enum {
@@ -149,6 +196,11 @@ typedef struct snapshot {
     gpu_record_t *gpus;
     unsigned mig_total;
     mig_record_t *mig;
+    unsigned proc_total;
+    proc_record_t *procs;
+    /* The agent looked up each process's pod (--proc-root): an empty
+     * pod_uid then means "no pod's", not "not looked up". */
+    bool procs_attributed;
 
     /* private */
     atomic_uint _refs;
@@ -157,6 +209,10 @@ typedef struct snapshot {
 /* Allocates a zeroed snapshot with room for `gpus` GPUs and `migs` MIG
  * instances, refcount 1. Returned: release with snapshot_unref(). NULL on OOM. */
 snapshot_t *snapshot_new(unsigned gpus, unsigned migs);
+/* As snapshot_new, with room for `procs` process records (at most
+ * SNAPSHOT_MAX_PROCS). */
+snapshot_t *snapshot_new_with_procs(unsigned gpus, unsigned migs, unsigned procs);
+#define SNAPSHOT_MAX_PROCS (4096u * 64u)
 
 /* Adds a reference; returns s. Thread-safe. s may be NULL. */
 snapshot_t *snapshot_ref(snapshot_t *s);
@@ -166,6 +222,9 @@ void snapshot_unref(snapshot_t *s);
 
 static inline bool gpu_has(const gpu_record_t *g, gpu_field_t f) {
     return (g->valid >> f) & 1u;
+}
+static inline bool proc_has(const proc_record_t *p, proc_field_t f) {
+    return (p->valid >> f) & 1u;
 }
 static inline bool mig_has(const mig_record_t *m, gpu_field_t f) {
     return (m->valid >> f) & 1u;

@@ -243,6 +243,11 @@ static bool node_selector_is_label_selector(const char *p, size_t n) {
     return false;
 }
 
+bool gpu_sharing_metric_per_process(metric_type_t t) {
+    return t == METRIC_GPU_UTILIZATION || t == METRIC_MEMORY_UTILIZATION ||
+           t == METRIC_MEMORY_USED_MIB || t == METRIC_MEMORY_USED_PERCENT;
+}
+
 /* 10. The workload scope: podSelector, namespace, nodeSelector,
  * podAggregation, partialData, each validated, then their combinations. */
 static int resolve_scope(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
@@ -299,6 +304,25 @@ static int resolve_scope(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
         if (rc)
             return rc;
         c->partial_data = (partial_data_t)e;
+    }
+    if (slot[K_GPU_SHARING]) {
+        v = tc_value_of(slot[K_GPU_SHARING]);
+        rc = tc_key_enum(K_GPU_SHARING, v, &e, err, errlen);
+        if (rc)
+            return rc;
+        c->gpu_sharing = (gpu_sharing_t)e;
+        if (!c->has_pod_selector)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "gpuSharing is set without podSelector: it decides what each "
+                              "selected pod's value on a shared GPU is, so it would be ignored; "
+                              "add podSelector or drop gpuSharing");
+        if (c->gpu_sharing == GPU_SHARING_SHARE && !gpu_sharing_metric_per_process(c->metric_type))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "gpuSharing share with metricType %s: NVML reports %s for the whole "
+                              "GPU only, not per process; per-process metrics are "
+                              "gpu_utilization, memory_utilization, memory_used_mib and "
+                              "memory_used_percent (or use gpuSharing whole)",
+                              metric_type_name(c->metric_type), metric_type_name(c->metric_type));
     }
 
     if (c->has_pod_selector) {

@@ -57,6 +57,27 @@ typedef enum {
 /* "error", "ignore"; "?" when out of range. */
 const char *partial_data_name(partial_data_t p);
 
+/*
+ * gpuSharing: what a pod's value on a GPU is when the GPU is shared
+ * (time-slicing "GPU-<uuid>::N" ids, MPS, several pods on one device).
+ * WHOLE: the device's value, as if the pod had it alone. SHARE: the pod's
+ * own share, from the processes NVML lists on the device that belong to the
+ * pod (utilisation: their smUtil / memUtil; memory: their used memory);
+ * missing per-process data is a gap, never a made-up split. AUTO: SHARE on
+ * a device that is shared and has per-process data, else WHOLE. Only the
+ * metrics gpu_sharing_metric_per_process() accepts have a share.
+ */
+typedef enum { GPU_SHARING_AUTO, GPU_SHARING_WHOLE, GPU_SHARING_SHARE } gpu_sharing_t;
+
+/* "auto", "whole", "share"; "?" when out of range. */
+const char *gpu_sharing_name(gpu_sharing_t g);
+
+/* Whether metric t has a per-process share: gpu_utilization (smUtil),
+ * memory_utilization (memUtil), memory_used_mib and memory_used_percent
+ * (used memory). Temperature, power, clocks, PCIe, NVLink and the GPM
+ * metrics are whole-GPU only. */
+bool gpu_sharing_metric_per_process(metric_type_t t);
+
 /* nodeSelector: which nodes count when no podSelector is given. */
 typedef enum {
     NODE_SCOPE_ALL,     /* no nodeSelector */
@@ -218,6 +239,7 @@ typedef struct {
     label_selector_t node_selector;          /* NODE_SCOPE_SELECTOR; otherwise empty */
     pod_aggregation_t pod_aggregation;       /* default POD_AGG_AVG; set only with podSelector */
     partial_data_t partial_data;             /* default PARTIAL_DATA_ERROR */
+    gpu_sharing_t gpu_sharing;               /* default GPU_SHARING_AUTO; only with podSelector */
 
     /* Engine and queue signals; demand.type == DEMAND_NONE for GPU triggers.
      * For DEMAND_COMPOSITE, metric_type is the GPU metric of targetGpu. */

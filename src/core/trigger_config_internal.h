@@ -47,6 +47,7 @@ typedef enum {
     K_NODE_SELECTOR,
     K_POD_AGGREGATION,
     K_PARTIAL_DATA,
+    K_GPU_SHARING,
     K_ENGINE,
     K_VLLM_ENDPOINT, /* the three endpoint keys stay adjacent (resolve_engine loops over them) */
     K_TRITON_ENDPOINT,

@@ -73,6 +73,7 @@ static const char *const metric_type_values[METRIC_TYPE_COUNT + DEMAND_TYPE_COUN
 static const char *const aggregation_names[] = {"sum", "max", "min", "avg", "p95", "p99"};
 static const char *const pod_aggregation_names[] = {"avg", "sum", "max", "min"};
 static const char *const partial_data_names[] = {"error", "ignore"};
+static const char *const gpu_sharing_names[] = {"auto", "whole", "share"};
 static const char *const scheme_names[] = {"http", "https"};
 static const char *const measure_names[] = {"lag", "pending", "length"};
 static const char *const forecast_names[] = {"none", "trend"};
@@ -102,6 +103,10 @@ const char *aggregation_name(aggregation_t a) {
 
 const char *pod_aggregation_name(pod_aggregation_t a) {
     return (unsigned)a < NV(pod_aggregation_names) ? pod_aggregation_names[a] : "?";
+}
+
+const char *gpu_sharing_name(gpu_sharing_t g) {
+    return (unsigned)g < NV(gpu_sharing_names) ? gpu_sharing_names[g] : "?";
 }
 
 const char *partial_data_name(partial_data_t p) {
@@ -176,6 +181,8 @@ const key_row_t tc_keys[K_COUNT] = {
                  "`avg`", .serves = TS_GPU | TS_DEMAND, .example = "max"),
     [K_PARTIAL_DATA] = ROW_ENUM("partialData", KG_GENERAL, partial_data_names, "error or ignore",
                                 "`error`", .serves = TS_ALL, .example = "ignore"),
+    [K_GPU_SHARING] = ROW_ENUM("gpuSharing", KG_GENERAL, gpu_sharing_names, "auto, whole or share",
+                               "`auto`", .serves = TS_GPU | TS_DEMAND, .example = "share"),
     [K_ENGINE] = {.name = "engine",
                   .type = KT_ENUM,
                   .group = KG_ENGINE,

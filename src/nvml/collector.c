@@ -59,6 +59,7 @@ typedef struct {
     bool gpm_prev_valid;
     mono_ns_t gpm_prev_time;
     mig_gpm_state_t mig_gpm[COLLECTOR_MAX_MIG_PER_GPU];
+    unsigned long long proc_util_seen_us; /* lastSeenTimeStamp for process utilisation */
 } gpu_state_t;
 
 struct nvml_collector {
@@ -82,6 +83,14 @@ struct nvml_collector {
     gpu_record_t gpus[COLLECTOR_MAX_GPUS];
     mig_record_t migs[COLLECTOR_MAX_GPUS * COLLECTOR_MAX_MIG_PER_GPU];
     nvmlGpmMetricsGet_t gpm_get; /* 13 KiB: kept off the stack */
+
+    /* Process records of this sweep, and NVML's buffers (grown on demand). */
+    proc_record_t procs[COLLECTOR_MAX_PROCS];
+    unsigned nproc;
+    nvmlProcessInfo_v2_t *pbuf2;
+    nvmlProcessInfo_v1_t *pbuf1;
+    nvmlProcessUtilizationSample_t *ubuf;
+    unsigned pbuf_cap;
 };
 
 /* ---- error classification ------------------------------------------------ */
@@ -204,6 +213,9 @@ void nvml_collector_free(nvml_collector_t *c) {
     if (!c)
         return;
     collector_shutdown(c);
+    free(c->pbuf2);
+    free(c->pbuf1);
+    free(c->ubuf);
     free(c);
 }
 
@@ -559,6 +571,229 @@ static void mig_profile_from_name(const char *name, char *out, size_t outlen) {
         snprintf(out, outlen, "%s", p + 4);
 }
 
+/* ---- processes (shared GPUs) ------------------------------------------- */
+
+/* Drivers 535.43-535.86 wrote 32-byte elements from the _v3 process calls
+ * (reference sheet 4.3, "the R535 break"); read their _v2 instead. */
+static bool driver_has_r535_v3_break(const char *version) {
+    unsigned major = 0, minor = 0;
+    if (sscanf(version, "%u.%u", &major, &minor) != 2)
+        return false;
+    return major == 535 && minor >= 43 && minor <= 86;
+}
+
+typedef nvmlReturn_t (*running_v2_fn)(nvmlDevice_t, unsigned *, nvmlProcessInfo_v2_t *);
+typedef nvmlReturn_t (*running_v1_fn)(nvmlDevice_t, unsigned *, nvmlProcessInfo_v1_t *);
+
+static bool grow_proc_buffers(nvml_collector_t *c, unsigned need) {
+    if (need <= c->pbuf_cap)
+        return true;
+    unsigned cap = need + 16; /* the list is live: leave slack */
+    if (cap > COLLECTOR_MAX_PROCS_ASKED)
+        return false;
+    nvmlProcessInfo_v2_t *b2 = realloc(c->pbuf2, cap * sizeof *b2);
+    if (!b2)
+        return false;
+    c->pbuf2 = b2;
+    nvmlProcessInfo_v1_t *b1 = realloc(c->pbuf1, cap * sizeof *b1);
+    if (!b1)
+        return false;
+    c->pbuf1 = b1;
+    nvmlProcessUtilizationSample_t *bu = realloc(c->ubuf, cap * sizeof *bu);
+    if (!bu)
+        return false;
+    c->ubuf = bu;
+    c->pbuf_cap = cap;
+    return true;
+}
+
+/* One variant of one list with NVML's sizing protocol: ask, grow to the
+ * count INSUFFICIENT_SIZE names, ask again (a few times: the list is live).
+ * Entries land in c->pbuf2 (v1 entries converted). */
+static nvmlReturn_t running_call(nvml_collector_t *c, running_v2_fn f2, running_v1_fn f1,
+                                 nvmlDevice_t dev, unsigned *n) {
+    nvmlReturn_t r = NVML_ERROR_INSUFFICIENT_SIZE;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        unsigned count = c->pbuf_cap;
+        r = f2 ? f2(dev, &count, c->pbuf2) : f1(dev, &count, c->pbuf1);
+        if (r == NVML_SUCCESS) {
+            if (count > c->pbuf_cap)
+                return NVML_ERROR_UNKNOWN; /* a driver that overran our buffer */
+            if (!f2) {
+                for (unsigned i = 0; i < count; i++) {
+                    c->pbuf2[i].pid = c->pbuf1[i].pid;
+                    c->pbuf2[i].usedGpuMemory = c->pbuf1[i].usedGpuMemory;
+                    c->pbuf2[i].gpuInstanceId = NVML_INSTANCE_ID_NONE;
+                    c->pbuf2[i].computeInstanceId = NVML_INSTANCE_ID_NONE;
+                }
+            }
+            *n = count;
+            return r;
+        }
+        if (r != NVML_ERROR_INSUFFICIENT_SIZE)
+            return r;
+        if (!grow_proc_buffers(c, count > c->pbuf_cap ? count : c->pbuf_cap + 16))
+            return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    return r;
+}
+
+/* A family (compute, graphics, MPS clients), newest variant first; a
+ * versioned call that answers FUNCTION_NOT_FOUND or ARGUMENT_VERSION_MISMATCH
+ * falls back to the older one. NVML_ERROR_FUNCTION_NOT_FOUND when no
+ * variant is bound. */
+static nvmlReturn_t running_family(nvml_collector_t *c, running_v2_fn v3, running_v2_fn v2,
+                                   running_v1_fn v1, nvmlDevice_t dev, unsigned *n) {
+    if (driver_has_r535_v3_break(c->driver_version) && v2)
+        v3 = NULL;
+    nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
+    running_v2_fn order[2] = {v3, v2};
+    for (int i = 0; i < 2; i++) {
+        if (!order[i])
+            continue;
+        r = running_call(c, order[i], NULL, dev, n);
+        if (r != NVML_ERROR_FUNCTION_NOT_FOUND && r != NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+            return r;
+    }
+    if (v1)
+        r = running_call(c, NULL, v1, dev, n);
+    return r;
+}
+
+/* Appends the entries in c->pbuf2[0..n) to the list, merged by pid (one
+ * process can hold a compute and a graphics context). */
+static void procs_merge(nvml_collector_t *c, proc_list_t *pl, unsigned n) {
+    for (unsigned i = 0; i < n; i++) {
+        const nvmlProcessInfo_v2_t *e = &c->pbuf2[i];
+        proc_record_t *rec = NULL;
+        for (unsigned k = 0; k < pl->count && !rec; k++)
+            if (c->procs[pl->first + k].pid == e->pid)
+                rec = &c->procs[pl->first + k];
+        if (!rec) {
+            if (pl->count >= COLLECTOR_MAX_PROCS_PER_GPU || c->nproc >= COLLECTOR_MAX_PROCS) {
+                pl->dropped++;
+                continue;
+            }
+            rec = &c->procs[c->nproc++];
+            pl->count++;
+            memset(rec, 0, sizeof *rec);
+            rec->pid = e->pid;
+        }
+        if (e->usedGpuMemory != NVML_VALUE_NOT_AVAILABLE_ULL &&
+            (!proc_has(rec, PROC_F_USED_MEMORY) || e->usedGpuMemory > rec->used_memory_bytes)) {
+            rec->used_memory_bytes = e->usedGpuMemory;
+            rec->valid |= 1u << PROC_F_USED_MEMORY;
+        }
+    }
+}
+
+/* Per-process utilisation since the last sweep: the mean of each pid's
+ * samples newer than *last_seen_us. NOT_FOUND (no sample newer) is a known
+ * "every process idle". A listed process without a sample was idle too. */
+static void sample_process_util(nvml_collector_t *c, nvmlDevice_t dev, proc_list_t *pl,
+                                unsigned long long *last_seen_us) {
+    const nvml_api_t *a = c->api;
+    if (!a->nvmlDeviceGetProcessUtilization) {
+        pl->util_code = 0;
+        return;
+    }
+    if (*last_seen_us == 0) { /* first sweep: the last second, not the whole ring buffer */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        *last_seen_us =
+            (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000u;
+        *last_seen_us = *last_seen_us > 1000000ull ? *last_seen_us - 1000000ull : 0;
+    }
+    unsigned count = 0;
+    nvmlReturn_t r = NVML_ERROR_INSUFFICIENT_SIZE;
+    for (int attempt = 0; attempt < 4 && r == NVML_ERROR_INSUFFICIENT_SIZE; attempt++) {
+        count = c->pbuf_cap;
+        r = a->nvmlDeviceGetProcessUtilization(dev, c->ubuf, &count, *last_seen_us);
+        if (r == NVML_ERROR_INSUFFICIENT_SIZE &&
+            !grow_proc_buffers(c, count > c->pbuf_cap ? count : c->pbuf_cap + 16))
+            break;
+    }
+    if (r != NVML_SUCCESS && r != NVML_ERROR_NOT_FOUND) {
+        pl->util_code = (int16_t)r;
+        return;
+    }
+    if (r == NVML_SUCCESS && count > c->pbuf_cap) {
+        pl->util_code = NVML_ERROR_UNKNOWN;
+        return;
+    }
+    if (r == NVML_ERROR_NOT_FOUND)
+        count = 0;
+    for (unsigned k = 0; k < pl->count; k++) {
+        proc_record_t *rec = &c->procs[pl->first + k];
+        double sm = 0, mem = 0;
+        unsigned samples = 0;
+        for (unsigned i = 0; i < count; i++) {
+            const nvmlProcessUtilizationSample_t *u = &c->ubuf[i];
+            if (u->pid != rec->pid || u->timeStamp <= *last_seen_us)
+                continue;
+            sm += u->smUtil;
+            mem += u->memUtil;
+            samples++;
+        }
+        rec->sm_util_pct = samples ? sm / samples : 0;
+        rec->mem_util_pct = samples ? mem / samples : 0;
+        rec->valid |= (1u << PROC_F_SM_UTIL) | (1u << PROC_F_MEM_UTIL);
+    }
+    unsigned long long newest = *last_seen_us;
+    for (unsigned i = 0; i < count; i++)
+        if (c->ubuf[i].timeStamp > newest)
+            newest = c->ubuf[i].timeStamp;
+    *last_seen_us = newest;
+    pl->util_ok = true;
+    pl->util_code = 0;
+}
+
+/*
+ * The processes of one GPU or MIG handle into the collector's scratch, at
+ * most COLLECTOR_MAX_PROCS_PER_GPU (the rest counted in `dropped`).
+ * `util_seen` NULL: no per-process utilisation (MIG: NVML has none, on any
+ * generation; the list still gives per-process memory).
+ */
+static void sample_processes(nvml_collector_t *c, nvmlDevice_t dev, proc_list_t *pl,
+                             unsigned long long *util_seen) {
+    const nvml_api_t *a = c->api;
+    memset(pl, 0, sizeof *pl);
+    pl->first = c->nproc;
+    pl->util_code = NVML_ERROR_NOT_SUPPORTED;
+    if (!grow_proc_buffers(c, 64)) {
+        pl->list_code = NVML_ERROR_MEMORY;
+        return;
+    }
+    unsigned n = 0;
+    nvmlReturn_t r = running_family(c, a->nvmlDeviceGetComputeRunningProcesses_v3,
+                                    a->nvmlDeviceGetComputeRunningProcesses_v2,
+                                    a->nvmlDeviceGetComputeRunningProcesses, dev, &n);
+    if (r != NVML_SUCCESS) {
+        /* Without the compute list nothing about sharing is known. */
+        pl->list_code = r == NVML_ERROR_FUNCTION_NOT_FOUND &&
+                                !a->nvmlDeviceGetComputeRunningProcesses_v3 &&
+                                !a->nvmlDeviceGetComputeRunningProcesses_v2 &&
+                                !a->nvmlDeviceGetComputeRunningProcesses
+                            ? 0
+                            : (int16_t)r;
+        return;
+    }
+    procs_merge(c, pl, n);
+    /* Graphics contexts and MPS clients are optional: datacenter GPUs
+     * answer NOT_SUPPORTED for graphics, and MPS lists exist only with MPS. */
+    if (running_family(c, a->nvmlDeviceGetGraphicsRunningProcesses_v3,
+                       a->nvmlDeviceGetGraphicsRunningProcesses_v2,
+                       a->nvmlDeviceGetGraphicsRunningProcesses, dev, &n) == NVML_SUCCESS)
+        procs_merge(c, pl, n);
+    if (running_family(c, a->nvmlDeviceGetMPSComputeRunningProcesses_v3,
+                       a->nvmlDeviceGetMPSComputeRunningProcesses_v2, NULL, dev,
+                       &n) == NVML_SUCCESS)
+        procs_merge(c, pl, n);
+    pl->list_ok = true;
+    if (util_seen)
+        sample_process_util(c, dev, pl, util_seen);
+}
+
 static unsigned sample_mig(nvml_collector_t *c, nvmlDevice_t parent, gpu_record_t *g,
                            gpu_state_t *st, mono_ns_t now, mig_record_t *out, unsigned room) {
     const nvml_api_t *a = c->api;
@@ -625,6 +860,7 @@ static unsigned sample_mig(nvml_collector_t *c, nvmlDevice_t parent, gpu_record_
         }
         mig_field_result(m, GPU_F_MEM_USED, mr);
         mig_field_result(m, GPU_F_MEM_TOTAL, mr);
+        sample_processes(c, mdev, &m->procs, NULL);
 
         /* NVML reports no utilisation on MIG; GPM per GPU instance is the
          * only activity source. Without it the fields stay absent. */
@@ -776,6 +1012,10 @@ static unsigned sample_gpu(nvml_collector_t *c, unsigned idx, gpu_record_t *g, m
 
     sample_nvlink(c, dev, g, st);
     sample_gpm(c, dev, g, st, now);
+    if (!gpu_lost(g) && !g->mig_enabled)
+        sample_processes(c, dev, &g->procs, &st->proc_util_seen_us);
+    else if (g->mig_enabled)
+        g->procs.util_code = NVML_ERROR_NOT_SUPPORTED; /* per MIG instance instead */
 
     unsigned nmig = 0;
     if (g->mig_enabled && !gpu_lost(g))
@@ -828,6 +1068,7 @@ int nvml_collector_sample(nvml_collector_t *c, mono_ns_t now, snapshot_t **out) 
                 count = COLLECTOR_MAX_GPUS;
             }
             unsigned nmig = 0;
+            c->nproc = 0;
             const unsigned mig_room_total = COLLECTOR_MAX_GPUS * COLLECTOR_MAX_MIG_PER_GPU;
             for (unsigned i = 0; i < count; i++) {
                 unsigned got =
@@ -836,8 +1077,10 @@ int nvml_collector_sample(nvml_collector_t *c, mono_ns_t now, snapshot_t **out) 
                 c->gpus[i].mig_count = got;
                 nmig += got;
             }
-            s = snapshot_new(count, nmig);
+            s = snapshot_new_with_procs(count, nmig, c->nproc);
             if (s) {
+                if (c->nproc)
+                    memcpy(s->procs, c->procs, c->nproc * sizeof *s->procs);
                 if (count)
                     memcpy(s->gpus, c->gpus, count * sizeof *s->gpus);
                 if (nmig)

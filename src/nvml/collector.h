@@ -21,6 +21,12 @@
 
 #define COLLECTOR_MAX_GPUS 64
 #define COLLECTOR_MAX_MIG_PER_GPU 8
+/* Processes kept per GPU (or MIG instance), more are counted as dropped;
+ * at most COLLECTOR_MAX_PROCS per sweep; NVML is asked for at most
+ * COLLECTOR_MAX_PROCS_ASKED entries of one list. */
+#define COLLECTOR_MAX_PROCS_PER_GPU 64
+#define COLLECTOR_MAX_PROCS (COLLECTOR_MAX_GPUS * COLLECTOR_MAX_PROCS_PER_GPU)
+#define COLLECTOR_MAX_PROCS_ASKED 4096
 
 typedef struct nvml_collector nvml_collector_t;
 

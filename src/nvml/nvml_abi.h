@@ -198,6 +198,34 @@ typedef struct nvmlGpmSupport_st {
     unsigned int isSupportedDevice;
 } nvmlGpmSupport_t;
 
+/* Per-process data (section 4.3 of the reference sheet). */
+typedef struct nvmlProcessUtilizationSample_st { /* 32 bytes */
+    unsigned int pid;                            /*  0 */
+    unsigned long long timeStamp;                /*  8: CPU microseconds */
+    unsigned int smUtil;                         /* 16: percent */
+    unsigned int memUtil;                        /* 20: percent */
+    unsigned int encUtil;                        /* 24 */
+    unsigned int decUtil;                        /* 28 */
+} nvmlProcessUtilizationSample_t;
+
+/* The element of the unversioned Get*RunningProcesses calls: 16 bytes. */
+typedef struct nvmlProcessInfo_v1_st {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+
+/* The element of the _v2 and _v3 calls: 24 bytes. (Drivers 535.43-535.86
+ * wrote 32-byte elements from _v3; the collector prefers _v2 there.) */
+typedef struct nvmlProcessInfo_v2_st {
+    unsigned int pid;                 /*  0 */
+    unsigned long long usedGpuMemory; /*  8: bytes; NVML_VALUE_NOT_AVAILABLE_ULL if unknown */
+    unsigned int gpuInstanceId;       /* 16: 0xFFFFFFFF when MIG is off */
+    unsigned int computeInstanceId;   /* 20: 0xFFFFFFFF when MIG is off */
+} nvmlProcessInfo_v2_t;
+typedef nvmlProcessInfo_v2_t nvmlProcessInfo_t;
+#define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL)
+#define NVML_INSTANCE_ID_NONE 0xFFFFFFFFu
+
 /*
  * Every symbol we may bind: X(name, parameter list). All return nvmlReturn_t
  * except nvmlErrorString, declared separately. The loader generates its table
@@ -253,7 +281,26 @@ typedef struct nvmlGpmSupport_st {
     X(nvmlGpmSampleGet, (nvmlDevice_t device, nvmlGpmSample_t gpmSample))                          \
     X(nvmlGpmMigSampleGet,                                                                         \
       (nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample))                \
-    X(nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t * metricsGet))
+    X(nvmlGpmMetricsGet, (nvmlGpmMetricsGet_t * metricsGet))                                       \
+    X(nvmlDeviceGetProcessUtilization,                                                             \
+      (nvmlDevice_t device, nvmlProcessUtilizationSample_t * utilization,                          \
+       unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp))                   \
+    X(nvmlDeviceGetComputeRunningProcesses_v3,                                                     \
+      (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos))                 \
+    X(nvmlDeviceGetComputeRunningProcesses_v2,                                                     \
+      (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos))                 \
+    X(nvmlDeviceGetComputeRunningProcesses,                                                        \
+      (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos))                 \
+    X(nvmlDeviceGetGraphicsRunningProcesses_v3,                                                    \
+      (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos))                 \
+    X(nvmlDeviceGetGraphicsRunningProcesses_v2,                                                    \
+      (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos))                 \
+    X(nvmlDeviceGetGraphicsRunningProcesses,                                                       \
+      (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos))                 \
+    X(nvmlDeviceGetMPSComputeRunningProcesses_v3,                                                  \
+      (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos))                 \
+    X(nvmlDeviceGetMPSComputeRunningProcesses_v2,                                                  \
+      (nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos))
 
 #define NVML_ABI_DECLARE(name, params) nvmlReturn_t name params;
 NVML_SYMBOLS(NVML_ABI_DECLARE)

@@ -55,9 +55,11 @@ static void *sampler_main(void *arg) {
     for (;;) {
         mono_ns_t start = clock_mono_now();
         snapshot_t *snap = NULL;
-        if (nvml_collector_sample(s->collector, start, &snap) == 0)
+        if (nvml_collector_sample(s->collector, start, &snap) == 0) {
+            if (s->opts.before_publish)
+                s->opts.before_publish(snap, s->opts.user_data);
             publish(s, snap);
-        else
+        } else
             LOG_ERROR(s->opts.log, "sampler: out of memory building a snapshot");
 
         mono_ns_t end = clock_mono_now();

@@ -28,6 +28,11 @@ typedef struct {
     /* Called on the sampler thread after each publish (e.g. to write an
      * eventfd that wakes the event loop). May be NULL. Must not block. */
     void (*on_publish)(void *user_data);
+    /* Called on the sampler thread with each new snapshot before it is
+     * published, while it is still private and writable: the agent fills
+     * in which pod each GPU process belongs to (from /proc). May be NULL.
+     * Should be quick (it delays the publish). */
+    void (*before_publish)(snapshot_t *snap, void *user_data);
     void *user_data;
     const logger_t *log; /* borrowed; may be NULL */
 } sampler_opts_t;

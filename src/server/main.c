@@ -39,6 +39,7 @@
 #include "cluster/node_pods.h"
 #include "kube/pod_map.h"
 #include "kube/podres_client.h"
+#include "kube/proc_cgroup.h"
 #include "core/hash.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -116,7 +117,16 @@ static void on_rpc_done(void *ud, scaler_rpc_t rpc, int status, double seconds) 
 }
 
 static void on_sample_published(void *ud) {
-    loop_wakeup(ud); /* the sampler thread: only this is allowed */
+    server_t *sv = ud;
+    loop_wakeup(sv->loop); /* the sampler thread: only this is allowed */
+}
+
+/* The sampler thread, before a snapshot is published: which pod each GPU
+ * process belongs to (agent with --proc-root). sv->o is read-only by now. */
+static void on_sample_taken(snapshot_t *snap, void *ud) {
+    server_t *sv = ud;
+    if (sv->o.proc_root && snap->proc_total)
+        proc_cgroup_annotate(snap, sv->o.proc_root);
 }
 
 static void log_readiness(server_t *sv) {
@@ -819,7 +829,8 @@ int main(int argc, char **argv) {
         }
         sampler_opts_t so = {.interval_ns = sv.o.sample_interval_ns,
                              .on_publish = on_sample_published,
-                             .user_data = sv.loop,
+                             .before_publish = on_sample_taken,
+                             .user_data = &sv,
                              .log = &sv.log};
         if (sampler_start(collector, &so, &sv.sampler, err, sizeof err) != 0) {
             LOG_ERROR(&sv.log, "%s", err);

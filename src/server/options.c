@@ -92,6 +92,10 @@ const char server_usage_text[] =
 
 /* Split in two: ISO C caps one string literal at 4095 bytes. */
 const char server_usage_text_more[] =
+    "  --proc-root DIR|none          agent: read DIR/<pid>/cgroup to attribute\n"
+    "                                GPU processes to pods on shared GPUs (DIR\n"
+    "                                /proc needs the host PID namespace; default\n"
+    "                                none = no per-process attribution)\n"
     "  --tls-cert FILE               serve gRPC over TLS with this certificate\n"
     "                                chain (PEM); needs --tls-key\n"
     "  --tls-key FILE                the certificate's private key (PEM)\n"
@@ -174,6 +178,7 @@ typedef enum {
     O_SHUTDOWN_GRACE,
     O_HANDSHAKE_TIMEOUT,
     O_KUBELET_SOCKET,
+    O_PROC_ROOT,
     O_AGENTS,
     O_AGENTS_DNS,
     O_KUBE_API,
@@ -211,6 +216,7 @@ static const char *const opt_names[O_COUNT] = {
     "shutdown-grace",
     "handshake-timeout",
     "kubelet-socket",
+    "proc-root",
     "agents",
     "agents-dns",
     "kube-api",
@@ -453,6 +459,14 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
                               "none",
                               r->source, r->text);
         o->kubelet_socket = strcmp(r->text, "none") == 0 ? NULL : r->text;
+        return 0;
+    case O_PROC_ROOT:
+        if (!r->text[0] || (strcmp(r->text, "none") != 0 && r->text[0] != '/'))
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: invalid proc root \"%s\": must be an absolute path (/proc "
+                              "with hostPID) or none",
+                              r->source, r->text);
+        o->proc_root = strcmp(r->text, "none") == 0 ? NULL : r->text;
         return 0;
     case O_AGENTS:
         if (!r->text[0])

@@ -52,6 +52,7 @@ typedef struct {
     uint64_t shutdown_grace_ns;        /* --shutdown-grace, default 5s */
     uint64_t handshake_timeout_ns;     /* --handshake-timeout, default 10s */
     const char *kubelet_socket;  /* --kubelet-socket (agent), NULL = no pod attribution ("none") */
+    const char *proc_root;       /* --proc-root (agent), NULL = no per-process pods ("none") */
     const char *agents;          /* --agents HOST:PORT,... (aggregator) */
     const char *agents_dns;      /* --agents-dns NAME:PORT (aggregator) */
     const char *kube_api;        /* --kube-api URL or "none"; NULL = in-cluster if available */

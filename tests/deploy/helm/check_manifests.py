@@ -209,6 +209,13 @@ def check_objects(docs, external_secrets=()):
         spec = pod_spec(w)
         for host in ("hostNetwork", "hostPID", "hostIPC"):
             if spec.get(host):
+                # The one exception: an agent with shared-GPU attribution
+                # (agent.gpuSharingAttribution), which reads the host's
+                # /proc/<pid>/cgroup for NVML's host PIDs.
+                if host == "hostPID" and any(role_of(c) == "agent" and
+                                             "--proc-root=/proc" in (c.get("args") or [])
+                                             for c in containers(w)):
+                    continue
                 err("%s: %s is true" % (wid, host))
         sa = spec.get("serviceAccountName")
         if sa and sa != "default" and sa not in service_accounts:
@@ -523,6 +530,9 @@ CHART_CASES = [
               "--set", "image.tag=0.1.0-rc1", "--set", "agent.runAsRoot=false",
               "--set", "fullnameOverride=gpu-scaler"],
      "expect": lambda d: expect_minimal(d)},
+    {"name": "agent.gpuSharingAttribution=true",
+     "args": ["--set", "agent.gpuSharingAttribution=true"],
+     "expect": lambda d: expect_sharing_attribution(d)},
     {"name": "probes.type=grpc, one aggregator, release name override",
      "args": ["--set", "probes.type=grpc", "--set", "aggregator.replicaCount=1",
               "--set", r"nodeSelector.node\.kubernetes\.io/instance-type=p5.48xlarge"],
@@ -862,6 +872,10 @@ class Suite:
         def host_network(docs):
             find(docs, "DaemonSet")["spec"]["template"]["spec"]["hostNetwork"] = True
 
+        def host_pid(docs):
+            # hostPID without --proc-root=/proc: nothing needs it.
+            find(docs, "DaemonSet")["spec"]["template"]["spec"]["hostPID"] = True
+
         def root_standalone(docs):
             # Root is tolerated only for an agent with the pod-resources mount.
             find(docs, "DaemonSet")["spec"]["template"]["spec"]["securityContext"]["runAsUser"] = 0
@@ -902,6 +916,7 @@ class Suite:
             ("binding to a missing ServiceAccount", binding_sa, "subject ServiceAccount someone"),
             ("pod with an undefined ServiceAccount", unknown_sa, "serviceAccountName someone"),
             ("hostNetwork", host_network, "hostNetwork is true"),
+            ("hostPID without sharing attribution", host_pid, "hostPID is true"),
         ]
         errs = []
         if check_objects(copy.deepcopy(default_docs)):
@@ -1026,6 +1041,10 @@ def expect_cluster(docs):
     if errs:
         return errs
     (agg, gc, _), = scaler_args(docs, "aggregator")
+    for w, _, args in scaler_args(docs, "agent"):
+        if pod_spec(w).get("hostPID") or arg_value(args, "--proc-root"):
+            errs.append("%s: hostPID / --proc-root by default (sharing attribution is opt-in)"
+                        % ident(w))
     if agg["spec"].get("replicas") != 2:
         errs.append("aggregator replicas %s, not 2" % agg["spec"].get("replicas"))
     keda = [s for s in by_kind(docs, "Service") if s["metadata"]["name"] == "keda-gpu-scaler"]
@@ -1165,6 +1184,19 @@ def expect_minimal(docs):
     for s in by_kind(docs, "Service"):
         if any(p.get("name") == "metrics" for p in s["spec"]["ports"]):
             errs.append("%s: metrics port though metrics are disabled" % ident(s))
+    return errs
+
+
+def expect_sharing_attribution(docs):
+    errs = expect_common_cluster(docs)
+    (agent, _, args), = scaler_args(docs, "agent") or [(None, None, None)]
+    if not agent or pod_spec(agent).get("hostPID") is not True:
+        errs.append("agent.gpuSharingAttribution=true: the agent is not in the host PID namespace")
+    elif arg_value(args, "--proc-root") != "/proc":
+        errs.append("agent.gpuSharingAttribution=true: no --proc-root=/proc: %s" % args)
+    for w, _, _ in scaler_args(docs, "aggregator"):
+        if pod_spec(w).get("hostPID"):
+            errs.append("%s: hostPID on the aggregator" % ident(w))
     return errs
 
 

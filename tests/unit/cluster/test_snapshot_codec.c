@@ -639,6 +639,146 @@ static void test_snapshot_codec_refuses_to_encode_over_4_mib(void **state) {
     snapshot_unref(s);
 }
 
+/* ---- processes ---------------------------------------------------------------- */
+
+/* GPU 0 (time-sliced) with two processes listed out of order in s->procs,
+ * GPU 1 a MIG parent whose instance has one process (no utilisation). */
+static snapshot_t *procs_snapshot(void) {
+    snapshot_t *s = snapshot_new_with_procs(2, 1, 3);
+    assert_non_null(s);
+    s->status = SNAPSHOT_OK;
+    s->taken_mono = 100 * SEC;
+    snprintf(s->node_name, sizeof s->node_name, "n1");
+    s->procs_attributed = true;
+    gpu_record_t *g = &s->gpus[0];
+    snprintf(g->uuid, sizeof g->uuid, "GPU-0000");
+    g->procs =
+        (proc_list_t){.first = 1, .count = 2, .dropped = 3, .list_ok = true, .util_ok = true};
+    g = &s->gpus[1];
+    g->index = 1;
+    snprintf(g->uuid, sizeof g->uuid, "GPU-1111");
+    g->mig_enabled = true;
+    g->mig_count = 1;
+    g->procs.util_code = 3;
+    mig_record_t *m = &s->mig[0];
+    m->parent_index = 1;
+    snprintf(m->uuid, sizeof m->uuid, "MIG-2222");
+    m->procs = (proc_list_t){.first = 0, .count = 1, .list_ok = true, .util_code = 3};
+    s->procs[0] = (proc_record_t){
+        .pid = 30, .valid = 1u << PROC_F_USED_MEMORY, .used_memory_bytes = UINT64_C(1) << 40};
+    snprintf(s->procs[0].pod_uid, sizeof s->procs[0].pod_uid,
+             "33333333-3333-3333-3333-333333333333");
+    s->procs[1] = (proc_record_t){.pid = 10,
+                                  .valid = (1u << PROC_F_SM_UTIL) | (1u << PROC_F_MEM_UTIL) |
+                                           (1u << PROC_F_USED_MEMORY),
+                                  .sm_util_pct = 25.5,
+                                  .mem_util_pct = 3,
+                                  .used_memory_bytes = 1000};
+    snprintf(s->procs[1].pod_uid, sizeof s->procs[1].pod_uid,
+             "11111111-1111-1111-1111-111111111111");
+    snprintf(s->procs[1].container_id, sizeof s->procs[1].container_id, "abcdef012345");
+    s->procs[2] = (proc_record_t){.pid = 20, .valid = (1u << PROC_F_SM_UTIL), .sm_util_pct = 0};
+    return s;
+}
+
+static void test_snapshot_codec_round_trips_processes_by_device(void **state) {
+    (void)state;
+    snapshot_t *s = procs_snapshot();
+    snapshot_t *d = trip(s, NULL, 100 * SEC, 100 * SEC, NULL);
+    assert_int_equal(d->proc_total, 3);
+    assert_true(d->procs_attributed);
+    const proc_list_t *a = &d->gpus[0].procs;
+    assert_true(a->list_ok && a->util_ok);
+    assert_int_equal(a->count, 2);
+    assert_int_equal(a->dropped, 3);
+    const proc_record_t *p = &d->procs[a->first];
+    assert_memory_equal(&p[0], &s->procs[1], sizeof p[0]);
+    assert_memory_equal(&p[1], &s->procs[2], sizeof p[1]);
+    assert_false(d->gpus[1].procs.list_ok);
+    assert_int_equal(d->gpus[1].procs.util_code, 3);
+    const proc_list_t *mp = &d->mig[0].procs;
+    assert_true(mp->list_ok);
+    assert_false(mp->util_ok);
+    assert_int_equal(mp->count, 1);
+    assert_memory_equal(&d->procs[mp->first], &s->procs[0], sizeof s->procs[0]);
+    snapshot_unref(d);
+    snapshot_unref(s);
+}
+
+typedef void (*proc_mutate_fn)(Kgs__Cluster__V1__NodeSnapshot *m);
+
+static void expect_proc_reject(proc_mutate_fn mutate, const char *want) {
+    snapshot_t *s = procs_snapshot();
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(snapshot_codec_encode(s, NULL, 100 * SEC, 1000, &buf, &len, NULL, 0), 0);
+    snapshot_unref(s);
+    Kgs__Cluster__V1__NodeSnapshot *m = kgs__cluster__v1__node_snapshot__unpack(NULL, len, buf);
+    assert_non_null(m);
+    free(buf);
+    assert_int_equal(m->n_processes, 3);
+    Kgs__Cluster__V1__NodeSnapshot orig = *m;
+    Kgs__Cluster__V1__GpuProcess p0 = *m->processes[0], p1 = *m->processes[1],
+                                 p2 = *m->processes[2];
+    Kgs__Cluster__V1__Gpu g1 = *m->gpus[1];
+    mutate(m);
+    len = kgs__cluster__v1__node_snapshot__get_packed_size(m);
+    buf = malloc(len);
+    kgs__cluster__v1__node_snapshot__pack(m, buf);
+    *m = orig;
+    *m->processes[0] = p0;
+    *m->processes[1] = p1;
+    *m->processes[2] = p2;
+    *m->gpus[1] = g1;
+    kgs__cluster__v1__node_snapshot__free_unpacked(m, NULL);
+    snapshot_t *out = NULL;
+    char err[256] = "";
+    assert_int_equal(snapshot_codec_decode(buf, len, 100 * SEC, &out, NULL, err, sizeof err),
+                     KGS_EINVAL);
+    free(buf);
+    assert_null(out);
+    if (!strstr(err, want))
+        fail_msg("error \"%s\" lacks \"%s\"", err, want);
+}
+
+static void mut_proc_unknown_device(Kgs__Cluster__V1__NodeSnapshot *m) {
+    m->processes[0]->gpu_uuid = "GPU-9999";
+}
+static void mut_proc_list_not_known(Kgs__Cluster__V1__NodeSnapshot *m) {
+    m->processes[0]->gpu_uuid = "GPU-1111"; /* MIG parent: processes_known false */
+}
+static void mut_proc_not_adjacent(Kgs__Cluster__V1__NodeSnapshot *m) {
+    m->processes[2]->gpu_uuid = "MIG-2222"; /* MIG-2222, GPU-0000, MIG-2222 */
+}
+static void mut_proc_util_nan(Kgs__Cluster__V1__NodeSnapshot *m) {
+    m->processes[1]->sm_util = NAN; /* pid 10; processes[0] is the MIG's pid 30 */
+}
+static void mut_proc_util_over_100(Kgs__Cluster__V1__NodeSnapshot *m) {
+    m->processes[1]->mem_util = 100.5;
+}
+static void mut_proc_pod_uid_too_long(Kgs__Cluster__V1__NodeSnapshot *m) {
+    m->processes[0]->pod_uid = "11111111-1111-1111-1111-111111111111-and-more";
+}
+static void mut_proc_dropped_without_list(Kgs__Cluster__V1__NodeSnapshot *m) {
+    m->gpus[1]->processes_dropped = 2;
+}
+
+static void test_snapshot_codec_rejects_inconsistent_processes(void **state) {
+    (void)state;
+    expect_proc_reject(mut_proc_unknown_device,
+                       "processes[0]: gpu_uuid \"GPU-9999\" names no GPU or MIG instance");
+    expect_proc_reject(mut_proc_list_not_known,
+                       "processes[0]: GPU-1111: processes listed but processes_known is false");
+    expect_proc_reject(mut_proc_not_adjacent,
+                       "processes[2]: MIG-2222: processes of one device are not adjacent");
+    expect_proc_reject(mut_proc_util_nan, "processes[1]: pid 10: utilisation not a percent");
+    expect_proc_reject(mut_proc_util_over_100, "utilisation not a percent (sm 25.5, mem 100.5)");
+    expect_proc_reject(mut_proc_pod_uid_too_long, "processes[0]: pod_uid: longer than 39 bytes");
+    expect_proc_reject(mut_proc_dropped_without_list,
+                       "gpus[1] (GPU-1111): processes_dropped or process_util_known without "
+                       "processes_known");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_snapshot_codec_round_trips_every_field_absence_and_code),
@@ -652,6 +792,8 @@ int main(void) {
         cmocka_unit_test(test_snapshot_codec_rejects_each_inconsistency_with_its_message),
         cmocka_unit_test(test_snapshot_codec_drops_fields_it_does_not_know),
         cmocka_unit_test(test_snapshot_codec_refuses_to_encode_over_4_mib),
+        cmocka_unit_test(test_snapshot_codec_round_trips_processes_by_device),
+        cmocka_unit_test(test_snapshot_codec_rejects_inconsistent_processes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

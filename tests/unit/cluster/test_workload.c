@@ -1041,6 +1041,175 @@ static void test_workload_a_pod_whose_devices_overflow_is_an_error_naming_it(voi
                  "finite");
 }
 
+/* ---- gpuSharing ----------------------------------------------------------- */
+
+/*
+ * One GPU (utilisation 40) time-sliced between p1 (::0, ::1) and p2 (::2).
+ * NVML lists four processes: two of p1 (smUtil 10 + 15, 1 + 2 GiB), one of
+ * p2 (15, 1 GiB) and a host process (0, no pod). `tweak` edits the
+ * snapshot before it is reported.
+ */
+static void shared_gpu(fx_t *f, void (*tweak)(snapshot_t *s)) {
+    const unsigned util[1] = {40};
+    snapshot_t *s = snap("n1", 1, util, 0, T0);
+    snapshot_t *p = snapshot_new_with_procs(1, 0, 4);
+    assert_non_null(p);
+    memcpy(p, s, offsetof(snapshot_t, gpu_count));
+    memcpy(p->gpus, s->gpus, sizeof *p->gpus);
+    snapshot_unref(s);
+    p->procs_attributed = true;
+    p->gpus[0].procs = (proc_list_t){.first = 0, .count = 4, .list_ok = true, .util_ok = true};
+    static const struct {
+        unsigned pid;
+        const char *uid;
+        double sm;
+        unsigned gib;
+    } rows[4] = {
+        {100, "ml-p1", 10, 1}, {101, "ml-p1", 15, 2}, {200, "ml-p2", 15, 1}, {1, "", 0, 0}};
+    for (unsigned i = 0; i < 4; i++) {
+        proc_record_t *r = &p->procs[i];
+        r->pid = rows[i].pid;
+        r->valid = (1u << PROC_F_SM_UTIL) | (1u << PROC_F_MEM_UTIL) | (1u << PROC_F_USED_MEMORY);
+        r->sm_util_pct = rows[i].sm;
+        r->mem_util_pct = rows[i].sm / 5;
+        r->used_memory_bytes = (uint64_t)rows[i].gib << 30;
+        snprintf(r->pod_uid, sizeof r->pod_uid, "%s", rows[i].uid);
+    }
+    if (tweak)
+        tweak(p);
+    static const char *a[] = {"GPU-n1-0::0", "GPU-n1-0::1"};
+    static const char *b[] = {"GPU-n1-0::2"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", a, 2}, {"ml", "p2", "main", b, 1}};
+    report(f, "a1", p, e, 2);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+}
+
+static void test_workload_gpu_sharing_auto_gives_each_pod_its_share(void **state) {
+    fx_t *f = *state;
+    shared_gpu(f, NULL);
+    /* The shares (25 + 15) add up to the GPU's 40, not 2 x 40. */
+    trigger_config_t c = CFG("podSelector", "app=vllm", "podAggregation", "sum");
+    expect_ok(eval(f, &c), 40, 2);
+    c = CFG("podSelector", "app=vllm", "podAggregation", "sum", "aggregation", "max");
+    expect_ok(eval(f, &c), 25, 2); /* p1's own share */
+    c = CFG("podSelector", "app=vllm", "gpuSharing", "whole", "podAggregation", "sum");
+    expect_ok(eval(f, &c), 80, 2); /* as before: each pod the whole GPU */
+    c = CFG("podSelector", "app=vllm", "gpuSharing", "share", "metricType", "memory_used_mib");
+    expect_ok(eval(f, &c), 4096, 2); /* 3 GiB + 1 GiB, in MiB */
+    c = CFG("podSelector", "app=vllm", "gpuSharing", "share", "metricType", "memory_used_percent",
+            "aggregation", "max");
+    expect_ok(eval(f, &c), 3.0 * 100 / 8, 2); /* p1: 3 GiB of 8 */
+    c = CFG("podSelector", "app=vllm", "metricType", "memory_utilization");
+    expect_ok(eval(f, &c), (10 + 15 + 15) / 5.0, 2);
+}
+
+static void test_workload_gpu_sharing_auto_on_an_unshared_gpu_is_whole(void **state) {
+    fx_t *f = *state;
+    const unsigned util[1] = {40};
+    snapshot_t *s = snap("n1", 1, util, 0, T0);
+    static const char *a[] = {"GPU-n1-0"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", a, 1}};
+    report(f, "a1", s, e, 1); /* no process data at all: whole, as before */
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_ok(eval(f, &c), 40, 1);
+}
+
+static void not_attributed(snapshot_t *s) {
+    s->procs_attributed = false;
+}
+static void no_util(snapshot_t *s) {
+    s->gpus[0].procs.util_ok = false;
+    s->gpus[0].procs.util_code = 3;
+}
+static void dropped(snapshot_t *s) {
+    s->gpus[0].procs.dropped = 7;
+}
+static void no_list(snapshot_t *s) {
+    s->gpus[0].procs = (proc_list_t){.list_code = 4};
+}
+static void memory_unknown(snapshot_t *s) {
+    s->procs[1].valid &= ~(1u << PROC_F_USED_MEMORY);
+}
+
+static void test_workload_gpu_sharing_share_without_data_is_a_gap(void **state) {
+    fx_t *f = *state;
+    shared_gpu(f, not_attributed);
+    trigger_config_t share = CFG("podSelector", "app=vllm", "gpuSharing", "share");
+    expect_error(eval(f, &share), EVAL_UNAVAILABLE,
+                 "node n1 (pod ml/p1): gpuSharing share: the agent does not attribute GPU "
+                 "processes to pods");
+    trigger_config_t automatic = CFG("podSelector", "app=vllm", "podAggregation", "sum");
+    expect_ok(eval(f, &automatic), 80, 2); /* auto without data: whole */
+    trigger_config_t ignore =
+        CFG("podSelector", "app=vllm", "gpuSharing", "share", "partialData", "ignore");
+    expect_error(eval(f, &ignore), EVAL_UNAVAILABLE, "no selected pod has fresh data");
+}
+
+static void test_workload_gpu_sharing_share_names_what_is_missing(void **state) {
+    fx_t *f = *state;
+    static const struct {
+        void (*tweak)(snapshot_t *);
+        const char *metric, *want;
+    } cases[] = {
+        {no_util, "gpu_utilization",
+         "NVML's per-process utilisation of GPU-n1-0 is unavailable (NOT_SUPPORTED)"},
+        {dropped, "gpu_utilization", "GPU-n1-0 runs more processes than the agent reports (7 left"},
+        {no_list, "memory_used_mib",
+         "NVML's process list of GPU-n1-0 is unavailable (NO_PERMISSION)"},
+        {memory_unknown, "memory_used_mib",
+         "NVML does not report the used memory of the pod's process 101 on GPU-n1-0"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        teardown(state);
+        setup(state);
+        f = *state;
+        shared_gpu(f, cases[k].tweak);
+        trigger_config_t c =
+            CFG("podSelector", "app=vllm", "gpuSharing", "share", "metricType", cases[k].metric);
+        expect_error(eval(f, &c), EVAL_UNAVAILABLE, cases[k].want);
+    }
+    /* Utilisation absent, memory present: the memory share still works. */
+    teardown(state);
+    setup(state);
+    f = *state;
+    shared_gpu(f, no_util);
+    trigger_config_t c =
+        CFG("podSelector", "app=vllm", "gpuSharing", "share", "metricType", "memory_used_mib");
+    expect_ok(eval(f, &c), 4096, 2);
+}
+
+static void test_workload_gpu_sharing_mig_has_memory_shares_only(void **state) {
+    fx_t *f = *state;
+    const unsigned util[1] = {0};
+    snapshot_t *s = snap("n1", 1, util, 1, T0);
+    snapshot_t *p = snapshot_new_with_procs(1, 1, 2);
+    memcpy(p, s, offsetof(snapshot_t, gpu_count));
+    memcpy(p->gpus, s->gpus, sizeof *p->gpus);
+    snapshot_unref(s);
+    add_mig(p, 0, 0, "MIG-aaaa", "3g.40gb", 10);
+    p->procs_attributed = true;
+    p->mig[0].procs = (proc_list_t){.first = 0, .count = 2, .list_ok = true, .util_code = 3};
+    p->procs[0] = (proc_record_t){
+        .pid = 5, .valid = 1u << PROC_F_USED_MEMORY, .used_memory_bytes = UINT64_C(2) << 30};
+    snprintf(p->procs[0].pod_uid, sizeof p->procs[0].pod_uid, "ml-p1");
+    p->procs[1] = (proc_record_t){
+        .pid = 6, .valid = 1u << PROC_F_USED_MEMORY, .used_memory_bytes = UINT64_C(6) << 30};
+    snprintf(p->procs[1].pod_uid, sizeof p->procs[1].pod_uid, "ml-p2");
+    static const char *a[] = {"MIG-aaaa::0"};
+    static const char *b[] = {"MIG-aaaa::1"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", a, 1}, {"ml", "p2", "main", b, 1}};
+    report(f, "a1", p, e, 2);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "metricType", "memory_used_mib");
+    expect_ok(eval(f, &c), 8192, 2); /* 2 + 6 GiB, not 2 x the instance's 10 GiB */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_workload_sums_only_the_selected_deployments_pods_across_nodes),
@@ -1065,6 +1234,11 @@ int main(void) {
         T(test_workload_dra_devices_count_like_device_plugin_ids),
         T(test_workload_unresolved_dra_device_is_a_gap_naming_pod_and_device),
         T(test_workload_dra_devices_resolve_once_the_slices_arrive),
+        T(test_workload_gpu_sharing_auto_gives_each_pod_its_share),
+        T(test_workload_gpu_sharing_auto_on_an_unshared_gpu_is_whole),
+        T(test_workload_gpu_sharing_share_without_data_is_a_gap),
+        T(test_workload_gpu_sharing_share_names_what_is_missing),
+        T(test_workload_gpu_sharing_mig_has_memory_shares_only),
         T(test_workload_reads_mig_instances_held_by_pods),
         T(test_workload_mig_device_missing_behind_a_lost_parent_is_unavailable),
         T(test_workload_absent_field_gives_the_standalone_hint),

@@ -916,6 +916,27 @@ static void test_trigger_config_rejects_pod_selector_with_node_selector(void **s
         "podSelector", "app=x");
 }
 
+static void test_trigger_config_gpu_sharing(void **state) {
+    (void)state;
+    trigger_config_t c = ok_kv((const char *const[]){"podSelector", "app=x", NULL});
+    assert_int_equal(c.gpu_sharing, GPU_SHARING_AUTO);
+    c = ok_kv((const char *const[]){"podSelector", "app=x", "gpuSharing", "share", "metricType",
+                                    "memory_used_mib", NULL});
+    assert_int_equal(c.gpu_sharing, GPU_SHARING_SHARE);
+    c = ok_kv((const char *const[]){"podSelector", "app=x", "gpuSharing", "whole", "metricType",
+                                    "temperature", NULL});
+    assert_int_equal(c.gpu_sharing, GPU_SHARING_WHOLE);
+    /* auto with a whole-GPU metric is fine: it is the whole value there. */
+    ok_kv((const char *const[]){"podSelector", "app=x", "gpuSharing", "auto", "metricType",
+                                "power_draw", NULL});
+    ERR("gpuSharing share with metricType temperature", "for the whole GPU only", "podSelector",
+        "app=x", "gpuSharing", "share", "metricType", "temperature");
+    ERR("gpuSharing share with metricType sm_active", "gpu_utilization, memory_utilization",
+        "podSelector", "app=x", "gpuSharing", "share", "metricType", "sm_active");
+    ERR("gpuSharing is set without podSelector", "would be ignored", "gpuSharing", "share");
+    ERR("gpuSharing", "auto, whole or share", "podSelector", "app=x", "gpuSharing", "split");
+}
+
 static void test_trigger_config_rejects_pod_keys_that_would_be_ignored(void **state) {
     (void)state;
     ERR("podAggregation is set without podSelector", "would be ignored", "podAggregation", "max");
@@ -1005,6 +1026,7 @@ int main(void) {
         cmocka_unit_test(test_trigger_config_rejects_pod_selector_with_device_selection),
         cmocka_unit_test(test_trigger_config_rejects_pod_selector_with_node_selector),
         cmocka_unit_test(test_trigger_config_rejects_pod_keys_that_would_be_ignored),
+        cmocka_unit_test(test_trigger_config_gpu_sharing),
         cmocka_unit_test(test_trigger_config_suggests_the_scope_keys),
         cmocka_unit_test(test_trigger_config_scope_result_does_not_depend_on_pair_order),
     };

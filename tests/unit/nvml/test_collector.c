@@ -426,6 +426,146 @@ static void test_collector_zero_gpus_is_ok(void **state) {
     nvml_collector_free(c);
 }
 
+/* ---- processes ---- */
+
+static struct {
+    unsigned n;         /* compute processes on GPU 0 */
+    nvmlReturn_t v3_rc; /* what _v3 answers instead of the list (0: the list) */
+    unsigned v3_calls, v2_calls, util_calls;
+    unsigned long long last_seen;
+} P;
+
+static nvmlReturn_t running_list(unsigned *count, nvmlProcessInfo_v2_t *infos) {
+    if (*count < P.n) {
+        *count = P.n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (unsigned i = 0; i < P.n; i++)
+        infos[i] = (nvmlProcessInfo_v2_t){.pid = 1000 + i,
+                                          .usedGpuMemory = i == 1 ? NVML_VALUE_NOT_AVAILABLE_ULL
+                                                                  : 1000u * (i + 1),
+                                          .gpuInstanceId = NVML_INSTANCE_ID_NONE,
+                                          .computeInstanceId = NVML_INSTANCE_ID_NONE};
+    *count = P.n;
+    return NVML_SUCCESS;
+}
+static nvmlReturn_t f_compute_v3(nvmlDevice_t d, unsigned *count, nvmlProcessInfo_v2_t *infos) {
+    (void)d;
+    P.v3_calls++;
+    return P.v3_rc ? P.v3_rc : running_list(count, infos);
+}
+static nvmlReturn_t f_compute_v2(nvmlDevice_t d, unsigned *count, nvmlProcessInfo_v2_t *infos) {
+    (void)d;
+    P.v2_calls++;
+    return running_list(count, infos);
+}
+static nvmlReturn_t f_graphics_v3(nvmlDevice_t d, unsigned *count, nvmlProcessInfo_v2_t *infos) {
+    (void)d;
+    /* pid 1000 also holds a graphics context, with more memory there */
+    if (*count < 1) {
+        *count = 1;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    infos[0] = (nvmlProcessInfo_v2_t){.pid = 1000, .usedGpuMemory = 5000};
+    *count = 1;
+    return NVML_SUCCESS;
+}
+static nvmlReturn_t f_proc_util(nvmlDevice_t d, nvmlProcessUtilizationSample_t *u, unsigned *count,
+                                unsigned long long last_seen) {
+    (void)d;
+    P.util_calls++;
+    P.last_seen = last_seen;
+    if (*count < 3 || !u) {
+        *count = 3;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    /* pid 1000: two samples (mean 30); pid 1002: one; pid 1001: idle */
+    u[0] = (nvmlProcessUtilizationSample_t){
+        .pid = 1000, .timeStamp = last_seen + 1, .smUtil = 20, .memUtil = 4};
+    u[1] = (nvmlProcessUtilizationSample_t){
+        .pid = 1000, .timeStamp = last_seen + 2, .smUtil = 40, .memUtil = 6};
+    u[2] = (nvmlProcessUtilizationSample_t){.pid = 1002, .timeStamp = last_seen + 3, .smUtil = 9};
+    *count = 3;
+    return NVML_SUCCESS;
+}
+
+static const gpu_record_t *only_gpu0(snapshot_t *s) {
+    assert_int_equal(s->status, SNAPSHOT_OK);
+    return &s->gpus[0];
+}
+
+static void test_collector_processes_with_utilisation_and_memory(void **state) {
+    (void)state;
+    memset(&P, 0, sizeof P);
+    P.n = 3;
+    F.count = 1;
+    api.nvmlDeviceGetComputeRunningProcesses_v3 = f_compute_v3;
+    api.nvmlDeviceGetComputeRunningProcesses_v2 = f_compute_v2;
+    api.nvmlDeviceGetGraphicsRunningProcesses_v3 = f_graphics_v3;
+    api.nvmlDeviceGetProcessUtilization = f_proc_util;
+    nvml_collector_t *c;
+    assert_int_equal(nvml_collector_new(&api, NULL, "n", &c), 0);
+    snapshot_t *s = sweep(c, NS_PER_SEC);
+    const gpu_record_t *g = only_gpu0(s);
+    assert_true(g->procs.list_ok);
+    assert_true(g->procs.util_ok);
+    assert_int_equal(g->procs.count, 3);
+    assert_int_equal(g->procs.dropped, 0);
+    assert_int_equal(s->proc_total, 3);
+    const proc_record_t *p = &s->procs[g->procs.first];
+    assert_int_equal(p[0].pid, 1000);
+    assert_float_equal(p[0].sm_util_pct, 30.0, 1e-9);
+    assert_float_equal(p[0].mem_util_pct, 5.0, 1e-9);
+    assert_int_equal(p[0].used_memory_bytes, 5000); /* the larger of compute and graphics */
+    assert_true(proc_has(&p[1], PROC_F_SM_UTIL));
+    assert_float_equal(p[1].sm_util_pct, 0.0, 1e-9);   /* listed, no sample: idle */
+    assert_false(proc_has(&p[1], PROC_F_USED_MEMORY)); /* NVML_VALUE_NOT_AVAILABLE */
+    assert_float_equal(p[2].sm_util_pct, 9.0, 1e-9);
+    assert_int_equal(P.v2_calls, 0); /* newest variant first */
+    assert_true(P.last_seen > 0);    /* never the whole ring buffer */
+    unsigned long long first_seen = P.last_seen;
+    snapshot_unref(s);
+    s = sweep(c, 2 * NS_PER_SEC);
+    assert_int_equal(P.last_seen, first_seen + 3); /* the newest sample seen */
+    snapshot_unref(s);
+    nvml_collector_free(c);
+}
+
+static void test_collector_processes_bounded_and_fall_back_to_v2(void **state) {
+    (void)state;
+    memset(&P, 0, sizeof P);
+    P.n = 70;
+    P.v3_rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+    F.count = 1;
+    api.nvmlDeviceGetComputeRunningProcesses_v3 = f_compute_v3;
+    api.nvmlDeviceGetComputeRunningProcesses_v2 = f_compute_v2;
+    nvml_collector_t *c;
+    assert_int_equal(nvml_collector_new(&api, NULL, "n", &c), 0);
+    snapshot_t *s = sweep(c, NS_PER_SEC);
+    const gpu_record_t *g = only_gpu0(s);
+    assert_true(g->procs.list_ok);
+    assert_int_equal(g->procs.count, COLLECTOR_MAX_PROCS_PER_GPU);
+    assert_int_equal(g->procs.dropped, 70 - COLLECTOR_MAX_PROCS_PER_GPU);
+    assert_true(P.v2_calls >= 1);
+    /* No utilisation symbol: absent, with no code. */
+    assert_false(g->procs.util_ok);
+    assert_int_equal(g->procs.util_code, 0);
+    assert_false(proc_has(&s->procs[g->procs.first], PROC_F_SM_UTIL));
+    snapshot_unref(s);
+
+    /* A list that fails is absent with NVML's code, never an empty list. */
+    api.nvmlDeviceGetComputeRunningProcesses_v2 = NULL;
+    P.v3_rc = NVML_ERROR_NO_PERMISSION;
+    s = sweep(c, 2 * NS_PER_SEC);
+    g = only_gpu0(s);
+    assert_false(g->procs.list_ok);
+    assert_int_equal(g->procs.list_code, NVML_ERROR_NO_PERMISSION);
+    assert_int_equal(g->procs.count, 0);
+    assert_int_equal(g->health, GPU_HEALTH_OK);
+    snapshot_unref(s);
+    nvml_collector_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_collector_maps_values_with_units_and_validity, setup),
@@ -445,6 +585,8 @@ int main(void) {
         cmocka_unit_test_setup(test_collector_count_failure_reinitialises, setup),
         cmocka_unit_test_setup(test_collector_inaccessible_handle_is_an_error_not_skipped, setup),
         cmocka_unit_test_setup(test_collector_zero_gpus_is_ok, setup),
+        cmocka_unit_test_setup(test_collector_processes_with_utilisation_and_memory, setup),
+        cmocka_unit_test_setup(test_collector_processes_bounded_and_fall_back_to_v2, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,10 @@ static void test_nvml_abi_struct_sizes_match_nvidia(void **state) {
     assert_int_equal(sizeof(nvmlGpmMetric_t), 40);
     assert_int_equal(sizeof(nvmlGpmMetricsGet_t), 13344);
     assert_int_equal(sizeof(nvmlGpmSupport_t), 8);
+    assert_int_equal(sizeof(nvmlProcessUtilizationSample_t), 32);
+    assert_int_equal(sizeof(nvmlProcessInfo_v1_t), 16);
+    assert_int_equal(sizeof(nvmlProcessInfo_v2_t), 24);
+    assert_int_equal(sizeof(nvmlProcessInfo_t), 24);
 }
 
 static void test_nvml_abi_offsets_match_nvidia(void **state) {
@@ -44,6 +48,15 @@ static void test_nvml_abi_offsets_match_nvidia(void **state) {
     assert_int_equal(offsetof(nvmlGpmMetric_t, value), 8);
     assert_int_equal(offsetof(nvmlGpmMetricsGet_t, sample1), 8);
     assert_int_equal(offsetof(nvmlGpmMetricsGet_t, metrics), 24);
+    assert_int_equal(offsetof(nvmlProcessUtilizationSample_t, timeStamp), 8);
+    assert_int_equal(offsetof(nvmlProcessUtilizationSample_t, smUtil), 16);
+    assert_int_equal(offsetof(nvmlProcessUtilizationSample_t, memUtil), 20);
+    assert_int_equal(offsetof(nvmlProcessUtilizationSample_t, encUtil), 24);
+    assert_int_equal(offsetof(nvmlProcessUtilizationSample_t, decUtil), 28);
+    assert_int_equal(offsetof(nvmlProcessInfo_v1_t, usedGpuMemory), 8);
+    assert_int_equal(offsetof(nvmlProcessInfo_v2_t, usedGpuMemory), 8);
+    assert_int_equal(offsetof(nvmlProcessInfo_v2_t, gpuInstanceId), 16);
+    assert_int_equal(offsetof(nvmlProcessInfo_v2_t, computeInstanceId), 20);
 }
 
 static void test_nvml_abi_version_words(void **state) {

@@ -169,6 +169,62 @@ static void test_sampler_rejects_interval_below_minimum(void **state) {
     assert_non_null(strstr(err, "100 ms"));
 }
 
+static void mark_pods(snapshot_t *snap, void *ud) {
+    (void)ud;
+    for (unsigned i = 0; i < snap->proc_total; i++)
+        snprintf(snap->procs[i].pod_uid, sizeof snap->procs[i].pod_uid, "pod-of-%u",
+                 snap->procs[i].pid);
+    snap->procs_attributed = true;
+}
+
+/* Processes end to end through dlopen: the stand-in's lists and samples,
+ * read by the collector with the real struct layouts; the _v3 list missing
+ * (a 470 driver) falls back to _v2; before_publish sees each snapshot
+ * before readers do. */
+static void test_sampler_reads_processes_through_the_stand_in(void **state) {
+    fixture_t *fx = *state;
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", scenario_path);
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fputs("{\"missing_symbols\": [\"nvmlDeviceGetComputeRunningProcesses_v3\"],"
+          " \"devices\": [{\"values\": {\"gpu_util\": 60, \"mem_util\": 9},"
+          " \"processes\": [{\"pid\": 4001, \"sm_util\": 35, \"mem_util\": 7,"
+          " \"used_memory_bytes\": 2147483648}, {\"pid\": 4002, \"sm_util\": 25,"
+          " \"mem_util\": 2, \"used_memory_bytes\": 1073741824},"
+          " {\"pid\": 4003, \"type\": \"graphics\"}]}]}",
+          f);
+    fclose(f);
+    assert_int_equal(rename(tmp, scenario_path), 0);
+    nvml_loader_free(fx->loader); /* rebind: the resolver reads missing_symbols */
+    char err[512];
+    assert_int_equal(nvml_loader_open(getenv("NVML_SIM_LIBRARY"), &fx->loader, err, sizeof err), 0);
+    assert_null(nvml_loader_api(fx->loader)->nvmlDeviceGetComputeRunningProcesses_v3);
+    nvml_collector_t *c;
+    assert_int_equal(nvml_collector_new(nvml_loader_api(fx->loader), NULL, "sim-node", &c), 0);
+    sampler_opts_t o = {.interval_ns = 100 * NS_PER_MS, .before_publish = mark_pods};
+    assert_int_equal(sampler_start(c, &o, &fx->sampler, err, sizeof err), 0);
+    snapshot_t *s = sampler_wait_newer(fx->sampler, 0, 5 * NS_PER_SEC);
+    assert_non_null(s);
+    const proc_list_t *pl = &s->gpus[0].procs;
+    assert_true(pl->list_ok);
+    assert_true(pl->util_ok);
+    assert_int_equal(pl->count, 3);
+    const proc_record_t *p = &s->procs[pl->first];
+    assert_int_equal(p[0].pid, 4001);
+    assert_float_equal(p[0].sm_util_pct, 35, 1e-9);
+    assert_float_equal(p[0].mem_util_pct, 7, 1e-9);
+    assert_int_equal(p[0].used_memory_bytes, UINT64_C(2147483648));
+    assert_int_equal(p[1].pid, 4002);
+    assert_float_equal(p[0].sm_util_pct + p[1].sm_util_pct, s->gpus[0].gpu_util_pct, 1e-9);
+    assert_int_equal(p[2].pid, 4003); /* a graphics context, idle, memory not available */
+    assert_float_equal(p[2].sm_util_pct, 0, 1e-9);
+    assert_false(proc_has(&p[2], PROC_F_USED_MEMORY));
+    assert_string_equal(p[1].pod_uid, "pod-of-4002");
+    assert_true(s->procs_attributed);
+    snapshot_unref(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_sampler_publishes_snapshots_from_the_real_loader,
@@ -178,6 +234,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_sampler_overrun_skips_ticks_instead_of_queueing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sampler_rejects_interval_below_minimum, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_sampler_reads_processes_through_the_stand_in, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -296,11 +296,9 @@ static void test_nvml_sim_every_shipped_scenario_loads(void **state) {
     static const struct {
         const char *file;
         unsigned devices;
-    } files[] = {{"idle-4xh100.json", 4},
-                 {"inference-burst.json", 2},
-                 {"mig-a100.json", 2},
-                 {"gpu-lost.json", 2},
-                 {"old-driver.json", 1}};
+    } files[] = {{"idle-4xh100.json", 4}, {"inference-burst.json", 2},
+                 {"mig-a100.json", 2},    {"gpu-lost.json", 2},
+                 {"old-driver.json", 1},  {"time-slicing-h100.json", 1}};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/sim/scenarios/%s", src, files[i].file);
@@ -774,6 +772,100 @@ static void test_nvml_sim_counters_survive_reload(void **state) {
     assert_true(f.value.ullVal >= before); /* a lower rate never makes it go back */
 }
 
+static void test_nvml_sim_running_processes_follow_nvml_protocol_and_layouts(void **state) {
+    (void)state;
+    init_with(ONE_GPU("\"processes\": [{\"pid\": 100, \"sm_util\": 30, \"mem_util\": 5,"
+                      " \"used_memory_bytes\": 1048576}, {\"pid\": 200},"
+                      " {\"pid\": 300, \"type\": \"graphics\", \"used_memory_bytes\": 7}]"));
+    nvmlDevice_t h = handle(0);
+    /* Sizing: 0 and NULL -> INSUFFICIENT_SIZE with the count. */
+    unsigned n = 0;
+    assert_int_equal(api.nvmlDeviceGetComputeRunningProcesses_v3(h, &n, NULL),
+                     NVML_ERROR_INSUFFICIENT_SIZE);
+    assert_int_equal(n, 2);
+    nvmlProcessInfo_v2_t p2[4];
+    n = 1;
+    assert_int_equal(api.nvmlDeviceGetComputeRunningProcesses_v2(h, &n, p2),
+                     NVML_ERROR_INSUFFICIENT_SIZE);
+    assert_int_equal(n, 2);
+    n = 4;
+    assert_int_equal(api.nvmlDeviceGetComputeRunningProcesses_v3(h, &n, p2), NVML_SUCCESS);
+    assert_int_equal(n, 2);
+    assert_int_equal(p2[0].pid, 100);
+    assert_int_equal(p2[0].usedGpuMemory, 1048576);
+    assert_int_equal(p2[0].gpuInstanceId, 0xFFFFFFFFu);
+    assert_int_equal(p2[0].computeInstanceId, 0xFFFFFFFFu);
+    assert_int_equal(p2[1].pid, 200);
+    assert_true(p2[1].usedGpuMemory == NVML_VALUE_NOT_AVAILABLE_ULL);
+    /* The unversioned call writes 16-byte elements. */
+    nvmlProcessInfo_v1_t p1[4];
+    memset(p1, 0xAB, sizeof p1);
+    n = 4;
+    assert_int_equal(api.nvmlDeviceGetComputeRunningProcesses(h, &n, p1), NVML_SUCCESS);
+    assert_int_equal(n, 2);
+    assert_int_equal(p1[1].pid, 200);
+    assert_int_equal(p1[2].pid, 0xABABABABu); /* untouched beyond the count */
+    n = 4;
+    assert_int_equal(api.nvmlDeviceGetGraphicsRunningProcesses_v3(h, &n, p2), NVML_SUCCESS);
+    assert_int_equal(n, 1);
+    assert_int_equal(p2[0].pid, 300);
+    n = 0;
+    assert_int_equal(api.nvmlDeviceGetMPSComputeRunningProcesses_v3(h, &n, NULL), NVML_SUCCESS);
+    assert_int_equal(n, 0);
+}
+
+static void test_nvml_sim_process_utilization_samples(void **state) {
+    (void)state;
+    init_with(ONE_GPU("\"processes\": [{\"pid\": 100, \"sm_util\": 30, \"mem_util\": 5},"
+                      " {\"pid\": 200, \"sm_util\": 0}, {\"pid\": 300, \"sm_util\": 12}]"));
+    nvmlDevice_t h = handle(0);
+    unsigned n = 0;
+    assert_int_equal(api.nvmlDeviceGetProcessUtilization(h, NULL, &n, 0),
+                     NVML_ERROR_INSUFFICIENT_SIZE);
+    assert_int_equal(n, 2); /* only active processes have samples */
+    nvmlProcessUtilizationSample_t u[4];
+    n = 4;
+    assert_int_equal(api.nvmlDeviceGetProcessUtilization(h, u, &n, 0), NVML_SUCCESS);
+    assert_int_equal(n, 2);
+    assert_int_equal(u[0].pid, 100);
+    assert_int_equal(u[0].smUtil, 30);
+    assert_int_equal(u[0].memUtil, 5);
+    assert_int_equal(u[1].pid, 300);
+    assert_true(u[1].timeStamp > 0);
+    n = 4; /* nothing newer than a timestamp in the future */
+    assert_int_equal(api.nvmlDeviceGetProcessUtilization(h, u, &n, u[1].timeStamp + 60000000ull),
+                     NVML_ERROR_NOT_FOUND);
+    rewrite_scenario(ONE_GPU("\"processes\": [{\"pid\": 100}]"));
+    n = 4;
+    assert_int_equal(api.nvmlDeviceGetProcessUtilization(h, u, &n, 0), NVML_ERROR_NOT_FOUND);
+}
+
+static void test_nvml_sim_processes_per_mig_handle(void **state) {
+    (void)state;
+    init_with(ONE_GPU("\"memory_total_bytes\": 85899345920, \"mig\": {\"enabled\": true,"
+                      " \"instances\": [{\"profile\": \"3g.40gb\", \"gpu_instance_id\": 2},"
+                      " {\"profile\": \"3g.40gb\", \"gpu_instance_id\": 1}]},"
+                      " \"processes\": [{\"pid\": 10, \"mig_index\": 1,"
+                      " \"used_memory_bytes\": 5}, {\"pid\": 11, \"mig_index\": 0}]"));
+    nvmlDevice_t parent = handle(0), mig = NULL;
+    assert_int_equal(api.nvmlDeviceGetMigDeviceHandleByIndex(parent, 1, &mig), NVML_SUCCESS);
+    nvmlProcessInfo_v2_t p2[4];
+    unsigned n = 4;
+    assert_int_equal(api.nvmlDeviceGetComputeRunningProcesses_v3(mig, &n, p2), NVML_SUCCESS);
+    assert_int_equal(n, 1);
+    assert_int_equal(p2[0].pid, 10);
+    assert_int_equal(p2[0].gpuInstanceId, 1);
+    assert_int_equal(p2[0].computeInstanceId, 0);
+    n = 4; /* the parent (privileged) lists every instance's */
+    assert_int_equal(api.nvmlDeviceGetComputeRunningProcesses_v3(parent, &n, p2), NVML_SUCCESS);
+    assert_int_equal(n, 2);
+    nvmlProcessUtilizationSample_t u[2];
+    n = 2;
+    assert_int_equal(api.nvmlDeviceGetProcessUtilization(mig, u, &n, 0), NVML_ERROR_NOT_SUPPORTED);
+    assert_int_equal(api.nvmlDeviceGetProcessUtilization(parent, u, &n, 0),
+                     NVML_ERROR_NOT_SUPPORTED);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_teardown(name, shutdown_all)
     const struct CMUnitTest tests[] = {
@@ -796,6 +888,9 @@ int main(void) {
         T(test_nvml_sim_gpm_samples_a_mig_instance),
         T(test_nvml_sim_reloads_renamed_scenario),
         T(test_nvml_sim_counters_survive_reload),
+        T(test_nvml_sim_running_processes_follow_nvml_protocol_and_layouts),
+        T(test_nvml_sim_process_utilization_samples),
+        T(test_nvml_sim_processes_per_mig_handle),
     };
 #undef T
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

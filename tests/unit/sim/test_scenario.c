@@ -114,11 +114,9 @@ static void test_scenario_parses_every_shipped_scenario(void **state) {
     static const struct {
         const char *file;
         size_t devices;
-    } files[] = {{"idle-4xh100.json", 4},
-                 {"inference-burst.json", 2},
-                 {"mig-a100.json", 2},
-                 {"gpu-lost.json", 2},
-                 {"old-driver.json", 1}};
+    } files[] = {{"idle-4xh100.json", 4}, {"inference-burst.json", 2},
+                 {"mig-a100.json", 2},    {"gpu-lost.json", 2},
+                 {"old-driver.json", 1},  {"time-slicing-h100.json", 1}};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[4096], err[512] = "";
         snprintf(path, sizeof path, "%s/sim/scenarios/%s", src, files[i].file);
@@ -439,6 +437,38 @@ static void test_scenario_load_file_reports_missing_file(void **state) {
     assert_non_null(strstr(err, "No such file"));
 }
 
+static void test_scenario_parses_processes_and_rejects_bad_ones(void **state) {
+    (void)state;
+    scenario_t *sc = parse_ok(
+        ONE_DEVICE("\"processes\": [{\"pid\": 100, \"sm_util\": 30, \"mem_util\": 5,"
+                   " \"used_memory_bytes\": 1048576}, {\"pid\": 200, \"type\": \"graphics\"}]"));
+    const scenario_device_t *d = &sc->devices[0];
+    assert_int_equal(d->process_count, 2);
+    assert_int_equal(d->processes[0].pid, 100);
+    assert_true(d->processes[0].has_sm_util);
+    assert_int_equal(d->processes[0].sm_util, 30);
+    assert_true(d->processes[0].has_used_memory);
+    assert_int_equal(d->processes[0].mig_index, -1);
+    assert_int_equal(d->processes[1].kind, SCENARIO_PROC_GRAPHICS);
+    assert_false(d->processes[1].has_sm_util);
+    scenario_free(sc);
+    expect_error(ONE_DEVICE("\"processes\": [{\"sm_util\": 3}]"), "devices[0].processes[0]",
+                 "missing \"pid\"");
+    expect_error(ONE_DEVICE("\"processes\": [{\"pid\": 1, \"sm_utl\": 3}]"), "processes[0].sm_utl",
+                 "did you mean \"sm_util\"");
+    expect_error(ONE_DEVICE("\"processes\": [{\"pid\": 1, \"sm_util\": 101}]"),
+                 "processes[0].sm_util", "out of range");
+    expect_error(ONE_DEVICE("\"processes\": [{\"pid\": 1}, {\"pid\": 1}]"), "processes[1]",
+                 "already listed");
+    expect_error(ONE_DEVICE("\"processes\": [{\"pid\": 1, \"mig_index\": 0}]"),
+                 "processes[0].mig_index", "MIG is not enabled");
+    expect_error(ONE_DEVICE("\"mig\": {\"enabled\": true, \"instances\": [{\"profile\": "
+                            "\"3g.40gb\"}]}, \"processes\": [{\"pid\": 1}]"),
+                 "processes[0]", "missing \"mig_index\"");
+    expect_error(ONE_DEVICE("\"processes\": [{\"pid\": 1, \"type\": \"cuda\"}]"),
+                 "processes[0].type", "unknown process type");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scenario_parses_full_example),
@@ -457,6 +487,7 @@ int main(void) {
         cmocka_unit_test(test_scenario_errors_apply_to_unnamed_variants),
         cmocka_unit_test(test_scenario_error_timeline_applies_to_unnamed_variants),
         cmocka_unit_test(test_scenario_load_file_reports_missing_file),
+        cmocka_unit_test(test_scenario_parses_processes_and_rejects_bad_ones),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

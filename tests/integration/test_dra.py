@@ -136,10 +136,13 @@ class DRA(unittest.TestCase):
         # A NIC driver's slice on node-a: listed, no GPU uuid.
         cls.api.add_resource_slice("node-a-dra.net-q8z1", "dra.net", "node-a", node="node-a",
                                    devices=[("eth1", None)])
-        for pod in ["vllm-a", "vllm-b", "vllm-c", "vllm-d", "vllm-e"]:
+        # Pods of a DRA cluster ask through a resource claim, not a limit.
+        # vllm-e exists only in the test that gives it a claim nothing
+        # resolves: elsewhere a claim-asking pod with no device is a gap.
+        for pod in ["vllm-a", "vllm-b", "vllm-c", "vllm-d"]:
             cls.api.add_pod("ml", pod, labels={"app": "vllm"},
                             node="node-b" if pod in ("vllm-c", "vllm-d") else "node-a",
-                            phase="Running")
+                            phase="Running", gpus=None, claims=1)
         agents = ",".join("127.0.0.1:%d" % n.port for n in cls.nodes)
         cls.port, cls.probe = free_port(), free_port()
         cls.log = open(os.path.join(cls.tmp.name, "aggregator.log"), "w+")
@@ -229,8 +232,11 @@ class DRA(unittest.TestCase):
         self.assertEqual(lists, [])
 
     def test_unresolvable_claim_is_unavailable_naming_the_pod(self):
+        uid = self.api.add_pod("ml", "vllm-e", labels={"app": "vllm"}, node="node-a",
+                               phase="Running", gpus=None, claims=1)
+        self.addCleanup(self.api.delete_pod, uid)
         self.assign(True, extra_a=[("vllm-e", "main", ["gpu-9"])])
-        r = self.error(self.MEM, "vllm-e")
+        r = self.error(self.MEM, "DRA device gpu.nvidia.com/node-a/gpu-9")
         self.assertEqual(r["error"]["code"], "UNAVAILABLE")
         self.assertIn("node node-a (pod ml/vllm-e): DRA device gpu.nvidia.com/node-a/gpu-9 "
                       "(container main) is not resolved to a GPU UUID", r["error"]["message"])

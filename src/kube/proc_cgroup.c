@@ -247,8 +247,9 @@ unsigned proc_cgroup_annotate(snapshot_t *s, const char *proc_root) {
         if (proc_cgroup_read(proc_root, r->pid, &p, NULL, 0) != 0)
             continue;
         snprintf(r->pod_uid, sizeof r->pod_uid, "%s", p.pod_uid);
-        if (strlen(p.container_id) < sizeof r->container_id)
-            snprintf(r->container_id, sizeof r->container_id, "%s", p.container_id);
+        size_t idlen = strlen(p.container_id);
+        if (idlen < sizeof r->container_id) /* a longer id is not kept cut */
+            memcpy(r->container_id, p.container_id, idlen + 1);
         n++;
     }
     return n;

@@ -534,6 +534,64 @@ fail:
     return rc;
 }
 
+int kube_watch_envelope(const char *line, size_t len, json_t **root, kube_event_type_t *type,
+                        const json_t **obj, char *rvbuf, int *error_code, char *err,
+                        size_t errlen) {
+    *obj = NULL;
+    rvbuf[0] = '\0';
+    if (error_code)
+        *error_code = 0;
+    int rc;
+    *root = load(line, len, "watch event", err, errlen, &rc);
+    if (!*root)
+        return rc;
+    const json_t *jt = json_object_get(*root, "type");
+    const json_t *o = json_object_get(*root, "object");
+    if (!json_is_string(jt) || !json_is_object(o))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "watch event: type or object missing");
+    const char *ts = json_string_value(jt);
+    size_t t;
+    for (t = 0; t < sizeof event_names / sizeof event_names[0]; t++)
+        if (strcmp(ts, event_names[t]) == 0)
+            break;
+    if (t == sizeof event_names / sizeof event_names[0])
+        return kgs_seterr(err, errlen, KGS_EINVAL, "watch event: unknown type \"%.40s\"", ts);
+    *type = (kube_event_type_t)t;
+    if (*type == KUBE_EVENT_ERROR) {
+        /* A metav1.Status: {"kind":"Status","status":"Failure","message":
+         * "too old resource version: 5 (9)","reason":"Expired","code":410}. */
+        const json_t *code = json_object_get(o, "code");
+        const json_t *msg = json_object_get(o, "message");
+        if (!json_is_integer(code) || json_integer_value(code) < 0 ||
+            json_integer_value(code) > 999)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "watch ERROR event: no valid status code");
+        if (error_code)
+            *error_code = (int)json_integer_value(code);
+        kgs_seterr(err, errlen, 0, "watch ERROR event: %d: %.300s", (int)json_integer_value(code),
+                   json_is_string(msg) ? json_string_value(msg) : "(no message)");
+        return 0;
+    }
+    if (*type == KUBE_EVENT_BOOKMARK) {
+        bool bad = false;
+        const json_t *meta = get_object(o, "metadata", &bad);
+        if (bad || !meta)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "watch BOOKMARK event: metadata missing");
+        return rv_copy(meta, rvbuf, KUBE_RV_MAX + 1, true, "watch BOOKMARK event", err, errlen);
+    }
+    *obj = o;
+    return 0;
+}
+
+int kube_watch_rv_out(const char *rvbuf, char *rv, size_t rvlen, char *err, size_t errlen) {
+    if (!rv || !rvlen)
+        return 0;
+    size_t n = strlen(rvbuf);
+    if (n >= rvlen)
+        return kgs_seterr(err, errlen, KGS_ERANGE, "watch event: resourceVersion too long");
+    memcpy(rv, rvbuf, n + 1);
+    return 0;
+}
+
 int kube_watch_event_parse(const char *line, size_t len, kube_event_type_t *type, pod_t *pod,
                            char *rv, size_t rvlen, int *error_code, char *err, size_t errlen) {
     pod_t scratch;
@@ -541,68 +599,17 @@ int kube_watch_event_parse(const char *line, size_t len, kube_event_type_t *type
     memset(p, 0, sizeof *p);
     if (rv && rvlen)
         rv[0] = '\0';
-    if (error_code)
-        *error_code = 0;
-    int rc;
-    json_t *root = load(line, len, "watch event", err, errlen, &rc);
-    if (!root)
-        return rc;
-    const json_t *jt = json_object_get(root, "type");
-    const json_t *obj = json_object_get(root, "object");
-    if (!json_is_string(jt) || !json_is_object(obj)) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch event: type or object missing");
-        goto out;
-    }
-    const char *ts = json_string_value(jt);
-    size_t t;
-    for (t = 0; t < sizeof event_names / sizeof event_names[0]; t++)
-        if (strcmp(ts, event_names[t]) == 0)
-            break;
-    if (t == sizeof event_names / sizeof event_names[0]) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch event: unknown type \"%.40s\"", ts);
-        goto out;
-    }
-    *type = (kube_event_type_t)t;
-    if (*type == KUBE_EVENT_ERROR) {
-        /* A metav1.Status: {"kind":"Status","status":"Failure","message":
-         * "too old resource version: 5 (9)","reason":"Expired","code":410}. */
-        const json_t *code = json_object_get(obj, "code");
-        const json_t *msg = json_object_get(obj, "message");
-        if (!json_is_integer(code) || json_integer_value(code) < 0 ||
-            json_integer_value(code) > 999) {
-            rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch ERROR event: no valid status code");
-            goto out;
-        }
-        if (error_code)
-            *error_code = (int)json_integer_value(code);
-        kgs_seterr(err, errlen, 0, "watch ERROR event: %d: %.300s", (int)json_integer_value(code),
-                   json_is_string(msg) ? json_string_value(msg) : "(no message)");
-        rc = 0;
-        goto out;
-    }
+    json_t *root;
+    const json_t *obj;
     char rvbuf[KUBE_RV_MAX + 1];
-    if (*type == KUBE_EVENT_BOOKMARK) {
-        bool bad = false;
-        const json_t *meta = get_object(obj, "metadata", &bad);
-        if (bad || !meta) {
-            rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch BOOKMARK event: metadata missing");
-            goto out;
-        }
-        if ((rc = rv_copy(meta, rvbuf, sizeof rvbuf, true, "watch BOOKMARK event", err, errlen)))
-            goto out;
-    } else {
-        if ((rc = kube_pod_from_json(obj, p, err, errlen)))
-            goto out;
-        memcpy(rvbuf, p->resource_version, sizeof rvbuf);
+    int rc = kube_watch_envelope(line, len, &root, type, &obj, rvbuf, error_code, err, errlen);
+    if (rc == 0 && obj) {
+        rc = kube_pod_from_json(obj, p, err, errlen);
+        if (rc == 0)
+            memcpy(rvbuf, p->resource_version, sizeof rvbuf);
     }
-    if (rv && rvlen) {
-        if (strlen(rvbuf) >= rvlen) {
-            rc = kgs_seterr(err, errlen, KGS_ERANGE, "watch event: resourceVersion too long");
-            goto out;
-        }
-        memcpy(rv, rvbuf, strlen(rvbuf) + 1);
-    }
-out:
+    if (rc == 0 && *type != KUBE_EVENT_ERROR)
+        rc = kube_watch_rv_out(rvbuf, rv, rvlen, err, errlen);
     json_decref(root);
     return rc;
 }

@@ -198,6 +198,21 @@ const char *kube_event_type_name(kube_event_type_t t);
 int kube_watch_event_parse(const char *line, size_t len, kube_event_type_t *type, pod_t *pod,
                            char *rv, size_t rvlen, int *error_code, char *err, size_t errlen);
 
+/*
+ * The part every watch stream shares (pods here, ResourceSlices in
+ * resource_slices.c): line[0..len) parsed into *root (json_decref it, even
+ * on error; NULL when it is not JSON), *type, and *obj: the object to
+ * decode for ADDED/MODIFIED/DELETED, NULL for BOOKMARK and ERROR. BOOKMARK:
+ * rvbuf (KUBE_RV_MAX + 1 bytes) gets object.metadata.resourceVersion, else
+ * "". ERROR: as kube_watch_event_parse says. Returns 0, KGS_EINVAL or
+ * KGS_ENOMEM with a message in err.
+ */
+int kube_watch_envelope(const char *line, size_t len, json_t **root, kube_event_type_t *type,
+                        const json_t **obj, char *rvbuf, int *error_code, char *err, size_t errlen);
+
+/* Copies rvbuf into rv[0..rvlen) (nothing when rv is NULL), or KGS_ERANGE. */
+int kube_watch_rv_out(const char *rvbuf, char *rv, size_t rvlen, char *err, size_t errlen);
+
 /* ---- cache ------------------------------------------------------------------------- */
 
 /*

@@ -257,79 +257,27 @@ fail:
     return rc;
 }
 
-static const char *const event_names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
-
 int dra_slice_event_parse(const char *line, size_t len, kube_event_type_t *type, dra_slice_t *slice,
                           char *rv, size_t rvlen, int *error_code, char *err, size_t errlen) {
     if (slice)
         memset(slice, 0, sizeof *slice);
     if (rv && rvlen)
         rv[0] = '\0';
-    if (error_code)
-        *error_code = 0;
-    int rc;
-    json_t *root = load(line, len, "watch event", err, errlen, &rc);
-    if (!root)
-        return rc;
-    const json_t *jt = json_object_get(root, "type");
-    const json_t *obj = json_object_get(root, "object");
-    char rvbuf[KUBE_RV_MAX + 1] = "";
-    size_t t;
-    if (!json_is_string(jt) || !json_is_object(obj)) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch event: type or object missing");
-        goto out;
-    }
-    for (t = 0; t < sizeof event_names / sizeof event_names[0]; t++)
-        if (strcmp(json_string_value(jt), event_names[t]) == 0)
-            break;
-    if (t == sizeof event_names / sizeof event_names[0]) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch event: unknown type \"%.40s\"",
-                        json_string_value(jt));
-        goto out;
-    }
-    *type = (kube_event_type_t)t;
-    if (*type == KUBE_EVENT_ERROR) {
-        const json_t *code = json_object_get(obj, "code");
-        const json_t *msg = json_object_get(obj, "message");
-        if (!json_is_integer(code) || json_integer_value(code) < 0 ||
-            json_integer_value(code) > 999) {
-            rc = kgs_seterr(err, errlen, KGS_EINVAL, "watch ERROR event: no valid status code");
-            goto out;
-        }
-        if (error_code)
-            *error_code = (int)json_integer_value(code);
-        kgs_seterr(err, errlen, 0, "watch ERROR event: %d: %.300s", (int)json_integer_value(code),
-                   json_is_string(msg) ? json_string_value(msg) : "(no message)");
-        rc = 0;
-        goto out;
-    }
-    if (*type == KUBE_EVENT_BOOKMARK) {
-        bool bad = false;
-        const json_t *meta = object_or_null(obj, "metadata", &bad);
-        if ((rc = copy_field(meta, "resourceVersion", true, rvbuf, sizeof rvbuf, "bookmark",
-                             "metadata.resourceVersion", err, errlen)))
-            goto out;
-    } else {
+    json_t *root;
+    const json_t *obj;
+    char rvbuf[KUBE_RV_MAX + 1];
+    int rc = kube_watch_envelope(line, len, &root, type, &obj, rvbuf, error_code, err, errlen);
+    if (rc == 0 && obj) {
         dra_slice_t scratch;
         dra_slice_t *s = slice ? slice : &scratch;
         rc = dra_slice_from_json(obj, s, err, errlen);
-        if (rc) {
-            if (!slice || rc != KGS_ERANGE)
-                dra_slice_deinit(s);
-            goto out;
-        }
-        memcpy(rvbuf, s->resource_version, sizeof rvbuf);
-        if (!slice)
+        if (rc == 0)
+            memcpy(rvbuf, s->resource_version, sizeof rvbuf);
+        if (!slice || (rc && rc != KGS_ERANGE))
             dra_slice_deinit(s);
     }
-    if (rv && rvlen) {
-        if (strlen(rvbuf) >= rvlen) {
-            rc = kgs_seterr(err, errlen, KGS_ERANGE, "watch event: resourceVersion too long");
-            goto out;
-        }
-        memcpy(rv, rvbuf, strlen(rvbuf) + 1);
-    }
-out:
+    if (rc == 0 && *type != KUBE_EVENT_ERROR)
+        rc = kube_watch_rv_out(rvbuf, rv, rvlen, err, errlen);
     json_decref(root);
     return rc;
 }

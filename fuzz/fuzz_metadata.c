@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/config_cache.h"
 #include "core/err.h"
@@ -68,7 +69,8 @@ static void check_config(const trigger_config_t *c) {
     FUZZ_CHECK(d->endpoint_count <= TRIGGER_MAX_ENDPOINTS);
     for (unsigned i = 0; i < d->endpoint_count; i++) {
         FUZZ_CHECK(strnlen(d->endpoints[i], TRIGGER_URL_MAX) < TRIGGER_URL_MAX);
-        FUZZ_CHECK(strncmp(d->endpoints[i], "http", 4) == 0);
+        /* A scheme is case-insensitive (RFC 3986): httP:// is accepted. */
+        FUZZ_CHECK(strncasecmp(d->endpoints[i], "http", 4) == 0);
     }
     FUZZ_CHECK(d->matcher_count <= TRIGGER_MAX_MATCHERS);
     FUZZ_CHECK(d->redis_db >= 0 && d->redis_db <= 15);

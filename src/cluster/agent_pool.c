@@ -279,17 +279,25 @@ static void tls_hint(const agent_t *a, const char *message, char *buf, size_t le
                  o->tls_server_name ? o->tls_server_name : "of its IP (--agents-tls-server-name)");
     /* With TLS 1.3 the server checks our certificate after our side of the
      * handshake is done: its refusal arrives as an alert on the first read
-     * or, when our first write meets its close, as a reset. Either way, on
-     * a connection that never delivered a snapshot. */
-    else if ((strstr(message, "alert") &&
-              (strstr(message, "certificate") || strstr(message, "unknown ca"))) ||
-             (!a->streaming && (strstr(message, "TLS read:") || strstr(message, "TLS write:"))))
+     * or, when our first write meets its close first, as a bare reset on a
+     * connection that never delivered a snapshot. */
+    else if (!o->tls_cert_file && (strstr(message, "alert") || strstr(message, "TLS write:") ||
+                                   strstr(message, "TLS read:")))
         snprintf(buf, len,
-                 o->tls_cert_file ? " (the agent refused our client certificate --agents-tls-cert "
-                                    "%s: is it signed by the agents' --tls-client-ca?)"
-                                  : " (the agent wants a client certificate%s: give "
-                                    "--agents-tls-cert and --agents-tls-key)",
-                 o->tls_cert_file ? o->tls_cert_file : "");
+                 " (agents with --tls-client-ca want a client certificate: give "
+                 "--agents-tls-cert and --agents-tls-key)");
+    else if (strstr(message, "alert") &&
+             (strstr(message, "certificate") || strstr(message, "unknown ca")))
+        snprintf(buf, len,
+                 " (the agent refused our client certificate --agents-tls-cert %s: is it signed "
+                 "by the agents' --tls-client-ca?)",
+                 o->tls_cert_file);
+    else if (!a->streaming && (strstr(message, "TLS read:") || strstr(message, "TLS write:")))
+        snprintf(buf, len,
+                 " (the agent closed the connection after the handshake: did it refuse our "
+                 "client certificate --agents-tls-cert %s? is it signed by the agents' "
+                 "--tls-client-ca?)",
+                 o->tls_cert_file);
 }
 
 static void on_watch_done(void *ud, int status, const char *message) {

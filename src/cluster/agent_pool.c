@@ -55,6 +55,7 @@ struct agent {
     agent_pool_t *pool;
     char address[AGENT_POOL_ADDRESS_MAX + 1];
     grpc_client_t *client; /* NULL while waiting to re-dial */
+    SSL_CTX *client_tls;   /* a reference on the context client was dialled with */
     grpc_client_call_t *call;
     bool closing;         /* we are freeing client: ignore its on_done */
     bool streaming;       /* the current stream delivered a snapshot */
@@ -66,7 +67,7 @@ struct agent {
 };
 
 struct agent_pool {
-    agent_pool_opts_t o;
+    agent_pool_opts_t o; /* o.tls: our reference */
     agent_t *agents;
     unsigned connected;
     loop_timer_t notify_timer;
@@ -185,6 +186,8 @@ static void agent_close(agent_t *a) {
         a->closing = false;
         a->client = NULL;
     }
+    SSL_CTX_free(a->client_tls); /* NULL is a no-op */
+    a->client_tls = NULL;
     a->call = NULL;
     if (a->streaming) {
         a->streaming = false;
@@ -238,7 +241,8 @@ static void on_watch_message(void *ud, const uint8_t *msg, size_t len) {
     if (!a->streaming) {
         a->streaming = true;
         p->connected++;
-        LOG_INFO(p->o.log, "agent %s: watching node %s", a->address, snap->node_name);
+        LOG_INFO(p->o.log, "agent %s: watching node %s%s", a->address, snap->node_name,
+                 a->client_tls ? " over TLS" : "");
     }
     if (cluster_view_update(p->o.view, a->address, snap, pods, now) != 0)
         LOG_RATELIMITED(p->o.log, &p->rl, "view oom", now, LOG_ERROR,
@@ -246,17 +250,69 @@ static void on_watch_message(void *ud, const uint8_t *msg, size_t len) {
     pool_changed(p);
 }
 
+/*
+ * What a failed connection says about the TLS set-up, in the flags' words:
+ * a mode mismatch, an agent certificate our CA does not sign (or for
+ * another name), or an agent refusing our client certificate. "" when it
+ * says nothing about TLS. The client must still be open (its mode hint).
+ */
+static void tls_hint(const agent_t *a, const char *message, char *buf, size_t len) {
+    const agent_pool_opts_t *o = &a->pool->o;
+    grpc_client_mode_hint_t mode =
+        a->client ? grpc_client_mode_hint(a->client) : GRPC_CLIENT_MODE_OK;
+    buf[0] = '\0';
+    if (mode == GRPC_CLIENT_MODE_SERVER_TLS)
+        snprintf(buf, len,
+                 " (the agent speaks TLS: give --agents-tls-ca, --agents-tls-cert and "
+                 "--agents-tls-key)");
+    else if (mode == GRPC_CLIENT_MODE_SERVER_PLAINTEXT)
+        snprintf(buf, len,
+                 " (the agent speaks plaintext: start the agents with --tls-cert, --tls-key and "
+                 "--tls-client-ca, or drop --agents-tls-ca)");
+    else if (!o->tls || !message)
+        return;
+    else if (strstr(message, "certificate verification"))
+        snprintf(buf, len,
+                 " (the agent's certificate does not verify against --agents-tls-ca %s for the "
+                 "name %s)",
+                 o->tls_ca_file ? o->tls_ca_file : "(system roots)",
+                 o->tls_server_name ? o->tls_server_name : "of its IP (--agents-tls-server-name)");
+    /* With TLS 1.3 the server checks our certificate after our side of the
+     * handshake is done: its refusal arrives as an alert on the first read
+     * or, when our first write meets its close first, as a bare reset on a
+     * connection that never delivered a snapshot. */
+    else if (!o->tls_cert_file && (strstr(message, "alert") || strstr(message, "TLS write:") ||
+                                   strstr(message, "TLS read:")))
+        snprintf(buf, len,
+                 " (agents with --tls-client-ca want a client certificate: give "
+                 "--agents-tls-cert and --agents-tls-key)");
+    else if (strstr(message, "alert") &&
+             (strstr(message, "certificate") || strstr(message, "unknown ca")))
+        snprintf(buf, len,
+                 " (the agent refused our client certificate --agents-tls-cert %s: is it signed "
+                 "by the agents' --tls-client-ca?)",
+                 o->tls_cert_file);
+    else if (!a->streaming && (strstr(message, "TLS read:") || strstr(message, "TLS write:")))
+        snprintf(buf, len,
+                 " (the agent closed the connection after the handshake: did it refuse our "
+                 "client certificate --agents-tls-cert %s? is it signed by the agents' "
+                 "--tls-client-ca?)",
+                 o->tls_cert_file);
+}
+
 static void on_watch_done(void *ud, int status, const char *message) {
     agent_t *a = ud;
     if (a->closing)
         return;
     a->call = NULL;
-    char reason[384];
-    if (status == GRPC_OK)
+    char reason[640], hint[256];
+    if (status == GRPC_OK) {
         snprintf(reason, sizeof reason, "watch ended by the agent");
-    else
-        snprintf(reason, sizeof reason, "watch: %s: %s", grpc_status_name(status),
-                 message && message[0] ? message : "(no message)");
+    } else {
+        tls_hint(a, message, hint, sizeof hint);
+        snprintf(reason, sizeof reason, "watch: %s: %s%s", grpc_status_name(status),
+                 message && message[0] ? message : "(no message)", hint);
+    }
     agent_drop(a, reason);
 }
 
@@ -281,12 +337,19 @@ static void on_retry(loop_t *loop, loop_timer_t *t, void *ud) {
 static void agent_connect(agent_t *a) {
     agent_pool_t *p = a->pool;
     char err[300];
-    grpc_client_opts_t co = {.address = a->address, .log = p->o.log};
+    grpc_client_opts_t co = {.address = a->address,
+                             .tls = p->o.tls,
+                             .server_name = p->o.tls ? p->o.tls_server_name : NULL,
+                             .log = p->o.log};
     if (grpc_client_connect(p->o.loop, &co, &a->client, err, sizeof err) != 0) {
         a->client = NULL;
         agent_drop(a, err);
         return;
     }
+    /* The connector makes its SSL later, after the TCP connect: this
+     * connection keeps the context alive across a reload until then. */
+    if (p->o.tls && SSL_CTX_up_ref(p->o.tls) == 1)
+        a->client_tls = p->o.tls;
     Kgs__Cluster__V1__WatchRequest req = KGS__CLUSTER__V1__WATCH_REQUEST__INIT;
     req.protocol_version = SNAPSHOT_CODEC_PROTOCOL_VERSION;
     uint8_t buf[16];
@@ -317,6 +380,10 @@ int agent_pool_new(const agent_pool_opts_t *o, agent_pool_t **out) {
     if (!p)
         return KGS_ENOMEM;
     p->o = *o;
+    if (p->o.tls && SSL_CTX_up_ref(p->o.tls) != 1) {
+        free(p);
+        return KGS_ENOMEM;
+    }
     if (!p->o.backoff_min_ns)
         p->o.backoff_min_ns = DEFAULT_BACKOFF_MIN_NS;
     if (!p->o.backoff_max_ns)
@@ -430,6 +497,18 @@ int agent_pool_set_addresses(agent_pool_t *p, const char *const *addrs, size_t n
     return 0;
 }
 
+void agent_pool_set_tls(agent_pool_t *p, SSL_CTX *ctx) {
+    if (!p || ctx == p->o.tls)
+        return;
+    if (ctx && SSL_CTX_up_ref(ctx) != 1) {
+        LOG_ERROR(p->o.log, "agents TLS: cannot keep the reloaded context: out of memory; new "
+                            "dials use the previous one");
+        return;
+    }
+    SSL_CTX_free(p->o.tls);
+    p->o.tls = ctx;
+}
+
 unsigned agent_pool_connected(const agent_pool_t *p) {
     return p ? p->connected : 0;
 }
@@ -443,5 +522,6 @@ void agent_pool_free(agent_pool_t *p) {
         agent_free(a);
     }
     loop_timer_stop(p->o.loop, &p->notify_timer);
+    SSL_CTX_free(p->o.tls);
     free(p);
 }

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <openssl/ssl.h>
+
 #include "cluster/cluster_view.h"
 #include "core/log.h"
 #include "net/loop.h"
@@ -42,6 +44,17 @@ typedef struct {
     uint64_t backoff_min_ns; /* 0 = 0.5 s */
     uint64_t backoff_max_ns; /* 0 = 30 s; raised to backoff_min when below it */
     uint64_t idle_floor_ns;  /* the least silence that counts as dead; 0 = 10 s */
+    /* TLS to the agents (mTLS when the context holds a client certificate);
+     * NULL = h2c. The pool takes its own reference, and each connection
+     * holds one on the context it was dialled with, so a reload may free
+     * the caller's. */
+    SSL_CTX *tls;
+    /* The name every agent's certificate must carry (agents are dialled by
+     * pod IP and share one certificate); NULL = the IP itself (an IP SAN). */
+    const char *tls_server_name;
+    /* For messages only (borrowed, outlive the pool; may be NULL): the
+     * files behind tls, named when a handshake fails. */
+    const char *tls_ca_file, *tls_cert_file;
 } agent_pool_opts_t;
 
 /* Creates an empty pool (opts copied). Returns 0 with *out (returned: free
@@ -58,6 +71,11 @@ int agent_pool_new(const agent_pool_opts_t *o, agent_pool_t **out);
  * or KGS_ENOMEM; on failure the pool is unchanged.
  */
 int agent_pool_set_addresses(agent_pool_t *p, const char *const *addrs, size_t n);
+
+/* New dials use ctx (a reference is taken; the previous one is released
+ * once no connection uses it); streams already open keep theirs, as a
+ * rotated certificate matters only at the next handshake. NULL = h2c. */
+void agent_pool_set_tls(agent_pool_t *p, SSL_CTX *ctx);
 
 /* Agents whose current stream has delivered at least one snapshot. */
 unsigned agent_pool_connected(const agent_pool_t *p);

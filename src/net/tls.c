@@ -8,11 +8,15 @@
  */
 #include "net/tls.h"
 
+#include <errno.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/err.h"
 
@@ -37,6 +41,46 @@ char *tls_error_string(char *buf, size_t buflen) {
     if (!buf[0])
         snprintf(buf, buflen, "unknown TLS error");
     return buf;
+}
+
+/* A file that is not there or not readable: said in words before OpenSSL
+ * reports it as a "system library" error. `what` names the role. */
+static int file_problem(const char *what, const char *path, char *err, size_t errlen) {
+    if (access(path, R_OK) == 0)
+        return 0;
+    int e = errno;
+    return kgs_seterr(err, errlen, KGS_EIO, "%s %s: %s", what, path,
+                      e == ENOENT ? "no such file (is the Secret mounted?)" : strerror(e));
+}
+
+static void asn1_time_text(const ASN1_TIME *t, char *buf, size_t len) {
+    struct tm tm;
+    if (ASN1_TIME_to_tm(t, &tm) == 1 && strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) > 0)
+        return;
+    snprintf(buf, len, "(an unreadable date)");
+}
+
+/* A certificate outside its validity window fails every handshake at the
+ * peer, which says only "certificate has expired": refuse it here instead,
+ * naming the file and the date, so the operator sees it where it is. */
+static int cert_validity(SSL_CTX *ctx, const char *what, const char *path, char *err,
+                         size_t errlen) {
+    X509 *x = SSL_CTX_get0_certificate(ctx);
+    if (!x)
+        return 0;
+    char when[64];
+    if (X509_cmp_current_time(X509_get0_notAfter(x)) < 0) {
+        asn1_time_text(X509_get0_notAfter(x), when, sizeof when);
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s %s expired on %s (notAfter): renew it", what,
+                          path, when);
+    }
+    if (X509_cmp_current_time(X509_get0_notBefore(x)) > 0) {
+        asn1_time_text(X509_get0_notBefore(x), when, sizeof when);
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s %s is not valid before %s (notBefore): check this node's clock", what,
+                          path, when);
+    }
+    return 0;
 }
 
 static int alpn_select_h2(SSL *ssl, const unsigned char **out, unsigned char *outlen,
@@ -71,11 +115,17 @@ static SSL_CTX *server_ctx_build(const char *cert, const char *key, const char *
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if ((*code = file_problem("TLS certificate", cert, err, errlen)) != 0 ||
+        (*code = file_problem("TLS key", key, err, errlen)) != 0 ||
+        (client_ca && (*code = file_problem("TLS client CA", client_ca, err, errlen)) != 0))
+        goto fail;
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
         *code = kgs_seterr(err, errlen, KGS_EIO, "TLS certificate %s: %s", cert,
                            tls_error_string(why, sizeof why));
         goto fail;
     }
+    if ((*code = cert_validity(ctx, "TLS certificate", cert, err, errlen)) != 0)
+        goto fail;
     /* A private key every local user can read is no longer private: refuse
      * it rather than serve with it (group-readable is fine: fsGroup setups). */
     struct stat kst;
@@ -206,23 +256,105 @@ SSL_CTX *tls_client_ctx_new(const char *ca, const char *cert, const char *key, b
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
     } else {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+        if (ca && file_problem("TLS CA", ca, err, errlen) != 0)
+            goto fail;
         int ok = ca ? SSL_CTX_load_verify_locations(ctx, ca, NULL)
                     : SSL_CTX_set_default_verify_paths(ctx);
         if (ok != 1) {
             kgs_seterr(err, errlen, KGS_EIO, "TLS CA %s: %s", ca ? ca : "(system)",
                        tls_error_string(why, sizeof why));
-            SSL_CTX_free(ctx);
-            return NULL;
+            goto fail;
         }
     }
     if (cert && key) {
-        if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
-            SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-            kgs_seterr(err, errlen, KGS_EIO, "TLS client certificate %s / key %s: %s", cert, key,
+        if (file_problem("TLS client certificate", cert, err, errlen) != 0 ||
+            file_problem("TLS client key", key, err, errlen) != 0)
+            goto fail;
+        if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+            kgs_seterr(err, errlen, KGS_EIO, "TLS client certificate %s: %s", cert,
                        tls_error_string(why, sizeof why));
-            SSL_CTX_free(ctx);
-            return NULL;
+            goto fail;
+        }
+        if (cert_validity(ctx, "TLS client certificate", cert, err, errlen) != 0)
+            goto fail;
+        if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+            kgs_seterr(err, errlen, KGS_EIO, "TLS client key %s: %s", key,
+                       tls_error_string(why, sizeof why));
+            goto fail;
+        }
+        if (SSL_CTX_check_private_key(ctx) != 1) {
+            kgs_seterr(err, errlen, KGS_EINVAL, "TLS client key %s does not match certificate %s",
+                       key, cert);
+            ERR_clear_error();
+            goto fail;
         }
     }
     return ctx;
+fail:
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+/* ---- a client context that follows its files ------------------------------------ */
+
+struct tls_client {
+    char *ca, *cert, *key;
+    struct stat st_ca, st_cert, st_key;
+    SSL_CTX *ctx;
+};
+
+void tls_client_free(tls_client_t *t) {
+    if (!t)
+        return;
+    SSL_CTX_free(t->ctx);
+    free(t->ca);
+    free(t->cert);
+    free(t->key);
+    free(t);
+}
+
+int tls_client_new(const char *ca, const char *cert, const char *key, tls_client_t **out, char *err,
+                   size_t errlen) {
+    tls_client_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "TLS: out of memory");
+    t->ca = dup_or_null(ca);
+    t->cert = dup_or_null(cert);
+    t->key = dup_or_null(key);
+    if ((ca && !t->ca) || (cert && !t->cert) || (key && !t->key)) {
+        tls_client_free(t);
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "TLS: out of memory");
+    }
+    stat_or_zero(ca, &t->st_ca);
+    stat_or_zero(cert, &t->st_cert);
+    stat_or_zero(key, &t->st_key);
+    t->ctx = tls_client_ctx_new(ca, cert, key, false, err, errlen);
+    if (!t->ctx) {
+        tls_client_free(t);
+        return KGS_EIO;
+    }
+    *out = t;
+    return 0;
+}
+
+SSL_CTX *tls_client_ctx(tls_client_t *t) {
+    return t->ctx;
+}
+
+int tls_client_reload_if_changed(tls_client_t *t, bool *reloaded, char *err, size_t errlen) {
+    *reloaded = false;
+    if (!(t->ca && stat_changed(t->ca, &t->st_ca)) &&
+        !(t->cert && stat_changed(t->cert, &t->st_cert)) &&
+        !(t->key && stat_changed(t->key, &t->st_key)))
+        return 0;
+    SSL_CTX *ctx = tls_client_ctx_new(t->ca, t->cert, t->key, false, err, errlen);
+    if (!ctx)
+        return KGS_EIO; /* keep dialling with the previous files */
+    stat_or_zero(t->ca, &t->st_ca);
+    stat_or_zero(t->cert, &t->st_cert);
+    stat_or_zero(t->key, &t->st_key);
+    SSL_CTX_free(t->ctx); /* holders took their own reference */
+    t->ctx = ctx;
+    *reloaded = true;
+    return 0;
 }

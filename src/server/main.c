@@ -76,6 +76,7 @@ typedef struct {
     nvml_loader_t *loader;
     sampler_t *sampler;
     tls_server_t *tls;
+    tls_client_t *agents_tls; /* --agents-tls-ca: the aggregator's context for its agents */
     grpc_server_t *grpc;
     scaler_t *scaler;
     agent_service_t *agent;         /* --role agent */
@@ -540,11 +541,22 @@ static int start_aggregator(server_t *sv, char *err, size_t errlen) {
     if (cluster_view_new(&sv->view) != 0)
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
     cluster_view_set_resolver(sv->view, resolve_dra, sv);
+    if (sv->o.agents_tls_ca &&
+        tls_client_new(sv->o.agents_tls_ca, sv->o.agents_tls_cert, sv->o.agents_tls_key,
+                       &sv->agents_tls, err, errlen) != 0)
+        return KGS_EINVAL; /* err names the file: "TLS CA /x: no such file ..." */
+    if (sv->o.agents_tls_ca && !sv->o.agents_tls_cert)
+        LOG_WARN(&sv->log, "--agents-tls-ca without --agents-tls-cert: agents that require "
+                           "client certificates (--tls-client-ca) will refuse this aggregator");
     agent_pool_opts_t po = {.loop = sv->loop,
                             .log = &sv->log,
                             .view = sv->view,
                             .on_change = on_cluster_change,
-                            .user_data = sv};
+                            .user_data = sv,
+                            .tls = sv->agents_tls ? tls_client_ctx(sv->agents_tls) : NULL,
+                            .tls_server_name = sv->o.agents_tls_server_name,
+                            .tls_ca_file = sv->o.agents_tls_ca,
+                            .tls_cert_file = sv->o.agents_tls_cert};
     if (agent_pool_new(&po, &sv->pool) != 0)
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
     if (sv->o.agents && set_static_agents(sv, err, errlen) != 0)
@@ -707,11 +719,22 @@ static void on_tls_check(loop_t *loop, loop_timer_t *t, void *ud) {
     server_t *sv = ud;
     bool reloaded = false;
     char err[512];
-    if (tls_server_reload_if_changed(sv->tls, &reloaded, err, sizeof err) != 0)
+    if (sv->tls && tls_server_reload_if_changed(sv->tls, &reloaded, err, sizeof err) != 0)
         LOG_WARN(&sv->log, "TLS reload failed, still serving the previous certificate: %s", err);
     else if (reloaded)
         LOG_INFO(&sv->log, "TLS certificate reloaded from %s; new handshakes use it",
                  sv->o.tls_cert);
+    reloaded = false;
+    if (sv->agents_tls &&
+        tls_client_reload_if_changed(sv->agents_tls, &reloaded, err, sizeof err) != 0) {
+        LOG_WARN(&sv->log, "agents TLS reload failed, still dialling with the previous files: %s",
+                 err);
+    } else if (reloaded) {
+        agent_pool_set_tls(sv->pool, tls_client_ctx(sv->agents_tls));
+        LOG_INFO(&sv->log, "agents TLS reloaded from %s%s%s; new connections to agents use it",
+                 sv->o.agents_tls_ca, sv->o.agents_tls_cert ? " and " : "",
+                 sv->o.agents_tls_cert ? sv->o.agents_tls_cert : "");
+    }
     loop_timer_start(loop, t, clock_add_sat(loop_now(loop), TLS_RELOAD_CHECK_NS));
 }
 
@@ -761,6 +784,7 @@ int main(int argc, char **argv) {
     if (sv.o.help) {
         fputs(server_usage_text, stdout);
         fputs(server_usage_text_more, stdout);
+        fputs(server_usage_text_end, stdout);
         return 0;
     }
     if (sv.o.version) {
@@ -844,9 +868,10 @@ int main(int argc, char **argv) {
             LOG_ERROR(&sv.log, "%s", err);
             goto out;
         }
+    }
+    if (sv.tls || sv.agents_tls)
         loop_timer_start(sv.loop, &sv.tls_timer,
                          clock_add_sat(loop_now(sv.loop), TLS_RELOAD_CHECK_NS));
-    }
 
     if (sv.o.role != SERVER_ROLE_AGENT) {
         source_hub_opts_t ho = {.loop = sv.loop,
@@ -980,6 +1005,7 @@ out:
     if (sv.sigfd >= 0)
         close(sv.sigfd);
     tls_server_free(sv.tls);
+    tls_client_free(sv.agents_tls);
     /* A hung NVML call must not hold the exit past the grace period. */
     if (sampler_stop_within(sv.sampler, NS_PER_SEC))
         nvml_loader_free(sv.loader);

@@ -100,7 +100,9 @@ const char server_usage_text_more[] =
     "                                chain (PEM); needs --tls-key\n"
     "  --tls-key FILE                the certificate's private key (PEM)\n"
     "  --tls-client-ca FILE          require client certificates signed by this\n"
-    "                                CA (mutual TLS); needs --tls-cert, --tls-key\n"
+    "                                CA (mutual TLS); needs --tls-cert, --tls-key;\n"
+    "                                an agent with --tls-cert needs it (its Watch\n"
+    "                                is for aggregators only)\n"
     "  --log-level LEVEL             debug, info, warn or error (default info)\n"
     "  --log-format FORMAT           text or json (default text)\n"
     "  --max-connections N           gRPC connection cap (default 1024)\n"
@@ -114,12 +116,25 @@ const char server_usage_text_more[] =
     "                                closed (default 10s, at least 100ms)\n"
     "  --version                     print the version and exit\n"
     "  --help                        this text\n"
+    "";
+
+/* Split in three: ISO C caps one string literal at 4095 bytes. */
+const char server_usage_text_end[] =
     "\n"
     "Engine and queue sources (standalone, aggregator):\n"
     "  --source-ca-file FILE         CA bundle for https engine endpoints and\n"
     "                                rediss queues (default: the system's roots)\n"
     "  --source-max-bytes N          largest engine/queue response read, in bytes\n"
     "                                (default 8388608 = 8 MiB; 4096 to 268435456)\n"
+    "\n"
+    "The aggregator's link to the agents (docs/operations.md, \"Security\"):\n"
+    "  --agents-tls-ca FILE          dial the agents over TLS and\n"
+    "                                verify them against this CA (default: h2c)\n"
+    "  --agents-tls-cert FILE        client certificate shown to the\n"
+    "                                agents (mTLS; their --tls-client-ca signs it)\n"
+    "  --agents-tls-key FILE         its private key\n"
+    "  --agents-tls-server-name NAME the name the agents' certificate\n"
+    "                                must carry (default: each agent's pod IP)\n"
     "\n"
     "Budgets against hostile callers (RESOURCE_EXHAUSTED beyond them):\n"
     "  --max-request-bytes N         largest gRPC request message (default 65536;\n"
@@ -181,6 +196,10 @@ typedef enum {
     O_PROC_ROOT,
     O_AGENTS,
     O_AGENTS_DNS,
+    O_AGENTS_TLS_CA,
+    O_AGENTS_TLS_CERT,
+    O_AGENTS_TLS_KEY,
+    O_AGENTS_TLS_SERVER_NAME,
     O_KUBE_API,
     O_KUBE_TOKEN_FILE,
     O_KUBE_CA_FILE,
@@ -219,6 +238,10 @@ static const char *const opt_names[O_COUNT] = {
     "proc-root",
     "agents",
     "agents-dns",
+    "agents-tls-ca",
+    "agents-tls-cert",
+    "agents-tls-key",
+    "agents-tls-server-name",
     "kube-api",
     "kube-token-file",
     "kube-ca-file",
@@ -482,6 +505,26 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
                               r->source, r->text);
         o->agents_dns = r->text;
         return 0;
+    case O_AGENTS_TLS_CA:
+        return parse_nonempty(r, &o->agents_tls_ca, "CA file", err, errlen);
+    case O_AGENTS_TLS_CERT:
+        return parse_nonempty(r, &o->agents_tls_cert, "certificate file", err, errlen);
+    case O_AGENTS_TLS_KEY:
+        return parse_nonempty(r, &o->agents_tls_key, "key file", err, errlen);
+    case O_AGENTS_TLS_SERVER_NAME: {
+        size_t n = strlen(r->text);
+        bool ok = n > 0 && n <= 253;
+        for (const char *c = r->text; ok && *c; c++)
+            ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                 *c == '-' || *c == '.' || *c == ':' || *c == '*';
+        if (!ok)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: invalid name \"%s\": must be the DNS name (or IP) on the "
+                              "agents' certificate, e.g. keda-gpu-scaler-agents.keda.svc",
+                              r->source, r->text);
+        o->agents_tls_server_name = r->text;
+        return 0;
+    }
     case O_KUBE_API:
         o->kube_api = r->text;
         return 0;
@@ -687,6 +730,28 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
                           "%s needs --tls-cert and --tls-key: client certificates are checked "
                           "only on a TLS listener",
                           src_or_flag(raw, O_TLS_CLIENT_CA, b1, sizeof b1));
+    if (o->role == SERVER_ROLE_AGENT && o->tls_cert && !o->tls_client_ca)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "--role agent with %s needs --tls-client-ca: an agent's Watch gives "
+                          "every pod's name on the node to whoever calls it, so with TLS the "
+                          "aggregators must prove themselves with client certificates "
+                          "(--agents-tls-cert on the aggregator)",
+                          src_or_flag(raw, O_TLS_CERT, b1, sizeof b1));
+    if (o->agents_tls_cert && !o->agents_tls_key)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s needs --agents-tls-key: give both or neither",
+                          src_or_flag(raw, O_AGENTS_TLS_CERT, b1, sizeof b1));
+    if (o->agents_tls_key && !o->agents_tls_cert)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s needs --agents-tls-cert: give both or neither",
+                          src_or_flag(raw, O_AGENTS_TLS_KEY, b1, sizeof b1));
+    if (!o->agents_tls_ca && (o->agents_tls_cert || o->agents_tls_server_name))
+        return kgs_seterr(
+            err, errlen, KGS_EINVAL,
+            "%s needs --agents-tls-ca: TLS to the agents is on only with the CA "
+            "that signed the agents' certificates",
+            src_or_flag(raw, o->agents_tls_cert ? O_AGENTS_TLS_CERT : O_AGENTS_TLS_SERVER_NAME, b1,
+                        sizeof b1));
     if (o->role == SERVER_ROLE_AGGREGATOR && !o->agents && !o->agents_dns)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "--role aggregator needs --agents HOST:PORT,... or --agents-dns "
@@ -694,6 +759,11 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
     if (o->role != SERVER_ROLE_AGGREGATOR && (o->agents || o->agents_dns || o->kube_api))
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "--agents, --agents-dns and --kube-api are for --role aggregator");
+    if (o->role != SERVER_ROLE_AGGREGATOR && o->agents_tls_ca)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s is for --role aggregator (how it dials the agents); an agent "
+                          "takes --tls-cert, --tls-key and --tls-client-ca",
+                          src_or_flag(raw, O_AGENTS_TLS_CA, b1, sizeof b1));
     return check_ports(o, raw, err, errlen);
 }
 
@@ -712,6 +782,9 @@ void server_options_start_line(const server_options_t *o, const char *version, c
                  (double)o->sample_interval_ns / 1e6);
     else
         snprintf(buf + n, len - (size_t)n,
-                 "reading the agents' snapshots (no NVML here; stale after %.0f ms)",
+                 "reading the agents' snapshots%s (no NVML here; stale after %.0f ms)",
+                 !o->agents_tls_ca    ? ""
+                 : o->agents_tls_cert ? " over TLS with a client certificate"
+                                      : " over TLS",
                  (double)o->stale_after_ns / 1e6);
 }

@@ -55,6 +55,10 @@ typedef struct {
     const char *proc_root;       /* --proc-root (agent), NULL = no per-process pods ("none") */
     const char *agents;          /* --agents HOST:PORT,... (aggregator) */
     const char *agents_dns;      /* --agents-dns NAME:PORT (aggregator) */
+    const char *agents_tls_ca;   /* --agents-tls-ca (aggregator): TLS to the agents; NULL = h2c */
+    const char *agents_tls_cert; /* --agents-tls-cert: the client certificate shown to agents */
+    const char *agents_tls_key;  /* --agents-tls-key */
+    const char *agents_tls_server_name; /* --agents-tls-server-name, NULL = each agent's IP */
     const char *kube_api;        /* --kube-api URL or "none"; NULL = in-cluster if available */
     const char *kube_token_file; /* --kube-token-file */
     const char *kube_ca_file;    /* --kube-ca-file */
@@ -100,8 +104,9 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
 void server_options_start_line(const server_options_t *o, const char *version, const char *node,
                                unsigned port, bool tls, char *buf, size_t len);
 
-/* The --help text, in two parts (print both). */
+/* The --help text, in three parts (print all, in this order). */
 extern const char server_usage_text[];
 extern const char server_usage_text_more[];
+extern const char server_usage_text_end[];
 
 #endif

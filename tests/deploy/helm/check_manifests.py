@@ -302,7 +302,7 @@ def check_objects(docs, external_secrets=()):
             # and a non-root user must reach it through fsGroup.
             for v in (spec.get("volumes") or []):
                 sec = v.get("secret")
-                if not sec or v.get("name") != "tls":
+                if not sec or not v.get("name", "").endswith("tls"):
                     continue
                 mode = sec.get("defaultMode", 0o644)
                 if mode & 0o004:
@@ -393,6 +393,24 @@ def check_objects(docs, external_secrets=()):
             targets = [w for w in wls if same_ns(w, d) and matches(spec.get("podSelector"), pod_labels(w))]
             if not targets:
                 err("%s: podSelector matches no workload's pods" % ident(d))
+            # Both directions, always: a policy that leaves egress open lets a
+            # compromised pod reach anything (issue 16).
+            if sorted(spec.get("policyTypes") or []) != ["Egress", "Ingress"]:
+                err("%s: policyTypes %s, expected Ingress and Egress" % (ident(d), spec.get("policyTypes")))
+            if "egress" not in spec:
+                err("%s: no egress rules (an empty list denies all)" % ident(d))
+            for rule in spec.get("egress") or []:
+                for peer in rule.get("to") or []:
+                    if "podSelector" in peer and "namespaceSelector" not in peer:
+                        dests = [w for w in wls if same_ns(w, d) and matches(peer["podSelector"], pod_labels(w))]
+                        if not dests:
+                            err("%s: egress to podSelector %s matches no workload's pods"
+                                % (ident(d), peer["podSelector"]))
+                        for p in rule.get("ports") or []:
+                            for w in dests:
+                                if not any(port_exists(p.get("port"), c) for c in containers(w)):
+                                    err("%s: egress port %s is not a containerPort of %s"
+                                        % (ident(d), p.get("port"), ident(w)))
             for rule in spec.get("ingress") or []:
                 for p in rule.get("ports") or []:
                     for w in targets:
@@ -533,6 +551,19 @@ CHART_CASES = [
     {"name": "agent.gpuSharingAttribution=true",
      "args": ["--set", "agent.gpuSharingAttribution=true"],
      "expect": lambda d: expect_sharing_attribution(d)},
+    {"name": "agentTLS with cert-manager",
+     "args": ["--set", "agentTLS.enabled=true", "--set", "agentTLS.certManager.enabled=true",
+              "--set", "agentTLS.certManager.issuerRef.name=agents-ca",
+              "--set", "agentTLS.certManager.issuerRef.kind=ClusterIssuer"],
+     "expect": lambda d: expect_agent_tls(d, "keda-gpu-scaler-agent-tls",
+                                          "keda-gpu-scaler-aggregator-client-tls", cert_manager=True)},
+    {"name": "agentTLS with user Secrets, NetworkPolicy off",
+     "args": ["--set", "agentTLS.enabled=true", "--set", "agentTLS.agentSecretName=my-agent-tls",
+              "--set", "agentTLS.aggregatorSecretName=my-aggregator-tls",
+              "--set", "networkPolicy.enabled=false"],
+     "expect": lambda d: expect_agent_tls(d, "my-agent-tls", "my-aggregator-tls", cert_manager=False)
+     + (["NetworkPolicy rendered though networkPolicy.enabled=false"] if by_kind(d, "NetworkPolicy") else []),
+     "external_secrets": ["my-agent-tls", "my-aggregator-tls"]},
     {"name": "probes.type=grpc, one aggregator, release name override",
      "args": ["--set", "probes.type=grpc", "--set", "aggregator.replicaCount=1",
               "--set", r"nodeSelector.node\.kubernetes\.io/instance-type=p5.48xlarge"],
@@ -655,6 +686,9 @@ class Suite:
                      "terminationGracePeriodSeconds", "imagePullSecrets", "nameOverride",
                      "fullnameOverride", "podAnnotations", "tls.secretName", "tls.certManager.enabled",
                      "tls.certManager.issuerRef", "metrics.serviceMonitor.enabled", "networkPolicy.enabled",
+                     "networkPolicy.extraEgress", "networkPolicy.sources.ports", "networkPolicy.kubeApi.cidrs",
+                     "agentTLS.enabled", "agentTLS.agentSecretName", "agentTLS.aggregatorSecretName",
+                     "agentTLS.certManager.issuerRef",
                      "mode"):
             node = values
             for part in path.split("."):
@@ -677,6 +711,18 @@ class Suite:
                            "nvmlHostMounts is not supported")
         self.chart_refuses("gRPC probes on a TLS port", ["--set", "probes.type=grpc", "--set", "tls.secretName=x"],
                            "cannot probe a TLS port")
+        self.chart_refuses("agentTLS without Secrets or cert-manager", ["--set", "agentTLS.enabled=true"],
+                           "agentTLS.enabled needs agentTLS.agentSecretName")
+        self.chart_refuses("agentTLS cert-manager without an issuer",
+                           ["--set", "agentTLS.enabled=true", "--set", "agentTLS.certManager.enabled=true"],
+                           "agentTLS.certManager.issuerRef.name is required")
+        self.chart_refuses("agentTLS in mode standalone",
+                           ["--set", "mode=standalone", "--set", "agentTLS.enabled=true"],
+                           "agentTLS is for mode cluster")
+        self.chart_refuses("gRPC probes on the agents' TLS port",
+                           ["--set", "probes.type=grpc", "--set", "agentTLS.enabled=true",
+                            "--set", "agentTLS.agentSecretName=a", "--set", "agentTLS.aggregatorSecretName=b"],
+                           "cannot probe the agents' TLS port")
         self.chart_refuses("ServiceMonitor without metrics",
                            ["--set", "metrics.enabled=false", "--set", "metrics.serviceMonitor.enabled=true"],
                            "needs metrics.enabled")
@@ -880,7 +926,22 @@ class Suite:
             # Root is tolerated only for an agent with the pod-resources mount.
             find(docs, "DaemonSet")["spec"]["template"]["spec"]["securityContext"]["runAsUser"] = 0
 
+        def np_ingress_only(docs):
+            find(docs, "NetworkPolicy", "agent")["spec"]["policyTypes"] = ["Ingress"]
+
+        def np_no_egress(docs):
+            del find(docs, "NetworkPolicy", "agent")["spec"]["egress"]
+
+        def np_egress_port(docs):
+            for r in find(docs, "NetworkPolicy", "aggregator")["spec"]["egress"]:
+                if any("podSelector" in t for t in r.get("to") or []):
+                    r["ports"][0]["port"] = 6001
+
         cases = [
+            ("NetworkPolicy without Egress", np_ingress_only, "expected Ingress and Egress"),
+            ("NetworkPolicy without egress rules", np_no_egress, "no egress rules"),
+            ("NetworkPolicy egress to the agents on a wrong port", np_egress_port,
+             "egress port 6001 is not a containerPort"),
             ("Service targetPort that is no container port name", svc_bad_target, "targetPort grcp"),
             ("Service targetPort number that is no containerPort", svc_bad_number, "targetPort 6001"),
             ("Service selecting no pods", svc_selects_nothing, "matches no workload"),
@@ -1017,8 +1078,14 @@ def expect_common_cluster(docs):
         errs.append("agent lacks liveness/readiness probes")
     if not ac.get("resources"):
         errs.append("agent has no resources")
-    if any(a.startswith("--tls") for a in aargs):
-        errs.append("agents must speak plaintext to the aggregators (they dial without TLS): %s" % aargs)
+    gargs = [str(a) for a in (containers(agg)[0].get("args") or [])]
+    agent_tls = arg_value(aargs, "--tls-cert") is not None
+    if agent_tls != (arg_value(gargs, "--agents-tls-ca") is not None):
+        errs.append("agents and aggregators disagree on TLS between them: agent %s, aggregator %s"
+                    % ([a for a in aargs if a.startswith("--tls")],
+                       [a for a in gargs if a.startswith("--agents-tls")]))
+    if agent_tls and arg_value(aargs, "--tls-client-ca") is None:
+        errs.append("agents serve TLS without --tls-client-ca: their Watch would take any client")
     aff = (pod_spec(agg).get("affinity") or {}).get("podAntiAffinity")
     if not aff:
         errs.append("aggregator has no pod anti-affinity")
@@ -1050,9 +1117,11 @@ def expect_cluster(docs):
     keda = [s for s in by_kind(docs, "Service") if s["metadata"]["name"] == "keda-gpu-scaler"]
     if not keda or keda[0]["spec"].get("clusterIP") != "None":
         errs.append("the KEDA Service keda-gpu-scaler is missing or not headless")
-    for kind in ("Certificate", "ServiceMonitor", "NetworkPolicy"):
+    for kind in ("Certificate", "ServiceMonitor"):
         if by_kind(docs, kind):
             errs.append("%s rendered though not enabled" % kind)
+    # NetworkPolicy is on by default, both directions.
+    errs += expect_network_policies(docs, cluster=True)
     return errs
 
 
@@ -1075,6 +1144,7 @@ def expect_standalone(docs):
             errs.append("standalone pods mount a token they do not need")
         if spec.get("runtimeClassName") != "nvidia":
             errs.append("standalone runtimeClassName is not nvidia")
+    errs += expect_network_policies(docs, cluster=False)
     return errs
 
 
@@ -1120,8 +1190,23 @@ def expect_network_policies(docs, cluster):
     pol = policy_for(kw)
     if len(pol) != 1:
         return ["expected one NetworkPolicy for the %s pods, got %d" % (keda_role, len(pol))]
-    if pol[0]["spec"].get("policyTypes") != ["Ingress"]:
+    if pol[0]["spec"].get("policyTypes") != ["Ingress", "Egress"]:
         errs.append("%s: policyTypes %s" % (ident(pol[0]), pol[0]["spec"].get("policyTypes")))
+    egress = pol[0]["spec"].get("egress") or []
+
+    def egress_ports(pred):
+        return {p.get("port") for r in egress if pred(r) for p in r.get("ports") or []}
+    if not {53} <= egress_ports(lambda r: not r.get("to")):
+        errs.append("%s: no egress to DNS (port 53)" % ident(pol[0]))
+    if not {8000, 6379} <= egress_ports(lambda r: any(t == {"namespaceSelector": {}} for t in r.get("to") or [])):
+        errs.append("%s: no egress to the default engine/queue ports: %s" % (ident(pol[0]), egress))
+    to_api = egress_ports(lambda r: any("ipBlock" in t for t in r.get("to") or []))
+    if cluster and not {443, 6443} <= to_api:
+        errs.append("%s: no egress to the Kubernetes API (443, 6443): %s" % (ident(pol[0]), egress))
+    if not cluster and to_api:
+        errs.append("%s: standalone scalers need no Kubernetes API, but egress allows %s" % (ident(pol[0]), to_api))
+    if any(not r.get("ports") for r in egress):
+        errs.append("%s: an egress rule without ports opens every port" % ident(pol[0]))
     grpc = rules(pol[0], "grpc")
     peers = [p for r in grpc for p in r.get("from") or []]
     if not peers or any(((p.get("namespaceSelector") or {}).get("matchLabels") or {})
@@ -1140,6 +1225,64 @@ def expect_network_policies(docs, cluster):
         if not peers or any("namespaceSelector" in p or not matches(p.get("podSelector"), pod_labels(kw))
                             for p in peers):
             errs.append("the agents' gRPC port is not limited to the aggregators: %s" % peers)
+        if apol[0]["spec"].get("egress") != [] or "Egress" not in (apol[0]["spec"].get("policyTypes") or []):
+            errs.append("the agents may reach out (they need nothing): %s" % apol[0]["spec"].get("egress"))
+        (_, ac, aargs), = scaler_args(docs, "agent")
+        agent_port = int(arg_value(aargs, "--port"))
+        if not any(matches((t.get("podSelector") or {}), pod_labels(aw)) and
+                   any(p.get("port") in (agent_port, "grpc") for p in r.get("ports") or [])
+                   for r in egress for t in r.get("to") or []):
+            errs.append("the aggregators may not reach the agents' gRPC port: %s" % egress)
+    return errs
+
+
+def expect_agent_tls(docs, agent_secret, agg_secret, cert_manager):
+    """agentTLS: agents serve TLS requiring the aggregators' client
+    certificates; aggregators dial with theirs and check the agents' name;
+    both Secrets mounted 0440; with cert-manager, two Certificates."""
+    errs = expect_common_cluster(docs)
+    (aw, ac, aargs), = scaler_args(docs, "agent") or [(None, None, [])]
+    (gw, gc, gargs), = scaler_args(docs, "aggregator") or [(None, None, [])]
+    if aw is None or gw is None:
+        return errs + ["no agent or no aggregator"]
+    mount = "/etc/keda-gpu-scaler/agent-tls"
+    want_agent = {"--tls-cert": mount + "/tls.crt", "--tls-key": mount + "/tls.key",
+                  "--tls-client-ca": mount + "/ca.crt"}
+    want_agg = {"--agents-tls-ca": mount + "/ca.crt", "--agents-tls-cert": mount + "/tls.crt",
+                "--agents-tls-key": mount + "/tls.key",
+                "--agents-tls-server-name": "keda-gpu-scaler-agents.keda-gpu-scaler.svc"}
+    for flag, v in want_agent.items():
+        if arg_value(aargs, flag) != v:
+            errs.append("agent %s is %r, not %r" % (flag, arg_value(aargs, flag), v))
+    for flag, v in want_agg.items():
+        if arg_value(gargs, flag) != v:
+            errs.append("aggregator %s is %r, not %r" % (flag, arg_value(gargs, flag), v))
+    if arg_value(gargs, "--tls-cert") is not None:
+        errs.append("agentTLS turned on the KEDA-facing TLS too: %s" % gargs)
+    for w, c, secret in ((aw, ac, agent_secret), (gw, gc, agg_secret)):
+        vols = {v["name"]: v for v in pod_spec(w).get("volumes") or []}
+        v = vols.get("agent-tls")
+        if not v or (v.get("secret") or {}).get("secretName") != secret:
+            errs.append("%s: no agent-tls volume of Secret %s: %s" % (ident(w), secret, vols))
+        elif v["secret"].get("defaultMode") != 0o440:
+            errs.append("%s: agent-tls mounted with mode %o, not 0440" % (ident(w), v["secret"].get("defaultMode")))
+        if not any(m.get("name") == "agent-tls" and m.get("mountPath") == mount and m.get("readOnly")
+                   for m in c.get("volumeMounts") or []):
+            errs.append("%s: agent-tls not mounted read-only at %s" % (ident(w), mount))
+    certs = {c["spec"]["secretName"]: c["spec"] for c in by_kind(docs, "Certificate")}
+    if not cert_manager:
+        if certs:
+            errs.append("Certificates rendered for user Secrets: %s" % sorted(certs))
+        return errs
+    a, g = certs.get(agent_secret), certs.get(agg_secret)
+    if not a or "server auth" not in a.get("usages", []) or \
+            want_agg["--agents-tls-server-name"] not in (a.get("dnsNames") or []):
+        errs.append("no agent Certificate for server auth on %s: %s" % (want_agg["--agents-tls-server-name"], a))
+    if not g or g.get("usages") != ["digital signature", "client auth"]:
+        errs.append("no aggregator Certificate for client auth only: %s" % g)
+    for c in (a, g):
+        if c and (c.get("issuerRef") or {}).get("name") != "agents-ca":
+            errs.append("Certificate issuerRef %s" % c.get("issuerRef"))
     return errs
 
 

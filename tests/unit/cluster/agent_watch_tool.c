@@ -1,16 +1,21 @@
 /*
  * agent_watch_tool - calls an agent's Watch and prints each decoded
  * NodeSnapshot as one JSON line (node, seq, age, GPUs, pod attribution).
- *   agent_watch_tool HOST:PORT COUNT
- * Exit 0 after COUNT snapshots, 1 when the stream fails first.
+ *   agent_watch_tool HOST:PORT COUNT [--ca FILE [--cert FILE --key FILE]
+ *                                    [--server-name NAME]]
+ * With --ca it dials over TLS (mTLS with --cert/--key), as an aggregator
+ * with --agents-tls-* does. Exit 0 after COUNT snapshots, 1 when the stream
+ * fails first.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cluster/node_pods.h"
 #include "cluster/snapshot_codec.h"
 #include "net/grpc_client.h"
 #include "net/loop.h"
+#include "net/tls.h"
 #include "proto/cluster.pb-c.h"
 
 typedef struct {
@@ -63,16 +68,35 @@ static void on_done(void *ud, int status, const char *message) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: agent_watch_tool HOST:PORT COUNT\n");
+    const char *ca = NULL, *cert = NULL, *key = NULL, *name = NULL;
+    for (int i = 3; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--ca") == 0)
+            ca = argv[i + 1];
+        else if (strcmp(argv[i], "--cert") == 0)
+            cert = argv[i + 1];
+        else if (strcmp(argv[i], "--key") == 0)
+            key = argv[i + 1];
+        else if (strcmp(argv[i], "--server-name") == 0)
+            name = argv[i + 1];
+        else
+            argc = 0; /* usage */
+    }
+    if (argc < 3 || argc % 2 == 0) {
+        fprintf(stderr, "usage: agent_watch_tool HOST:PORT COUNT [--ca FILE [--cert FILE --key "
+                        "FILE] [--server-name NAME]]\n");
         return 2;
     }
     tool_t t = {.want = atol(argv[2])};
     char err[512];
+    SSL_CTX *tls = NULL;
+    if (ca && !(tls = tls_client_ctx_new(ca, cert, key, false, err, sizeof err))) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
     if (loop_new(&t.loop, err, sizeof err) != 0)
         return 1;
     grpc_client_t *c;
-    grpc_client_opts_t o = {.address = argv[1]};
+    grpc_client_opts_t o = {.address = argv[1], .tls = tls, .server_name = name};
     if (grpc_client_connect(t.loop, &o, &c, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -87,5 +111,6 @@ int main(int argc, char **argv) {
     loop_run(t.loop);
     grpc_client_free(c);
     loop_free(t.loop);
+    SSL_CTX_free(tls);
     return t.rc;
 }

@@ -308,6 +308,51 @@ static void test_options_tls_files_come_in_pairs(void **state) {
     assert_null(o.tls_client_ca);
 }
 
+static void test_options_agent_link_tls(void **state) {
+    (void)state;
+    server_options_t o;
+    /* The agent: TLS without client certificates would let anyone Watch. */
+    expect_error(PARSE(&o, "--role", "agent", "--tls-cert", "c", "--tls-key", "k"),
+                 "--role agent with --tls-cert needs --tls-client-ca: an agent's Watch gives "
+                 "every pod's name on the node to whoever calls it, so with TLS the aggregators "
+                 "must prove themselves with client certificates (--agents-tls-cert on the "
+                 "aggregator)");
+    assert_int_equal(
+        PARSE(&o, "--role", "agent", "--tls-cert", "c", "--tls-key", "k", "--tls-client-ca", "ca"),
+        0);
+    /* The aggregator dials with TLS only given the agents' CA. */
+    assert_int_equal(PARSE(&o, "--role", "aggregator", "--agents", "10.0.0.1:6000",
+                           "--agents-tls-ca", "ca", "--agents-tls-cert", "c", "--agents-tls-key",
+                           "k", "--agents-tls-server-name", "kgs-agents.keda.svc"),
+                     0);
+    assert_string_equal(o.agents_tls_ca, "ca");
+    assert_string_equal(o.agents_tls_cert, "c");
+    assert_string_equal(o.agents_tls_key, "k");
+    assert_string_equal(o.agents_tls_server_name, "kgs-agents.keda.svc");
+    assert_int_equal(PARSE(&o, "--role", "aggregator", "--agents", "10.0.0.1:6000"), 0);
+    assert_null(o.agents_tls_ca);
+    assert_null(o.agents_tls_server_name);
+    expect_error(PARSE(&o, "--role", "aggregator", "--agents", "10.0.0.1:6000", "--agents-tls-ca",
+                       "ca", "--agents-tls-cert", "c"),
+                 "--agents-tls-cert needs --agents-tls-key: give both or neither");
+    expect_error(PARSE(&o, "--role", "aggregator", "--agents", "10.0.0.1:6000", "--agents-tls-ca",
+                       "ca", "--agents-tls-key", "k"),
+                 "--agents-tls-key needs --agents-tls-cert: give both or neither");
+    expect_error(PARSE(&o, "--role", "aggregator", "--agents", "10.0.0.1:6000", "--agents-tls-cert",
+                       "c", "--agents-tls-key", "k"),
+                 "--agents-tls-cert needs --agents-tls-ca: TLS to the agents is on only with the "
+                 "CA that signed the agents' certificates");
+    expect_error(PARSE(&o, "--role", "aggregator", "--agents", "10.0.0.1:6000", "--agents-tls-ca",
+                       "ca", "--agents-tls-server-name", "a b"),
+                 "--agents-tls-server-name: invalid name \"a b\": must be the DNS name (or IP) "
+                 "on the agents' certificate, e.g. keda-gpu-scaler-agents.keda.svc");
+    expect_error(PARSE(&o, "--role", "agent", "--agents-tls-ca", "ca"),
+                 "--agents-tls-ca is for --role aggregator (how it dials the agents); an agent "
+                 "takes --tls-cert, --tls-key and --tls-client-ca");
+    expect_error(PARSE(&o, "--agents-tls-ca="),
+                 "--agents-tls-ca: needs a CA file, got an empty value");
+}
+
 static void test_options_node_name(void **state) {
     (void)state;
     server_options_t o;
@@ -505,10 +550,15 @@ static void test_options_usage_teaches_flags_variables_and_examples(void **state
                            "--max-metadata-bytes",
                            "--config-cache-bytes",
                            "--max-stream-bytes",
+                           "--agents-tls-ca",
+                           "--agents-tls-cert",
+                           "--agents-tls-key",
+                           "--agents-tls-server-name",
                            "KEDA_GPU_SCALER_",
                            "Examples:"};
-    char usage[8192];
-    snprintf(usage, sizeof usage, "%s%s", server_usage_text, server_usage_text_more);
+    char usage[16384];
+    snprintf(usage, sizeof usage, "%s%s%s", server_usage_text, server_usage_text_more,
+             server_usage_text_end);
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strstr(usage, flags[i]))
             fail_msg("usage lacks %s", flags[i]);
@@ -560,6 +610,7 @@ int main(void) {
         cmocka_unit_test(test_options_health_check_interval),
         cmocka_unit_test(test_options_log_level_and_format),
         cmocka_unit_test(test_options_tls_files_come_in_pairs),
+        cmocka_unit_test(test_options_agent_link_tls),
         cmocka_unit_test(test_options_node_name),
         cmocka_unit_test(test_options_connections_and_timeouts),
         cmocka_unit_test(test_options_rejects_unknown_flags_with_a_suggestion),

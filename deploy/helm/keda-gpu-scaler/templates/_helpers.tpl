@@ -106,6 +106,72 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 /etc/keda-gpu-scaler/tls
 {{- end }}
 
+{{/* The aggregator-agent link over mTLS (values.yaml: agentTLS). */}}
+{{- define "kgs.agentTLSEnabled" -}}
+{{- if and (eq .Values.mode "cluster") .Values.agentTLS.enabled }}true{{ end }}
+{{- end }}
+
+{{- define "kgs.agentTLSSecretName" -}}
+{{- if .Values.agentTLS.agentSecretName }}
+{{- .Values.agentTLS.agentSecretName }}
+{{- else }}
+{{- include "kgs.subname" (dict "ctx" . "suffix" "agent-tls") }}
+{{- end }}
+{{- end }}
+
+{{- define "kgs.aggregatorClientTLSSecretName" -}}
+{{- if .Values.agentTLS.aggregatorSecretName }}
+{{- .Values.agentTLS.aggregatorSecretName }}
+{{- else }}
+{{- include "kgs.subname" (dict "ctx" . "suffix" "aggregator-client-tls") }}
+{{- end }}
+{{- end }}
+
+{{- define "kgs.agentTLSMountPath" -}}
+/etc/keda-gpu-scaler/agent-tls
+{{- end }}
+
+{{/* The name on the agents' shared certificate, which the aggregators check. */}}
+{{- define "kgs.agentTLSServerName" -}}
+{{ include "kgs.agentsServiceName" . }}.{{ .Release.Namespace }}.svc
+{{- end }}
+
+{{/* The agents' flags: serve over TLS, require the aggregators' client certificates. */}}
+{{- define "kgs.agentTLSArgs" -}}
+{{- if include "kgs.agentTLSEnabled" . }}
+- --tls-cert={{ include "kgs.agentTLSMountPath" . }}/tls.crt
+- --tls-key={{ include "kgs.agentTLSMountPath" . }}/tls.key
+- --tls-client-ca={{ include "kgs.agentTLSMountPath" . }}/ca.crt
+{{- end }}
+{{- end }}
+
+{{/* The aggregators' flags: dial the agents over TLS with a client certificate. */}}
+{{- define "kgs.agentsTLSClientArgs" -}}
+{{- if include "kgs.agentTLSEnabled" . }}
+- --agents-tls-ca={{ include "kgs.agentTLSMountPath" . }}/ca.crt
+- --agents-tls-cert={{ include "kgs.agentTLSMountPath" . }}/tls.crt
+- --agents-tls-key={{ include "kgs.agentTLSMountPath" . }}/tls.key
+- --agents-tls-server-name={{ include "kgs.agentTLSServerName" . }}
+{{- end }}
+{{- end }}
+
+{{- define "kgs.agentTLSVolumeMount" -}}
+{{- if include "kgs.agentTLSEnabled" . }}
+- name: agent-tls
+  mountPath: {{ include "kgs.agentTLSMountPath" . }}
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* secret: the Secret's name. 0440 as for the KEDA-facing TLS Secret. */}}
+{{- define "kgs.agentTLSVolume" -}}
+- name: agent-tls
+  secret:
+    secretName: {{ .secret }}
+    # 0440: keda-gpu-scaler refuses a private key that every user can read.
+    defaultMode: 288
+{{- end }}
+
 {{/* Refuse values that would deploy something broken, saying why. */}}
 {{- define "kgs.validate" -}}
 {{- if not (has .Values.mode (list "cluster" "standalone")) }}
@@ -131,6 +197,20 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- end }}
 {{- if not (has .Values.aggregator.podAntiAffinity (list "soft" "hard")) }}
 {{- fail (printf "aggregator.podAntiAffinity must be soft or hard, not %q" (toString .Values.aggregator.podAntiAffinity)) }}
+{{- end }}
+{{- if and .Values.agentTLS.enabled (ne .Values.mode "cluster") }}
+{{- fail "agentTLS is for mode cluster (the link between aggregators and agents); in mode standalone use tls" }}
+{{- end }}
+{{- if include "kgs.agentTLSEnabled" . }}
+{{- if and (not .Values.agentTLS.certManager.enabled) (or (not .Values.agentTLS.agentSecretName) (not .Values.agentTLS.aggregatorSecretName)) }}
+{{- fail "agentTLS.enabled needs agentTLS.agentSecretName and agentTLS.aggregatorSecretName, or agentTLS.certManager.enabled" }}
+{{- end }}
+{{- if and .Values.agentTLS.certManager.enabled (not .Values.agentTLS.certManager.issuerRef.name) }}
+{{- fail "agentTLS.certManager.issuerRef.name is required when agentTLS.certManager.enabled is true" }}
+{{- end }}
+{{- if eq .Values.probes.type "grpc" }}
+{{- fail "probes.type grpc cannot probe the agents' TLS port with agentTLS.enabled (the kubelet's gRPC probe is plaintext): use probes.type http" }}
+{{- end }}
 {{- end }}
 {{- if and .Values.tls.certManager.enabled (not .Values.tls.certManager.issuerRef.name) }}
 {{- required "tls.certManager.issuerRef.name is required when tls.certManager.enabled is true" .Values.tls.certManager.issuerRef.name }}

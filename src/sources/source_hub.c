@@ -481,8 +481,8 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
                      "refused to resolve %s: %s (SSRF guard)", s->p.url.host, why_name);
         } else {
             snprintf(np, sizeof np, "%s:%u", s->p.url.host, (unsigned)s->p.url.port);
-            if (resolver_start(h->o.loop, np, RESOLVE_INTERVAL_NS, on_resolved, s, &s->resolver,
-                               rerr, sizeof rerr) != 0)
+            if (resolver_start_untrusted(h->o.loop, np, RESOLVE_INTERVAL_NS, on_resolved, s,
+                                         &s->resolver, rerr, sizeof rerr) != 0)
                 snprintf(s->resolve_error, sizeof s->resolve_error, "resolve %s: %s", s->p.url.host,
                          rerr);
         }

@@ -184,12 +184,7 @@ static void ns_uncharge(source_hub_t *h, ns_count_t *c) {
  * token when it does. Returns 0, or KGS_ERANGE with the limit and its flag
  * in err (counted). */
 static int budget_admit(source_hub_t *h, const char *ns, mono_ns_t now, char *err, size_t errlen) {
-    if (h->count >= h->o.max_sources) {
-        h->stats.refused_max_sources++;
-        return kgs_seterr(err, errlen, KGS_ERANGE,
-                          "demand sources: %u polled now, at most %u (--max-sources)", h->count,
-                          h->o.max_sources);
-    }
+    /* The namespace's own cap first: it is the one its owner can act on. */
     ns_count_t *c = *ns_slot(h, ns);
     if (c && c->n >= h->o.max_sources_per_ns) {
         h->stats.refused_per_ns++;
@@ -197,6 +192,12 @@ static int budget_admit(source_hub_t *h, const char *ns, mono_ns_t now, char *er
                           "demand sources of namespace \"%.100s\": %u polled now, at most %u "
                           "(--max-sources-per-namespace)",
                           ns, c->n, h->o.max_sources_per_ns);
+    }
+    if (h->count >= h->o.max_sources) {
+        h->stats.refused_max_sources++;
+        return kgs_seterr(err, errlen, KGS_ERANGE,
+                          "demand sources: %u polled now, at most %u (--max-sources)", h->count,
+                          h->o.max_sources);
     }
     double burst = (double)h->o.create_burst;
     h->tokens += (double)(now - h->tokens_at) / 1e9 * h->o.create_rate;

@@ -200,10 +200,12 @@ static int budget_admit(source_hub_t *h, const char *ns, mono_ns_t now, char *er
                           h->o.max_sources);
     }
     double burst = (double)h->o.create_burst;
-    h->tokens += (double)(now - h->tokens_at) / 1e9 * h->o.create_rate;
+    if (now > h->tokens_at)
+        h->tokens += (double)(now - h->tokens_at) / 1e9 * h->o.create_rate;
     if (h->tokens > burst)
         h->tokens = burst;
-    h->tokens_at = now;
+    if (now > h->tokens_at)
+        h->tokens_at = now;
     if (h->tokens < 1.0) {
         h->stats.refused_rate++;
         return kgs_seterr(err, errlen, KGS_ERANGE,

@@ -573,13 +573,19 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
     case O_SOURCE_ALLOW_CIDRS: {
         char why[300];
         if (egress_parse_cidrs(r->text, &o->egress, why, sizeof why) != 0)
-            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
+            /* why names the flag; an environment variable is named too */
+            return r->source[0] == '-'
+                       ? kgs_seterr(err, errlen, KGS_EINVAL, "%s", why)
+                       : kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
         return 0;
     }
     case O_SOURCE_ALLOW_PORTS: {
         char why[300];
         if (egress_parse_ports(r->text, &o->egress, why, sizeof why) != 0)
-            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
+            /* why names the flag; an environment variable is named too */
+            return r->source[0] == '-'
+                       ? kgs_seterr(err, errlen, KGS_EINVAL, "%s", why)
+                       : kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
         return 0;
     }
     case O_COUNT:

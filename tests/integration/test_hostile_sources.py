@@ -97,6 +97,8 @@ class Server(ServerProcess):
         shutil.rmtree(self.tmp, ignore_errors=True)
         if WRAPPER and code != 0:
             raise AssertionError("server exited %s under %s:\n%s" % (code, WRAPPER[0], text))
+        if "Sanitizer" in text or "runtime error:" in text:
+            raise AssertionError("a sanitizer report in the server's output:\n" + text)
 
 
 class Honest:

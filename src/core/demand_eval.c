@@ -400,6 +400,10 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
                             const eval_result_t *gpu, eval_result_t *out) {
     const demand_config_t *d = &c->demand;
     char msg[1024];
+    if (in->limit_error[0]) {
+        fail(out, EVAL_RESOURCE_EXHAUSTED, "%s", in->limit_error);
+        return;
+    }
     if (in->pods_status == EVAL_FAILED_PRECONDITION) {
         fail(out, EVAL_FAILED_PRECONDITION, "%s", in->pods_error);
         return;

@@ -136,6 +136,9 @@ typedef struct {
      * cannot list pods; pods_error is the whole message). */
     eval_status_t pods_status;
     char pods_error[512];
+    /* Non-empty: a source the trigger needs was refused by a budget
+     * (--max-sources ...); the whole answer is RESOURCE_EXHAUSTED with it. */
+    char limit_error[300];
     const demand_source_t *engines; /* one per engine URL or selected pod */
     unsigned nengines;
     bool has_queue_source; /* the trigger reads a Redis / Prometheus queue: `queue` */
@@ -157,6 +160,7 @@ typedef struct {
 /*
  * The one home of the demand rules: (config, what the sources read, clock,
  * GPU evaluation) -> value / active / typed error. In order:
+ *   - a source was refused by a budget: RESOURCE_EXHAUSTED with limit_error;
  *   - the pod list could not be read: its status;
  *   - the queue could not be set up: UNAVAILABLE "queue: <why>";
  *   - an engine answered without a gauge the type needs: FAILED_PRECONDITION

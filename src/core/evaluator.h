@@ -17,8 +17,9 @@
 
 typedef enum {
     EVAL_OK = 0,
-    EVAL_UNAVAILABLE,        /* transient: NVML down, stale snapshot, GPU unhealthy, no GPUs */
-    EVAL_FAILED_PRECONDITION /* the config does not fit this node: bad index/UUID, absent field */
+    EVAL_UNAVAILABLE,         /* transient: NVML down, stale snapshot, GPU unhealthy, no GPUs */
+    EVAL_FAILED_PRECONDITION, /* the config does not fit this node: bad index/UUID, absent field */
+    EVAL_RESOURCE_EXHAUSTED   /* a budget refused what the trigger needs (a demand source) */
 } eval_status_t;
 
 typedef struct {

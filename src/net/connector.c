@@ -17,9 +17,9 @@
  * connector frees itself before calling done, which may therefore free its
  * owner or start the next connection.
  *
- * Cancelling while RESOLVING waits for a lookup in progress (resolver_free
- * joins its thread); glibc bounds that with resolv.conf's timeouts. Before
- * the connector, the gRPC client resolved on the loop thread every time.
+ * Cancelling while RESOLVING never waits: resolver_free abandons a lookup
+ * in progress to the loop's shared DNS pool (net/resolver.c). Before the
+ * connector, the gRPC client resolved on the loop thread every time.
  */
 #include "net/connector.h"
 

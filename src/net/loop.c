@@ -39,6 +39,9 @@ struct loop {
 
     loop_timer_t **heap;
     size_t heap_len, heap_cap;
+
+    void *dns; /* loop_set_dns */
+    void (*dns_free)(void *);
 };
 
 /* ---- timers: a min-heap on _due ------------------------------------------ */
@@ -229,6 +232,9 @@ fail:;
 void loop_free(loop_t *l) {
     if (!l)
         return;
+    if (l->dns && l->dns_free)
+        l->dns_free(l->dns);
+    l->dns = NULL;
     loop_io_remove(l, l->wake_io);
     free_dead(l);
     close(l->wake_fd);
@@ -243,6 +249,15 @@ void loop_stop(loop_t *l) {
 
 mono_ns_t loop_now(const loop_t *l) {
     return l->now;
+}
+
+void *loop_dns(const loop_t *l) {
+    return l->dns;
+}
+
+void loop_set_dns(loop_t *l, void *dns, void (*free_fn)(void *)) {
+    l->dns = dns;
+    l->dns_free = free_fn;
 }
 
 /* One iteration: wait at most max_wait_ms (-1: until the next timer) for

@@ -78,4 +78,13 @@ void loop_stop(loop_t *loop);
 /* The loop's cached monotonic time, refreshed once per iteration. */
 mono_ns_t loop_now(const loop_t *loop);
 
+/*
+ * One slot for the loop's shared DNS pool (net/resolver.c), which every
+ * resolver on this loop finds through it: NULL until set. loop_free runs
+ * free_fn(dns) first, before the loop closes its own descriptors, so the
+ * pool can still remove its registration. Loop thread only.
+ */
+void *loop_dns(const loop_t *loop);
+void loop_set_dns(loop_t *loop, void *dns, void (*free_fn)(void *dns));
+
 #endif

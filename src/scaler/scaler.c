@@ -133,9 +133,10 @@ static void rpc_done(scaler_t *s, scaler_rpc_t rpc, int status, mono_ns_t t0) {
 }
 
 static int eval_grpc_code(eval_status_t st) {
-    return st == EVAL_OK            ? GRPC_OK
-           : st == EVAL_UNAVAILABLE ? GRPC_UNAVAILABLE
-                                    : GRPC_FAILED_PRECONDITION;
+    return st == EVAL_OK                   ? GRPC_OK
+           : st == EVAL_UNAVAILABLE        ? GRPC_UNAVAILABLE
+           : st == EVAL_RESOURCE_EXHAUSTED ? GRPC_RESOURCE_EXHAUSTED
+                                           : GRPC_FAILED_PRECONDITION;
 }
 
 /* Finishes a call with an error and logs it, naming the ScaledObject. */

@@ -641,6 +641,10 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             ctx.source_polls = hs.polls;
             ctx.source_failures = hs.failures;
             ctx.source_bytes = hs.bytes;
+            ctx.source_refused_max = hs.refused_max_sources;
+            ctx.source_refused_per_ns = hs.refused_per_ns;
+            ctx.source_refused_rate = hs.refused_rate;
+            ctx.source_refused_egress = hs.refused_egress;
         }
         prom_buf_reset(scratch);
         metrics_render(scratch, snap, &sv->stats, &ctx);
@@ -785,6 +789,7 @@ int main(int argc, char **argv) {
         fputs(server_usage_text, stdout);
         fputs(server_usage_text_more, stdout);
         fputs(server_usage_text_end, stdout);
+        fputs(server_usage_text_budgets, stdout);
         return 0;
     }
     if (sv.o.version) {
@@ -878,6 +883,11 @@ int main(int argc, char **argv) {
                                 .log = &sv.log,
                                 .ca_file = sv.o.source_ca_file,
                                 .max_body_bytes = sv.o.source_max_bytes,
+                                .max_sources = (unsigned)sv.o.max_sources,
+                                .max_sources_per_ns = (unsigned)sv.o.max_sources_per_ns,
+                                .create_rate = sv.o.source_create_rate,
+                                .create_burst = (unsigned)sv.o.source_create_burst,
+                                .egress = &sv.o.egress,
                                 .on_update = on_sources_update,
                                 .user_data = &sv,
                                 .list_pods =

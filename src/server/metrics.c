@@ -356,6 +356,9 @@ static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
         {"max-metadata-bytes", g->refused_metadata_bytes},
         {"max-stream-bytes", g->refused_stream_bytes},
         {"config-cache-bytes", g->refused_streams_total},
+        {"max-sources", ctx->source_refused_max},
+        {"max-sources-per-namespace", ctx->source_refused_per_ns},
+        {"source-create-rate", ctx->source_refused_rate},
     };
     prom_family(b, NS "limit_refusals_total", "counter",
                 "Requests and streams refused with RESOURCE_EXHAUSTED, by the flag of the "
@@ -445,6 +448,10 @@ void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_
             (double)ctx->source_failures);
         one(out, NS "source_response_bytes_total", "counter", "Bytes read from demand sources.",
             (double)ctx->source_bytes);
+        one(out, NS "source_egress_refusals_total", "counter",
+            "Demand source polls refused before connecting because the address or port is "
+            "outside --source-allow-cidrs / --source-allow-ports.",
+            (double)ctx->source_refused_egress);
     }
 
     if (ctx->has_budgets)

@@ -99,6 +99,10 @@ typedef struct {
     uint64_t source_polls;    /* polls completed */
     uint64_t source_failures; /* polls that failed */
     uint64_t source_bytes;    /* response bytes read */
+    /* Source creations refused by --max-sources, --max-sources-per-namespace,
+     * --source-create-rate; polls refused by the egress allow-list. */
+    uint64_t source_refused_max, source_refused_per_ns, source_refused_rate;
+    uint64_t source_refused_egress;
     /* The budgets against hostile callers; has_budgets false: none exported. */
     bool has_budgets;
     uint64_t requests_too_large;   /* grpc_server_requests_too_large() */

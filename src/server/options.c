@@ -118,7 +118,7 @@ const char server_usage_text_more[] =
     "  --help                        this text\n"
     "";
 
-/* Split in three: ISO C caps one string literal at 4095 bytes. */
+/* Split in parts: ISO C caps one string literal at 4095 bytes. */
 const char server_usage_text_end[] =
     "\n"
     "Engine and queue sources (standalone, aggregator):\n"
@@ -135,7 +135,9 @@ const char server_usage_text_end[] =
     "  --agents-tls-key FILE         its private key\n"
     "  --agents-tls-server-name NAME the name the agents' certificate\n"
     "                                must carry (default: each agent's pod IP)\n"
-    "\n"
+    "\n";
+
+const char server_usage_text_budgets[] =
     "Budgets against hostile callers (RESOURCE_EXHAUSTED beyond them):\n"
     "  --max-request-bytes N         largest gRPC request message (default 65536;\n"
     "                                1024 to 4194304)\n"
@@ -149,6 +151,17 @@ const char server_usage_text_end[] =
     "  --max-stream-bytes N          what one connection's open StreamIsActive\n"
     "                                may pin (default 16777216 = 16 MiB, ~580\n"
     "                                distinct triggers; at least 65536)\n"
+    "  --max-sources N               demand sources (engine endpoints, queues)\n"
+    "                                polled at once (default 1024; 1 to 100000)\n"
+    "  --max-sources-per-namespace N of them created for one namespace's\n"
+    "                                ScaledObjects (default 512; 1 to 100000)\n"
+    "  --source-create-rate R[,B]    new demand sources per second, with bursts\n"
+    "                                of B (default 100,512; R 0.1 to 100000)\n"
+    "  --source-allow-cidrs LIST     the only addresses demand sources may connect\n"
+    "                                to, e.g. 10.0.0.0/8,fd00::/8 (default: any\n"
+    "                                address the SSRF guard allows)\n"
+    "  --source-allow-ports LIST     the only ports, e.g. 80,443,8000-8999\n"
+    "                                (default: any)\n"
     "\n"
     "Durations: 500ms, 5s, 1m30s, 2h. An invalid value, flag or variable is an\n"
     "error (exit status 2), never a silent default. A variable set to \"\" counts\n"
@@ -210,6 +223,11 @@ typedef enum {
     O_MAX_METADATA_BYTES,
     O_CONFIG_CACHE_BYTES,
     O_MAX_STREAM_BYTES,
+    O_MAX_SOURCES,
+    O_MAX_SOURCES_PER_NS,
+    O_SOURCE_CREATE_RATE,
+    O_SOURCE_ALLOW_CIDRS,
+    O_SOURCE_ALLOW_PORTS,
     O_COUNT
 } opt_id_t;
 
@@ -252,6 +270,11 @@ static const char *const opt_names[O_COUNT] = {
     "max-metadata-bytes",
     "config-cache-bytes",
     "max-stream-bytes",
+    "max-sources",
+    "max-sources-per-namespace",
+    "source-create-rate",
+    "source-allow-cidrs",
+    "source-allow-ports",
 };
 
 #define DEFAULT_HEALTH_CHECK_INTERVAL_NS (30 * NS_PER_SEC)
@@ -561,6 +584,53 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
     case O_MAX_STREAM_BYTES:
         return parse_count(r, 65536, (unsigned long long)SIZE_MAX / 2, "byte count",
                            &o->max_stream_bytes, err, errlen);
+    case O_MAX_SOURCES:
+        return parse_count(r, 1, 100000, "source count", &o->max_sources, err, errlen);
+    case O_MAX_SOURCES_PER_NS:
+        return parse_count(r, 1, 100000, "source count", &o->max_sources_per_ns, err, errlen);
+    case O_SOURCE_CREATE_RATE: {
+        char *end = NULL;
+        errno = 0;
+        double rate = strtod(r->text, &end);
+        unsigned long long burst = o->source_create_burst;
+        bool ok = end != r->text && !errno && rate >= 0.1 && rate <= 100000;
+        if (ok && strncmp(end, "/s", 2) == 0)
+            end += 2;
+        if (ok && *end == ',') {
+            char *bend = NULL;
+            burst = strtoull(end + 1, &bend, 10);
+            ok = bend != end + 1 && !*bend && end[1] >= '0' && end[1] <= '9' && burst >= 1 &&
+                 burst <= 100000;
+        } else if (ok) {
+            ok = !*end;
+        }
+        if (!ok)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: invalid rate \"%s\": expected RATE[/s][,BURST], RATE 0.1 to "
+                              "100000 sources per second, BURST 1 to 100000 (e.g. 20/s,50)",
+                              r->source, r->text);
+        o->source_create_rate = rate;
+        o->source_create_burst = (size_t)burst;
+        return 0;
+    }
+    case O_SOURCE_ALLOW_CIDRS: {
+        char why[300];
+        if (egress_parse_cidrs(r->text, &o->egress, why, sizeof why) != 0)
+            /* why names the flag; an environment variable is named too */
+            return r->source[0] == '-'
+                       ? kgs_seterr(err, errlen, KGS_EINVAL, "%s", why)
+                       : kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
+        return 0;
+    }
+    case O_SOURCE_ALLOW_PORTS: {
+        char why[300];
+        if (egress_parse_ports(r->text, &o->egress, why, sizeof why) != 0)
+            /* why names the flag; an environment variable is named too */
+            return r->source[0] == '-'
+                       ? kgs_seterr(err, errlen, KGS_EINVAL, "%s", why)
+                       : kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
+        return 0;
+    }
     case O_COUNT:
         break;
     }
@@ -590,6 +660,10 @@ static void set_defaults(server_options_t *o) {
     o->max_metadata_bytes = SCALER_DEFAULT_MAX_METADATA_BYTES;
     o->config_cache_bytes = SCALER_DEFAULT_CONFIG_CACHE_BYTES;
     o->max_stream_bytes = SCALER_DEFAULT_MAX_STREAM_BYTES;
+    o->max_sources = 1024;
+    o->max_sources_per_ns = 512;
+    o->source_create_rate = 100;
+    o->source_create_burst = 512;
 }
 
 static void env_name(const char *flag, char *out, size_t outlen) {

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/egress.h"
 #include "core/log.h"
 #include "env/env.h"
 
@@ -70,6 +71,11 @@ typedef struct {
     size_t max_metadata_bytes;   /* --max-metadata-bytes, default 32 KiB of keys + values */
     size_t config_cache_bytes;   /* --config-cache-bytes, default 32 MiB */
     size_t max_stream_bytes;     /* --max-stream-bytes, default 16 MiB per connection */
+    size_t max_sources;          /* --max-sources, default 256 live demand sources */
+    size_t max_sources_per_ns;   /* --max-sources-per-namespace, default 64 */
+    double source_create_rate;   /* --source-create-rate R[/s][,BURST], default 20/s */
+    size_t source_create_burst;  /* its burst, default 50 */
+    egress_policy_t egress;      /* --source-allow-cidrs, --source-allow-ports; empty = any */
     bool version;                /* --version or a bare "version" argument */
     bool help;                   /* --help or -h */
 } server_options_t;
@@ -104,9 +110,10 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
 void server_options_start_line(const server_options_t *o, const char *version, const char *node,
                                unsigned port, bool tls, char *buf, size_t len);
 
-/* The --help text, in three parts (print all, in this order). */
+/* The --help text, in parts (print all, in this order). */
 extern const char server_usage_text[];
 extern const char server_usage_text_more[];
 extern const char server_usage_text_end[];
+extern const char server_usage_text_budgets[];
 
 #endif

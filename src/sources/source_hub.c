@@ -39,6 +39,7 @@
 #include "sources/fetch.h"
 #include "sources/source_backend.h"
 #include "core/source_url.h"
+#include "core/egress.h"
 
 #define HASH_BUCKETS 4096
 #define SWEEP_NS 10000000000ull
@@ -47,6 +48,12 @@
 #define DEFAULT_NOTIFY_NS 50000000ull
 #define RESOLVE_INTERVAL_NS 30000000000ull
 #define SOURCE_MAX_ADDRS 8
+#define DEFAULT_MAX_SOURCES 256
+#define DEFAULT_MAX_PER_NS 64
+#define DEFAULT_CREATE_RATE 20.0
+#define DEFAULT_CREATE_BURST 50
+#define CROWDED_IDLE_NS 60000000000ull /* idle expiry over 3/4 of max_sources */
+#define NS_BUCKETS 256
 
 typedef struct source source_t;
 struct source {
@@ -82,7 +89,15 @@ struct source {
     double queue_value;
     char error[512];           /* "" while the last poll succeeded */
     counter_window_t counters; /* Triton: queue time (a) and successes (b) */
+    struct ns_count *charged;  /* the namespace it counts against */
 };
+
+/* Live sources charged to one namespace (--max-sources-per-namespace). */
+typedef struct ns_count {
+    struct ns_count *next;
+    unsigned n;
+    char ns[128];
+} ns_count_t;
 
 /* A subscription: one trigger configuration (the config cache's id) in one
  * namespace. It owns no source (sources are shared and found by identity);
@@ -103,6 +118,8 @@ typedef struct sub {
     mono_ns_t last_used;
     char engine_error[300]; /* the last engine source that could not be set up */
     char queue_error[300];  /* the queue source could not be set up */
+    bool engine_limited;    /* an engine source was refused by a limit (engine_error says) */
+    bool queue_limited;     /* the queue source was refused by a limit */
     bool retry;             /* out of memory setting something up: the next subscribe retries */
 } sub_t;
 
@@ -122,6 +139,7 @@ typedef struct {
     demand_pod_t *pods; /* every selected pod, Ready or not */
     unsigned npods, pods_cap;
     bool oom;
+    const char *limited; /* a source missing because a limit refused it: why */
 } views_t;
 
 struct source_hub {
@@ -139,7 +157,79 @@ struct source_hub {
     bool dirty;
     source_scratch_t scratch; /* for the backends' reply parsing */
     source_hub_stats_t stats;
+    ns_count_t *ns_counts[NS_BUCKETS];
+    double tokens; /* --source-create-rate's bucket */
+    mono_ns_t tokens_at;
 };
+
+/* ---- budgets ------------------------------------------------------------------- */
+
+static ns_count_t **ns_slot(source_hub_t *h, const char *ns) {
+    ns_count_t **pp = &h->ns_counts[kgs_fnv1a(ns) % NS_BUCKETS];
+    while (*pp && strcmp((*pp)->ns, ns) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static void ns_uncharge(source_hub_t *h, ns_count_t *c) {
+    if (!c || --c->n)
+        return;
+    ns_count_t **pp = ns_slot(h, c->ns);
+    if (*pp == c)
+        *pp = c->next;
+    free(c);
+}
+
+/* Whether a new source for namespace ns fits every budget now; takes a
+ * token when it does. Returns 0, or KGS_ERANGE with the limit and its flag
+ * in err (counted). */
+static int budget_admit(source_hub_t *h, const char *ns, mono_ns_t now, char *err, size_t errlen) {
+    /* The namespace's own cap first: it is the one its owner can act on. */
+    ns_count_t *c = *ns_slot(h, ns);
+    if (c && c->n >= h->o.max_sources_per_ns) {
+        h->stats.refused_per_ns++;
+        return kgs_seterr(err, errlen, KGS_ERANGE,
+                          "demand sources of namespace \"%.100s\": %u polled now, at most %u "
+                          "(--max-sources-per-namespace)",
+                          ns, c->n, h->o.max_sources_per_ns);
+    }
+    if (h->count >= h->o.max_sources) {
+        h->stats.refused_max_sources++;
+        return kgs_seterr(err, errlen, KGS_ERANGE,
+                          "demand sources: %u polled now, at most %u (--max-sources)", h->count,
+                          h->o.max_sources);
+    }
+    double burst = (double)h->o.create_burst;
+    if (now > h->tokens_at)
+        h->tokens += (double)(now - h->tokens_at) / 1e9 * h->o.create_rate;
+    if (h->tokens > burst)
+        h->tokens = burst;
+    if (now > h->tokens_at)
+        h->tokens_at = now;
+    if (h->tokens < 1.0) {
+        h->stats.refused_rate++;
+        return kgs_seterr(err, errlen, KGS_ERANGE,
+                          "demand sources: created faster than %g a second (bursts of %u) "
+                          "(--source-create-rate); tried again on the next request",
+                          h->o.create_rate, h->o.create_burst);
+    }
+    h->tokens -= 1.0;
+    return 0;
+}
+
+/* Charges s to namespace ns (out of memory: uncharged, still bounded by max_sources). */
+static void ns_charge(source_hub_t *h, source_t *s, const char *ns) {
+    ns_count_t **pp = ns_slot(h, ns);
+    if (!*pp) {
+        ns_count_t *c = calloc(1, sizeof *c);
+        if (!c)
+            return;
+        snprintf(c->ns, sizeof c->ns, "%s", ns);
+        *pp = c;
+    }
+    (*pp)->n++;
+    s->charged = *pp;
+}
 
 /* ---- helpers ------------------------------------------------------------------- */
 
@@ -262,6 +352,15 @@ static void poll_source(source_t *s) {
         snprintf(msg, sizeof msg, "refused to connect to %s: %s (SSRF guard)", peer, refused);
         set_error(s, msg);
         return;
+    }
+    if (h->o.egress) {
+        char why[300];
+        if (egress_check(h->o.egress, (const struct sockaddr *)addr, addrlen, why, sizeof why)) {
+            h->stats.refused_egress++;
+            snprintf(msg, sizeof msg, "refused to connect to %s (egress allow-list)", why);
+            set_error(s, msg);
+            return;
+        }
     }
     char req[4096];
     size_t n = s->backend->request(&s->p, req, sizeof req);
@@ -393,6 +492,7 @@ static void source_free(source_hub_t *h, source_t *s) {
     if (s->next)
         s->next->prev = s->prev;
     h->count--;
+    ns_uncharge(h, s->charged);
     loop_timer_stop(h->o.loop, &s->timer);
     fetch_cancel(s->inflight);
     resolver_free(s->resolver);
@@ -428,7 +528,7 @@ static void set_literal_addr(source_t *s) {
  * cannot be made, and *rc (may be NULL) the KGS_E* code: KGS_ENOMEM is worth
  * another try, a bad URL is not. */
 static source_t *source_get(source_hub_t *h, const char *key, const source_target_t *t,
-                            mono_ns_t now, int *rc, char *err, size_t errlen) {
+                            const char *ns, mono_ns_t now, int *rc, char *err, size_t errlen) {
     const trigger_config_t *c = t->c;
     int ignored;
     if (!rc)
@@ -448,6 +548,8 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
                 s->window_max_s = c->demand.window_s;
             return s;
         }
+    if ((*rc = budget_admit(h, ns, now, err, errlen)) != 0)
+        return NULL;
     source_t *s = calloc(1, sizeof *s);
     if (!s || !(s->key = strdup(key))) {
         free(s);
@@ -481,8 +583,8 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
                      "refused to resolve %s: %s (SSRF guard)", s->p.url.host, why_name);
         } else {
             snprintf(np, sizeof np, "%s:%u", s->p.url.host, (unsigned)s->p.url.port);
-            if (resolver_start(h->o.loop, np, RESOLVE_INTERVAL_NS, on_resolved, s, &s->resolver,
-                               rerr, sizeof rerr) != 0)
+            if (resolver_start_untrusted(h->o.loop, np, RESOLVE_INTERVAL_NS, on_resolved, s,
+                                         &s->resolver, rerr, sizeof rerr) != 0)
                 snprintf(s->resolve_error, sizeof s->resolve_error, "resolve %s: %s", s->p.url.host,
                          rerr);
         }
@@ -494,6 +596,7 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
         h->all->prev = s;
     h->all = s;
     h->count++;
+    ns_charge(h, s, ns);
     LOG_DEBUG(h->o.log, "source %s: polling every %.3f s", s->name, (double)s->interval_ns / 1e9);
     loop_timer_start(h->o.loop, &s->timer, now);
     return s;
@@ -505,9 +608,13 @@ static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
     source_hub_t *h = ud;
     mono_ns_t now = loop_now(loop);
+    /* Crowded: idle sources go sooner, making room for new ones. */
+    uint64_t idle = h->o.idle_ns;
+    if (h->count > h->o.max_sources / 4 * 3 && idle > CROWDED_IDLE_NS)
+        idle = CROWDED_IDLE_NS;
     for (source_t *s = h->all, *next; s; s = next) {
         next = s->next;
-        if (now - s->last_used > h->o.idle_ns) {
+        if (now - s->last_used > idle) {
             LOG_DEBUG(h->o.log, "source %s: unused for %.0f s, stopped", s->name,
                       (double)(now - s->last_used) / 1e9);
             source_free(h, s);
@@ -593,9 +700,10 @@ static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
     engine_key(x->c, url, key, sizeof key);
     source_target_t t = {SOURCE_KIND_ENGINE, x->c, url, pod};
     int rc;
-    if (!source_get(x->h, key, &t, x->now, &rc, err, sizeof err)) {
+    if (!source_get(x->h, key, &t, x->u->ns, x->now, &rc, err, sizeof err)) {
         snprintf(x->u->engine_error, sizeof x->u->engine_error, "%s", err);
-        x->u->retry |= rc == KGS_ENOMEM;
+        x->u->retry |= rc == KGS_ENOMEM || rc == KGS_ERANGE;
+        x->u->engine_limited |= rc == KGS_ERANGE;
     }
 }
 
@@ -634,6 +742,7 @@ static void on_rescan(loop_t *loop, loop_timer_t *t, void *ud) {
     sub_t *u = ud;
     mono_ns_t now = loop_now(loop);
     u->engine_error[0] = '\0'; /* this listing's failures only */
+    u->engine_limited = false;
     start_pods(u->hub, u, u->pods_cfg, now);
     loop_timer_start(loop, &u->rescan, clock_add_sat(now, u->pods_cfg->demand.interval_ns));
 }
@@ -644,6 +753,7 @@ static void sub_start(source_hub_t *h, sub_t *u, const trigger_config_t *c, mono
     const demand_config_t *d = &c->demand;
     start_ctx_t x = {h, u, c, now};
     u->retry = false;
+    u->engine_limited = u->queue_limited = false;
     u->engine_error[0] = u->queue_error[0] = '\0';
     if (d->engine != ENGINE_NONE) {
         if (d->endpoint_count) {
@@ -672,9 +782,10 @@ static void sub_start(source_hub_t *h, sub_t *u, const trigger_config_t *c, mono
         queue_key(c, key, sizeof key);
         source_target_t t = {d->queue == QUEUE_PROMETHEUS ? SOURCE_KIND_PROM : SOURCE_KIND_REDIS, c,
                              NULL, NULL};
-        if (!source_get(h, key, &t, now, &rc, err, sizeof err)) {
+        if (!source_get(h, key, &t, u->ns, now, &rc, err, sizeof err)) {
             snprintf(u->queue_error, sizeof u->queue_error, "%s", err);
-            u->retry |= rc == KGS_ENOMEM;
+            u->retry |= rc == KGS_ENOMEM || rc == KGS_ERANGE;
+            u->queue_limited = rc == KGS_ERANGE;
         }
         explicit_bzero(key, sizeof key);
     }
@@ -790,6 +901,8 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
         v->state =
             x->u && x->u->engine_error[0] ? DEMAND_SOURCE_NOT_CREATED : DEMAND_SOURCE_NOT_STARTED;
         v->error = x->u ? x->u->engine_error : NULL;
+        if (x->u && x->u->engine_limited && !w->limited)
+            w->limited = x->u->engine_error;
         return;
     }
     w->n++;
@@ -845,6 +958,7 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
     w->n = w->npods = 0;
     w->names_len = 0;
     w->oom = false;
+    w->limited = NULL;
     if (d->engine != ENGINE_NONE) {
         if (d->endpoint_count) {
             for (unsigned i = 0; i < d->endpoint_count; i++)
@@ -885,8 +999,12 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
             out->queue.state =
                 u && u->queue_error[0] ? DEMAND_SOURCE_NOT_CREATED : DEMAND_SOURCE_NOT_STARTED;
             out->queue.error = u ? u->queue_error : NULL;
+            if (u && u->queue_limited && !w->limited)
+                w->limited = u->queue_error;
         }
     }
+    if (w->limited)
+        snprintf(out->limit_error, sizeof out->limit_error, "%s", w->limited);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------- */
@@ -903,6 +1021,16 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
         h->o.idle_ns = DEFAULT_IDLE_NS;
     if (!h->o.notify_min_ns)
         h->o.notify_min_ns = DEFAULT_NOTIFY_NS;
+    if (!h->o.max_sources)
+        h->o.max_sources = DEFAULT_MAX_SOURCES;
+    if (!h->o.max_sources_per_ns)
+        h->o.max_sources_per_ns = DEFAULT_MAX_PER_NS;
+    if (!(h->o.create_rate > 0))
+        h->o.create_rate = DEFAULT_CREATE_RATE;
+    if (!h->o.create_burst)
+        h->o.create_burst = DEFAULT_CREATE_BURST;
+    h->tokens = h->o.create_burst;
+    h->tokens_at = loop_now(h->o.loop);
     h->scratch.resp = malloc(sizeof *h->scratch.resp);
     if (!h->scratch.resp) {
         free(h);

@@ -7,7 +7,15 @@
  *
  * Sources are shared: two triggers that read the same URL with the same
  * engine and model filter share one source, polled at the faster of their
- * cadences. A source no RPC or stream has asked for in `idle_ns` is freed.
+ * cadences. A source no RPC or stream has asked for in `idle_ns` is freed
+ * (60 s while more than 3/4 of max_sources are live).
+ *
+ * A source is charged to the namespace of the subscription that created
+ * it (max_sources_per_ns), and a creation takes a token from one bucket
+ * (create_rate, create_burst), so whoever can write ScaledObjects bounds
+ * what we poll: at most max_sources sources, each polled at most every
+ * 100 ms (sourceInterval's floor), so at most 10 x max_sources connects a
+ * second (2,560/s by default).
  *
  * The hub keeps sources alive and polled and hands out a view of their
  * latest readings; what a reading means (partial data, a missing gauge,
@@ -25,6 +33,7 @@
 
 #include "core/clock.h"
 #include "core/demand_eval.h"
+#include "core/egress.h"
 #include "core/evaluator.h"
 #include "core/log.h"
 #include "core/trigger_config.h"
@@ -51,6 +60,16 @@ typedef struct {
     size_t max_body_bytes;  /* per response; 0 = 8 MiB */
     uint64_t idle_ns;       /* free sources unused this long; 0 = 10 min */
     uint64_t notify_min_ns; /* on_update at most this often; 0 = 50 ms */
+    /* Budgets (docs/operations.md, "Limits"): a source that would exceed one
+     * is not created, and the triggers that need it get RESOURCE_EXHAUSTED
+     * naming the flag until it can be (each subscribe tries again). */
+    unsigned max_sources;        /* live sources; 0 = 256 (--max-sources) */
+    unsigned max_sources_per_ns; /* created for one namespace; 0 = 64 */
+    double create_rate;          /* new sources per second; 0 = 20 (--source-create-rate) */
+    unsigned create_burst;       /* 0 = 50 */
+    /* Egress allow-list checked right before every connect, after the SSRF
+     * guard (borrowed for the hub's life; NULL or empty: any address). */
+    const egress_policy_t *egress;
     /* Called (coalesced) after readings changed, so streams can push. May be NULL. */
     void (*on_update)(void *user_data);
     void *user_data;
@@ -107,6 +126,8 @@ typedef struct {
     uint64_t polls;    /* polls started */
     uint64_t failures; /* polls that failed (resolution, SSRF guard, connect, TLS, status, parse) */
     uint64_t bytes;    /* response bytes read */
+    /* Creations refused, by limit, and polls refused by the allow-list. */
+    uint64_t refused_max_sources, refused_per_ns, refused_rate, refused_egress;
 } source_hub_stats_t;
 
 void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out);

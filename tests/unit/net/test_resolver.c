@@ -178,8 +178,8 @@ static void start_fake(fixture_t *f, const step_t *script, size_t len, uint64_t 
     f->script_len = len;
     resolver_lookup_t lk = {.lookup = fake_lookup, .release = fake_release, .ud = f};
     char err[256];
-    if (resolver_start_with(f->loop, "agents.ns.svc:6000", interval_ns, &lk, on_result, f, &f->r,
-                            err, sizeof err) != 0)
+    if (resolver_start_with(f->loop, "agents.ns.svc:6000", interval_ns, &lk, false, on_result, f,
+                            &f->r, err, sizeof err) != 0)
         fail_msg("resolver_start_with: %s", err);
 }
 
@@ -305,6 +305,84 @@ static void test_resolver_can_be_freed_inside_its_callback(void **state) {
     assert_int_equal(f->results, 1);
 }
 
+/* Threads of this process, from /proc/self/status. */
+static int threads_now(void) {
+    FILE *fp = fopen("/proc/self/status", "r");
+    if (!fp)
+        return -1;
+    char line[256];
+    int n = -1;
+    while (fgets(line, sizeof line, fp))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(fp);
+    return n;
+}
+
+static void on_count(void *ud, const char *const *addrs, size_t n, const char *error) {
+    (void)addrs;
+    (void)n;
+    (void)error;
+    fixture_t *f = ud;
+    f->results++;
+    if (f->stop_at && f->results == f->stop_at)
+        loop_stop(f->loop);
+}
+
+/* 200 names that do not resolve cost the pool's threads, not one each
+ * (issue 16: 500 unresolvable names made 500 threads and eventfds). */
+static void test_resolver_shares_one_pool_of_threads_among_many_names(void **state) {
+    fixture_t *f = *state;
+    static const step_t script[] = {{.gai = EAI_NONAME}};
+    f->script = script;
+    f->script_len = 1;
+    resolver_lookup_t lk = {.lookup = fake_lookup, .release = fake_release, .ud = f};
+    enum { N = 200 };
+    resolver_t *rs[N];
+    int before = threads_now();
+    for (unsigned i = 0; i < N; i++) {
+        char name[64], err[256];
+        snprintf(name, sizeof name, "name-%u.invalid:80", i);
+        assert_int_equal(
+            resolver_start_with(f->loop, name, 0, &lk, true, on_count, f, &rs[i], err, sizeof err),
+            0);
+    }
+    f->stop_at = N;
+    run_for(f, 5000);
+    assert_int_equal(f->results, N);
+    int after = threads_now();
+    if (before > 0)
+        assert_true(after - before <= POOL_THREADS);
+    for (unsigned i = 0; i < N; i++)
+        resolver_free(rs[i]);
+}
+
+/* Two resolvers of one failing name: one lookup, the second gets the
+ * cached failure. */
+static void test_resolver_reuses_a_recent_failure_of_the_same_name(void **state) {
+    fixture_t *f = *state;
+    static const step_t script[] = {{.gai = EAI_NONAME}};
+    f->script = script;
+    f->script_len = 1;
+    resolver_lookup_t lk = {.lookup = fake_lookup, .release = fake_release, .ud = f};
+    char err[256];
+    resolver_t *a, *b;
+    assert_int_equal(resolver_start_with(f->loop, "dead.invalid:80", 60 * NS_PER_SEC, &lk, true,
+                                         on_count, f, &a, err, sizeof err),
+                     0);
+    f->stop_at = 1;
+    run_for(f, 2000);
+    assert_int_equal(resolver_start_with(f->loop, "dead.invalid:80", 60 * NS_PER_SEC, &lk, true,
+                                         on_count, f, &b, err, sizeof err),
+                     0);
+    f->stop_at = 2;
+    run_for(f, 2000);
+    assert_int_equal(f->results, 2);
+    assert_int_equal(lookups(f), 1);
+    resolver_free(a);
+    resolver_free(b);
+}
+
 static void test_resolver_rejects_a_malformed_name_port(void **state) {
     fixture_t *f = *state;
     static const char *const bad[] = {"agents",       "agents:",      ":6000",    "agents:0",
@@ -336,6 +414,10 @@ int main(void) {
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolver_can_be_freed_inside_its_callback, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_resolver_shares_one_pool_of_threads_among_many_names,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resolver_reuses_a_recent_failure_of_the_same_name,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolver_rejects_a_malformed_name_port, setup,
                                         teardown),
     };

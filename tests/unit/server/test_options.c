@@ -108,6 +108,42 @@ static void test_options_budgets_have_defaults_flags_and_ranges(void **state) {
     assert_int_equal(PARSE(&o, "--max-stream-bytes", "64Ki"), KGS_EINVAL);
 }
 
+static void test_options_source_budgets_and_allow_lists(void **state) {
+    (void)state;
+    server_options_t o;
+    assert_int_equal(parse_env(&o, NULL, (char *)NULL), 0);
+    assert_int_equal(o.max_sources, 1024);
+    assert_int_equal(o.max_sources_per_ns, 512);
+    assert_true(o.source_create_rate == 100.0);
+    assert_int_equal(o.source_create_burst, 512);
+    assert_int_equal(o.egress.ncidrs, 0);
+    assert_int_equal(o.egress.nports, 0);
+    assert_int_equal(PARSE(&o, "--max-sources", "10", "--max-sources-per-namespace", "5",
+                           "--source-create-rate", "0.5/s,3", "--source-allow-cidrs",
+                           "10.0.0.0/8,fd00::/8", "--source-allow-ports", "80,8000-8999"),
+                     0);
+    assert_int_equal(o.max_sources, 10);
+    assert_int_equal(o.max_sources_per_ns, 5);
+    assert_true(o.source_create_rate == 0.5);
+    assert_int_equal(o.source_create_burst, 3);
+    assert_int_equal(o.egress.ncidrs, 2);
+    assert_int_equal(o.egress.nports, 2);
+    assert_int_equal(PARSE(&o, "--source-create-rate", "7"), 0);
+    assert_true(o.source_create_rate == 7.0);
+    assert_int_equal(o.source_create_burst, 512);
+    expect_error(PARSE(&o, "--source-allow-cidrs", "10.0.0.1/8"),
+                 "--source-allow-cidrs: \"10.0.0.1/8\": host bits set (did you mean "
+                 "10.0.0.0/8?)");
+    const char *const env[] = {"KEDA_GPU_SCALER_SOURCE_ALLOW_PORTS", "0", NULL};
+    expect_error(PARSE_ENV(&o, env, "--port", "6000"),
+                 "KEDA_GPU_SCALER_SOURCE_ALLOW_PORTS: --source-allow-ports: \"0\": expected a "
+                 "port 1-65535 or a range LOW-HIGH");
+    assert_int_equal(PARSE(&o, "--source-create-rate", "0"), KGS_EINVAL);
+    assert_int_equal(PARSE(&o, "--source-create-rate", "5,0"), KGS_EINVAL);
+    assert_int_equal(PARSE(&o, "--source-create-rate", "5,"), KGS_EINVAL);
+    assert_int_equal(PARSE(&o, "--max-sources", "0"), KGS_EINVAL);
+}
+
 static void test_options_every_flag_in_every_spelling(void **state) {
     (void)state;
     server_options_t o;
@@ -554,11 +590,16 @@ static void test_options_usage_teaches_flags_variables_and_examples(void **state
                            "--agents-tls-cert",
                            "--agents-tls-key",
                            "--agents-tls-server-name",
+                           "--max-sources",
+                           "--max-sources-per-namespace",
+                           "--source-create-rate",
+                           "--source-allow-cidrs",
+                           "--source-allow-ports",
                            "KEDA_GPU_SCALER_",
                            "Examples:"};
     char usage[16384];
-    snprintf(usage, sizeof usage, "%s%s%s", server_usage_text, server_usage_text_more,
-             server_usage_text_end);
+    snprintf(usage, sizeof usage, "%s%s%s%s", server_usage_text, server_usage_text_more,
+             server_usage_text_end, server_usage_text_budgets);
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strstr(usage, flags[i]))
             fail_msg("usage lacks %s", flags[i]);
@@ -598,6 +639,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options_defaults_match_the_go_server),
         cmocka_unit_test(test_options_budgets_have_defaults_flags_and_ranges),
+        cmocka_unit_test(test_options_source_budgets_and_allow_lists),
         cmocka_unit_test(test_options_every_flag_in_every_spelling),
         cmocka_unit_test(test_options_last_flag_wins),
         cmocka_unit_test(test_options_version_and_help),

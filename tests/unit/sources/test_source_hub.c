@@ -114,6 +114,67 @@ static void test_source_hub_pods_without_a_pod_list_is_a_role_error(void **state
     assert_non_null(strstr(in.pods_error, "needs the aggregator role"));
 }
 
+static const trigger_config_t *engine_at(unsigned i) {
+    char url[64];
+    snprintf(url, sizeof url, "http://10.0.0.%u:8000/metrics", i);
+    return HUB_CFG("metricType", "vllm_queue_depth", "targetValue", "5", "vllmEndpoint", url);
+}
+
+/* The budgets: a namespace's cap, then the global one, each refusal a
+ * RESOURCE_EXHAUSTED naming its flag; room made by the others' sources is
+ * used on the next subscribe. */
+static void test_source_hub_refuses_sources_beyond_the_caps(void **state) {
+    fixture_t *f = *state;
+    source_hub_free(f->hub);
+    char err[256];
+    source_hub_opts_t o = {
+        .loop = f->loop, .max_sources = 3, .max_sources_per_ns = 2, .create_rate = 1000};
+    assert_int_equal(source_hub_new(&o, &f->hub, err, sizeof err), 0);
+    for (unsigned i = 1; i <= 3; i++)
+        source_hub_subscribe(f->hub, engine_at(i), i, "a", 1000);
+    assert_int_equal(sources(f), 2);
+    demand_inputs_t in;
+    eval_result_t r;
+    const trigger_config_t *c = engine_at(3);
+    source_hub_signals(f->hub, c, 3, "a", 1000, &in);
+    assert_non_null(strstr(in.limit_error, "namespace \"a\": 2 polled now, at most 2 "
+                                           "(--max-sources-per-namespace)"));
+    demand_evaluate_inputs(c, &in, 1000, NULL, &r);
+    assert_int_equal(r.status, EVAL_RESOURCE_EXHAUSTED);
+    /* A URL already polled is shared, not created: no budget needed. */
+    source_hub_subscribe(f->hub, engine_at(1), 11, "b", 1000);
+    source_hub_subscribe(f->hub, engine_at(4), 4, "b", 1000);
+    source_hub_subscribe(f->hub, engine_at(5), 5, "b", 1000);
+    assert_int_equal(sources(f), 3);
+    c = engine_at(5);
+    source_hub_signals(f->hub, c, 5, "b", 1000, &in);
+    assert_non_null(strstr(in.limit_error, "3 polled now, at most 3 (--max-sources)"));
+    source_hub_stats_t st;
+    source_hub_stats(f->hub, &st);
+    assert_int_equal(st.refused_per_ns, 1);
+    assert_int_equal(st.refused_max_sources, 1);
+}
+
+static void test_source_hub_limits_the_creation_rate(void **state) {
+    fixture_t *f = *state;
+    source_hub_free(f->hub);
+    char err[256];
+    source_hub_opts_t o = {.loop = f->loop, .create_rate = 1, .create_burst = 2};
+    assert_int_equal(source_hub_new(&o, &f->hub, err, sizeof err), 0);
+    mono_ns_t t = loop_now(f->loop);
+    for (unsigned i = 1; i <= 3; i++)
+        source_hub_subscribe(f->hub, engine_at(i), i, "a", t);
+    assert_int_equal(sources(f), 2);
+    demand_inputs_t in;
+    source_hub_signals(f->hub, engine_at(3), 3, "a", t, &in);
+    assert_non_null(strstr(in.limit_error, "(--source-create-rate)"));
+    /* A second later a token is back: the next subscribe creates it. */
+    source_hub_subscribe(f->hub, engine_at(3), 3, "a", t + 1000000000ull);
+    assert_int_equal(sources(f), 3);
+    source_hub_signals(f->hub, engine_at(3), 3, "a", t + 1000000000ull, &in);
+    assert_string_equal(in.limit_error, "");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_source_hub_signals_creates_nothing, setup, teardown),
@@ -121,6 +182,9 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_source_hub_pods_without_a_pod_list_is_a_role_error,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_source_hub_refuses_sources_beyond_the_caps, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_source_hub_limits_the_creation_rate, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -528,6 +528,16 @@ func cmdStream(c pb.ExternalScalerClient) {
 // first message (or -timeout). With -hold it then waits until the server ends
 // every stream (or -timeout from the start) and prints
 // {"ended":{"OK":N,...},"still_open":K,"max_end_ms":..}.
+// The -vary value of object i: 10+i, or the given value with each "{i}"
+// replaced by 10+i (a distinct URL per object: -metadata
+// engineEndpoint=http://h{i}.invalid/metrics).
+func varied(base string, i int) string {
+	if strings.Contains(base, "{i}") {
+		return strings.ReplaceAll(base, "{i}", fmt.Sprintf("%d", 10+i))
+	}
+	return fmt.Sprintf("%d", 10+i)
+}
+
 func cmdStreams(c pb.ExternalScalerClient) {
 	n := *nStreams
 	if n <= 0 {
@@ -547,7 +557,7 @@ func cmdStreams(c pb.ExternalScalerClient) {
 			for k, v := range metadata {
 				md[k] = v
 			}
-			md[*vary] = fmt.Sprintf("%d", 10+i)
+			md[*vary] = varied(md[*vary], i)
 			r = &pb.ScaledObjectRef{Name: fmt.Sprintf("so-%d", i), Namespace: *namespace, ScalerMetadata: md}
 		}
 		go func() {
@@ -969,7 +979,7 @@ func cmdSoak(c pb.ExternalScalerClient) map[string]interface{} {
 		for k, v := range metadata {
 			md[k] = v
 		}
-		md[*vary] = fmt.Sprintf("%d", 10+i)
+		md[*vary] = varied(md[*vary], i)
 		return &pb.ScaledObjectRef{Name: fmt.Sprintf("so-%d", i), Namespace: *namespace, ScalerMetadata: md}
 	}
 	var wg sync.WaitGroup

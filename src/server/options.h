@@ -48,6 +48,7 @@ typedef struct {
     log_level_t log_level;             /* --log-level, default info */
     log_format_t log_format;           /* --log-format, default text */
     unsigned max_connections;          /* --max-connections, default 1024 (gRPC) */
+    unsigned max_connections_per_peer; /* --max-connections-per-peer; 0 = half the cap */
     uint64_t idle_timeout_ns;          /* --idle-timeout, default 10m; 0 = never */
     uint64_t shutdown_grace_ns;        /* --shutdown-grace, default 5s */
     uint64_t handshake_timeout_ns;     /* --handshake-timeout, default 10s */
@@ -100,8 +101,10 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
 void server_options_start_line(const server_options_t *o, const char *version, const char *node,
                                unsigned port, bool tls, char *buf, size_t len);
 
-/* The --help text, in two parts (print both). */
+/* The --help text, in three parts (print them in order): ISO C caps one
+ * string literal at 4095 bytes. */
 extern const char server_usage_text[];
 extern const char server_usage_text_more[];
+extern const char server_usage_text_limits[];
 
 #endif

@@ -17,6 +17,14 @@
  * - Connection teardown is always deferred to a zero-delay timer, so a
  *   handler that is iterating its streams never sees on_call_gone re-enter
  *   it from a flush.
+ * - Accepting under attack: beyond the total or the per-peer cap a
+ *   connection is accepted and closed at once. Out of descriptors
+ *   (EMFILE/ENFILE) the listener cannot accept at all, and its pending
+ *   connections would keep the level-triggered listener firing: then the
+ *   reserve descriptor is spent to accept and close them (as libuv does),
+ *   and the listener is paused for ACCEPT_PAUSE_NS, so the loop stays idle
+ *   while the process is full. Each refusal is counted; the log says so
+ *   once per LIMIT_LOG_INTERVAL_NS, with the number suppressed.
  */
 #include "net/grpc_server.h"
 
@@ -33,6 +41,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "core/err.h"
+#include "net/conn_limits.h"
 #include "net/first_bytes.h"
 #include "net/grpc_frame.h"
 #include "net/sock.h"
@@ -41,6 +50,9 @@
 #define OUT_HIGH_WATER (256 * 1024)
 #define READ_CHUNK 16384
 #define MAX_PATH 256
+#define ACCEPT_BATCH 64
+#define ACCEPT_PAUSE_NS (100 * NS_PER_MS)
+#define LIMIT_LOG_INTERVAL_NS (10 * NS_PER_SEC)
 
 typedef struct grpc_conn grpc_conn_t;
 
@@ -95,9 +107,11 @@ struct grpc_conn {
     bool settings_seen; /* the client's preface and first SETTINGS arrived */
     bool closing;
     bool first_read_done;
-    bool sniffed; /* TLS port: the first bytes were checked for plaintext */
-    bool refused; /* answered a plaintext client: input is discarded until it closes */
-    bool in_recv; /* inside nghttp2_session_mem_recv: no mem_send from callbacks */
+    bool sniffed;      /* TLS port: the first bytes were checked for plaintext */
+    bool refused;      /* answered a plaintext client: input is discarded until it closes */
+    bool in_recv;      /* inside nghttp2_session_mem_recv: no mem_send from callbacks */
+    bool peer_counted; /* peer_key is counted in srv->peers */
+    peer_key_t peer_key;
     grpc_conn_t *next, *prev;
 };
 
@@ -119,6 +133,14 @@ struct grpc_server {
     /* A client speaking the other mode (TLS vs h2c) retries for ever: say
      * so once a minute per kind, not once per attempt. */
     log_ratelimit_t mismatch_rl;
+    /* Connection limits: counts by peer, the reserve descriptor, the
+     * accept pause, what was refused, and their (rate-limited) log. */
+    peer_table_t peers;
+    int reserve_fd;
+    loop_timer_t accept_timer;
+    bool accept_paused;
+    grpc_server_refusals_t refusals;
+    log_ratelimit_t limit_rl;
 };
 
 static void conn_flush(grpc_conn_t *c);
@@ -658,6 +680,8 @@ static void conn_destroy(grpc_conn_t *c) {
     if (c->next)
         c->next->prev = c->prev;
     s->nconns--;
+    if (c->peer_counted)
+        peer_table_remove(&s->peers, &c->peer_key);
     free(c->out);
     free(c);
     if (s->shutting_down && s->nconns == 0 && s->shutdown_done)
@@ -854,15 +878,41 @@ static void on_conn_io(loop_t *loop, int fd, uint32_t events, void *ud) {
     conn_flush(c);
 }
 
+/* Closes a connection over a cap at once. The log line is rate limited:
+ * a client that reconnects in a loop must not turn each attempt into one. */
+static void conn_refuse(grpc_server_t *s, int fd, const char *peer, const char *key,
+                        const char *why, unsigned held, unsigned limit, const char *flag) {
+    close(fd);
+    LOG_RATELIMITED(s->opts.log, &s->limit_rl, key, loop_now(s->loop), LOG_WARN,
+                    "grpc %s: refused: %s (%u open, at most %u: %s)", peer, why, held, limit, flag);
+}
+
 static void conn_accept(grpc_server_t *s, int fd, const struct sockaddr_storage *ss) {
     char peer[64];
     sock_format_peer(ss, peer, sizeof peer);
-    if (s->shutting_down || (s->opts.max_connections && s->nconns >= s->opts.max_connections)) {
-        LOG_WARN(s->opts.log, "grpc %s: refused: %s", peer,
-                 s->shutting_down ? "shutting down" : "connection limit reached");
+    if (s->shutting_down) {
+        LOG_DEBUG(s->opts.log, "grpc %s: refused: shutting down", peer);
         close(fd);
         return;
     }
+    if (s->opts.max_connections && s->nconns >= s->opts.max_connections) {
+        s->refusals.max_connections++;
+        conn_refuse(s, fd, peer, "max-connections", "connection limit reached", s->nconns,
+                    s->opts.max_connections, "--max-connections");
+        return;
+    }
+    peer_key_t key;
+    bool keyed = peer_key_from_sockaddr(ss, &key);
+    unsigned from_peer = keyed ? peer_table_count(&s->peers, &key) : 0;
+    if (keyed && s->opts.max_connections_per_peer &&
+        from_peer >= s->opts.max_connections_per_peer) {
+        s->refusals.max_connections_per_peer++;
+        conn_refuse(s, fd, peer, "max-connections-per-peer",
+                    "this address holds its share of the connections", from_peer,
+                    s->opts.max_connections_per_peer, "--max-connections-per-peer");
+        return;
+    }
+
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 
@@ -925,6 +975,16 @@ static void conn_accept(grpc_server_t *s, int fd, const struct sockaddr_storage 
         free(c);
         return;
     }
+    if (keyed && peer_table_add(&s->peers, &key) != 0) {
+        /* Out of memory: an uncounted connection would escape the cap. */
+        loop_io_remove(s->loop, c->io);
+        nghttp2_session_del(c->h2);
+        transport_close(&c->tr);
+        free(c);
+        return;
+    }
+    c->peer_key = key;
+    c->peer_counted = keyed;
     c->next = s->conns;
     if (s->conns)
         s->conns->prev = c;
@@ -938,19 +998,81 @@ static void conn_accept(grpc_server_t *s, int fd, const struct sockaddr_storage 
     LOG_DEBUG(s->opts.log, "grpc %s: connected%s", peer, s->opts.tls ? " (TLS)" : "");
 }
 
+static void on_accept_resume(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)t;
+    grpc_server_t *s = ud;
+    s->accept_paused = false;
+    if (s->reserve_fd < 0)
+        s->reserve_fd = sock_reserve_open();
+    if (s->listen_io)
+        loop_io_modify(loop, s->listen_io, EPOLLIN);
+}
+
+/* Stops listening for ACCEPT_PAUSE_NS: what is pending waits in the
+ * kernel's backlog instead of waking the loop again at once. */
+static void accept_pause(grpc_server_t *s) {
+    if (s->accept_paused || !s->listen_io)
+        return;
+    if (loop_io_modify(s->loop, s->listen_io, 0) != 0)
+        return;
+    s->accept_paused = true;
+    if (loop_timer_start(s->loop, &s->accept_timer,
+                         clock_add_sat(loop_now(s->loop), ACCEPT_PAUSE_NS)) != 0)
+        on_accept_resume(s->loop, &s->accept_timer, s);
+}
+
+/*
+ * Out of descriptors: each pending connection is taken on the reserve
+ * descriptor and closed at once, so its client hears that it was refused
+ * (instead of waiting in the backlog for a slot that may never come), and
+ * the listener is paused. `why` is the errno accept4 gave.
+ */
+static void accept_shed(grpc_server_t *s, int lfd, int why) {
+    unsigned shed = 0;
+    while (shed < ACCEPT_BATCH) {
+        struct sockaddr_storage ss;
+        int fd = sock_accept_reserved(lfd, &s->reserve_fd, &ss);
+        if (fd >= 0) {
+            close(fd);
+            shed++;
+        }
+        s->reserve_fd = sock_reserve_open();
+        if (fd < 0 || s->reserve_fd < 0)
+            break;
+    }
+    s->refusals.out_of_descriptors += shed;
+    LOG_RATELIMITED(s->opts.log, &s->limit_rl, "grpc accept: out of descriptors", loop_now(s->loop),
+                    LOG_WARN,
+                    "grpc accept: %s with %u gRPC connections open: closing new connections at "
+                    "once and pausing accepts for %u ms (raise the descriptor limit, ulimit -n, "
+                    "or lower --max-connections)",
+                    strerror(why), s->nconns, (unsigned)(ACCEPT_PAUSE_NS / NS_PER_MS));
+    accept_pause(s);
+}
+
 static void on_listen_io(loop_t *loop, int fd, uint32_t events, void *ud) {
     (void)loop;
     (void)events;
     grpc_server_t *s = ud;
-    for (int i = 0; i < 64; i++) {
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
         int cfd = accept4(fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (cfd < 0) {
-            if (errno == EINTR)
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                LOG_WARN(s->opts.log, "grpc accept: %s", strerror(errno));
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            if (errno == EMFILE || errno == ENFILE) {
+                accept_shed(s, fd, errno);
+                return;
+            }
+            /* ENOBUFS, ENOMEM: the connection stays queued; retrying at
+             * once would spin, so wait a moment. */
+            LOG_RATELIMITED(s->opts.log, &s->limit_rl, "grpc accept: error", loop_now(s->loop),
+                            LOG_WARN, "grpc accept: %s; pausing accepts for %u ms", strerror(errno),
+                            (unsigned)(ACCEPT_PAUSE_NS / NS_PER_MS));
+            accept_pause(s);
             return;
         }
         conn_accept(s, cfd, &ss);
@@ -980,15 +1102,23 @@ int grpc_server_start(loop_t *loop, const grpc_server_opts_t *opts,
     s->handlers = *handlers;
     s->user_data = user_data;
     loop_timer_init(&s->shutdown_timer, on_shutdown_done, s);
+    loop_timer_init(&s->accept_timer, on_accept_resume, s);
     log_ratelimit_init(&s->mismatch_rl, 60 * NS_PER_SEC);
+    log_ratelimit_init(&s->limit_rl, LIMIT_LOG_INTERVAL_NS);
+    peer_table_init(&s->peers);
+    s->reserve_fd = sock_reserve_open(); /* -1 is survivable: shedding then only pauses */
     int rc = sock_listen(opts->listen_address, opts->port, &s->listen_fd, &s->port, err, errlen);
     if (rc != 0) {
+        if (s->reserve_fd >= 0)
+            close(s->reserve_fd);
         free(s);
         return rc;
     }
     s->listen_io = loop_io_add(loop, s->listen_fd, EPOLLIN, on_listen_io, s);
     if (!s->listen_io) {
         close(s->listen_fd);
+        if (s->reserve_fd >= 0)
+            close(s->reserve_fd);
         free(s);
         return kgs_seterr(err, errlen, KGS_EIO, "grpc server: epoll: %s", strerror(errno));
     }
@@ -1014,6 +1144,10 @@ uint64_t grpc_server_requests_too_large(const grpc_server_t *s) {
     return s->too_large;
 }
 
+void grpc_server_refusals(const grpc_server_t *s, grpc_server_refusals_t *out) {
+    *out = s->refusals;
+}
+
 unsigned grpc_server_call_count(const grpc_server_t *s) {
     return s->ncalls;
 }
@@ -1028,6 +1162,7 @@ void grpc_server_shutdown(grpc_server_t *s, void (*done)(void *), void *user_dat
         close(s->listen_fd);
         s->listen_fd = -1;
     }
+    loop_timer_stop(s->loop, &s->accept_timer);
     for (grpc_conn_t *c = s->conns; c; c = c->next) {
         if (c->closing)
             continue;
@@ -1052,9 +1187,13 @@ void grpc_server_free(grpc_server_t *s) {
     while (s->conns)
         conn_destroy(s->conns);
     loop_timer_stop(s->loop, &s->shutdown_timer);
+    loop_timer_stop(s->loop, &s->accept_timer);
     if (s->listen_io) {
         loop_io_remove(s->loop, s->listen_io);
         close(s->listen_fd);
     }
+    if (s->reserve_fd >= 0)
+        close(s->reserve_fd);
+    peer_table_deinit(&s->peers);
     free(s);
 }

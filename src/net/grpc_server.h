@@ -33,7 +33,11 @@ typedef struct {
     uint16_t port;              /* 0 = ephemeral (see grpc_server_port) */
     tls_server_t *tls;          /* borrowed; NULL = h2c */
     unsigned max_connections;   /* beyond it, new connections are closed at once */
-    uint64_t idle_timeout_ns;   /* a connection without streams for this long is closed */
+    /* At most this many connections from one peer address (its port aside);
+     * beyond it new ones from that address are closed at once. 0 = no
+     * per-peer cap. Socketpairs (grpc_server_adopt) are not counted. */
+    unsigned max_connections_per_peer;
+    uint64_t idle_timeout_ns; /* a connection without streams for this long is closed */
     /* A connection must finish TLS and the HTTP/2 preface + SETTINGS, and
      * each request its headers and message, within this; otherwise it is
      * closed (slow-loris). 0 = 10 s. */
@@ -64,6 +68,16 @@ unsigned grpc_server_connection_count(const grpc_server_t *s);
 unsigned grpc_server_call_count(const grpc_server_t *s);
 /* Requests refused for exceeding max_request_bytes, since start. */
 uint64_t grpc_server_requests_too_large(const grpc_server_t *s);
+
+/* Connections refused since start, by the limit that refused them. */
+typedef struct {
+    uint64_t max_connections;          /* the total cap was reached */
+    uint64_t max_connections_per_peer; /* their address held its share */
+    /* Out of descriptors (EMFILE/ENFILE): accepted on the reserve
+     * descriptor and closed at once (see sock_accept_reserved). */
+    uint64_t out_of_descriptors;
+} grpc_server_refusals_t;
+void grpc_server_refusals(const grpc_server_t *s, grpc_server_refusals_t *out);
 
 /*
  * Graceful shutdown: stops accepting, sends GOAWAY on every connection

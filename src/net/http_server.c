@@ -17,6 +17,20 @@
  * destroy the answer before the client reads it (the classic lingering
  * close of Apache and nginx).
  *
+ * The ports must answer kubelet's probes whatever else connects, so a
+ * full server makes room instead of refusing: a new connection beyond
+ * max_connections evicts the one least worth keeping (one waiting for a
+ * request before one lingering, before one with half a head, before one
+ * being answered; the oldest first within each). A connection waiting for
+ * a request, its first or a keep-alive one, is closed after the head
+ * timeout (or the idle timeout, if shorter). Out of descriptors
+ * (EMFILE/ENFILE), the server's reserve descriptor admits one connection,
+ * and is taken back when a connection closes; without it an idle
+ * connection is evicted to free one; only with neither are accepts paused
+ * for ACCEPT_PAUSE_NS. Accepts go ACCEPT_BATCH at a time, so the new
+ * connections' requests are read between batches and a flood cannot evict
+ * a probe before it is read.
+ *
  * The handler may free the server (rule 16): http_server_free() during a
  * dispatch only marks it, and the dispatcher finishes the free on return
  * and unwinds with -1 without touching the connection again. Every
@@ -43,6 +57,8 @@
 #define DEFAULT_HEAD_TIMEOUT_NS (10 * NS_PER_SEC)
 #define LINGER_NS (2 * NS_PER_SEC)
 #define ACCEPT_PAUSE_NS (100 * NS_PER_MS)
+#define ACCEPT_BATCH 16
+#define LOG_INTERVAL_NS (10 * NS_PER_SEC)
 #define OUT_HIGH_WATER (256u * 1024u)
 #define LINGER_DISCARD_MAX (64u * 1024u) /* per event, so a flood cannot hold the loop */
 
@@ -83,6 +99,9 @@ struct http_server {
     http_conn_t *conns;
     unsigned nconns;
     loop_timer_t accept_timer;
+    int reserve_fd; /* see sock_accept_reserved; -1 while spent */
+    uint64_t evicted, reserved;
+    log_ratelimit_t log_rl;
     int dispatching;
     bool free_pending;
 };
@@ -105,6 +124,8 @@ static void conn_close(http_conn_t *c) {
     s->nconns--;
     free(c->out);
     free(c);
+    if (s->reserve_fd < 0)
+        s->reserve_fd = sock_reserve_open(); /* take the reserve back first */
 }
 
 static size_t out_pending(const http_conn_t *c) {
@@ -369,6 +390,12 @@ static void conn_settle(http_conn_t *c) {
         due = c->linger_until;
     else if (out_pending(c) == 0 && c->state == C_OPEN && c->head_started)
         due = clock_add_sat(c->head_started, s->opts.head_timeout_ns);
+    else if (out_pending(c) == 0 && c->state == C_OPEN)
+        /* Waiting for a request (none yet, or the next keep-alive one):
+         * a zero-byte connection gets no longer than a slow head. */
+        due = clock_add_sat(c->last_progress, s->opts.head_timeout_ns < s->opts.idle_timeout_ns
+                                                  ? s->opts.head_timeout_ns
+                                                  : s->opts.idle_timeout_ns);
     else
         due = clock_add_sat(c->last_progress, s->opts.idle_timeout_ns);
     if (loop_timer_start(s->loop, &c->timer, due) != 0)
@@ -434,6 +461,8 @@ static void server_on_accept(loop_t *loop, int fd, uint32_t events, void *ud);
 static void accept_resume(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
     http_server_t *s = ud;
+    if (s->reserve_fd < 0)
+        s->reserve_fd = sock_reserve_open();
     loop_io_modify(loop, s->io, EPOLLIN);
 }
 
@@ -466,34 +495,95 @@ static void conn_open(http_server_t *s, int fd) {
     conn_settle(c); /* arms the idle timer */
 }
 
+/* How little a connection is worth keeping when room must be made: 0
+ * waits for a request, 1 lingers after its last answer, 2 has half a head,
+ * 3 is being answered. */
+static int conn_keep_rank(const http_conn_t *c) {
+    if (c->state == C_LINGER)
+        return 1;
+    if (c->state == C_OPEN && out_pending(c) == 0)
+        return c->in_len == 0 ? 0 : 2;
+    return 3;
+}
+
+/* Closes the connection least worth keeping. Returns false when there is
+ * none. */
+static bool server_evict(http_server_t *s) {
+    http_conn_t *victim = NULL;
+    int best = 4;
+    for (http_conn_t *c = s->conns; c; c = c->next) {
+        int r = conn_keep_rank(c);
+        if (r < best || (r == best && c->last_progress <= victim->last_progress)) {
+            victim = c;
+            best = r;
+        }
+    }
+    if (!victim)
+        return false;
+    s->evicted++;
+    LOG_RATELIMITED(s->opts.log, &s->log_rl, "http evict", loop_now(s->loop), LOG_WARN,
+                    "http :%u: %u connections open (the cap): closing the one least in use to "
+                    "admit a new one",
+                    (unsigned)s->port, s->nconns);
+    conn_close(victim);
+    return true;
+}
+
+static void accept_pause(http_server_t *s, int why) {
+    LOG_RATELIMITED(s->opts.log, &s->log_rl, "http accept", loop_now(s->loop), LOG_WARN,
+                    "http :%u: accept: %s; pausing accepts for %u ms", (unsigned)s->port,
+                    strerror(why), (unsigned)(ACCEPT_PAUSE_NS / NS_PER_MS));
+    loop_io_modify(s->loop, s->io, 0);
+    if (loop_timer_start(s->loop, &s->accept_timer,
+                         clock_add_sat(loop_now(s->loop), ACCEPT_PAUSE_NS)) != 0)
+        loop_io_modify(s->loop, s->io, EPOLLIN);
+}
+
 static void server_on_accept(loop_t *loop, int lfd, uint32_t events, void *ud) {
+    (void)loop;
     (void)events;
     http_server_t *s = ud;
-    for (;;) {
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return;
-            /* EMFILE, ENFILE, ENOBUFS, ENOMEM: the pending connection stays
-             * queued and the level-triggered listener would fire again at
-             * once, so stop listening for a moment instead of spinning. */
-            LOG_WARN(s->opts.log, "http :%u: accept: %s; pausing accepts for 100ms",
-                     (unsigned)s->port, strerror(errno));
-            loop_io_modify(loop, s->io, 0);
-            if (loop_timer_start(loop, &s->accept_timer,
-                                 clock_add_sat(loop_now(loop), ACCEPT_PAUSE_NS)) != 0)
-                loop_io_modify(loop, s->io, EPOLLIN);
-            return;
+            int why = errno;
+            if ((why == EMFILE || why == ENFILE) && s->reserve_fd >= 0) {
+                struct sockaddr_storage ss;
+                fd = sock_accept_reserved(lfd, &s->reserve_fd, &ss);
+                if (fd >= 0) {
+                    s->reserved++; /* admitted on the reserve; conn_close takes it back */
+                } else {
+                    bool drained = errno == EAGAIN || errno == EWOULDBLOCK;
+                    s->reserve_fd = sock_reserve_open();
+                    if (drained)
+                        return;
+                }
+            } else if ((why == EMFILE || why == ENFILE) && i == 0 && server_evict(s)) {
+                /* A descriptor is free now (the reserve may take it first).
+                 * Only on a wakeup's first accept: EMFILE comes before the
+                 * kernel looks at the queue, and only epoll's readiness says
+                 * a connection is waiting. */
+                continue;
+            }
+            if (fd < 0) {
+                /* ENOBUFS, ENOMEM, or nothing to free: the pending connection
+                 * stays queued and the level-triggered listener would fire
+                 * again at once, so stop listening for a moment. */
+                accept_pause(s, why);
+                return;
+            }
         }
-        if (s->nconns >= s->opts.max_connections) {
-            LOG_DEBUG(s->opts.log, "http :%u: %u connections open (the cap); closing a new one",
-                      (unsigned)s->port, s->nconns);
+        if (s->nconns >= s->opts.max_connections && !server_evict(s)) {
             close(fd);
             continue;
         }
         conn_open(s, fd);
+        if (s->reserve_fd < 0)
+            return; /* out of descriptors: the next accept would fail; epoll comes back */
     }
 }
 
@@ -524,6 +614,8 @@ int http_server_listen(loop_t *loop, const char *addr, uint16_t port,
         s->opts.head_timeout_ns = DEFAULT_HEAD_TIMEOUT_NS;
     prom_buf_init(&s->scratch);
     loop_timer_init(&s->accept_timer, accept_resume, s);
+    log_ratelimit_init(&s->log_rl, LOG_INTERVAL_NS);
+    s->reserve_fd = sock_reserve_open(); /* -1 is survivable: then only eviction helps */
 
     s->fd = fd;
     s->port = bound;
@@ -531,6 +623,8 @@ int http_server_listen(loop_t *loop, const char *addr, uint16_t port,
     if (!s->io) {
         int saved = errno;
         close(s->fd);
+        if (s->reserve_fd >= 0)
+            close(s->reserve_fd);
         free(s);
         return kgs_seterr(err, errlen, KGS_EIO, "listen %s:%u: epoll: %s", addr, (unsigned)port,
                           strerror(saved));
@@ -547,12 +641,22 @@ unsigned http_server_connections(const http_server_t *s) {
     return s->nconns;
 }
 
+uint64_t http_server_evictions(const http_server_t *s) {
+    return s->evicted;
+}
+
+uint64_t http_server_reserve_admissions(const http_server_t *s) {
+    return s->reserved;
+}
+
 static void server_destroy(http_server_t *s) {
     while (s->conns)
         conn_close(s->conns);
     loop_timer_stop(s->loop, &s->accept_timer);
     loop_io_remove(s->loop, s->io);
     close(s->fd);
+    if (s->reserve_fd >= 0)
+        close(s->reserve_fd);
     prom_buf_free(&s->scratch);
     free(s);
 }

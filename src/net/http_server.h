@@ -7,9 +7,13 @@
  * 400 (malformed), 405 (other methods), 413 (a request body), 431 (head
  * too large or too many fields), 505 (not HTTP/1.x) and the connection is
  * closed after the answer. A request head must arrive within
- * head_timeout_ns of its first byte (slowloris guard; answered 408), an
- * idle or stalled connection is closed after idle_timeout_ns, and a
- * connection beyond max_connections is accepted and closed at once.
+ * head_timeout_ns of its first byte (slowloris guard; answered 408); a
+ * connection waiting for a request (zero bytes yet, or keep-alive idle)
+ * is closed after head_timeout_ns (idle_timeout_ns if shorter), and a
+ * stalled writer after idle_timeout_ns. A connection beyond
+ * max_connections evicts the open one least worth keeping (idle first,
+ * oldest first), so probes always get in; out of descriptors, a reserve
+ * descriptor admits one (see http_server.c).
  *
  * Loop thread only: every function here and the handler run on the thread
  * that runs `loop`.
@@ -49,7 +53,8 @@ typedef void (*http_handler_fn)(const http1_request_t *req, http_response_t *res
 
 typedef struct {
     unsigned max_connections; /* 0 = 64 */
-    uint64_t idle_timeout_ns; /* 0 = 30 s: idle keep-alive, and a write that makes no progress */
+    uint64_t idle_timeout_ns; /* 0 = 30 s: a write that makes no progress (and keep-alive, if
+                                 shorter than the head timeout) */
     uint64_t head_timeout_ns; /* 0 = 10 s: from a request's first byte to its blank line */
     const logger_t *log;      /* borrowed, may be NULL: accept failures, capped connections */
 } http_server_opts_t;
@@ -71,6 +76,12 @@ uint16_t http_server_port(const http_server_t *s);
 
 /* Connections open now. */
 unsigned http_server_connections(const http_server_t *s);
+
+/* Connections closed to make room for a new one (the cap, or out of
+ * descriptors), and connections admitted on the reserve descriptor, since
+ * start. */
+uint64_t http_server_evictions(const http_server_t *s);
+uint64_t http_server_reserve_admissions(const http_server_t *s);
 
 /* Closes the listener and every connection (answers not yet written are
  * dropped) and frees the server. NULL does nothing. Safe from inside the

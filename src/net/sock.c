@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -88,5 +89,22 @@ void sock_format_peer(const struct sockaddr_storage *ss, char *out, size_t outle
         snprintf(out, outlen, "[%s]:%u", ip, ntohs(a->sin6_port));
     } else {
         snprintf(out, outlen, "?");
+    }
+}
+
+int sock_reserve_open(void) {
+    return open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+int sock_accept_reserved(int listen_fd, int *reserve, struct sockaddr_storage *ss) {
+    if (*reserve >= 0) {
+        close(*reserve);
+        *reserve = -1;
+    }
+    for (;;) {
+        socklen_t sl = sizeof *ss;
+        int fd = accept4(listen_fd, (struct sockaddr *)ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0 || errno != EINTR)
+            return fd;
     }
 }

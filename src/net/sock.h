@@ -19,6 +19,22 @@
 int sock_listen(const char *addr, uint16_t port, int *out_fd, uint16_t *bound_port, char *err,
                 size_t errlen);
 
+/*
+ * The reserve descriptor (as libuv keeps one): a listener that runs out of
+ * descriptors (EMFILE, ENFILE) cannot accept, so its pending connection
+ * stays queued and a level-triggered listener fires again at once, for
+ * ever. Holding one spare descriptor lets it still take that connection:
+ * sock_reserve_open() opens the spare (/dev/null, close-on-exec) and
+ * returns it, or -1; sock_accept_reserved() closes *reserve (set to -1)
+ * and accepts one connection into the freed slot, returning its
+ * descriptor (non-blocking, close-on-exec; the caller owns it: serve it or
+ * close it to shed the connection), or -1 with errno (EAGAIN when nothing
+ * was pending). Refill the spare with sock_reserve_open() once a
+ * descriptor is free again.
+ */
+int sock_reserve_open(void);
+int sock_accept_reserved(int listen_fd, int *reserve, struct sockaddr_storage *ss);
+
 /* "1.2.3.4:5678" or "[::1]:5678" for a peer address; "?" otherwise. */
 void sock_format_peer(const struct sockaddr_storage *ss, char *out, size_t outlen);
 

@@ -44,6 +44,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "env/env.h"
+#include "net/conn_limits.h"
 #include "net/grpc_server.h"
 #include "net/http_server.h"
 #include "net/loop.h"
@@ -633,6 +634,15 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             .requests_too_large = sv->grpc ? grpc_server_requests_too_large(sv->grpc) : 0,
         };
         scaler_budget_stats(sv->scaler, &ctx.budgets);
+        if (sv->grpc) {
+            grpc_server_refusals_t gr;
+            grpc_server_refusals(sv->grpc, &gr);
+            ctx.refused_max_connections = gr.max_connections;
+            ctx.refused_max_connections_per_peer = gr.max_connections_per_peer;
+            ctx.refused_out_of_descriptors = gr.out_of_descriptors;
+        }
+        ctx.http_evictions = (sv->probe_http ? http_server_evictions(sv->probe_http) : 0) +
+                             (sv->metrics_http ? http_server_evictions(sv->metrics_http) : 0);
         if (sv->sources) {
             source_hub_stats_t hs;
             source_hub_stats(sv->sources, &hs);
@@ -959,10 +969,30 @@ int main(int argc, char **argv) {
                 set_pods(&sv, unknown);
         }
     }
+    /* The connection caps, below the descriptor limit (read after the raise
+     * above: that is the limit the process has). */
+    conn_limits_t cl;
+    conn_limits_clamp(sv.o.max_connections,
+                      getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                          ? (uint64_t)rl.rlim_cur
+                          : 0,
+                      &cl);
+    if (cl.clamped)
+        LOG_WARN(&sv.log,
+                 "--max-connections %u is more than the descriptor limit allows "
+                 "(RLIMIT_NOFILE %llu, less %u kept for the probe and metrics ports, sources, "
+                 "agents and files): serving at most %u gRPC connections; raise the limit "
+                 "(ulimit -n, or the container runtime's) or lower --max-connections",
+                 sv.o.max_connections, (unsigned long long)rl.rlim_cur, cl.headroom,
+                 cl.max_connections);
+    unsigned per_peer = sv.o.max_connections_per_peer
+                            ? sv.o.max_connections_per_peer
+                            : conn_limits_per_peer_default(cl.max_connections);
     grpc_server_opts_t go = {.listen_address = sv.o.listen_address,
                              .port = sv.o.port,
                              .tls = sv.tls,
-                             .max_connections = sv.o.max_connections,
+                             .max_connections = cl.max_connections,
+                             .max_connections_per_peer = per_peer,
                              .idle_timeout_ns = sv.o.idle_timeout_ns,
                              .handshake_timeout_ns = sv.o.handshake_timeout_ns,
                              .max_concurrent_streams = 10000,

@@ -359,10 +359,15 @@ static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
         {"max-sources", ctx->source_refused_max},
         {"max-sources-per-namespace", ctx->source_refused_per_ns},
         {"source-create-rate", ctx->source_refused_rate},
+        {"max-connections", ctx->refused_max_connections},
+        {"max-connections-per-peer", ctx->refused_max_connections_per_peer},
+        {"rlimit-nofile", ctx->refused_out_of_descriptors},
+        {"http-connections", ctx->http_evictions},
     };
     prom_family(b, NS "limit_refusals_total", "counter",
-                "Requests and streams refused with RESOURCE_EXHAUSTED, by the flag of the "
-                "limit they exceeded.");
+                "Requests and streams refused with RESOURCE_EXHAUSTED, and connections closed "
+                "at once, by the flag of the limit they exceeded (rlimit-nofile: out of file "
+                "descriptors; http-connections: evicted from a full probe or metrics port).");
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         prom_label_t l[1] = {{"limit", refused[i].limit}};
         prom_sample(b, NS "limit_refusals_total", NULL, l, 1, NULL, (double)refused[i].n);

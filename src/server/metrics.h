@@ -107,6 +107,12 @@ typedef struct {
     bool has_budgets;
     uint64_t requests_too_large;   /* grpc_server_requests_too_large() */
     scaler_budget_stats_t budgets; /* scaler_budget_stats() */
+    /* Connections refused by a cap (grpc_server_refusals()), and the probe
+     * and metrics ports' evictions (http_server_evictions()). */
+    uint64_t refused_max_connections;
+    uint64_t refused_max_connections_per_peer;
+    uint64_t refused_out_of_descriptors;
+    uint64_t http_evictions;
 } metrics_context_t;
 
 /*

@@ -105,7 +105,13 @@ const char server_usage_text_more[] =
     "                                is for aggregators only)\n"
     "  --log-level LEVEL             debug, info, warn or error (default info)\n"
     "  --log-format FORMAT           text or json (default text)\n"
-    "  --max-connections N           gRPC connection cap (default 1024)\n"
+    "  --max-connections N           gRPC connection cap (default 1024; lowered,\n"
+    "                                with a warning, to the descriptor limit\n"
+    "                                less 256 kept for probes, sources, agents\n"
+    "                                and files)\n"
+    "  --max-connections-per-peer N  gRPC connections one client address may\n"
+    "                                hold (default: half of --max-connections,\n"
+    "                                so one client never locks KEDA out)\n"
     "  --idle-timeout DURATION       close gRPC connections idle this long\n"
     "                                (default 10m; 0 = never)\n"
     "  --shutdown-grace DURATION     on SIGTERM, how long open RPCs may finish\n"
@@ -202,6 +208,7 @@ typedef enum {
     O_LOG_LEVEL,
     O_LOG_FORMAT,
     O_MAX_CONNECTIONS,
+    O_MAX_CONNECTIONS_PER_PEER,
     O_IDLE_TIMEOUT,
     O_SHUTDOWN_GRACE,
     O_HANDSHAKE_TIMEOUT,
@@ -249,6 +256,7 @@ static const char *const opt_names[O_COUNT] = {
     "log-level",
     "log-format",
     "max-connections",
+    "max-connections-per-peer",
     "idle-timeout",
     "shutdown-grace",
     "handshake-timeout",
@@ -484,6 +492,14 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
                               "%s: invalid connection limit \"%s\": must be 1..%u", r->source,
                               r->text, SERVER_MAX_MAX_CONNECTIONS);
         o->max_connections = (unsigned)v;
+        return 0;
+    case O_MAX_CONNECTIONS_PER_PEER:
+        if (!parse_uint(r->text, SERVER_MAX_MAX_CONNECTIONS, &v) || v == 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: invalid connection limit \"%s\": must be 1..%u (default: "
+                              "half of --max-connections)",
+                              r->source, r->text, SERVER_MAX_MAX_CONNECTIONS);
+        o->max_connections_per_peer = (unsigned)v;
         return 0;
     case O_IDLE_TIMEOUT:
         return parse_duration(r, &o->idle_timeout_ns, err, errlen);

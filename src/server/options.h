@@ -49,6 +49,7 @@ typedef struct {
     log_level_t log_level;             /* --log-level, default info */
     log_format_t log_format;           /* --log-format, default text */
     unsigned max_connections;          /* --max-connections, default 1024 (gRPC) */
+    unsigned max_connections_per_peer; /* --max-connections-per-peer; 0 = half the cap */
     uint64_t idle_timeout_ns;          /* --idle-timeout, default 10m; 0 = never */
     uint64_t shutdown_grace_ns;        /* --shutdown-grace, default 5s */
     uint64_t handshake_timeout_ns;     /* --handshake-timeout, default 10s */

@@ -98,8 +98,10 @@ def four():
 class SlowAndIdleClients(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
+        # 1,000 connections from one address: above the default per-peer
+        # share (half of --max-connections), so that is raised too.
         cls.s = Server(four(), "--handshake-timeout", "1s", "--idle-timeout", "3s",
-                       "--max-connections", "1100")
+                       "--max-connections", "1100", "--max-connections-per-peer", "1100")
 
     @classmethod
     def tearDownClass(cls):

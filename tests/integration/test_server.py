@@ -1093,7 +1093,7 @@ class ConnectionLimits(unittest.TestCase):
 
     @c_only
     def test_connections_beyond_the_cap_are_closed_at_once(self):
-        s = Server(four_gpus(), extra_args=["--max-connections", "2"])
+        s = Server(four_gpus(), extra_args=["--max-connections", "2", "--max-connections-per-peer", "2"])
         self.addCleanup(s.close)
         held = []
         for _ in range(2):

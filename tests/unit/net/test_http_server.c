@@ -404,25 +404,47 @@ static void test_http_server_closes_idle_connections(void **state) {
 static void c_cap(fixture_t *f) {
     int a = dial(f->port);
     send_str(a, "GET /healthz HTTP/1.1\r\n\r\n");
-    read_one(f, a); /* a is surely accepted now */
+    read_one(f, a); /* a is surely accepted, and idle (keep-alive) now */
     int b = dial(f->port);
-    size_t before = f->rx_len;
-    read_to_end(f, b); /* closed at once */
-    snprintf(f->note, sizeof f->note, "b read %zu, eof %d", f->rx_len - before, f->rx_eof);
+    send_str(b, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
+    read_to_end(f, b); /* admitted and answered */
     close(b);
-    send_str(a, "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n");
-    read_to_end(f, a);
+    size_t before = f->rx_len;
+    f->rx_eof = false;
+    read_to_end(f, a); /* evicted to make room for b: closed, nothing more */
+    snprintf(f->note, sizeof f->note, "a read %zu, eof %d", f->rx_len - before, f->rx_eof);
     close(a);
 }
 
-static void test_http_server_caps_connections(void **state) {
+/* Full, a server evicts its idle connection to admit a new one (a probe
+ * must never be locked out by connections that send nothing). */
+static void test_http_server_evicts_an_idle_connection_when_full(void **state) {
     fixture_t *f = *state;
     http_server_opts_t o = {.max_connections = 1};
     start(f, &o);
     run(f, c_cap);
-    assert_string_equal(f->note, "b read 0, eof 1");
+    assert_string_equal(f->note, "a read 0, eof 1");
     assert_int_equal(count(f->rx, "HTTP/1.1 200 OK"), 2);
     assert_int_equal(f->requests, 2);
+    assert_int_equal(http_server_evictions(f->srv), 1);
+}
+
+static void c_silent(fixture_t *f) {
+    int fd = dial(f->port);
+    read_to_end(f, fd); /* sends nothing; the server closes */
+    close(fd);
+}
+
+/* A connection that sends nothing gets the head timeout, not the (longer)
+ * idle one. */
+static void test_http_server_closes_a_zero_byte_connection_at_the_head_timeout(void **state) {
+    fixture_t *f = *state;
+    http_server_opts_t o = {.head_timeout_ns = 300 * MS, .idle_timeout_ns = 5000 * MS};
+    start(f, &o);
+    run(f, c_silent);
+    assert_true(f->rx_eof);
+    assert_int_equal(f->rx_len, 0);
+    assert_true(f->elapsed_s >= 0.25 && f->elapsed_s < 2.0);
 }
 
 static void c_big(fixture_t *f) {
@@ -544,7 +566,10 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_http_server_times_out_a_slow_head, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_server_closes_idle_connections, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_http_server_caps_connections, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_server_evicts_an_idle_connection_when_full, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_http_server_closes_a_zero_byte_connection_at_the_head_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_server_buffers_partial_writes_of_large_bodies,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_server_can_be_freed_by_its_handler, setup,

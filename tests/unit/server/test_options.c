@@ -595,6 +595,7 @@ static void test_options_usage_teaches_flags_variables_and_examples(void **state
                            "--source-create-rate",
                            "--source-allow-cidrs",
                            "--source-allow-ports",
+                           "--max-connections-per-peer",
                            "KEDA_GPU_SCALER_",
                            "Examples:"};
     char usage[16384];

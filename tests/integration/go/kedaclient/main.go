@@ -72,6 +72,7 @@ var (
 	nStreams   = fs.Int("n", 0, "streams: streams to open (default 200); load: max calls (default 200000)")
 	hold       = fs.Bool("hold", false, "streams: after the first messages, wait until the server ends every stream (or -timeout)")
 	conc       = fs.Int("c", 32, "load: calls in flight")
+	pace       = fs.Duration("pace", 0, "load: each caller's pause between calls (0: none; KEDA polls every few seconds)")
 	duration   = fs.Duration("duration", 10*time.Second, "load: max duration")
 	path       = fs.String("path", "/externalscaler.ExternalScaler/StreamMetricSpec", "method: full method path")
 	service    = fs.String("service", "", "health: service name")
@@ -881,6 +882,9 @@ func cmdLoad(c pb.ExternalScalerClient) map[string]interface{} {
 					continue
 				}
 				lat[g] = append(lat[g], d)
+				if *pace > 0 {
+					time.Sleep(*pace)
+				}
 			}
 		}(g)
 	}

@@ -356,6 +356,11 @@ static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
         {"max-metadata-bytes", g->refused_metadata_bytes},
         {"max-stream-bytes", g->refused_stream_bytes},
         {"config-cache-bytes", g->refused_streams_total},
+        {"max-buffered-bytes-per-connection", ctx->grpc_limits.refused_buffered_per_connection},
+        {"max-buffered-bytes", ctx->grpc_limits.refused_buffered},
+        /* fixed limits, named after what they bound (docs/operations.md) */
+        {"header-list-bytes", ctx->grpc_limits.refused_header_list},
+        {"hpack-amplification", ctx->grpc_limits.refused_hpack},
     };
     prom_family(b, NS "limit_refusals_total", "counter",
                 "Requests and streams refused with RESOURCE_EXHAUSTED, by the flag of the "
@@ -364,6 +369,10 @@ static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
         prom_label_t l[1] = {{"limit", refused[i].limit}};
         prom_sample(b, NS "limit_refusals_total", NULL, l, 1, NULL, (double)refused[i].n);
     }
+    one(b, NS "request_buffered_bytes", "gauge",
+        "Request bytes the gRPC connections hold while their messages are incomplete "
+        "(--max-buffered-bytes bounds them).",
+        (double)ctx->grpc_limits.buffered_bytes);
     one(b, NS "config_cache_bytes", "gauge",
         "Bytes the parsed trigger configurations cost (--config-cache-bytes bounds them).",
         (double)g->cache_bytes);

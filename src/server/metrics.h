@@ -17,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/snapshot.h"
+#include "net/grpc_server.h"
 #include "net/prom_text.h"
 #include "scaler/scaler.h"
 
@@ -101,8 +102,9 @@ typedef struct {
     uint64_t source_bytes;    /* response bytes read */
     /* The budgets against hostile callers; has_budgets false: none exported. */
     bool has_budgets;
-    uint64_t requests_too_large;   /* grpc_server_requests_too_large() */
-    scaler_budget_stats_t budgets; /* scaler_budget_stats() */
+    uint64_t requests_too_large;           /* grpc_server_requests_too_large() */
+    grpc_server_limit_stats_t grpc_limits; /* grpc_server_limit_stats() */
+    scaler_budget_stats_t budgets;         /* scaler_budget_stats() */
 } metrics_context_t;
 
 /*

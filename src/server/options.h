@@ -66,8 +66,12 @@ typedef struct {
     size_t max_metadata_bytes;   /* --max-metadata-bytes, default 32 KiB of keys + values */
     size_t config_cache_bytes;   /* --config-cache-bytes, default 32 MiB */
     size_t max_stream_bytes;     /* --max-stream-bytes, default 16 MiB per connection */
-    bool version;                /* --version or a bare "version" argument */
-    bool help;                   /* --help or -h */
+    /* --max-buffered-bytes-per-connection, default 1 MiB (at least one
+     * request); --max-buffered-bytes, default 16 MiB (at least that). */
+    size_t max_buffered_bytes_per_connection;
+    size_t max_buffered_bytes;
+    bool version; /* --version or a bare "version" argument */
+    bool help;    /* --help or -h */
 } server_options_t;
 
 #define SERVER_DEFAULT_PORT 6000
@@ -76,6 +80,8 @@ typedef struct {
 #define SERVER_DEFAULT_MAX_CONNECTIONS 1024u
 #define SERVER_MAX_MAX_CONNECTIONS 100000u
 #define SERVER_DEFAULT_MAX_REQUEST_BYTES (64u * 1024)
+#define SERVER_DEFAULT_MAX_BUFFERED_PER_CONNECTION (1024u * 1024)
+#define SERVER_DEFAULT_MAX_BUFFERED (16u * 1024 * 1024)
 
 /*
  * Parses argv[1..argc-1] and the KEDA_GPU_SCALER_* variables read through
@@ -103,5 +109,6 @@ void server_options_start_line(const server_options_t *o, const char *version, c
 /* The --help text, in two parts (print both). */
 extern const char server_usage_text[];
 extern const char server_usage_text_more[];
+extern const char server_usage_text_end[];
 
 #endif

@@ -505,10 +505,13 @@ static void test_options_usage_teaches_flags_variables_and_examples(void **state
                            "--max-metadata-bytes",
                            "--config-cache-bytes",
                            "--max-stream-bytes",
+                           "--max-buffered-bytes-per-connection",
+                           "--max-buffered-bytes",
                            "KEDA_GPU_SCALER_",
                            "Examples:"};
-    char usage[8192];
-    snprintf(usage, sizeof usage, "%s%s", server_usage_text, server_usage_text_more);
+    char usage[16384];
+    snprintf(usage, sizeof usage, "%s%s%s", server_usage_text, server_usage_text_more,
+             server_usage_text_end);
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strstr(usage, flags[i]))
             fail_msg("usage lacks %s", flags[i]);

@@ -25,6 +25,15 @@
  *   and the listener is paused for ACCEPT_PAUSE_NS, so the loop stays idle
  *   while the process is full. Each refusal is counted; the log says so
  *   once per LIMIT_LOG_INTERVAL_NS, with the number suppressed.
+ * - Budgets against hostile peers (issue 16). Request bytes are counted
+ *   while buffered, per connection and in all, and HTTP/2 flow control is
+ *   ours (no automatic WINDOW_UPDATE): a byte is acknowledged only once its
+ *   message was handed on or dropped, so a peer can never have more in
+ *   flight than the windows we sized to the budgets. Headers: no HPACK
+ *   dynamic table is offered, a stream's header list is capped (RST_STREAM
+ *   before nghttp2 validates more of it), and a connection whose headers
+ *   decode to far more than it sent (a dynamic table it was told not to use)
+ *   is ended with GOAWAY.
  */
 #include "net/grpc_server.h"
 
@@ -67,8 +76,11 @@ struct grpc_call {
 
     uint8_t *req;
     size_t req_len, req_cap;
-    bool req_overflow;   /* exceeded the message cap: answered, rest discarded */
+    bool req_overflow;   /* refused (a message or buffer cap): answered, rest discarded */
     bool prefix_checked; /* the length prefix was compared with the cap */
+    uint32_t declared;   /* the message length from its prefix, once checked */
+    size_t unacked;      /* DATA bytes received but not yet given back to flow control */
+    size_t header_bytes; /* the header list so far: name + value + 32 per field */
 
     bool dispatched; /* on_request ran */
     bool finished;   /* the handler (or we) finished it */
@@ -99,7 +111,11 @@ struct grpc_conn {
 
     grpc_call_t *calls;
     unsigned ncalls;
-    size_t handler_bytes; /* grpc_call_connection_bytes */
+    size_t handler_bytes;    /* grpc_call_connection_bytes */
+    size_t buffered;         /* what the calls' request buffers hold (capacity) */
+    uint64_t header_wire;    /* HEADERS + CONTINUATION payload bytes received */
+    uint64_t header_decoded; /* their decoded header fields (name + value + 32) */
+    bool hpack_refused;      /* GOAWAY for HPACK amplification queued */
     loop_timer_t idle_timer;
     loop_timer_t close_timer;
     loop_timer_t slow_timer; /* handshake, preface and request completion */
@@ -125,7 +141,10 @@ struct grpc_server {
     uint16_t port;
     grpc_conn_t *conns;
     unsigned nconns, ncalls;
-    uint64_t too_large; /* requests refused over max_request_bytes */
+    uint64_t too_large;         /* requests refused over max_request_bytes */
+    size_t conn_budget, budget; /* buffered request bytes: per connection, all */
+    size_t buffered;            /* what all connections' request buffers hold */
+    grpc_server_limit_stats_t refused;
     bool shutting_down;
     void (*shutdown_done)(void *);
     void *shutdown_ud;
@@ -172,8 +191,26 @@ static nghttp2_nv make_nv(const char *name, const char *value) {
 
 /* ---- calls ------------------------------------------------------------------ */
 
+/* Gives the peer back the connection window for bytes we are done with. */
+static void conn_ack_bytes(grpc_conn_t *c, size_t n) {
+    if (n)
+        nghttp2_session_consume_connection(c->h2, n);
+}
+
+/* Frees the request buffer: its capacity leaves the budgets and its bytes
+ * are acknowledged, so the peer may send that much again. */
+static void call_buffer_release(grpc_call_t *c) {
+    c->conn->buffered -= c->req_cap;
+    c->conn->srv->buffered -= c->req_cap;
+    free(c->req);
+    c->req = NULL;
+    c->req_len = c->req_cap = 0;
+    conn_ack_bytes(c->conn, c->unacked);
+    c->unacked = 0;
+}
+
 static void call_free(grpc_call_t *call) {
-    free(call->req);
+    call_buffer_release(call);
     free(call->out);
     free(call->status_message);
     free(call);
@@ -219,10 +256,65 @@ static void call_refuse_too_large(grpc_call_t *c, uint64_t declared) {
         snprintf(m + n, sizeof m - (size_t)n, " (%s)", flag);
     c->req_overflow = true;
     s->too_large++;
-    free(c->req);
-    c->req = NULL;
-    c->req_len = c->req_cap = 0;
+    call_buffer_release(c);
     grpc_call_finish(c, GRPC_RESOURCE_EXHAUSTED, m);
+}
+
+/*
+ * Makes room for `need` request bytes, within the budgets. The buffer
+ * grows by doubling but never past the declared message (or the cap), so
+ * what it costs stays within twice what arrived. A connection's budget is
+ * absolute; the server's spares a connection holding under
+ * GRPC_BUFFER_EXEMPT_BYTES, so a flood over other connections does not
+ * refuse KEDA's small requests. Returns 0, or -1 when the call was refused
+ * (answered RESOURCE_EXHAUSTED, its bytes dropped).
+ */
+static int call_buffer_reserve(grpc_call_t *c, size_t need) {
+    if (need <= c->req_cap)
+        return 0;
+    grpc_conn_t *conn = c->conn;
+    grpc_server_t *s = conn->srv;
+    size_t bound = max_request(s) + 5;
+    if (c->prefix_checked && (size_t)c->declared + 5 < bound)
+        bound = (size_t)c->declared + 5;
+    size_t nc = c->req_cap ? c->req_cap * 2 : 256;
+    if (nc > bound)
+        nc = bound;
+    if (nc < need)
+        nc = need;
+    size_t grow = nc - c->req_cap;
+    char m[192];
+    const char *flag = NULL;
+    if (conn->buffered + grow > s->conn_budget) {
+        snprintf(m, sizeof m, "request bytes buffered on this connection: %zu, at most %zu",
+                 conn->buffered + grow, s->conn_budget);
+        flag = s->opts.max_buffered_bytes_per_connection_flag;
+        s->refused.refused_buffered_per_connection++;
+    } else if (s->buffered + grow > s->budget &&
+               conn->buffered + grow >= GRPC_BUFFER_EXEMPT_BYTES) {
+        snprintf(m, sizeof m, "request bytes buffered by the server: %zu, at most %zu",
+                 s->buffered + grow, s->budget);
+        flag = s->opts.max_buffered_bytes_flag;
+        s->refused.refused_buffered++;
+    } else {
+        uint8_t *nb = realloc(c->req, nc);
+        if (nb) {
+            c->req = nb;
+            c->req_cap = nc;
+            conn->buffered += grow;
+            s->buffered += grow;
+            return 0;
+        }
+        snprintf(m, sizeof m, "out of memory buffering the request");
+    }
+    size_t n = strlen(m);
+    if (flag && n < sizeof m)
+        snprintf(m + n, sizeof m - n, " (%s)", flag);
+    LOG_DEBUG(s->opts.log, "grpc %s: stream %d refused: %s", conn->peer, c->stream_id, m);
+    c->req_overflow = true;
+    call_buffer_release(c);
+    grpc_call_finish(c, GRPC_RESOURCE_EXHAUSTED, m);
+    return -1;
 }
 
 static ssize_t call_read_cb(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
@@ -401,6 +493,10 @@ static void call_dispatch(grpc_call_t *c) {
     }
     c->dispatched = true;
     s->handlers.on_request(c, c->path, msg, msg_len, s->user_data);
+    /* The handler is done with the message (it copies what it keeps): give
+     * its bytes back to the budgets and the window. The call lives on until
+     * its stream closes, which cannot happen inside this callback. */
+    call_buffer_release(c);
 }
 
 static uint64_t slow_limit(const grpc_conn_t *c) {
@@ -477,14 +573,62 @@ static bool name_is(const uint8_t *name, size_t len, const char *want) {
     return len == strlen(want) && memcmp(name, want, len) == 0;
 }
 
+/* Header-block bytes as they arrive (CONTINUATION included): what the
+ * decoded headers are weighed against. */
+static int on_begin_frame(nghttp2_session *h2, const nghttp2_frame_hd *hd, void *ud) {
+    (void)h2;
+    grpc_conn_t *conn = ud;
+    if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION)
+        conn->header_wire += hd->length;
+    return 0;
+}
+
+/*
+ * The header budgets, for every decoded field (nghttp2 has validated this
+ * one; returning TEMPORAL_CALLBACK_FAILURE resets the stream and makes it
+ * skip the rest of the block, which is then only decoded, not validated
+ * nor handed to us). Returns 0 or NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.
+ */
+static int header_budget_check(nghttp2_session *h2, grpc_conn_t *conn, grpc_call_t *c,
+                               size_t field) {
+    grpc_server_t *s = conn->srv;
+    conn->header_decoded += field;
+    if (conn->header_decoded >
+        GRPC_HPACK_ALLOWANCE_BYTES + (uint64_t)GRPC_HPACK_MAX_RATIO * conn->header_wire) {
+        if (!conn->hpack_refused) {
+            conn->hpack_refused = true;
+            s->refused.refused_hpack++;
+            LOG_INFO(s->opts.log,
+                     "grpc %s: closed: headers decoded to %llu bytes from %llu received (at "
+                     "most %u a byte: HPACK amplification; this server offers no dynamic "
+                     "table)",
+                     conn->peer, (unsigned long long)conn->header_decoded,
+                     (unsigned long long)conn->header_wire, GRPC_HPACK_MAX_RATIO);
+            nghttp2_session_terminate_session(h2, NGHTTP2_ENHANCE_YOUR_CALM);
+        }
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    if (!c)
+        return 0;
+    c->header_bytes += field;
+    if (c->header_bytes <= GRPC_MAX_HEADER_LIST_BYTES)
+        return 0;
+    s->refused.refused_header_list++;
+    LOG_DEBUG(s->opts.log, "grpc %s: stream %d reset: header list over %u bytes", conn->peer,
+              c->stream_id, GRPC_MAX_HEADER_LIST_BYTES);
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+}
+
 static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint8_t *name,
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
                      void *ud) {
     (void)flags;
-    (void)ud;
+    grpc_call_t *c = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
+    int rv = header_budget_check(h2, ud, c, namelen + valuelen + 32);
+    if (rv != 0)
+        return rv;
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
-    grpc_call_t *c = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
     if (!c)
         return 0;
     if (name_is(name, namelen, ":method")) {
@@ -511,10 +655,12 @@ static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint
 static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, const uint8_t *data,
                          size_t len, void *ud) {
     (void)flags;
-    (void)ud;
     grpc_call_t *c = nghttp2_session_get_stream_user_data(h2, stream_id);
-    if (!c || c->req_overflow || c->finished)
+    if (!c || c->req_overflow || c->finished) {
+        conn_ack_bytes(ud, len); /* dropped: its window goes back at once */
         return 0;
+    }
+    c->unacked += len; /* acknowledged when the buffer is released */
     size_t max = max_request(c->conn->srv);
     if (c->req_len + len > max + 5) {
         /* Answer now and stop buffering; the client may keep sending, so
@@ -527,17 +673,17 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, 
         call_refuse_too_large(c, declared > max ? declared : 0);
         return 0; /* RST_STREAM(NO_ERROR) follows once the status is out: on_frame_send */
     }
-    if (buf_append(&c->req, &c->req_len, &c->req_cap, data, len) != 0) {
-        c->req_overflow = true;
-        grpc_call_finish(c, GRPC_RESOURCE_EXHAUSTED, "out of memory buffering the request");
-        return 0;
-    }
+    if (call_buffer_reserve(c, c->req_len + len) != 0)
+        return 0; /* refused; RST_STREAM follows as above */
+    memcpy(c->req + c->req_len, data, len);
+    c->req_len += len;
     if (!c->prefix_checked && c->req_len >= 5) {
         /* The declared length decides at once: a 4 MiB message is refused
          * after its first frame, not after 64 KiB of it. */
         c->prefix_checked = true;
         uint32_t declared = (uint32_t)c->req[1] << 24 | (uint32_t)c->req[2] << 16 |
                             (uint32_t)c->req[3] << 8 | c->req[4];
+        c->declared = declared;
         if (declared > max)
             call_refuse_too_large(c, declared);
     }
@@ -887,6 +1033,67 @@ static void conn_refuse(grpc_server_t *s, int fd, const char *peer, const char *
                     "grpc %s: refused: %s (%u open, at most %u: %s)", peer, why, held, limit, flag);
 }
 
+/*
+ * The connection's nghttp2 session and our SETTINGS. nghttp2 enforces the
+ * rapid-reset (CVE-2023-44487), CONTINUATION (CVE-2024-28182) and SETTINGS
+ * flood limits; flow control and the header budgets are ours (see the
+ * DESIGN block). Returns 0, or -1 when nghttp2 could not allocate.
+ */
+static int conn_session_new(grpc_conn_t *c) {
+    grpc_server_t *s = c->srv;
+    nghttp2_session_callbacks *cbs;
+    if (nghttp2_session_callbacks_new(&cbs) != 0)
+        return -1;
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, on_begin_frame);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
+    nghttp2_option *opt;
+    if (nghttp2_option_new(&opt) != 0) {
+        nghttp2_session_callbacks_del(cbs);
+        return -1;
+    }
+    nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 100);
+    nghttp2_option_set_max_continuations(opt, 8);
+    nghttp2_option_set_max_settings(opt, 32);
+    nghttp2_option_set_max_outbound_ack(opt, 1000);
+    /* nghttp2 otherwise keeps up to MAX_CONCURRENT_STREAMS closed streams for
+     * its priority tree: megabytes of memory for a feature gRPC never uses. */
+    nghttp2_option_set_no_closed_streams(opt, 1);
+    /* Bytes are acknowledged when we are done with them (conn_ack_bytes),
+     * so the windows below bound what a peer can make us hold. */
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    /* Our responses' headers are three short fields: a small table for them
+     * whatever table size the peer offers. */
+    nghttp2_option_set_max_deflate_dynamic_table_size(opt, 512);
+    int rv = nghttp2_session_server_new2(&c->h2, cbs, c, opt);
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cbs);
+    if (rv != 0)
+        return -1;
+    /* A stream may send one request before we consume it; the connection
+     * its buffered-bytes budget. No dynamic table for the peer's headers,
+     * whose list is capped (see grpc_server.h). */
+    nghttp2_settings_entry iv[4] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
+         s->opts.max_concurrent_streams ? s->opts.max_concurrent_streams : 1000},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (uint32_t)(max_request(s) + 5)},
+        {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, 0},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, GRPC_MAX_HEADER_LIST_BYTES},
+    };
+    if (nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 4) != 0 ||
+        nghttp2_session_set_local_window_size(c->h2, NGHTTP2_FLAG_NONE, 0,
+                                              (int32_t)s->conn_budget) != 0) {
+        nghttp2_session_del(c->h2);
+        c->h2 = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 static void conn_accept(grpc_server_t *s, int fd, const struct sockaddr_storage *ss) {
     char peer[64];
     sock_format_peer(ss, peer, sizeof peer);
@@ -933,39 +1140,11 @@ static void conn_accept(grpc_server_t *s, int fd, const struct sockaddr_storage 
         return;
     }
 
-    nghttp2_session_callbacks *cbs;
-    nghttp2_session_callbacks_new(&cbs);
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
-    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
-    nghttp2_session_callbacks_set_on_frame_send_callback(cbs, on_frame_send);
-    nghttp2_option *opt;
-    nghttp2_option_new(&opt);
-    /* CVE-2023-44487 (rapid reset), CVE-2024-28182 (CONTINUATION flood),
-     * SETTINGS flood: limits the library enforces for us. */
-    nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 100);
-    nghttp2_option_set_max_continuations(opt, 8);
-    nghttp2_option_set_max_settings(opt, 32);
-    nghttp2_option_set_max_outbound_ack(opt, 1000);
-    /* nghttp2 otherwise keeps up to MAX_CONCURRENT_STREAMS closed streams for
-     * its priority tree: megabytes of memory for a feature gRPC never uses. */
-    nghttp2_option_set_no_closed_streams(opt, 1);
-    int rv = nghttp2_session_server_new2(&c->h2, cbs, c, opt);
-    nghttp2_option_del(opt);
-    nghttp2_session_callbacks_del(cbs);
-    if (rv != 0) {
+    if (conn_session_new(c) != 0) {
         transport_close(&c->tr);
         free(c);
         return;
     }
-    nghttp2_settings_entry iv[2] = {
-        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
-         s->opts.max_concurrent_streams ? s->opts.max_concurrent_streams : 1000},
-        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20},
-    };
-    nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 2);
 
     c->io_events = EPOLLIN | EPOLLOUT;
     c->io = loop_io_add(s->loop, fd, c->io_events, on_conn_io, c);
@@ -1104,6 +1283,26 @@ int grpc_server_start(loop_t *loop, const grpc_server_opts_t *opts,
     loop_timer_init(&s->shutdown_timer, on_shutdown_done, s);
     loop_timer_init(&s->accept_timer, on_accept_resume, s);
     log_ratelimit_init(&s->mismatch_rl, 60 * NS_PER_SEC);
+    /* The windows follow the budgets: a connection's must hold one whole
+     * request, and cannot start below HTTP/2's initial 65535. */
+    size_t one = max_request(s) + 5;
+    s->conn_budget = opts->max_buffered_bytes_per_connection;
+    if (!s->conn_budget)
+        s->conn_budget =
+            GRPC_DEFAULT_BUFFERED_PER_CONNECTION > one ? GRPC_DEFAULT_BUFFERED_PER_CONNECTION : one;
+    s->budget = opts->max_buffered_bytes;
+    if (!s->budget)
+        s->budget = GRPC_DEFAULT_BUFFERED > s->conn_budget ? GRPC_DEFAULT_BUFFERED : s->conn_budget;
+    if (s->conn_budget < one || s->conn_budget < 65536 || s->conn_budget > INT32_MAX ||
+        s->budget < s->conn_budget) {
+        int rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                            "grpc server: buffered-bytes budgets %zu per connection, %zu in all: "
+                            "per connection at least 65536 and one request (%zu), at most "
+                            "2147483647, and in all at least that",
+                            s->conn_budget, s->budget, one);
+        free(s);
+        return rc;
+    }
     log_ratelimit_init(&s->limit_rl, LIMIT_LOG_INTERVAL_NS);
     peer_table_init(&s->peers);
     s->reserve_fd = sock_reserve_open(); /* -1 is survivable: shedding then only pauses */
@@ -1146,6 +1345,11 @@ uint64_t grpc_server_requests_too_large(const grpc_server_t *s) {
 
 void grpc_server_refusals(const grpc_server_t *s, grpc_server_refusals_t *out) {
     *out = s->refusals;
+}
+
+void grpc_server_limit_stats(const grpc_server_t *s, grpc_server_limit_stats_t *out) {
+    *out = s->refused;
+    out->buffered_bytes = s->buffered;
 }
 
 unsigned grpc_server_call_count(const grpc_server_t *s) {

@@ -49,8 +49,38 @@ typedef struct {
      * at most M (FLAG)". 0 = GRPC_MAX_MESSAGE_BYTES; at most that. */
     size_t max_request_bytes;
     const char *max_request_bytes_flag; /* named in that message; NULL: none */
-    const logger_t *log;                /* borrowed; may be NULL */
+    /* Request bytes held while their messages are incomplete, per
+     * connection and in all. HTTP/2 flow control matches them: a stream's
+     * window is one request (max_request_bytes + 5), a connection's is its
+     * budget, and bytes are acknowledged only once the message is handed
+     * on or dropped. A request that would go beyond either budget gets
+     * RESOURCE_EXHAUSTED naming the flag; the server-wide budget spares
+     * connections holding under GRPC_BUFFER_EXEMPT_BYTES (KEDA's requests are
+     * a few hundred bytes). 0 = GRPC_DEFAULT_BUFFERED_PER_CONNECTION (at
+     * least one request) and GRPC_DEFAULT_BUFFERED (at least one
+     * connection's); per connection at least 65536 and one request. */
+    size_t max_buffered_bytes_per_connection;
+    size_t max_buffered_bytes;
+    const char *max_buffered_bytes_per_connection_flag; /* NULL: none */
+    const char *max_buffered_bytes_flag;                /* NULL: none */
+    const logger_t *log;                                /* borrowed; may be NULL */
 } grpc_server_opts_t;
+
+#define GRPC_DEFAULT_BUFFERED_PER_CONNECTION (1024u * 1024)
+#define GRPC_DEFAULT_BUFFERED (16u * 1024 * 1024)
+#define GRPC_BUFFER_EXEMPT_BYTES (16u * 1024)
+/* Header limits, advertised in SETTINGS and enforced (docs/server.md):
+ * no HPACK dynamic table (SETTINGS_HEADER_TABLE_SIZE 0), a header list of
+ * at most GRPC_MAX_HEADER_LIST_BYTES per stream (name + value + 32 per
+ * field, SETTINGS_MAX_HEADER_LIST_SIZE; beyond: RST_STREAM), and on each
+ * connection at most GRPC_HPACK_MAX_RATIO decoded bytes per header-block
+ * byte received, past a GRPC_HPACK_ALLOWANCE_BYTES start (beyond: GOAWAY
+ * ENHANCE_YOUR_CALM). With no dynamic table a compliant client decodes to
+ * under 60 bytes a byte; only a table the client was told not to use (or
+ * uses before acknowledging our SETTINGS) goes beyond. */
+#define GRPC_MAX_HEADER_LIST_BYTES 16384u
+#define GRPC_HPACK_MAX_RATIO 64u
+#define GRPC_HPACK_ALLOWANCE_BYTES (64u * 1024)
 
 /* Listens and starts accepting. Returns 0, or KGS_EIO with a message like
  * "listen 0.0.0.0:6000: bind: Address already in use", or KGS_ENOMEM. */
@@ -78,6 +108,15 @@ typedef struct {
     uint64_t out_of_descriptors;
 } grpc_server_refusals_t;
 void grpc_server_refusals(const grpc_server_t *s, grpc_server_refusals_t *out);
+/* What the HTTP/2 budgets refused since start, and what is buffered now. */
+typedef struct {
+    uint64_t refused_buffered_per_connection; /* requests over a connection's budget */
+    uint64_t refused_buffered;                /* requests over the server's budget */
+    uint64_t refused_header_list;             /* streams reset: header list too large */
+    uint64_t refused_hpack;                   /* connections closed: HPACK amplification */
+    size_t buffered_bytes;                    /* request bytes held now, all connections */
+} grpc_server_limit_stats_t;
+void grpc_server_limit_stats(const grpc_server_t *s, grpc_server_limit_stats_t *out);
 
 /*
  * Graceful shutdown: stops accepting, sends GOAWAY on every connection

@@ -633,6 +633,8 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             .has_budgets = true,
             .requests_too_large = sv->grpc ? grpc_server_requests_too_large(sv->grpc) : 0,
         };
+        if (sv->grpc)
+            grpc_server_limit_stats(sv->grpc, &ctx.grpc_limits);
         scaler_budget_stats(sv->scaler, &ctx.budgets);
         if (sv->grpc) {
             grpc_server_refusals_t gr;
@@ -988,17 +990,22 @@ int main(int argc, char **argv) {
     unsigned per_peer = sv.o.max_connections_per_peer
                             ? sv.o.max_connections_per_peer
                             : conn_limits_per_peer_default(cl.max_connections);
-    grpc_server_opts_t go = {.listen_address = sv.o.listen_address,
-                             .port = sv.o.port,
-                             .tls = sv.tls,
-                             .max_connections = cl.max_connections,
-                             .max_connections_per_peer = per_peer,
-                             .idle_timeout_ns = sv.o.idle_timeout_ns,
-                             .handshake_timeout_ns = sv.o.handshake_timeout_ns,
-                             .max_concurrent_streams = 10000,
-                             .max_request_bytes = sv.o.max_request_bytes,
-                             .max_request_bytes_flag = "--max-request-bytes",
-                             .log = &sv.log};
+    grpc_server_opts_t go = {
+        .listen_address = sv.o.listen_address,
+        .port = sv.o.port,
+        .tls = sv.tls,
+        .max_connections = cl.max_connections,
+        .max_connections_per_peer = per_peer,
+        .idle_timeout_ns = sv.o.idle_timeout_ns,
+        .handshake_timeout_ns = sv.o.handshake_timeout_ns,
+        .max_concurrent_streams = 10000,
+        .max_request_bytes = sv.o.max_request_bytes,
+        .max_request_bytes_flag = "--max-request-bytes",
+        .max_buffered_bytes_per_connection = sv.o.max_buffered_bytes_per_connection,
+        .max_buffered_bytes = sv.o.max_buffered_bytes,
+        .max_buffered_bytes_per_connection_flag = "--max-buffered-bytes-per-connection",
+        .max_buffered_bytes_flag = "--max-buffered-bytes",
+        .log = &sv.log};
     grpc_server_handlers_t gh = {.on_request = on_grpc_request, .on_call_gone = on_grpc_call_gone};
     if (grpc_server_start(sv.loop, &go, &gh, &sv, &sv.grpc, err, sizeof err) != 0) {
         LOG_ERROR(&sv.log, "gRPC: %s", err);

@@ -363,6 +363,11 @@ static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
         {"max-connections-per-peer", ctx->refused_max_connections_per_peer},
         {"rlimit-nofile", ctx->refused_out_of_descriptors},
         {"http-connections", ctx->http_evictions},
+        {"max-buffered-bytes-per-connection", ctx->grpc_limits.refused_buffered_per_connection},
+        {"max-buffered-bytes", ctx->grpc_limits.refused_buffered},
+        /* fixed limits, named after what they bound (docs/operations.md) */
+        {"header-list-bytes", ctx->grpc_limits.refused_header_list},
+        {"hpack-amplification", ctx->grpc_limits.refused_hpack},
     };
     prom_family(b, NS "limit_refusals_total", "counter",
                 "Requests and streams refused with RESOURCE_EXHAUSTED, and connections closed "
@@ -372,6 +377,10 @@ static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
         prom_label_t l[1] = {{"limit", refused[i].limit}};
         prom_sample(b, NS "limit_refusals_total", NULL, l, 1, NULL, (double)refused[i].n);
     }
+    one(b, NS "request_buffered_bytes", "gauge",
+        "Request bytes the gRPC connections hold while their messages are incomplete "
+        "(--max-buffered-bytes bounds them).",
+        (double)ctx->grpc_limits.buffered_bytes);
     one(b, NS "config_cache_bytes", "gauge",
         "Bytes the parsed trigger configurations cost (--config-cache-bytes bounds them).",
         (double)g->cache_bytes);

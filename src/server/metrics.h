@@ -17,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/snapshot.h"
+#include "net/grpc_server.h"
 #include "net/prom_text.h"
 #include "scaler/scaler.h"
 
@@ -113,6 +114,7 @@ typedef struct {
     uint64_t refused_max_connections_per_peer;
     uint64_t refused_out_of_descriptors;
     uint64_t http_evictions;
+    grpc_server_limit_stats_t grpc_limits; /* grpc_server_limit_stats() */
 } metrics_context_t;
 
 /*

@@ -90,7 +90,7 @@ const char server_usage_text[] =
     "                                else the host name)\n"
     "";
 
-/* Split in two: ISO C caps one string literal at 4095 bytes. */
+/* Split in three: ISO C caps one string literal at 4095 bytes. */
 const char server_usage_text_more[] =
     "  --proc-root DIR|none          agent: read DIR/<pid>/cgroup to attribute\n"
     "                                GPU processes to pods on shared GPUs (DIR\n"
@@ -168,6 +168,16 @@ const char server_usage_text_budgets[] =
     "                                address the SSRF guard allows)\n"
     "  --source-allow-ports LIST     the only ports, e.g. 80,443,8000-8999\n"
     "                                (default: any)\n"
+    "  --max-buffered-bytes-per-connection N\n"
+    "                                request bytes one gRPC connection may have\n"
+    "                                in flight before its messages are complete;\n"
+    "                                also its HTTP/2 window (default 1048576 =\n"
+    "                                1 MiB, at least one request: 65536 and\n"
+    "                                --max-request-bytes + 5)\n"
+    "  --max-buffered-bytes N        the same for all connections together\n"
+    "                                (default 16777216 = 16 MiB, at least the\n"
+    "                                per-connection budget); a connection holding\n"
+    "                                under 16 KiB is never refused by it\n"
     "\n"
     "Durations: 500ms, 5s, 1m30s, 2h. An invalid value, flag or variable is an\n"
     "error (exit status 2), never a silent default. A variable set to \"\" counts\n"
@@ -235,6 +245,8 @@ typedef enum {
     O_SOURCE_CREATE_RATE,
     O_SOURCE_ALLOW_CIDRS,
     O_SOURCE_ALLOW_PORTS,
+    O_MAX_BUFFERED_BYTES_PER_CONNECTION,
+    O_MAX_BUFFERED_BYTES,
     O_COUNT
 } opt_id_t;
 
@@ -283,6 +295,8 @@ static const char *const opt_names[O_COUNT] = {
     "source-create-rate",
     "source-allow-cidrs",
     "source-allow-ports",
+    "max-buffered-bytes-per-connection",
+    "max-buffered-bytes",
 };
 
 #define DEFAULT_HEALTH_CHECK_INTERVAL_NS (30 * NS_PER_SEC)
@@ -647,6 +661,12 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
                        : kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
         return 0;
     }
+    case O_MAX_BUFFERED_BYTES_PER_CONNECTION:
+        return parse_count(r, 65536, 2147483647, "byte count",
+                           &o->max_buffered_bytes_per_connection, err, errlen);
+    case O_MAX_BUFFERED_BYTES:
+        return parse_count(r, 65536, (unsigned long long)SIZE_MAX / 2, "byte count",
+                           &o->max_buffered_bytes, err, errlen);
     case O_COUNT:
         break;
     }
@@ -809,6 +829,28 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
                           src_or_flag(raw, O_SAMPLE_INTERVAL, b2, sizeof b2),
                           duration_format(o->sample_interval_ns, d2, sizeof d2));
     }
+    /* The buffered-bytes budgets hold at least one request: defaults grow
+     * with --max-request-bytes, a value given too small is an error. */
+    size_t one = o->max_request_bytes + 5;
+    if (!o->max_buffered_bytes_per_connection)
+        o->max_buffered_bytes_per_connection = one > SERVER_DEFAULT_MAX_BUFFERED_PER_CONNECTION
+                                                   ? one
+                                                   : SERVER_DEFAULT_MAX_BUFFERED_PER_CONNECTION;
+    else if (o->max_buffered_bytes_per_connection < one)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s %zu is less than one request message: at least %zu "
+                          "(--max-request-bytes %zu + 5 bytes of gRPC framing)",
+                          src_or_flag(raw, O_MAX_BUFFERED_BYTES_PER_CONNECTION, b1, sizeof b1),
+                          o->max_buffered_bytes_per_connection, one, o->max_request_bytes);
+    if (!o->max_buffered_bytes)
+        o->max_buffered_bytes = o->max_buffered_bytes_per_connection > SERVER_DEFAULT_MAX_BUFFERED
+                                    ? o->max_buffered_bytes_per_connection
+                                    : SERVER_DEFAULT_MAX_BUFFERED;
+    else if (o->max_buffered_bytes < o->max_buffered_bytes_per_connection)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s %zu is less than the per-connection budget %zu: at least that",
+                          src_or_flag(raw, O_MAX_BUFFERED_BYTES, b1, sizeof b1),
+                          o->max_buffered_bytes, o->max_buffered_bytes_per_connection);
     if (o->tls_cert && !o->tls_key)
         return kgs_seterr(err, errlen, KGS_EINVAL, "%s needs --tls-key: give both or neither",
                           src_or_flag(raw, O_TLS_CERT, b1, sizeof b1));

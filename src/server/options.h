@@ -72,13 +72,17 @@ typedef struct {
     size_t max_metadata_bytes;   /* --max-metadata-bytes, default 32 KiB of keys + values */
     size_t config_cache_bytes;   /* --config-cache-bytes, default 32 MiB */
     size_t max_stream_bytes;     /* --max-stream-bytes, default 16 MiB per connection */
-    size_t max_sources;          /* --max-sources, default 256 live demand sources */
-    size_t max_sources_per_ns;   /* --max-sources-per-namespace, default 64 */
-    double source_create_rate;   /* --source-create-rate R[/s][,BURST], default 20/s */
-    size_t source_create_burst;  /* its burst, default 50 */
+    size_t max_sources;          /* --max-sources, default 1024 live demand sources */
+    size_t max_sources_per_ns;   /* --max-sources-per-namespace, default 512 */
+    double source_create_rate;   /* --source-create-rate R[/s][,BURST], default 100/s */
+    size_t source_create_burst;  /* its burst, default 512 */
     egress_policy_t egress;      /* --source-allow-cidrs, --source-allow-ports; empty = any */
-    bool version;                /* --version or a bare "version" argument */
-    bool help;                   /* --help or -h */
+    /* --max-buffered-bytes-per-connection, default 1 MiB (at least one
+     * request); --max-buffered-bytes, default 16 MiB (at least that). */
+    size_t max_buffered_bytes_per_connection;
+    size_t max_buffered_bytes;
+    bool version; /* --version or a bare "version" argument */
+    bool help;    /* --help or -h */
 } server_options_t;
 
 #define SERVER_DEFAULT_PORT 6000
@@ -87,6 +91,8 @@ typedef struct {
 #define SERVER_DEFAULT_MAX_CONNECTIONS 1024u
 #define SERVER_MAX_MAX_CONNECTIONS 100000u
 #define SERVER_DEFAULT_MAX_REQUEST_BYTES (64u * 1024)
+#define SERVER_DEFAULT_MAX_BUFFERED_PER_CONNECTION (1024u * 1024)
+#define SERVER_DEFAULT_MAX_BUFFERED (16u * 1024 * 1024)
 
 /*
  * Parses argv[1..argc-1] and the KEDA_GPU_SCALER_* variables read through

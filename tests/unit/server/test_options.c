@@ -144,6 +144,35 @@ static void test_options_source_budgets_and_allow_lists(void **state) {
     assert_int_equal(PARSE(&o, "--max-sources", "0"), KGS_EINVAL);
 }
 
+static void test_options_buffered_bytes_budgets_hold_at_least_one_request(void **state) {
+    (void)state;
+    server_options_t o;
+    assert_int_equal(parse_env(&o, NULL, (char *)NULL), 0);
+    assert_int_equal(o.max_buffered_bytes_per_connection, 1024 * 1024);
+    assert_int_equal(o.max_buffered_bytes, 16 * 1024 * 1024);
+    /* The defaults grow with the request cap. */
+    assert_int_equal(PARSE(&o, "--max-request-bytes", "4194304"), 0);
+    assert_int_equal(o.max_buffered_bytes_per_connection, 4194309);
+    assert_int_equal(o.max_buffered_bytes, 16 * 1024 * 1024);
+    assert_int_equal(PARSE(&o, "--max-buffered-bytes-per-connection", "65536",
+                           "--max-buffered-bytes", "65536", "--max-request-bytes", "1024"),
+                     0);
+    assert_int_equal(o.max_buffered_bytes_per_connection, 65536);
+    assert_int_equal(o.max_buffered_bytes, 65536);
+    assert_int_equal(PARSE(&o, "--max-buffered-bytes-per-connection", "33554432"), 0);
+    assert_int_equal(o.max_buffered_bytes, 33554432);
+    expect_error(
+        PARSE(&o, "--max-buffered-bytes-per-connection", "65536", "--max-request-bytes", "65536"),
+        "--max-buffered-bytes-per-connection 65536 is less than one request message: at "
+        "least 65541 (--max-request-bytes 65536 + 5 bytes of gRPC framing)");
+    expect_error(PARSE(&o, "--max-buffered-bytes", "1000000"),
+                 "--max-buffered-bytes 1000000 is less than the per-connection budget 1048576: "
+                 "at least that");
+    expect_error(PARSE(&o, "--max-buffered-bytes-per-connection", "65535"),
+                 "--max-buffered-bytes-per-connection: invalid byte count \"65535\": must be a "
+                 "whole number from 65536 to 2147483647");
+}
+
 static void test_options_every_flag_in_every_spelling(void **state) {
     (void)state;
     server_options_t o;
@@ -596,6 +625,8 @@ static void test_options_usage_teaches_flags_variables_and_examples(void **state
                            "--source-allow-cidrs",
                            "--source-allow-ports",
                            "--max-connections-per-peer",
+                           "--max-buffered-bytes-per-connection",
+                           "--max-buffered-bytes",
                            "KEDA_GPU_SCALER_",
                            "Examples:"};
     char usage[16384];
@@ -641,6 +672,7 @@ int main(void) {
         cmocka_unit_test(test_options_defaults_match_the_go_server),
         cmocka_unit_test(test_options_budgets_have_defaults_flags_and_ranges),
         cmocka_unit_test(test_options_source_budgets_and_allow_lists),
+        cmocka_unit_test(test_options_buffered_bytes_budgets_hold_at_least_one_request),
         cmocka_unit_test(test_options_every_flag_in_every_spelling),
         cmocka_unit_test(test_options_last_flag_wins),
         cmocka_unit_test(test_options_version_and_help),

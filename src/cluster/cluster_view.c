@@ -138,18 +138,20 @@ static cluster_node_t *add_address(cluster_view_t *v, const char *address) {
     return e;
 }
 
-/* e->pods from e->_raw_pods. */
+/* e->pods, as sent or resolved before, resolved again (node_pods_resolve
+ * starts from the device-plugin ids again): no copy of what the agent sent
+ * is kept. When resolving fails the list becomes unknown until the agent's
+ * next snapshot, which then differs and is resolved afresh. */
 static void entry_resolve(cluster_view_t *v, cluster_node_t *e) {
     node_pods_t *out = NULL;
     char why[256];
-    node_pods_free(e->pods);
-    e->pods = NULL;
     e->_resolved_epoch = v->resolve_epoch;
-    if (node_pods_resolve(e->_raw_pods, v->resolve, v->resolve_ud, &out, why, sizeof why) != 0) {
+    if (node_pods_resolve(e->pods, v->resolve, v->resolve_ud, &out, why, sizeof why) != 0) {
         char msg[300];
         snprintf(msg, sizeof msg, "resolving DRA devices: %s", why);
         node_pods_new_unknown(msg, &out); /* NULL on no memory: "no attribution" */
     }
+    node_pods_free(e->pods);
     e->pods = out;
 }
 
@@ -167,20 +169,17 @@ int cluster_view_update(cluster_view_t *v, const char *address, snapshot_t *snap
     snapshot_unref(e->snap);
     e->snap = snap;
     bool dra = pods && pods->known && pods->dra_total > 0;
-    if (dra && e->_raw_pods && e->pods && e->_resolved_epoch == v->resolve_epoch &&
-        node_pods_equal(e->_raw_pods, pods)) {
+    if (dra && e->_dra && e->_resolved_epoch == v->resolve_epoch &&
+        node_pods_resolved_from(e->pods, pods)) {
         /* The agent sends its attribution with every snapshot; unchanged,
          * with the same slices, it resolves the same: keep the resolution. */
         node_pods_free(pods);
     } else {
         node_pods_free(e->pods);
-        node_pods_free(e->_raw_pods);
         e->pods = pods;
-        e->_raw_pods = NULL;
+        e->_dra = dra;
         if (dra) {
             v->has_dra = true;
-            e->_raw_pods = pods;
-            e->pods = NULL;
             entry_resolve(v, e);
         }
     }
@@ -215,7 +214,6 @@ void cluster_view_remove(cluster_view_t *v, const char *address) {
         return;
     snapshot_unref(e->snap);
     node_pods_free(e->pods);
-    node_pods_free(e->_raw_pods);
     size_t i = (size_t)(e - v->nodes);
     memmove(&v->nodes[i], &v->nodes[i + 1], (v->n - i - 1) * sizeof *e);
     v->n--;
@@ -267,7 +265,7 @@ void cluster_view_reresolve(cluster_view_t *v) {
     bool any = false;
     v->resolve_epoch++;
     for (size_t i = 0; i < v->n; i++)
-        if (v->nodes[i]._raw_pods) {
+        if (v->nodes[i]._dra) {
             entry_resolve(v, &v->nodes[i]);
             any = true;
         }
@@ -297,7 +295,6 @@ void cluster_view_free(cluster_view_t *v) {
     for (size_t i = 0; i < v->n; i++) {
         snapshot_unref(v->nodes[i].snap);
         node_pods_free(v->nodes[i].pods);
-        node_pods_free(v->nodes[i]._raw_pods);
     }
     free(v->nodes);
     free(v->index);

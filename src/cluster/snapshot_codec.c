@@ -476,6 +476,20 @@ typedef struct {
 #define PB_ARENA_MIN 4096u
 #define PB_ARENA_FIRST_MAX (1u << 20)
 
+/* Under AddressSanitizer (the ASan tests, the fuzzers) every piece gets a
+ * chunk of its own, exactly its size, so a read past a string or array
+ * protobuf-c handed out still hits a redzone. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PB_ARENA_EXACT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PB_ARENA_EXACT 1
+#endif
+#endif
+#ifndef PB_ARENA_EXACT
+#define PB_ARENA_EXACT 0
+#endif
+
 static void *pb_alloc(void *ud, size_t n) {
     pb_arena_t *a = ud;
     size_t align = sizeof(max_align_t);
@@ -483,10 +497,10 @@ static void *pb_alloc(void *ud, size_t n) {
         a->failed = true;
         return NULL;
     }
-    n = (n ? n + align - 1 : align) / align * align;
+    n = PB_ARENA_EXACT ? (n ? n : 1) : (n ? n + align - 1 : align) / align * align;
     pb_chunk_t *c = a->head;
-    if (!c || c->cap - c->used < n) {
-        size_t cap = a->next_cap > n ? a->next_cap : n;
+    if (PB_ARENA_EXACT || !c || c->cap - c->used < n) {
+        size_t cap = !PB_ARENA_EXACT && a->next_cap > n ? a->next_cap : n;
         c = cap <= SIZE_MAX - sizeof *c ? malloc(sizeof *c + cap) : NULL;
         if (!c) {
             a->failed = true;

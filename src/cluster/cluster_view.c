@@ -26,6 +26,11 @@ struct cluster_view {
     char dra_status[256];
     bool has_dra;
     uint64_t resolve_epoch; /* bumped by reresolve and set_resolver */
+    /* Address -> entry index, the same kind of table, rebuilt when an agent
+     * is added or removed: every snapshot finds its entry by address, and a
+     * scan of a thousand addresses per snapshot was a tenth of ingest. */
+    int32_t *by_address; /* `address_slots` long; NULL: scan */
+    size_t address_slots;
 };
 
 #define name_hash kgs_fnv1a
@@ -78,7 +83,39 @@ int cluster_view_new(cluster_view_t **out) {
     return 0;
 }
 
+static void address_index_rebuild(cluster_view_t *v) {
+    size_t want = 16;
+    while (want < v->n * 2)
+        want *= 2;
+    if (want != v->address_slots || !v->by_address) {
+        free(v->by_address);
+        v->by_address = malloc(want * sizeof *v->by_address);
+        v->address_slots = v->by_address ? want : 0;
+        if (!v->by_address)
+            return; /* lookups scan */
+    }
+    for (size_t i = 0; i < v->address_slots; i++)
+        v->by_address[i] = -1;
+    size_t mask = v->address_slots - 1;
+    for (size_t i = 0; i < v->n; i++) {
+        size_t at = (size_t)name_hash(v->nodes[i].address) & mask;
+        while (v->by_address[at] >= 0)
+            at = (at + 1) & mask;
+        v->by_address[at] = (int32_t)i; /* addresses are unique: no compare */
+    }
+}
+
 static cluster_node_t *find_address(cluster_view_t *v, const char *address) {
+    if (v->by_address) {
+        size_t mask = v->address_slots - 1;
+        for (size_t at = (size_t)name_hash(address) & mask;; at = (at + 1) & mask) {
+            int32_t j = v->by_address[at];
+            if (j < 0)
+                return NULL;
+            if (strcmp(v->nodes[j].address, address) == 0)
+                return &v->nodes[j];
+        }
+    }
     for (size_t i = 0; i < v->n; i++)
         if (strcmp(v->nodes[i].address, address) == 0)
             return &v->nodes[i];
@@ -97,21 +134,24 @@ static cluster_node_t *add_address(cluster_view_t *v, const char *address) {
     cluster_node_t *e = &v->nodes[v->n++];
     memset(e, 0, sizeof *e);
     snprintf(e->address, sizeof e->address, "%s", address);
+    address_index_rebuild(v);
     return e;
 }
 
-/* e->pods from e->_raw_pods. */
+/* e->pods, as sent or resolved before, resolved again (node_pods_resolve
+ * starts from the device-plugin ids again): no copy of what the agent sent
+ * is kept. When resolving fails the list becomes unknown until the agent's
+ * next snapshot, which then differs and is resolved afresh. */
 static void entry_resolve(cluster_view_t *v, cluster_node_t *e) {
     node_pods_t *out = NULL;
     char why[256];
-    node_pods_free(e->pods);
-    e->pods = NULL;
     e->_resolved_epoch = v->resolve_epoch;
-    if (node_pods_resolve(e->_raw_pods, v->resolve, v->resolve_ud, &out, why, sizeof why) != 0) {
+    if (node_pods_resolve(e->pods, v->resolve, v->resolve_ud, &out, why, sizeof why) != 0) {
         char msg[300];
         snprintf(msg, sizeof msg, "resolving DRA devices: %s", why);
         node_pods_new_unknown(msg, &out); /* NULL on no memory: "no attribution" */
     }
+    node_pods_free(e->pods);
     e->pods = out;
 }
 
@@ -129,20 +169,17 @@ int cluster_view_update(cluster_view_t *v, const char *address, snapshot_t *snap
     snapshot_unref(e->snap);
     e->snap = snap;
     bool dra = pods && pods->known && pods->dra_total > 0;
-    if (dra && e->_raw_pods && e->pods && e->_resolved_epoch == v->resolve_epoch &&
-        node_pods_equal(e->_raw_pods, pods)) {
+    if (dra && e->_dra && e->_resolved_epoch == v->resolve_epoch &&
+        node_pods_resolved_from(e->pods, pods)) {
         /* The agent sends its attribution with every snapshot; unchanged,
          * with the same slices, it resolves the same: keep the resolution. */
         node_pods_free(pods);
     } else {
         node_pods_free(e->pods);
-        node_pods_free(e->_raw_pods);
         e->pods = pods;
-        e->_raw_pods = NULL;
+        e->_dra = dra;
         if (dra) {
             v->has_dra = true;
-            e->_raw_pods = pods;
-            e->pods = NULL;
             entry_resolve(v, e);
         }
     }
@@ -177,10 +214,10 @@ void cluster_view_remove(cluster_view_t *v, const char *address) {
         return;
     snapshot_unref(e->snap);
     node_pods_free(e->pods);
-    node_pods_free(e->_raw_pods);
     size_t i = (size_t)(e - v->nodes);
     memmove(&v->nodes[i], &v->nodes[i + 1], (v->n - i - 1) * sizeof *e);
     v->n--;
+    address_index_rebuild(v);
     v->index_dirty = true;
     v->generation++;
 }
@@ -228,7 +265,7 @@ void cluster_view_reresolve(cluster_view_t *v) {
     bool any = false;
     v->resolve_epoch++;
     for (size_t i = 0; i < v->n; i++)
-        if (v->nodes[i]._raw_pods) {
+        if (v->nodes[i]._dra) {
             entry_resolve(v, &v->nodes[i]);
             any = true;
         }
@@ -258,9 +295,9 @@ void cluster_view_free(cluster_view_t *v) {
     for (size_t i = 0; i < v->n; i++) {
         snapshot_unref(v->nodes[i].snap);
         node_pods_free(v->nodes[i].pods);
-        node_pods_free(v->nodes[i]._raw_pods);
     }
     free(v->nodes);
     free(v->index);
+    free(v->by_address);
     free(v);
 }

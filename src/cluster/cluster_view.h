@@ -24,7 +24,7 @@ typedef struct {
     char node[256];           /* from its snapshots; "" before the first */
     snapshot_t *snap;         /* latest; NULL before the first; borrowed from the view */
     node_pods_t *pods;        /* latest attribution, DRA devices resolved; NULL before the first */
-    node_pods_t *_raw_pods;   /* private: as the agent sent it, when it lists DRA devices */
+    bool _dra;                /* private: the agent's list names DRA devices */
     uint64_t _resolved_epoch; /* private: the resolver epoch `pods` was resolved in */
     mono_ns_t received;       /* when the latest snapshot arrived */
     bool connected;           /* the Watch stream is up */

@@ -256,6 +256,35 @@ bool node_pods_equal(const node_pods_t *a, const node_pods_t *b) {
     return true;
 }
 
+bool node_pods_resolved_from(const node_pods_t *r, const node_pods_t *sent) {
+    if (!r || !sent)
+        return r == sent;
+    if (r->known != sent->known || strcmp(r->error, sent->error) != 0 || r->count != sent->count ||
+        r->dra_total != sent->dra_total)
+        return false;
+    for (size_t i = 0; i < r->count; i++) {
+        const node_pod_entry_t *x = &r->entries[i], *y = &sent->entries[i];
+        size_t resolved = 0;
+        for (size_t d = 0; d < x->dra_count; d++)
+            resolved += x->dra[d].uuid[0] != '\0';
+        if (x->dra_count != y->dra_count || x->device_count != y->device_count + resolved ||
+            strcmp(x->namespace_, y->namespace_) != 0 || strcmp(x->pod, y->pod) != 0 ||
+            strcmp(x->container, y->container) != 0)
+            return false;
+        for (size_t d = 0; d < y->device_count; d++)
+            if (strcmp(x->device_ids[d], y->device_ids[d]) != 0)
+                return false;
+        for (size_t d = 0; d < x->dra_count; d++) {
+            const node_pod_dra_t *a = &x->dra[d], *b = &y->dra[d];
+            if (strcmp(a->driver, b->driver) != 0 || strcmp(a->pool, b->pool) != 0 ||
+                strcmp(a->device, b->device) != 0 || strcmp(a->share_id, b->share_id) != 0 ||
+                b->uuid[0] || b->not_gpu)
+                return false;
+        }
+    }
+    return true;
+}
+
 void node_pods_free(node_pods_t *p) {
     free(p);
 }

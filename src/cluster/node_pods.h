@@ -106,6 +106,13 @@ int node_pods_resolve(const node_pods_t *in, node_pods_resolve_fn resolve, void 
  * two NULLs are equal), so a caller can skip work on an unchanged list. */
 bool node_pods_equal(const node_pods_t *a, const node_pods_t *b);
 
+/* True when `resolved` (a node_pods_resolve() result) was resolved from a
+ * list equal to `sent` (an agent's list: no uuid resolved): the same
+ * entries, the same device-plugin ids and DRA devices, whatever uuids the
+ * resolution gave. Lets a caller keep one resolved list instead of it and
+ * a copy of what was sent. NULLs: true only when both are NULL. */
+bool node_pods_resolved_from(const node_pods_t *resolved, const node_pods_t *sent);
+
 /* Frees everything. NULL does nothing. */
 void node_pods_free(node_pods_t *p);
 

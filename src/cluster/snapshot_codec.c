@@ -453,20 +453,88 @@ out:
 
 /* ---- decode ------------------------------------------------------------------------ */
 
+/* The unpacked message lives in an arena: protobuf-c allocates each
+ * submessage, repeated field and string on its own (a DRA device is a
+ * message of four strings), a thousand agents send a snapshot a second,
+ * and every piece is thrown away at the end of the decode -- which reads
+ * the message into snapshot_t and node_pods_t blocks of its own. So: a few
+ * chunks, the first sized from the input, bump-allocated, released at
+ * once; no free of single pieces. It also notices malloc failures
+ * (protobuf-c returns NULL for both "malformed" and "out of memory"). */
+typedef struct pb_chunk {
+    struct pb_chunk *next;
+    size_t cap, used;
+    max_align_t data[];
+} pb_chunk_t;
+
 typedef struct {
+    pb_chunk_t *head;
+    size_t next_cap;
     bool failed;
-} pb_alloc_state_t;
+} pb_arena_t;
+
+#define PB_ARENA_MIN 4096u
+#define PB_ARENA_FIRST_MAX (1u << 20)
+
+/* Under AddressSanitizer (the ASan tests, the fuzzers) every piece gets a
+ * chunk of its own, exactly its size, so a read past a string or array
+ * protobuf-c handed out still hits a redzone. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PB_ARENA_EXACT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PB_ARENA_EXACT 1
+#endif
+#endif
+#ifndef PB_ARENA_EXACT
+#define PB_ARENA_EXACT 0
+#endif
 
 static void *pb_alloc(void *ud, size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        ((pb_alloc_state_t *)ud)->failed = true;
+    pb_arena_t *a = ud;
+    size_t align = sizeof(max_align_t);
+    if (n > SIZE_MAX - align) {
+        a->failed = true;
+        return NULL;
+    }
+    n = PB_ARENA_EXACT ? (n ? n : 1) : (n ? n + align - 1 : align) / align * align;
+    pb_chunk_t *c = a->head;
+    if (PB_ARENA_EXACT || !c || c->cap - c->used < n) {
+        size_t cap = !PB_ARENA_EXACT && a->next_cap > n ? a->next_cap : n;
+        c = cap <= SIZE_MAX - sizeof *c ? malloc(sizeof *c + cap) : NULL;
+        if (!c) {
+            a->failed = true;
+            return NULL;
+        }
+        c->next = a->head;
+        c->cap = cap;
+        c->used = 0;
+        a->head = c;
+        a->next_cap = cap <= SIZE_MAX / 2 ? cap * 2 : cap;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += n;
     return p;
 }
 
 static void pb_free(void *ud, void *p) {
     (void)ud;
-    free(p);
+    (void)p; /* the arena goes at once (pb_arena_release) */
+}
+
+static void pb_arena_release(pb_arena_t *a) {
+    while (a->head) {
+        pb_chunk_t *c = a->head;
+        a->head = c->next;
+        free(c);
+    }
+}
+
+/* A string check_str() has already bounded, into char[cap]. */
+static void copy_checked(char *dst, size_t cap, const char *src) {
+    size_t n = strnlen(src, cap - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
 }
 
 typedef struct {
@@ -526,35 +594,56 @@ static int check_values(uint32_t valid_in, size_t n_values, const double *values
     return 0;
 }
 
-static int check_gpu(const Kgs__Cluster__V1__Gpu *g, size_t i, uint32_t *valid, char *err,
-                     size_t errlen) {
-    char where[160];
-    snprintf(where, sizeof where, "gpus[%zu]: ", i);
+static int check_gpu_at(const Kgs__Cluster__V1__Gpu *g, const char *at, const char *at_uuid,
+                        uint32_t *valid, char *err, size_t errlen) {
     int rc;
-    if ((rc = check_str(g->uuid, SNAPSHOT_UUID_MAX, where, "uuid", err, errlen)) ||
-        (rc = check_str(g->name, SNAPSHOT_NAME_MAX, where, "name", err, errlen)) ||
-        (rc = check_str(g->pci_bus_id, SNAPSHOT_BUSID_MAX, where, "pci_bus_id", err, errlen)))
+    if ((rc = check_str(g->uuid, SNAPSHOT_UUID_MAX, at, "uuid", err, errlen)) ||
+        (rc = check_str(g->name, SNAPSHOT_NAME_MAX, at, "name", err, errlen)) ||
+        (rc = check_str(g->pci_bus_id, SNAPSHOT_BUSID_MAX, at, "pci_bus_id", err, errlen)))
         return rc;
-    snprintf(where, sizeof where, "gpus[%zu] (%s): ", i, g->uuid[0] ? g->uuid : "no uuid");
     if ((int)g->health < (int)GPU_HEALTH_OK || (int)g->health > (int)GPU_HEALTH_ERROR)
-        return kgs_seterr(err, errlen, KGS_EINVAL, DEC "%shealth: unknown value %d", where,
+        return kgs_seterr(err, errlen, KGS_EINVAL, DEC "%shealth: unknown value %d", at_uuid,
                           (int)g->health);
     return check_values(g->valid, g->n_values, g->values, g->n_field_errors, g->field_errors,
-                        (1u << GPU_F_COUNT) - 1u, where, valid, err, errlen);
+                        (1u << GPU_F_COUNT) - 1u, at_uuid, valid, err, errlen);
 }
 
+/* The checks run without a message first: naming the record ("gpus[3]
+ * (GPU-...): ") takes two snprintf calls, and a thousand agents' eight
+ * GPUs a second are almost always valid. The checks are pure, so a second
+ * run with the names gives the same verdict and the message. */
+static int check_gpu(const Kgs__Cluster__V1__Gpu *g, size_t i, uint32_t *valid, char *err,
+                     size_t errlen) {
+    if (check_gpu_at(g, "", "", valid, NULL, 0) == 0)
+        return 0;
+    char at[160], at_uuid[160];
+    snprintf(at, sizeof at, "gpus[%zu]: ", i);
+    snprintf(at_uuid, sizeof at_uuid, "gpus[%zu] (%.*s): ", i, SNAPSHOT_UUID_MAX,
+             g->uuid[0] ? g->uuid : "no uuid");
+    return check_gpu_at(g, at, at_uuid, valid, err, errlen);
+}
+
+static int check_mig_at(const Kgs__Cluster__V1__MigInstance *m, const char *at, const char *at_uuid,
+                        uint32_t *valid, char *err, size_t errlen) {
+    int rc;
+    if ((rc = check_str(m->uuid, SNAPSHOT_UUID_MAX, at, "uuid", err, errlen)) ||
+        (rc = check_str(m->name, SNAPSHOT_NAME_MAX, at, "name", err, errlen)) ||
+        (rc = check_str(m->profile, SNAPSHOT_PROFILE_MAX, at, "profile", err, errlen)))
+        return rc;
+    return check_values(m->valid, m->n_values, m->values, m->n_field_errors, m->field_errors,
+                        SNAPSHOT_CODEC_MIG_FIELDS, at_uuid, valid, err, errlen);
+}
+
+/* As check_gpu: names only on failure. */
 static int check_mig(const Kgs__Cluster__V1__MigInstance *m, size_t i, uint32_t *valid, char *err,
                      size_t errlen) {
-    char where[160];
-    snprintf(where, sizeof where, "migs[%zu]: ", i);
-    int rc;
-    if ((rc = check_str(m->uuid, SNAPSHOT_UUID_MAX, where, "uuid", err, errlen)) ||
-        (rc = check_str(m->name, SNAPSHOT_NAME_MAX, where, "name", err, errlen)) ||
-        (rc = check_str(m->profile, SNAPSHOT_PROFILE_MAX, where, "profile", err, errlen)))
-        return rc;
-    snprintf(where, sizeof where, "migs[%zu] (%s): ", i, m->uuid[0] ? m->uuid : "no uuid");
-    return check_values(m->valid, m->n_values, m->values, m->n_field_errors, m->field_errors,
-                        SNAPSHOT_CODEC_MIG_FIELDS, where, valid, err, errlen);
+    if (check_mig_at(m, "", "", valid, NULL, 0) == 0)
+        return 0;
+    char at[160], at_uuid[160];
+    snprintf(at, sizeof at, "migs[%zu]: ", i);
+    snprintf(at_uuid, sizeof at_uuid, "migs[%zu] (%.*s): ", i, SNAPSHOT_UUID_MAX,
+             m->uuid[0] ? m->uuid : "no uuid");
+    return check_mig_at(m, at, at_uuid, valid, err, errlen);
 }
 
 static int decode_pods(const Kgs__Cluster__V1__NodeSnapshot *msg, node_pods_t **out, char *err,
@@ -636,6 +725,19 @@ static int check_proc_status(bool known, int32_t code, uint32_t dropped, bool ut
     pl->util_ok = util_known;
     pl->util_code = (int16_t)util_code;
     return 0;
+}
+
+/* check_proc_status for records[i], named ("gpus[2] (GPU-...): ") only
+ * when it fails, as check_gpu does. */
+static int proc_status_of(bool known, int32_t code, uint32_t dropped, bool util_known,
+                          int32_t util_code, const char *records, size_t i, const char *uuid,
+                          proc_list_t *pl, char *err, size_t errlen) {
+    if (check_proc_status(known, code, dropped, util_known, util_code, "", pl, NULL, 0) == 0)
+        return 0;
+    char where[160];
+    snprintf(where, sizeof where, "%s[%zu] (%.*s): ", records, i, SNAPSHOT_UUID_MAX,
+             uuid[0] ? uuid : "no uuid");
+    return check_proc_status(known, code, dropped, util_known, util_code, where, pl, err, errlen);
 }
 
 typedef struct {
@@ -726,8 +828,8 @@ static int decode_processes(const Kgs__Cluster__V1__NodeSnapshot *msg, snapshot_
         r->sm_util_pct = proc_has(r, PROC_F_SM_UTIL) ? in->sm_util : 0;
         r->mem_util_pct = proc_has(r, PROC_F_MEM_UTIL) ? in->mem_util : 0;
         r->used_memory_bytes = proc_has(r, PROC_F_USED_MEMORY) ? in->used_memory_bytes : 0;
-        snprintf(r->pod_uid, sizeof r->pod_uid, "%s", in->pod_uid);
-        snprintf(r->container_id, sizeof r->container_id, "%s", in->container_id);
+        copy_checked(r->pod_uid, sizeof r->pod_uid, in->pod_uid);
+        copy_checked(r->container_id, sizeof r->container_id, in->container_id);
     }
 out:
     free(slots);
@@ -739,13 +841,19 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
     *out = NULL;
     if (pods)
         *pods = NULL;
-    pb_alloc_state_t st = {false};
-    ProtobufCAllocator alloc = {pb_alloc, pb_free, &st};
+    /* About what the unpacked message takes: its structs are a few times
+     * the bytes they came in. More is chained on; the first is bounded. */
+    size_t first = len < PB_ARENA_FIRST_MAX / 4 ? len * 4 : PB_ARENA_FIRST_MAX;
+    pb_arena_t arena = {NULL, first > PB_ARENA_MIN ? first : PB_ARENA_MIN, false};
+    ProtobufCAllocator alloc = {pb_alloc, pb_free, &arena};
     Kgs__Cluster__V1__NodeSnapshot *msg = kgs__cluster__v1__node_snapshot__unpack(&alloc, len, buf);
-    if (!msg)
-        return st.failed ? kgs_seterr(err, errlen, KGS_ENOMEM, DEC "out of memory")
-                         : kgs_seterr(err, errlen, KGS_EINVAL,
-                                      DEC "malformed message (protobuf decoding failed)");
+    if (!msg) {
+        bool failed = arena.failed;
+        pb_arena_release(&arena);
+        return failed ? kgs_seterr(err, errlen, KGS_ENOMEM, DEC "out of memory")
+                      : kgs_seterr(err, errlen, KGS_EINVAL,
+                                   DEC "malformed message (protobuf decoding failed)");
+    }
 
     int rc = 0;
     snapshot_t *s = NULL;
@@ -819,18 +927,18 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
     s->taken_wall_ms = msg->taken_wall_ms;
     s->status = msg->nvml_up ? SNAPSHOT_OK : SNAPSHOT_NVML_DOWN;
     s->nvml_code = msg->nvml_code;
-    snprintf(s->error, sizeof s->error, "%s", msg->nvml_error);
-    snprintf(s->driver_version, sizeof s->driver_version, "%s", msg->driver_version);
-    snprintf(s->node_name, sizeof s->node_name, "%s", msg->node);
+    copy_checked(s->error, sizeof s->error, msg->nvml_error);
+    copy_checked(s->driver_version, sizeof s->driver_version, msg->driver_version);
+    copy_checked(s->node_name, sizeof s->node_name, msg->node);
     s->procs_attributed = msg->processes_attributed;
 
     for (size_t i = 0; i < ng; i++) {
         const Kgs__Cluster__V1__Gpu *in = msg->gpus[i];
         gpu_record_t *g = &s->gpus[i];
         g->index = in->index;
-        snprintf(g->uuid, sizeof g->uuid, "%s", in->uuid);
-        snprintf(g->name, sizeof g->name, "%s", in->name);
-        snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", in->pci_bus_id);
+        copy_checked(g->uuid, sizeof g->uuid, in->uuid);
+        copy_checked(g->name, sizeof g->name, in->name);
+        copy_checked(g->pci_bus_id, sizeof g->pci_bus_id, in->pci_bus_id);
         g->valid = gvalid[i];
         for (unsigned f = 0; f < GPU_F_COUNT; f++) {
             if ((g->valid >> f) & 1u)
@@ -841,11 +949,9 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
         g->health = (gpu_health_t)in->health;
         g->health_nvml_code = in->health_nvml_code;
         g->mig_enabled = in->mig_enabled;
-        char where[160];
-        snprintf(where, sizeof where, "gpus[%zu] (%s): ", i, g->uuid[0] ? g->uuid : "no uuid");
-        if ((rc = check_proc_status(in->processes_known, in->processes_code, in->processes_dropped,
-                                    in->process_util_known, in->process_util_code, where, &g->procs,
-                                    err, errlen)))
+        if ((rc = proc_status_of(in->processes_known, in->processes_code, in->processes_dropped,
+                                 in->process_util_known, in->process_util_code, "gpus", i, g->uuid,
+                                 &g->procs, err, errlen)))
             goto out;
     }
 
@@ -878,9 +984,9 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
 
         mig_record_t *m = &s->mig[i];
         m->parent_index = in->parent_index;
-        snprintf(m->uuid, sizeof m->uuid, "%s", in->uuid);
-        snprintf(m->name, sizeof m->name, "%s", in->name);
-        snprintf(m->profile, sizeof m->profile, "%s", in->profile);
+        copy_checked(m->uuid, sizeof m->uuid, in->uuid);
+        copy_checked(m->name, sizeof m->name, in->name);
+        copy_checked(m->profile, sizeof m->profile, in->profile);
         m->gpu_instance_id = in->gpu_instance_id;
         m->compute_instance_id = in->compute_instance_id;
         m->ids_valid = in->ids_valid;
@@ -891,11 +997,9 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
             if (f < in->n_field_errors)
                 m->field_error[f] = (int16_t)in->field_errors[f];
         }
-        char where[160];
-        snprintf(where, sizeof where, "migs[%zu] (%s): ", i, uuid);
-        if ((rc = check_proc_status(in->processes_known, in->processes_code, in->processes_dropped,
-                                    in->process_util_known, in->process_util_code, where, &m->procs,
-                                    err, errlen)))
+        if ((rc = proc_status_of(in->processes_known, in->processes_code, in->processes_dropped,
+                                 in->process_util_known, in->process_util_code, "migs", i, m->uuid,
+                                 &m->procs, err, errlen)))
             goto out;
     }
     if ((rc = decode_processes(msg, s, err, errlen)))
@@ -913,6 +1017,6 @@ out:
     free(mvalid);
     free(gvalid);
     free(slots);
-    kgs__cluster__v1__node_snapshot__free_unpacked(msg, &alloc);
+    pb_arena_release(&arena); /* msg and all it points to */
     return rc;
 }

@@ -496,8 +496,19 @@ static bool share_try(pod_eval_t *pe, const node_pods_t *np, const char *id, siz
     return true;
 }
 
-/* Adds device id d of the pod to the batch; false when the pod failed. */
-static bool pod_add_device(pod_eval_t *pe, const node_pods_t *np, const char *d) {
+/* Whether resolved id d came from one of ent's DRA devices with a share id:
+ * capacity the driver shares between claims, as a time-slicing replica id
+ * ("GPU-x::2") is for the device plugin. */
+static bool dra_shared_claim(const node_pod_entry_t *ent, const char *d) {
+    for (size_t i = 0; i < ent->dra_count; i++)
+        if (ent->dra[i].share_id[0] && strcmp(ent->dra[i].uuid, d) == 0)
+            return true;
+    return false;
+}
+
+/* Adds device id d of the pod to the batch; false when the pod failed.
+ * shared: d is a replica or a shared DRA claim (gpuSharing auto shares it). */
+static bool pod_add_device(pod_eval_t *pe, const node_pods_t *np, const char *d, bool shared) {
     wl_ctx_t *x = pe->x;
     const snapshot_t *s = pe->s;
     trigger_config_t *sc = &x->scratch;
@@ -529,7 +540,7 @@ static bool pod_add_device(pod_eval_t *pe, const node_pods_t *np, const char *d)
     if (x->seen[bit / 8] & (1u << (bit % 8)))
         return true; /* another replica (or container) of a device already counted */
     x->seen[bit / 8] |= (unsigned char)(1u << (bit % 8));
-    if (share_try(pe, np, d, len, sep != NULL, is_gpu, i))
+    if (share_try(pe, np, d, len, shared || sep != NULL, is_gpu, i))
         return !pe->acc.failed;
     if (is_gpu) {
         /* The common case, a healthy GPU with the field present, needs no
@@ -669,7 +680,8 @@ static void pod_evaluate(wl_ctx_t *x, const pod_t *p) {
             return;
         }
         for (size_t d = 0; d < ent->device_count; d++)
-            if (!pod_add_device(&pe, np, ent->device_ids[d]))
+            if (!pod_add_device(&pe, np, ent->device_ids[d],
+                                ent->dra_count > 0 && dra_shared_claim(ent, ent->device_ids[d])))
                 break;
     }
     pod_flush(&pe);

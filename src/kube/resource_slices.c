@@ -6,7 +6,8 @@
  * Slices change rarely (a driver starting, MIG being repartitioned) and are
  * looked up on every snapshot an agent sends with DRA devices in it, so the
  * index keeps the slices in a plain array (found by name, linearly, on the
- * rare change) and a device hash table (open addressing, FNV-1a over the
+ * rare change; each slice one packed block of the strings lookups read)
+ * and a device hash table (open addressing, FNV-1a over the
  * three names) rebuilt lazily by the first lookup after a change. A
  * cluster of 1,000 nodes with 8 GPUs and their MIG placements is some
  * 100,000 devices: one rebuild is a few milliseconds, a lookup a probe or
@@ -289,8 +290,24 @@ typedef struct {
     uint32_t device;
 } dra_slot_t;
 
+/* A slice as the index keeps it: what lookups and change detection read,
+ * with its devices and strings in one block. A dra_slice_t is some 900
+ * bytes of fixed-size fields and each of its devices 129: for 500 nodes'
+ * slices that was a megabyte, most of it unused bytes. */
+typedef struct {
+    const char *name, *uuid;
+} idx_device_t;
+
+typedef struct {
+    void *block; /* owned: devices, then the strings */
+    const char *name, *driver, *pool;
+    int64_t generation;
+    const idx_device_t *devices;
+    size_t device_count;
+} idx_slice_t;
+
 struct dra_index {
-    dra_slice_t *slices;
+    idx_slice_t *slices;
     size_t n, cap;
     char rv[KUBE_RV_MAX + 1];
     dra_slot_t *table; /* power-of-two size; rebuilt when dirty */
@@ -298,6 +315,38 @@ struct dra_index {
     size_t devices;
     bool dirty;
 };
+
+static char *pack(char **cursor, const char *str) {
+    size_t n = strlen(str) + 1;
+    char *at = *cursor;
+    memcpy(at, str, n);
+    *cursor += n;
+    return at;
+}
+
+/* *out from s (borrowed). Returns 0 or KGS_ENOMEM. */
+static int compact(const dra_slice_t *s, idx_slice_t *out) {
+    size_t bytes = s->device_count * sizeof(idx_device_t) + strlen(s->name) + strlen(s->driver) +
+                   strlen(s->pool) + 3;
+    for (size_t i = 0; i < s->device_count; i++)
+        bytes += strlen(s->devices[i].name) + strlen(s->devices[i].uuid) + 2;
+    idx_device_t *devs = malloc(bytes);
+    if (!devs)
+        return KGS_ENOMEM;
+    char *cursor = (char *)(devs + s->device_count);
+    out->block = devs;
+    out->name = pack(&cursor, s->name);
+    out->driver = pack(&cursor, s->driver);
+    out->pool = pack(&cursor, s->pool);
+    out->generation = s->generation;
+    for (size_t i = 0; i < s->device_count; i++) {
+        devs[i].name = pack(&cursor, s->devices[i].name);
+        devs[i].uuid = pack(&cursor, s->devices[i].uuid);
+    }
+    out->devices = devs;
+    out->device_count = s->device_count;
+    return 0;
+}
 
 int dra_index_new(dra_index_t **out) {
     *out = calloc(1, sizeof **out);
@@ -308,7 +357,7 @@ void dra_index_free(dra_index_t *x) {
     if (!x)
         return;
     for (size_t i = 0; i < x->n; i++)
-        dra_slice_deinit(&x->slices[i]);
+        free(x->slices[i].block);
     free(x->slices);
     free(x->table);
     free(x);
@@ -320,16 +369,21 @@ static void set_rv(dra_index_t *x, const char *rv) {
 }
 
 int dra_index_replace_all(dra_index_t *x, dra_slice_t *slices, size_t n, const char *rv) {
-    dra_slice_t *ns = calloc(n ? n : 1, sizeof *ns);
+    idx_slice_t *ns = calloc(n ? n : 1, sizeof *ns);
     if (!ns)
         return KGS_ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        ns[i] = slices[i];
-        slices[i].devices = NULL;
-        slices[i].device_count = 0;
+        if (compact(&slices[i], &ns[i]) != 0) {
+            while (i > 0)
+                free(ns[--i].block);
+            free(ns);
+            return KGS_ENOMEM;
+        }
     }
+    for (size_t i = 0; i < n; i++)
+        dra_slice_deinit(&slices[i]); /* taken: copied into the index */
     for (size_t i = 0; i < x->n; i++)
-        dra_slice_deinit(&x->slices[i]);
+        free(x->slices[i].block);
     free(x->slices);
     x->slices = ns;
     x->n = n;
@@ -347,7 +401,7 @@ static size_t find_slice(const dra_index_t *x, const char *name) {
     return SIZE_MAX;
 }
 
-static bool same_slice(const dra_slice_t *a, const dra_slice_t *b) {
+static bool same_slice(const idx_slice_t *a, const dra_slice_t *b) {
     if (strcmp(a->driver, b->driver) || strcmp(a->pool, b->pool) ||
         a->generation != b->generation || a->device_count != b->device_count)
         return false;
@@ -371,7 +425,7 @@ int dra_index_apply(dra_index_t *x, kube_event_type_t type, dra_slice_t *slice, 
     size_t at = find_slice(x, slice->name);
     if (type == KUBE_EVENT_DELETED) {
         if (at != SIZE_MAX) {
-            dra_slice_deinit(&x->slices[at]);
+            free(x->slices[at].block);
             x->slices[at] = x->slices[--x->n];
             x->dirty = true;
             if (changed)
@@ -381,28 +435,31 @@ int dra_index_apply(dra_index_t *x, kube_event_type_t type, dra_slice_t *slice, 
         set_rv(x, rv);
         return 0;
     }
-    if (at == SIZE_MAX) {
-        if (x->n == x->cap || !x->slices) {
-            size_t cap = x->cap ? x->cap * 2 : 16;
-            dra_slice_t *ns = realloc(x->slices, cap * sizeof *ns);
-            if (!ns)
-                return KGS_ENOMEM;
-            x->slices = ns;
-            x->cap = cap;
-        }
-        at = x->n++;
-        memset(&x->slices[at], 0, sizeof x->slices[at]);
-    } else if (same_slice(&x->slices[at], slice)) {
-        snprintf(x->slices[at].resource_version, sizeof x->slices[at].resource_version, "%s",
-                 slice->resource_version);
+    if (at != SIZE_MAX && same_slice(&x->slices[at], slice)) {
         dra_slice_deinit(slice);
         set_rv(x, rv);
         return 0;
     }
-    dra_slice_deinit(&x->slices[at]);
-    x->slices[at] = *slice;
-    slice->devices = NULL;
-    slice->device_count = 0;
+    idx_slice_t put;
+    if (compact(slice, &put) != 0)
+        return KGS_ENOMEM;
+    if (at == SIZE_MAX) {
+        if (x->n == x->cap || !x->slices) {
+            size_t cap = x->cap ? x->cap * 2 : 16;
+            idx_slice_t *ns = realloc(x->slices, cap * sizeof *ns);
+            if (!ns) {
+                free(put.block);
+                return KGS_ENOMEM;
+            }
+            x->slices = ns;
+            x->cap = cap;
+        }
+        at = x->n++;
+    } else {
+        free(x->slices[at].block);
+    }
+    x->slices[at] = put;
+    dra_slice_deinit(slice);
     x->dirty = true;
     if (changed)
         *changed = true;
@@ -423,7 +480,7 @@ static uint64_t key_hash(const char *driver, const char *pool, const char *devic
 
 static bool slot_is(const dra_index_t *x, dra_slot_t s, const char *driver, const char *pool,
                     const char *device) {
-    const dra_slice_t *sl = &x->slices[s.slice - 1];
+    const idx_slice_t *sl = &x->slices[s.slice - 1];
     return strcmp(sl->driver, driver) == 0 && strcmp(sl->pool, pool) == 0 &&
            strcmp(sl->devices[s.device].name, device) == 0;
 }
@@ -443,7 +500,7 @@ static int rebuild(dra_index_t *x) {
     x->table_cap = cap;
     x->devices = 0;
     for (size_t i = 0; i < x->n; i++) {
-        const dra_slice_t *sl = &x->slices[i];
+        const idx_slice_t *sl = &x->slices[i];
         for (size_t d = 0; d < sl->device_count; d++) {
             size_t h = (size_t)key_hash(sl->driver, sl->pool, sl->devices[d].name) & (cap - 1);
             while (t[h].slice && !slot_is(x, t[h], sl->driver, sl->pool, sl->devices[d].name))

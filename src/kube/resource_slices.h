@@ -95,8 +95,8 @@ typedef struct dra_index dra_index_t;
 int dra_index_new(dra_index_t **out);
 void dra_index_free(dra_index_t *x);
 
-/* A relist: the index becomes slices[0..n) (taken: their devices move into
- * the index and each slices[i] is left empty) as of rv. Returns 0 or
+/* A relist: the index becomes slices[0..n) (taken: copied into the index's
+ * own compact form and each slices[i] left without devices) as of rv. Returns 0 or
  * KGS_ENOMEM (index unchanged; the slices are still the caller's). */
 int dra_index_replace_all(dra_index_t *x, dra_slice_t *slices, size_t n, const char *rv);
 

@@ -161,6 +161,36 @@ static void test_node_pods_resolve_appends_uuids_after_the_plugin_ids(void **sta
     node_pods_free(raw);
 }
 
+static void test_node_pods_resolved_from_ignores_only_the_resolution(void **state) {
+    (void)state;
+    const char *ids[] = {"GPU-plugin"};
+    node_pod_dra_t d[2] = {{"gpu.nvidia.com", "n1", "gpu-0", "", "", false},
+                           {"nic.example.com", "n1", "eth0", "", "", false}};
+    node_pod_entry_t e[] = {{"ml", "p", "c", ids, 1, d, 2, 2}};
+    node_pods_t *sent = NULL, *r = NULL, *other = NULL;
+    assert_int_equal(node_pods_new(e, 1, &sent, NULL, 0), 0);
+    assert_int_equal(node_pods_resolve(sent, resolve_some, NULL, &r, NULL, 0), 0);
+    assert_false(node_pods_equal(r, sent)); /* a uuid, an extra id, a not_gpu */
+    assert_true(node_pods_resolved_from(r, sent));
+    assert_true(node_pods_resolved_from(sent, sent));
+    /* A different device, share id or plugin id is another list. */
+    d[0].share_id = "s1";
+    assert_int_equal(node_pods_new(e, 1, &other, NULL, 0), 0);
+    assert_false(node_pods_resolved_from(r, other));
+    node_pods_free(other);
+    d[0].share_id = "";
+    ids[0] = "GPU-other";
+    assert_int_equal(node_pods_new(e, 1, &other, NULL, 0), 0);
+    assert_false(node_pods_resolved_from(r, other));
+    /* `sent` must carry no resolution of its own. */
+    assert_false(node_pods_resolved_from(sent, r));
+    assert_false(node_pods_resolved_from(r, NULL));
+    assert_true(node_pods_resolved_from(NULL, NULL));
+    node_pods_free(other);
+    node_pods_free(r);
+    node_pods_free(sent);
+}
+
 static void test_node_pods_rejects_a_dra_device_without_driver(void **state) {
     (void)state;
     node_pod_dra_t d = {"", "n1", "gpu-0", "", "", false};
@@ -180,6 +210,7 @@ int main(void) {
         cmocka_unit_test(test_node_pods_rejects_bounds_with_messages),
         cmocka_unit_test(test_node_pods_unknown_carries_a_cut_reason),
         cmocka_unit_test(test_node_pods_resolve_appends_uuids_after_the_plugin_ids),
+        cmocka_unit_test(test_node_pods_resolved_from_ignores_only_the_resolution),
         cmocka_unit_test(test_node_pods_rejects_a_dra_device_without_driver),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1049,7 +1049,7 @@ static void test_workload_a_pod_whose_devices_overflow_is_an_error_naming_it(voi
  * p2 (15, 1 GiB) and a host process (0, no pod). `tweak` edits the
  * snapshot before it is reported.
  */
-static void shared_gpu(fx_t *f, void (*tweak)(snapshot_t *s)) {
+static snapshot_t *shared_snap(void (*tweak)(snapshot_t *s)) {
     const unsigned util[1] = {40};
     snapshot_t *s = snap("n1", 1, util, 0, T0);
     snapshot_t *p = snapshot_new_with_procs(1, 0, 4);
@@ -1077,6 +1077,11 @@ static void shared_gpu(fx_t *f, void (*tweak)(snapshot_t *s)) {
     }
     if (tweak)
         tweak(p);
+    return p;
+}
+
+static void shared_gpu(fx_t *f, void (*tweak)(snapshot_t *s)) {
+    snapshot_t *p = shared_snap(tweak);
     static const char *a[] = {"GPU-n1-0::0", "GPU-n1-0::1"};
     static const char *b[] = {"GPU-n1-0::2"};
     node_pod_entry_t e[] = {{"ml", "p1", "main", a, 2}, {"ml", "p2", "main", b, 1}};
@@ -1103,6 +1108,32 @@ static void test_workload_gpu_sharing_auto_gives_each_pod_its_share(void **state
     expect_ok(eval(f, &c), 3.0 * 100 / 8, 2); /* p1: 3 GiB of 8 */
     c = CFG("podSelector", "app=vllm", "metricType", "memory_utilization");
     expect_ok(eval(f, &c), (10 + 15 + 15) / 5.0, 2);
+}
+
+/* A DRA claim with a share id is shared capacity, as a time-slicing
+ * replica id is: with gpuSharing auto the pod gets its own share even when
+ * no other pod on the node is attributed the device (the others may be out
+ * of the agent's view, or not started yet). */
+static void test_workload_gpu_sharing_auto_shares_a_dra_shared_claim_like_a_replica(void **state) {
+    fx_t *f = *state;
+    cluster_view_set_resolver(f->view, fake_slices, NULL);
+    static const char *replica[] = {"GPU-n1-0::0"};
+    node_pod_entry_t plugin[] = {{"ml", "p1", "main", replica, 1}};
+    report(f, "a1", shared_snap(NULL), plugin, 1);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_ok(eval(f, &c), 25, 1); /* p1's processes: 10 + 15 of the GPU's 40 */
+
+    node_pod_dra_t shared = {"gpu.nvidia.com", "n1", "gpu-0", "share-1", "", false};
+    node_pod_entry_t dra[] = {{"ml", "p1", "main", NULL, 0, &shared, 1, 1}};
+    report(f, "a1", shared_snap(NULL), dra, 1);
+    expect_ok(eval(f, &c), 25, 1);
+    /* Without a share id the claim is the pod's alone: the whole GPU. */
+    node_pod_dra_t whole = {"gpu.nvidia.com", "n1", "gpu-0", "", "", false};
+    dra[0].dra = &whole;
+    report(f, "a1", shared_snap(NULL), dra, 1);
+    expect_ok(eval(f, &c), 40, 1);
 }
 
 static void test_workload_gpu_sharing_auto_on_an_unshared_gpu_is_whole(void **state) {
@@ -1236,6 +1267,7 @@ int main(void) {
         T(test_workload_dra_devices_resolve_once_the_slices_arrive),
         T(test_workload_gpu_sharing_auto_gives_each_pod_its_share),
         T(test_workload_gpu_sharing_auto_on_an_unshared_gpu_is_whole),
+        T(test_workload_gpu_sharing_auto_shares_a_dra_shared_claim_like_a_replica),
         T(test_workload_gpu_sharing_share_without_data_is_a_gap),
         T(test_workload_gpu_sharing_share_names_what_is_missing),
         T(test_workload_gpu_sharing_mig_has_memory_shares_only),

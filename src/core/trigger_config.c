@@ -577,7 +577,22 @@ int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_
         rc = kgs_seterr(err, errlen, KGS_EINVAL, "duplicate metadata key %s: give it once",
                         kgs_quote(q, sizeof q, k.p, k.n));
     } else {
-        rc = resolve(slot, out, err, errlen);
+        /* A value is text: the configuration keeps C strings, so a NUL byte
+         * would cut a key name or a URL short without a word. */
+        for (int id = 0; id < K_COUNT && rc == 0; id++) {
+            const metadata_pair_t *pr = slot[id];
+            const char *nul = pr && pr->value ? memchr(pr->value, '\0', pr->value_len) : NULL;
+            if (nul) {
+                slice_t k = key_of(pr);
+                rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                                "%s: the value holds a NUL byte (byte %zu of %zu); metadata values "
+                                "are text",
+                                kgs_quote(q, sizeof q, k.p, k.n), (size_t)(nul - pr->value) + 1,
+                                pr->value_len);
+            }
+        }
+        if (rc == 0)
+            rc = resolve(slot, out, err, errlen);
     }
     if (rc != 0)
         set_defaults(out);

@@ -75,6 +75,25 @@ static void test_trigger_config_null_pairs_with_zero_count_gives_defaults(void *
     assert_int_equal(trigger_config_parse(NULL, 3, &c, NULL, 0), KGS_EINVAL);
 }
 
+/* Found by fuzz_metadata's campaign: a redisListName of NUL bytes was kept
+ * as "", a queue with no key. Protobuf strings may hold NUL; our
+ * configuration's C strings cannot. */
+static void test_trigger_config_refuses_a_value_with_a_nul_byte(void **state) {
+    (void)state;
+    static const char list[] = "jobs\0more";
+    const metadata_pair_t pairs[] = {
+        {"metricType", 10, "queue_length", 12},
+        {"redisAddress", 12, "redis.q:6379", 12},
+        {"redisListName", 13, list, sizeof list - 1},
+        {"targetValue", 11, "5", 1},
+    };
+    trigger_config_t c;
+    char err[256];
+    assert_int_equal(trigger_config_parse(pairs, 4, &c, err, sizeof err), KGS_EINVAL);
+    assert_string_equal(err, "\"redisListName\": the value holds a NUL byte (byte 5 of 9); "
+                             "metadata values are text");
+}
+
 static void test_trigger_config_accepts_every_metric_type(void **state) {
     (void)state;
     for (int t = 0; t < METRIC_TYPE_COUNT; t++) {
@@ -976,6 +995,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trigger_config_defaults_match_the_go_system_except_aggregation),
         cmocka_unit_test(test_trigger_config_null_pairs_with_zero_count_gives_defaults),
+        cmocka_unit_test(test_trigger_config_refuses_a_value_with_a_nul_byte),
         cmocka_unit_test(test_trigger_config_accepts_every_metric_type),
         cmocka_unit_test(test_trigger_config_accepts_every_aggregation),
         cmocka_unit_test(test_trigger_config_reads_each_scalar_key),

@@ -26,6 +26,7 @@
 
 #define POD_MAP_UUID_BODY_MAX 90 /* NVML's UUID buffer is 96 bytes ("MIG-" + 90 + NUL fits) */
 #define POD_MAP_REPLICA_DIGITS_MAX 9
+#define POD_MAP_INDEX_DIGITS_MAX 4 /* an NVML index: 0 to 9999 */
 #define POD_MAP_RESOURCE_PREFIX "nvidia.com/"
 
 typedef struct {
@@ -66,13 +67,48 @@ static bool uuid_char_ok(char ch) {
            ch == '-' || ch == '/';
 }
 
+/* "::<digits>" at id[i] (a time-slicing replica suffix), to the end. */
+static bool replica_suffix_ok(const char *id, size_t i) {
+    if (id[i] == '\0')
+        return true;
+    if (id[i] != ':' || id[i + 1] != ':')
+        return false;
+    size_t d = i + 2;
+    while (id[d] >= '0' && id[d] <= '9' && d - (i + 2) < POD_MAP_REPLICA_DIGITS_MAX)
+        d++;
+    return d > i + 2 && id[d] == '\0';
+}
+
+/* Up to POD_MAP_INDEX_DIGITS_MAX digits at id[*i]; false when none. */
+static bool index_digits(const char *id, size_t *i) {
+    size_t start = *i;
+    while (id[*i] >= '0' && id[*i] <= '9' && *i - start < POD_MAP_INDEX_DIGITS_MAX)
+        (*i)++;
+    return *i > start && !(id[*i] >= '0' && id[*i] <= '9');
+}
+
 /*
- * Accepts "GPU-<body>" / "MIG-<body>" with an optional "::<digits>" replica
- * suffix; *uuid_len is the length without the suffix. Anything else (index
- * ids, empty strings, stray bytes) is not a device we can attribute.
+ * Accepts "GPU-<body>" / "MIG-<body>", and the index forms "<gpu>" and
+ * "<gpu>:<mig>" (NVML indexes), each with an optional "::<digits>"
+ * replica suffix; *uuid_len is the length without the suffix. Anything else
+ * ("nvidia0", empty strings, stray bytes) is not a device we can attribute.
  */
 static bool device_id_parse(const char *id, size_t *uuid_len) {
-    if (!id || (strncmp(id, "GPU-", 4) != 0 && strncmp(id, "MIG-", 4) != 0))
+    if (!id)
+        return false;
+    if (id[0] >= '0' && id[0] <= '9') {
+        size_t i = 0;
+        if (!index_digits(id, &i))
+            return false;
+        if (id[i] == ':' && id[i + 1] != ':') {
+            i++;
+            if (!index_digits(id, &i))
+                return false;
+        }
+        *uuid_len = i;
+        return replica_suffix_ok(id, i);
+    }
+    if (strncmp(id, "GPU-", 4) != 0 && strncmp(id, "MIG-", 4) != 0)
         return false;
     size_t i = 4;
     while (id[i] && id[i] != ':') {
@@ -83,14 +119,26 @@ static bool device_id_parse(const char *id, size_t *uuid_len) {
     if (i == 4)
         return false;
     *uuid_len = i;
-    if (id[i] == '\0')
-        return true;
-    if (id[i + 1] != ':')
+    return replica_suffix_ok(id, i);
+}
+
+bool pod_map_id_is_index(const char *device_id, unsigned *gpu, int *mig) {
+    if (!device_id || !(device_id[0] >= '0' && device_id[0] <= '9'))
         return false;
-    size_t d = i + 2;
-    while (id[d] >= '0' && id[d] <= '9' && d - (i + 2) < POD_MAP_REPLICA_DIGITS_MAX)
-        d++;
-    return d > i + 2 && id[d] == '\0';
+    char *end = NULL;
+    unsigned long g = strtoul(device_id, &end, 10);
+    long m = -1;
+    if (*end == ':') {
+        const char *ms = end + 1;
+        m = strtol(ms, &end, 10);
+        if (end == ms)
+            return false;
+    }
+    if (*end != '\0' || g > 9999 || m > 9999)
+        return false;
+    *gpu = (unsigned)g;
+    *mig = (int)m;
+    return true;
 }
 
 /* Calls fn for every qualifying pair; the one walk both passes share. */

@@ -14,10 +14,14 @@
  *   optionally followed by a time-slicing replica suffix "::<digits>" that is
  *   stripped: "GPU-x::3" is held as "GPU-x". NVIDIA's device plugin
  *   registers devices with the kubelet by these UUIDs whatever its
- *   deviceIDStrategy (which only picks what the container is told), so
- *   other forms ("nvidia0" from GKE's plugin, a bare index) come from other
- *   plugins and are ignored here; the aggregator then reports the pods
- *   that asked for GPUs as gaps (cluster/workload.c).
+ *   deviceIDStrategy (which only picks what the container is told);
+ * - index ids, which other plugins (and older setups) register: "<gpu>"
+ *   and "<gpu>:<mig>" (NVML indexes, up to 4 digits each, the same
+ *   optional replica suffix), kept as they are: the agent translates them
+ *   to UUIDs through its snapshot (pod_map_id_is_index). Other forms
+ *   ("nvidia0" from GKE's plugin: a device minor number) are ignored here;
+ *   the aggregator then reports the pods that asked for GPUs as gaps
+ *   (cluster/workload.c).
  * - DRA devices (ContainerResources.dynamic_resources): every
  *   (driver, pool, device) a claim gave a container, whatever the driver,
  *   with the share id when the kubelet sends one. The kubelet names the
@@ -74,6 +78,10 @@ pod_map_t *pod_map_new_empty(void);
  */
 int pod_map_lookup(const pod_map_t *m, const char *device_uuid, const pod_holder_t **holders,
                    size_t *n);
+
+/* Whether a device id of the map is an index id ("0", "1:0"), not a UUID;
+ * then *gpu and *mig (-1: a whole GPU) are its NVML indexes. */
+bool pod_map_id_is_index(const char *device_id, unsigned *gpu, int *mig);
 
 /* Number of devices with at least one holder. */
 size_t pod_map_device_count(const pod_map_t *m);

@@ -193,13 +193,44 @@ typedef struct {
     node_pod_entry_t *entries;
     const char **ids;
     size_t n, cap;
+    const snapshot_t *snap; /* translates index ids; NULL: none yet */
+    logger_t *log;
 } pods_builder_t;
+
+/* The UUID of an index id ("1", "1:0": NVML indexes, from plugins other
+ * than NVIDIA's) on this node, borrowed from snap; NULL when no GPU or MIG
+ * instance has it (then the pod holds nothing here, and the aggregator
+ * reports a GPU-asking pod with nothing attributed as a gap). */
+static const char *index_id_uuid(const snapshot_t *snap, unsigned gpu, int mig) {
+    const gpu_record_t *g = snap ? snapshot_gpu_by_index(snap, gpu) : NULL;
+    if (!g)
+        return NULL;
+    if (mig < 0)
+        return g->uuid;
+    if (!g->mig_enabled || (unsigned)mig >= g->mig_count)
+        return NULL;
+    return snap->mig[g->mig_first + (unsigned)mig].uuid;
+}
 
 /* One node_pods entry per (device, holder): lookups by device and by pod
  * both work on that shape, and it needs no grouping. */
 static int collect_holders(void *ud, const char *device_uuid, const pod_holder_t *holders,
                            size_t n) {
     pods_builder_t *b = ud;
+    unsigned gpu;
+    int mig;
+    if (pod_map_id_is_index(device_uuid, &gpu, &mig)) {
+        const char *uuid = index_id_uuid(b->snap, gpu, mig);
+        if (!uuid) {
+            LOG_DEBUG(b->log,
+                      "kubelet pod map: device id \"%s\" (pod %s/%s): no %s with that NVML index "
+                      "on this node%s",
+                      device_uuid, holders[0].namespace_, holders[0].pod,
+                      mig < 0 ? "GPU" : "MIG instance", b->snap ? "" : " (no snapshot yet)");
+            return 0;
+        }
+        device_uuid = uuid;
+    }
     for (size_t i = 0; i < n; i++) {
         if (b->n == b->cap)
             return 1; /* sized up front; cannot happen */
@@ -243,8 +274,14 @@ static void on_pod_map(void *ud, pod_map_t *map) {
     pod_map_foreach(map, count_holders, &total);
     size_t n_dra = pod_map_dra_count(map);
     size_t cap = total + n_dra;
+    /* Held until node_pods_new has copied the UUIDs borrowed from it. */
+    snapshot_t *snap = current_snapshot(sv);
     pods_builder_t b = {calloc(cap ? cap : 1, sizeof *b.entries),
-                        calloc(cap ? cap : 1, sizeof *b.ids), 0, cap};
+                        calloc(cap ? cap : 1, sizeof *b.ids),
+                        0,
+                        cap,
+                        snap,
+                        &sv->log};
     node_pod_dra_t *dra = calloc(cap ? cap : 1, sizeof *dra);
     dra_builder_t db = {&b, dra};
     char err[256];
@@ -259,6 +296,7 @@ static void on_pod_map(void *ud, pod_map_t *map) {
     free(dra);
     free(b.entries);
     free(b.ids);
+    snapshot_unref(snap);
     pod_map_free(map);
 }
 

@@ -52,8 +52,8 @@ class Node:
     """A simulated GPU node: NVML stand-in, fake kubelet, agent. `names`
     maps a DRA device name to the UUID NVML reports for it."""
 
-    def __init__(self, tmp, name, devs, names):
-        self.name, self.devs, self.names = name, devs, names
+    def __init__(self, tmp, name, devs, names, index_ids):
+        self.name, self.devs, self.names, self.index_ids = name, devs, names, index_ids
         self.tmp = os.path.join(tmp, name)
         os.makedirs(self.tmp)
         self.sim = Sim({"devices": devs})
@@ -82,10 +82,11 @@ class Node:
             json.dump({"pods": pods}, f)
         os.replace(tmp, self.state)
 
-    def set_pods(self, holders, dra):
+    def set_pods(self, holders, dra, index_ids=False):
         """holders: [(pod, container, [device names])]. dra: report them as
         claims (driver, pool = node, device name); else as the device
-        plugin's nvidia.com/gpu ids (the UUIDs)."""
+        plugin's nvidia.com/gpu ids: the UUIDs, or with index_ids the NVML
+        indexes other plugins register ("0", and "<gpu>:<mig>")."""
         pods = {}
         for pod, ctr, names in holders:
             if dra:
@@ -95,8 +96,9 @@ class Node:
                               "cdi_devices": ["k8s.%s/claim=%s" % (DRIVER, n)]} for n in names]}
                 c = {"name": ctr, "devices": [], "dynamic_resources": [claim]}
             else:
+                ids = [self.index_ids[n] if index_ids else self.names[n] for n in names]
                 c = {"name": ctr, "devices": [{"resource_name": "nvidia.com/gpu",
-                                               "device_ids": [self.names[n] for n in names]}]}
+                                               "device_ids": ids}]}
             pods.setdefault(pod, []).append(c)
         self.write_state([{"namespace": "ml", "name": p, "containers": cs}
                           for p, cs in pods.items()])
@@ -124,10 +126,12 @@ class DRA(unittest.TestCase):
         b = [mig_gpu(2)]
         migs = b[0]["mig"]["instances"]
         cls.nodes = [
-            Node(cls.tmp.name, "node-a", a, {"gpu-0": a[0]["uuid"], "gpu-1": a[1]["uuid"]}),
+            Node(cls.tmp.name, "node-a", a, {"gpu-0": a[0]["uuid"], "gpu-1": a[1]["uuid"]},
+                 {"gpu-0": "0", "gpu-1": "1", "gpu-7": "7"}),
             Node(cls.tmp.name, "node-b", b, {"gpu-0": b[0]["uuid"],
                                              "gpu-0-mig-9-0-4": migs[0]["uuid"],
-                                             "gpu-0-mig-9-4-4": migs[1]["uuid"]})]
+                                             "gpu-0-mig-9-4-4": migs[1]["uuid"]},
+                 {"gpu-0": "0", "gpu-0-mig-9-0-4": "0:0", "gpu-0-mig-9-4-4": "0:1"})]
         cls.slices = {}
         for n in cls.nodes:
             cls.slices[n.name] = cls.api.add_resource_slice(
@@ -167,12 +171,12 @@ class DRA(unittest.TestCase):
     def setUp(self):
         self.assign(dra=True)
 
-    def assign(self, dra, extra_a=()):
+    def assign(self, dra, extra_a=(), index_ids=False, b_gpu="gpu-1"):
         a, b = self.nodes
         a.set_pods([("vllm-a", "main", ["gpu-0"]), ("vllm-a", "sidecar", ["gpu-0"]),
-                    ("vllm-b", "main", ["gpu-1"])] + list(extra_a), dra)
+                    ("vllm-b", "main", [b_gpu])] + list(extra_a), dra, index_ids)
         b.set_pods([("vllm-c", "main", ["gpu-0-mig-9-0-4"]),
-                    ("vllm-d", "main", ["gpu-0-mig-9-4-4"])], dra)
+                    ("vllm-d", "main", ["gpu-0-mig-9-4-4"])], dra, index_ids)
 
     def poll(self, md):
         p = subprocess.run([CLIENT, "poll", "-addr", "127.0.0.1:%d" % self.port, "-namespace",
@@ -230,6 +234,25 @@ class DRA(unittest.TestCase):
         # per-node field selector.
         lists = [r for r in self.api.requests_of("list") if "fieldSelector" in r["query"]]
         self.assertEqual(lists, [])
+
+    def test_index_ids_give_the_device_plugin_totals(self):
+        """A device plugin that registers NVML indexes ("0", and "0:1" for a
+        MIG instance) instead of UUIDs: the agent translates them through
+        its snapshot, and the totals are the UUID node's."""
+        answers = []
+        for index_ids in (False, True):
+            self.assign(False, index_ids=index_ids)
+            self.settle(self.MEM, self.MEM_TOTAL)
+            answers.append([{k: v for k, v in self.poll(md).items() if k != "ms"}
+                            for md in (dict(self.MEM, aggregation="max"),
+                                       dict(self.MEM, metricType="sm_active"))])
+        self.assertEqual(answers[0], answers[1])
+        # An index no GPU of the node has: vllm-b holds nothing there, and
+        # asked for a GPU: a gap naming it, never a 0 for its share.
+        self.assign(False, index_ids=True, b_gpu="gpu-7")
+        r = self.error(self.MEM, "ml/vllm-b")
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE")
+        self.settle(dict(self.MEM, partialData="ignore"), (3 + 6 + 10) * 1024)
 
     def test_unresolvable_claim_is_unavailable_naming_the_pod(self):
         uid = self.api.add_pod("ml", "vllm-e", labels={"app": "vllm"}, node="node-a",

@@ -191,7 +191,8 @@ static void test_pod_map_ignores_ids_that_are_not_device_uuids(void **state) {
     memcpy(long_id, "GPU-", 4);
     long_id[4 + POD_MAP_UUID_BODY_MAX + 1] = '\0'; /* one byte too long */
     const row_t rows[] = {
-        {"ml", "a", "c", "nvidia.com/gpu", {"0", "1", "", "GPU-"}},
+        {"ml", "a", "c", "nvidia.com/gpu", {"nvidia0", "12345", "", "GPU-"}},
+        {"ml", "h", "c", "nvidia.com/gpu", {"1:", ":1", "1:2:3", "1:a"}},
         {"ml", "b", "c", "nvidia.com/gpu", {"GPU-x::", "GPU-x::a", "GPU-x:1", "gpu-x"}},
         {"ml", "c", "c", "nvidia.com/gpu", {"GPU-x y", "GPU-x::1::2", "GPU-\xc3\xa9", long_id}},
         {"ml", "d", "c", "nvidia.com/", {"GPU-x"}},
@@ -199,8 +200,38 @@ static void test_pod_map_ignores_ids_that_are_not_device_uuids(void **state) {
         {"ml", "f", "c", "", {"GPU-x"}},
         {"ml", "g", "c", "cpu", {"GPU-x"}},
     };
-    pod_map_t *m = map_of(rows, 7);
+    pod_map_t *m = map_of(rows, 8);
     assert_int_equal(pod_map_device_count(m), 0);
+    pod_map_free(m);
+}
+
+/* Plugins other than NVIDIA's register NVML indexes: "<gpu>" and
+ * "<gpu>:<mig>", kept as they are for the agent to translate. */
+static void test_pod_map_keeps_index_ids_for_the_agent(void **state) {
+    (void)state;
+    const row_t rows[] = {
+        {"ml", "a", "c", "nvidia.com/gpu", {"0", "2::3"}},
+        {"ml", "b", "c", "nvidia.com/mig-3g.40gb", {"1:0", "1:1::2"}},
+    };
+    pod_map_t *m = map_of(rows, 2);
+    const pod_holder_t *h;
+    size_t n;
+    assert_int_equal(pod_map_device_count(m), 4);
+    assert_int_equal(pod_map_lookup(m, "0", &h, &n), 0);
+    assert_string_equal(h[0].pod, "a");
+    assert_int_equal(pod_map_lookup(m, "2", &h, &n), 0);
+    assert_int_equal(pod_map_lookup(m, "1:1", &h, &n), 0);
+    assert_string_equal(h[0].pod, "b");
+    unsigned gpu = 99;
+    int mig = 99;
+    assert_true(pod_map_id_is_index("1:1", &gpu, &mig));
+    assert_int_equal(gpu, 1);
+    assert_int_equal(mig, 1);
+    assert_true(pod_map_id_is_index("7", &gpu, &mig));
+    assert_int_equal(gpu, 7);
+    assert_int_equal(mig, -1);
+    assert_false(pod_map_id_is_index("GPU-7", &gpu, &mig));
+    assert_false(pod_map_id_is_index("7x", &gpu, &mig));
     pod_map_free(m);
 }
 
@@ -516,6 +547,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(
             test_pod_map_ignores_other_vendors_resources_even_with_gpu_like_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pod_map_ignores_ids_that_are_not_device_uuids, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_keeps_index_ids_for_the_agent, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pod_map_accepts_legacy_mig_ids_and_the_longest_uuid,
                                         setup, teardown),

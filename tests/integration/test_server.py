@@ -765,12 +765,17 @@ class NvmlDownAtStart(unittest.TestCase):
         server = Server.__new__(Server)
         try:
             Server.__init__(server, scen, wait=False)
+            seen = []
+
             def probe():
+                # Before the sampler's first nvmlInit the answer is "no GPU
+                # snapshot yet" (also a 503): wait for NVML's own error.
                 code, body = http_get(server.probe_port, "/readyz")
-                return body if code == 503 else None
+                seen.append((code, body))
+                return body if code == 503 and "DRIVER_NOT_LOADED" in body else None
             body = poll_until(probe, timeout=10 * SLOW)
-            self.assertIsNotNone(body)
-            self.assertIn("DRIVER_NOT_LOADED", body)
+            self.assertIsNotNone(body, seen[-3:])
+            self.assertTrue(all(code == 503 for code, _ in seen), seen)
             r = kc1(server, "poll", md=MD)
             self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)
             self.assertIn("DRIVER_NOT_LOADED", r["error"]["message"])

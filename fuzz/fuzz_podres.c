@@ -9,6 +9,7 @@
  * device name, all its strings non-NULL, and the DRA list is sorted without
  * duplicates; the map equals itself rebuilt.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -23,7 +24,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int check_device(void *ud, const char *uuid, const pod_holder_t *holders, size_t n) {
     const pod_map_t *m = ud;
     FUZZ_CHECK(uuid && n >= 1 && holders);
-    FUZZ_CHECK(strncmp(uuid, "GPU-", 4) == 0 || strncmp(uuid, "MIG-", 4) == 0);
+    /* A UUID, or an index id the agent translates (plugins other than
+     * NVIDIA's register NVML indexes). */
+    unsigned gpu;
+    int mig;
+    bool index = pod_map_id_is_index(uuid, &gpu, &mig);
+    FUZZ_CHECK(strncmp(uuid, "GPU-", 4) == 0 || strncmp(uuid, "MIG-", 4) == 0 ||
+               (index && gpu <= 9999 && mig >= -1 && mig <= 9999));
     FUZZ_CHECK(strstr(uuid, "::") == NULL);
     for (size_t i = 0; i < n; i++) {
         FUZZ_CHECK(holders[i].namespace_ && holders[i].pod && holders[i].container);

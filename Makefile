@@ -4,7 +4,7 @@
 #   make test   install the build and test packages that are missing, build release -Werror,
 #               ASan+UBSan and libFuzzer builds, run every test and a fuzz smoke (3 s per target)
 # Also: make build, make install [PREFIX=/usr/local] [DESTDIR=], make bench,
-# make fuzz [FUZZ_SECONDS=N], make dist, make format, make clean; make help lists them.
+# make fuzz [FUZZ_SECONDS=N], make fuzz-campaign [FUZZ_CPU_SECONDS=N], make dist, make format, make clean; make help lists them.
 
 MAKEFLAGS += --no-print-directory
 
@@ -15,8 +15,9 @@ FUZZ_DIR := build/fuzz
 SCENARIO ?= sim/scenarios/inference-burst.json
 INTERVAL ?= 1s
 FUZZ_SECONDS ?= 60
+FUZZ_CPU_SECONDS ?= 600
 
-.PHONY: all deps test-deps js-deps build build-tests build-asan run table test bench fuzz format \
+.PHONY: all deps test-deps js-deps build build-tests build-asan run table test bench fuzz fuzz-campaign format \
 	format-check dist clean install help
 
 # What `make build` (and so `make run`, `make install`, `make dist`) builds:
@@ -42,6 +43,8 @@ help:
 	@echo "make table     gpu-metrics on the simulated node (INTERVAL=$(INTERVAL))"
 	@echo "make bench     the benchmarks (bench/README.md)"
 	@echo "make fuzz      every fuzz target for FUZZ_SECONDS=$(FUZZ_SECONDS) s"
+	@echo "make fuzz-campaign  every fuzz target until it used FUZZ_CPU_SECONDS=$(FUZZ_CPU_SECONDS) s"
+	@echo "               of CPU (nice 19; docs/operations.md, \"Fuzzing\")"
 	@echo "make dist      the container image's runtime file set, without Docker"
 	@echo "make format    clang-format the sources"
 	@echo "make clean     remove build/"
@@ -107,6 +110,9 @@ bench: build-tests
 
 fuzz: build-fuzz
 	@scripts/run-fuzz $(FUZZ_DIR) $(FUZZ_SECONDS)
+
+fuzz-campaign: build-fuzz
+	@nice -n 19 scripts/fuzz-campaign $(FUZZ_DIR) $(FUZZ_CPU_SECONDS)
 
 # The container image's runtime file set, without Docker: build/dist/rootfs
 # holds what the Dockerfile's final stage copies in, and

@@ -5,6 +5,8 @@
 #include "sources/engine_metrics.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/err.h"
@@ -30,6 +32,25 @@ typedef struct {
     bool seen, bad;
 } counter_sum_t;
 
+/* One latency histogram merged over its series while the scrape is read:
+ * per distinct finite bound, the summed count and how many series gave it
+ * (each series gives each bound once, so every bound must be given by as
+ * many series as gave a +Inf bucket; otherwise the bounds differ). */
+typedef struct {
+    unsigned n;
+    double le[HIST_MAX_BUCKETS];
+    double v[HIST_MAX_BUCKETS];
+    unsigned nc[HIST_MAX_BUCKETS];
+    double inf, sum;
+    unsigned ninf;
+    bool seen;
+} hist_acc_t;
+
+/* The TPOT slots: the current name, then the older one (used when the
+ * current is absent). */
+#define H_TPOT_OLD SLO_SIGNAL_COUNT
+#define H_SLOTS (SLO_SIGNAL_COUNT + 1)
+
 typedef struct {
     engine_t engine;
     const char *model;
@@ -39,7 +60,187 @@ typedef struct {
     double kv_old; /* the deprecated vLLM gauge, used only when the new one is absent */
     bool has_kv_old;
     counter_sum_t completed, prompt, gen;
+    unsigned want; /* latency signals to read (0: none) */
+    hist_acc_t *h; /* H_SLOTS accumulators, when want */
+    bool has_start;
+    double start;
 } engine_ctx_t;
+
+/* The latency histogram family `name` (without _bucket/_sum/_count)
+ * belongs to, for engine e: its slot, or -1. Names checked against:
+ * vllm-project/vllm vllm/v1/metrics/loggers.py (PrometheusStatLogger:
+ * "vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds"
+ * (newer) beside the older "vllm:time_per_output_token_seconds",
+ * "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds");
+ * sgl-project/sglang python/sglang/srt/metrics/collector.py
+ * (TokenizerMetricsCollector: "sglang:time_to_first_token_seconds",
+ * "sglang:inter_token_latency_seconds" (older releases
+ * "sglang:time_per_output_token_seconds"), "sglang:e2e_request_latency_seconds";
+ * SchedulerMetricsCollector: "sglang:queue_time_seconds");
+ * huggingface/text-generation-inference router/src/server.rs
+ * (metrics::histogram! "tgi_request_duration", "tgi_request_queue_duration",
+ * "tgi_request_mean_time_per_token_duration"; no time to first token);
+ * triton-inference-server/server docs/user_guide/metrics.md
+ * ("nv_inference_first_response_histogram_ms", decoupled models, with
+ * --metrics-config histogram_latencies=true; the queue / compute / request
+ * durations are _us counters, and summaries with summary_latencies=true). */
+static int hist_slot(engine_t e, const char *name, size_t n) {
+    static const struct {
+        engine_t e;
+        int slot;
+        const char *name;
+    } fam[] = {
+        {ENGINE_VLLM, SLO_TTFT, "vllm:time_to_first_token_seconds"},
+        {ENGINE_VLLM, SLO_TPOT, "vllm:inter_token_latency_seconds"},
+        {ENGINE_VLLM, H_TPOT_OLD, "vllm:time_per_output_token_seconds"},
+        {ENGINE_VLLM, SLO_E2E, "vllm:e2e_request_latency_seconds"},
+        {ENGINE_VLLM, SLO_QUEUE, "vllm:request_queue_time_seconds"},
+        {ENGINE_SGLANG, SLO_TTFT, "sglang:time_to_first_token_seconds"},
+        {ENGINE_SGLANG, SLO_TPOT, "sglang:inter_token_latency_seconds"},
+        {ENGINE_SGLANG, H_TPOT_OLD, "sglang:time_per_output_token_seconds"},
+        {ENGINE_SGLANG, SLO_E2E, "sglang:e2e_request_latency_seconds"},
+        {ENGINE_SGLANG, SLO_QUEUE, "sglang:queue_time_seconds"},
+        {ENGINE_TGI, SLO_TPOT, "tgi_request_mean_time_per_token_duration"},
+        {ENGINE_TGI, SLO_E2E, "tgi_request_duration"},
+        {ENGINE_TGI, SLO_QUEUE, "tgi_request_queue_duration"},
+        {ENGINE_TRITON, SLO_TTFT, "nv_inference_first_response_histogram_ms"},
+    };
+    for (size_t i = 0; i < sizeof fam / sizeof *fam; i++)
+        if (fam[i].e == e && strlen(fam[i].name) == n && memcmp(fam[i].name, name, n) == 0)
+            return fam[i].slot;
+    return -1;
+}
+
+static const char *hist_family_name(engine_t e, int slot) {
+    static const char *const names[5][H_SLOTS] = {
+        [ENGINE_VLLM] = {"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
+                         "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds",
+                         "vllm:time_per_output_token_seconds"},
+        [ENGINE_SGLANG] = {"sglang:time_to_first_token_seconds",
+                           "sglang:inter_token_latency_seconds",
+                           "sglang:e2e_request_latency_seconds", "sglang:queue_time_seconds",
+                           "sglang:time_per_output_token_seconds"},
+        [ENGINE_TGI] = {"?", "tgi_request_mean_time_per_token_duration", "tgi_request_duration",
+                        "tgi_request_queue_duration", "?"},
+        [ENGINE_TRITON] = {"nv_inference_first_response_histogram_ms", "?", "?", "?", "?"},
+    };
+    return (unsigned)e < 5 && slot >= 0 && slot < H_SLOTS && names[e][slot] ? names[e][slot] : "?";
+}
+
+static const char *model_label(engine_t e);
+
+/* An le label's text: Go ParseFloat syntax ("0.005", "1e-3", "+Inf"). */
+static bool le_value(const char *le, double *v, bool *inf) {
+    if (!le || !*le || strlen(le) > 64)
+        return false;
+    if (!strcmp(le, "+Inf") || !strcmp(le, "Inf") || !strcmp(le, "+inf")) {
+        *inf = true;
+        return true;
+    }
+    char *end = NULL;
+    double d = strtod(le, &end);
+    if (end == le || *end || !isfinite(d) || (le[0] == '0' && (le[1] == 'x' || le[1] == 'X')))
+        return false;
+    *v = d;
+    *inf = false;
+    return true;
+}
+
+/* A histogram sample (name ends in _bucket or _sum of a wanted family):
+ * 1 when taken, 0 when not one, or KGS_EINVAL. */
+static int on_hist_sample(engine_ctx_t *x, const prom_sample_t *s) {
+    size_t n = strlen(s->name);
+    bool bucket = n > 7 && strcmp(s->name + n - 7, "_bucket") == 0;
+    bool sum = !bucket && n > 4 && strcmp(s->name + n - 4, "_sum") == 0;
+    if (!bucket && !sum)
+        return 0;
+    int slot = hist_slot(x->engine, s->name, n - (bucket ? 7 : 4));
+    if (slot < 0)
+        return 0;
+    int sig = slot == H_TPOT_OLD ? SLO_TPOT : slot;
+    if (!(x->want & (1u << sig)))
+        return 0;
+    if (x->model[0]) {
+        /* SGLang serves one model per server, and its newer queue-time
+         * histogram is labelled by dp_rank alone: a series without the
+         * model label is that server's */
+        const char *m = prom_sample_label(s, model_label(x->engine));
+        if (m ? strcmp(m, x->model) != 0 : x->engine != ENGINE_SGLANG)
+            return 1;
+    }
+    hist_acc_t *a = &x->h[slot];
+    a->seen = true;
+    if (sum) {
+        a->sum += s->value;
+        return 1;
+    }
+    double le = 0;
+    bool inf = false;
+    if (!le_value(prom_sample_label(s, "le"), &le, &inf))
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
+                          "%s: a bucket whose le label is missing or not a number",
+                          hist_family_name(x->engine, slot));
+    if (!isfinite(s->value) || s->value < 0)
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
+                          "%s: a bucket counts %g observations (a count is finite and not "
+                          "negative)",
+                          hist_family_name(x->engine, slot), s->value);
+    if (inf) {
+        a->inf += s->value;
+        a->ninf++;
+        return 1;
+    }
+    unsigned i = 0;
+    while (i < a->n && a->le[i] != le)
+        i++;
+    if (i == a->n) {
+        if (a->n == HIST_MAX_BUCKETS)
+            return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
+                              "%s: more than %d distinct bucket bounds (series with different "
+                              "bounds, or too many buckets)",
+                              hist_family_name(x->engine, slot), HIST_MAX_BUCKETS);
+        a->le[i] = le;
+        a->v[i] = 0;
+        a->nc[i] = 0;
+        a->n++;
+    }
+    a->v[i] += s->value;
+    a->nc[i]++;
+    return 1;
+}
+
+/* The merged histogram of slot into layout/counts; KGS_EINVAL naming the
+ * family when its series' bounds differ or it is malformed. */
+static int hist_finish(engine_ctx_t *x, int slot, hist_layout_t *layout, hist_counts_t *counts) {
+    const hist_acc_t *a = &x->h[slot];
+    const char *fam = hist_family_name(x->engine, slot);
+    for (unsigned i = 0; i < a->n; i++)
+        if (a->nc[i] != a->ninf)
+            return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
+                              "%s: its series have different bucket bounds in one scrape (le=%g "
+                              "is in %u of %u series); buckets of different bounds cannot be "
+                              "added",
+                              fam, a->le[i], a->nc[i], a->ninf);
+    hist_collect_t c;
+    memset(&c, 0, sizeof c);
+    char le[40], why[200];
+    for (unsigned i = 0; i < a->n; i++) {
+        snprintf(le, sizeof le, "%.17g", a->le[i]);
+        if (hist_collect_bucket(&c, le, a->v[i], why, sizeof why) != 0)
+            return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s: %s", fam, why);
+    }
+    if (a->ninf && hist_collect_bucket(&c, "+Inf", a->inf, why, sizeof why) != 0)
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s: %s", fam, why);
+    hist_collect_sum(&c, a->sum);
+    if (hist_collect_finish(&c, layout, counts, why, sizeof why) != 0)
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s: %s", fam, why);
+    if (x->engine == ENGINE_TRITON) { /* milliseconds */
+        for (unsigned i = 0; i < layout->n; i++)
+            layout->le[i] /= 1000;
+        counts->sum /= 1000;
+    }
+    return 0;
+}
 
 static want_t classify(engine_t e, const char *name) {
     switch (e) {
@@ -156,6 +357,18 @@ static bool counter_known(const counter_sum_t *c) {
 
 static int on_engine_sample(void *ud, const prom_sample_t *s) {
     engine_ctx_t *x = ud;
+    if (x->want) {
+        if (strcmp(s->name, "process_start_time_seconds") == 0) {
+            if (isfinite(s->value) && s->value > 0 && (!x->has_start || s->value > x->start)) {
+                x->has_start = true;
+                x->start = s->value;
+            }
+            return 0;
+        }
+        int h = on_hist_sample(x, s);
+        if (h != 0)
+            return h < 0 ? h : 0;
+    }
     want_t w = classify(x->engine, s->name);
     if (w == W_NONE)
         return 0;
@@ -223,14 +436,50 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
 
 int engine_reading_parse(engine_t e, const char *model, const char *text, size_t len,
                          prom_format_t fmt, engine_reading_t *out, char *err, size_t errlen) {
+    return engine_reading_parse_hist(e, model, 0, text, len, fmt, out, NULL, err, errlen);
+}
+
+int engine_reading_parse_hist(engine_t e, const char *model, unsigned want, const char *text,
+                              size_t len, prom_format_t fmt, engine_reading_t *out,
+                              engine_hists_t *hists, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    engine_ctx_t x = {
-        .engine = e, .model = model ? model : "", .err = err, .errlen = errlen, .r = out};
+    if (!hists)
+        want = 0;
+    want &= (1u << SLO_SIGNAL_COUNT) - 1;
+    if (hists)
+        memset(hists, 0, sizeof *hists);
+    hist_acc_t acc[H_SLOTS];
+    if (want)
+        memset(acc, 0, sizeof acc);
+    engine_ctx_t x = {.engine = e,
+                      .model = model ? model : "",
+                      .err = err,
+                      .errlen = errlen,
+                      .r = out,
+                      .want = want,
+                      .h = want ? acc : NULL};
     int rc = prom_parse(text, len, fmt, on_engine_sample, &x, err, errlen);
+    if (rc == 0 && want) {
+        /* the newer TPOT name wins; the older is read only without it */
+        bool tpot_old = !acc[SLO_TPOT].seen && acc[H_TPOT_OLD].seen;
+        for (int s = 0; s < SLO_SIGNAL_COUNT && rc == 0; s++) {
+            int slot = s == SLO_TPOT && tpot_old ? H_TPOT_OLD : s;
+            if (!(want & (1u << s)) || !acc[slot].seen)
+                continue;
+            rc = hist_finish(&x, slot, &hists->layout[s], &hists->counts[s]);
+            if (rc == 0)
+                hists->mask |= 1u << s;
+        }
+        hists->has_start = x.has_start;
+        hists->start_time_s = x.start;
+    }
     if (rc != 0) {
         memset(out, 0, sizeof *out);
+        if (hists)
+            memset(hists, 0, sizeof *hists);
         return rc;
     }
+    out->hist_mask = hists ? hists->mask : 0;
     if (!out->has_kv && x.has_kv_old) {
         out->has_kv = true;
         out->kv_percent = x.kv_old;

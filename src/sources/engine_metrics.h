@@ -47,6 +47,7 @@
 
 #include "core/demand_eval.h"
 #include "core/trigger_config.h"
+#include "sources/hist_window.h"
 #include "sources/prom_parse.h"
 
 /* engine_reading_t: core/demand_eval.h (the evaluation reads it). */
@@ -65,6 +66,50 @@
  */
 int engine_reading_parse(engine_t e, const char *model, const char *text, size_t len,
                          prom_format_t fmt, engine_reading_t *out, char *err, size_t errlen);
+
+/*
+ * Latency histograms (metricType slo, or latency targets on demand), read
+ * only for the signals a trigger names (want: bit s for slo_signal_t s), so
+ * a gauge trigger's scrape costs what it did:
+ *   vLLM    TTFT vllm:time_to_first_token_seconds, TPOT
+ *           vllm:inter_token_latency_seconds (the older
+ *           vllm:time_per_output_token_seconds when the new one is absent),
+ *           E2E vllm:e2e_request_latency_seconds, queue
+ *           vllm:request_queue_time_seconds;
+ *   SGLang  sglang:time_to_first_token_seconds,
+ *           sglang:inter_token_latency_seconds (else
+ *           sglang:time_per_output_token_seconds),
+ *           sglang:e2e_request_latency_seconds, sglang:queue_time_seconds;
+ *   TGI     no TTFT; TPOT tgi_request_mean_time_per_token_duration, E2E
+ *           tgi_request_duration, queue tgi_request_queue_duration;
+ *   Triton  TTFT nv_inference_first_response_histogram_ms (bounds and sum
+ *           converted to seconds); its queue and compute durations are
+ *           counters (means, not quantiles) and are not read here.
+ * Every series of a metric that passes the model filter is merged (buckets
+ * with the same bound add, over vLLM's engine label, models, ...); series
+ * of one metric with different bounds in one scrape are KGS_EINVAL naming
+ * the metric, as is a malformed histogram (an le that is not a number, a
+ * bucket below the one under it, no +Inf bucket). mask: the signals found
+ * (a histogram the engine has not exported yet is absent, not an error:
+ * TGI's exporter shows one only after its first observation).
+ * process_start_time_seconds (the largest, when several) is given when the
+ * scrape has it: the source hub reads a pod that started inside the window
+ * as new, not as a baseline.
+ */
+typedef struct {
+    unsigned mask;
+    hist_layout_t layout[SLO_SIGNAL_COUNT];
+    hist_counts_t counts[SLO_SIGNAL_COUNT];
+    bool has_start;
+    double start_time_s; /* process_start_time_seconds, seconds since the epoch */
+} engine_hists_t;
+
+/* engine_reading_parse() and, in the same pass, the histograms of the
+ * signals in want into *hists (fully written; NULL when want is 0). On
+ * success out->hist_mask = hists->mask. */
+int engine_reading_parse_hist(engine_t e, const char *model, unsigned want, const char *text,
+                              size_t len, prom_format_t fmt, engine_reading_t *out,
+                              engine_hists_t *hists, char *err, size_t errlen);
 
 /*
  * The sum of every sample named metric whose labels satisfy the trigger's

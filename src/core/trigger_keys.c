@@ -49,6 +49,9 @@ const char *const tc_demand_names[DEMAND_TYPE_COUNT] = {
     "engine_kv_cache",
     "queue_length",
     "demand",
+    "engine_prompt_tokens_rate",
+    "engine_generation_tokens_rate",
+    "vllm_lora_waiting_engines",
 };
 
 const char *const tc_engine_names[] = {"", "vllm", "triton", "tgi", "sglang"};
@@ -57,17 +60,31 @@ const char *const tc_engine_names[] = {"", "vllm", "triton", "tgi", "sglang"};
  * DEMAND_NONE); trigger_config.c maps an index past METRIC_TYPE_COUNT back
  * to demand_type_t. */
 static const char *const metric_type_values[METRIC_TYPE_COUNT + DEMAND_TYPE_COUNT - 1] = {
-    "gpu_utilization",     "memory_utilization",
-    "memory_used_mib",     "memory_used_percent",
-    "temperature",         "power_draw",
-    "pcie_tx_kbps",        "pcie_rx_kbps",
-    "nvlink_tx_mbps",      "nvlink_rx_mbps",
-    "sm_active",           "sm_occupancy",
-    "dram_bandwidth",      "vllm_queue_depth",
-    "vllm_kv_cache_usage", "triton_queue_wait_ms",
-    "triton_request_rate", "engine_queue",
-    "engine_running",      "engine_kv_cache",
-    "queue_length",        "demand",
+    "gpu_utilization",
+    "memory_utilization",
+    "memory_used_mib",
+    "memory_used_percent",
+    "temperature",
+    "power_draw",
+    "pcie_tx_kbps",
+    "pcie_rx_kbps",
+    "nvlink_tx_mbps",
+    "nvlink_rx_mbps",
+    "sm_active",
+    "sm_occupancy",
+    "dram_bandwidth",
+    "vllm_queue_depth",
+    "vllm_kv_cache_usage",
+    "triton_queue_wait_ms",
+    "triton_request_rate",
+    "engine_queue",
+    "engine_running",
+    "engine_kv_cache",
+    "queue_length",
+    "demand",
+    "engine_prompt_tokens_rate",
+    "engine_generation_tokens_rate",
+    "vllm_lora_waiting_engines",
 };
 
 static const char *const aggregation_names[] = {"sum", "max", "min", "avg", "p95", "p99"};
@@ -209,7 +226,9 @@ const key_row_t tc_keys[K_COUNT] = {
     [K_MODEL] = ROW("model", KT_STRING, KG_ENGINE, "all models", .serves = TS_ENGINE | TS_DEMAND,
                     .example = "llama"),
     [K_WINDOW] = ROW_INT("windowSeconds", KG_ENGINE, 1, 3600, "whole seconds from 1 to 3600",
-                         "`30`", .serves = TS_ENGINE, .example = "30"),
+                         "`30`", .serves = TS_ENGINE | TS_DEMAND, .example = "30"),
+    [K_LORA_ADAPTER] =
+        ROW("loraAdapter", KT_STRING, KG_ENGINE, "—", .serves = TS_ENGINE, .example = "sql-lora"),
     [K_REDIS_ADDRESS] = ROW("redisAddress", KT_ADDRESS, KG_QUEUE, "—",
                             .serves = TS_QUEUE | TS_DEMAND, .example = "redis:6379"),
     [K_REDIS_LIST] = ROW("redisListName", KT_STRING, KG_QUEUE, "—", .serves = TS_QUEUE | TS_DEMAND,
@@ -245,6 +264,10 @@ const key_row_t tc_keys[K_COUNT] = {
         ROW("targetKvCache", KT_TARGET, KG_DEMAND, "—", .serves = TS_DEMAND, .example = "70"),
     [K_TARGET_GPU] =
         ROW("targetGpu", KT_TARGET, KG_DEMAND, "—", .serves = TS_DEMAND, .example = "80"),
+    [K_TARGET_PROMPT_TOKENS] = ROW("targetPromptTokensPerReplica", KT_TARGET, KG_DEMAND, "—",
+                                   .serves = TS_DEMAND, .example = "4000"),
+    [K_TARGET_GEN_TOKENS] = ROW("targetGenerationTokensPerReplica", KT_TARGET, KG_DEMAND, "—",
+                                .serves = TS_DEMAND, .example = "1500"),
     [K_GPU_METRIC_TYPE] =
         ROW_ENUM("gpuMetricType", KG_DEMAND, tc_metric_names, NULL, "`gpu_utilization`",
                  .serves = TS_DEMAND, .example = "sm_active"),
@@ -403,10 +426,19 @@ int tc_parse_enum(const char *key, const char *p, size_t n, const char *const *n
             return 0;
         }
     const char *s = suggest_value(p, n, names, count, value_synonyms, NV(value_synonyms));
-    if (s)
+    if (s) {
+        int len = snprintf(NULL, 0, "invalid %s %s: must be %s; did you mean \"%s\"?", key,
+                           kgs_quote(q, sizeof q, p, n), valid, s);
+        /* A long list (metricType's) would push the suggestion past a small
+         * buffer (the config cache keeps 512 bytes): then it comes first. */
+        if (len > 0 && (size_t)len >= errlen && err)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid %s %s: did you mean \"%s\"? It must be %s", key,
+                              kgs_quote(q, sizeof q, p, n), s, valid);
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "invalid %s %s: must be %s; did you mean \"%s\"?", key,
                           kgs_quote(q, sizeof q, p, n), valid, s);
+    }
     return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be %s", key,
                       kgs_quote(q, sizeof q, p, n), valid);
 }

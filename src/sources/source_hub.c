@@ -643,6 +643,10 @@ static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
 /* ---- identities ---------------------------------------------------------------- */
 
 /* The identity of the engine source that reads url for trigger c. */
+/* Room for "E|engine|model|<pod URL>|L|adapter" whole: a cut key could make
+ * two triggers share a source they should not. */
+#define ENGINE_KEY_MAX (TRIGGER_URL_MAX + 1024)
+
 static void engine_key(const trigger_config_t *c, const char *url, char *key, size_t keylen) {
     /* loraAdapter changes what is read: part of the identity (only when set,
      * so other triggers' keys are unchanged) */
@@ -707,7 +711,7 @@ typedef struct {
 } start_ctx_t;
 
 static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
-    char key[TRIGGER_URL_MAX + 512], err[300];
+    char key[ENGINE_KEY_MAX], err[300];
     engine_key(x->c, url, key, sizeof key);
     source_target_t t = {SOURCE_KIND_ENGINE, x->c, url, pod};
     int rc;
@@ -885,7 +889,7 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
     w->name_at[w->n] = 0;
     demand_source_t *v = &w->v[w->n];
     memset(v, 0, sizeof *v);
-    char key[TRIGGER_URL_MAX + 512];
+    char key[ENGINE_KEY_MAX];
     engine_key(x->c, url, key, sizeof key);
     const source_t *s = source_find(x->h, key, x->now);
     if (!s) {

@@ -15,7 +15,11 @@
  *     least one series was counted;
  *   - the same bytes give the same reading (byte for byte);
  *   - the model filter only takes away: fewer series, and a counter known
- *     both ways is no larger filtered.
+ *     both ways is no larger filtered;
+ *   - vLLM's LoRA series (engine_reading_parse_adapter, adapter "a"): the
+ *     adapter flags only with has_lora; reading it changes nothing else of
+ *     the reading (status, gauges, counters), and without an adapter, or for
+ *     another engine, has_lora stays false.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -50,6 +54,8 @@ static void check_reading(const engine_reading_t *r) {
     check_field(r->has_tokens, r->generation_tokens_total, true);
     FUZZ_CHECK(r->completed_total >= 0);
     FUZZ_CHECK(r->prompt_tokens_total >= 0 && r->generation_tokens_total >= 0);
+    if (!r->has_lora)
+        FUZZ_CHECK(!r->lora_waiting && !r->lora_running);
     if (r->has_waiting || r->has_running || r->has_kv || r->has_triton)
         FUZZ_CHECK(r->series > 0);
 }
@@ -81,9 +87,20 @@ static int parse_one(engine_t e, const char *model, const uint8_t *data, size_t 
     }
     FUZZ_CHECK(syntax_rc == 0);
     check_reading(r);
+    FUZZ_CHECK(!r->has_lora); /* no adapter asked for */
     engine_reading_t again;
     FUZZ_CHECK(engine_reading_parse(e, model, (const char *)data, size, fmt, &again, NULL, 0) == 0);
     FUZZ_CHECK(memcmp(&again, r, sizeof again) == 0);
+    /* With an adapter: the same reading plus the LoRA flags (vLLM only). */
+    engine_reading_t lora;
+    memset(&lora, 0xa5, sizeof lora);
+    FUZZ_CHECK(engine_reading_parse_adapter(e, model, "a", (const char *)data, size, fmt, &lora,
+                                            NULL, 0) == 0);
+    check_reading(&lora);
+    if (e != ENGINE_VLLM)
+        FUZZ_CHECK(!lora.has_lora);
+    lora.has_lora = lora.lora_waiting = lora.lora_running = false;
+    FUZZ_CHECK(memcmp(&lora, r, sizeof lora) == 0);
     return 0;
 }
 

@@ -85,19 +85,28 @@ static void check_config(const trigger_config_t *c) {
         if (d->type == DEMAND_QUEUE_LENGTH)
             FUZZ_CHECK(d->queue != QUEUE_NONE);
         if (d->type == DEMAND_COMPOSITE && d->sizing == DEMAND_MODEL_COMPOSITE)
-            FUZZ_CHECK(c->target_value == 100 && (d->target_queue > 0 || d->target_running > 0 ||
-                                                  d->target_kv > 0 || d->target_gpu > 0));
+            FUZZ_CHECK(c->target_value == 100 &&
+                       (d->target_queue > 0 || d->target_running > 0 || d->target_kv > 0 ||
+                        d->target_gpu > 0 || d->target_prompt_tokens > 0 ||
+                        d->target_generation_tokens > 0));
         /* the queueing model: no per-signal target, its knobs in range, a
          * signal to size from */
         if (d->type == DEMAND_COMPOSITE && d->sizing == DEMAND_MODEL_QUEUEING)
             FUZZ_CHECK(c->target_value == 100 && d->target_queue == 0 && d->target_running == 0 &&
-                       d->target_kv == 0 && d->target_gpu == 0 && d->target_utilization > 0 &&
+                       d->target_kv == 0 && d->target_gpu == 0 && d->target_prompt_tokens == 0 &&
+                       d->target_generation_tokens == 0 && d->target_utilization > 0 &&
                        d->target_utilization <= 1 && d->drain_s >= 1 && d->drain_s <= 600 &&
                        d->capacity_rps >= 0 && !d->forecast_trend &&
                        (d->engine != ENGINE_NONE || d->queue != QUEUE_NONE));
         FUZZ_CHECK((unsigned)d->sizing <= DEMAND_MODEL_COMPOSITE);
         if (d->type >= DEMAND_VLLM_QUEUE_DEPTH && d->type <= DEMAND_ENGINE_KV_CACHE)
             FUZZ_CHECK(d->engine != ENGINE_NONE);
+        /* token rates: an engine with token counters; LoRA: vLLM and an adapter */
+        if (demand_uses_token_rates(d))
+            FUZZ_CHECK(d->engine != ENGINE_NONE && d->engine != ENGINE_TRITON);
+        FUZZ_CHECK((d->type == DEMAND_VLLM_LORA_WAITING_ENGINES) == (d->lora_adapter[0] != '\0'));
+        if (d->type == DEMAND_VLLM_LORA_WAITING_ENGINES)
+            FUZZ_CHECK(d->engine == ENGINE_VLLM && !strchr(d->lora_adapter, ','));
         if (d->queue == QUEUE_PROMETHEUS)
             FUZZ_CHECK(d->demand_metric[0] != '\0' && d->demand_endpoint[0] != '\0');
         if (d->queue == QUEUE_REDIS_LIST || d->queue == QUEUE_REDIS_STREAM)

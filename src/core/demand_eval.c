@@ -69,6 +69,18 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
         v = 0;
         active = queue > 0;
         break;
+    case DEMAND_ENGINE_PROMPT_TOKENS_RATE:
+        v = s->prompt_tokens_rate;
+        break;
+    case DEMAND_ENGINE_GENERATION_TOKENS_RATE:
+        v = s->generation_tokens_rate;
+        break;
+    case DEMAND_VLLM_LORA_WAITING_ENGINES:
+        /* one adapter's trigger: active for that adapter's work, not for
+         * whatever else the engines run */
+        v = s->lora_waiting_engines;
+        running = s->lora_running;
+        break;
     case DEMAND_COMPOSITE: {
         double need = 0;
         if (d->target_queue > 0 && queue / d->target_queue > need)
@@ -79,6 +91,12 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
             need = s->kv_percent / d->target_kv;
         if (d->target_gpu > 0 && gpu->value / d->target_gpu > need)
             need = gpu->value / d->target_gpu;
+        double prompt = s->has_token_rates ? s->prompt_tokens_rate : 0;
+        double gen = s->has_token_rates ? s->generation_tokens_rate : 0;
+        if (d->target_prompt_tokens > 0 && prompt / d->target_prompt_tokens > need)
+            need = prompt / d->target_prompt_tokens;
+        if (d->target_generation_tokens > 0 && gen / d->target_generation_tokens > need)
+            need = gen / d->target_generation_tokens;
         v = need * 100;
         if (!isfinite(v)) {
             out->status = EVAL_UNAVAILABLE;
@@ -89,7 +107,9 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
         /* the queueing model's value is set by demand_evaluate_inputs() */
         active = ((d->target_queue > 0 || d->sizing == DEMAND_MODEL_QUEUEING) &&
                   queue > d->activation_queue) ||
-                 running || (d->target_gpu > 0 && gpu->value > d->activation_gpu);
+                 running || (d->target_gpu > 0 && gpu->value > d->activation_gpu) ||
+                 (d->target_prompt_tokens > 0 && prompt > 0) ||
+                 (d->target_generation_tokens > 0 && gen > 0);
         out->status = EVAL_OK;
         out->value = v;
         out->active = active;
@@ -250,7 +270,8 @@ typedef struct {
      * known only when every one of them exports them */
     bool no_completed, no_tokens;
     double completed, prompt_tokens, generation_tokens;
-    mono_ns_t newest; /* the newest reading */
+    bool tokens_pending; /* a token-rate window does not hold two polls yet */
+    mono_ns_t newest;    /* the newest reading */
 } engine_acc_t;
 
 /* The gauge an engine's reading lacks for this metric type, or NULL. */
@@ -271,6 +292,18 @@ static const char *missing_gauge(const demand_config_t *d, const engine_reading_
         return "the KV-cache usage gauge";
     if (rates && !r->has_triton)
         return "nv_inference_queue_duration_us / nv_inference_request_success";
+    if (demand_uses_token_rates(d) && !r->has_tokens)
+        return "the prompt- and generation-token counters";
+    if (d->type == DEMAND_VLLM_LORA_WAITING_ENGINES) {
+        if (!r->has_waiting || !r->has_running)
+            return "the waiting- and running-requests gauges";
+        /* no series: LoRA is off (vLLM then refuses adapter requests) or no
+         * step ran yet; either way none of its requests waits or runs while
+         * the engine is idle, but with work present it is not known */
+        if (!r->has_lora && (r->waiting > 0 || r->running > 0))
+            return "vllm:lora_requests_info while it has requests waiting or running (is LoRA "
+                   "enabled: --enable-lora?)";
+    }
     return NULL;
 }
 
@@ -309,6 +342,8 @@ static const char *bad_sum(const engine_acc_t *x) {
         {x->sig.running, "the running requests"},
         {x->sig.kv_percent, "the KV-cache usage"},
         {x->sig.request_rate, "the request rate"},
+        {x->sig.prompt_tokens_rate, "the prompt-token rate"},
+        {x->sig.generation_tokens_rate, "the generation-token rate"},
         {x->dq_us, "the queue time"},
         {x->dsuccess, "the completed requests"},
         {x->no_completed ? 0 : x->completed, "the completed-requests counters"},
@@ -387,6 +422,30 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
         x->dq_us += s->queue_us_delta;
         x->dsuccess += s->success_delta;
         x->sig.request_rate += s->success_delta / s->span_s;
+    }
+    if (d->type == DEMAND_VLLM_LORA_WAITING_ENGINES) {
+        /* a stale series (vLLM sets it only while it steps) is overruled by
+         * the gauges: nothing of the adapter waits where nothing waits */
+        if (r->lora_waiting && r->waiting > 0)
+            x->sig.lora_waiting_engines += 1;
+        if (r->lora_running && r->running > 0)
+            x->sig.lora_running = true;
+    }
+    if (demand_uses_token_rates(d)) {
+        /* a pod is summed only from its own window: rates add, counters
+         * of pods that came and went do not */
+        if (!s->tokens_known || !(s->tokens_span_s > 0) || s->prompt_delta < 0 ||
+            s->generation_delta < 0) {
+            x->tokens_pending = true;
+            if (!x->first_pending[0])
+                snprintf(x->first_pending, sizeof x->first_pending,
+                         "%s: collecting a second poll within windowSeconds to compute token "
+                         "rates",
+                         s->name);
+            return;
+        }
+        x->sig.prompt_tokens_rate += s->prompt_delta / s->tokens_span_s;
+        x->sig.generation_tokens_rate += s->generation_delta / s->tokens_span_s;
     }
 }
 
@@ -517,7 +576,7 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         }
         return;
     }
-    if ((x.pending && (!ignore || x.ok == 0)) || x.rates_pending) {
+    if ((x.pending && (!ignore || x.ok == 0)) || x.rates_pending || x.tokens_pending) {
         fail(out, EVAL_UNAVAILABLE, "%s", x.first_pending);
         out->pending = true;
         return;
@@ -536,6 +595,7 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         sig.queue_us = x.dq_us;
         sig.completed = x.dsuccess;
     }
+    sig.has_token_rates = demand_uses_token_rates(d);
     if (in->has_queue_source) {
         source_verdict_t v = source_verdict(&in->queue, now, msg, sizeof msg);
         if (v != SS_OK) {

@@ -92,6 +92,13 @@ typedef struct {
      * the model filter). The buckets themselves go to the source hub's
      * windows, not into this struct. */
     unsigned hist_mask;
+    /* vLLM's vllm:lora_requests_info, read only for a trigger's loraAdapter:
+     * has_lora, a series with a finite value (a Unix timestamp) was seen;
+     * lora_waiting / lora_running, the adapter is listed in the
+     * waiting_lora_adapters / running_lora_adapters label of the newest
+     * series (the largest value; ties OR'ed). Names only: vLLM exports no
+     * per-adapter request counts. */
+    bool has_lora, lora_waiting, lora_running;
 } engine_reading_t;
 
 typedef struct {
@@ -105,6 +112,15 @@ typedef struct {
     double request_rate; /* requests/s, summed over pods */
     bool has_queue;      /* the Redis / Prometheus queue below is known */
     double queue;
+    /* Token rates over windowSeconds, tokens/s summed over the engines
+     * (counter increases; known once every engine's window holds two polls). */
+    bool has_token_rates;
+    double prompt_tokens_rate, generation_tokens_rate;
+    /* loraAdapter: engines whose requests for the adapter wait (listed in
+     * the newest vllm:lora_requests_info and the engine's waiting gauge > 0),
+     * and whether any engine runs it (listed, and running > 0). */
+    double lora_waiting_engines;
+    bool lora_running;
 } demand_signals_t;
 
 /*
@@ -155,6 +171,11 @@ typedef struct {
     bool rates_known;
     double queue_us_delta, success_delta, span_s;
     double queue; /* queues, READING: the length */
+    /* Engines with token counters, READING, for the token-rate signals: the
+     * prompt and generation counters' increases over windowSeconds (from
+     * tokens_span_s seconds of polls), known once it holds two polls. */
+    bool tokens_known;
+    double prompt_delta, generation_delta, tokens_span_s;
 } demand_source_t;
 
 /* One pod of the workload as the aggregator's pod list shows it: what

@@ -103,6 +103,10 @@ typedef enum {
     DEMAND_QUEUE_LENGTH,         /* queue_length: a Redis or Prometheus queue */
     DEMAND_COMPOSITE,            /* demand: max over signals of need/target, x100 */
     DEMAND_SLO,                  /* slo: replicas that bring latency to its targets, x100 */
+    DEMAND_ENGINE_PROMPT_TOKENS_RATE,     /* engine_prompt_tokens_rate: tokens/s, summed */
+    DEMAND_ENGINE_GENERATION_TOKENS_RATE, /* engine_generation_tokens_rate: tokens/s, summed */
+    DEMAND_VLLM_LORA_WAITING_ENGINES,     /* vllm_lora_waiting_engines: engines with the
+                                             loraAdapter's requests waiting */
     DEMAND_TYPE_COUNT
 } demand_type_t;
 
@@ -155,7 +159,7 @@ typedef struct {
     char engine_path[256]; /* default "/metrics" */
     bool engine_https;     /* engineScheme: https */
     char model[256];       /* "" = every model */
-    unsigned window_s;     /* Triton rates: windowSeconds, default 30 */
+    unsigned window_s;     /* Triton and token rates: windowSeconds, default 30 */
 
     /* A queue that exists while no pod runs. */
     queue_kind_t queue;
@@ -222,6 +226,12 @@ typedef struct {
 
     uint64_t interval_ns; /* sourceInterval: default 1 s, 100 ms .. 60 s */
     uint64_t timeout_ns;  /* sourceTimeout: default 2 s, 100 ms .. 30 s */
+
+    /* demand (composite): token-rate targets, tokens/s per replica; 0 = not used. */
+    double target_prompt_tokens;     /* targetPromptTokensPerReplica */
+    double target_generation_tokens; /* targetGenerationTokensPerReplica */
+    /* loraAdapter (vllm_lora_waiting_engines): the vLLM LoRA adapter's name. */
+    char lora_adapter[256];
 } demand_config_t;
 
 typedef struct {
@@ -293,6 +303,9 @@ void demand_queue_url(const demand_config_t *d, source_url_t *out);
 
 /* The trigger reads engine metrics (from URLs or pods). */
 bool trigger_uses_engine(const trigger_config_t *c);
+/* The trigger reads token rates: engine_prompt_tokens_rate,
+ * engine_generation_tokens_rate, or demand with a token-rate target. */
+bool demand_uses_token_rates(const demand_config_t *d);
 /* The trigger reads the GPUs (a GPU metric, or demand with targetGpu). */
 bool trigger_uses_gpu(const trigger_config_t *c);
 

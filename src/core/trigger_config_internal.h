@@ -57,6 +57,7 @@ typedef enum {
     K_ENGINE_SCHEME,
     K_MODEL,
     K_WINDOW,
+    K_LORA_ADAPTER,
     K_REDIS_ADDRESS,
     K_REDIS_LIST,
     K_REDIS_STREAM,
@@ -73,6 +74,8 @@ typedef enum {
     K_TARGET_RUNNING,
     K_TARGET_KV,
     K_TARGET_GPU,
+    K_TARGET_PROMPT_TOKENS, /* the token-rate targets, kept after targetGpu */
+    K_TARGET_GEN_TOKENS,
     K_GPU_METRIC_TYPE,
     K_ACTIVATION_QUEUE,
     K_ACTIVATION_GPU,

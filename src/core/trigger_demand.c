@@ -153,7 +153,19 @@ static int parse_matchers(slice_t v, demand_config_t *d, char *err, size_t errle
 }
 
 static bool type_is_engine_only(demand_type_t t) {
-    return t >= DEMAND_VLLM_QUEUE_DEPTH && t <= DEMAND_ENGINE_KV_CACHE;
+    return (t >= DEMAND_VLLM_QUEUE_DEPTH && t <= DEMAND_ENGINE_KV_CACHE) ||
+           t == DEMAND_ENGINE_PROMPT_TOKENS_RATE || t == DEMAND_ENGINE_GENERATION_TOKENS_RATE ||
+           t == DEMAND_VLLM_LORA_WAITING_ENGINES;
+}
+
+static bool type_is_token_rate(demand_type_t t) {
+    return t == DEMAND_ENGINE_PROMPT_TOKENS_RATE || t == DEMAND_ENGINE_GENERATION_TOKENS_RATE;
+}
+
+bool demand_uses_token_rates(const demand_config_t *d) {
+    return type_is_token_rate(d->type) ||
+           (d->type == DEMAND_COMPOSITE &&
+            (d->target_prompt_tokens > 0 || d->target_generation_tokens > 0));
 }
 
 static bool engine_has_running(engine_t e) {
@@ -172,7 +184,8 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
     slice_t v;
     int rc;
     int implied = ENGINE_NONE; /* from the metric type */
-    if (d->type == DEMAND_VLLM_QUEUE_DEPTH || d->type == DEMAND_VLLM_KV_CACHE_USAGE)
+    if (d->type == DEMAND_VLLM_QUEUE_DEPTH || d->type == DEMAND_VLLM_KV_CACHE_USAGE ||
+        d->type == DEMAND_VLLM_LORA_WAITING_ENGINES)
         implied = ENGINE_VLLM;
     if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE)
         implied = ENGINE_TRITON;
@@ -208,9 +221,9 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
                           "engine_queue, engine_running or engine_kv_cache",
                           tname, tc_engine_names[implied], tc_engine_names[e]);
 
-    static const int engine_keys[] = {K_VLLM_ENDPOINT, K_TRITON_ENDPOINT, K_ENGINE_ENDPOINT,
-                                      K_ENGINE,        K_ENGINE_PORT,     K_ENGINE_PATH,
-                                      K_ENGINE_SCHEME, K_MODEL,           K_WINDOW};
+    static const int engine_keys[] = {
+        K_VLLM_ENDPOINT, K_TRITON_ENDPOINT, K_ENGINE_ENDPOINT, K_ENGINE, K_ENGINE_PORT,
+        K_ENGINE_PATH,   K_ENGINE_SCHEME,   K_MODEL,           K_WINDOW, K_LORA_ADAPTER};
     int which;
     if (!needed) {
         if (any_slot(slot, engine_keys, sizeof engine_keys / sizeof *engine_keys, &which))
@@ -290,15 +303,18 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
                               "invalid model %s: must be 1-255 bytes without control characters",
                               kgs_quote(q, sizeof q, v.p, v.n));
     }
-    bool rate = d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE;
+    bool rate = d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE ||
+                demand_uses_token_rates(d);
     d->window_s = 30;
     if (slot[K_WINDOW]) {
         if (!rate && !d->slo_mask)
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "windowSeconds is set, but metricType %s is not a rate and has no "
                               "latency target; it applies to triton_queue_wait_ms, "
-                              "triton_request_rate and latency objectives (slo, or *Target keys "
-                              "on demand)",
+                              "triton_request_rate, engine_prompt_tokens_rate, "
+                              "engine_generation_tokens_rate, demand with "
+                              "targetPromptTokensPerReplica or targetGenerationTokensPerReplica, "
+                              "and latency objectives (slo, or *Target keys on demand)",
                               tname);
         long long w;
         rc = tc_key_int(K_WINDOW, tc_value_of(slot[K_WINDOW]), &w, err, errlen);
@@ -310,6 +326,36 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "metricType engine_running: Triton exports no requests-in-flight gauge; "
                           "use triton_request_rate or engine_queue");
+    if (demand_uses_token_rates(d) && d->engine == ENGINE_TRITON)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: Triton exports no prompt or generation token counters; token "
+                          "rates exist for vllm, tgi and sglang",
+                          type_is_token_rate(d->type)   ? tname
+                          : d->target_prompt_tokens > 0 ? "targetPromptTokensPerReplica"
+                                                        : "targetGenerationTokensPerReplica");
+    if (slot[K_LORA_ADAPTER] && d->type != DEMAND_VLLM_LORA_WAITING_ENGINES)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "loraAdapter is set, but metricType is %s; it applies to "
+                          "vllm_lora_waiting_engines",
+                          tname);
+    if (d->type == DEMAND_VLLM_LORA_WAITING_ENGINES) {
+        if (!slot[K_LORA_ADAPTER])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "metricType vllm_lora_waiting_engines needs loraAdapter: the name "
+                              "of the LoRA adapter (as requests name it in \"model\", e.g. "
+                              "\"sql-lora\")");
+        v = tc_value_of(slot[K_LORA_ADAPTER]);
+        /* vLLM joins the names with ','; a name holding one could never match */
+        bool ok = copy_plain(v, d->lora_adapter, sizeof d->lora_adapter) &&
+                  !memchr(v.p, ',', v.n) && !memchr(v.p, '"', v.n);
+        if (!ok) {
+            d->lora_adapter[0] = '\0';
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid loraAdapter %s: must be 1-255 bytes without control "
+                              "characters, ',' or '\"' (an adapter name as vLLM lists it)",
+                              kgs_quote(q, sizeof q, v.p, v.n));
+        }
+    }
     if (d->type == DEMAND_ENGINE_KV_CACHE && !engine_has_kv(d->engine))
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "metricType engine_kv_cache: %s exports no KV-cache usage; it exists "
@@ -496,10 +542,11 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
 
     /* Composite targets are checked first: they decide the model and which
      * sources are needed. */
-    static const int comp_keys[] = {K_TARGET_QUEUE,   K_TARGET_RUNNING,  K_TARGET_KV,
-                                    K_TARGET_GPU,     K_GPU_METRIC_TYPE, K_ACTIVATION_QUEUE,
-                                    K_ACTIVATION_GPU, K_DEMAND_MODEL,    K_TARGET_UTILIZATION,
-                                    K_DRAIN_SECONDS,  K_CAPACITY};
+    static const int comp_keys[] = {K_TARGET_QUEUE,     K_TARGET_RUNNING,  K_TARGET_KV,
+                                    K_TARGET_GPU,       K_GPU_METRIC_TYPE, K_ACTIVATION_QUEUE,
+                                    K_ACTIVATION_GPU,   K_DEMAND_MODEL,    K_TARGET_UTILIZATION,
+                                    K_DRAIN_SECONDS,    K_CAPACITY,        K_TARGET_PROMPT_TOKENS,
+                                    K_TARGET_GEN_TOKENS};
     if (!composite && any_slot(slot, comp_keys, sizeof comp_keys / sizeof *comp_keys, &which))
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s is set, but it applies to metricType demand (one trigger sizing "
@@ -507,11 +554,13 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                           tc_keys[which].name,
                           t ? tc_demand_names[t] : tc_metric_names[c->metric_type]);
     bool need_engine = type_is_engine_only(t) || slo;
-    static const int tkeys[] = {K_TARGET_QUEUE, K_TARGET_RUNNING, K_TARGET_KV, K_TARGET_GPU};
+    static const int tkeys[] = {K_TARGET_QUEUE, K_TARGET_RUNNING,       K_TARGET_KV,
+                                K_TARGET_GPU,   K_TARGET_PROMPT_TOKENS, K_TARGET_GEN_TOKENS};
+    const int ntkeys = (int)(sizeof tkeys / sizeof *tkeys);
     bool queueing = false;
     if (composite) {
         int target_key = -1;
-        bool has_target = any_slot(slot, tkeys, 4, &target_key);
+        bool has_target = any_slot(slot, tkeys, (size_t)ntkeys, &target_key);
         int model = has_target ? DEMAND_MODEL_COMPOSITE : DEMAND_MODEL_QUEUEING;
         if (slot[K_DEMAND_MODEL]) {
             rc =
@@ -548,7 +597,8 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                                   : "metricType demand reports replicas needed x 100 against a "
                                     "fixed target of 100; set per-signal targets "
                                     "(targetQueuePerReplica, targetRunningPerReplica, "
-                                    "targetKvCache, targetGpu) instead of %s",
+                                    "targetKvCache, targetGpu, targetPromptTokensPerReplica, "
+                                    "targetGenerationTokensPerReplica) instead of %s",
                               slot[K_TARGET_VALUE]      ? "targetValue"
                               : slot[K_TARGET_GPU_UTIL] ? "targetGpuUtilization"
                                                         : "targetMemoryUtilization");
@@ -556,9 +606,10 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "metricType demand is active while work waits or runs; tune it "
                               "with activationQueue and activationGpu, not activationThreshold");
-        double *dst[] = {&d->target_queue, &d->target_running, &d->target_kv, &d->target_gpu};
+        double *dst[] = {&d->target_queue, &d->target_running,       &d->target_kv,
+                         &d->target_gpu,   &d->target_prompt_tokens, &d->target_generation_tokens};
         bool any = false;
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < ntkeys; i++)
             if (slot[tkeys[i]]) {
                 rc = tc_parse_target(tc_keys[tkeys[i]].name, tc_value_of(slot[tkeys[i]]), dst[i],
                                      err, errlen);
@@ -570,7 +621,9 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "demandModel composite needs at least one per-signal target: "
                               "targetQueuePerReplica, targetRunningPerReplica, targetKvCache, "
-                              "targetGpu or a latency target (ttftP90Target, ...)");
+                              "targetGpu, targetPromptTokensPerReplica, "
+                              "targetGenerationTokensPerReplica or a latency target "
+                              "(ttftP90Target, ...)");
         if (queueing) {
             d->target_utilization = 0.7;
             d->drain_s = 10;
@@ -607,6 +660,7 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
         c->target_value = 100;
         c->activation_threshold = 0;
         need_engine = d->target_running > 0 || d->target_kv > 0 || any_slo ||
+                      demand_uses_token_rates(d) ||
                       ((d->target_queue > 0 || queueing) && !slot[K_REDIS_ADDRESS] &&
                        !slot[K_DEMAND_ENDPOINT]);
         if (!need_engine && (d->target_queue > 0 || queueing)) {
@@ -658,16 +712,18 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
         c->target_value = 100;
         c->activation_threshold = 0;
     } else if (t != DEMAND_NONE && !c->profile[0] && !slot[K_TARGET_VALUE]) {
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "metricType %s needs targetValue (%s per replica); there is no sensible "
-                          "default",
-                          tc_demand_names[t],
-                          t == DEMAND_VLLM_KV_CACHE_USAGE || t == DEMAND_ENGINE_KV_CACHE
-                              ? "KV-cache percent"
-                          : t == DEMAND_TRITON_QUEUE_WAIT_MS ? "milliseconds of queue wait"
-                          : t == DEMAND_TRITON_REQUEST_RATE  ? "requests per second"
-                          : t == DEMAND_ENGINE_RUNNING       ? "requests in flight"
-                                                             : "requests waiting");
+        return kgs_seterr(
+            err, errlen, KGS_EINVAL,
+            "metricType %s needs targetValue (%s per replica); there is no sensible "
+            "default",
+            tc_demand_names[t],
+            t == DEMAND_VLLM_KV_CACHE_USAGE || t == DEMAND_ENGINE_KV_CACHE ? "KV-cache percent"
+            : t == DEMAND_TRITON_QUEUE_WAIT_MS      ? "milliseconds of queue wait"
+            : t == DEMAND_TRITON_REQUEST_RATE       ? "requests per second"
+            : t == DEMAND_ENGINE_RUNNING            ? "requests in flight"
+            : type_is_token_rate(t)                 ? "tokens per second"
+            : t == DEMAND_VLLM_LORA_WAITING_ENGINES ? "engines with the adapter's requests waiting"
+                                                    : "requests waiting");
     }
     if (t != DEMAND_NONE && (slot[K_TARGET_GPU_UTIL] || slot[K_TARGET_MEM_UTIL]))
         return kgs_seterr(

@@ -50,6 +50,9 @@ const char *const tc_demand_names[DEMAND_TYPE_COUNT] = {
     "queue_length",
     "demand",
     "slo",
+    "engine_prompt_tokens_rate",
+    "engine_generation_tokens_rate",
+    "vllm_lora_waiting_engines",
 };
 
 const char *const tc_engine_names[] = {"", "vllm", "triton", "tgi", "sglang"};
@@ -81,6 +84,9 @@ static const char *const metric_type_values[METRIC_TYPE_COUNT + DEMAND_TYPE_COUN
     "queue_length",
     "demand",
     "slo",
+    "engine_prompt_tokens_rate",
+    "engine_generation_tokens_rate",
+    "vllm_lora_waiting_engines",
 };
 
 static const char *const aggregation_names[] = {"sum", "max", "min", "avg", "p95", "p99"};
@@ -225,7 +231,13 @@ const key_row_t tc_keys[K_COUNT] = {
     [K_MODEL] = ROW("model", KT_STRING, KG_ENGINE, "all models",
                     .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "llama"),
     [K_WINDOW] = ROW_INT("windowSeconds", KG_ENGINE, 1, 3600, "whole seconds from 1 to 3600",
+<<<<<<< HEAD
                          "`30`", .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "30"),
+=======
+                         "`30`", .serves = TS_ENGINE | TS_DEMAND, .example = "30"),
+    [K_LORA_ADAPTER] =
+        ROW("loraAdapter", KT_STRING, KG_ENGINE, "—", .serves = TS_ENGINE, .example = "sql-lora"),
+>>>>>>> wip-tokens
     [K_REDIS_ADDRESS] = ROW("redisAddress", KT_ADDRESS, KG_QUEUE, "—",
                             .serves = TS_QUEUE | TS_DEMAND, .example = "redis:6379"),
     [K_REDIS_LIST] = ROW("redisListName", KT_STRING, KG_QUEUE, "—", .serves = TS_QUEUE | TS_DEMAND,
@@ -261,6 +273,10 @@ const key_row_t tc_keys[K_COUNT] = {
         ROW("targetKvCache", KT_TARGET, KG_DEMAND, "—", .serves = TS_DEMAND, .example = "70"),
     [K_TARGET_GPU] =
         ROW("targetGpu", KT_TARGET, KG_DEMAND, "—", .serves = TS_DEMAND, .example = "80"),
+    [K_TARGET_PROMPT_TOKENS] = ROW("targetPromptTokensPerReplica", KT_TARGET, KG_DEMAND, "—",
+                                   .serves = TS_DEMAND, .example = "4000"),
+    [K_TARGET_GEN_TOKENS] = ROW("targetGenerationTokensPerReplica", KT_TARGET, KG_DEMAND, "—",
+                                .serves = TS_DEMAND, .example = "1500"),
     [K_GPU_METRIC_TYPE] =
         ROW_ENUM("gpuMetricType", KG_DEMAND, tc_metric_names, NULL, "`gpu_utilization`",
                  .serves = TS_DEMAND, .example = "sm_active"),
@@ -450,10 +466,19 @@ int tc_parse_enum(const char *key, const char *p, size_t n, const char *const *n
             return 0;
         }
     const char *s = suggest_value(p, n, names, count, value_synonyms, NV(value_synonyms));
-    if (s)
+    if (s) {
+        int len = snprintf(NULL, 0, "invalid %s %s: must be %s; did you mean \"%s\"?", key,
+                           kgs_quote(q, sizeof q, p, n), valid, s);
+        /* A long list (metricType's) would push the suggestion past a small
+         * buffer (the config cache keeps 512 bytes): then it comes first. */
+        if (len > 0 && (size_t)len >= errlen && err)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid %s %s: did you mean \"%s\"? It must be %s", key,
+                              kgs_quote(q, sizeof q, p, n), s, valid);
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "invalid %s %s: must be %s; did you mean \"%s\"?", key,
                           kgs_quote(q, sizeof q, p, n), valid, s);
+    }
     return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be %s", key,
                       kgs_quote(q, sizeof q, p, n), valid);
 }

@@ -23,6 +23,7 @@ typedef enum {
     W_COMPLETED,
     W_PROMPT_TOKENS,
     W_GEN_TOKENS,
+    W_LORA, /* vllm:lora_requests_info (see on_lora_sample()) */
 } want_t;
 
 /* One learning counter summed over its series: bad once a sample is not a
@@ -64,6 +65,8 @@ typedef struct {
     hist_acc_t *h; /* H_SLOTS accumulators, when want */
     bool has_start;
     double start;
+    const char *adapter; /* loraAdapter; NULL or "": vllm:lora_requests_info is not read */
+    double lora_newest;  /* the newest lora_requests_info series' value so far */
 } engine_ctx_t;
 
 /* The latency histogram family `name` (without _bucket/_sum/_count)
@@ -266,6 +269,13 @@ static want_t classify(engine_t e, const char *name) {
             return W_PROMPT_TOKENS;
         if (strcmp(name, "vllm:generation_tokens_total") == 0)
             return W_GEN_TOKENS;
+        /* vllm/v1/metrics/loggers.py (PrometheusStatLogger, with a LoRA
+         * config): a Gauge with the labels max_lora, waiting_lora_adapters
+         * and running_lora_adapters (adapter names joined by ","), set with
+         * set_to_current_time() on every engine step: one series per state
+         * ever seen, the newest (largest value) is the current one. */
+        if (strcmp(name, "vllm:lora_requests_info") == 0)
+            return W_LORA;
         return W_NONE;
     case ENGINE_TRITON:
         if (strcmp(name, "nv_inference_pending_request_count") == 0)
@@ -355,6 +365,41 @@ static bool counter_known(const counter_sum_t *c) {
     return c->seen && !c->bad && isfinite(c->sum);
 }
 
+/* name is one item of the comma list (p, as vLLM joins adapter names). */
+static bool in_comma_list(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0)
+            return true;
+        p = e ? e + 1 : NULL;
+    }
+    return false;
+}
+
+/* One vllm:lora_requests_info series: the newest wins. A value that is not
+ * a finite number cannot be ordered: that series is skipped (the gauges,
+ * not this one, decide whether the scrape is usable). */
+static void on_lora_sample(engine_ctx_t *x, const prom_sample_t *s) {
+    if (!x->adapter || !x->adapter[0] || !isfinite(s->value))
+        return;
+    const char *wl = prom_sample_label(s, "waiting_lora_adapters");
+    const char *rl = prom_sample_label(s, "running_lora_adapters");
+    bool waiting = wl && in_comma_list(wl, x->adapter);
+    bool running = rl && in_comma_list(rl, x->adapter);
+    engine_reading_t *r = x->r;
+    if (!r->has_lora || s->value > x->lora_newest) {
+        r->has_lora = true;
+        x->lora_newest = s->value;
+        r->lora_waiting = waiting;
+        r->lora_running = running;
+    } else if (s->value == x->lora_newest) {
+        r->lora_waiting |= waiting;
+        r->lora_running |= running;
+    }
+}
+
 static int on_engine_sample(void *ud, const prom_sample_t *s) {
     engine_ctx_t *x = ud;
     if (x->want) {
@@ -372,6 +417,10 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
     want_t w = classify(x->engine, s->name);
     if (w == W_NONE)
         return 0;
+    if (w == W_LORA) { /* no model_name label: the model filter does not apply */
+        on_lora_sample(x, s);
+        return 0;
+    }
     if (x->model[0]) {
         const char *m = prom_sample_label(s, model_label(x->engine));
         if (!m || strcmp(m, x->model) != 0)
@@ -428,6 +477,7 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
     case W_COMPLETED:
     case W_PROMPT_TOKENS:
     case W_GEN_TOKENS:
+    case W_LORA:
     case W_NONE:
         break;
     }
@@ -436,12 +486,26 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
 
 int engine_reading_parse(engine_t e, const char *model, const char *text, size_t len,
                          prom_format_t fmt, engine_reading_t *out, char *err, size_t errlen) {
-    return engine_reading_parse_hist(e, model, 0, text, len, fmt, out, NULL, err, errlen);
+    return engine_reading_parse_full(e, model, NULL, 0, text, len, fmt, out, NULL, err, errlen);
+}
+
+int engine_reading_parse_adapter(engine_t e, const char *model, const char *adapter,
+                                 const char *text, size_t len, prom_format_t fmt,
+                                 engine_reading_t *out, char *err, size_t errlen) {
+    return engine_reading_parse_full(e, model, adapter, 0, text, len, fmt, out, NULL, err, errlen);
 }
 
 int engine_reading_parse_hist(engine_t e, const char *model, unsigned want, const char *text,
                               size_t len, prom_format_t fmt, engine_reading_t *out,
                               engine_hists_t *hists, char *err, size_t errlen) {
+    return engine_reading_parse_full(e, model, NULL, want, text, len, fmt, out, hists, err,
+                                     errlen);
+}
+
+int engine_reading_parse_full(engine_t e, const char *model, const char *adapter, unsigned want,
+                              const char *text, size_t len, prom_format_t fmt,
+                              engine_reading_t *out, engine_hists_t *hists, char *err,
+                              size_t errlen) {
     memset(out, 0, sizeof *out);
     if (!hists)
         want = 0;
@@ -457,7 +521,8 @@ int engine_reading_parse_hist(engine_t e, const char *model, unsigned want, cons
                       .errlen = errlen,
                       .r = out,
                       .want = want,
-                      .h = want ? acc : NULL};
+                      .h = want ? acc : NULL,
+                      .adapter = adapter};
     int rc = prom_parse(text, len, fmt, on_engine_sample, &x, err, errlen);
     if (rc == 0 && want) {
         /* the newer TPOT name wins; the older is read only without it */

@@ -112,6 +112,26 @@ int engine_reading_parse_hist(engine_t e, const char *model, unsigned want, cons
                               engine_hists_t *hists, char *err, size_t errlen);
 
 /*
+ * engine_reading_parse() that also reads vLLM's vllm:lora_requests_info
+ * for LoRA adapter `adapter` (NULL or "": not read, as above): out->has_lora
+ * when a series with a finite value exists, and lora_waiting / lora_running
+ * when the newest one lists the adapter (docs/configuration.md,
+ * vllm_lora_waiting_engines). The model filter does not apply to it (it has
+ * no model_name label); a series whose value is not finite is skipped,
+ * never an error.
+ */
+int engine_reading_parse_adapter(engine_t e, const char *model, const char *adapter,
+                                 const char *text, size_t len, prom_format_t fmt,
+                                 engine_reading_t *out, char *err, size_t errlen);
+
+/* Both in one pass: what a trigger with latency targets and a loraAdapter
+ * reads (adapter NULL or "", want 0 / hists NULL: not read). */
+int engine_reading_parse_full(engine_t e, const char *model, const char *adapter, unsigned want,
+                              const char *text, size_t len, prom_format_t fmt,
+                              engine_reading_t *out, engine_hists_t *hists, char *err,
+                              size_t errlen);
+
+/*
  * The sum of every sample named metric whose labels satisfy the trigger's
  * demandLabels matchers (d->matchers). *matched counts them; 0 matched is
  * not an error here (the caller reports it). Returns like

@@ -40,6 +40,7 @@ typedef struct {
     /* ENGINE */
     engine_t engine;
     char model[256];
+    char lora_adapter[256]; /* "" = vllm:lora_requests_info not read */
     /* PROM: the trigger's metric and matchers (configure() points it at its own copy) */
     const demand_config_t *prom;
     void *owned; /* what configure() allocated; release() frees it */

@@ -75,7 +75,8 @@ static int read_body(const source_params_t *p, const char *text, size_t tlen,
     char why[300];
     if (p->kind == SOURCE_KIND_ENGINE) {
         engine_reading_t er;
-        if (engine_reading_parse(p->engine, p->model, text, tlen, fmt, &er, why, sizeof why) != 0) {
+        if (engine_reading_parse_adapter(p->engine, p->model, p->lora_adapter, text, tlen, fmt, &er,
+                                         why, sizeof why) != 0) {
             snprintf(msg, msglen, "metrics (a %zu-byte body): %s", tlen, why);
             return -1;
         }
@@ -185,6 +186,7 @@ static int http_configure(const source_target_t *t, source_params_t *p, bool *tl
             return rc;
         p->engine = d->engine;
         snprintf(p->model, sizeof p->model, "%s", d->model);
+        snprintf(p->lora_adapter, sizeof p->lora_adapter, "%s", d->lora_adapter);
         /* The name shows in messages and logs: no secret of the URL */
         char shown[TRIGGER_URL_MAX + 128];
         source_url_redact(t->url, strlen(t->url), shown, sizeof shown);

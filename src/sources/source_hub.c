@@ -87,9 +87,12 @@ struct source {
     bool polled_once, have_reading;
     engine_reading_t reading;
     double queue_value;
-    char error[512];           /* "" while the last poll succeeded */
-    counter_window_t counters; /* Triton: queue time (a) and successes (b) */
-    struct ns_count *charged;  /* the namespace it counts against */
+    char error[512]; /* "" while the last poll succeeded */
+    /* Triton: queue time (a) and successes (b); the other engines (a source
+     * reads one engine, and only Triton has no token counters): prompt (a)
+     * and generation (b) tokens. */
+    counter_window_t counters;
+    struct ns_count *charged; /* the namespace it counts against */
 };
 
 /* Live sources charged to one namespace (--max-sources-per-namespace). */
@@ -311,6 +314,10 @@ static void poll_done(void *ud, int status, const char *buf, size_t len, bool eo
         s->reading = r.engine;
         if (r.engine.has_triton)
             counter_window_push(&s->counters, now, r.engine.queue_us, r.engine.success,
+                                (uint64_t)s->window_max_s * 10000000ull);
+        else if (r.engine.has_tokens)
+            counter_window_push(&s->counters, now, r.engine.prompt_tokens_total,
+                                r.engine.generation_tokens_total,
                                 (uint64_t)s->window_max_s * 10000000ull);
     } else {
         if (r.queue != s->queue_value)
@@ -636,8 +643,16 @@ static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
 /* ---- identities ---------------------------------------------------------------- */
 
 /* The identity of the engine source that reads url for trigger c. */
+/* Room for "E|engine|model|<pod URL>|L|adapter" whole: a cut key could make
+ * two triggers share a source they should not. */
+#define ENGINE_KEY_MAX (TRIGGER_URL_MAX + 1024)
+
 static void engine_key(const trigger_config_t *c, const char *url, char *key, size_t keylen) {
-    snprintf(key, keylen, "E|%s|%s|%s", engine_name(c->demand.engine), c->demand.model, url);
+    /* loraAdapter changes what is read: part of the identity (only when set,
+     * so other triggers' keys are unchanged) */
+    const char *lora = c->demand.lora_adapter;
+    snprintf(key, keylen, "E|%s|%s|%s%s%s", engine_name(c->demand.engine), c->demand.model, url,
+             lora[0] ? "|L|" : "", lora);
 }
 
 /* The identity of c's queue source (may hold a password: wipe it after use). */
@@ -696,7 +711,7 @@ typedef struct {
 } start_ctx_t;
 
 static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
-    char key[TRIGGER_URL_MAX + 512], err[300];
+    char key[ENGINE_KEY_MAX], err[300];
     engine_key(x->c, url, key, sizeof key);
     source_target_t t = {SOURCE_KIND_ENGINE, x->c, url, pod};
     int rc;
@@ -874,7 +889,7 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
     w->name_at[w->n] = 0;
     demand_source_t *v = &w->v[w->n];
     memset(v, 0, sizeof *v);
-    char key[TRIGGER_URL_MAX + 512];
+    char key[ENGINE_KEY_MAX];
     engine_key(x->c, url, key, sizeof key);
     const source_t *s = source_find(x->h, key, x->now);
     if (!s) {
@@ -913,6 +928,10 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
         v->rates_known =
             counter_window_delta(&s->counters, x->now, (uint64_t)d->window_s * 1000000000ull,
                                  &v->queue_us_delta, &v->success_delta, &v->span_s);
+    if (v->state == DEMAND_SOURCE_READING && demand_uses_token_rates(d) && s->reading.has_tokens)
+        v->tokens_known =
+            counter_window_delta(&s->counters, x->now, (uint64_t)d->window_s * 1000000000ull,
+                                 &v->prompt_delta, &v->generation_delta, &v->tokens_span_s);
 }
 
 static void read_pod(void *ud, const source_pod_t *p) {

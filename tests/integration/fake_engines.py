@@ -10,6 +10,7 @@ end from what a real engine would show.
     e.complete(10)              # ten requests finish now
     e.run(rate=20)              # and from now on 20 per second of wall time
     e.reset()                   # a restart: every counter back to 0
+    e.lora = [(["a"], ["b"], 1764662400.0)]   # vLLM --enable-lora: lora_requests_info series
 
 Counters only grow (except on reset()), as a Prometheus counter does.
 Triton exports no token counters, so its fake has none either.
@@ -60,6 +61,11 @@ class FakeEngine:
         self.openmetrics = openmetrics
         self.lock = threading.Lock()
         self.rate = 0.0
+        # vLLM with --enable-lora: the vllm:lora_requests_info series, as
+        # [(running adapter names, waiting adapter names, Unix time set)];
+        # None: LoRA off (no such metric).
+        self.lora = None
+        self.max_lora = 4
         self.reset()
         if completed:
             self.complete(completed)
@@ -165,6 +171,16 @@ class FakeEngine:
                                stop),
                               ('engine="0",finished_reason="length",model_name="%s"' % self.model,
                                self.done - stop)])
+        if self.lora is not None:
+            # vllm/v1/metrics/loggers.py: labels max_lora, running_lora_adapters,
+            # waiting_lora_adapters (sorted by prometheus_client), names joined
+            # by ",", the value set_to_current_time(); every state seen stays.
+            out += ["# HELP vllm:lora_requests_info Running stats on lora requests.",
+                    "# TYPE vllm:lora_requests_info gauge"]
+            for running, waiting, at in self.lora:
+                out.append('vllm:lora_requests_info{max_lora="%d",running_lora_adapters="%s",'
+                           'waiting_lora_adapters="%s"} %s'
+                           % (self.max_lora, ",".join(running), ",".join(waiting), py_float(at)))
         return self._end(out)
 
     def _sglang(self):

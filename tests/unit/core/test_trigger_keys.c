@@ -66,7 +66,7 @@ static void test_trigger_keys_every_enum_row_round_trips(void **state) {
         enums++;
         for (size_t i = 0; i < r->nvalues; i++) {
             int out = -1;
-            char err[512] = "";
+            char err[1024] = "";
             if (tc_key_enum((key_id_t)k, S(r->values[i]), &out, err, sizeof err) != 0)
                 fail_msg("%s %s: %s", r->name, r->values[i], err);
             assert_int_equal(out, (int)i);

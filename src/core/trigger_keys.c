@@ -231,13 +231,9 @@ const key_row_t tc_keys[K_COUNT] = {
     [K_MODEL] = ROW("model", KT_STRING, KG_ENGINE, "all models",
                     .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "llama"),
     [K_WINDOW] = ROW_INT("windowSeconds", KG_ENGINE, 1, 3600, "whole seconds from 1 to 3600",
-<<<<<<< HEAD
                          "`30`", .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "30"),
-=======
-                         "`30`", .serves = TS_ENGINE | TS_DEMAND, .example = "30"),
     [K_LORA_ADAPTER] =
         ROW("loraAdapter", KT_STRING, KG_ENGINE, "—", .serves = TS_ENGINE, .example = "sql-lora"),
->>>>>>> wip-tokens
     [K_REDIS_ADDRESS] = ROW("redisAddress", KT_ADDRESS, KG_QUEUE, "—",
                             .serves = TS_QUEUE | TS_DEMAND, .example = "redis:6379"),
     [K_REDIS_LIST] = ROW("redisListName", KT_STRING, KG_QUEUE, "—", .serves = TS_QUEUE | TS_DEMAND,

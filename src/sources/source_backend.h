@@ -21,6 +21,7 @@
 
 #include "core/demand_eval.h"
 #include "core/trigger_config.h"
+#include "sources/engine_metrics.h"
 #include "sources/resp.h"
 #include "core/source_url.h"
 
@@ -41,6 +42,10 @@ typedef struct {
     engine_t engine;
     char model[256];
     char lora_adapter[256]; /* "" = vllm:lora_requests_info not read */
+    /* Latency histograms to read too (bit s for slo_signal_t s; 0: none,
+     * the scrape costs what a gauge scrape does). The hub widens it when
+     * a trigger with latency targets shares the source. */
+    unsigned slo_mask;
     /* PROM: the trigger's metric and matchers (configure() points it at its own copy) */
     const demand_config_t *prom;
     void *owned; /* what configure() allocated; release() frees it */
@@ -69,6 +74,9 @@ typedef struct {
 /* Caller-owned scratch shared by every poll of a hub (loop thread). */
 typedef struct {
     resp_reply_t *resp; /* Redis replies: about 160 KiB */
+    /* ENGINE with slo_mask: the histograms of the last successful parse
+     * (NULL: none are read). */
+    engine_hists_t *hists;
 } source_scratch_t;
 
 typedef struct source_backend {

@@ -69,14 +69,15 @@ static int body_sink(const char *data, size_t len, void *ud) {
 }
 
 /* The reading in a 200 reply's body text[0..tlen). */
-static int read_body(const source_params_t *p, const char *text, size_t tlen,
+static int read_body(const source_params_t *p, source_scratch_t *sc, const char *text, size_t tlen,
                      const char *content_type, source_reading_t *out, char *msg, size_t msglen) {
     prom_format_t fmt = prom_format_from_content_type(content_type);
     char why[300];
     if (p->kind == SOURCE_KIND_ENGINE) {
         engine_reading_t er;
-        if (engine_reading_parse_adapter(p->engine, p->model, p->lora_adapter, text, tlen, fmt, &er,
-                                         why, sizeof why) != 0) {
+        unsigned want = sc && sc->hists ? p->slo_mask : 0;
+        if (engine_reading_parse_full(p->engine, p->model, p->lora_adapter, want, text, tlen, fmt,
+                                      &er, want ? sc->hists : NULL, why, sizeof why) != 0) {
             snprintf(msg, msglen, "metrics (a %zu-byte body): %s", tlen, why);
             return -1;
         }
@@ -153,7 +154,7 @@ static int http_parse(const source_params_t *p, source_scratch_t *sc, const char
         }
         tlen = (size_t)r.content_length;
     }
-    rc = read_body(p, text, tlen, r.content_type, out, msg, msglen);
+    rc = read_body(p, sc, text, tlen, r.content_type, out, msg, msglen);
     free(body.p);
     return rc;
 }
@@ -187,6 +188,7 @@ static int http_configure(const source_target_t *t, source_params_t *p, bool *tl
         p->engine = d->engine;
         snprintf(p->model, sizeof p->model, "%s", d->model);
         snprintf(p->lora_adapter, sizeof p->lora_adapter, "%s", d->lora_adapter);
+        p->slo_mask = d->slo_mask;
         /* The name shows in messages and logs: no secret of the URL */
         char shown[TRIGGER_URL_MAX + 128];
         source_url_redact(t->url, strlen(t->url), shown, sizeof shown);

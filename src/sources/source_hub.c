@@ -37,6 +37,7 @@
 #include "net/tls.h"
 #include "sources/counter_window.h"
 #include "sources/fetch.h"
+#include "sources/hist_window.h"
 #include "sources/source_backend.h"
 #include "core/source_url.h"
 #include "core/egress.h"
@@ -54,6 +55,23 @@
 #define DEFAULT_CREATE_BURST 50
 #define CROWDED_IDLE_NS 60000000000ull /* idle expiry over 3/4 of max_sources */
 #define NS_BUCKETS 256
+
+/* A subscription a pod's latency increases go to: (trigger_id, ns), looked
+ * up at each poll (one freed meanwhile is dropped from the list). */
+typedef struct {
+    uint64_t id;
+    char ns[128];
+} hist_sub_ref_t;
+
+/* One engine source's latency state (triggers with latency targets only):
+ * per signal the previous scrape's buckets and their layout, and the
+ * subscriptions whose windows get the increases. */
+typedef struct {
+    hist_layout_t layout[SLO_SIGNAL_COUNT];
+    hist_pod_t pod[SLO_SIGNAL_COUNT];
+    hist_sub_ref_t *subs;
+    unsigned nsubs, capsubs;
+} source_hist_t;
 
 typedef struct source source_t;
 struct source {
@@ -93,6 +111,7 @@ struct source {
      * and generation (b) tokens. */
     counter_window_t counters;
     struct ns_count *charged; /* the namespace it counts against */
+    source_hist_t *hist; /* latency; NULL until a trigger with latency targets reads it */
 };
 
 /* Live sources charged to one namespace (--max-sources-per-namespace). */
@@ -124,6 +143,11 @@ typedef struct sub {
     bool engine_limited;    /* an engine source was refused by a limit (engine_error says) */
     bool queue_limited;     /* the queue source was refused by a limit */
     bool retry;             /* out of memory setting something up: the next subscribe retries */
+    /* Latency targets: one window per signal in slo_mask, fed by every pod's
+     * polls (buckets of all pods add), read by source_hub_signals(). */
+    unsigned slo_mask;
+    uint64_t window_ns;
+    hist_window_t *win[SLO_SIGNAL_COUNT];
 } sub_t;
 
 #define SUB_BUCKETS 1024
@@ -280,6 +304,97 @@ static void success(source_t *s, mono_ns_t now) {
     notify(s->hub);
 }
 
+/* ---- latency windows ------------------------------------------------------------- */
+
+static sub_t *sub_find(const source_hub_t *h, uint64_t id, const char *ns);
+
+/* One poll's histograms of source s: per signal, the increase since the
+ * pod's previous scrape (hist_pod_delta: the first scrape is a baseline
+ * unless process_start_time_seconds lies inside the window; a drop is a
+ * restart) into the window of every subscription that reads s. A layout
+ * that changed (an upgraded engine) starts the pod's baseline again, and a
+ * window that gets another layout than it holds starts again in that one
+ * (pods of two layouts at once: latency stays unknown until one remains). */
+static void hist_feed(source_t *s, const engine_hists_t *eh, mono_ns_t now) {
+    source_hub_t *h = s->hub;
+    source_hist_t *sh = s->hist;
+    double wall_s = (double)clock_wall_ms() / 1000.0;
+    bool since_start = eh->has_start && eh->start_time_s >= wall_s - (double)s->window_max_s &&
+                       eh->start_time_s <= wall_s + 60;
+    for (int sig = 0; sig < SLO_SIGNAL_COUNT; sig++) {
+        if (!(eh->mask & (1u << sig)))
+            continue;
+        if (!hist_layout_equal(&sh->layout[sig], &eh->layout[sig])) {
+            sh->layout[sig] = eh->layout[sig];
+            memset(&sh->pod[sig], 0, sizeof sh->pod[sig]);
+        }
+        hist_counts_t delta;
+        if (!hist_pod_delta(&sh->pod[sig], &eh->counts[sig], since_start, sh->layout[sig].n,
+                            &delta))
+            continue;
+        for (unsigned i = 0; i < sh->nsubs; i++) {
+            sub_t *u = sub_find(h, sh->subs[i].id, sh->subs[i].ns);
+            if (!u || !u->win[sig])
+                continue;
+            hist_window_t *w = u->win[sig];
+            if (!hist_layout_equal(hist_window_layout(w), &sh->layout[sig]))
+                hist_window_reset(w, &sh->layout[sig]);
+            uint64_t spacing = u->window_ns / 32 ? u->window_ns / 32 : 1;
+            hist_window_add(w, now, &delta, spacing);
+        }
+    }
+    /* drop the subscriptions that are gone */
+    unsigned k = 0;
+    for (unsigned i = 0; i < sh->nsubs; i++)
+        if (sub_find(h, sh->subs[i].id, sh->subs[i].ns))
+            sh->subs[k++] = sh->subs[i];
+    sh->nsubs = k;
+}
+
+/* Subscription u reads source s's latency from now on (once). */
+static void hist_subscribe(source_t *s, sub_t *u) {
+    if (!u->slo_mask)
+        return;
+    s->p.slo_mask |= u->slo_mask;
+    if (!s->hist && !(s->hist = calloc(1, sizeof *s->hist)))
+        return; /* its latency is not read: the window lacks this pod */
+    source_hist_t *sh = s->hist;
+    for (unsigned i = 0; i < sh->nsubs; i++)
+        if (sh->subs[i].id == u->trigger_id && strcmp(sh->subs[i].ns, u->ns) == 0)
+            return;
+    if (sh->nsubs == sh->capsubs) {
+        unsigned cap = sh->capsubs ? sh->capsubs * 2 : 2;
+        hist_sub_ref_t *n = realloc(sh->subs, cap * sizeof *n);
+        if (!n)
+            return;
+        sh->subs = n;
+        sh->capsubs = cap;
+    }
+    sh->subs[sh->nsubs].id = u->trigger_id;
+    snprintf(sh->subs[sh->nsubs].ns, sizeof sh->subs[sh->nsubs].ns, "%s", u->ns);
+    sh->nsubs++;
+}
+
+/* The latency of u's window now, for the evaluation (a read). */
+static void hist_read(const sub_t *u, mono_ns_t now, demand_latency_t out[SLO_SIGNAL_COUNT]) {
+    static const double qs[3] = {0.5, 0.9, 0.99};
+    for (int sig = 0; sig < SLO_SIGNAL_COUNT; sig++) {
+        memset(&out[sig], 0, sizeof out[sig]);
+        if (!u->win[sig])
+            continue;
+        hist_counts_t sum;
+        double n = hist_window_sum(u->win[sig], now, u->window_ns, &sum);
+        if (!(n > 0))
+            continue; /* no request in the window: unknown */
+        const hist_layout_t *l = hist_window_layout(u->win[sig]);
+        double v[3] = {0, 0, 0};
+        for (int q = 0; q < 3; q++)
+            (void)hist_quantile(l, &sum, qs[q], &v[q]);
+        out[sig] = (demand_latency_t){
+            .known = true, .count = n, .p50_s = v[0], .p90_s = v[1], .p99_s = v[2]};
+    }
+}
+
 /* ---- one poll's reply -------------------------------------------------------------- */
 
 static int poll_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
@@ -312,6 +427,8 @@ static void poll_done(void *ud, int status, const char *buf, size_t len, bool eo
         if (memcmp(&r.engine, &s->reading, sizeof r.engine) != 0)
             notify(h);
         s->reading = r.engine;
+        if (s->p.slo_mask && h->scratch.hists && s->hist)
+            hist_feed(s, h->scratch.hists, now);
         if (r.engine.has_triton)
             counter_window_push(&s->counters, now, r.engine.queue_us, r.engine.success,
                                 (uint64_t)s->window_max_s * 10000000ull);
@@ -509,6 +626,9 @@ static void source_free(source_hub_t *h, source_t *s) {
     if (s->key)
         explicit_bzero(s->key, strlen(s->key));
     free(s->key);
+    if (s->hist)
+        free(s->hist->subs);
+    free(s->hist);
     free(s);
 }
 
@@ -700,6 +820,8 @@ static sub_t *sub_find(const source_hub_t *h, uint64_t id, const char *ns) {
 static void sub_free(sub_t *u) {
     loop_timer_stop(u->hub->o.loop, &u->rescan);
     free(u->pods_cfg);
+    for (int i = 0; i < SLO_SIGNAL_COUNT; i++)
+        free(u->win[i]);
     free(u);
 }
 
@@ -715,11 +837,14 @@ static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
     engine_key(x->c, url, key, sizeof key);
     source_target_t t = {SOURCE_KIND_ENGINE, x->c, url, pod};
     int rc;
-    if (!source_get(x->h, key, &t, x->u->ns, x->now, &rc, err, sizeof err)) {
+    source_t *s = source_get(x->h, key, &t, x->u->ns, x->now, &rc, err, sizeof err);
+    if (!s) {
         snprintf(x->u->engine_error, sizeof x->u->engine_error, "%s", err);
         x->u->retry |= rc == KGS_ENOMEM || rc == KGS_ERANGE;
         x->u->engine_limited |= rc == KGS_ERANGE;
+        return;
     }
+    hist_subscribe(s, x->u);
 }
 
 /* Whether trigger c reads pod p's engine: a Ready pod always; one being
@@ -827,6 +952,12 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
     u->last_used = now;
     forecast_init(&u->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
     demand_model_init(&u->model);
+    /* latency targets: a window per signal (a signal whose window cannot be
+     * had reads as unknown) */
+    u->window_ns = (uint64_t)(c->demand.window_s ? c->demand.window_s : 30) * 1000000000ull;
+    for (int i = 0; i < SLO_SIGNAL_COUNT; i++)
+        if (c->demand.slo_mask & (1u << i) && (u->win[i] = calloc(1, sizeof *u->win[i])))
+            u->slo_mask |= 1u << i;
     loop_timer_init(&u->rescan, on_rescan, u);
     sub_start(h, u, c, now);
     sub_t **head = &h->subs[trigger_id % SUB_BUCKETS];
@@ -971,6 +1102,8 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
         u->last_used = now;
         out->forecast = &u->f;
         out->model = &u->model;
+        if (u->slo_mask)
+            hist_read(u, now, out->latency);
     }
     read_ctx_t x = {h, u, c, now};
     views_t *w = &h->views;
@@ -1050,8 +1183,11 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
         h->o.create_burst = DEFAULT_CREATE_BURST;
     h->tokens = h->o.create_burst;
     h->tokens_at = loop_now(h->o.loop);
+    /* the histograms of one scrape (latency targets): without it none are read */
+    h->scratch.hists = malloc(sizeof *h->scratch.hists);
     h->scratch.resp = malloc(sizeof *h->scratch.resp);
     if (!h->scratch.resp) {
+        free(h->scratch.hists);
         free(h);
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
     }
@@ -1060,6 +1196,7 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
         h->tls = tls_client_ctx_new(opts->ca_file, NULL, NULL, false, why, sizeof why);
         if (!h->tls) {
             free(h->scratch.resp);
+            free(h->scratch.hists);
             free(h);
             return kgs_seterr(err, errlen, KGS_EIO, "source CA file %s: %s", opts->ca_file, why);
         }
@@ -1092,6 +1229,7 @@ void source_hub_free(source_hub_t *h) {
     loop_timer_stop(h->o.loop, &h->notify);
     SSL_CTX_free(h->tls);
     free(h->scratch.resp);
+    free(h->scratch.hists);
     free(h);
 }
 

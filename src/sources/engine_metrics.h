@@ -23,6 +23,9 @@
  *           KV sglang:token_usage (0-1); `model` filters on model_name.
  *           Completed sglang:num_requests_total, tokens
  *           sglang:prompt_tokens_total, sglang:generation_tokens_total.
+ * LoRA (vLLM, only with an adapter: engine_reading_parse_adapter()):
+ *           vllm:lora_requests_info, the newest series' running_lora_adapters
+ *           and waiting_lora_adapters labels (names, no counts).
  * The Go system took the last matching line and ignored labels; summing is
  * what a pod with several engines (data parallel) needs.
  *

@@ -762,11 +762,11 @@ static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
 
 /* ---- identities ---------------------------------------------------------------- */
 
-/* The identity of the engine source that reads url for trigger c. */
 /* Room for "E|engine|model|<pod URL>|L|adapter" whole: a cut key could make
  * two triggers share a source they should not. */
 #define ENGINE_KEY_MAX (TRIGGER_URL_MAX + 1024)
 
+/* The identity of the engine source that reads url for trigger c. */
 static void engine_key(const trigger_config_t *c, const char *url, char *key, size_t keylen) {
     /* loraAdapter changes what is read: part of the identity (only when set,
      * so other triggers' keys are unchanged) */

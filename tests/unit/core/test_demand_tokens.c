@@ -255,6 +255,22 @@ static void test_lora_waiting_engines_cross_checked_with_the_gauges(void **state
                                       "--enable-lora?)"));
 }
 
+/* The metric types added here lengthen metricType's list past the 512 bytes
+ * the config cache keeps for a message: the suggestion then comes first, so
+ * it is never cut off (with room, the usual form). */
+static void test_metric_type_suggestion_survives_a_small_buffer(void **state) {
+    (void)state;
+    metadata_pair_t p[1];
+    size_t n = ts_pairs((const char *const[]){"metricType", "GPU_UTILIZATION", NULL}, p, 1);
+    char err[512] = "";
+    assert_int_equal(trigger_config_parse(p, n, &cfg_buf, err, sizeof err), KGS_EINVAL);
+    assert_non_null(strstr(err, "invalid metricType \"GPU_UTILIZATION\": did you mean "
+                                "\"gpu_utilization\"? It must be one of gpu_utilization, "));
+    char big[2048] = "";
+    assert_int_equal(trigger_config_parse(p, n, &cfg_buf, big, sizeof big), KGS_EINVAL);
+    assert_non_null(strstr(big, "vllm_lora_waiting_engines; did you mean \"gpu_utilization\"?"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_token_rate_keys_resolve_and_refuse),
@@ -262,6 +278,7 @@ int main(void) {
         cmocka_unit_test(test_token_rates_sum_each_pods_own_rate),
         cmocka_unit_test(test_token_rates_unknown_missing_and_idle),
         cmocka_unit_test(test_lora_waiting_engines_cross_checked_with_the_gauges),
+        cmocka_unit_test(test_metric_type_suggestion_survives_a_small_buffer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

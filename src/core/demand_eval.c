@@ -64,6 +64,11 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
     case DEMAND_QUEUE_LENGTH:
         v = s->queue;
         break;
+    case DEMAND_SLO:
+        /* the latency part is demand_evaluate_inputs()'s (slo_decide) */
+        v = 0;
+        active = queue > 0;
+        break;
     case DEMAND_COMPOSITE: {
         double need = 0;
         if (d->target_queue > 0 && queue / d->target_queue > need)
@@ -109,6 +114,83 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
     out->status = EVAL_OK;
     out->value = v;
     out->active = v > c->activation_threshold || running || active;
+}
+
+const char *slo_signal_name(slo_signal_t s) {
+    static const char *const names[SLO_SIGNAL_COUNT] = {"ttft", "tpot", "e2e", "queue_time"};
+    return (unsigned)s < SLO_SIGNAL_COUNT ? names[s] : "?";
+}
+
+bool slo_decide(const demand_config_t *d, const demand_latency_t lat[SLO_SIGNAL_COUNT],
+                double ready, slo_decision_t *out, char *err, size_t errlen) {
+    static const double qs[TRIGGER_SLO_QUANTILES] = {0.5, 0.9, 0.99};
+    memset(out, 0, sizeof *out);
+    out->worst_signal = out->worst_quantile = -1;
+    for (int s = 0; s < SLO_SIGNAL_COUNT; s++) {
+        if (!(d->slo_mask & (1u << s)) || !lat[s].known)
+            continue;
+        const demand_latency_t *l = &lat[s];
+        const double pv[TRIGGER_SLO_QUANTILES] = {l->p50_s, l->p90_s, l->p99_s};
+        if (!(isfinite(l->count) && l->count > 0)) {
+            if (err)
+                snprintf(err, errlen, "%s: %g requests in the window is not a count",
+                         slo_signal_name((slo_signal_t)s), l->count);
+            return false;
+        }
+        out->observed = true;
+        for (int q = 0; q < TRIGGER_SLO_QUANTILES; q++) {
+            double target = d->slo_target_s[s][q];
+            if (!(target > 0))
+                continue;
+            if (!(isfinite(pv[q]) && pv[q] >= 0)) {
+                if (err)
+                    snprintf(err, errlen, "%s p%g: %g s is not a latency",
+                             slo_signal_name((slo_signal_t)s), qs[q] * 100, pv[q]);
+                return false;
+            }
+            /* at least two requests above the quantile: one slow request
+             * cannot set it (1 - q in floating point is not exact: round) */
+            double need = floor(2 / (1 - qs[q]) + 0.5);
+            if (need < (double)d->slo_min_requests)
+                need = (double)d->slo_min_requests;
+            if (l->count < need)
+                continue;
+            double r = pv[q] / target;
+            if (!out->judged || r > out->worst) {
+                out->worst = r;
+                out->worst_signal = s;
+                out->worst_quantile = q;
+            }
+            out->judged = true;
+        }
+    }
+    if (!out->observed)
+        return true;
+    double R = ready > 1 ? ready : 1;
+    double r = out->judged ? out->worst : 0;
+    double want = fabs(r - 1) <= d->slo_tolerance ? R : R * r;
+    double step = d->slo_max_step > 1 ? d->slo_max_step : 2;
+    if (want > R * step) {
+        want = R * step;
+        out->clamped = true;
+    } else if (want < R / step) {
+        want = R / step;
+        out->clamped = true;
+    }
+    if (want < 1)
+        want = 1;
+    out->replicas = want;
+    return true;
+}
+
+/* The Ready replicas: the pods listed Ready, else the engines that answered. */
+static double ready_replicas(const demand_inputs_t *in, unsigned answered) {
+    if (!in->has_pods)
+        return answered;
+    unsigned n = 0;
+    for (unsigned i = 0; i < in->npods; i++)
+        n += in->pods[i].ready;
+    return n;
 }
 
 static void fail(eval_result_t *out, eval_status_t st, const char *fmt, ...)
@@ -471,12 +553,40 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
     }
     demand_evaluate(c, &sig, gpu, out);
     out->inputs += x.ok;
+    slo_decision_t slo;
+    memset(&slo, 0, sizeof slo);
+    if (d->slo_mask && out->status == EVAL_OK &&
+        !slo_decide(d, in->latency, ready_replicas(in, x.ok), &slo, msg, sizeof msg)) {
+        fail(out, EVAL_UNAVAILABLE, "latency: %s", msg);
+        return;
+    }
+    if (d->type == DEMAND_SLO && out->status == EVAL_OK) {
+        /* Nothing observed in the window: with requests waiting or in
+         * flight, their latency is not known yet, so hold the ready
+         * replicas (never scale down mid-flight on no data); idle, 0. */
+        bool busy = (sig.has_engine && sig.running > 0) || out->active;
+        double hold = ready_replicas(in, x.ok);
+        out->value = slo.observed ? 100 * slo.replicas : busy ? 100 * (hold > 1 ? hold : 1) : 0;
+        out->active = slo.observed || busy;
+        return;
+    }
     if (d->type == DEMAND_COMPOSITE && d->sizing == DEMAND_MODEL_QUEUEING &&
         out->status == EVAL_OK) {
         if (in->has_queue_source && in->queue.last_ok > x.newest)
             x.newest = in->queue.last_ok;
         model_apply(c, in, &x, &sig, now, out);
+        if (out->status == EVAL_OK && slo.observed) {
+            if (100 * slo.replicas > out->value)
+                out->value = 100 * slo.replicas;
+            out->active = true;
+        }
         return;
+    }
+    if (d->type == DEMAND_COMPOSITE && out->status == EVAL_OK && slo.observed) {
+        /* the larger need wins, before the forecast */
+        if (100 * slo.replicas > out->value)
+            out->value = 100 * slo.replicas;
+        out->active = true;
     }
     if (d->forecast_trend && out->status == EVAL_OK)
         demand_forecast_apply(c, in->forecast, (double)now / 1e9, out);

@@ -14,6 +14,7 @@
 #define KGS_DEMAND_EVAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/clock.h"
@@ -21,6 +22,53 @@
 #include "core/forecast.h"
 #include "core/queue_model.h"
 #include "core/trigger_config.h"
+
+/* The latency objectives a trigger can name (metricType slo). */
+typedef enum { SLO_TTFT, SLO_TPOT, SLO_E2E, SLO_QUEUE, SLO_SIGNAL_COUNT } slo_signal_t;
+
+_Static_assert(SLO_SIGNAL_COUNT == TRIGGER_SLO_SIGNALS, "trigger_config.h sizes the targets");
+
+/* One latency histogram over the trigger's window, merged over every
+ * Ready pod (buckets add), then its quantiles. */
+typedef struct {
+    bool known;   /* count > 0: requests observed in the window (else unknown, never 0) */
+    double count; /* observations in the window */
+    double p50_s, p90_s, p99_s;
+} demand_latency_t;
+
+/* "ttft", "tpot", "e2e", "queue_time"; "?" out of range. */
+const char *slo_signal_name(slo_signal_t s);
+
+/*
+ * The replicas latency asks for (metricType slo, and the *Target keys on
+ * demand). Pure. For each target set in d (slo_target_s) whose signal is
+ * known: ratio = observed quantile / target; a quantile is judged only
+ * with count >= max(sloMinRequests, 2 / (1 - q)) (p50: 4, p90: 20, p99:
+ * 200 requests: at least two requests above the quantile, so one slow
+ * request cannot set it). Then, with R = max(ready, 1):
+ *   nothing observed (no signal known): observed = false, replicas 0;
+ *   observed but nothing judged: ratio 0 (too few requests to say latency
+ *     is under pressure), so replicas shrink by at most the step;
+ *   |worst - 1| <= sloTolerance: replicas = R (the dead band: hold);
+ *   else replicas = R x worst,
+ * clamped to [R / sloMaxStep, R x sloMaxStep] and never below 1 while
+ * requests are observed. The step is against the ready replicas, so
+ * evaluations before new pods are Ready do not compound.
+ */
+typedef struct {
+    bool observed;      /* some named signal had requests in the window */
+    bool judged;        /* some target had enough requests to be judged */
+    double worst;       /* the largest observed / target ratio judged (0: none) */
+    int worst_signal;   /* slo_signal_t of worst, -1 none */
+    int worst_quantile; /* 0 p50, 1 p90, 2 p99; -1 none */
+    double replicas;    /* wanted, after the clamp (0 when !observed) */
+    bool clamped;       /* the step limited replicas */
+} slo_decision_t;
+
+/* false (with a message naming the signal) when a known latency is not a
+ * finite, non-negative number of seconds or its count is not a count. */
+bool slo_decide(const demand_config_t *d, const demand_latency_t lat[SLO_SIGNAL_COUNT],
+                double ready, slo_decision_t *out, char *err, size_t errlen);
 
 /* One scrape of a serving engine's /metrics (sources/engine_metrics.c
  * produces it; it lives here because the evaluation reads it). */
@@ -39,6 +87,11 @@ typedef struct {
     double completed_total;
     double prompt_tokens_total;
     double generation_tokens_total;
+    /* Latency histograms (read only when the trigger names a latency
+     * target): bit s set when the scrape holds signal s's histogram (after
+     * the model filter). The buckets themselves go to the source hub's
+     * windows, not into this struct. */
+    unsigned hist_mask;
 } engine_reading_t;
 
 typedef struct {
@@ -155,6 +208,9 @@ typedef struct {
     /* demandModel: queueing state of this trigger and namespace (mutable;
      * NULL: the model starts from its priors on every call). */
     demand_model_state_t *model;
+    /* Latency over the trigger's window (c->demand.slo_mask signals), merged
+     * over every pod that answered; known false: no request in the window. */
+    demand_latency_t latency[SLO_SIGNAL_COUNT];
 } demand_inputs_t;
 
 /*

@@ -102,6 +102,7 @@ typedef enum {
     DEMAND_ENGINE_KV_CACHE,      /* engine_kv_cache: KV-cache usage %, summed */
     DEMAND_QUEUE_LENGTH,         /* queue_length: a Redis or Prometheus queue */
     DEMAND_COMPOSITE,            /* demand: max over signals of need/target, x100 */
+    DEMAND_SLO,                  /* slo: replicas that bring latency to its targets, x100 */
     DEMAND_TYPE_COUNT
 } demand_type_t;
 
@@ -134,6 +135,9 @@ typedef enum { STREAM_MEASURE_LAG, STREAM_MEASURE_PENDING, STREAM_MEASURE_LENGTH
 #define TRIGGER_MAX_ENDPOINTS 16
 #define TRIGGER_URL_MAX 512
 #define TRIGGER_MAX_MATCHERS 8
+/* Latency objectives: four signals (slo_signal_t) x three quantiles. */
+#define TRIGGER_SLO_SIGNALS 4
+#define TRIGGER_SLO_QUANTILES 3
 
 typedef struct {
     demand_type_t type; /* DEMAND_NONE: a GPU trigger */
@@ -204,6 +208,17 @@ typedef struct {
     bool forecast_trend;   /* forecast: trend (default none); composite and single signals */
     unsigned cold_start_s; /* coldStartSeconds, 1..3600: forecast: trend's horizon (required
                               there), or the queueing model's cold start (0 = learn) */
+
+    /* Latency objectives (metricType slo, or the same keys on demand):
+     * slo_target_s[signal][quantile] in seconds, 0 = not set. Signals in
+     * slo_signal_t order (core/demand_eval.h: TTFT, TPOT, E2E, QUEUE),
+     * quantiles p50, p90, p99. slo_mask: bit s set when signal s has a
+     * target (the sources read only those histograms). */
+    double slo_target_s[TRIGGER_SLO_SIGNALS][TRIGGER_SLO_QUANTILES];
+    unsigned slo_mask;
+    unsigned slo_min_requests; /* sloMinRequests, default 10 */
+    double slo_max_step;       /* sloMaxStep: a factor > 1, default 2 */
+    double slo_tolerance;      /* sloTolerance: the dead band around 1, default 0.1 */
 
     uint64_t interval_ns; /* sourceInterval: default 1 s, 100 ms .. 60 s */
     uint64_t timeout_ns;  /* sourceTimeout: default 2 s, 100 ms .. 30 s */

@@ -84,6 +84,21 @@ typedef enum {
     K_SOURCE_TIMEOUT,
     K_FORECAST,
     K_COLD_START,
+    K_TTFT_P50, /* the twelve latency targets stay adjacent, signal-major, p50/p90/p99 */
+    K_TTFT_P90,
+    K_TTFT_P99,
+    K_TPOT_P50,
+    K_TPOT_P90,
+    K_TPOT_P99,
+    K_E2E_P50,
+    K_E2E_P90,
+    K_E2E_P99,
+    K_QUEUE_P50,
+    K_QUEUE_P90,
+    K_QUEUE_P99,
+    K_SLO_MIN_REQUESTS,
+    K_SLO_MAX_STEP,
+    K_SLO_TOLERANCE,
     K_SCALER_ADDRESS, /* KEDA's own: accepted and ignored */
     K_ENABLE_TLS,
     K_UNSAFE_SSL,
@@ -114,7 +129,15 @@ typedef enum {
 } key_type_t;
 
 /* What a key belongs to: groups the "valid keys are ..." message. */
-typedef enum { KG_GENERAL, KG_ENGINE, KG_QUEUE, KG_DEMAND, KG_FORECAST, KG_KEDA } key_group_t;
+typedef enum {
+    KG_GENERAL,
+    KG_ENGINE,
+    KG_QUEUE,
+    KG_DEMAND,
+    KG_FORECAST,
+    KG_SLO,
+    KG_KEDA
+} key_group_t;
 
 /* Which triggers a key serves, by metric type: a key set on a trigger its
  * row does not serve is refused, naming the key (test_trigger_keys checks the
@@ -125,7 +148,8 @@ typedef enum { KG_GENERAL, KG_ENGINE, KG_QUEUE, KG_DEMAND, KG_FORECAST, KG_KEDA 
 #define TS_ENGINE 2u /* vllm_*, triton_*, engine_* */
 #define TS_QUEUE 4u  /* queue_length */
 #define TS_DEMAND 8u /* demand (composite) */
-#define TS_ALL (TS_GPU | TS_ENGINE | TS_QUEUE | TS_DEMAND)
+#define TS_SLO 16u   /* slo */
+#define TS_ALL (TS_GPU | TS_ENGINE | TS_QUEUE | TS_DEMAND | TS_SLO)
 
 /* One metadata key. */
 typedef struct {
@@ -196,5 +220,15 @@ int tc_key_bool(key_id_t k, slice_t v, bool *out, char *err, size_t errlen);
  * (trigger_demand.c). */
 int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
                       size_t errlen);
+
+/* The latency objectives (trigger_slo.c): the *Target keys and the clamp
+ * keys into c->demand.slo_*; refused unless metricType is slo or demand,
+ * and, per engine, for the signals it does not export. Called by
+ * tc_resolve_demand() before the engine keys (it decides need_engine);
+ * *any: some target is set. */
+int tc_resolve_slo(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, bool *any, char *err,
+                   size_t errlen);
+/* After the engine is known: the objectives the engine cannot report. */
+int tc_check_slo_engine(const trigger_config_t *c, char *err, size_t errlen);
 
 #endif

@@ -293,10 +293,12 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
     bool rate = d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE;
     d->window_s = 30;
     if (slot[K_WINDOW]) {
-        if (!rate)
+        if (!rate && !d->slo_mask)
             return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "windowSeconds is set, but metricType %s is not a rate; it applies "
-                              "to triton_queue_wait_ms and triton_request_rate",
+                              "windowSeconds is set, but metricType %s is not a rate and has no "
+                              "latency target; it applies to triton_queue_wait_ms, "
+                              "triton_request_rate and latency objectives (slo, or *Target keys "
+                              "on demand)",
                               tname);
         long long w;
         rc = tc_key_int(K_WINDOW, tc_value_of(slot[K_WINDOW]), &w, err, errlen);
@@ -487,6 +489,10 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
     demand_type_t t = d->type;
     int rc, which;
     bool composite = t == DEMAND_COMPOSITE;
+    bool slo = t == DEMAND_SLO, any_slo = false;
+    rc = tc_resolve_slo(slot, c, &any_slo, err, errlen);
+    if (rc)
+        return rc;
 
     /* Composite targets are checked first: they decide the model and which
      * sources are needed. */
@@ -500,7 +506,7 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                           "the fleet from queue, engine and GPU signals); metricType is %s",
                           tc_keys[which].name,
                           t ? tc_demand_names[t] : tc_metric_names[c->metric_type]);
-    bool need_engine = type_is_engine_only(t);
+    bool need_engine = type_is_engine_only(t) || slo;
     static const int tkeys[] = {K_TARGET_QUEUE, K_TARGET_RUNNING, K_TARGET_KV, K_TARGET_GPU};
     bool queueing = false;
     if (composite) {
@@ -560,11 +566,11 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                     return rc;
                 any = true;
             }
-        if (!any && !queueing)
+        if (!any && !any_slo && !queueing)
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "demandModel composite needs at least one per-signal target: "
-                              "targetQueuePerReplica, targetRunningPerReplica, targetKvCache or "
-                              "targetGpu");
+                              "targetQueuePerReplica, targetRunningPerReplica, targetKvCache, "
+                              "targetGpu or a latency target (ttftP90Target, ...)");
         if (queueing) {
             d->target_utilization = 0.7;
             d->drain_s = 10;
@@ -600,7 +606,7 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
         }
         c->target_value = 100;
         c->activation_threshold = 0;
-        need_engine = d->target_running > 0 || d->target_kv > 0 ||
+        need_engine = d->target_running > 0 || d->target_kv > 0 || any_slo ||
                       ((d->target_queue > 0 || queueing) && !slot[K_REDIS_ADDRESS] &&
                        !slot[K_DEMAND_ENDPOINT]);
         if (!need_engine && (d->target_queue > 0 || queueing)) {
@@ -639,6 +645,18 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
             if (rc)
                 return rc;
         }
+    } else if (slo) {
+        if (slot[K_TARGET_VALUE])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "metricType slo reports replicas needed x 100 against a fixed "
+                              "target of 100; set latency targets (ttftP90Target, ...) instead "
+                              "of targetValue");
+        if (slot[K_ACTIVATION])
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "metricType slo is active while requests are observed or in "
+                              "flight; activationThreshold does not apply to it");
+        c->target_value = 100;
+        c->activation_threshold = 0;
     } else if (t != DEMAND_NONE && !c->profile[0] && !slot[K_TARGET_VALUE]) {
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "metricType %s needs targetValue (%s per replica); there is no sensible "
@@ -673,6 +691,9 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
     rc = resolve_engine(slot, c, need_engine, err, errlen);
     if (rc)
         return rc;
+    rc = tc_check_slo_engine(c, err, errlen);
+    if (rc)
+        return rc;
     rc = resolve_queue(slot, c, t == DEMAND_QUEUE_LENGTH || composite, err, errlen);
     if (rc)
         return rc;
@@ -700,6 +721,12 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                               "engine, queue and demand metric types",
                               slot[K_FORECAST] ? "forecast" : "coldStartSeconds",
                               tc_metric_names[c->metric_type]);
+        if (slo)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s is set, but metricType slo follows latency that is observed, "
+                              "not forecast; forecast applies to engine, queue and demand "
+                              "metric types",
+                              slot[K_FORECAST] ? "forecast" : "coldStartSeconds");
         if (slot[K_FORECAST]) {
             int k = 0;
             rc = tc_key_enum(K_FORECAST, tc_value_of(slot[K_FORECAST]), &k, err, errlen);

@@ -49,6 +49,7 @@ const char *const tc_demand_names[DEMAND_TYPE_COUNT] = {
     "engine_kv_cache",
     "queue_length",
     "demand",
+    "slo",
 };
 
 const char *const tc_engine_names[] = {"", "vllm", "triton", "tgi", "sglang"};
@@ -57,17 +58,29 @@ const char *const tc_engine_names[] = {"", "vllm", "triton", "tgi", "sglang"};
  * DEMAND_NONE); trigger_config.c maps an index past METRIC_TYPE_COUNT back
  * to demand_type_t. */
 static const char *const metric_type_values[METRIC_TYPE_COUNT + DEMAND_TYPE_COUNT - 1] = {
-    "gpu_utilization",     "memory_utilization",
-    "memory_used_mib",     "memory_used_percent",
-    "temperature",         "power_draw",
-    "pcie_tx_kbps",        "pcie_rx_kbps",
-    "nvlink_tx_mbps",      "nvlink_rx_mbps",
-    "sm_active",           "sm_occupancy",
-    "dram_bandwidth",      "vllm_queue_depth",
-    "vllm_kv_cache_usage", "triton_queue_wait_ms",
-    "triton_request_rate", "engine_queue",
-    "engine_running",      "engine_kv_cache",
-    "queue_length",        "demand",
+    "gpu_utilization",
+    "memory_utilization",
+    "memory_used_mib",
+    "memory_used_percent",
+    "temperature",
+    "power_draw",
+    "pcie_tx_kbps",
+    "pcie_rx_kbps",
+    "nvlink_tx_mbps",
+    "nvlink_rx_mbps",
+    "sm_active",
+    "sm_occupancy",
+    "dram_bandwidth",
+    "vllm_queue_depth",
+    "vllm_kv_cache_usage",
+    "triton_queue_wait_ms",
+    "triton_request_rate",
+    "engine_queue",
+    "engine_running",
+    "engine_kv_cache",
+    "queue_length",
+    "demand",
+    "slo",
 };
 
 static const char *const aggregation_names[] = {"sum", "max", "min", "avg", "p95", "p99"};
@@ -115,6 +128,7 @@ const char *partial_data_name(partial_data_t p) {
 
 /* ---- the key table ----------------------------------------------------------- */
 
+#define NS_PER_US 1000ll
 #define NS_PER_MS 1000000ll
 #define NS_PER_S 1000000000ll
 
@@ -190,26 +204,28 @@ const key_row_t tc_keys[K_COUNT] = {
                   .nvalues = NV(tc_engine_names) - 1,
                   .must = "vllm, triton, tgi or sglang",
                   .def = "implied by the metric type or endpoint key",
-                  .serves = TS_ENGINE | TS_DEMAND,
+                  .serves = TS_ENGINE | TS_DEMAND | TS_SLO,
                   .example = "vllm"},
-    [K_VLLM_ENDPOINT] = ROW("vllmEndpoint", KT_URL_LIST, KG_ENGINE, "—",
-                            .serves = TS_ENGINE | TS_DEMAND, .example = "http://vllm:8000/metrics"),
+    [K_VLLM_ENDPOINT] =
+        ROW("vllmEndpoint", KT_URL_LIST, KG_ENGINE, "—", .serves = TS_ENGINE | TS_DEMAND | TS_SLO,
+            .example = "http://vllm:8000/metrics"),
     [K_TRITON_ENDPOINT] =
-        ROW("tritonEndpoint", KT_URL_LIST, KG_ENGINE, "—", .serves = TS_ENGINE | TS_DEMAND,
+        ROW("tritonEndpoint", KT_URL_LIST, KG_ENGINE, "—", .serves = TS_ENGINE | TS_DEMAND | TS_SLO,
             .example = "http://triton:8002/metrics"),
-    [K_ENGINE_ENDPOINT] = ROW("engineEndpoint", KT_URL_LIST, KG_ENGINE, "—",
-                              .serves = TS_ENGINE | TS_DEMAND, .example = "http://tgi:80/metrics"),
+    [K_ENGINE_ENDPOINT] =
+        ROW("engineEndpoint", KT_URL_LIST, KG_ENGINE, "—", .serves = TS_ENGINE | TS_DEMAND | TS_SLO,
+            .example = "http://tgi:80/metrics"),
     [K_ENGINE_PORT] = ROW_INT("enginePort", KG_ENGINE, 1, 65535, "a port number from 1 to 65535",
                               "vLLM 8000, Triton 8002, TGI 80, SGLang 30000",
-                              .serves = TS_ENGINE | TS_DEMAND, .example = "8000"),
+                              .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "8000"),
     [K_ENGINE_PATH] = ROW("enginePath", KT_PATH, KG_ENGINE, "`/metrics`",
-                          .serves = TS_ENGINE | TS_DEMAND, .example = "/metrics"),
+                          .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "/metrics"),
     [K_ENGINE_SCHEME] = ROW_ENUM("engineScheme", KG_ENGINE, scheme_names, "http or https", "`http`",
-                                 .serves = TS_ENGINE | TS_DEMAND, .example = "https"),
-    [K_MODEL] = ROW("model", KT_STRING, KG_ENGINE, "all models", .serves = TS_ENGINE | TS_DEMAND,
-                    .example = "llama"),
+                                 .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "https"),
+    [K_MODEL] = ROW("model", KT_STRING, KG_ENGINE, "all models",
+                    .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "llama"),
     [K_WINDOW] = ROW_INT("windowSeconds", KG_ENGINE, 1, 3600, "whole seconds from 1 to 3600",
-                         "`30`", .serves = TS_ENGINE, .example = "30"),
+                         "`30`", .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "30"),
     [K_REDIS_ADDRESS] = ROW("redisAddress", KT_ADDRESS, KG_QUEUE, "—",
                             .serves = TS_QUEUE | TS_DEMAND, .example = "redis:6379"),
     [K_REDIS_LIST] = ROW("redisListName", KT_STRING, KG_QUEUE, "—", .serves = TS_QUEUE | TS_DEMAND,
@@ -266,9 +282,10 @@ const key_row_t tc_keys[K_COUNT] = {
                        .example = "2.5"),
     [K_SOURCE_INTERVAL] =
         ROW_DUR("sourceInterval", KG_DEMAND, 100 * NS_PER_MS, 60 * NS_PER_S, "`1s`",
-                .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND, .example = "500ms"),
-    [K_SOURCE_TIMEOUT] = ROW_DUR("sourceTimeout", KG_DEMAND, 100 * NS_PER_MS, 30 * NS_PER_S, "`2s`",
-                                 .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND, .example = "1s"),
+                .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND | TS_SLO, .example = "500ms"),
+    [K_SOURCE_TIMEOUT] =
+        ROW_DUR("sourceTimeout", KG_DEMAND, 100 * NS_PER_MS, 30 * NS_PER_S, "`2s`",
+                .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND | TS_SLO, .example = "1s"),
     [K_FORECAST] = ROW_ENUM("forecast", KG_FORECAST, forecast_names, "none or trend", "`none`",
                             .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND, .example = "trend"),
     [K_COLD_START] = ROW_INT("coldStartSeconds", KG_FORECAST, 1, 3600,
@@ -276,6 +293,36 @@ const key_row_t tc_keys[K_COUNT] = {
                              "serve: node, image, weights)",
                              "learned (`demandModel: queueing`)",
                              .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND, .example = "120"),
+/* Latency objectives (trigger_slo.c): 100 us .. 1 h. */
+#define SLO_ROW(k, n, ex)                                                                          \
+    [k] = ROW_DUR(n, KG_SLO, 100 * NS_PER_US, 3600 * NS_PER_S, "—", .serves = TS_SLO | TS_DEMAND,  \
+                  .example = ex)
+    SLO_ROW(K_TTFT_P50, "ttftP50Target", "300ms"),
+    SLO_ROW(K_TTFT_P90, "ttftP90Target", "500ms"),
+    SLO_ROW(K_TTFT_P99, "ttftP99Target", "2s"),
+    SLO_ROW(K_TPOT_P50, "tpotP50Target", "30ms"),
+    SLO_ROW(K_TPOT_P90, "tpotP90Target", "50ms"),
+    SLO_ROW(K_TPOT_P99, "tpotP99Target", "100ms"),
+    SLO_ROW(K_E2E_P50, "e2eP50Target", "5s"),
+    SLO_ROW(K_E2E_P90, "e2eP90Target", "10s"),
+    SLO_ROW(K_E2E_P99, "e2eP99Target", "30s"),
+    SLO_ROW(K_QUEUE_P50, "queueTimeP50Target", "100ms"),
+    SLO_ROW(K_QUEUE_P90, "queueTimeP90Target", "500ms"),
+    SLO_ROW(K_QUEUE_P99, "queueTimeP99Target", "2s"),
+#undef SLO_ROW
+    [K_SLO_MIN_REQUESTS] = ROW_INT("sloMinRequests", KG_SLO, 1, 1000000,
+                                   "a whole number of requests from 1 to 1000000", "`10`",
+                                   .serves = TS_SLO | TS_DEMAND, .example = "20"),
+    [K_SLO_MAX_STEP] = ROW("sloMaxStep", KT_TARGET, KG_SLO, "`2`",
+                           .must = "a decimal number above 1 and at most 100 (the most the "
+                                   "replicas wanted may grow or shrink against the ready "
+                                   "replicas, as a factor)",
+                           .serves = TS_SLO | TS_DEMAND, .example = "1.5"),
+    [K_SLO_TOLERANCE] =
+        ROW_NUM("sloTolerance", KG_SLO,
+                "a decimal number >= 0 and at most 0.5 (the dead band around a ratio "
+                "of 1)",
+                "`0.1`", .serves = TS_SLO | TS_DEMAND, .example = "0.05"),
     [K_SCALER_ADDRESS] = ROW("scalerAddress", KT_IGNORED, KG_KEDA, "—", .serves = TS_ALL,
                              .example = "keda-gpu-scaler:6000"),
     [K_ENABLE_TLS] =
@@ -343,8 +390,8 @@ bool trigger_config_key_known(const char *p, size_t n) {
  * forecast, coldStartSeconds and KEDA's scalerAddress, enableTLS, unsafeSsl". */
 static void list_keys(char *buf, size_t len) {
     static const char *const labels[] = {
-        [KG_GENERAL] = NULL,    [KG_ENGINE] = "engine", [KG_QUEUE] = "queue",
-        [KG_DEMAND] = "demand", [KG_FORECAST] = NULL,   [KG_KEDA] = NULL,
+        [KG_GENERAL] = NULL,  [KG_ENGINE] = "engine", [KG_QUEUE] = "queue", [KG_DEMAND] = "demand",
+        [KG_FORECAST] = NULL, [KG_SLO] = "slo",       [KG_KEDA] = NULL,
     };
     size_t o = 0;
     buf[0] = '\0';
@@ -381,7 +428,7 @@ int tc_unknown_key(const char *p, size_t n, char *err, size_t errlen) {
     if (s)
         return kgs_seterr(err, errlen, KGS_EINVAL, "unknown metadata key %s: did you mean \"%s\"?",
                           kgs_quote(q, sizeof q, p, n), s);
-    char list[1200];
+    char list[2048];
     list_keys(list, sizeof list);
     return kgs_seterr(err, errlen, KGS_EINVAL, "unknown metadata key %s: valid keys are %s",
                       kgs_quote(q, sizeof q, p, n), list);

@@ -182,7 +182,7 @@ static void test_trigger_keys_duration_bounds_name_the_value_and_the_range(void 
             assert_string_equal(err, want);
         }
     }
-    assert_int_equal(rows, 2);
+    assert_int_equal(rows, 14); /* sourceInterval, sourceTimeout, the 12 latency targets */
 }
 
 static void test_trigger_keys_number_rows_refuse_negatives_and_keep_no_minus_zero(void **state) {
@@ -212,7 +212,8 @@ static void test_trigger_keys_unknown_key_message_lists_every_key_once(void **st
     size_t o = 0;
     for (const char *p = list + strlen("valid keys are "); *p && o + 1 < sizeof flat;) {
         static const char *const skip[] = {"the engine keys (", "the queue keys (",
-                                           "the demand keys (", ")", " and KEDA's "};
+                                           "the demand keys (", ")",
+                                           " and KEDA's ",      "the slo keys ("};
         bool skipped = false;
         for (size_t i = 0; i < sizeof skip / sizeof *skip && !skipped; i++)
             if (strncmp(p, skip[i], strlen(skip[i])) == 0) {
@@ -256,6 +257,9 @@ static void test_trigger_keys_a_key_outside_its_families_is_refused_by_name(void
         {TS_DEMAND,
          {"metricType", "demand", "targetQueuePerReplica", "5", "redisAddress", "redis:6379",
           "redisListName", "jobs", NULL}},
+        {TS_SLO,
+         {"metricType", "slo", "engine", "vllm", "vllmEndpoint", "http://vllm:8000/metrics",
+          "ttftP90Target", "500ms", NULL}},
     };
     static trigger_config_t c; /* large: off the stack */
     int refused = 0;

@@ -61,7 +61,7 @@ static void usage(FILE *f) {
         "         --alpha A (%.2f)  --beta B (%.2f)  (forecast weights per second)\n"
         "         --target-queue N (4)  --target-running N (12)  --target-kv PCT (70): (d), (e)\n"
         "         --ideal-util U (0.5)  --ideal-drain S (10)  --ideal-hold S (60): (i)\n"
-        "         --only LETTERS (of abcdeoqif)  --svg PATH  --csv PATH (the timeline)\n"
+        "         --only LETTERS (of abcdeoslif)  --svg PATH  --csv PATH (the timeline)\n"
         "         --json PATH|-  --sweep PATH (sweep each policy's knob: frontier SVG)\n"
         "         --floor-idle S (300: idle time after which a wake counts for the floor)\n",
         RECOMMEND_COLD_START_MIN_S, RECOMMEND_COLD_START_MAX_S, 100 * RECOMMEND_TOL_ABS,
@@ -341,10 +341,14 @@ int main(int argc, char **argv) {
         trace_deinit(&t);
         return st;
     }
+    kn.ttft_target_s = sim_ttft_objective_s(&m, &so);
+    kn.tpot_target_s = sim_tpot_objective_s(&m, &so);
     size_t n = policies_default(all, &m, &kn), k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!only || strchr(only, all[i].id))
-            pol[k++] = all[i];
+    /* the table's order: the latency policies beside ours, the yardsticks last */
+    for (const char *id = "abcdeoslif"; *id; id++)
+        for (size_t i = 0; i < n; i++)
+            if (all[i].id == *id && (!only || strchr(only, all[i].id)))
+                pol[k++] = all[i];
     /* with --json - the JSON owns stdout: the text goes to stderr */
     FILE *txt = json && !strcmp(json, "-") ? stderr : stdout;
     sim_result_t res[POLICY_COUNT];

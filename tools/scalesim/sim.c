@@ -677,6 +677,18 @@ static void evaluate_queueing(sim_t *s, const sim_signals_t *x, eval_result_t *o
         in.queue.timeout_ns = 2 * NS_PER_SEC;
         in.queue.queue = x->queue;
     }
+    if (s->cfg.demand.slo_mask) {
+        /* the hub's windows over the Ready pods' histograms: TTFT and the
+         * inter-token latency (vLLM's TPOT); the engine exports no E2E or
+         * queue-time histogram here */
+        sim_latency_t ttft, tpot;
+        double win = s->cfg.demand.window_s ? s->cfg.demand.window_s : 30;
+        sim_latency_update(s->lat, x, win, &ttft, &tpot);
+        in.latency[SLO_TTFT] =
+            (demand_latency_t){ttft.known, ttft.count, ttft.p50_s, ttft.p90_s, ttft.p99_s};
+        in.latency[SLO_TPOT] =
+            (demand_latency_t){tpot.known, tpot.count, tpot.p50_s, tpot.p90_s, tpot.p99_s};
+    }
     demand_evaluate_inputs(&s->cfg, &in, at, NULL, out);
 }
 
@@ -711,7 +723,8 @@ static void evaluate(sim_t *s, const sim_signals_t *x, double now, eval_result_t
             return;
         }
     }
-    if (s->cfg.demand.type == DEMAND_COMPOSITE && s->cfg.demand.sizing == DEMAND_MODEL_QUEUEING) {
+    if ((s->cfg.demand.type == DEMAND_COMPOSITE && s->cfg.demand.sizing == DEMAND_MODEL_QUEUEING) ||
+        s->cfg.demand.type == DEMAND_SLO) {
         /* evaluated up to three times per sample (push, poll, sync): the
          * model ignores a repeated reading, and a pod is seen turning Ready
          * once, as in the hub */

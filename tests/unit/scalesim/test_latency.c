@@ -253,6 +253,56 @@ static void test_scaler_side_windowed_quantiles(void **state) {
     free(st);
 }
 
+/* (s), metricType slo through the product's evaluator: 60 requests decode
+ * on its one replica at 60 / 2500 = 24 ms a token, inside vLLM's bucket
+ * (10 ms, 25 ms]: the p90 reads 10 + 15 x 0.9 = 23.5 ms, 1.175 x the
+ * 20 ms target (beyond the 0.1 dead band): 1.175 replicas, so the HPA
+ * asks for 2. Latency never takes it below its minReplicaCount 1. */
+static void test_slo_policy_scales_out_on_tpot(void **state) {
+    (void)state;
+    sim_model_t m;
+    sim_model_default(&m);
+    sim_options_t o;
+    sim_options_default(&o);
+    o.tail_s = 400;
+    policy_knobs_t k;
+    policy_knobs_default(&k);
+    sim_policy_t p[POLICY_COUNT];
+    policies_default(p, &m, &k);
+    const sim_policy_t *slo = NULL, *both = NULL;
+    for (size_t i = 0; i < POLICY_COUNT; i++) {
+        if (p[i].key && !strcmp(p[i].key, "slo"))
+            slo = &p[i];
+        if (p[i].key && !strcmp(p[i].key, "ours+slo"))
+            both = &p[i];
+    }
+    assert_non_null(slo);
+    assert_non_null(both);
+    assert_int_equal(slo->id, 's');
+    assert_int_equal(both->id, 'l');
+    assert_string_equal(k.ttft_target, "2000ms");
+    assert_string_equal(k.tpot_target, "20ms");
+    trace_request_t r[60];
+    for (int i = 0; i < 60; i++)
+        r[i] = (trace_request_t){.arrival_s = 1, .ctx_tokens = 0, .gen_tokens = 3000};
+    trace_t t = make_trace(r, 60);
+    char err[256];
+    sim_result_t res;
+    assert_int_equal(sim_run(&t, &m, slo, &o, &res, err, sizeof err), 0);
+    assert_int_equal(res.eval_errors, 0);
+    assert_int_equal(res.completed, 60);
+    assert_int_equal(res.peak_replicas, 2);
+    assert_true(res.replicas[res.points - 1] >= 1);
+    sim_result_deinit(&res);
+    /* with the demand model too (from zero: a cold start first): every
+     * request served */
+    assert_int_equal(sim_run(&t, &m, both, &o, &res, err, sizeof err), 0);
+    assert_int_equal(res.eval_errors, 0);
+    assert_int_equal(res.completed, 60);
+    sim_result_deinit(&res);
+    trace_deinit(&t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prefill_and_decode_step_from_the_capacity),
@@ -261,6 +311,7 @@ int main(void) {
         cmocka_unit_test(test_tpot_grows_with_the_decoding_batch),
         cmocka_unit_test(test_ttft_counts_the_queue_wait),
         cmocka_unit_test(test_scaler_side_windowed_quantiles),
+        cmocka_unit_test(test_slo_policy_scales_out_on_tpot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,10 +54,14 @@ static void usage(FILE *f) {
         "         --image-s S (45)\n"
         "         --weights-s S (30)  --warm-pool N (0)\n"
         "run:     --max-replicas N (32)  --slo S (2)  --dt S (0.1)  --tail S (900)\n"
+        "         --ttft-slo S (the --slo value)  --tpot-slo S (2 / --seq-decode: half the\n"
+        "         speed alone)  objectives of the TTFT/TPOT ok columns and the slo policies'\n"
+        "         targets; --ttft-seen dispatch|arrival (dispatch: the engine's TTFT histogram\n"
+        "         counts from when the gateway sends the request; arrival: from its arrival)\n"
         "         --alpha A (%.2f)  --beta B (%.2f)  (forecast weights per second)\n"
         "         --target-queue N (4)  --target-running N (12)  --target-kv PCT (70): (d), (e)\n"
         "         --ideal-util U (0.5)  --ideal-drain S (10)  --ideal-hold S (60): (i)\n"
-        "         --only LETTERS (of abcdeoqif)  --svg PATH  --csv PATH (the timeline)\n"
+        "         --only LETTERS (of abcdeoslif)  --svg PATH  --csv PATH (the timeline)\n"
         "         --json PATH|-  --sweep PATH (sweep each policy's knob: frontier SVG)\n"
         "         --floor-idle S (300: idle time after which a wake counts for the floor)\n",
         RECOMMEND_COLD_START_MIN_S, RECOMMEND_COLD_START_MAX_S, 100 * RECOMMEND_TOL_ABS,
@@ -208,7 +212,21 @@ int main(int argc, char **argv) {
             rc = num(a, v, 1, 256, &max_rep);
         else if (!strcmp(a, "--slo"))
             rc = num(a, v, 0, 3600, &so.slo_wait_s);
-        else if (!strcmp(a, "--dt"))
+        else if (!strcmp(a, "--ttft-slo"))
+            rc = num(a, v, 0.001, 3600, &so.ttft_slo_s);
+        else if (!strcmp(a, "--tpot-slo"))
+            rc = num(a, v, 0.0001, 60, &so.tpot_slo_s);
+        else if (!strcmp(a, "--ttft-seen")) {
+            if (v && !strcmp(v, "dispatch"))
+                so.ttft_seen = SIM_TTFT_SEEN_DISPATCH;
+            else if (v && !strcmp(v, "arrival"))
+                so.ttft_seen = SIM_TTFT_SEEN_ARRIVAL;
+            else {
+                fprintf(stderr, "scalesim: --ttft-seen %s: expected dispatch or arrival\n",
+                        v ? v : "(none)");
+                return 2;
+            }
+        } else if (!strcmp(a, "--dt"))
             rc = num(a, v, 0.01, 1, &so.dt_s);
         else if (!strcmp(a, "--tail"))
             rc = num(a, v, 0, 86400, &so.tail_s);
@@ -323,10 +341,14 @@ int main(int argc, char **argv) {
         trace_deinit(&t);
         return st;
     }
+    kn.ttft_target_s = sim_ttft_objective_s(&m, &so);
+    kn.tpot_target_s = sim_tpot_objective_s(&m, &so);
     size_t n = policies_default(all, &m, &kn), k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!only || strchr(only, all[i].id))
-            pol[k++] = all[i];
+    /* the table's order: the latency policies beside ours, the yardsticks last */
+    for (const char *id = "abcdeoslif"; *id; id++)
+        for (size_t i = 0; i < n; i++)
+            if (all[i].id == *id && (!only || strchr(only, all[i].id)))
+                pol[k++] = all[i];
     /* with --json - the JSON owns stdout: the text goes to stderr */
     FILE *txt = json && !strcmp(json, "-") ? stderr : stdout;
     sim_result_t res[POLICY_COUNT];

@@ -24,12 +24,19 @@
  * (i) The online ideal: knows the work arriving now and the work queued,
  *     exactly; no future; sets replicas each second, no KEDA, no HPA.
  * (f) The oracle: knows every future arrival and the cold start.
+ * (s) Latency alone: metricType slo on the engines' histograms, p90 TTFT
+ *     and p90 TPOT at the table's objectives, windowSeconds 30 (default),
+ *     the clamp's defaults; ScaledObject as (o). Latency cannot wake from
+ *     zero (no pod, no histogram): minReplicaCount 1.
+ * (l) Ours + latency: (o) with the same two targets (the larger need of
+ *     the queueing model and latency wins).
  * (d) is `composite`, the configuration before the queueing model; no
- * policy but (o) sets an HPA behavior (KEDA sets none unless the
+ * policy but (o), (s), (l) sets an HPA behavior (KEDA sets none unless the
  * ScaledObject does), so the legacy scale-up limit applies to them.
  */
 #include "policies.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -71,6 +78,34 @@ void policy_knobs_default(policy_knobs_t *k) {
     k->ideal_drain_s = 10;
     k->ideal_window_s = 60;
     k->ideal_hold_s = 60;
+    k->ttft_target_s = 0;
+    k->tpot_target_s = 0;
+    k->ttft_target[0] = k->tpot_target[0] = '\0';
+}
+
+/* the recommended ScaledObject of (o): external-push, the HPA's default
+ * scale-up policy and a 120 s scale-down window */
+static void recommended_scaledobject(sim_policy_t *p) {
+    p->push = true; /* type: external-push */
+    p->hpa_behavior = true;
+    p->hpa_up_pods = 4;
+    p->hpa_up_percent = 100;
+    p->hpa_up_period_s = 15;
+    p->hpa_down_window_s = 120;
+}
+
+/* seconds as a duration a user would write: whole ms as "20ms", else "us" */
+static void duration(char *b, size_t n, double s) {
+    double ms = s * 1e3;
+    if (fabs(ms - round(ms)) < 1e-6)
+        snprintf(b, n, "%.0fms", ms);
+    else
+        snprintf(b, n, "%.0fus", s * 1e6);
+}
+
+static void latency_targets(sim_policy_t *p, const policy_knobs_t *k) {
+    META(p, "ttftP90Target", k->ttft_target);
+    META(p, "tpotP90Target", k->tpot_target);
 }
 
 static void demand_keys(sim_policy_t *p, const policy_knobs_t *k) {
@@ -147,13 +182,9 @@ size_t policies_default(sim_policy_t *out, const sim_model_t *m, policy_knobs_t 
     META(p, "podSelector", "app=llama");
     META(p, "redisAddress", "redis.queues:6379");
     META(p, "redisListName", "llama-requests");
-    p->push = true; /* type: external-push */
     p->queue_model = true;
-    p->hpa_behavior = true;
-    p->hpa_up_pods = 4;
-    p->hpa_up_percent = 100;
-    p->hpa_up_period_s = 15;
-    p->hpa_down_window_s = 120;
+    recommended_scaledobject(p);
+    sim_policy_t ours = *p;
 
     p = &out[6];
     base(p, 'i', "online ideal: present arrivals+backlog", max_replicas);
@@ -168,6 +199,32 @@ size_t policies_default(sim_policy_t *out, const sim_model_t *m, policy_knobs_t 
     base(p, 'f', "oracle: knows all future arrivals", max_replicas);
     p->key = "oracle";
     p->kind = SIM_POLICY_ORACLE;
+    /* the latency targets: the table's objectives, as durations */
+    sim_options_t o;
+    sim_options_default(&o);
+    double ttft = k->ttft_target_s > 0 ? k->ttft_target_s : sim_ttft_objective_s(m, &o);
+    double tpot = k->tpot_target_s > 0 ? k->tpot_target_s : sim_tpot_objective_s(m, &o);
+    duration(k->ttft_target, sizeof k->ttft_target, ttft);
+    duration(k->tpot_target, sizeof k->tpot_target, tpot);
+
+    p = &out[8];
+    base(p, 's', "latency alone: slo p90 TTFT + p90 TPOT", max_replicas);
+    p->key = "slo";
+    META(p, "scalerAddress", "keda-gpu-scaler.keda.svc:6000");
+    META(p, "metricType", "slo");
+    META(p, "engine", "vllm");
+    META(p, "podSelector", "app=llama");
+    latency_targets(p, k);
+    recommended_scaledobject(p);
+    p->min_replicas = 1;
+
+    p = &out[9];
+    ours.id = 'l';
+    ours.name = "ours + latency: demand + the slo targets";
+    ours.key = "ours+slo";
+    *p = ours;
+    latency_targets(p, k);
+
     out[3].key = "composite";
     out[0].key = "a";
     out[1].key = "b";
@@ -230,6 +287,21 @@ size_t policy_variants(const sim_policy_t *b, policy_variant_t *out, size_t cap)
                     snprintf(x->knob, sizeof x->knob, "util=%.1f drain=%.0fs window=%.0fs",
                              qutil[a], qdrain[d], qwin[w]);
                 }
+        return n;
+    }
+    bool slo = false;
+    for (unsigned j = 0; j < b->meta_count; j++)
+        slo |= !strcmp(b->meta[j][0], "metricType") && !strcmp(b->meta[j][1], "slo");
+    if (slo) { /* latency alone: how far one evaluation may step (sloMaxStep) */
+        static const double step[] = {1.5, 2, 4, 8, 16};
+        for (size_t i = 0; i < sizeof step / sizeof *step && n < cap; i++) {
+            policy_variant_t *x = &out[n++];
+            x->p = *b;
+            snprintf(x->value, sizeof x->value, "%g", step[i]);
+            snprintf(x->knob, sizeof x->knob, "sloMaxStep=%s", x->value);
+            if (x->p.meta_count < SIM_MAX_META)
+                META(&x->p, "sloMaxStep", x->value);
+        }
         return n;
     }
     if (b->kind == SIM_POLICY_ORACLE) {

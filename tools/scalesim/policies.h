@@ -10,11 +10,11 @@
 
 #include "sim.h"
 
-#define POLICY_COUNT 8
+#define POLICY_COUNT 10
 
 /*
- * Fills out[0..POLICY_COUNT) with policies (a)..(e), (o), (i), (f) for a
- * replica model m
+ * Fills out[0..POLICY_COUNT) with policies (a)..(e), (o), (i), (f), (s),
+ * (l) for a replica model m
  * (the cold start of (e) and the oracle come from it) and knobs k. The
  * metadata strings point into k (which it also fills: cold_start) and static
  * storage: keep k alive while the policies are used. Returns the count.
@@ -30,6 +30,11 @@ typedef struct {
     double ideal_drain_s;    /* (i) backlog drain time, 10 */
     double ideal_window_s;   /* (i) arrival-work window, 60 */
     double ideal_hold_s;     /* (i) scale-down delay, 60 */
+    /* (s)/(l) ttftP90Target and tpotP90Target in seconds: the table's
+     * objectives (sim_ttft_objective_s, sim_tpot_objective_s); 0 = those of
+     * the default options. policies_default writes them as durations. */
+    double ttft_target_s, tpot_target_s;
+    char ttft_target[24], tpot_target[24];
 } policy_knobs_t;
 
 /* The defaults the bench uses. */
@@ -51,8 +56,9 @@ typedef struct {
  * The sweep of base's main knob (bench/README.md says why each): GPU
  * triggers their targetValue, the queue scaler its target, the demand
  * triggers targetQueuePerReplica, the online ideal utilisation x drain x
- * hold, the queueing model utilisation x drain x scale-down window, the oracle
- * its utilisation. Fills out[0..cap) and returns the count.
+ * hold, the queueing model utilisation x drain x scale-down window (with
+ * latency targets or not), metricType slo its sloMaxStep, the oracle its
+ * utilisation. Fills out[0..cap) and returns the count.
  */
 size_t policy_variants(const sim_policy_t *base, policy_variant_t *out, size_t cap);
 

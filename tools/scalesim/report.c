@@ -14,10 +14,11 @@
 
 void report_table(FILE *f, const sim_policy_t *p, const sim_result_t *r, size_t n,
                   double slo_wait_s) {
-    fprintf(f, "%-46s %7s %8s %7s %7s %8s %8s %8s %6s %5s %10s\n", "policy", "GPU-h", "wait p50",
-            "p95", "p99", "> SLO", "warm p99", "warm>SLO", "cold", "peak", "wake mean");
-    fprintf(f, "%-46s %7s %8s %7s %7s %8s %8s %8s %6s %5s %10s\n", "", "", "(s)", "(s)", "(s)", "",
-            "(s)", "", "starts", "reps", "/max (s)");
+    fprintf(f, "%-46s %7s %8s %7s %7s %8s %8s %8s %6s %5s %10s %8s %8s %7s %7s\n", "policy",
+            "GPU-h", "wait p50", "p95", "p99", "> SLO", "warm p99", "warm>SLO", "cold", "peak",
+            "wake mean", "TTFT p90", "TPOT p90", "TTFT", "TPOT");
+    fprintf(f, "%-46s %7s %8s %7s %7s %8s %8s %8s %6s %5s %10s %8s %8s %7s %7s\n", "", "", "(s)",
+            "(s)", "(s)", "", "(s)", "", "starts", "reps", "/max (s)", "(s)", "(ms)", "ok", "ok");
     for (size_t i = 0; i < n; i++) {
         char wake[32];
         if (r[i].wakes)
@@ -26,15 +27,24 @@ void report_table(FILE *f, const sim_policy_t *p, const sim_result_t *r, size_t 
             snprintf(wake, sizeof wake, "-");
         char name[64];
         snprintf(name, sizeof name, "(%c) %s", p[i].id, p[i].name);
-        fprintf(f, "%-46s %7.2f %8.2f %7.1f %7.1f %7.2f%% %8.1f %7.2f%% %6u %5u %10s\n", name,
-                r[i].gpu_hours, r[i].wait_p50_s, r[i].wait_p95_s, r[i].wait_p99_s,
+        fprintf(f,
+                "%-46s %7.2f %8.2f %7.1f %7.1f %7.2f%% %8.1f %7.2f%% %6u %5u %10s %8.2f %8.1f "
+                "%6.2f%% %6.2f%%\n",
+                name, r[i].gpu_hours, r[i].wait_p50_s, r[i].wait_p95_s, r[i].wait_p99_s,
                 100 * r[i].slo_miss_share, r[i].warm_p99_s, 100 * r[i].warm_miss_share,
-                r[i].cold_starts, r[i].peak_replicas, wake);
+                r[i].cold_starts, r[i].peak_replicas, wake, r[i].ttft_p90_s, 1000 * r[i].tpot_p90_s,
+                100 * r[i].ttft_ok_share, 100 * r[i].tpot_ok_share);
     }
     fprintf(f,
             "(> SLO: share of requests whose queue wait exceeded %.0f s; warm: only requests that "
             "arrived while a replica was serving, i.e. not waiting for a wake from zero)\n",
             slo_wait_s);
+    if (n)
+        fprintf(f,
+                "(TTFT: arrival at the queue to the first token; TPOT: decode time per output "
+                "token; ok: share of requests with TTFT <= %.3g s, of those with output TPOT <= "
+                "%.3g ms)\n",
+                r[0].ttft_slo_s, 1000 * r[0].tpot_slo_s);
 }
 
 static const char *const colours[] = {"#d62728", "#ff7f0e", "#9467bd", "#1f77b4",
@@ -244,10 +254,14 @@ int report_json(const char *path, const sim_policy_t *p, const sim_result_t *r, 
                 ", \"gpu_hours\": %.4f, \"over_slo\": %.6f, \"warm_over_slo\": %.6f, "
                 "\"cold_starts\": %u, \"peak_replicas\": %u, \"wait_p50_s\": %.3f, "
                 "\"wait_p99_s\": %.3f, \"cold_requests\": %zu, \"preemptions\": %u, "
-                "\"completed\": %zu}",
+                "\"completed\": %zu, \"ttft_p50_s\": %.4f, \"ttft_p90_s\": %.4f, "
+                "\"ttft_p99_s\": %.4f, \"tpot_p50_s\": %.5f, \"tpot_p90_s\": %.5f, "
+                "\"tpot_p99_s\": %.5f, \"ttft_ok\": %.6f, \"tpot_ok\": %.6f, \"both_ok\": %.6f}",
                 r[i].gpu_hours, r[i].slo_miss_share, r[i].warm_miss_share, r[i].cold_starts,
                 r[i].peak_replicas, r[i].wait_p50_s, r[i].wait_p99_s, r[i].cold_requests,
-                r[i].preemptions, r[i].completed);
+                r[i].preemptions, r[i].completed, r[i].ttft_p50_s, r[i].ttft_p90_s, r[i].ttft_p99_s,
+                r[i].tpot_p50_s, r[i].tpot_p90_s, r[i].tpot_p99_s, r[i].ttft_ok_share,
+                r[i].tpot_ok_share, r[i].both_ok_share);
     }
     fprintf(f, "\n ],\n \"floor\": {\"requests\": %zu, \"over_slo\": %.6f}", floor_requests,
             requests ? (double)floor_requests / (double)requests : 0);

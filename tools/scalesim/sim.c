@@ -19,10 +19,21 @@
  * gateway sends new ones.
  *
  * A replica's step of dt seconds is a processor-sharing fluid model: the
- * decoding requests each want min(left, decode_seq_tok_s x dt) tokens, the
+ * decoding requests each want decode_seq_tok_s x dt tokens (a step costs
+ * the batch's step time, however few tokens a request has left), the
  * prefilling ones their remaining prompt (first come first served); the
  * GPU time needed is prefill / prefill_tok_s + decode / decode_tok_s, and
- * when it exceeds dt every share is scaled down by the same factor. NVML's
+ * when it exceeds dt every share is scaled down by the same factor: each
+ * decoding request then gets min(left, decode_seq_tok_s x dt x scale).
+ *
+ * Latency (sim.h, sim_prefill_s and sim_decode_step_s): a request's first
+ * token is the end of its first prefill, placed inside the step (prefill
+ * runs at prefill_tok_s x scale); TTFT = that - arrival. TPOT = (finish -
+ * the start of its first decode step) / output tokens, so a preemption's
+ * recompute counts. Each replica keeps vLLM's two histograms, cumulative:
+ * time to first token (from when the gateway sent the request, or from its
+ * arrival: --ttft-seen) and inter-token latency (each decoded token, of
+ * 1 / (decode_seq_tok_s x scale); a preemption stall is not observed). NVML's
  * "GPU utilisation" is the share of time with at least one request running
  * (one kernel makes the whole period busy), sampled each signal period.
  *
@@ -82,6 +93,107 @@ void sim_options_default(sim_options_t *o) {
     o->tail_s = 900;
     o->slo_wait_s = 2;
     o->timeline_step_s = 10;
+    o->ttft_slo_s = 0;
+    o->tpot_slo_s = 0;
+    o->ttft_seen = SIM_TTFT_SEEN_DISPATCH;
+}
+
+double sim_prefill_s(const sim_model_t *m, double prompt_tokens) {
+    return prompt_tokens > 0 ? prompt_tokens / m->prefill_tok_s : 0;
+}
+
+double sim_decode_step_s(const sim_model_t *m, unsigned decoding) {
+    double alone = 1 / m->decode_seq_tok_s, shared = (double)decoding / m->decode_tok_s;
+    return shared > alone ? shared : alone;
+}
+
+double sim_ttft_objective_s(const sim_model_t *m, const sim_options_t *o) {
+    (void)m;
+    return o->ttft_slo_s > 0 ? o->ttft_slo_s : o->slo_wait_s;
+}
+
+double sim_tpot_objective_s(const sim_model_t *m, const sim_options_t *o) {
+    return o->tpot_slo_s > 0 ? o->tpot_slo_s : 2 * sim_decode_step_s(m, 1);
+}
+
+/* vllm/v1/metrics/loggers.py (PrometheusStatLogger): the buckets of
+ * histogram_time_to_first_token and histogram_inter_token_latency. */
+static const hist_layout_t ttft_layout = {22, {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                               0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
+                                               20.0,  40.0,  80.0, 160.0, 640.0, 2560.0}};
+static const hist_layout_t itl_layout = {19,
+                                         {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+                                          0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}};
+
+const hist_layout_t *sim_hist_layout(sim_hist_kind_t kind) {
+    return kind == SIM_HIST_TTFT ? &ttft_layout : &itl_layout;
+}
+
+void sim_hist_observe(const hist_layout_t *l, hist_counts_t *c, double v, double weight) {
+    if (!(weight > 0))
+        return;
+    for (unsigned i = 0; i < l->n; i++)
+        if (v <= l->le[i])
+            c->bucket[i] += weight;
+    c->count += weight;
+    c->sum += v * weight;
+}
+
+void sim_latency_init(sim_latency_state_t *st) {
+    memset(st, 0, sizeof *st);
+    hist_window_reset(&st->wttft, &ttft_layout);
+    hist_window_reset(&st->witl, &itl_layout);
+    st->last_t_s = -1;
+}
+
+static void latency_of(const hist_window_t *w, double now_s, double window_s, sim_latency_t *out) {
+    memset(out, 0, sizeof *out);
+    hist_counts_t c;
+    uint64_t now = (uint64_t)(now_s * 1e9) + NS_PER_SEC, win = (uint64_t)(window_s * 1e9);
+    out->count = hist_window_sum(w, now, win, &c);
+    const hist_layout_t *l = hist_window_layout(w);
+    out->known = out->count > 0 && hist_quantile(l, &c, 0.5, &out->p50_s) &&
+                 hist_quantile(l, &c, 0.9, &out->p90_s) && hist_quantile(l, &c, 0.99, &out->p99_s);
+}
+
+void sim_latency_update(sim_latency_state_t *st, const sim_signals_t *x, double window_s,
+                        sim_latency_t *ttft, sim_latency_t *tpot) {
+    if (x->t_s > st->last_t_s) {
+        st->last_t_s = x->t_s;
+        uint64_t at = (uint64_t)(x->t_s * 1e9) + NS_PER_SEC;
+        uint64_t spacing = (uint64_t)(window_s * 1e9 / 32);
+        unsigned keep = 0;
+        uint64_t *uid = st->_uid;
+        hist_pod_t *nt = st->_ttft, *ni = st->_itl;
+        for (unsigned i = 0; i < x->pod_count; i++) {
+            const sim_pod_t *pd = &x->pods[i];
+            if (!pd->ready)
+                continue;
+            unsigned k = 0;
+            while (k < st->npods && st->uid[k] != pd->uid)
+                k++;
+            hist_pod_t pt = {0}, pi = {0};
+            if (k < st->npods) {
+                pt = st->ttft[k];
+                pi = st->itl[k];
+            }
+            hist_counts_t d;
+            if (hist_pod_delta(&pt, &pd->ttft, true, ttft_layout.n, &d))
+                hist_window_add(&st->wttft, at, &d, spacing);
+            if (hist_pod_delta(&pi, &pd->itl, true, itl_layout.n, &d))
+                hist_window_add(&st->witl, at, &d, spacing);
+            uid[keep] = pd->uid;
+            nt[keep] = pt;
+            ni[keep] = pi;
+            keep++;
+        }
+        st->npods = keep;
+        memcpy(st->uid, uid, keep * sizeof *uid);
+        memcpy(st->ttft, nt, keep * sizeof *nt);
+        memcpy(st->itl, ni, keep * sizeof *ni);
+    }
+    latency_of(&st->wttft, x->t_s, window_s, ttft);
+    latency_of(&st->witl, x->t_s, window_s, tpot);
 }
 
 double sim_end_s(const trace_t *t, const sim_options_t *o) {
@@ -108,6 +220,7 @@ typedef struct {
     double completed; /* the engine's counters since the pod started */
     double prompt_tok;
     double gen_tok;
+    hist_counts_t ttft, itl; /* the engine's histograms since the pod started */
 } replica_t;
 
 typedef struct {
@@ -126,6 +239,10 @@ typedef struct {
     unsigned *blocks;         /* KV blocks a request holds */
     unsigned char *cold;      /* request arrived with no replica serving */
     unsigned char *prefilled; /* its prompt was counted once */
+    double *first_tok_s;      /* its first token (the end of its first prefill); < 0 none yet */
+    double *dec_start_s;      /* the start of its first decode step; < 0 none yet */
+    double *done_s;           /* when it finished; < 0 not yet */
+    sim_latency_state_t *lat; /* the scaler's histogram windows (slo policies) */
     size_t next_arrival, qhead;
     unsigned pool_free; /* warm nodes idle in the pool */
     sim_signals_t *ring;
@@ -194,6 +311,8 @@ static void replica_create(sim_t *s, double now) {
         r->kv_used = 0;
         r->busy_s = 0;
         r->completed = r->prompt_tok = r->gen_tok = 0;
+        memset(&r->ttft, 0, sizeof r->ttft);
+        memset(&r->itl, 0, sizeof r->itl);
         if (s->pool_free > 0) {
             /* a pool node has the node and the cached image: weights only */
             s->pool_free--;
@@ -268,12 +387,27 @@ static bool can_schedule(const sim_t *s, const replica_t *r, double prompt) {
     return kv_free(s, r) >= blocks_for(s, prompt) + watermark;
 }
 
+/* Request q's first token at at_s on replica r: its TTFT into the engine's
+ * histogram, from when the engine received it (the gateway sent it at
+ * admit_s) or from its arrival (ttft_seen). */
+static void first_token(sim_t *s, replica_t *r, unsigned q, double at_s) {
+    if (s->first_tok_s[q] >= 0)
+        return;
+    s->first_tok_s[q] = at_s;
+    double from =
+        s->o->ttft_seen == SIM_TTFT_SEEN_ARRIVAL ? s->t->reqs[q].arrival_s : s->admit_s[q];
+    double v = at_s - from;
+    sim_hist_observe(&ttft_layout, &r->ttft, v > 0 ? v : 0, 1);
+}
+
 static void schedule(sim_t *s, replica_t *r, unsigned q, double now) {
     r->run[r->running++] = q;
     s->blocks[q] = blocks_for(s, s->prefill_left[q] > 0 ? s->prefill_left[q] : kv_tokens_of(s, q));
     r->kv_used += s->blocks[q];
     if (s->admit_s[q] < 0)
         s->admit_s[q] = now;
+    if (s->prefill_left[q] <= 0)
+        first_token(s, r, q, now); /* no prompt: its first step decodes */
 }
 
 static void dispatch(sim_t *s, double now) {
@@ -321,7 +455,7 @@ static void preempt_newest(sim_t *s, replica_t *r) {
     s->preemptions++;
 }
 
-static void serve_step(sim_t *s, replica_t *r, double dt) {
+static void serve_step(sim_t *s, replica_t *r, double now, double dt) {
     if (r->running == 0)
         return;
     const sim_model_t *m = s->m;
@@ -348,35 +482,54 @@ static void serve_step(sim_t *s, replica_t *r, double dt) {
         unsigned q = r->run[k];
         if (s->prefill_left[q] > 0)
             pre_want += s->prefill_left[q];
-        else
-            dec_want += fmin(s->gen_left[q], m->decode_seq_tok_s * dt);
+        else /* a decode step costs the same for a request near its end:
+              * the step time is the batch's (sim_decode_step_s) */
+            dec_want += m->decode_seq_tok_s * dt;
     }
     if (pre_want > m->prefill_tok_s * dt)
         pre_want = m->prefill_tok_s * dt;
     double need_s = pre_want / m->prefill_tok_s + dec_want / m->decode_tok_s;
     double scale = need_s > dt ? dt / need_s : 1;
     double pre_budget = pre_want * scale;
+    /* within the step prefill runs at prefill_tok_s x scale (first come
+     * first served) and each decoding request at decode_seq_tok_s x scale:
+     * a prompt ends, and a request finishes, part way through the step */
+    double pre_rate = m->prefill_tok_s * scale, pre_used = 0;
+    double tok_s = 1 / (m->decode_seq_tok_s * scale); /* one token's time: the ITL */
     unsigned keep = 0;
     for (unsigned k = 0; k < r->running; k++) {
         unsigned q = r->run[k];
         bool done = false;
+        double end_s = now + dt;
         if (s->prefill_left[q] > 0) {
             double take = fmin(s->prefill_left[q], pre_budget);
             pre_budget -= take;
+            pre_used += take;
             s->prefill_left[q] -= (float)take;
             if (s->prefill_left[q] <= 0.5f) {
                 s->prefill_left[q] = 0;
+                end_s = now + fmin(dt, pre_used / pre_rate);
                 if (!s->prefilled[q]) {
                     s->prefilled[q] = 1;
                     r->prompt_tok += s->t->reqs[q].ctx_tokens;
                 }
+                first_token(s, r, q, end_s);
                 done = s->gen_left[q] <= 0;
             }
         } else {
-            double take = fmin(s->gen_left[q], m->decode_seq_tok_s * dt) * scale;
+            if (s->dec_start_s[q] < 0)
+                s->dec_start_s[q] = now;
+            /* every decoding request at the same token rate, decode_seq_tok_s
+             * x scale: its last tokens take part of a step (scaling what it
+             * wants, min(left, full step), would let them trickle for
+             * steps on end) */
+            double take = fmin(s->gen_left[q], m->decode_seq_tok_s * dt * scale);
             s->gen_left[q] -= (float)take;
             r->gen_tok += take;
+            sim_hist_observe(&itl_layout, &r->itl, tok_s, take);
             done = s->gen_left[q] <= 1e-3f;
+            if (done)
+                end_s = now + fmin(dt, take * tok_s);
             unsigned after = blocks_for(s, kv_tokens_of(s, q));
             if (!done && after > s->blocks[q]) {
                 r->kv_used += after - s->blocks[q];
@@ -384,6 +537,7 @@ static void serve_step(sim_t *s, replica_t *r, double dt) {
             }
         }
         if (done) {
+            s->done_s[q] = end_s;
             r->kv_used -= s->blocks[q];
             s->blocks[q] = 0;
             r->completed++;
@@ -429,6 +583,8 @@ static void take_sample(sim_t *s, double now) {
             pd->waiting = r->nwait;
             double u = (double)r->kv_used / s->kv_blocks;
             pd->kv_usage = u > 1 ? 1 : u;
+            pd->ttft = r->ttft;
+            pd->itl = r->itl;
         }
     }
     x->queue = (double)(s->next_arrival - s->qhead);
@@ -521,6 +677,18 @@ static void evaluate_queueing(sim_t *s, const sim_signals_t *x, eval_result_t *o
         in.queue.timeout_ns = 2 * NS_PER_SEC;
         in.queue.queue = x->queue;
     }
+    if (s->cfg.demand.slo_mask) {
+        /* the hub's windows over the Ready pods' histograms: TTFT and the
+         * inter-token latency (vLLM's TPOT); the engine exports no E2E or
+         * queue-time histogram here */
+        sim_latency_t ttft, tpot;
+        double win = s->cfg.demand.window_s ? s->cfg.demand.window_s : 30;
+        sim_latency_update(s->lat, x, win, &ttft, &tpot);
+        in.latency[SLO_TTFT] =
+            (demand_latency_t){ttft.known, ttft.count, ttft.p50_s, ttft.p90_s, ttft.p99_s};
+        in.latency[SLO_TPOT] =
+            (demand_latency_t){tpot.known, tpot.count, tpot.p50_s, tpot.p90_s, tpot.p99_s};
+    }
     demand_evaluate_inputs(&s->cfg, &in, at, NULL, out);
 }
 
@@ -555,7 +723,8 @@ static void evaluate(sim_t *s, const sim_signals_t *x, double now, eval_result_t
             return;
         }
     }
-    if (s->cfg.demand.type == DEMAND_COMPOSITE && s->cfg.demand.sizing == DEMAND_MODEL_QUEUEING) {
+    if ((s->cfg.demand.type == DEMAND_COMPOSITE && s->cfg.demand.sizing == DEMAND_MODEL_QUEUEING) ||
+        s->cfg.demand.type == DEMAND_SLO) {
         /* evaluated up to three times per sample (push, poll, sync): the
          * model ignores a repeated reading, and a pod is seen turning Ready
          * once, as in the hub */
@@ -782,6 +951,47 @@ void sim_result_deinit(sim_result_t *r) {
     r->replicas = r->serving = NULL;
 }
 
+/* The table's latency columns from the per-request times; scratch has room
+ * for every request. */
+static void latency_results(const sim_t *s, double end, double *scratch, sim_result_t *out) {
+    const trace_t *t = s->t;
+    double ttft_obj = sim_ttft_objective_s(s->m, s->o), tpot_obj = sim_tpot_objective_s(s->m, s->o);
+    out->ttft_slo_s = ttft_obj;
+    out->tpot_slo_s = tpot_obj;
+    size_t ttft_ok = 0, both_ok = 0, ntpot = 0, tpot_ok = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        double f = s->first_tok_s[i] >= 0 ? s->first_tok_s[i] : end;
+        double v = f - t->reqs[i].arrival_s;
+        scratch[i] = v > 0 ? v : 0;
+        bool ok = s->first_tok_s[i] >= 0 && scratch[i] <= ttft_obj + 1e-9;
+        ttft_ok += ok;
+        if (s->done_s[i] >= 0 && s->dec_start_s[i] >= 0 && t->reqs[i].gen_tokens > 0) {
+            double tp = (s->done_s[i] - s->dec_start_s[i]) / t->reqs[i].gen_tokens;
+            bool tok = tp <= tpot_obj + 1e-9;
+            tpot_ok += tok;
+            both_ok += ok && tok;
+            ntpot++;
+        } else if (t->reqs[i].gen_tokens == 0 && s->done_s[i] >= 0) {
+            both_ok += ok;
+        }
+    }
+    qsort(scratch, t->count, sizeof *scratch, cmp_double);
+    out->ttft_p50_s = pct(scratch, t->count, 0.50);
+    out->ttft_p90_s = pct(scratch, t->count, 0.90);
+    out->ttft_p99_s = pct(scratch, t->count, 0.99);
+    size_t n = 0;
+    for (size_t i = 0; i < t->count; i++)
+        if (s->done_s[i] >= 0 && s->dec_start_s[i] >= 0 && t->reqs[i].gen_tokens > 0)
+            scratch[n++] = (s->done_s[i] - s->dec_start_s[i]) / t->reqs[i].gen_tokens;
+    qsort(scratch, n, sizeof *scratch, cmp_double);
+    out->tpot_p50_s = pct(scratch, n, 0.50);
+    out->tpot_p90_s = pct(scratch, n, 0.90);
+    out->tpot_p99_s = pct(scratch, n, 0.99);
+    out->ttft_ok_share = t->count ? (double)ttft_ok / (double)t->count : 0;
+    out->tpot_ok_share = ntpot ? (double)tpot_ok / (double)ntpot : 0;
+    out->both_ok_share = t->count ? (double)both_ok / (double)t->count : 0;
+}
+
 int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const sim_options_t *o,
             sim_result_t *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -823,6 +1033,10 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     s->cold = calloc(t->count + 1, 1);
     s->prefilled = calloc(t->count + 1, 1);
     s->blocks = calloc(t->count + 1, sizeof *s->blocks);
+    s->first_tok_s = malloc((t->count + 1) * sizeof *s->first_tok_s);
+    s->dec_start_s = malloc((t->count + 1) * sizeof *s->dec_start_s);
+    s->done_s = malloc((t->count + 1) * sizeof *s->done_s);
+    s->lat = malloc(sizeof *s->lat);
     /* the ring holds what the delay needs: one sample per period over it, and the newest */
     s->ring_cap = (unsigned)ceil(p->signal_delay_s / p->signal_period_s) + 2;
     if (s->ring_cap > 4096)
@@ -833,6 +1047,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
         s->ideal_hist = calloc((size_t)end + 2, sizeof *s->ideal_hist);
     if (!out->replicas || !out->serving || !s->run_store || !s->admit_s || !s->prefill_left ||
         !s->gen_left || !s->cold || !s->prefilled || !s->blocks || !s->ring || !s->snap ||
+        !s->first_tok_s || !s->dec_start_s || !s->done_s || !s->lat ||
         (p->kind == SIM_POLICY_IDEAL && !s->ideal_hist))
         goto fail;
     for (unsigned i = 0; i < MAX_REPLICAS; i++) {
@@ -851,7 +1066,9 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
         s->admit_s[i] = -1;
         s->prefill_left[i] = (float)t->reqs[i].ctx_tokens;
         s->gen_left[i] = (float)t->reqs[i].gen_tokens;
+        s->first_tok_s[i] = s->dec_start_s[i] = s->done_s[i] = -1;
     }
+    sim_latency_init(s->lat);
     s->pool_free = m->warm_pool;
 
     hpa_t hpa;
@@ -930,7 +1147,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
         for (unsigned i = 0; i < MAX_REPLICAS; i++) {
             replica_t *r = &s->rep[i];
             if (r->state == R_SERVE || r->state == R_DRAIN)
-                serve_step(s, r, o->dt_s);
+                serve_step(s, r, now, o->dt_s);
             /* a draining pod ends when its engine is empty: nothing running and
              * nothing preempted waiting in its own queue */
             if (r->state == R_DRAIN && r->running == 0 && r->nwait == 0)
@@ -1057,11 +1274,16 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     out->eval_errors = s->eval_errors;
     out->preemptions = s->preemptions;
     out->completed = s->completed;
+    latency_results(s, end, waits, out);
     rc = 0;
 fail:
     free(waits);
     free(warm);
     free(sched);
+    free(s->first_tok_s);
+    free(s->dec_start_s);
+    free(s->done_s);
+    free(s->lat);
     snapshot_unref(s->snap);
     free(s->ring);
     free(s->gen_left);

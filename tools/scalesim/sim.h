@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "hpa.h"
+#include "sources/hist_window.h"
 #include "trace.h"
 
 typedef struct {
@@ -57,6 +58,10 @@ typedef struct {
     unsigned running;     /* gauge: requests scheduled (vllm:num_requests_running) */
     unsigned waiting;     /* gauge: requests waiting in the engine (preempted ones) */
     double kv_usage;      /* gauge: KV blocks in use / all, 0..1 (vllm:kv_cache_usage_perc) */
+    /* histograms, cumulative since the pod started, in vLLM's bucket layouts
+     * (sim_hist_layout): vllm:time_to_first_token_seconds and
+     * vllm:inter_token_latency_seconds */
+    hist_counts_t ttft, itl;
 } sim_pod_t;
 
 #define SIM_MAX_PODS 512
@@ -110,14 +115,98 @@ typedef struct {
     double qm_drain_s; /* drain target, 0 = the model's default */
 } sim_policy_t;
 
+typedef enum {
+    /* the engine receives a request when the gateway sends it (it can
+     * schedule it then): its TTFT is prefill only, the wait in the queue in
+     * front of the fleet is not in it (a gateway / EPP / Redis queue) */
+    SIM_TTFT_SEEN_DISPATCH,
+    /* the engine counts from the arrival (requests sent to the engines at
+     * once and waiting in their own queues, as behind a plain Service) */
+    SIM_TTFT_SEEN_ARRIVAL
+} sim_ttft_seen_t;
+
 typedef struct {
     double dt_s;            /* time step, 0.1 */
     double tail_s;          /* simulated time after the last arrival */
     double slo_wait_s;      /* queue-wait SLO, 2 */
     double timeline_step_s; /* timeline resolution, 10 */
+    /* latency objectives the table counts requests against; <= 0: the
+     * defaults of sim_ttft_objective_s / sim_tpot_objective_s */
+    double ttft_slo_s, tpot_slo_s;
+    /* What the engine's TTFT histogram counts from (the table's TTFT always
+     * counts from the arrival at the queue, what the user sees). */
+    sim_ttft_seen_t ttft_seen;
 } sim_options_t;
 
 void sim_options_default(sim_options_t *o);
+
+/*
+ * The latency model (bench/README.md, "Latency"), from the capacity the
+ * replica model already has, no constant of its own:
+ *   TTFT = queue wait + prefill, the prompt at prefill_tok_s shared with the
+ *          step's decoding (alone: prompt / prefill_tok_s);
+ *   TPOT = the decode step time of the running batch: a request decodes at
+ *          decode_seq_tok_s until the batch's decode_tok_s is shared, so one
+ *          token takes max(1 / decode_seq_tok_s, b / decode_tok_s) for b
+ *          decoding requests and no prefill (longer when a prefill shares
+ *          the step, or a preemption stalls it).
+ * These are the uncontended values; sim_run measures the real ones.
+ */
+double sim_prefill_s(const sim_model_t *m, double prompt_tokens);
+double sim_decode_step_s(const sim_model_t *m, unsigned decoding);
+
+/* The default objectives: TTFT the queue-wait SLO (o->slo_wait_s: what the
+ * queue-wait SLO allows for waiting, now for the first token, prefill
+ * included); TPOT twice a request's step time alone (2 x
+ * sim_decode_step_s(m, 1) = 2 / decode_seq_tok_s: at least half the speed
+ * of an idle replica; a batch of more than 2 x decode_tok_s /
+ * decode_seq_tok_s decoding requests misses it). The options' values when
+ * they are set (> 0). */
+double sim_ttft_objective_s(const sim_model_t *m, const sim_options_t *o);
+double sim_tpot_objective_s(const sim_model_t *m, const sim_options_t *o);
+
+/* vLLM's bucket bounds (vllm/v1/metrics/loggers.py): TTFT 22 bounds from
+ * 1 ms to 2560 s; inter-token latency 19 bounds from 10 ms to 80 s. */
+typedef enum { SIM_HIST_TTFT, SIM_HIST_ITL } sim_hist_kind_t;
+const hist_layout_t *sim_hist_layout(sim_hist_kind_t kind);
+
+/* Adds weight observations of value v to cumulative counts c in layout l
+ * (every bucket whose bound is >= v, the count, the sum), as a Prometheus
+ * client's observe() does weight times. */
+void sim_hist_observe(const hist_layout_t *l, hist_counts_t *c, double v, double weight);
+
+/* What the scaler's sources would hand the evaluator for one latency
+ * signal: demand_latency_t of the shared interface (src/core/demand_eval.h). */
+typedef struct {
+    bool known;
+    double count;
+    double p50_s, p90_s, p99_s;
+} sim_latency_t;
+
+/*
+ * The scaler side of the histograms, as the source hub keeps it for one
+ * trigger: each Ready pod's previous scrape (by uid) and one window per
+ * signal. Caller-owned; sim_latency_init.
+ */
+typedef struct {
+    unsigned npods;
+    uint64_t uid[SIM_MAX_PODS];
+    hist_pod_t ttft[SIM_MAX_PODS], itl[SIM_MAX_PODS];
+    hist_window_t wttft, witl;
+    double last_t_s; /* the newest sample taken in; < 0 none */
+    uint64_t _uid[SIM_MAX_PODS];
+    hist_pod_t _ttft[SIM_MAX_PODS], _itl[SIM_MAX_PODS];
+} sim_latency_state_t;
+
+void sim_latency_init(sim_latency_state_t *st);
+
+/* Takes in sample x (once: a sample seen again is ignored): every Ready
+ * pod's increases since its previous scrape (a pod seen first counts all it
+ * has: its process started inside the window), merged into the windows;
+ * pods gone are forgotten. Then the quantiles over the last window_s
+ * seconds: ttft, tpot (from the inter-token histogram). */
+void sim_latency_update(sim_latency_state_t *st, const sim_signals_t *x, double window_s,
+                        sim_latency_t *ttft, sim_latency_t *tpot);
 
 typedef struct {
     double gpu_hours;
@@ -135,9 +224,17 @@ typedef struct {
     size_t completed;     /* requests that finished by the end */
     unsigned peak_replicas;
     unsigned eval_errors; /* evaluations that were not OK (KEDA keeps the replica count) */
-    size_t points;        /* timeline */
-    float *replicas;      /* owned: billed replicas (starting, serving, draining) */
-    float *serving;       /* owned */
+    /* latency per request (sim_prefill_s, sim_decode_step_s): TTFT over every
+     * request (one never served counts as its wait so far, a miss), TPOT over
+     * those that finished with >= 1 output token (decode time / tokens) */
+    double ttft_p50_s, ttft_p90_s, ttft_p99_s, tpot_p50_s, tpot_p90_s, tpot_p99_s;
+    double ttft_ok_share;          /* TTFT <= the TTFT objective */
+    double tpot_ok_share;          /* TPOT <= the TPOT objective, of those with a TPOT */
+    double both_ok_share;          /* both, of every request (no TPOT: TTFT alone) */
+    double ttft_slo_s, tpot_slo_s; /* the objectives used */
+    size_t points;                 /* timeline */
+    float *replicas;               /* owned: billed replicas (starting, serving, draining) */
+    float *serving;                /* owned */
 } sim_result_t;
 
 /*

@@ -498,8 +498,7 @@ int engine_reading_parse_adapter(engine_t e, const char *model, const char *adap
 int engine_reading_parse_hist(engine_t e, const char *model, unsigned want, const char *text,
                               size_t len, prom_format_t fmt, engine_reading_t *out,
                               engine_hists_t *hists, char *err, size_t errlen) {
-    return engine_reading_parse_full(e, model, NULL, want, text, len, fmt, out, hists, err,
-                                     errlen);
+    return engine_reading_parse_full(e, model, NULL, want, text, len, fmt, out, hists, err, errlen);
 }
 
 int engine_reading_parse_full(engine_t e, const char *model, const char *adapter, unsigned want,

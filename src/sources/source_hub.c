@@ -111,7 +111,7 @@ struct source {
      * and generation (b) tokens. */
     counter_window_t counters;
     struct ns_count *charged; /* the namespace it counts against */
-    source_hist_t *hist; /* latency; NULL until a trigger with latency targets reads it */
+    source_hist_t *hist;      /* latency; NULL until a trigger with latency targets reads it */
 };
 
 /* Live sources charged to one namespace (--max-sources-per-namespace). */

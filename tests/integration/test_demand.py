@@ -934,7 +934,7 @@ def doc_trigger_examples():
                         continue
                     if indent is None:
                         continue
-                    m = re.match(r"(\s*)([A-Za-z]+):\s*(.*?)\s*(#.*)?$", follow)
+                    m = re.match(r"(\s*)([A-Za-z][A-Za-z0-9]*):\s*(.*?)\s*(#.*)?$", follow)
                     if not m:
                         break
                     if indent == -1:

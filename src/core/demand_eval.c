@@ -173,9 +173,14 @@ bool slo_decide(const demand_config_t *d, const demand_latency_t lat[SLO_SIGNAL_
             double need = floor(2 / (1 - qs[q]) + 0.5);
             if (need < (double)d->slo_min_requests)
                 need = (double)d->slo_min_requests;
-            if (l->count < need)
-                continue;
             double r = pv[q] / target;
+            if (l->count < need) {
+                /* too few requests to act on: never a reason to scale up,
+                 * but not "latency is fine" either when it reads slow */
+                if (r > out->thin)
+                    out->thin = r;
+                continue;
+            }
             if (!out->judged || r > out->worst) {
                 out->worst = r;
                 out->worst_signal = s;
@@ -188,6 +193,9 @@ bool slo_decide(const demand_config_t *d, const demand_latency_t lat[SLO_SIGNAL_
         return true;
     double R = ready > 1 ? ready : 1;
     double r = out->judged ? out->worst : 0;
+    double thin = out->thin < 1 ? out->thin : 1;
+    if (r < thin)
+        r = thin;
     double want = fabs(r - 1) <= d->slo_tolerance ? R : R * r;
     double step = d->slo_max_step > 1 ? d->slo_max_step : 2;
     if (want > R * step) {

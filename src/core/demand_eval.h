@@ -47,8 +47,10 @@ const char *slo_signal_name(slo_signal_t s);
  * 200 requests: at least two requests above the quantile, so one slow
  * request cannot set it). Then, with R = max(ready, 1):
  *   nothing observed (no signal known): observed = false, replicas 0;
- *   observed but nothing judged: ratio 0 (too few requests to say latency
- *     is under pressure), so replicas shrink by at most the step;
+ *   a quantile with too few requests is not judged: it cannot scale up,
+ *     but it cannot read as "fast" either: the ratio used is
+ *     max(worst judged (0: none), min(worst not judged, 1)), so thin
+ *     evidence of slowness holds R and thin evidence of speed lets it shrink;
  *   |worst - 1| <= sloTolerance: replicas = R (the dead band: hold);
  *   else replicas = R x worst,
  * clamped to [R / sloMaxStep, R x sloMaxStep] and never below 1 while
@@ -59,6 +61,7 @@ typedef struct {
     bool observed;      /* some named signal had requests in the window */
     bool judged;        /* some target had enough requests to be judged */
     double worst;       /* the largest observed / target ratio judged (0: none) */
+    double thin;        /* the largest ratio of a target with too few requests (0: none) */
     int worst_signal;   /* slo_signal_t of worst, -1 none */
     int worst_quantile; /* 0 p50, 1 p90, 2 p99; -1 none */
     double replicas;    /* wanted, after the clamp (0 when !observed) */

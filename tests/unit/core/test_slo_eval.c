@@ -203,28 +203,48 @@ static void test_decide_too_few_requests_is_not_judged(void **state) {
     trigger_config_t c = VLLM_SLO("ttftP90Target", "500ms", "ttftP99Target", "1s");
     demand_latency_t l[SLO_SIGNAL_COUNT] = {0};
     slo_decision_t dd;
-    /* 19 requests, one of them slow: neither quantile judged -> ratio 0, step down 4 -> 2 */
+    /* 19 requests, one of them slow: neither quantile judged; p90 reads
+     * 0.2 / 0.5 (fast), p99 30 / 1 (slow, thin): min(30, 1) = 1 -> hold 4 */
     l[SLO_TTFT] = lat(19, 0.1, 0.2, 30);
     assert_true(slo_decide(&c.demand, l, 4, &dd, NULL, 0));
     assert_true(dd.observed);
     assert_false(dd.judged);
-    NEAR(dd.replicas, 2);
-    /* 20: p90 judged (0.2 / 0.5 = 0.4 -> 4 x 0.4 = 1.6, above 4 / 2), p99 still not */
+    NEAR(dd.replicas, 4);
+    /* 20: p90 judged (0.2 / 0.5 = 0.4), p99 still not, and still slow: hold 4 */
     l[SLO_TTFT].count = 20;
     assert_true(slo_decide(&c.demand, l, 4, &dd, NULL, 0));
     assert_true(dd.judged);
     NEAR(dd.worst, 0.4);
-    NEAR(dd.replicas, 2); /* 1.6 clamped to 4 / 2 */
+    NEAR(dd.replicas, 4);
+    /* 20 with a fast p99 too: 4 x 0.4 = 1.6, clamped to 4 / 2 */
+    l[SLO_TTFT] = lat(20, 0.1, 0.2, 0.3);
+    assert_true(slo_decide(&c.demand, l, 4, &dd, NULL, 0));
+    NEAR(dd.replicas, 2);
+    l[SLO_TTFT] = lat(200, 0.1, 0.2, 30);
     /* 200: p99 30 / 1 = 30 judged: 4 x 2 = 8 */
-    l[SLO_TTFT].count = 200;
     assert_true(slo_decide(&c.demand, l, 4, &dd, NULL, 0));
     NEAR(dd.worst, 30);
     NEAR(dd.replicas, 8);
+    /* thin evidence of slowness holds, never reads as fast: 100 requests,
+     * p90 0.2 / 0.5 judged (0.4), p99 5 s / 1 s not judged (needs 200):
+     * the ratio is max(0.4, min(5, 1)) = 1 -> hold 4 (not 4 x 0.4) */
+    l[SLO_TTFT] = lat(100, 0.1, 0.2, 5);
+    assert_true(slo_decide(&c.demand, l, 4, &dd, NULL, 0));
+    NEAR(dd.worst, 0.4);
+    NEAR(dd.thin, 5);
+    NEAR(dd.replicas, 4);
+    /* p99-only target, busy pods, 150 requests reading 3 x the target: hold */
+    trigger_config_t c99 = VLLM_SLO("ttftP99Target", "1s");
+    l[SLO_TTFT] = lat(150, 0.5, 2, 3);
+    assert_true(slo_decide(&c99.demand, l, 4, &dd, NULL, 0));
+    assert_false(dd.judged);
+    NEAR(dd.replicas, 4);
     /* sloMinRequests raises the p90 bar */
     trigger_config_t c2 = VLLM_SLO("ttftP90Target", "500ms", "sloMinRequests", "50");
     l[SLO_TTFT] = lat(49, 0.1, 2, 3);
     assert_true(slo_decide(&c2.demand, l, 4, &dd, NULL, 0));
     assert_false(dd.judged);
+    NEAR(dd.replicas, 4); /* slow but thin: hold */
     l[SLO_TTFT].count = 50;
     assert_true(slo_decide(&c2.demand, l, 4, &dd, NULL, 0));
     NEAR(dd.replicas, 8);

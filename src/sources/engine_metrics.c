@@ -132,23 +132,6 @@ static const char *hist_family_name(engine_t e, int slot) {
 
 static const char *model_label(engine_t e);
 
-/* An le label's text: Go ParseFloat syntax ("0.005", "1e-3", "+Inf"). */
-static bool le_value(const char *le, double *v, bool *inf) {
-    if (!le || !*le || strlen(le) > 64)
-        return false;
-    if (!strcmp(le, "+Inf") || !strcmp(le, "Inf") || !strcmp(le, "+inf")) {
-        *inf = true;
-        return true;
-    }
-    char *end = NULL;
-    double d = strtod(le, &end);
-    if (end == le || *end || !isfinite(d) || (le[0] == '0' && (le[1] == 'x' || le[1] == 'X')))
-        return false;
-    *v = d;
-    *inf = false;
-    return true;
-}
-
 /* A histogram sample (name ends in _bucket or _sum of a wanted family):
  * 1 when taken, 0 when not one, or KGS_EINVAL. */
 static int on_hist_sample(engine_ctx_t *x, const prom_sample_t *s) {
@@ -179,7 +162,7 @@ static int on_hist_sample(engine_ctx_t *x, const prom_sample_t *s) {
     }
     double le = 0;
     bool inf = false;
-    if (!le_value(prom_sample_label(s, "le"), &le, &inf))
+    if (!hist_parse_le(prom_sample_label(s, "le"), &le, &inf))
         return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
                           "%s: a bucket whose le label is missing or not a number",
                           hist_family_name(x->engine, slot));
@@ -226,13 +209,11 @@ static int hist_finish(engine_ctx_t *x, int slot, hist_layout_t *layout, hist_co
                               fam, a->le[i], a->nc[i], a->ninf);
     hist_collect_t c;
     memset(&c, 0, sizeof c);
-    char le[40], why[200];
-    for (unsigned i = 0; i < a->n; i++) {
-        snprintf(le, sizeof le, "%.17g", a->le[i]);
-        if (hist_collect_bucket(&c, le, a->v[i], why, sizeof why) != 0)
+    char why[200];
+    for (unsigned i = 0; i < a->n; i++)
+        if (hist_collect_bound(&c, a->le[i], false, a->v[i], why, sizeof why) != 0)
             return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s: %s", fam, why);
-    }
-    if (a->ninf && hist_collect_bucket(&c, "+Inf", a->inf, why, sizeof why) != 0)
+    if (a->ninf && hist_collect_bound(&c, 0, true, a->inf, why, sizeof why) != 0)
         return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s: %s", fam, why);
     hist_collect_sum(&c, a->sum);
     if (hist_collect_finish(&c, layout, counts, why, sizeof why) != 0)

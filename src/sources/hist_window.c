@@ -9,9 +9,7 @@
 
 #include "core/err.h"
 
-/* An le label's text as a number: Go ParseFloat syntax as the exposition
- * uses it ("0.005", "1e-3", "+Inf"). inf is set for +Inf. */
-static bool parse_le(const char *le, double *v, bool *inf) {
+bool hist_parse_le(const char *le, double *v, bool *inf) {
     if (!le || !*le || strlen(le) > 64)
         return false;
     if (!strcmp(le, "+Inf") || !strcmp(le, "Inf") || !strcmp(le, "+inf")) {
@@ -34,10 +32,17 @@ static bool count_ok(double v) {
 int hist_collect_bucket(hist_collect_t *c, const char *le, double value, char *err, size_t errlen) {
     double bound = 0;
     bool inf = false;
-    if (!parse_le(le, &bound, &inf))
+    if (!hist_parse_le(le, &bound, &inf))
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "a histogram bucket's le label is not a number (%zu bytes)",
                           le ? strlen(le) : 0);
+    return hist_collect_bound(c, bound, inf, value, err, errlen);
+}
+
+int hist_collect_bound(hist_collect_t *c, double bound, bool inf, double value, char *err,
+                       size_t errlen) {
+    if (!inf && !isfinite(bound))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "a histogram bucket's bound is not finite");
     if (!count_ok(value))
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "a histogram bucket counts %g observations: a count is finite and "

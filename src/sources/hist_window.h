@@ -67,6 +67,16 @@ typedef struct {
  * a number, a bound given twice, more than HIST_MAX_BUCKETS bounds, a
  * negative or non-finite count. Never quotes the label's bytes beyond 16. */
 int hist_collect_bucket(hist_collect_t *c, const char *le, double value, char *err, size_t errlen);
+/* hist_collect_bucket with the bound already a number (inf: the +Inf
+ * bucket, bound ignored), for callers that parsed the le label themselves. */
+int hist_collect_bound(hist_collect_t *c, double bound, bool inf, double value, char *err,
+                       size_t errlen);
+
+/* An le label's text as a number: Go ParseFloat syntax as the exposition
+ * uses it ("0.005", "1e-3", "+Inf"); inf is set for +Inf. false: not a
+ * number (or longer than 64 bytes, or hexadecimal). */
+bool hist_parse_le(const char *le, double *v, bool *inf);
+
 void hist_collect_sum(hist_collect_t *c, double value);
 
 /* Fills layout and counts. KGS_EINVAL when there is no +Inf bucket, or a

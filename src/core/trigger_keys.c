@@ -29,31 +29,43 @@
 
 /* ---- names ----------------------------------------------------------------- */
 
-const char *const tc_metric_names[METRIC_TYPE_COUNT] = {
-    "gpu_utilization", "memory_utilization", "memory_used_mib", "memory_used_percent",
-    "temperature",     "power_draw",         "pcie_tx_kbps",    "pcie_rx_kbps",
-    "nvlink_tx_mbps",  "nvlink_rx_mbps",     "sm_active",       "sm_occupancy",
-    "dram_bandwidth",
-};
+/* The metricType names, once: GPU metric types in metric_type_t order, then
+ * the demand types in demand_type_t order (without DEMAND_NONE). The first
+ * four demand types are the Go system's names. */
+#define GPU_METRIC_NAMES(X)                                                                        \
+    X("gpu_utilization")                                                                           \
+    X("memory_utilization")                                                                        \
+    X("memory_used_mib")                                                                           \
+    X("memory_used_percent")                                                                       \
+    X("temperature")                                                                               \
+    X("power_draw")                                                                                \
+    X("pcie_tx_kbps")                                                                              \
+    X("pcie_rx_kbps")                                                                              \
+    X("nvlink_tx_mbps")                                                                            \
+    X("nvlink_rx_mbps")                                                                            \
+    X("sm_active")                                                                                 \
+    X("sm_occupancy")                                                                              \
+    X("dram_bandwidth")
+#define DEMAND_TYPE_NAMES(X)                                                                       \
+    X("vllm_queue_depth")                                                                          \
+    X("vllm_kv_cache_usage")                                                                       \
+    X("triton_queue_wait_ms")                                                                      \
+    X("triton_request_rate")                                                                       \
+    X("engine_queue")                                                                              \
+    X("engine_running")                                                                            \
+    X("engine_kv_cache")                                                                           \
+    X("queue_length")                                                                              \
+    X("demand")                                                                                    \
+    X("slo")                                                                                       \
+    X("engine_prompt_tokens_rate")                                                                 \
+    X("engine_generation_tokens_rate")                                                             \
+    X("vllm_lora_waiting_engines")
+#define NAME_ITEM(n) n,
 
-/* Demand metric types, in demand_type_t order (index 0 is DEMAND_NONE). The
- * first four are the Go system's names. */
-const char *const tc_demand_names[DEMAND_TYPE_COUNT] = {
-    "",
-    "vllm_queue_depth",
-    "vllm_kv_cache_usage",
-    "triton_queue_wait_ms",
-    "triton_request_rate",
-    "engine_queue",
-    "engine_running",
-    "engine_kv_cache",
-    "queue_length",
-    "demand",
-    "slo",
-    "engine_prompt_tokens_rate",
-    "engine_generation_tokens_rate",
-    "vllm_lora_waiting_engines",
-};
+const char *const tc_metric_names[METRIC_TYPE_COUNT] = {GPU_METRIC_NAMES(NAME_ITEM)};
+
+/* Index 0 is DEMAND_NONE. */
+const char *const tc_demand_names[DEMAND_TYPE_COUNT] = {"", DEMAND_TYPE_NAMES(NAME_ITEM)};
 
 const char *const tc_engine_names[] = {"", "vllm", "triton", "tgi", "sglang"};
 
@@ -61,33 +73,16 @@ const char *const tc_engine_names[] = {"", "vllm", "triton", "tgi", "sglang"};
  * DEMAND_NONE); trigger_config.c maps an index past METRIC_TYPE_COUNT back
  * to demand_type_t. */
 static const char *const metric_type_values[METRIC_TYPE_COUNT + DEMAND_TYPE_COUNT - 1] = {
-    "gpu_utilization",
-    "memory_utilization",
-    "memory_used_mib",
-    "memory_used_percent",
-    "temperature",
-    "power_draw",
-    "pcie_tx_kbps",
-    "pcie_rx_kbps",
-    "nvlink_tx_mbps",
-    "nvlink_rx_mbps",
-    "sm_active",
-    "sm_occupancy",
-    "dram_bandwidth",
-    "vllm_queue_depth",
-    "vllm_kv_cache_usage",
-    "triton_queue_wait_ms",
-    "triton_request_rate",
-    "engine_queue",
-    "engine_running",
-    "engine_kv_cache",
-    "queue_length",
-    "demand",
-    "slo",
-    "engine_prompt_tokens_rate",
-    "engine_generation_tokens_rate",
-    "vllm_lora_waiting_engines",
-};
+    GPU_METRIC_NAMES(NAME_ITEM) DEMAND_TYPE_NAMES(NAME_ITEM)};
+
+/* Each list has exactly one name per enum value (a missing one would
+ * leave a NULL the tables read as a name). */
+_Static_assert(sizeof((const char *[]){GPU_METRIC_NAMES(NAME_ITEM)}) / sizeof(const char *) ==
+                   METRIC_TYPE_COUNT,
+               "GPU_METRIC_NAMES and metric_type_t disagree");
+_Static_assert(sizeof((const char *[]){DEMAND_TYPE_NAMES(NAME_ITEM)}) / sizeof(const char *) ==
+                   DEMAND_TYPE_COUNT - 1,
+               "DEMAND_TYPE_NAMES and demand_type_t disagree");
 
 static const char *const aggregation_names[] = {"sum", "max", "min", "avg", "p95", "p99"};
 static const char *const pod_aggregation_names[] = {"avg", "sum", "max", "min"};

@@ -148,6 +148,9 @@ typedef struct sub {
     unsigned slo_mask;
     uint64_t window_ns;
     hist_window_t *win[SLO_SIGNAL_COUNT];
+    /* A pod's latency could not be subscribed (out of memory): the windows
+     * lack it, so latency reads as unknown until a retry adds it. */
+    bool hist_incomplete;
 } sub_t;
 
 #define SUB_BUCKETS 1024
@@ -351,28 +354,30 @@ static void hist_feed(source_t *s, const engine_hists_t *eh, mono_ns_t now) {
     sh->nsubs = k;
 }
 
-/* Subscription u reads source s's latency from now on (once). */
-static void hist_subscribe(source_t *s, sub_t *u) {
+/* Subscription u reads source s's latency from now on (once). false: out
+ * of memory (the window would lack this pod). */
+static bool hist_subscribe(source_t *s, sub_t *u) {
     if (!u->slo_mask)
-        return;
+        return true;
     s->p.slo_mask |= u->slo_mask;
     if (!s->hist && !(s->hist = calloc(1, sizeof *s->hist)))
-        return; /* its latency is not read: the window lacks this pod */
+        return false;
     source_hist_t *sh = s->hist;
     for (unsigned i = 0; i < sh->nsubs; i++)
         if (sh->subs[i].id == u->trigger_id && strcmp(sh->subs[i].ns, u->ns) == 0)
-            return;
+            return true;
     if (sh->nsubs == sh->capsubs) {
         unsigned cap = sh->capsubs ? sh->capsubs * 2 : 2;
         hist_sub_ref_t *n = realloc(sh->subs, cap * sizeof *n);
         if (!n)
-            return;
+            return false;
         sh->subs = n;
         sh->capsubs = cap;
     }
     sh->subs[sh->nsubs].id = u->trigger_id;
     snprintf(sh->subs[sh->nsubs].ns, sizeof sh->subs[sh->nsubs].ns, "%s", u->ns);
     sh->nsubs++;
+    return true;
 }
 
 /* The latency of u's window now, for the evaluation (a read). */
@@ -380,7 +385,7 @@ static void hist_read(const sub_t *u, mono_ns_t now, demand_latency_t out[SLO_SI
     static const double qs[3] = {0.5, 0.9, 0.99};
     for (int sig = 0; sig < SLO_SIGNAL_COUNT; sig++) {
         memset(&out[sig], 0, sizeof out[sig]);
-        if (!u->win[sig])
+        if (!u->win[sig] || u->hist_incomplete)
             continue;
         hist_counts_t sum;
         double n = hist_window_sum(u->win[sig], now, u->window_ns, &sum);
@@ -427,7 +432,7 @@ static void poll_done(void *ud, int status, const char *buf, size_t len, bool eo
         if (memcmp(&r.engine, &s->reading, sizeof r.engine) != 0)
             notify(h);
         s->reading = r.engine;
-        if (s->p.slo_mask && h->scratch.hists && s->hist)
+        if (s->p.slo_mask && s->hist)
             hist_feed(s, h->scratch.hists, now);
         if (r.engine.has_triton)
             counter_window_push(&s->counters, now, r.engine.queue_us, r.engine.success,
@@ -844,7 +849,8 @@ static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
         x->u->engine_limited |= rc == KGS_ERANGE;
         return;
     }
-    hist_subscribe(s, x->u);
+    if (!hist_subscribe(s, x->u))
+        x->u->retry = x->u->hist_incomplete = true;
 }
 
 /* Whether trigger c reads pod p's engine: a Ready pod always; one being
@@ -892,7 +898,7 @@ static void on_rescan(loop_t *loop, loop_timer_t *t, void *ud) {
 static void sub_start(source_hub_t *h, sub_t *u, const trigger_config_t *c, mono_ns_t now) {
     const demand_config_t *d = &c->demand;
     start_ctx_t x = {h, u, c, now};
-    u->retry = false;
+    u->retry = u->hist_incomplete = false;
     u->engine_limited = u->queue_limited = false;
     u->engine_error[0] = u->queue_error[0] = '\0';
     if (d->engine != ENGINE_NONE) {
@@ -952,12 +958,18 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
     u->last_used = now;
     forecast_init(&u->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
     demand_model_init(&u->model);
-    /* latency targets: a window per signal (a signal whose window cannot be
-     * had reads as unknown) */
+    /* latency targets: a window per signal */
     u->window_ns = (uint64_t)(c->demand.window_s ? c->demand.window_s : 30) * 1000000000ull;
     for (int i = 0; i < SLO_SIGNAL_COUNT; i++)
-        if (c->demand.slo_mask & (1u << i) && (u->win[i] = calloc(1, sizeof *u->win[i])))
+        if (c->demand.slo_mask & (1u << i)) {
+            if (!(u->win[i] = calloc(1, sizeof *u->win[i]))) {
+                for (int j = 0; j < i; j++)
+                    free(u->win[j]);
+                free(u);
+                return; /* as above: the next subscribe retries */
+            }
             u->slo_mask |= 1u << i;
+        }
     loop_timer_init(&u->rescan, on_rescan, u);
     sub_start(h, u, c, now);
     sub_t **head = &h->subs[trigger_id % SUB_BUCKETS];
@@ -1186,7 +1198,8 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
     /* the histograms of one scrape (latency targets): without it none are read */
     h->scratch.hists = malloc(sizeof *h->scratch.hists);
     h->scratch.resp = malloc(sizeof *h->scratch.resp);
-    if (!h->scratch.resp) {
+    if (!h->scratch.resp || !h->scratch.hists) {
+        free(h->scratch.resp);
         free(h->scratch.hists);
         free(h);
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");

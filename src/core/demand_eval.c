@@ -91,8 +91,8 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
             need = s->kv_percent / d->target_kv;
         if (d->target_gpu > 0 && gpu->value / d->target_gpu > need)
             need = gpu->value / d->target_gpu;
-        double prompt = s->has_token_rates ? s->prompt_tokens_rate : 0;
-        double gen = s->has_token_rates ? s->generation_tokens_rate : 0;
+        /* 0 unless a target reads them (then known: pending answered already) */
+        double prompt = s->prompt_tokens_rate, gen = s->generation_tokens_rate;
         if (d->target_prompt_tokens > 0 && prompt / d->target_prompt_tokens > need)
             need = prompt / d->target_prompt_tokens;
         if (d->target_generation_tokens > 0 && gen / d->target_generation_tokens > need)
@@ -603,7 +603,6 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         sig.queue_us = x.dq_us;
         sig.completed = x.dsuccess;
     }
-    sig.has_token_rates = demand_uses_token_rates(d);
     if (in->has_queue_source) {
         source_verdict_t v = source_verdict(&in->queue, now, msg, sizeof msg);
         if (v != SS_OK) {
@@ -643,15 +642,10 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         if (in->has_queue_source && in->queue.last_ok > x.newest)
             x.newest = in->queue.last_ok;
         model_apply(c, in, &x, &sig, now, out);
-        if (out->status == EVAL_OK && slo.observed) {
-            if (100 * slo.replicas > out->value)
-                out->value = 100 * slo.replicas;
-            out->active = true;
-        }
-        return;
     }
     if (d->type == DEMAND_COMPOSITE && out->status == EVAL_OK && slo.observed) {
-        /* the larger need wins, before the forecast */
+        /* the larger need wins, before the forecast (refused with the
+         * queueing model) */
         if (100 * slo.replicas > out->value)
             out->value = 100 * slo.replicas;
         out->active = true;

@@ -116,8 +116,9 @@ typedef struct {
     bool has_queue;      /* the Redis / Prometheus queue below is known */
     double queue;
     /* Token rates over windowSeconds, tokens/s summed over the engines
-     * (counter increases; known once every engine's window holds two polls). */
-    bool has_token_rates;
+     * (counter increases). Filled only for a trigger that reads them
+     * (demand_uses_token_rates), and then known: until every engine's window
+     * holds two polls the evaluation answers UNAVAILABLE before this. */
     double prompt_tokens_rate, generation_tokens_rate;
     /* loraAdapter: engines whose requests for the adapter wait (listed in
      * the newest vllm:lora_requests_info and the engine's waiting gauge > 0),

@@ -14,36 +14,19 @@
 #include <cmocka.h>
 
 #include "core/err.h"
+#include "support/test_support.h"
 #include "sources/engine_metrics.h"
 #include "sources/hist_window.h"
 
 #define NEAR(a, b) assert_true((a) > (b)-1e-9 && (a) < (b) + 1e-9)
 #define ALL ((1u << SLO_SIGNAL_COUNT) - 1)
 
-static char *load(const char *name, size_t *len) {
-    char path[4096];
-    const char *src = getenv("KGS_SOURCE_DIR");
-    assert_non_null(src);
-    snprintf(path, sizeof path, "%s/tests/fixtures/engines/%s", src, name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
 static engine_hists_t h; /* large: off the stack */
 
 static engine_reading_t parse_fixture(engine_t e, const char *model, unsigned want,
                                       const char *name) {
     size_t n;
-    char *text = load(name, &n);
+    char *text = ts_engine_fixture(name, &n);
     engine_reading_t r;
     char err[300];
     int rc = engine_reading_parse_hist(e, model, want, text, n, PROM_FORMAT_TEXT, &r, &h, err,
@@ -100,7 +83,7 @@ static void test_only_wanted_signals_are_read(void **state) {
     assert_int_equal(h.layout[SLO_E2E].n, 0);
     /* no latency target: engine_reading_parse reads no histogram at all */
     size_t n;
-    char *text = load("vllm-latency.txt", &n);
+    char *text = ts_engine_fixture("vllm-latency.txt", &n);
     engine_reading_t r;
     assert_int_equal(engine_reading_parse(ENGINE_VLLM, "", text, n, PROM_FORMAT_TEXT, &r, NULL, 0),
                      0);

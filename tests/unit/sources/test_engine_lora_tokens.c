@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "core/err.h"
+#include "support/test_support.h"
 #include "core/trigger_config.h"
 #include "sources/counter_window.h"
 #include "sources/engine_metrics.h"
@@ -20,27 +21,9 @@
 #define NEAR(a, b) assert_true((a) > (b)-1e-9 && (a) < (b) + 1e-9)
 #define SEC 1000000000ull
 
-static char *load(const char *name, size_t *len) {
-    char path[4096];
-    const char *src = getenv("KGS_SOURCE_DIR");
-    assert_non_null(src);
-    snprintf(path, sizeof path, "%s/tests/fixtures/engines/%s", src, name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
 static engine_reading_t lora_fixture(const char *model, const char *adapter) {
     size_t n;
-    char *text = load("vllm-lora.txt", &n);
+    char *text = ts_engine_fixture("vllm-lora.txt", &n);
     engine_reading_t r;
     char err[256] = "";
     int rc = engine_reading_parse_adapter(ENGINE_VLLM, model, adapter, text, n, PROM_FORMAT_TEXT,

@@ -14,31 +14,14 @@
 #include <cmocka.h>
 
 #include "core/err.h"
+#include "support/test_support.h"
 #include "core/trigger_config.h"
 #include "sources/engine_metrics.h"
-
-static char *load(const char *name, size_t *len) {
-    char path[4096];
-    const char *src = getenv("KGS_SOURCE_DIR");
-    assert_non_null(src);
-    snprintf(path, sizeof path, "%s/tests/fixtures/engines/%s", src, name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
 
 static engine_reading_t read_fixture_fmt(engine_t e, const char *model, const char *name,
                                          prom_format_t fmt) {
     size_t n;
-    char *text = load(name, &n);
+    char *text = ts_engine_fixture(name, &n);
     engine_reading_t r;
     char err[300];
     int rc = engine_reading_parse(e, model, text, n, fmt, &r, err, sizeof err);

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -47,4 +48,25 @@ snapshot_t *ts_one_gpu_snapshot(const char *node, const char *uuid, uint64_t seq
     s->gpus[0].gpu_util_pct = (unsigned)seq;
     s->gpus[0].valid = 1u << GPU_F_GPU_UTIL;
     return s;
+}
+
+char *ts_engine_fixture(const char *name, size_t *len) {
+    char path[4096];
+    const char *src = getenv("KGS_SOURCE_DIR");
+    if (!src)
+        fail_msg("KGS_SOURCE_DIR is not set: it names the source tree the fixtures are in");
+    snprintf(path, sizeof path, "%s/tests/fixtures/engines/%s", src, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open the fixture %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
+        fail_msg("cannot read the fixture %s", path);
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
 }

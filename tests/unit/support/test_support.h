@@ -40,6 +40,10 @@ ts_map_t ts_map(const char *const *kv);
  * message when the map is rejected. */
 trigger_config_t ts_config(const char *const *kv);
 
+/* The bytes of tests/fixtures/engines/<name> (KGS_SOURCE_DIR must name the
+ * source tree), NUL-terminated; *len without the NUL. Caller frees. */
+char *ts_engine_fixture(const char *name, size_t *len);
+
 #define MAP(...) ts_map((const char *const[]){__VA_ARGS__, NULL})
 #define CFG(...) ts_config((const char *const[]){__VA_ARGS__, NULL})
 #define CFG0() ts_config((const char *const[]){NULL})

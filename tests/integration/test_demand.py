@@ -319,6 +319,56 @@ def stop(p):
     return stop_process(p, 5 * SLOW)
 
 
+class StandaloneEngineCase(unittest.TestCase):
+    """One standalone scaler on the simulated node, an EngineServer for the
+    test's engines, and kedaclient polls: what the engine-signal test files
+    (test_slo.py, test_token_rates.py) share. Under a WRAPPER (valgrind) the
+    scaler's exit status is checked at the end."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.engines = EngineServer()
+        cls.sim = Sim({"devices": [device(0, gpu_util=30)]})
+        cls.proc, cls.port, cls.probe, cls.log = start_scaler(
+            cls.tmp.name, ["--nvml-library", SIM], {"NVML_SIM_SCENARIO": cls.sim.path})
+        if not wait_for(lambda: http_ok(cls.probe, "/readyz"), 15 * SLOW):
+            cls.log.seek(0)
+            raise AssertionError("scaler not ready:\n" + cls.log.read()[-3000:])
+        cls.addr = "127.0.0.1:%d" % cls.port
+
+    @classmethod
+    def tearDownClass(cls):
+        code = stop(cls.proc)
+        cls.log.seek(0)
+        text = cls.log.read()
+        cls.log.close()
+        cls.engines.close()
+        cls.sim.close()
+        cls.tmp.cleanup()
+        if WRAPPER and code != 0:
+            raise AssertionError("scaler exited %s under %s:\n%s" % (code, WRAPPER[0],
+                                                                     text[-4000:]))
+
+    def poll(self, md):
+        p = subprocess.run([CLIENT, "poll", "-addr", self.addr, "-max-time", "20s"] +
+                           sum((["-metadata", "%s=%s" % kv] for kv in md.items()), []),
+                           capture_output=True, text=True, timeout=30)
+        return json.loads(p.stdout.splitlines()[0])
+
+    def poll_until(self, md, pred, timeout=8.0):
+        last = None
+        end = time.monotonic() + timeout * SLOW
+        while time.monotonic() < end:
+            last = self.poll(md)
+            if pred(last):
+                return last
+            time.sleep(0.1)
+        self.log.seek(0)
+        self.fail("condition not met within %.1f s; last answer: %s\nlog: %s" %
+                  (timeout, last, self.log.read()[-2000:]))
+
+
 class Demand(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

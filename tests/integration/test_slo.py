@@ -11,60 +11,16 @@ Runs inside the network namespace the demand tests use (netns-run).
 Environment (CTest): KEDA_GPU_SCALER, NVML_SIM_LIBRARY, KGS_GO_CLIENT,
 KGS_SOURCE_DIR.
 """
-import json
-import os
-import subprocess
-import tempfile
 import time
 import unittest
 
 from latency_hist import LatencyEngine
-from kgs_sim import Sim, device
-from kgs_util import free_port, http_ok, wait_for
-from test_demand import CLIENT, SIM, SLOW, EngineServer, start_scaler, stop
+from test_demand import StandaloneEngineCase
 
 WINDOW = 4  # windowSeconds: short, so the window slides within the test
 
 
-class Slo(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.engines = EngineServer()
-        cls.sim = Sim({"devices": [device(0, gpu_util=30)]})
-        cls.proc, cls.port, cls.probe, cls.log = start_scaler(
-            cls.tmp.name, ["--nvml-library", SIM], {"NVML_SIM_SCENARIO": cls.sim.path})
-        if not wait_for(lambda: http_ok(cls.probe, "/readyz"), 15 * SLOW):
-            cls.log.seek(0)
-            raise AssertionError("scaler not ready:\n" + cls.log.read()[-3000:])
-        cls.addr = "127.0.0.1:%d" % cls.port
-
-    @classmethod
-    def tearDownClass(cls):
-        stop(cls.proc)
-        cls.log.close()
-        cls.engines.close()
-        cls.sim.close()
-        cls.tmp.cleanup()
-
-    def poll(self, md):
-        p = subprocess.run([CLIENT, "poll", "-addr", self.addr, "-max-time", "20s"] +
-                           sum((["-metadata", "%s=%s" % kv] for kv in md.items()), []),
-                           capture_output=True, text=True, timeout=30)
-        return json.loads(p.stdout.splitlines()[0])
-
-    def poll_until(self, md, pred, timeout=8.0):
-        last = None
-        end = time.monotonic() + timeout * SLOW
-        while time.monotonic() < end:
-            last = self.poll(md)
-            if pred(last):
-                return last
-            time.sleep(0.1)
-        self.log.seek(0)
-        self.fail("condition not met within %.1f s; last answer: %s\nlog: %s" %
-                  (timeout, last, self.log.read()[-2000:]))
-
+class Slo(StandaloneEngineCase):
     @staticmethod
     def value_is(v, active=None):
         return lambda r: ("error" not in r and abs(r["metricValueFloat"] - v) < 1e-3 and

@@ -9,62 +9,14 @@ the vllm-lora.txt fixture in vLLM's exact format.
 
 Runs inside its own network namespace (tests/integration/netns-run), like
 test_demand.py, whose helpers it uses; every wait is bounded."""
-import os
-import tempfile
 import time
 import unittest
 
 from fake_engines import FakeEngine
-from kgs_sim import Sim, device
-from kgs_util import http_ok, wait_for
-from test_demand import CLIENT, SIM, SLOW, WRAPPER, EngineServer, fixture, start_scaler, stop
-
-import json
-import subprocess
+from test_demand import StandaloneEngineCase, fixture
 
 
-class TokenRates(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.engines = EngineServer()
-        cls.sim = Sim({"devices": [device(0, gpu_util=30)]})
-        cls.proc, cls.port, cls.probe, cls.log = start_scaler(
-            cls.tmp.name, ["--nvml-library", SIM], {"NVML_SIM_SCENARIO": cls.sim.path})
-        if not wait_for(lambda: http_ok(cls.probe, "/readyz"), 15 * SLOW):
-            cls.log.seek(0)
-            raise AssertionError("scaler not ready:\n" + cls.log.read()[-3000:])
-        cls.addr = "127.0.0.1:%d" % cls.port
-
-    @classmethod
-    def tearDownClass(cls):
-        code = stop(cls.proc)
-        cls.log.seek(0)
-        text = cls.log.read()
-        cls.log.close()
-        cls.engines.close()
-        cls.sim.close()
-        cls.tmp.cleanup()
-        if WRAPPER and code != 0:
-            raise AssertionError("scaler exited %s under %s:\n%s" % (code, WRAPPER[0],
-                                                                     text[-4000:]))
-
-    def poll(self, md):
-        p = subprocess.run([CLIENT, "poll", "-addr", self.addr, "-max-time", "20s"] +
-                           sum((["-metadata", "%s=%s" % kv] for kv in md.items()), []),
-                           capture_output=True, text=True, timeout=30)
-        return json.loads(p.stdout.splitlines()[0])
-
-    def poll_until(self, md, pred, timeout=8.0):
-        last = None
-        end = time.monotonic() + timeout * SLOW
-        while time.monotonic() < end:
-            last = self.poll(md)
-            if pred(last):
-                return last
-            time.sleep(0.1)
-        self.fail("condition not met within %.1f s; last answer: %s" % (timeout, last))
-
+class TokenRates(StandaloneEngineCase):
     def near(self, want, tol):
         return lambda r: "error" not in r and abs(r["metricValueFloat"] - want) <= tol
 

@@ -15,31 +15,9 @@
 #include "policies.h"
 #include "sim.h"
 #include "trace.h"
+#include "scalesim_test.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) < 1e-6)
-
-static sim_policy_t one_replica(void) {
-    sim_model_t m;
-    sim_model_default(&m);
-    policy_knobs_t k;
-    policy_knobs_default(&k);
-    static sim_policy_t p[POLICY_COUNT];
-    policies_default(p, &m, &k);
-    sim_policy_t one = p[1]; /* a GPU trigger: never scales past min = max = 1 */
-    one.min_replicas = one.max_replicas = 1;
-    return one;
-}
-
-static trace_t make_trace(const trace_request_t *r, size_t n) {
-    trace_t t;
-    memset(&t, 0, sizeof t);
-    t.reqs = malloc(n * sizeof *t.reqs);
-    assert_non_null(t.reqs);
-    memcpy(t.reqs, r, n * sizeof *r);
-    t.count = t.source_count = n;
-    t.end_s = r[n - 1].arrival_s;
-    return t;
-}
 
 static void test_prefill_and_decode_step_from_the_capacity(void **state) {
     (void)state;

@@ -19,6 +19,7 @@
 #include "report.h"
 #include "sim.h"
 #include "trace.h"
+#include "scalesim_test.h"
 
 /* 2 req/s for 300 s, then 12 req/s for 300 s; 400 context, 100 output. */
 static char *synthetic_csv(size_t *len) {
@@ -268,30 +269,6 @@ static void test_trace_synthetic_generators_are_seeded_and_shaped(void **state) 
     assert_non_null(strstr(err, "peak"));
     assert_int_equal(trace_synth_kind_parse("onoff"), TRACE_SYN_ONOFF);
     assert_int_equal(trace_synth_kind_parse("sine"), -1);
-}
-
-/* A fixed fleet of one replica: the GPU trigger with min = max = 1. */
-static sim_policy_t one_replica(void) {
-    sim_model_t m;
-    sim_model_default(&m);
-    policy_knobs_t k;
-    policy_knobs_default(&k);
-    static sim_policy_t p[POLICY_COUNT];
-    policies_default(p, &m, &k);
-    sim_policy_t one = p[1];
-    one.min_replicas = one.max_replicas = 1;
-    return one;
-}
-
-static trace_t make_trace(const trace_request_t *r, size_t n) {
-    trace_t t;
-    memset(&t, 0, sizeof t);
-    t.reqs = malloc(n * sizeof *t.reqs);
-    assert_non_null(t.reqs);
-    memcpy(t.reqs, r, n * sizeof *r);
-    t.count = t.source_count = n;
-    t.end_s = r[n - 1].arrival_s;
-    return t;
 }
 
 static void test_sim_paged_kv_admits_on_the_prompt_and_preempts_the_newest(void **state) {

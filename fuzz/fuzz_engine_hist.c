@@ -1,5 +1,5 @@
 /*
- * fuzz_engine_hist.c - engine_reading_parse_hist() (the latency histograms
+ * fuzz_engine_hist.c - engine_reading_parse_full() (the latency histograms
  * of metricType slo) on arbitrary bytes, for every engine, as Prometheus
  * text and OpenMetrics, with every signal wanted and with one, without and
  * with a model filter.
@@ -72,8 +72,8 @@ static void parse_one(engine_t e, const char *model, unsigned want, const uint8_
     memset(err, 'z', sizeof err);
     memset(&r, 0xa5, sizeof r);
     memset(&h, 0xa5, sizeof h);
-    int rc = engine_reading_parse_hist(e, model, want, (const char *)data, size, fmt, &r, &h, err,
-                                       sizeof err);
+    int rc = engine_reading_parse_full(e, model, NULL, want, (const char *)data, size, fmt, &r, &h,
+                                       err, sizeof err);
     if (rc != 0) {
         FUZZ_CHECK(rc == KGS_EINVAL || rc == KGS_ENOMEM);
         FUZZ_CHECK(memchr(err, '\0', sizeof err) != NULL && err[0] != '\0');
@@ -95,8 +95,8 @@ static void parse_one(engine_t e, const char *model, unsigned want, const uint8_
     }
     if (h.has_start)
         FUZZ_CHECK(isfinite(h.start_time_s) && h.start_time_s > 0);
-    FUZZ_CHECK(engine_reading_parse_hist(e, model, want, (const char *)data, size, fmt, &r2, &again,
-                                         NULL, 0) == 0);
+    FUZZ_CHECK(engine_reading_parse_full(e, model, NULL, want, (const char *)data, size, fmt, &r2,
+                                         &again, NULL, 0) == 0);
     FUZZ_CHECK(memcmp(&again, &h, sizeof h) == 0);
 }
 

@@ -16,7 +16,7 @@
  *   - the same bytes give the same reading (byte for byte);
  *   - the model filter only takes away: fewer series, and a counter known
  *     both ways is no larger filtered;
- *   - vLLM's LoRA series (engine_reading_parse_adapter, adapter "a"): the
+ *   - vLLM's LoRA series (engine_reading_parse_full, adapter "a"): the
  *     adapter flags only with has_lora; reading it changes nothing else of
  *     the reading (status, gauges, counters), and without an adapter, or for
  *     another engine, has_lora stays false.
@@ -94,8 +94,8 @@ static int parse_one(engine_t e, const char *model, const uint8_t *data, size_t 
     /* With an adapter: the same reading plus the LoRA flags (vLLM only). */
     engine_reading_t lora;
     memset(&lora, 0xa5, sizeof lora);
-    FUZZ_CHECK(engine_reading_parse_adapter(e, model, "a", (const char *)data, size, fmt, &lora,
-                                            NULL, 0) == 0);
+    FUZZ_CHECK(engine_reading_parse_full(e, model, "a", 0, (const char *)data, size, fmt, &lora,
+                                         NULL, NULL, 0) == 0);
     check_reading(&lora);
     if (e != ENGINE_VLLM)
         FUZZ_CHECK(!lora.has_lora);

@@ -470,18 +470,6 @@ int engine_reading_parse(engine_t e, const char *model, const char *text, size_t
     return engine_reading_parse_full(e, model, NULL, 0, text, len, fmt, out, NULL, err, errlen);
 }
 
-int engine_reading_parse_adapter(engine_t e, const char *model, const char *adapter,
-                                 const char *text, size_t len, prom_format_t fmt,
-                                 engine_reading_t *out, char *err, size_t errlen) {
-    return engine_reading_parse_full(e, model, adapter, 0, text, len, fmt, out, NULL, err, errlen);
-}
-
-int engine_reading_parse_hist(engine_t e, const char *model, unsigned want, const char *text,
-                              size_t len, prom_format_t fmt, engine_reading_t *out,
-                              engine_hists_t *hists, char *err, size_t errlen) {
-    return engine_reading_parse_full(e, model, NULL, want, text, len, fmt, out, hists, err, errlen);
-}
-
 int engine_reading_parse_full(engine_t e, const char *model, const char *adapter, unsigned want,
                               const char *text, size_t len, prom_format_t fmt,
                               engine_reading_t *out, engine_hists_t *hists, char *err,

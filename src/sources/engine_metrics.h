@@ -23,7 +23,7 @@
  *           KV sglang:token_usage (0-1); `model` filters on model_name.
  *           Completed sglang:num_requests_total, tokens
  *           sglang:prompt_tokens_total, sglang:generation_tokens_total.
- * LoRA (vLLM, only with an adapter: engine_reading_parse_adapter()):
+ * LoRA (vLLM, only with an adapter: engine_reading_parse_full()):
  *           vllm:lora_requests_info, the newest series' running_lora_adapters
  *           and waiting_lora_adapters labels (names, no counts).
  * The Go system took the last matching line and ignored labels; summing is
@@ -107,28 +107,18 @@ typedef struct {
     double start_time_s; /* process_start_time_seconds, seconds since the epoch */
 } engine_hists_t;
 
-/* engine_reading_parse() and, in the same pass, the histograms of the
- * signals in want into *hists (fully written; NULL when want is 0). On
- * success out->hist_mask = hists->mask. */
-int engine_reading_parse_hist(engine_t e, const char *model, unsigned want, const char *text,
-                              size_t len, prom_format_t fmt, engine_reading_t *out,
-                              engine_hists_t *hists, char *err, size_t errlen);
-
 /*
- * engine_reading_parse() that also reads vLLM's vllm:lora_requests_info
- * for LoRA adapter `adapter` (NULL or "": not read, as above): out->has_lora
- * when a series with a finite value exists, and lora_waiting / lora_running
- * when the newest one lists the adapter (docs/configuration.md,
- * vllm_lora_waiting_engines). The model filter does not apply to it (it has
- * no model_name label); a series whose value is not finite is skipped,
- * never an error.
+ * engine_reading_parse() that also reads, in the same pass:
+ *   - the latency histograms of the signals in want into *hists (fully
+ *     written; want 0 or hists NULL: none read). On success
+ *     out->hist_mask = hists->mask;
+ *   - vLLM's vllm:lora_requests_info for LoRA adapter `adapter` (NULL or "":
+ *     not read): out->has_lora when a series with a finite value exists, and
+ *     lora_waiting / lora_running when the newest one lists the adapter
+ *     (docs/configuration.md, vllm_lora_waiting_engines). The model filter
+ *     does not apply to it (it has no model_name label); a series whose
+ *     value is not finite is skipped, never an error.
  */
-int engine_reading_parse_adapter(engine_t e, const char *model, const char *adapter,
-                                 const char *text, size_t len, prom_format_t fmt,
-                                 engine_reading_t *out, char *err, size_t errlen);
-
-/* Both in one pass: what a trigger with latency targets and a loraAdapter
- * reads (adapter NULL or "", want 0 / hists NULL: not read). */
 int engine_reading_parse_full(engine_t e, const char *model, const char *adapter, unsigned want,
                               const char *text, size_t len, prom_format_t fmt,
                               engine_reading_t *out, engine_hists_t *hists, char *err,

@@ -29,7 +29,7 @@ static engine_reading_t parse_fixture(engine_t e, const char *model, unsigned wa
     char *text = ts_engine_fixture(name, &n);
     engine_reading_t r;
     char err[300];
-    int rc = engine_reading_parse_hist(e, model, want, text, n, PROM_FORMAT_TEXT, &r, &h, err,
+    int rc = engine_reading_parse_full(e, model, NULL, want, text, n, PROM_FORMAT_TEXT, &r, &h, err,
                                        sizeof err);
     if (rc)
         fail_msg("%s: %s", name, err);
@@ -132,8 +132,8 @@ static void test_sglang_tgi_triton(void **state) {
 
 static int parse_text(engine_t e, const char *text, char *err, size_t errlen) {
     engine_reading_t r;
-    return engine_reading_parse_hist(e, "", ALL, text, strlen(text), PROM_FORMAT_TEXT, &r, &h, err,
-                                     errlen);
+    return engine_reading_parse_full(e, "", NULL, ALL, text, strlen(text), PROM_FORMAT_TEXT, &r, &h,
+                                     err, errlen);
 }
 
 static void test_older_tpot_name_and_errors(void **state) {

@@ -26,8 +26,8 @@ static engine_reading_t lora_fixture(const char *model, const char *adapter) {
     char *text = ts_engine_fixture("vllm-lora.txt", &n);
     engine_reading_t r;
     char err[256] = "";
-    int rc = engine_reading_parse_adapter(ENGINE_VLLM, model, adapter, text, n, PROM_FORMAT_TEXT,
-                                          &r, err, sizeof err);
+    int rc = engine_reading_parse_full(ENGINE_VLLM, model, adapter, 0, text, n, PROM_FORMAT_TEXT,
+                                       &r, NULL, err, sizeof err);
     free(text);
     if (rc != 0)
         fail_msg("vllm-lora.txt: %s", err);
@@ -37,8 +37,8 @@ static engine_reading_t lora_fixture(const char *model, const char *adapter) {
 static engine_reading_t lora_text(const char *text, const char *adapter) {
     engine_reading_t r;
     char err[256] = "";
-    if (engine_reading_parse_adapter(ENGINE_VLLM, "", adapter, text, strlen(text), PROM_FORMAT_TEXT,
-                                     &r, err, sizeof err) != 0)
+    if (engine_reading_parse_full(ENGINE_VLLM, "", adapter, 0, text, strlen(text), PROM_FORMAT_TEXT,
+                                  &r, NULL, err, sizeof err) != 0)
         fail_msg("%s", err);
     return r;
 }
@@ -109,8 +109,8 @@ static void test_lora_ties_nan_and_order(void **state) {
     /* other engines have no such metric */
     const char *t = "vllm:lora_requests_info{waiting_lora_adapters=\"a\"} 9\n";
     char err[128];
-    assert_int_equal(engine_reading_parse_adapter(ENGINE_SGLANG, "", "a", t, strlen(t),
-                                                  PROM_FORMAT_TEXT, &r, err, sizeof err),
+    assert_int_equal(engine_reading_parse_full(ENGINE_SGLANG, "", "a", 0, t, strlen(t),
+                                               PROM_FORMAT_TEXT, &r, NULL, err, sizeof err),
                      0);
     assert_false(r.has_lora);
 }

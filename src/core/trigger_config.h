@@ -232,6 +232,11 @@ typedef struct {
     double target_generation_tokens; /* targetGenerationTokensPerReplica */
     /* loraAdapter (vllm_lora_waiting_engines): the vLLM LoRA adapter's name. */
     char lora_adapter[256];
+    /* sourceAuth: the --source-auth profile (core/source_auth.h) every HTTP
+     * source of the trigger scrapes with (engine URLs, podSelector pods,
+     * demandEndpoint); "" = none. Only the name: credentials stay on the
+     * server, and the source hub checks the namespace may use it. */
+    char source_auth[64];
 } demand_config_t;
 
 typedef struct {

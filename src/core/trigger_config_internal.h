@@ -58,6 +58,7 @@ typedef enum {
     K_MODEL,
     K_WINDOW,
     K_LORA_ADAPTER,
+    K_SOURCE_AUTH,
     K_REDIS_ADDRESS,
     K_REDIS_LIST,
     K_REDIS_STREAM,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/source_auth.h"
 #include "core/trigger_config_internal.h"
 #include "core/source_url.h"
 
@@ -769,6 +770,24 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                           "targetKvCache: %s exports no KV-cache usage; it exists for vllm and "
                           "sglang",
                           tc_engine_names[d->engine]);
+
+    if (slot[K_SOURCE_AUTH]) {
+        slice_t v = tc_value_of(slot[K_SOURCE_AUTH]);
+        if (d->engine == ENGINE_NONE && d->queue != QUEUE_PROMETHEUS)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "sourceAuth is set, but the trigger reads no HTTP source; it "
+                              "applies to engine endpoints, podSelector pods and demandEndpoint "
+                              "(a Redis queue authenticates with redisPasswordFromEnv)");
+        if (!source_auth_name_valid(v.p, v.n)) {
+            char q[QBUF];
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "invalid sourceAuth %s: must name a --source-auth profile of the "
+                              "server (lower-case letters, digits and '-', at most %d)",
+                              kgs_quote(q, sizeof q, v.p, v.n), SOURCE_AUTH_NAME_MAX);
+        }
+        memcpy(d->source_auth, v.p, v.n);
+        d->source_auth[v.n] = '\0';
+    }
 
     if (slot[K_FORECAST] || slot[K_COLD_START]) {
         if (t == DEMAND_NONE)

@@ -229,6 +229,8 @@ const key_row_t tc_keys[K_COUNT] = {
                          "`30`", .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "30"),
     [K_LORA_ADAPTER] =
         ROW("loraAdapter", KT_STRING, KG_ENGINE, "—", .serves = TS_ENGINE, .example = "sql-lora"),
+    [K_SOURCE_AUTH] = ROW("sourceAuth", KT_STRING, KG_ENGINE, "none (no credentials)",
+                          .serves = TS_ENGINE | TS_QUEUE | TS_DEMAND | TS_SLO, .example = "epp"),
     [K_REDIS_ADDRESS] = ROW("redisAddress", KT_ADDRESS, KG_QUEUE, "—",
                             .serves = TS_QUEUE | TS_DEMAND, .example = "redis:6379"),
     [K_REDIS_LIST] = ROW("redisListName", KT_STRING, KG_QUEUE, "—", .serves = TS_QUEUE | TS_DEMAND,

@@ -932,6 +932,7 @@ int main(int argc, char **argv) {
         source_hub_opts_t ho = {.loop = sv.loop,
                                 .log = &sv.log,
                                 .ca_file = sv.o.source_ca_file,
+                                .auth = &sv.o.source_auth,
                                 .max_body_bytes = sv.o.source_max_bytes,
                                 .max_sources = (unsigned)sv.o.max_sources,
                                 .max_sources_per_ns = (unsigned)sv.o.max_sources_per_ns,

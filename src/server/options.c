@@ -132,6 +132,16 @@ const char server_usage_text_end[] =
     "                                rediss queues (default: the system's roots)\n"
     "  --source-max-bytes N          largest engine/queue response read, in bytes\n"
     "                                (default 8388608 = 8 MiB; 4096 to 268435456)\n"
+    "  --source-auth PROFILES        credentials for engine and demandEndpoint\n"
+    "                                scrapes, named so that triggers pick one with\n"
+    "                                sourceAuth: NAME (default: none). PROFILES is\n"
+    "                                NAME:key=value,...[;NAME:...] with keys\n"
+    "                                token-file (a bearer token, re-read when it\n"
+    "                                changes), ca-file, cert-file + key-file (mTLS)\n"
+    "                                and namespaces=a|b or * (required: which\n"
+    "                                namespaces' triggers may use it), e.g.\n"
+    "                                epp:token-file=/var/run/secrets/kgs/token,\n"
+    "                                namespaces=llm\n"
     "\n"
     "The aggregator's link to the agents (docs/operations.md, \"Security\"):\n"
     "  --agents-tls-ca FILE          dial the agents over TLS and\n"
@@ -235,6 +245,7 @@ typedef enum {
     O_KUBE_CA_FILE,
     O_SOURCE_CA_FILE,
     O_SOURCE_MAX_BYTES,
+    O_SOURCE_AUTH,
     O_MAX_REQUEST_BYTES,
     O_MAX_METADATA_ENTRIES,
     O_MAX_METADATA_BYTES,
@@ -285,6 +296,7 @@ static const char *const opt_names[O_COUNT] = {
     "kube-ca-file",
     "source-ca-file",
     "source-max-bytes",
+    "source-auth",
     "max-request-bytes",
     "max-metadata-entries",
     "max-metadata-bytes",
@@ -641,6 +653,15 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
                               r->source, r->text);
         o->source_create_rate = rate;
         o->source_create_burst = (size_t)burst;
+        return 0;
+    }
+    case O_SOURCE_AUTH: {
+        char why[400];
+        if (source_auth_parse(r->text, &o->source_auth, why, sizeof why) != 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: %s; see --help and docs/configuration.md, \"Authenticated "
+                              "scrapes\"",
+                              r->source, why);
         return 0;
     }
     case O_SOURCE_ALLOW_CIDRS: {

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "core/egress.h"
+#include "core/source_auth.h"
 #include "core/log.h"
 #include "env/env.h"
 
@@ -61,11 +62,12 @@ typedef struct {
     const char *agents_tls_cert; /* --agents-tls-cert: the client certificate shown to agents */
     const char *agents_tls_key;  /* --agents-tls-key */
     const char *agents_tls_server_name; /* --agents-tls-server-name, NULL = each agent's IP */
-    const char *kube_api;        /* --kube-api URL or "none"; NULL = in-cluster if available */
-    const char *kube_token_file; /* --kube-token-file */
-    const char *kube_ca_file;    /* --kube-ca-file */
-    const char *source_ca_file;  /* --source-ca-file, NULL = system roots */
-    size_t source_max_bytes;     /* --source-max-bytes, default 8 MiB */
+    const char *kube_api;          /* --kube-api URL or "none"; NULL = in-cluster if available */
+    const char *kube_token_file;   /* --kube-token-file */
+    const char *kube_ca_file;      /* --kube-ca-file */
+    const char *source_ca_file;    /* --source-ca-file, NULL = system roots */
+    size_t source_max_bytes;       /* --source-max-bytes, default 8 MiB */
+    source_auth_set_t source_auth; /* --source-auth: named scrape credentials; none by default */
     /* Budgets against hostile callers (docs/operations.md, "Limits"). */
     size_t max_request_bytes;    /* --max-request-bytes, default 64 KiB: one gRPC request */
     size_t max_metadata_entries; /* --max-metadata-entries, default 256 per map */

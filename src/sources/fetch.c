@@ -80,6 +80,7 @@ static void shut(fetch_t *f) {
 
 static void release(fetch_t *f) {
     shut(f);
+    explicit_bzero(f->request, f->request_len); /* it may hold a bearer token */
     free(f->buf);
     free(f);
 }
@@ -98,6 +99,7 @@ static void finish(fetch_t *f, int status, bool eof, const char *fmt, ...) {
     /* Close first: the callback may start the next exchange at once. */
     shut(f);
     f->done(f->user_data, status, f->buf ? f->buf : "", f->len, eof, status ? msg : NULL);
+    explicit_bzero(f->request, f->request_len); /* it may hold a bearer token */
     free(f->buf);
     free(f);
 }

@@ -49,6 +49,12 @@ typedef struct {
     /* PROM: the trigger's metric and matchers (configure() points it at its own copy) */
     const demand_config_t *prom;
     void *owned; /* what configure() allocated; release() frees it */
+    /* sourceAuth (HTTP): the profile's name for messages (NULL: none), and
+     * the bearer token request() sends, lent by the hub for that call only
+     * (NULL: no Authorization header). Never in a message. */
+    const char *auth_name;
+    const char *bearer;
+    size_t bearer_len;
     /* REDIS */
     queue_kind_t qkind;
     stream_measure_t measure;

@@ -18,11 +18,21 @@
 #include "sources/source_backend.h"
 
 static size_t http_request(const source_params_t *p, char *buf, size_t cap) {
+    /* the token was checked when read: printable ASCII, no space, CR or LF */
+    bool auth = p->bearer && p->bearer_len;
     int n = snprintf(buf, cap,
                      "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: keda-gpu-scaler\r\n"
-                     "Accept: text/plain;version=0.0.4;q=1,*/*;q=0.1\r\nConnection: close\r\n\r\n",
-                     p->url.path[0] ? p->url.path : "/", p->url.host_header);
-    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+                     "Accept: text/plain;version=0.0.4;q=1,*/*;q=0.1\r\n%s%.*s%s"
+                     "Connection: close\r\n\r\n",
+                     p->url.path[0] ? p->url.path : "/", p->url.host_header,
+                     auth ? "Authorization: Bearer " : "", auth ? (int)p->bearer_len : 0,
+                     auth ? p->bearer : "", auth ? "\r\n" : "");
+    if (n < 0 || (size_t)n >= cap) {
+        if (cap)
+            explicit_bzero(buf, cap);
+        return 0;
+    }
+    return (size_t)n;
 }
 
 static int http_complete(const source_params_t *p, source_scratch_t *sc, const char *buf,
@@ -121,6 +131,25 @@ static int http_parse(const source_params_t *p, source_scratch_t *sc, const char
                  "HTTP %d: redirects are not followed (a redirect could point anywhere); use "
                  "the final URL",
                  r.status);
+        return -1;
+    }
+    if ((r.status == 401 || r.status == 403) && !p->auth_name) {
+        snprintf(msg, msglen,
+                 "HTTP %d (want 200): the endpoint wants credentials; set sourceAuth to a "
+                 "--source-auth profile of the server (docs/configuration.md, \"Authenticated "
+                 "scrapes\")",
+                 r.status);
+        return -1;
+    }
+    if (r.status == 401 || r.status == 403) {
+        snprintf(msg, msglen, "HTTP %d (want 200): the credentials of sourceAuth %s were %s (%s)",
+                 r.status, p->auth_name,
+                 r.status == 401 ? "not accepted" : "accepted but not allowed",
+                 r.status == 401 ? "a wrong or expired token, or a client certificate the "
+                                   "server does not trust"
+                                 : "for an endpoint behind Kubernetes authorization, such as "
+                                   "an EPP's, the token's service account needs get on the "
+                                   "nonResourceURL /metrics");
         return -1;
     }
     if (r.status != 200) {

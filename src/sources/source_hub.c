@@ -23,10 +23,14 @@
 #include "sources/source_hub.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "net/resolver.h"
 #include "core/hash.h"
@@ -41,6 +45,7 @@
 #include "sources/source_backend.h"
 #include "core/source_url.h"
 #include "core/egress.h"
+#include "core/source_auth.h"
 
 #define HASH_BUCKETS 4096
 #define SWEEP_NS 10000000000ull
@@ -55,6 +60,9 @@
 #define DEFAULT_CREATE_BURST 50
 #define CROWDED_IDLE_NS 60000000000ull /* idle expiry over 3/4 of max_sources */
 #define NS_BUCKETS 256
+/* A profile's files are looked at (stat) at most this often, from the polls
+ * that use it: a rotated token or certificate is in use within a second. */
+#define AUTH_CHECK_NS 1000000000ull
 
 /* A subscription a pod's latency increases go to: (trigger_id, ns), looked
  * up at each poll (one freed meanwhile is dropped from the list). */
@@ -111,6 +119,7 @@ struct source {
      * and generation (b) tokens. */
     counter_window_t counters;
     struct ns_count *charged; /* the namespace it counts against */
+    int auth;                 /* index in hub->auth (sourceAuth), -1 none */
     source_hist_t *hist;      /* latency; NULL until a trigger with latency targets reads it */
 };
 
@@ -151,6 +160,11 @@ typedef struct sub {
     /* A pod's latency could not be subscribed (out of memory): the windows
      * lack it, so latency reads as unknown until a retry adds it. */
     bool hist_incomplete;
+    /* sourceAuth: the profile (index in hub->auth, -1 none), admitted for
+     * this namespace at the first subscribe; auth_denied: it was not, and
+     * nothing is started (engine_error and queue_error say why). */
+    int auth;
+    bool auth_denied;
 } sub_t;
 
 #define SUB_BUCKETS 1024
@@ -172,8 +186,26 @@ typedef struct {
     const char *limited; /* a source missing because a limit refused it: why */
 } views_t;
 
+/* One --source-auth profile at run time: the bearer token as last read,
+ * the identity of the file it came from, and the TLS context that follows
+ * its files. */
+typedef struct {
+    const source_auth_profile_t *p; /* borrowed from opts.auth */
+    tls_client_t *tls;              /* ca-file or a client certificate: its own context */
+    char *token;                    /* SOURCE_AUTH_TOKEN_MAX + 1 bytes; wiped when replaced */
+    size_t token_len;               /* 0: none usable (error says why) */
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    mono_ns_t checked; /* last look at the files */
+    char error[800];   /* why the profile cannot be used now ("" = it can) */
+} auth_rt_t;
+
 struct source_hub {
     source_hub_opts_t o;
+    auth_rt_t *auth; /* one per opts.auth profile */
+    unsigned nauth;
     sub_t *subs[SUB_BUCKETS];
     views_t views;
     SSL_CTX *tls;   /* built on first use unless a CA file was given (see hub_tls) */
@@ -191,6 +223,185 @@ struct source_hub {
     double tokens; /* --source-create-rate's bucket */
     mono_ns_t tokens_at;
 };
+
+/* ---- credentials (--source-auth) ------------------------------------------------ */
+
+/* Reads a's token file into a->token when the file is not the one read
+ * last (device, inode, size and mtime: a kubelet rotating a projected token
+ * swaps a symlink, so stat() sees a new file). 0, or -1 with a->error set;
+ * a->token is then wiped: a token file that vanished or went bad is not
+ * quietly replaced by its old content. The message names the file, never
+ * its bytes. */
+static int auth_read_token(auth_rt_t *a) {
+    const char *path = a->p->token_file;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(a->error, sizeof a->error, "sourceAuth %s: token file %s: %s", a->p->name, path,
+                 strerror(errno));
+        goto bad;
+    }
+    if (a->token_len && st.st_dev == a->dev && st.st_ino == a->ino && st.st_size == a->size &&
+        st.st_mtim.tv_sec == a->mtime.tv_sec && st.st_mtim.tv_nsec == a->mtime.tv_nsec)
+        return 0; /* the same file as before */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(a->error, sizeof a->error, "sourceAuth %s: token file %s: %s", a->p->name, path,
+                 strerror(errno));
+        goto bad;
+    }
+    struct stat fst;
+    if (fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+        close(fd);
+        snprintf(a->error, sizeof a->error, "sourceAuth %s: token file %s is not a regular file",
+                 a->p->name, path);
+        goto bad;
+    }
+    /* one byte more than the limit, so a longer file is seen as one */
+    char buf[SOURCE_AUTH_TOKEN_MAX + 2];
+    size_t n = 0;
+    while (n < sizeof buf) {
+        ssize_t r = read(fd, buf + n, sizeof buf - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    size_t tlen = 0;
+    char why[200];
+    if (source_auth_token_check(buf, n, &tlen, why, sizeof why) != 0) {
+        explicit_bzero(buf, sizeof buf);
+        snprintf(a->error, sizeof a->error, "sourceAuth %s: token file %s: %s", a->p->name, path,
+                 why);
+        goto bad;
+    }
+    explicit_bzero(a->token, SOURCE_AUTH_TOKEN_MAX + 1);
+    memcpy(a->token, buf, tlen);
+    a->token[tlen] = '\0';
+    explicit_bzero(buf, sizeof buf);
+    a->token_len = tlen;
+    a->dev = fst.st_dev;
+    a->ino = fst.st_ino;
+    a->size = fst.st_size;
+    a->mtime = fst.st_mtim;
+    a->error[0] = '\0';
+    return 0;
+bad:
+    explicit_bzero(a->token, SOURCE_AUTH_TOKEN_MAX + 1);
+    a->token_len = 0;
+    return -1;
+}
+
+/* Before a poll with profile a: at most once per AUTH_CHECK_NS, the token
+ * re-read if its file changed and the certificates reloaded if theirs did
+ * (a failed reload keeps the previous context, as the server's do). */
+static void auth_refresh(source_hub_t *h, auth_rt_t *a, mono_ns_t now) {
+    if (a->checked && now - a->checked < AUTH_CHECK_NS)
+        return;
+    a->checked = now;
+    bool was_bad = a->error[0] != '\0';
+    if (a->p->token_file[0] && auth_read_token(a) != 0) {
+        if (!was_bad)
+            LOG_WARN(h->o.log, "%s", a->error);
+        return;
+    }
+    a->error[0] = '\0';
+    if (a->tls) {
+        bool reloaded = false;
+        char why[400];
+        if (tls_client_reload_if_changed(a->tls, &reloaded, why, sizeof why) != 0)
+            LOG_WARN(h->o.log,
+                     "sourceAuth %s: TLS reload failed, still using the previous files: %s",
+                     a->p->name, why);
+        else if (reloaded)
+            LOG_INFO(h->o.log, "sourceAuth %s: TLS files reloaded; new scrapes use them",
+                     a->p->name);
+    }
+    if (was_bad)
+        LOG_INFO(h->o.log, "sourceAuth %s: usable again", a->p->name);
+}
+
+/* The run-time state of every profile, at start: a token or certificate
+ * that cannot be read fails the start, naming the profile and the file. */
+static int auth_init(source_hub_t *h, char *err, size_t errlen) {
+    const source_auth_set_t *set = h->o.auth;
+    if (!set || !set->n)
+        return 0;
+    h->auth = calloc(set->n, sizeof *h->auth);
+    if (!h->auth)
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+    h->nauth = set->n;
+    for (unsigned i = 0; i < set->n; i++) {
+        auth_rt_t *a = &h->auth[i];
+        a->p = &set->p[i];
+        if (a->p->token_file[0]) {
+            if (!(a->token = calloc(1, SOURCE_AUTH_TOKEN_MAX + 1)))
+                return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
+            if (auth_read_token(a) != 0)
+                return kgs_seterr(err, errlen, KGS_EIO, "--source-auth: %s", a->error);
+        }
+        if (a->p->ca_file[0] || a->p->cert_file[0]) {
+            const char *ca = a->p->ca_file[0]                  ? a->p->ca_file
+                             : h->o.ca_file && h->o.ca_file[0] ? h->o.ca_file
+                                                               : NULL;
+            char why[400];
+            int rc =
+                tls_client_new(ca, a->p->cert_file[0] ? a->p->cert_file : NULL,
+                               a->p->key_file[0] ? a->p->key_file : NULL, &a->tls, why, sizeof why);
+            if (rc != 0)
+                return kgs_seterr(err, errlen, rc, "--source-auth %s: %s", a->p->name, why);
+        }
+    }
+    return 0;
+}
+
+static void auth_free(source_hub_t *h) {
+    for (unsigned i = 0; i < h->nauth; i++) {
+        if (h->auth[i].token)
+            explicit_bzero(h->auth[i].token, SOURCE_AUTH_TOKEN_MAX + 1);
+        free(h->auth[i].token);
+        tls_client_free(h->auth[i].tls);
+    }
+    free(h->auth);
+    h->auth = NULL;
+    h->nauth = 0;
+}
+
+/* Whether trigger c may scrape with its sourceAuth from namespace ns: 0
+ * with *index (-1: it names none), or KGS_EINVAL with the message. */
+static int auth_admit(const source_hub_t *h, const trigger_config_t *c, const char *ns, int *index,
+                      char *err, size_t errlen) {
+    *index = -1;
+    const char *name = c->demand.source_auth;
+    if (!name[0])
+        return 0;
+    for (unsigned i = 0; i < h->nauth; i++) {
+        const source_auth_profile_t *p = h->auth[i].p;
+        if (strcmp(p->name, name) != 0)
+            continue;
+        if (!source_auth_allows(p, ns)) {
+            char list[300] = "";
+            size_t o = 0;
+            for (unsigned k = 0; k < p->nns && o < sizeof list; k++)
+                o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", k ? "|" : "", p->ns[k]);
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "sourceAuth %s may not be used from namespace %s (--source-auth "
+                              "%s: namespaces=%s)",
+                              name, ns, name, list);
+        }
+        *index = (int)i;
+        return 0;
+    }
+    char names[400] = "";
+    size_t o = 0;
+    for (unsigned i = 0; i < h->nauth && o < sizeof names; i++)
+        o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "",
+                              h->auth[i].p->name);
+    return kgs_seterr(err, errlen, KGS_EINVAL,
+                      "sourceAuth %s: the server has no --source-auth profile of that name (%s%s)",
+                      name, h->nauth ? "it has: " : "it has none", names);
+}
 
 /* ---- budgets ------------------------------------------------------------------- */
 
@@ -491,8 +702,25 @@ static void poll_source(source_t *s) {
             return;
         }
     }
-    char req[4096];
+    SSL_CTX *tls = s->tls ? hub_tls(h) : NULL;
+    s->p.bearer = NULL;
+    s->p.bearer_len = 0;
+    if (s->auth >= 0) {
+        auth_rt_t *a = &h->auth[s->auth];
+        auth_refresh(h, a, now);
+        if (a->error[0]) {
+            set_error(s, a->error);
+            return;
+        }
+        s->p.bearer = a->token_len ? a->token : NULL;
+        s->p.bearer_len = a->token_len;
+        if (s->tls && a->tls)
+            tls = tls_client_ctx(a->tls);
+    }
+    /* room for a bearer token of SOURCE_AUTH_TOKEN_MAX bytes */
+    char req[SOURCE_AUTH_TOKEN_MAX + 4096];
     size_t n = s->backend->request(&s->p, req, sizeof req);
+    s->p.bearer = NULL; /* borrowed for request() only */
     if (n == 0) {
         set_error(s, "request too large");
         return;
@@ -500,7 +728,7 @@ static void poll_source(source_t *s) {
     fetch_request_t fr = {
         .addr = *addr,
         .addrlen = addrlen,
-        .tls = s->tls ? hub_tls(h) : NULL,
+        .tls = tls,
         .tls_host = s->p.url.host,
         .alpn = s->backend->alpn,
         .request = req,
@@ -511,14 +739,17 @@ static void poll_source(source_t *s) {
         .done = poll_done,
         .user_data = s,
     };
-    if (s->tls && !h->tls) {
+    if (s->tls && !tls) {
         char m[400];
+        explicit_bzero(req, n);
         snprintf(m, sizeof m, "TLS is not available (no CA bundle could be loaded: %s)",
                  h->tls_error);
         set_error(s, m);
         return;
     }
-    if (fetch_start(h->o.loop, &fr, &s->inflight, err, sizeof err) != 0) {
+    int frc = fetch_start(h->o.loop, &fr, &s->inflight, err, sizeof err);
+    explicit_bzero(req, n); /* it may hold a token; the fetch has its own copy */
+    if (frc != 0) {
         s->inflight = NULL;
         set_error(s, err);
     }
@@ -660,7 +891,8 @@ static void set_literal_addr(source_t *s) {
  * cannot be made, and *rc (may be NULL) the KGS_E* code: KGS_ENOMEM is worth
  * another try, a bad URL is not. */
 static source_t *source_get(source_hub_t *h, const char *key, const source_target_t *t,
-                            const char *ns, mono_ns_t now, int *rc, char *err, size_t errlen) {
+                            const char *ns, int auth, mono_ns_t now, int *rc, char *err,
+                            size_t errlen) {
     const trigger_config_t *c = t->c;
     int ignored;
     if (!rc)
@@ -697,8 +929,22 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
     loop_timer_init(&s->timer, on_timer, s);
     s->p.max_body_bytes = h->o.max_body_bytes;
     s->backend = source_backend_for(t->kind);
-    if ((*rc = s->backend->configure(t, &s->p, &s->tls, s->name, sizeof s->name, err, errlen)) !=
-        0) {
+    s->auth = auth;
+    if ((*rc = s->backend->configure(t, &s->p, &s->tls, s->name, sizeof s->name, err, errlen)) ==
+            0 &&
+        auth >= 0) {
+        const source_auth_profile_t *ap = h->auth[auth].p;
+        s->p.auth_name = ap->name;
+        /* a CA or a client certificate is TLS's: over http it would not be
+         * used, and the operator asked for it */
+        if (!s->tls && (ap->ca_file[0] || ap->cert_file[0]))
+            *rc = kgs_seterr(err, errlen, KGS_EINVAL,
+                             "sourceAuth %s has %s, which needs https (an https:// URL, or "
+                             "engineScheme: https for podSelector pods); %s is http",
+                             ap->name, ap->cert_file[0] ? "a client certificate" : "a ca-file",
+                             s->name);
+    }
+    if (*rc != 0) {
         if (s->backend->release)
             s->backend->release(&s->p);
         free(s->key);
@@ -767,27 +1013,42 @@ static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
 
 /* ---- identities ---------------------------------------------------------------- */
 
-/* Room for "E|engine|model|<pod URL>|L|adapter" whole: a cut key could make
- * two triggers share a source they should not. */
+/* Room for "E|engine|model|<pod URL>|L|adapter|A|profile|namespace" whole:
+ * a cut key could make two triggers share a source they should not. */
 #define ENGINE_KEY_MAX (TRIGGER_URL_MAX + 1024)
 
-/* The identity of the engine source that reads url for trigger c. */
-static void engine_key(const trigger_config_t *c, const char *url, char *key, size_t keylen) {
+/* An authenticated source is its namespace's own: a trigger in another
+ * namespace never finds it (the profile may not be allowed there), so the
+ * profile and the namespace are part of the identity. */
+static int auth_key_part(const trigger_config_t *c, const char *ns, char *key, size_t keylen) {
+    if (!c->demand.source_auth[0] || keylen == 0)
+        return 0;
+    return snprintf(key, keylen, "|A|%s|%s", c->demand.source_auth, ns);
+}
+
+/* The identity of the engine source that reads url for trigger c in ns. */
+static void engine_key(const trigger_config_t *c, const char *ns, const char *url, char *key,
+                       size_t keylen) {
     /* loraAdapter changes what is read: part of the identity (only when set,
      * so other triggers' keys are unchanged) */
     const char *lora = c->demand.lora_adapter;
-    snprintf(key, keylen, "E|%s|%s|%s%s%s", engine_name(c->demand.engine), c->demand.model, url,
-             lora[0] ? "|L|" : "", lora);
+    int o = snprintf(key, keylen, "E|%s|%s|%s%s%s", engine_name(c->demand.engine), c->demand.model,
+                     url, lora[0] ? "|L|" : "", lora);
+    if (o > 0 && (size_t)o < keylen)
+        auth_key_part(c, ns, key + o, keylen - (size_t)o);
 }
 
-/* The identity of c's queue source (may hold a password: wipe it after use). */
-static void queue_key(const trigger_config_t *c, char *key, size_t keylen) {
+/* The identity of c's queue source in ns (may hold a password: wipe it
+ * after use). */
+static void queue_key(const trigger_config_t *c, const char *ns, char *key, size_t keylen) {
     const demand_config_t *d = &c->demand;
     if (d->queue == QUEUE_PROMETHEUS) {
         int o = snprintf(key, keylen, "P|%s|%s", d->demand_endpoint, d->demand_metric);
         for (unsigned i = 0; i < d->matcher_count && o > 0 && (size_t)o < keylen; i++)
             o += snprintf(key + o, keylen - (size_t)o, "|%s%s%s", d->matchers[i].name,
                           d->matchers[i].negate ? "!=" : "=", d->matchers[i].value);
+        if (o > 0 && (size_t)o < keylen)
+            auth_key_part(c, ns, key + o, keylen - (size_t)o);
     } else {
         snprintf(key, keylen, "R|%s|%d|%d|%s|%s|%d|%d|%s|%s", d->redis_address, d->redis_db,
                  d->redis_tls, d->redis_username, d->redis_password, d->queue, d->stream_measure,
@@ -839,10 +1100,10 @@ typedef struct {
 
 static void start_engine(start_ctx_t *x, const char *url, const char *pod) {
     char key[ENGINE_KEY_MAX], err[300];
-    engine_key(x->c, url, key, sizeof key);
+    engine_key(x->c, x->u->ns, url, key, sizeof key);
     source_target_t t = {SOURCE_KIND_ENGINE, x->c, url, pod};
     int rc;
-    source_t *s = source_get(x->h, key, &t, x->u->ns, x->now, &rc, err, sizeof err);
+    source_t *s = source_get(x->h, key, &t, x->u->ns, x->u->auth, x->now, &rc, err, sizeof err);
     if (!s) {
         snprintf(x->u->engine_error, sizeof x->u->engine_error, "%s", err);
         x->u->retry |= rc == KGS_ENOMEM || rc == KGS_ERANGE;
@@ -889,7 +1150,8 @@ static void on_rescan(loop_t *loop, loop_timer_t *t, void *ud) {
     mono_ns_t now = loop_now(loop);
     u->engine_error[0] = '\0'; /* this listing's failures only */
     u->engine_limited = false;
-    start_pods(u->hub, u, u->pods_cfg, now);
+    if (!u->auth_denied)
+        start_pods(u->hub, u, u->pods_cfg, now);
     loop_timer_start(loop, &u->rescan, clock_add_sat(now, u->pods_cfg->demand.interval_ns));
 }
 
@@ -901,6 +1163,16 @@ static void sub_start(source_hub_t *h, sub_t *u, const trigger_config_t *c, mono
     u->retry = u->hist_incomplete = false;
     u->engine_limited = u->queue_limited = false;
     u->engine_error[0] = u->queue_error[0] = '\0';
+    char why[300];
+    if (auth_admit(h, c, u->ns, &u->auth, why, sizeof why) != 0) {
+        /* refused for good: the profile and its namespaces are the server's */
+        u->auth_denied = true;
+        snprintf(u->engine_error, sizeof u->engine_error, "%s", why);
+        snprintf(u->queue_error, sizeof u->queue_error, "%s", why);
+        LOG_WARN(h->o.log, "trigger in namespace %s: %s", u->ns, why);
+        return;
+    }
+    u->auth_denied = false;
     if (d->engine != ENGINE_NONE) {
         if (d->endpoint_count) {
             for (unsigned i = 0; i < d->endpoint_count; i++)
@@ -925,10 +1197,10 @@ static void sub_start(source_hub_t *h, sub_t *u, const trigger_config_t *c, mono
     if (d->queue != QUEUE_NONE) {
         char key[4096], err[300];
         int rc;
-        queue_key(c, key, sizeof key);
+        queue_key(c, u->ns, key, sizeof key);
         source_target_t t = {d->queue == QUEUE_PROMETHEUS ? SOURCE_KIND_PROM : SOURCE_KIND_REDIS, c,
                              NULL, NULL};
-        if (!source_get(h, key, &t, u->ns, now, &rc, err, sizeof err)) {
+        if (!source_get(h, key, &t, u->ns, u->auth, now, &rc, err, sizeof err)) {
             snprintf(u->queue_error, sizeof u->queue_error, "%s", err);
             u->retry |= rc == KGS_ENOMEM || rc == KGS_ERANGE;
             u->queue_limited = rc == KGS_ERANGE;
@@ -1008,6 +1280,7 @@ typedef struct {
     source_hub_t *h;
     const sub_t *u;
     const trigger_config_t *c;
+    const char *ns;
     mono_ns_t now;
 } read_ctx_t;
 
@@ -1033,7 +1306,7 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
     demand_source_t *v = &w->v[w->n];
     memset(v, 0, sizeof *v);
     char key[ENGINE_KEY_MAX];
-    engine_key(x->c, url, key, sizeof key);
+    engine_key(x->c, x->ns, url, key, sizeof key);
     const source_t *s = source_find(x->h, key, x->now);
     if (!s) {
         /* Only a source that does not exist needs its URL kept (as its
@@ -1117,7 +1390,7 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
         if (u->slo_mask)
             hist_read(u, now, out->latency);
     }
-    read_ctx_t x = {h, u, c, now};
+    read_ctx_t x = {h, u, c, ns, now};
     views_t *w = &h->views;
     w->n = w->npods = 0;
     w->names_len = 0;
@@ -1152,7 +1425,7 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
     out->nengines = w->n;
     if (d->queue != QUEUE_NONE) {
         char key[4096];
-        queue_key(c, key, sizeof key);
+        queue_key(c, ns, key, sizeof key);
         const source_t *q = source_find(h, key, now);
         explicit_bzero(key, sizeof key);
         out->has_queue_source = true;
@@ -1175,6 +1448,7 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
 
 int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err, size_t errlen) {
     *out = NULL;
+    int rc;
     source_hub_t *h = calloc(1, sizeof *h);
     if (!h)
         return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
@@ -1216,6 +1490,14 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
         SSL_CTX_set_alpn_protos(h->tls, NULL, 0); /* ALPN is set per connection */
         h->tls_tried = true;
     }
+    if ((rc = auth_init(h, err, errlen)) != 0) {
+        auth_free(h);
+        SSL_CTX_free(h->tls);
+        free(h->scratch.resp);
+        free(h->scratch.hists);
+        free(h);
+        return rc;
+    }
     loop_timer_init(&h->sweep, on_sweep, h);
     loop_timer_init(&h->notify, on_notify, h);
     loop_timer_start(h->o.loop, &h->sweep, clock_add_sat(loop_now(h->o.loop), SWEEP_NS));
@@ -1241,6 +1523,7 @@ void source_hub_free(source_hub_t *h) {
     loop_timer_stop(h->o.loop, &h->sweep);
     loop_timer_stop(h->o.loop, &h->notify);
     SSL_CTX_free(h->tls);
+    auth_free(h);
     free(h->scratch.resp);
     free(h->scratch.hists);
     free(h);

@@ -34,6 +34,7 @@
 #include "core/clock.h"
 #include "core/demand_eval.h"
 #include "core/egress.h"
+#include "core/source_auth.h"
 #include "core/evaluator.h"
 #include "core/log.h"
 #include "core/trigger_config.h"
@@ -70,6 +71,11 @@ typedef struct {
     /* Egress allow-list checked right before every connect, after the SSRF
      * guard (borrowed for the hub's life; NULL or empty: any address). */
     const egress_policy_t *egress;
+    /* --source-auth profiles (borrowed for the hub's life; NULL: none). A
+     * trigger's sourceAuth picks one; its files are read at start (a token
+     * or certificate that cannot be read fails source_hub_new, naming the
+     * file) and re-read when they change. */
+    const source_auth_set_t *auth;
     /* Called (coalesced) after readings changed, so streams can push. May be NULL. */
     void (*on_update)(void *user_data);
     void *user_data;
@@ -84,8 +90,8 @@ typedef struct {
                      source_pod_emit_cb emit, void *emit_data, char *err, size_t errlen);
 } source_hub_opts_t;
 
-/* Returns 0, or KGS_EIO (the CA file cannot be loaded) / KGS_ENOMEM with a
- * message. Returned: source_hub_free(). */
+/* Returns 0, or KGS_EIO (the CA file, or a --source-auth profile's token or
+ * certificate, cannot be loaded) / KGS_ENOMEM with a message. Returned: source_hub_free(). */
 int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err, size_t errlen);
 
 /* Cancels every poll and frees every source. NULL does nothing. */

@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""Authenticated scrapes through the real server: --source-auth profiles
+picked by a trigger's sourceAuth, against real loopback HTTPS servers that
+demand a bearer token (and follow its rotation) or a client certificate
+(mTLS), each with its own CA. Also: a profile refused outside its
+namespaces, an unknown profile, a 401 without credentials, a profile's
+certificate over http, bad profiles and unreadable token files at start.
+No token appears in any answer or in the scaler's log.
+
+Runs inside its own network namespace (tests/integration/netns-run), like
+test_demand.py, whose helpers it uses; every wait is bounded."""
+import http.server
+import json
+import os
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from kgs_util import SOURCE_DIR
+from test_demand import (CLIENT, SERVER, SIM, SLOW, WRAPPER, Sim, device, fixture, http_ok,
+                         make_pki, start_scaler, stop, wait_for)
+
+TOKEN_A = "kgs-test-token-AAAA.eyJzdWIiOiJrZ3MifQ.sigA"
+TOKEN_B = "kgs-test-token-BBBB.eyJzdWIiOiJrZ3MifQ.sigB"
+WAITING = 7  # vllm.txt: vllm:num_requests_waiting 3 + 4
+
+
+def ossl(*a):
+    subprocess.run(["openssl"] + list(a), check=True, capture_output=True, timeout=60)
+
+
+def client_cert(d):
+    """A client certificate (clientAuth) signed by make_pki's CA."""
+    p = lambda n: os.path.join(d, n)
+    with open(p("cli.ext"), "w") as f:
+        f.write("extendedKeyUsage=clientAuth\n")
+    ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+         p("cli.key"), "-out", p("cli.csr"), "-subj", "/CN=keda-gpu-scaler")
+    ossl("x509", "-req", "-in", p("cli.csr"), "-CA", p("ca.pem"), "-CAkey", p("ca.key"),
+         "-CAcreateserial", "-out", p("cli.pem"), "-days", "2", "-extfile", p("cli.ext"))
+    os.chmod(p("cli.key"), 0o600)
+    return p("cli.pem"), p("cli.key")
+
+
+class AuthServer:
+    """A loopback HTTPS server answering GET /metrics with a vLLM scrape:
+    with tokens, only to "Authorization: Bearer <one of tokens>" (else 401);
+    with client_ca, only to clients with a certificate it signed (the
+    handshake fails otherwise). Records every Authorization header seen."""
+
+    def __init__(self, cert, key, tokens=None, client_ca=None, body=None):
+        self.tokens = set(tokens or [])
+        self.seen = []
+        self.body = (body or fixture("vllm.txt")).encode()
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, fmt, *args):
+                pass
+
+            def do_GET(self):
+                auth = self.headers.get("Authorization")
+                with outer.lock:
+                    outer.seen.append(auth)
+                    ok = not outer.tokens or auth in {"Bearer " + t for t in outer.tokens}
+                status, body = (200, outer.body) if ok else (401, b"Unauthorized\n")
+                self.send_response(status)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        if client_ca:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(client_ca)
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def url(self, host="localhost", scheme="https"):
+        return "%s://%s:%d/metrics" % (scheme, host, self.port)
+
+    def accept_only(self, *tokens):
+        with self.lock:
+            self.tokens = set(tokens)
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def error_text(r):
+    """The message of a kedaclient answer's error ("" when it has none)."""
+    e = r.get("error")
+    return e.get("message", "") if isinstance(e, dict) else (e or "")
+
+
+def write_atomically(path, text):
+    """As the kubelet updates a projected token: a new file renamed over."""
+    tmp = path + ".new"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class SourceAuth(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        d = cls.tmp.name
+        # Two CAs: the servers' certificates come from the first; the second
+        # is --source-ca-file, so only a profile's ca-file can verify them.
+        cls.ca, cls.srv_cert, cls.srv_key = make_pki(d)
+        cls.cli_cert, cls.cli_key = client_cert(d)
+        other = os.path.join(d, "other")
+        os.mkdir(other)
+        cls.other_ca, _, _ = make_pki(other)
+        cls.token_file = os.path.join(d, "token")
+        write_atomically(cls.token_file, TOKEN_A + "\n")
+        cls.bearer = AuthServer(cls.srv_cert, cls.srv_key, tokens=[TOKEN_A])
+        cls.mtls = AuthServer(cls.srv_cert, cls.srv_key, client_ca=cls.ca)
+        profiles = ("tok:token-file=%s,ca-file=%s,namespaces=llm|chat;"
+                    "mtls:ca-file=%s,cert-file=%s,key-file=%s,namespaces=*;"
+                    "plain:token-file=%s,namespaces=llm" %
+                    (cls.token_file, cls.ca, cls.ca, cls.cli_cert, cls.cli_key, cls.token_file))
+        cls.sim = Sim({"devices": [device(0, gpu_util=30)]})
+        cls.proc, cls.port, cls.probe, cls.log = start_scaler(
+            d, ["--nvml-library", SIM, "--source-ca-file", cls.other_ca, "--source-auth",
+                profiles], {"NVML_SIM_SCENARIO": cls.sim.path})
+        if not wait_for(lambda: http_ok(cls.probe, "/readyz"), 15 * SLOW):
+            cls.log.seek(0)
+            raise AssertionError("scaler not ready:\n" + cls.log.read()[-3000:])
+        cls.addr = "127.0.0.1:%d" % cls.port
+        cls.answers = []
+
+    @classmethod
+    def tearDownClass(cls):
+        code = stop(cls.proc)
+        cls.log.seek(0)
+        text = cls.log.read()
+        cls.log.close()
+        cls.bearer.close()
+        cls.mtls.close()
+        cls.sim.close()
+        cls.tmp.cleanup()
+        for t in (TOKEN_A, TOKEN_B):
+            if t in text or any(t in a for a in cls.answers):
+                raise AssertionError("a bearer token appears in the log or an answer")
+        if WRAPPER and code != 0:
+            raise AssertionError("scaler exited %s under %s:\n%s" % (code, WRAPPER[0],
+                                                                     text[-4000:]))
+
+    def poll(self, md, ns="llm"):
+        p = subprocess.run([CLIENT, "poll", "-addr", self.addr, "-namespace", ns, "-max-time",
+                            "20s"] + sum((["-metadata", "%s=%s" % kv] for kv in md.items()), []),
+                           capture_output=True, text=True, timeout=30)
+        self.answers.append(p.stdout + p.stderr)
+        return json.loads(p.stdout.splitlines()[0])
+
+    def poll_until(self, md, pred, ns="llm", timeout=8.0):
+        last = None
+        end = time.monotonic() + timeout * SLOW
+        while time.monotonic() < end:
+            last = self.poll(md, ns)
+            if pred(last):
+                return last
+            time.sleep(0.1)
+        self.log.seek(0)
+        self.fail("condition not met within %.1f s; last answer: %s\nlog: %s" %
+                  (timeout, last, self.log.read()[-2000:]))
+
+    @staticmethod
+    def trigger(url, auth=None, **kw):
+        md = {"metricType": "engine_queue", "engine": "vllm", "vllmEndpoint": url,
+              "targetValue": "5", "sourceInterval": "100ms"}
+        if auth:
+            md["sourceAuth"] = auth
+        md.update(kw)
+        return md
+
+    @staticmethod
+    def value(want):
+        return lambda r: "error" not in r and r["metricValueFloat"] == want
+
+    @staticmethod
+    def error_with(text):
+        return lambda r: text in error_text(r)
+
+    def test_bearer_token_over_https_follows_rotation(self):
+        """The token goes in Authorization: Bearer over TLS verified with the
+        profile's CA (the server's --source-ca-file could not verify it).
+        When the server stops accepting it the answer says the credentials
+        were not accepted; once the file holds the new token (renamed over,
+        as the kubelet does) scrapes succeed again within seconds."""
+        md = self.trigger(self.bearer.url(), "tok", model="llama-3.1-8b")
+        r = self.poll_until(md, self.value(WAITING))
+        self.assertTrue(r["active"], r)
+        self.assertIn("Bearer " + TOKEN_A, self.bearer.seen)
+        self.bearer.accept_only(TOKEN_B)
+        self.poll_until(md, self.error_with("credentials of sourceAuth tok were not accepted"))
+        write_atomically(self.token_file, TOKEN_B + "\n")
+        self.poll_until(md, self.value(WAITING), timeout=10)
+        self.assertIn("Bearer " + TOKEN_B, self.bearer.seen)
+        # the same trigger from another namespace the profile lists: its own source
+        self.poll_until(md, self.value(WAITING), ns="chat")
+        self.bearer.accept_only(TOKEN_A, TOKEN_B)
+        write_atomically(self.token_file, TOKEN_A + "\n")
+
+    def test_profile_outside_its_namespaces_is_refused(self):
+        md = self.trigger(self.bearer.url(), "tok", model="llama-3.1-8b", targetValue="6")
+        self.poll_until(md, self.error_with("sourceAuth tok may not be used from namespace "
+                                            "team-b (--source-auth tok: namespaces=llm|chat)"),
+                        ns="team-b")
+        # and an allowed namespace reading the same URL does not lend it its source
+        self.poll_until(md, self.value(WAITING), ns="llm")
+        r = self.poll(md, ns="team-b")
+        self.assertIn("may not be used from namespace team-b", error_text(r), r)
+
+    def test_unknown_profile_names_the_ones_there_are(self):
+        md = self.trigger(self.bearer.url(), "nope")
+        self.poll_until(md, self.error_with(
+            "sourceAuth nope: the server has no --source-auth profile of that name (it has: "
+            "tok, mtls, plain)"))
+
+    def test_no_credentials_says_how_to_give_them(self):
+        """Without sourceAuth, the server's CA does not verify; with the right
+        CA (a profile with only ca-file would do) the 401 says what to set."""
+        md = self.trigger(self.mtls.url(), None, model="no-auth")
+        self.poll_until(md, self.error_with("certificate verification"))
+        tmp = tempfile.TemporaryDirectory()
+        try:
+            proc, port, probe, log = start_scaler(
+                tmp.name, ["--nvml-library", SIM, "--source-ca-file", self.ca],
+                {"NVML_SIM_SCENARIO": self.sim.path})
+            try:
+                self.assertTrue(wait_for(lambda: http_ok(probe, "/readyz"), 15 * SLOW))
+                addr = self.addr
+                self.addr = "127.0.0.1:%d" % port
+                try:
+                    self.poll_until(self.trigger(self.bearer.url(), None), self.error_with(
+                        "HTTP 401 (want 200): the endpoint wants credentials; set sourceAuth"))
+                finally:
+                    self.addr = addr
+            finally:
+                stop(proc)
+                log.close()
+        finally:
+            tmp.cleanup()
+
+    def test_client_certificate_mtls(self):
+        md = self.trigger(self.mtls.url(host="127.0.0.1"), "mtls", model="llama-3.1-8b")
+        r = self.poll_until(md, self.value(WAITING))
+        self.assertTrue(r["active"], r)
+        # the bearer profile has no certificate: this server refuses the handshake
+        md = self.trigger(self.mtls.url(), "tok", model="mtls-no-cert")
+        self.poll_until(md, lambda r: "TLS" in error_text(r))
+
+    def test_certificate_profile_over_http_is_refused(self):
+        md = self.trigger("http://127.0.0.1:%d/metrics" % self.bearer.port, "mtls")
+        self.poll_until(md, self.error_with("sourceAuth mtls has a client certificate, which "
+                                            "needs https"))
+
+    def test_token_over_plain_http(self):
+        """A bearer token may go over http (an EPP's metrics port is plain
+        HTTP behind Kubernetes authentication); here the server speaks TLS,
+        so only that the profile is accepted for http is checked."""
+        md = self.trigger("http://127.0.0.1:%d/metrics" % self.bearer.port, "plain")
+        r = self.poll_until(md, lambda r: "error" in r)
+        self.assertNotIn("needs https", error_text(r))
+
+
+class StartFailures(unittest.TestCase):
+    def run_server(self, *args):
+        p = subprocess.run([SERVER, "--port", "0", "--probe-port", "0", "--metrics-port", "0",
+                            "--nvml-library", SIM] + list(args),
+                           capture_output=True, text=True, timeout=30 * SLOW,
+                           env=dict(os.environ, NVML_SIM_SCENARIO=os.path.join(
+                               SOURCE_DIR, "sim", "scenarios", "idle-4xh100.json")))
+        return p.returncode, p.stdout + p.stderr
+
+    def test_bad_profile_text(self):
+        rc, out = self.run_server("--source-auth", "epp:token-file=relative,namespaces=llm")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("--source-auth: profile epp: token-file \"relative\" is not an absolute "
+                      "path", out)
+
+    def test_unreadable_token_file(self):
+        rc, out = self.run_server("--source-auth",
+                                  "epp:token-file=/nonexistent/kgs/token,namespaces=llm")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("sourceAuth epp: token file /nonexistent/kgs/token: No such file", out)
+
+    def test_token_file_that_is_not_a_token(self):
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write("secret-part\r\nX-Injected: 1\n")
+        try:
+            rc, out = self.run_server("--source-auth",
+                                      "epp:token-file=%s,namespaces=llm" % f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("is 0x0d: a bearer token is printable ASCII", out)
+        self.assertNotIn("secret-part", out)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -46,6 +46,9 @@ ALLOWED_RBAC_VERBS = {"get", "list", "watch"}
 # map a claim's (driver, pool, device) to its GPU UUID. Nothing else:
 # not resourceclaims, not deviceclasses, not any verb but get/list/watch.
 ALLOWED_RBAC = {("", "pods"), ("", "nodes"), ("resource.k8s.io", "resourceslices")}
+# sourceAuth.metricsReader's ClusterRole: what an endpoint behind Kubernetes
+# authorization (an inference gateway EPP's metrics port) checks, exactly.
+METRICS_READER_RULES = [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
 # Labels only Helm adds; the kustomize manifests leave them out.
 HELM_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
 
@@ -353,6 +356,13 @@ def check_objects(docs, external_secrets=()):
     # RBAC.
     roles = {}
     for d in docs:
+        if d.get("kind") == "ClusterRole" and d["metadata"]["name"].endswith("-metrics-reader"):
+            # sourceAuth.metricsReader: get on /metrics and nothing else
+            roles[(d["kind"], d["metadata"]["name"])] = d
+            if d.get("rules") != METRICS_READER_RULES:
+                err("%s: rules %s, expected exactly %s" % (ident(d), d.get("rules"),
+                                                          METRICS_READER_RULES))
+            continue
         if d.get("kind") in ("ClusterRole", "Role"):
             roles[(d["kind"], d["metadata"]["name"])] = d
             granted = set()
@@ -564,6 +574,14 @@ CHART_CASES = [
      "expect": lambda d: expect_agent_tls(d, "my-agent-tls", "my-aggregator-tls", cert_manager=False)
      + (["NetworkPolicy rendered though networkPolicy.enabled=false"] if by_kind(d, "NetworkPolicy") else []),
      "external_secrets": ["my-agent-tls", "my-aggregator-tls"]},
+    {"name": "sourceAuth profiles and the metrics reader",
+     "args": ["-f", os.path.join(HERE, "values-source-auth.yaml")],
+     "expect": lambda d: expect_source_auth(d, "aggregator"),
+     "external_secrets": ["vault-metrics-client"]},
+    {"name": "sourceAuth profiles, standalone",
+     "args": ["--set", "mode=standalone", "-f", os.path.join(HERE, "values-source-auth.yaml")],
+     "expect": lambda d: expect_source_auth(d, "standalone"),
+     "external_secrets": ["vault-metrics-client"]},
     {"name": "probes.type=grpc, one aggregator, release name override",
      "args": ["--set", "probes.type=grpc", "--set", "aggregator.replicaCount=1",
               "--set", r"nodeSelector.node\.kubernetes\.io/instance-type=p5.48xlarge"],
@@ -1233,6 +1251,46 @@ def expect_network_policies(docs, cluster):
                    any(p.get("port") in (agent_port, "grpc") for p in r.get("ports") or [])
                    for r in egress for t in r.get("to") or []):
             errs.append("the aggregators may not reach the agents' gRPC port: %s" % egress)
+    return errs
+
+
+def expect_source_auth(docs, role):
+    """sourceAuth: --source-auth names both profiles with the mounted files;
+    a projected token (audience, expiry) and the Secret (0440), read-only;
+    the metrics-reader ClusterRole bound to the scaler's service account."""
+    errs = []
+    found = scaler_args(docs, role)
+    if not found:
+        return ["no %s scaler" % role]
+    (w, c, args), = found
+    d = "/var/run/secrets/kgs/source-auth"
+    want = ("epp:token-file=%s/epp/token/token,namespaces=llm|chat;"
+            "vault:ca-file=%s/vault/tls/ca.crt,cert-file=%s/vault/tls/tls.crt,"
+            "key-file=%s/vault/tls/tls.key,namespaces=*" % (d, d, d, d))
+    if arg_value(args, "--source-auth") != want:
+        errs.append("--source-auth is %r, not %r" % (arg_value(args, "--source-auth"), want))
+    vols = {v["name"]: v for v in pod_spec(w).get("volumes") or []}
+    tok = (((vols.get("source-auth-0-token") or {}).get("projected") or {}).get("sources") or [{}])[0]
+    if tok.get("serviceAccountToken") != {"path": "token", "expirationSeconds": 7200,
+                                          "audience": "epp-metrics"}:
+        errs.append("source-auth-0-token is not the projected token: %s" % vols.get("source-auth-0-token"))
+    sec = (vols.get("source-auth-1-tls") or {}).get("secret") or {}
+    if sec.get("secretName") != "vault-metrics-client" or sec.get("defaultMode") != 0o440:
+        errs.append("source-auth-1-tls is not Secret vault-metrics-client at 0440: %s" % sec)
+    mounts = {m["name"]: m for m in c.get("volumeMounts") or []}
+    for name, path in (("source-auth-0-token", d + "/epp/token"), ("source-auth-1-tls", d + "/vault/tls")):
+        m = mounts.get(name)
+        if not m or m.get("mountPath") != path or not m.get("readOnly"):
+            errs.append("%s not mounted read-only at %s: %s" % (name, path, m))
+    readers = [r for r in by_kind(docs, "ClusterRole") if r["metadata"]["name"].endswith("-metrics-reader")]
+    if len(readers) != 1:
+        errs.append("%d metrics-reader ClusterRoles, want 1" % len(readers))
+    else:
+        name = readers[0]["metadata"]["name"]
+        binds = [b for b in by_kind(docs, "ClusterRoleBinding") if (b.get("roleRef") or {}).get("name") == name]
+        sa = pod_spec(w).get("serviceAccountName")
+        if not binds or not any(s.get("name") == sa for s in binds[0].get("subjects") or []):
+            errs.append("metrics-reader not bound to the scaler's service account %s: %s" % (sa, binds))
     return errs
 
 

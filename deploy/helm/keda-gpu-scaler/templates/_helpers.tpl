@@ -325,3 +325,88 @@ readinessProbe:
   protocol: TCP
 {{- end }}
 {{- end }}
+
+{{/*
+Authenticated scrapes (docs/configuration.md, "Authenticated scrapes"): one
+--source-auth profile per sourceAuth.profiles entry, its files mounted under
+/var/run/secrets/kgs/source-auth/<name>/: a projected service-account token
+(rotated by the kubelet; the server re-reads it) and/or a Secret's CA and
+client certificate. Volumes are named by index (a profile name may be 63
+bytes, a volume name may not be longer).
+*/}}
+{{- define "kgs.sourceAuthDir" -}}
+/var/run/secrets/kgs/source-auth/{{ . }}
+{{- end }}
+
+{{- define "kgs.sourceAuthArgs" -}}
+{{- $parts := list }}
+{{- range $i, $p := .Values.sourceAuth.profiles }}
+{{- $name := required (printf "sourceAuth.profiles[%d].name is required" $i) $p.name }}
+{{- if not $p.namespaces }}
+{{- fail (printf "sourceAuth.profiles[%d] (%s): namespaces is required: the namespaces whose triggers may use it, or [\"*\"]" $i $name) }}
+{{- end }}
+{{- if and (not $p.serviceAccountToken) (not $p.secretName) }}
+{{- fail (printf "sourceAuth.profiles[%d] (%s): give serviceAccountToken and/or secretName" $i $name) }}
+{{- end }}
+{{- $dir := include "kgs.sourceAuthDir" $name }}
+{{- $kv := list }}
+{{- if $p.serviceAccountToken }}
+{{- $kv = append $kv (printf "token-file=%s/token/token" $dir) }}
+{{- end }}
+{{- if $p.secretName }}
+{{- if $p.caKey }}
+{{- $kv = append $kv (printf "ca-file=%s/tls/%s" $dir $p.caKey) }}
+{{- end }}
+{{- if or $p.certKey $p.keyKey }}
+{{- if not (and $p.certKey $p.keyKey) }}
+{{- fail (printf "sourceAuth.profiles[%d] (%s): certKey and keyKey go together" $i $name) }}
+{{- end }}
+{{- $kv = append $kv (printf "cert-file=%s/tls/%s" $dir $p.certKey) }}
+{{- $kv = append $kv (printf "key-file=%s/tls/%s" $dir $p.keyKey) }}
+{{- end }}
+{{- end }}
+{{- $kv = append $kv (printf "namespaces=%s" (join "|" $p.namespaces)) }}
+{{- $parts = append $parts (printf "%s:%s" $name (join "," $kv)) }}
+{{- end }}
+{{- if $parts }}
+- --source-auth={{ join ";" $parts }}
+{{- end }}
+{{- end }}
+
+{{- define "kgs.sourceAuthVolumeMounts" -}}
+{{- range $i, $p := .Values.sourceAuth.profiles }}
+{{- if $p.serviceAccountToken }}
+- name: source-auth-{{ $i }}-token
+  mountPath: {{ include "kgs.sourceAuthDir" $p.name }}/token
+  readOnly: true
+{{- end }}
+{{- if $p.secretName }}
+- name: source-auth-{{ $i }}-tls
+  mountPath: {{ include "kgs.sourceAuthDir" $p.name }}/tls
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "kgs.sourceAuthVolumes" -}}
+{{- range $i, $p := .Values.sourceAuth.profiles }}
+{{- with $p.serviceAccountToken }}
+- name: source-auth-{{ $i }}-token
+  projected:
+    sources:
+      - serviceAccountToken:
+          path: token
+          expirationSeconds: {{ .expirationSeconds | default 3600 }}
+          {{- with .audience }}
+          audience: {{ . }}
+          {{- end }}
+{{- end }}
+{{- if $p.secretName }}
+- name: source-auth-{{ $i }}-tls
+  secret:
+    secretName: {{ $p.secretName }}
+    # 0440: keda-gpu-scaler refuses a private key that every user can read.
+    defaultMode: 288
+{{- end }}
+{{- end }}
+{{- end }}

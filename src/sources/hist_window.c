@@ -220,7 +220,11 @@ bool hist_quantile(const hist_layout_t *layout, const hist_counts_t *counts, dou
         if (cum >= rank) {
             double start = i == 0 ? (layout->le[0] > 0 ? 0 : layout->le[0]) : prev_le;
             double in = cum - below;
-            *out = in > 0 ? start + (layout->le[i] - start) * ((rank - below) / in) : layout->le[i];
+            double v =
+                in > 0 ? start + (layout->le[i] - start) * ((rank - below) / in) : layout->le[i];
+            /* start + (le - start) x 1 can round past le (0.001 + 0.009 is
+             * 0.010000000000000002): the quantile stays inside its bucket */
+            *out = v > layout->le[i] ? layout->le[i] : v < start ? start : v;
             return true;
         }
         below = cum;

@@ -221,6 +221,25 @@ static void test_collect_sorts_and_rejects_broken_expositions(void **state) {
     assert_non_null(strstr(err, "more than 40 finite buckets"));
 }
 
+/* Found by fuzz_hist_window: 0.001 + (0.01 - 0.001) x 1 is
+ * 0.010000000000000002, past the bucket's bound. */
+static void test_quantile_never_rounds_past_its_bucket(void **state) {
+    (void)state;
+    hist_collect_t c;
+    memset(&c, 0, sizeof c);
+    char err[160];
+    assert_int_equal(hist_collect_bucket(&c, "0.001", 0, err, sizeof err), 0);
+    assert_int_equal(hist_collect_bucket(&c, "0.01", 1, err, sizeof err), 0);
+    assert_int_equal(hist_collect_bucket(&c, "+Inf", 2, err, sizeof err), 0);
+    hist_layout_t layout;
+    hist_counts_t h;
+    assert_int_equal(hist_collect_finish(&c, &layout, &h, err, sizeof err), 0);
+    double v = -1;
+    assert_true(hist_quantile(&layout, &h, 0.5, &v));
+    assert_true(v <= 0.01);
+    NEAR(v, 0.01);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_pods_merge_their_deltas_and_history_is_left_out),
@@ -229,6 +248,7 @@ int main(void) {
         cmocka_unit_test(test_an_empty_window_is_unknown_not_zero),
         cmocka_unit_test(test_slots_slide_and_the_oldest_are_dropped),
         cmocka_unit_test(test_quantile_edges),
+        cmocka_unit_test(test_quantile_never_rounds_past_its_bucket),
         cmocka_unit_test(test_collect_sorts_and_rejects_broken_expositions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
  * source_hub.c - polling and reading the demand sources (see the header).
  *
  * A source is identified by everything that decides what it reads: kind,
- * URL or Redis address, engine and model filter, queue key and credentials.
+ * URL or Redis address, engine and model filter, queue key and credentials
+ * (a sourceAuth profile with the namespace that may use it).
  * The identity string is the hash key; it may hold a Redis password, so it
  * is never logged: messages use the source's display name.
  *

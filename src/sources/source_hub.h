@@ -7,7 +7,9 @@
  *
  * Sources are shared: two triggers that read the same URL with the same
  * engine and model filter share one source, polled at the faster of their
- * cadences. A source no RPC or stream has asked for in `idle_ns` is freed
+ * cadences; a source read with a sourceAuth profile is shared only within
+ * its namespace (a profile admits only the namespaces it lists). A source
+ * no RPC or stream has asked for in `idle_ns` is freed
  * (60 s while more than 3/4 of max_sources are live).
  *
  * A source is charged to the namespace of the subscription that created

@@ -909,6 +909,11 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "--role aggregator needs --agents HOST:PORT,... or --agents-dns "
                           "NAME:PORT (the agents' headless Service)");
+    if (o->role == SERVER_ROLE_AGENT && o->source_auth.n)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s is for --role standalone and aggregator: an agent reads no engine "
+                          "or queue sources",
+                          src_or_flag(raw, O_SOURCE_AUTH, b1, sizeof b1));
     if (o->role != SERVER_ROLE_AGGREGATOR && (o->agents || o->agents_dns || o->kube_api))
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "--agents, --agents-dns and --kube-api are for --role aggregator");

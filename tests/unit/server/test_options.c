@@ -144,6 +144,27 @@ static void test_options_source_budgets_and_allow_lists(void **state) {
     assert_int_equal(PARSE(&o, "--max-sources", "0"), KGS_EINVAL);
 }
 
+static void test_options_source_auth_profiles(void **state) {
+    (void)state;
+    server_options_t o;
+    assert_int_equal(parse_env(&o, NULL, (char *)NULL), 0);
+    assert_int_equal(o.source_auth.n, 0);
+    assert_int_equal(
+        PARSE(&o, "--source-auth", "epp:token-file=/var/run/secrets/kgs/token,namespaces=llm|chat"),
+        0);
+    assert_int_equal(o.source_auth.n, 1);
+    assert_string_equal(o.source_auth.p[0].name, "epp");
+    assert_string_equal(o.source_auth.p[0].token_file, "/var/run/secrets/kgs/token");
+    const char *const env[] = {"KEDA_GPU_SCALER_SOURCE_AUTH", "a:ca-file=/ca,namespaces", NULL};
+    expect_error(PARSE_ENV(&o, env, "--port", "6000"),
+                 "KEDA_GPU_SCALER_SOURCE_AUTH: profile a: \"namespaces\" is not key=value with a "
+                 "key of token-file, ca-file, cert-file, key-file, namespaces; see --help and "
+                 "docs/configuration.md, \"Authenticated scrapes\"");
+    expect_error(PARSE(&o, "--role", "agent", "--source-auth", "a:ca-file=/ca,namespaces=*"),
+                 "--source-auth is for --role standalone and aggregator: an agent reads no engine "
+                 "or queue sources");
+}
+
 static void test_options_buffered_bytes_budgets_hold_at_least_one_request(void **state) {
     (void)state;
     server_options_t o;
@@ -672,6 +693,7 @@ int main(void) {
         cmocka_unit_test(test_options_defaults_match_the_go_server),
         cmocka_unit_test(test_options_budgets_have_defaults_flags_and_ranges),
         cmocka_unit_test(test_options_source_budgets_and_allow_lists),
+        cmocka_unit_test(test_options_source_auth_profiles),
         cmocka_unit_test(test_options_buffered_bytes_budgets_hold_at_least_one_request),
         cmocka_unit_test(test_options_every_flag_in_every_spelling),
         cmocka_unit_test(test_options_last_flag_wins),

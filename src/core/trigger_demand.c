@@ -339,13 +339,15 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
                           "use triton_request_rate or engine_queue");
     if (demand_uses_token_rates(d) && (d->engine == ENGINE_TRITON || d->engine == ENGINE_EPP))
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "%s: %s exports no prompt or generation token counters; token "
-                          "rates exist for vllm, tgi and sglang%s",
+                          d->engine == ENGINE_TRITON
+                              ? "%s: Triton exports no prompt or generation token counters; "
+                                "token rates exist for vllm, tgi and sglang"
+                              : "%s: engine epp is read for its queues and pool gauges, not for "
+                                "token counters; token rates exist for vllm, tgi and sglang: "
+                                "scrape the model servers with their engine",
                           type_is_token_rate(d->type)   ? tname
                           : d->target_prompt_tokens > 0 ? "targetPromptTokensPerReplica"
-                                                        : "targetGenerationTokensPerReplica",
-                          d->engine == ENGINE_TRITON ? "Triton" : "the EPP (engine epp)",
-                          d->engine == ENGINE_EPP ? " (scrape the model servers for them)" : "");
+                                                        : "targetGenerationTokensPerReplica");
     if (slot[K_LORA_ADAPTER] && d->type != DEMAND_VLLM_LORA_WAITING_ENGINES)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "loraAdapter is set, but metricType is %s; it applies to "

@@ -288,17 +288,18 @@ static void test_trigger_config_engine_epp(void **state) {
     ERR("demandModel queueing does not work with engine epp", "which for epp are the EPP pods",
         "metricType", "demand", "engine", "epp", "engineEndpoint", "http://epp:9090/metrics",
         "demandModel", "queueing");
-    ERR("ttftP90Target is set, but epp exports no", "scrape the model servers for latency",
-        "metricType", "slo", "engine", "epp", "podSelector", "app=epp", "ttftP90Target", "1s");
-    ERR("e2eP99Target is set, but epp exports no", "scrape the model servers for latency",
+    ERR("ttftP90Target is set, but engine epp is read for its queues and pool gauges",
+        "scrape the model servers for latency", "metricType", "slo", "engine", "epp", "podSelector",
+        "app=epp", "ttftP90Target", "1s");
+    ERR("e2eP99Target is set, but engine epp is read for", "scrape the model servers for latency",
         "metricType", "demand", "engine", "epp", "podSelector", "app=epp", "targetQueuePerReplica",
         "4", "e2eP99Target", "10s");
-    ERR("engine_prompt_tokens_rate: the EPP (engine epp) exports no prompt or generation token",
-        "scrape the model servers", "metricType", "engine_prompt_tokens_rate", "engine", "epp",
-        "podSelector", "app=epp", "targetValue", "1000");
-    ERR("targetGenerationTokensPerReplica: the EPP (engine epp) exports no", NULL, "metricType",
-        "demand", "engine", "epp", "podSelector", "app=epp", "targetGenerationTokensPerReplica",
-        "1000");
+    ERR("engine_prompt_tokens_rate: engine epp is read for its queues and pool gauges, not for "
+        "token counters",
+        "scrape the model servers with their engine", "metricType", "engine_prompt_tokens_rate",
+        "engine", "epp", "podSelector", "app=epp", "targetValue", "1000");
+    ERR("targetGenerationTokensPerReplica: engine epp is read for", NULL, "metricType", "demand",
+        "engine", "epp", "podSelector", "app=epp", "targetGenerationTokensPerReplica", "1000");
     ERR("metricType vllm_queue_depth reads vllm, but engine is \"epp\"",
         "use engine_queue, engine_running or engine_kv_cache", "metricType", "vllm_queue_depth",
         "engine", "epp", "podSelector", "app=epp", "targetValue", "4");

@@ -1,7 +1,8 @@
 /*
  * fuzz_engine_metrics.c - engine_reading_parse() on arbitrary bytes (one
- * scrape, never NUL-terminated), for every engine, as Prometheus text and
- * as OpenMetrics, without and with a model filter.
+ * scrape, never NUL-terminated), for every engine (the endpoint picker,
+ * epp, too), as Prometheus text and as OpenMetrics, without and with a
+ * model filter.
  *
  * Checked:
  *   - failure: KGS_EINVAL or KGS_ENOMEM, a non-empty message, and a
@@ -16,6 +17,11 @@
  *   - the same bytes give the same reading (byte for byte);
  *   - the model filter only takes away: fewer series, and a counter known
  *     both ways is no larger filtered;
+ *   - engine epp: the pool counts are known only with their has_* (and
+ *     running / KV only with pool gauges), the summed running and KV stay
+ *     0; other engines never set the pool fields; a failure on input the
+ *     parser accepts may also be one of the pool rules (limit, pairing,
+ *     duplicates);
  *   - vLLM's LoRA series (engine_reading_parse_full, adapter "a"): the
  *     adapter flags only with has_lora; reading it changes nothing else of
  *     the reading (status, gauges, counters), and without an adapter, or for
@@ -43,7 +49,7 @@ static void check_field(bool has, double v, bool finite) {
         FUZZ_CHECK(finite ? isfinite(v) : !isnan(v));
 }
 
-static void check_reading(const engine_reading_t *r) {
+static void check_reading(engine_t e, const engine_reading_t *r) {
     check_field(r->has_waiting, r->waiting, false);
     check_field(r->has_running, r->running, false);
     check_field(r->has_kv, r->kv_percent, false);
@@ -58,6 +64,23 @@ static void check_reading(const engine_reading_t *r) {
         FUZZ_CHECK(!r->lora_waiting && !r->lora_running);
     if (r->has_waiting || r->has_running || r->has_kv || r->has_triton)
         FUZZ_CHECK(r->series > 0);
+    check_field(r->has_pool, r->pool_ready, false);
+    check_field(r->has_waiting, r->pool_waiting, false);
+    check_field(r->has_running, r->pool_running, false);
+    check_field(r->has_kv, r->pool_kv_percent, false);
+    FUZZ_CHECK(!(r->pool_ready < 0 || r->pool_waiting < 0 || r->pool_running < 0 ||
+                 r->pool_kv_percent < 0));
+    if (e == ENGINE_EPP) {
+        FUZZ_CHECK(r->running == 0 && r->kv_percent == 0);
+        FUZZ_CHECK(!r->has_triton && !r->has_completed && !r->has_tokens);
+        if (r->has_running || r->has_kv)
+            FUZZ_CHECK(r->has_pool);
+        if (!r->has_pool)
+            FUZZ_CHECK(r->pool_waiting == 0 && r->pool_running == 0 && r->pool_kv_percent == 0);
+    } else {
+        FUZZ_CHECK(!r->has_pool && r->pool_ready == 0 && r->pool_waiting == 0 &&
+                   r->pool_running == 0 && r->pool_kv_percent == 0);
+    }
 }
 
 static bool all_zero(const void *p, size_t n) {
@@ -82,11 +105,13 @@ static int parse_one(engine_t e, const char *model, const uint8_t *data, size_t 
         if (syntax_rc == 0 && rc == KGS_EINVAL)
             FUZZ_CHECK(strstr(err, "no usable value") != NULL ||
                        strstr(err, "cannot be negative") != NULL ||
-                       strstr(err, "is not finite (the samples overflow)") != NULL);
+                       strstr(err, "is not finite (the samples overflow)") != NULL ||
+                       (e == ENGINE_EPP && (strstr(err, "inference pool") != NULL ||
+                                            strstr(err, "series for its pool") != NULL)));
         return rc;
     }
     FUZZ_CHECK(syntax_rc == 0);
-    check_reading(r);
+    check_reading(e, r);
     FUZZ_CHECK(!r->has_lora); /* no adapter asked for */
     engine_reading_t again;
     FUZZ_CHECK(engine_reading_parse(e, model, (const char *)data, size, fmt, &again, NULL, 0) == 0);
@@ -96,7 +121,7 @@ static int parse_one(engine_t e, const char *model, const uint8_t *data, size_t 
     memset(&lora, 0xa5, sizeof lora);
     FUZZ_CHECK(engine_reading_parse_full(e, model, "a", 0, (const char *)data, size, fmt, &lora,
                                          NULL, NULL, 0) == 0);
-    check_reading(&lora);
+    check_reading(e, &lora);
     if (e != ENGINE_VLLM)
         FUZZ_CHECK(!lora.has_lora);
     lora.has_lora = lora.lora_waiting = lora.lora_running = false;
@@ -105,7 +130,8 @@ static int parse_one(engine_t e, const char *model, const uint8_t *data, size_t 
 }
 
 static void run(const uint8_t *data, size_t size, prom_format_t fmt) {
-    static const engine_t engines[] = {ENGINE_VLLM, ENGINE_TRITON, ENGINE_TGI, ENGINE_SGLANG};
+    static const engine_t engines[] = {ENGINE_VLLM, ENGINE_TRITON, ENGINE_TGI, ENGINE_SGLANG,
+                                       ENGINE_EPP};
     int syntax_rc = prom_parse((const char *)data, size, fmt, NULL, NULL, NULL, 0);
     for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++) {
         engine_reading_t all, one;

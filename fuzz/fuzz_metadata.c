@@ -103,7 +103,12 @@ static void check_config(const trigger_config_t *c) {
             FUZZ_CHECK(d->engine != ENGINE_NONE);
         /* token rates: an engine with token counters; LoRA: vLLM and an adapter */
         if (demand_uses_token_rates(d))
-            FUZZ_CHECK(d->engine != ENGINE_NONE && d->engine != ENGINE_TRITON);
+            FUZZ_CHECK(d->engine != ENGINE_NONE && d->engine != ENGINE_TRITON &&
+                       d->engine != ENGINE_EPP);
+        /* epp: its queue and pool gauges only (no latency, no queueing model) */
+        if (d->engine == ENGINE_EPP)
+            FUZZ_CHECK(d->slo_mask == 0 && d->type != DEMAND_SLO &&
+                       !(d->type == DEMAND_COMPOSITE && d->sizing == DEMAND_MODEL_QUEUEING));
         FUZZ_CHECK((d->type == DEMAND_VLLM_LORA_WAITING_ENGINES) == (d->lora_adapter[0] != '\0'));
         if (d->type == DEMAND_VLLM_LORA_WAITING_ENGINES)
             FUZZ_CHECK(d->engine == ENGINE_VLLM && !strchr(d->lora_adapter, ','));

@@ -280,6 +280,10 @@ typedef struct {
     double completed, prompt_tokens, generation_tokens;
     bool tokens_pending; /* a token-rate window does not hold two polls yet */
     mono_ns_t newest;    /* the newest reading */
+    /* engine epp: the pool gauges, the max over EPP pods (each replica
+     * reports the same model servers: summing would count them once per
+     * replica); added to the summed signals when the answer is built */
+    double pool_waiting, pool_running, pool_kv_percent;
 } engine_acc_t;
 
 /* The gauge an engine's reading lacks for this metric type, or NULL. */
@@ -292,6 +296,21 @@ static const char *missing_gauge(const demand_config_t *d, const engine_reading_
         d->type == DEMAND_ENGINE_RUNNING || (d->type == DEMAND_COMPOSITE && d->target_running > 0);
     bool need_kv = d->type == DEMAND_VLLM_KV_CACHE_USAGE || d->type == DEMAND_ENGINE_KV_CACHE ||
                    (d->type == DEMAND_COMPOSITE && d->target_kv > 0);
+    if (d->engine == ENGINE_EPP) {
+        if (need_waiting && !r->has_waiting)
+            return "the flow-control queue (llm_d_epp_flow_control_queue_size, or "
+                   "inference_extension_flow_control_queue_size) or the InferencePool gauges "
+                   "(llm_d_epp_ready_endpoints with llm_d_epp_average_queue_size, or "
+                   "inference_pool_ready_pods with inference_pool_average_queue_size)";
+        if (need_running && !r->has_running)
+            return "the InferencePool gauges llm_d_epp_ready_endpoints and "
+                   "llm_d_epp_average_running_requests (or inference_pool_ready_pods and "
+                   "inference_pool_average_running_requests)";
+        if (need_kv && !r->has_kv)
+            return "the InferencePool gauges llm_d_epp_ready_endpoints and "
+                   "llm_d_epp_average_kv_cache_utilization (or inference_pool_ready_pods and "
+                   "inference_pool_average_kv_cache_utilization)";
+    }
     if (need_waiting && !r->has_waiting)
         return "the waiting-requests gauge";
     if (need_running && !r->has_running)
@@ -333,6 +352,10 @@ static const char *bad_reading(const engine_reading_t *r) {
         {r->has_completed, r->completed_total, "the completed-requests counter"},
         {r->has_tokens, r->prompt_tokens_total, "the prompt-tokens counter"},
         {r->has_tokens, r->generation_tokens_total, "the generated-tokens counter"},
+        {r->has_pool, r->pool_ready, "the ready-endpoints gauge"},
+        {r->has_waiting, r->pool_waiting, "the pool's waiting requests"},
+        {r->has_running, r->pool_running, "the pool's running requests"},
+        {r->has_kv, r->pool_kv_percent, "the pool's KV-cache usage"},
     };
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         if (f[i].has && !(isfinite(f[i].v) && f[i].v >= 0))
@@ -357,6 +380,9 @@ static const char *bad_sum(const engine_acc_t *x) {
         {x->no_completed ? 0 : x->completed, "the completed-requests counters"},
         {x->no_tokens ? 0 : x->prompt_tokens, "the prompt-tokens counters"},
         {x->no_tokens ? 0 : x->generation_tokens, "the generated-tokens counters"},
+        {x->sig.waiting + x->pool_waiting, "the waiting requests"},
+        {x->sig.running + x->pool_running, "the running requests"},
+        {x->sig.kv_percent + x->pool_kv_percent, "the KV-cache usage"},
     };
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         if (!isfinite(f[i].v))
@@ -419,6 +445,12 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
     x->sig.waiting += r->waiting;
     x->sig.running += r->running;
     x->sig.kv_percent += r->kv_percent;
+    if (r->pool_waiting > x->pool_waiting)
+        x->pool_waiting = r->pool_waiting;
+    if (r->pool_running > x->pool_running)
+        x->pool_running = r->pool_running;
+    if (r->pool_kv_percent > x->pool_kv_percent)
+        x->pool_kv_percent = r->pool_kv_percent;
     if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE) {
         if (!s->rates_known) {
             x->rates_pending = true;
@@ -598,6 +630,12 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
     }
     demand_signals_t sig = x.sig;
     sig.has_engine = d->engine != ENGINE_NONE;
+    /* epp: every request of the pool, at the gateway (summed over EPP
+     * pods) and in the model servers (the pods' duplicate pool gauges,
+     * maxed); 0 for the other engines */
+    sig.waiting += x.pool_waiting;
+    sig.running += x.pool_running;
+    sig.kv_percent += x.pool_kv_percent;
     if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE) {
         sig.has_rates = true;
         sig.queue_us = x.dq_us;

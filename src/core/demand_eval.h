@@ -102,11 +102,27 @@ typedef struct {
      * series (the largest value; ties OR'ed). Names only: vLLM exports no
      * per-adapter request counts. */
     bool has_lora, lora_waiting, lora_running;
+    /* engine epp (the Gateway API Inference Extension's endpoint picker):
+     * waiting above is its flow-control queue (requests held at the
+     * gateway, this EPP replica's own: summed over EPP pods). The pool
+     * gauges below describe the model servers behind it, computed by every
+     * EPP replica from the same servers: duplicates across EPP pods, so the
+     * evaluation takes their max over pods, never the sum. Each is a pool
+     * average x its ready endpoints (a count), summed over the pools in
+     * the scrape. has_pool: a ready-endpoints gauge was read. For epp,
+     * has_waiting covers waiting + pool_waiting, has_running pool_running,
+     * has_kv pool_kv_percent (running and kv_percent stay 0); a count not
+     * known is 0. Other engines leave these false and 0. */
+    bool has_pool;
+    double pool_ready;      /* ready model-server endpoints */
+    double pool_waiting;    /* requests waiting in the model servers */
+    double pool_running;    /* requests running in the model servers */
+    double pool_kv_percent; /* KV-cache usage %, summed over the model servers */
 } engine_reading_t;
 
 typedef struct {
     bool has_engine;     /* engine signals below are known (all pods read, or no pods) */
-    double waiting;      /* requests waiting in the engines */
+    double waiting;      /* requests waiting in the engines (epp: at the gateway too) */
     double running;      /* requests in flight in the engines */
     double kv_percent;   /* KV-cache usage %, summed over engines and pods */
     bool has_rates;      /* Triton: counter increases over the window are known */
@@ -253,7 +269,10 @@ typedef struct {
  *   - engines still waiting for their first poll (same partialData rule)
  *     or, for Triton rates, for a second poll: UNAVAILABLE with pending set;
  *   - the queue failed, is stale or waits (pending) for its first poll;
- *   - else demand_evaluate() over the summed signals, then the forecast;
+ *   - else demand_evaluate() over the summed signals (engine epp: the
+ *     flow-control queues summed over EPP pods, plus the max over pods of
+ *     each pool count, pool_waiting to waiting, pool_running to running,
+ *     pool_kv_percent to kv_percent), then the forecast;
  *     for demandModel: queueing, the summed counters, gauges, queue and
  *     pods are fed to in->model (at the newest reading's time: a read with
  *     no new poll feeds nothing) and the value is 100 x its replicas.

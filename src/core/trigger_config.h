@@ -122,9 +122,20 @@ typedef enum {
 /* "queueing", "composite"; "?" out of range. */
 const char *demand_model_name(demand_model_t m);
 
-typedef enum { ENGINE_NONE = 0, ENGINE_VLLM, ENGINE_TRITON, ENGINE_TGI, ENGINE_SGLANG } engine_t;
+/* ENGINE_EPP is not a serving engine but the Gateway API Inference
+ * Extension's endpoint picker in front of one: it reads the EPP's
+ * flow-control queue and its InferencePool gauges (docs/configuration.md,
+ * "Inference gateway (EPP)"). */
+typedef enum {
+    ENGINE_NONE = 0,
+    ENGINE_VLLM,
+    ENGINE_TRITON,
+    ENGINE_TGI,
+    ENGINE_SGLANG,
+    ENGINE_EPP
+} engine_t;
 
-/* "vllm", "triton", "tgi", "sglang"; "" for ENGINE_NONE. */
+/* "vllm", "triton", "tgi", "sglang", "epp"; "" for ENGINE_NONE. */
 const char *engine_name(engine_t e);
 
 typedef enum {
@@ -155,7 +166,8 @@ typedef struct {
      * compact form (offsets into endpoints[i]): the sources expand it
      * (demand_endpoint_url) instead of parsing again. */
     source_url_ref_t endpoint_urls[TRIGGER_MAX_ENDPOINTS];
-    uint16_t engine_port;  /* default per engine: vLLM 8000, Triton 8002, TGI 80, SGLang 30000 */
+    uint16_t engine_port;  /* default per engine: vLLM 8000, Triton 8002, TGI 80, SGLang 30000,
+                              EPP 9090 */
     char engine_path[256]; /* default "/metrics" */
     bool engine_https;     /* engineScheme: https */
     char model[256];       /* "" = every model */

@@ -186,7 +186,7 @@ int tc_unknown_key(const char *p, size_t n, char *err, size_t errlen);
 /* metric_type_t, demand_type_t (index 0 = DEMAND_NONE: "") and engine_t names. */
 extern const char *const tc_metric_names[METRIC_TYPE_COUNT];
 extern const char *const tc_demand_names[DEMAND_TYPE_COUNT];
-extern const char *const tc_engine_names[5];
+extern const char *const tc_engine_names[ENGINE_EPP + 1];
 /* demand_model_t names: "queueing", "composite". */
 extern const char *const tc_demand_model_names[2];
 

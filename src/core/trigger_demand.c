@@ -174,7 +174,7 @@ static bool engine_has_running(engine_t e) {
 }
 
 static bool engine_has_kv(engine_t e) {
-    return e == ENGINE_VLLM || e == ENGINE_SGLANG;
+    return e == ENGINE_VLLM || e == ENGINE_SGLANG || e == ENGINE_EPP;
 }
 
 static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, bool needed,
@@ -238,9 +238,19 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
     if (e == ENGINE_NONE)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "metricType %s needs the serving engine: set engine (vllm, triton, "
-                          "tgi or sglang), or vllmEndpoint / tritonEndpoint",
+                          "tgi, sglang or epp), or vllmEndpoint / tritonEndpoint",
                           tname);
     d->engine = (engine_t)e;
+    /* The queueing model counts replicas from podSelector's pods and learns
+     * from completed-request counters: for epp the pods are the EPP's, not
+     * the model servers, and the EPP exports neither. */
+    if (e == ENGINE_EPP && d->type == DEMAND_COMPOSITE && d->sizing == DEMAND_MODEL_QUEUEING)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "demandModel queueing does not work with engine epp: it counts "
+                          "replicas from podSelector's pods, which for epp are the EPP pods, "
+                          "not the model servers; set demandModel: composite with "
+                          "targetQueuePerReplica (requests waiting at the gateway and in the "
+                          "model servers), targetRunningPerReplica or targetKvCache");
 
     if (ep_key >= 0) {
         rc = parse_endpoints(tc_keys[ep_key].name, tc_value_of(slot[ep_key]), d, err, errlen);
@@ -262,7 +272,8 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
                           : e == ENGINE_TRITON ? "tritonEndpoint"
                                                : "engineEndpoint");
     }
-    static const uint16_t default_ports[] = {0, 8000, 8002, 80, 30000};
+    /* in engine_t order; the EPP's metrics port is 9090 (its --metrics-port) */
+    static const uint16_t default_ports[ENGINE_EPP + 1] = {0, 8000, 8002, 80, 30000, 9090};
     d->engine_port = default_ports[e];
     strcpy(d->engine_path, "/metrics");
     if (slot[K_ENGINE_PORT]) {
@@ -327,10 +338,14 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "metricType engine_running: Triton exports no requests-in-flight gauge; "
                           "use triton_request_rate or engine_queue");
-    if (demand_uses_token_rates(d) && d->engine == ENGINE_TRITON)
+    if (demand_uses_token_rates(d) && (d->engine == ENGINE_TRITON || d->engine == ENGINE_EPP))
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "%s: Triton exports no prompt or generation token counters; token "
-                          "rates exist for vllm, tgi and sglang",
+                          d->engine == ENGINE_TRITON
+                              ? "%s: Triton exports no prompt or generation token counters; "
+                                "token rates exist for vllm, tgi and sglang"
+                              : "%s: engine epp is read for its queues and pool gauges, not for "
+                                "token counters; token rates exist for vllm, tgi and sglang: "
+                                "scrape the model servers with their engine",
                           type_is_token_rate(d->type)   ? tname
                           : d->target_prompt_tokens > 0 ? "targetPromptTokensPerReplica"
                                                         : "targetGenerationTokensPerReplica");
@@ -360,7 +375,7 @@ static int resolve_engine(const metadata_pair_t *slot[K_COUNT], trigger_config_t
     if (d->type == DEMAND_ENGINE_KV_CACHE && !engine_has_kv(d->engine))
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "metricType engine_kv_cache: %s exports no KV-cache usage; it exists "
-                          "for vllm and sglang",
+                          "for vllm, sglang and epp",
                           tc_engine_names[d->engine]);
     return 0;
 }
@@ -767,8 +782,8 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                           "targetRunningPerReplica: Triton exports no requests-in-flight gauge");
     if (composite && d->target_kv > 0 && !engine_has_kv(d->engine))
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "targetKvCache: %s exports no KV-cache usage; it exists for vllm and "
-                          "sglang",
+                          "targetKvCache: %s exports no KV-cache usage; it exists for vllm, "
+                          "sglang and epp",
                           tc_engine_names[d->engine]);
 
     if (slot[K_SOURCE_AUTH]) {

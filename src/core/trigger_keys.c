@@ -67,7 +67,9 @@ const char *const tc_metric_names[METRIC_TYPE_COUNT] = {GPU_METRIC_NAMES(NAME_IT
 /* Index 0 is DEMAND_NONE. */
 const char *const tc_demand_names[DEMAND_TYPE_COUNT] = {"", DEMAND_TYPE_NAMES(NAME_ITEM)};
 
-const char *const tc_engine_names[] = {"", "vllm", "triton", "tgi", "sglang"};
+/* In engine_t order; index 0 is ENGINE_NONE. */
+#define ENGINE_NAMES(X) X("vllm") X("triton") X("tgi") X("sglang") X("epp")
+const char *const tc_engine_names[ENGINE_EPP + 1] = {"", ENGINE_NAMES(NAME_ITEM)};
 
 /* metricType: the GPU metric types, then the demand types (without
  * DEMAND_NONE); trigger_config.c maps an index past METRIC_TYPE_COUNT back
@@ -83,6 +85,9 @@ _Static_assert(sizeof((const char *[]){GPU_METRIC_NAMES(NAME_ITEM)}) / sizeof(co
 _Static_assert(sizeof((const char *[]){DEMAND_TYPE_NAMES(NAME_ITEM)}) / sizeof(const char *) ==
                    DEMAND_TYPE_COUNT - 1,
                "DEMAND_TYPE_NAMES and demand_type_t disagree");
+_Static_assert(sizeof((const char *[]){ENGINE_NAMES(NAME_ITEM)}) / sizeof(const char *) ==
+                   ENGINE_EPP,
+               "ENGINE_NAMES and engine_t disagree");
 
 static const char *const aggregation_names[] = {"sum", "max", "min", "avg", "p95", "p99"};
 static const char *const pod_aggregation_names[] = {"avg", "sum", "max", "min"};
@@ -203,7 +208,7 @@ const key_row_t tc_keys[K_COUNT] = {
                   .group = KG_ENGINE,
                   .values = tc_engine_names + 1, /* ENGINE_NONE is not a spelling */
                   .nvalues = NV(tc_engine_names) - 1,
-                  .must = "vllm, triton, tgi or sglang",
+                  .must = "vllm, triton, tgi, sglang or epp",
                   .def = "implied by the metric type or endpoint key",
                   .serves = TS_ENGINE | TS_DEMAND | TS_SLO,
                   .example = "vllm"},
@@ -217,7 +222,7 @@ const key_row_t tc_keys[K_COUNT] = {
         ROW("engineEndpoint", KT_URL_LIST, KG_ENGINE, "—", .serves = TS_ENGINE | TS_DEMAND | TS_SLO,
             .example = "http://tgi:80/metrics"),
     [K_ENGINE_PORT] = ROW_INT("enginePort", KG_ENGINE, 1, 65535, "a port number from 1 to 65535",
-                              "vLLM 8000, Triton 8002, TGI 80, SGLang 30000",
+                              "vLLM 8000, Triton 8002, TGI 80, SGLang 30000, EPP 9090",
                               .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "8000"),
     [K_ENGINE_PATH] = ROW("enginePath", KT_PATH, KG_ENGINE, "`/metrics`",
                           .serves = TS_ENGINE | TS_DEMAND | TS_SLO, .example = "/metrics"),

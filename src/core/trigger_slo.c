@@ -116,6 +116,7 @@ static unsigned engine_slo_signals(engine_t e) {
         return 0xeu; /* TPOT, E2E, queue: TGI has no time-to-first-token histogram */
     case ENGINE_TRITON:
         return 0x1u; /* TTFT only: nv_inference_first_response_histogram_ms */
+    case ENGINE_EPP: /* read for its queues and pool gauges only (none is a server's) */
     case ENGINE_NONE:
         break;
     }
@@ -146,6 +147,12 @@ int tc_check_slo_engine(const trigger_config_t *c, char *err, size_t errlen) {
               "--metrics-config histogram_latencies=true); its queue and compute durations are "
               "cumulative counters, which give a mean (metricType triton_queue_wait_ms), not a "
               "quantile";
+    else if (d->engine == ENGINE_EPP)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s is set, but engine epp is read for its queues and pool gauges, "
+                          "not for latency: scrape the model servers for latency (engine vllm, "
+                          "sglang, tgi or triton, with their podSelector or endpoints)",
+                          tc_keys[k].name);
     return kgs_seterr(err, errlen, KGS_EINVAL, "%s is set, but %s exports no %s histogram: %s",
                       tc_keys[k].name, tc_engine_names[d->engine], signal_words[s], why);
 }

@@ -52,6 +52,46 @@ typedef struct {
 #define H_TPOT_OLD SLO_SIGNAL_COUNT
 #define H_SLOTS (SLO_SIGNAL_COUNT + 1)
 
+/* engine epp. The gateway's names, checked against
+ * kubernetes-sigs/gateway-api-inference-extension pkg/epp/metrics (GaugeVecs
+ * of client_golang, HELP prefixed "[ALPHA] ") and llm-d's EPP, which renamed
+ * the families to llm_d_epp_* and keeps the old names as deprecated mirrors
+ * with equal values: per family the new name is read, the old one only when
+ * no series of the new one is in the scrape, never both. */
+typedef enum { EPP_READY, EPP_QUEUE, EPP_RUNNING, EPP_KV, EPP_POOL_GAUGES } epp_gauge_t;
+
+#define EPP_FLOW_NEW "llm_d_epp_flow_control_queue_size"
+#define EPP_FLOW_OLD "inference_extension_flow_control_queue_size"
+/* One EPP serves one InferencePool; a few more in one scrape are read, a
+ * scrape with more is refused rather than truncated. */
+#define EPP_MAX_POOLS 16
+#define EPP_POOL_NAME_MAX 253 /* a Kubernetes object name */
+
+/* [gauge][0 new, 1 old]; labelled `name` = the InferencePool's name. */
+static const char *const epp_pool_names[EPP_POOL_GAUGES][2] = {
+    [EPP_READY] = {"llm_d_epp_ready_endpoints", "inference_pool_ready_pods"},
+    [EPP_QUEUE] = {"llm_d_epp_average_queue_size", "inference_pool_average_queue_size"},
+    [EPP_RUNNING] = {"llm_d_epp_average_running_requests",
+                     "inference_pool_average_running_requests"},
+    [EPP_KV] = {"llm_d_epp_average_kv_cache_utilization",
+                "inference_pool_average_kv_cache_utilization"},
+};
+
+/* One pool's gauges, both generations of names, as read. */
+typedef struct {
+    char name[EPP_POOL_NAME_MAX + 1];
+    bool has[EPP_POOL_GAUGES][2];
+    double v[EPP_POOL_GAUGES][2];
+} epp_pool_t;
+
+typedef struct {
+    bool flow_seen[2];
+    double flow[2]; /* the flow-control queue, summed over its series */
+    bool family_seen[EPP_POOL_GAUGES][2];
+    unsigned npools;
+    epp_pool_t pool[EPP_MAX_POOLS];
+} epp_acc_t;
+
 typedef struct {
     engine_t engine;
     const char *model;
@@ -67,6 +107,7 @@ typedef struct {
     double start;
     const char *adapter; /* loraAdapter; NULL or "": vllm:lora_requests_info is not read */
     double lora_newest;  /* the newest lora_requests_info series' value so far */
+    epp_acc_t *epp;      /* engine epp: what its samples add up to */
 } engine_ctx_t;
 
 /* The latency histogram family `name` (without _bucket/_sum/_count)
@@ -115,7 +156,7 @@ static int hist_slot(engine_t e, const char *name, size_t n) {
 }
 
 static const char *hist_family_name(engine_t e, int slot) {
-    static const char *const names[5][H_SLOTS] = {
+    static const char *const names[ENGINE_EPP + 1][H_SLOTS] = {
         [ENGINE_VLLM] = {"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
                          "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds",
                          "vllm:time_per_output_token_seconds"},
@@ -127,7 +168,9 @@ static const char *hist_family_name(engine_t e, int slot) {
                         "tgi_request_queue_duration", "?"},
         [ENGINE_TRITON] = {"nv_inference_first_response_histogram_ms", "?", "?", "?", "?"},
     };
-    return (unsigned)e < 5 && slot >= 0 && slot < H_SLOTS && names[e][slot] ? names[e][slot] : "?";
+    return (unsigned)e <= ENGINE_EPP && slot >= 0 && slot < H_SLOTS && names[e][slot]
+               ? names[e][slot]
+               : "?";
 }
 
 static const char *model_label(engine_t e);
@@ -309,6 +352,7 @@ static want_t classify(engine_t e, const char *name) {
         if (strcmp(name, "sglang:generation_tokens_total") == 0)
             return W_GEN_TOKENS;
         return W_NONE;
+    case ENGINE_EPP: /* on_epp_sample() */
     case ENGINE_NONE:
         break;
     }
@@ -381,8 +425,134 @@ static void on_lora_sample(engine_ctx_t *x, const prom_sample_t *s) {
     }
 }
 
+/* One sample of an EPP scrape: the flow-control queue (summed, after the
+ * model filter on model_name) or a pool gauge (kept per pool name, paired
+ * in epp_finish()). Returns 0 or KGS_EINVAL. */
+static int on_epp_sample(engine_ctx_t *x, const prom_sample_t *s) {
+    int gen = -1, g = -1;
+    if (strcmp(s->name, EPP_FLOW_NEW) == 0)
+        gen = 0;
+    else if (strcmp(s->name, EPP_FLOW_OLD) == 0)
+        gen = 1;
+    for (int i = 0; gen < 0 && i < EPP_POOL_GAUGES; i++)
+        for (int k = 0; k < 2; k++)
+            if (strcmp(s->name, epp_pool_names[i][k]) == 0) {
+                g = i;
+                gen = k;
+                break;
+            }
+    if (gen < 0)
+        return 0;
+    if (g < 0 && x->model[0]) {
+        const char *m = prom_sample_label(s, "model_name");
+        if (!m || strcmp(m, x->model) != 0)
+            return 0;
+    }
+    if (!isfinite(s->value))
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: no usable value", s->name,
+                          s->value);
+    /* requests, endpoints, a share of the cache: below 0 it is broken */
+    if (s->value < 0)
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: a count cannot be negative",
+                          s->name, s->value);
+    epp_acc_t *a = x->epp;
+    x->r->series++;
+    if (g < 0) {
+        a->flow_seen[gen] = true;
+        a->flow[gen] += s->value;
+        return 0;
+    }
+    const char *name = prom_sample_label(s, "name");
+    if (!name)
+        name = ""; /* an absent label is the empty one, as in PromQL */
+    if (strlen(name) > EPP_POOL_NAME_MAX)
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
+                          "%s: an inference pool name of %zu bytes (a Kubernetes name has at "
+                          "most %d)",
+                          s->name, strlen(name), EPP_POOL_NAME_MAX);
+    epp_pool_t *p = NULL;
+    for (unsigned i = 0; i < a->npools && !p; i++)
+        if (strcmp(a->pool[i].name, name) == 0)
+            p = &a->pool[i];
+    if (!p) {
+        if (a->npools == EPP_MAX_POOLS)
+            return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
+                              "%s: more than %d inference pools in one scrape (the name label); "
+                              "read at most %d pools per endpoint picker",
+                              s->name, EPP_MAX_POOLS, EPP_MAX_POOLS);
+        p = &a->pool[a->npools++];
+        memcpy(p->name, name, strlen(name) + 1);
+    }
+    if (p->has[g][gen])
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
+                          "%s: two series for inference pool \"%.200s\" (an endpoint picker "
+                          "exports one per pool; an average cannot be summed)",
+                          s->name, name);
+    p->has[g][gen] = true;
+    p->v[g][gen] = s->value;
+    a->family_seen[g][gen] = true;
+    return 0;
+}
+
+/* The EPP scrape into *r: waiting the flow-control queue; per pool, each
+ * average x its ready endpoints, summed over pools (see demand_eval.h for
+ * how EPP pods combine). Per family the new name wins over the old. A pool
+ * with no ready endpoints adds 0 whatever its (stale) averages say; a pool
+ * with endpoints but without an average makes that count unknown. */
+static int epp_finish(engine_ctx_t *x) {
+    const epp_acc_t *a = x->epp;
+    engine_reading_t *r = x->r;
+    int gen[EPP_POOL_GAUGES];
+    for (int g = 0; g < EPP_POOL_GAUGES; g++)
+        gen[g] = !a->family_seen[g][0] && a->family_seen[g][1] ? 1 : 0;
+    int fgen = !a->flow_seen[0] && a->flow_seen[1] ? 1 : 0;
+    bool flow = a->flow_seen[fgen];
+    bool unknown[EPP_POOL_GAUGES] = {false};
+    double sum[EPP_POOL_GAUGES] = {0};
+    for (unsigned i = 0; i < a->npools; i++) {
+        const epp_pool_t *p = &a->pool[i];
+        if (!p->has[EPP_READY][gen[EPP_READY]]) {
+            for (int g = EPP_QUEUE; g < EPP_POOL_GAUGES; g++)
+                if (p->has[g][gen[g]])
+                    return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
+                                      "%s{name=\"%.200s\"} has no %s series for its pool: an "
+                                      "average cannot be turned into a count without the ready "
+                                      "endpoints",
+                                      epp_pool_names[g][gen[g]], p->name,
+                                      epp_pool_names[EPP_READY][gen[EPP_READY]]);
+            continue; /* only names of the generation not read */
+        }
+        double ready = p->v[EPP_READY][gen[EPP_READY]];
+        r->has_pool = true;
+        sum[EPP_READY] += ready;
+        for (int g = EPP_QUEUE; g < EPP_POOL_GAUGES; g++) {
+            if (p->has[g][gen[g]])
+                sum[g] += p->v[g][gen[g]] * ready * (g == EPP_KV ? 100 : 1);
+            else if (ready > 0)
+                unknown[g] = true;
+        }
+    }
+    /* Flow-control series appear with the first request queued: with the
+     * pool gauges present and no series, nothing waits at the gateway. */
+    r->has_waiting = (flow || r->has_pool) && !unknown[EPP_QUEUE];
+    r->has_running = r->has_pool && !unknown[EPP_RUNNING];
+    r->has_kv = r->has_pool && !unknown[EPP_KV];
+    r->pool_ready = sum[EPP_READY];
+    if (r->has_waiting) {
+        r->waiting = flow ? a->flow[fgen] : 0;
+        r->pool_waiting = sum[EPP_QUEUE];
+    }
+    if (r->has_running)
+        r->pool_running = sum[EPP_RUNNING];
+    if (r->has_kv)
+        r->pool_kv_percent = sum[EPP_KV];
+    return 0;
+}
+
 static int on_engine_sample(void *ud, const prom_sample_t *s) {
     engine_ctx_t *x = ud;
+    if (x->engine == ENGINE_EPP)
+        return on_epp_sample(x, s);
     if (x->want) {
         if (strcmp(s->name, "process_start_time_seconds") == 0) {
             if (isfinite(s->value) && s->value > 0 && (!x->has_start || s->value > x->start)) {
@@ -491,7 +661,15 @@ int engine_reading_parse_full(engine_t e, const char *model, const char *adapter
                       .want = want,
                       .h = want ? acc : NULL,
                       .adapter = adapter};
+    epp_acc_t epp;
+    if (e == ENGINE_EPP) {
+        memset(&epp, 0, sizeof epp);
+        x.epp = &epp;
+        x.want = want = 0; /* the EPP is not read for latency */
+    }
     int rc = prom_parse(text, len, fmt, on_engine_sample, &x, err, errlen);
+    if (rc == 0 && e == ENGINE_EPP)
+        rc = epp_finish(&x);
     if (rc == 0 && want) {
         /* the newer TPOT name wins; the older is read only without it */
         bool tpot_old = !acc[SLO_TPOT].seen && acc[H_TPOT_OLD].seen;
@@ -528,6 +706,11 @@ int engine_reading_parse_full(engine_t e, const char *model, const char *adapter
         {out->kv_percent, "the KV-cache usage gauge"},
         {out->queue_us, "nv_inference_queue_duration_us"},
         {out->success, "nv_inference_request_success"},
+        {out->pool_ready, "the ready-endpoints gauge"},
+        {out->pool_waiting, "the pool's waiting requests (average queue size x ready endpoints)"},
+        {out->pool_running,
+         "the pool's running requests (average running requests x ready endpoints)"},
+        {out->pool_kv_percent, "the pool's KV-cache usage (average utilization x ready endpoints)"},
     };
     for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
         if (!isfinite(sums[i].v)) {

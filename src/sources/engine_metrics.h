@@ -23,6 +23,19 @@
  *           KV sglang:token_usage (0-1); `model` filters on model_name.
  *           Completed sglang:num_requests_total, tokens
  *           sglang:prompt_tokens_total, sglang:generation_tokens_total.
+ *   EPP     (engine epp: the Gateway API Inference Extension's endpoint
+ *           picker, not an engine) waiting = the flow-control queue
+ *           llm_d_epp_flow_control_queue_size (else the deprecated
+ *           inference_extension_flow_control_queue_size), summed over its
+ *           series; `model` filters it on model_name. Per InferencePool
+ *           (label `name`, at most 16 in a scrape): llm_d_epp_ready_endpoints
+ *           (inference_pool_ready_pods) x llm_d_epp_average_queue_size,
+ *           _average_running_requests, _average_kv_cache_utilization x 100
+ *           (inference_pool_average_*) into pool_waiting, pool_running,
+ *           pool_kv_percent, summed over pools; the new name of each family
+ *           is read, the old only when the new is absent, never both. The
+ *           pool counts are duplicates across EPP replicas: the evaluation
+ *           maxes them over pods, and sums the flow-control queues.
  * LoRA (vLLM, only with an adapter: engine_reading_parse_full()):
  *           vllm:lora_requests_info, the newest series' running_lora_adapters
  *           and waiting_lora_adapters labels (names, no counts).
@@ -64,7 +77,9 @@
  * engines' completed and token counters never fail the call, see above),
  * "<metric> is -1: a count cannot be negative" (every gauge read counts
  * something), or "<gauge> summed over its series is not finite" (finite
- * samples that overflow a double), or KGS_ENOMEM. *out is fully written
+ * samples that overflow a double); for epp also more than 16 pools, two
+ * series of one gauge for one pool, or a pool average without the pool's
+ * ready-endpoints series (each naming the metric); or KGS_ENOMEM. *out is fully written
  * (zeroed on failure).
  */
 int engine_reading_parse(engine_t e, const char *model, const char *text, size_t len,

@@ -333,6 +333,76 @@ static void test_demand_inputs_missing_gauge_is_failed_precondition(void **state
     NEAR(r.value, 4);
 }
 
+/* An EPP pod's reading: its own flow-control queue, and the pool's counts
+ * it computes from the model servers like every other EPP replica. */
+static demand_source_t epp_pod(const char *name, double flow, double ready, double pool_waiting,
+                               double pool_running, double pool_kv) {
+    demand_source_t v = reading(name, flow, 0, 0);
+    v.reading.has_pool = true;
+    v.reading.pool_ready = ready;
+    v.reading.pool_waiting = pool_waiting;
+    v.reading.pool_running = pool_running;
+    v.reading.pool_kv_percent = pool_kv;
+    return v;
+}
+
+/* Two EPP replicas: their queues add (each holds its own requests), the
+ * pool gauges are the same servers seen twice and are maxed (they can
+ * differ by a refresh: the larger is the newer load, never the sum). */
+static void test_demand_inputs_epp_pods_sum_queues_and_max_pool_gauges(void **state) {
+    (void)state;
+    demand_source_t v[2] = {epp_pod("epp pod ml/epp-0", 3, 4, 10, 24, 180),
+                            epp_pod("epp pod ml/epp-1", 2, 4, 8, 20, 170)};
+    demand_inputs_t in = engines(v, 2);
+    eval_result_t r;
+    trigger_config_t c =
+        CFG("metricType", "engine_queue", "engine", "epp", "targetValue", "5", "engineEndpoint",
+            "http://epp-0:9090/metrics,http://epp-1:9090/metrics");
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 3 + 2 + 10); /* gateway queues summed + the servers' waiting, once */
+    assert_true(r.active);
+    assert_int_equal(r.inputs, 2);
+    c = CFG("metricType", "engine_running", "engine", "epp", "targetValue", "8", "engineEndpoint",
+            "http://epp-0:9090/metrics,http://epp-1:9090/metrics");
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    NEAR(r.value, 24);
+    c = CFG("metricType", "engine_kv_cache", "engine", "epp", "targetValue", "70", "engineEndpoint",
+            "http://epp-0:9090/metrics,http://epp-1:9090/metrics");
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    NEAR(r.value, 180);
+    /* demand: max(15 / 5, 24 / 8, 180 / 90) = 3 -> 300 */
+    c = CFG("metricType", "demand", "engine", "epp", "targetQueuePerReplica", "5",
+            "targetRunningPerReplica", "8", "targetKvCache", "90", "engineEndpoint",
+            "http://epp-0:9090/metrics,http://epp-1:9090/metrics");
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 300);
+    /* Scale from zero: no model server ready, the gateway holds 4: active. */
+    v[0] = epp_pod("epp pod ml/epp-0", 4, 0, 0, 0, 0);
+    v[1] = epp_pod("epp pod ml/epp-1", 0, 0, 0, 0, 0);
+    c = CFG("metricType", "engine_queue", "engine", "epp", "targetValue", "5", "engineEndpoint",
+            "http://epp-0:9090/metrics,http://epp-1:9090/metrics");
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 4);
+    assert_true(r.active);
+    /* idle: a known 0, inactive */
+    v[0] = epp_pod("epp pod ml/epp-0", 0, 0, 0, 0, 0);
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    NEAR(r.value, 0);
+    assert_false(r.active);
+    /* an EPP scrape with neither family names the EPP's metrics */
+    v[1].reading.has_waiting = false;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_FAILED_PRECONDITION);
+    assert_non_null(strstr(r.message, "epp pod ml/epp-1 does not export the flow-control queue "
+                                      "(llm_d_epp_flow_control_queue_size"));
+    assert_non_null(strstr(r.message, "llm_d_epp_ready_endpoints with "
+                                      "llm_d_epp_average_queue_size"));
+    assert_non_null(strstr(r.message, "(is it epp, and is the URL its metrics endpoint?)"));
+}
+
 static void test_demand_inputs_triton_rates_wait_for_a_second_poll(void **state) {
     (void)state;
     trigger_config_t c = CFG("metricType", "triton_request_rate", "targetValue", "50",
@@ -716,6 +786,7 @@ int main(void) {
         cmocka_unit_test(test_demand_inputs_first_poll_is_pending),
         cmocka_unit_test(test_demand_inputs_missing_gauge_is_failed_precondition),
         cmocka_unit_test(test_demand_inputs_triton_rates_wait_for_a_second_poll),
+        cmocka_unit_test(test_demand_inputs_epp_pods_sum_queues_and_max_pool_gauges),
         cmocka_unit_test(test_demand_inputs_pods_and_queue_errors),
         cmocka_unit_test(test_demand_inputs_refuse_non_finite_sums_and_negative_counts),
         cmocka_unit_test(test_demand_evaluate_refuses_a_value_that_is_not_finite),

@@ -264,6 +264,54 @@ static void test_trigger_config_rejects_unknown_profile_listing_every_profile(vo
         "profile", "vllm");
 }
 
+/* engine epp: the endpoint picker's queue and pool gauges; what it cannot
+ * serve is refused naming what works instead. */
+static void test_trigger_config_engine_epp(void **state) {
+    (void)state;
+    trigger_config_t c = OK("metricType", "engine_queue", "engine", "epp", "targetValue", "4",
+                            "podSelector", "app=epp", "model", "llama");
+    assert_int_equal(c.demand.engine, ENGINE_EPP);
+    assert_int_equal(c.demand.engine_port, 9090);
+    assert_string_equal(c.demand.engine_path, "/metrics");
+    assert_string_equal(c.demand.model, "llama");
+    assert_string_equal(engine_name(ENGINE_EPP), "epp");
+    c = OK("metricType", "engine_running", "engine", "epp", "targetValue", "8", "engineEndpoint",
+           "http://epp.ml:9090/metrics");
+    assert_int_equal(c.demand.endpoint_count, 1);
+    c = OK("metricType", "engine_kv_cache", "engine", "epp", "targetValue", "70", "podSelector",
+           "app=epp");
+    c = OK("metricType", "demand", "engine", "epp", "podSelector", "app=epp",
+           "targetQueuePerReplica", "4", "targetRunningPerReplica", "8", "targetKvCache", "80");
+    assert_int_equal(c.demand.sizing, DEMAND_MODEL_COMPOSITE);
+    ERR("demandModel queueing does not work with engine epp", "set demandModel: composite",
+        "metricType", "demand", "engine", "epp", "podSelector", "app=epp");
+    ERR("demandModel queueing does not work with engine epp", "which for epp are the EPP pods",
+        "metricType", "demand", "engine", "epp", "engineEndpoint", "http://epp:9090/metrics",
+        "demandModel", "queueing");
+    ERR("ttftP90Target is set, but engine epp is read for its queues and pool gauges",
+        "scrape the model servers for latency", "metricType", "slo", "engine", "epp", "podSelector",
+        "app=epp", "ttftP90Target", "1s");
+    ERR("e2eP99Target is set, but engine epp is read for", "scrape the model servers for latency",
+        "metricType", "demand", "engine", "epp", "podSelector", "app=epp", "targetQueuePerReplica",
+        "4", "e2eP99Target", "10s");
+    ERR("engine_prompt_tokens_rate: engine epp is read for its queues and pool gauges, not for "
+        "token counters",
+        "scrape the model servers with their engine", "metricType", "engine_prompt_tokens_rate",
+        "engine", "epp", "podSelector", "app=epp", "targetValue", "1000");
+    ERR("targetGenerationTokensPerReplica: engine epp is read for", NULL, "metricType", "demand",
+        "engine", "epp", "podSelector", "app=epp", "targetGenerationTokensPerReplica", "1000");
+    ERR("metricType vllm_queue_depth reads vllm, but engine is \"epp\"",
+        "use engine_queue, engine_running or engine_kv_cache", "metricType", "vllm_queue_depth",
+        "engine", "epp", "podSelector", "app=epp", "targetValue", "4");
+    ERR("metricType triton_queue_wait_ms reads triton, but engine is \"epp\"", NULL, "metricType",
+        "triton_queue_wait_ms", "engine", "epp", "podSelector", "app=epp", "targetValue", "4");
+    ERR("loraAdapter is set, but metricType is engine_queue", "vllm_lora_waiting_engines",
+        "metricType", "engine_queue", "engine", "epp", "podSelector", "app=epp", "targetValue", "4",
+        "loraAdapter", "sql-lora");
+    ERR("metricType engine_queue needs where to scrape epp", "engineEndpoint", "metricType",
+        "engine_queue", "engine", "epp", "targetValue", "4");
+}
+
 static void test_trigger_config_engine_keys(void **state) {
     (void)state;
     trigger_config_t c = OK("metricType", "engine_kv_cache", "engine", "sglang", "targetValue",
@@ -1012,6 +1060,7 @@ int main(void) {
         cmocka_unit_test(test_trigger_config_applies_profile_then_explicit_keys),
         cmocka_unit_test(test_trigger_config_rejects_unknown_profile_listing_every_profile),
         cmocka_unit_test(test_trigger_config_engine_keys),
+        cmocka_unit_test(test_trigger_config_engine_epp),
         cmocka_unit_test(test_trigger_config_redis_queue_keys),
         cmocka_unit_test(test_trigger_config_prometheus_queue_keys),
         cmocka_unit_test(test_trigger_config_demand_composite),

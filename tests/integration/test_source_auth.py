@@ -26,6 +26,12 @@ from test_demand import (CLIENT, SERVER, SIM, SLOW, WRAPPER, Sim, device, fixtur
 TOKEN_A = "kgs-test-token-AAAA.eyJzdWIiOiJrZ3MifQ.sigA"
 TOKEN_B = "kgs-test-token-BBBB.eyJzdWIiOiJrZ3MifQ.sigB"
 WAITING = 7  # vllm.txt: vllm:num_requests_waiting 3 + 4
+# Every engine's fixture in its exact exposition format, and its engine_queue
+# (tests/fixtures/engines/README.md): vLLM 3 + 4, SGLang 9, TGI 4, Triton
+# 5 + 1; the EPP at zero (4 at the gateway) and with the llm-d names and
+# their mirrors (6 at the gateway + 4 servers x 2.5).
+FORMATS = [("vllm.txt", "vllm", 7), ("sglang.txt", "sglang", 9), ("tgi.txt", "tgi", 4),
+           ("triton.txt", "triton", 6), ("epp-zero.txt", "epp", 4), ("epp.txt", "epp", 16)]
 
 
 def ossl(*a):
@@ -54,7 +60,10 @@ class AuthServer:
     def __init__(self, cert, key, tokens=None, client_ca=None, body=None):
         self.tokens = set(tokens or [])
         self.seen = []
-        self.body = (body or fixture("vllm.txt")).encode()
+        # path -> body; /metrics is the vLLM fixture, FORMATS each at /<file>
+        self.pages = {"/metrics": (body or fixture("vllm.txt")).encode()}
+        for name, _, _ in FORMATS:
+            self.pages["/" + name] = fixture(name).encode()
         self.lock = threading.Lock()
         outer = self
 
@@ -69,7 +78,9 @@ class AuthServer:
                 with outer.lock:
                     outer.seen.append(auth)
                     ok = not outer.tokens or auth in {"Bearer " + t for t in outer.tokens}
-                status, body = (200, outer.body) if ok else (401, b"Unauthorized\n")
+                page = outer.pages.get(self.path)
+                status, body = ((200, page) if ok and page is not None else
+                                (404, b"not found\n") if ok else (401, b"Unauthorized\n"))
                 self.send_response(status)
                 self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
@@ -215,6 +226,19 @@ class SourceAuth(unittest.TestCase):
         self.poll_until(md, self.value(WAITING), ns="chat")
         self.bearer.accept_only(TOKEN_A, TOKEN_B)
         write_atomically(self.token_file, TOKEN_A + "\n")
+
+    def test_every_engine_format_over_bearer_and_mtls(self):
+        """Each engine's fixture and the EPP's, served over HTTPS behind a
+        bearer token and behind mTLS: the reading is the fixture's, and
+        engine epp at zero replicas is active (KEDA wakes the pool)."""
+        for server, auth in ((self.bearer, "tok"), (self.mtls, "mtls")):
+            for name, engine, want in FORMATS:
+                with self.subTest(fixture=name, auth=auth):
+                    md = {"metricType": "engine_queue", "engine": engine,
+                          "engineEndpoint": "https://127.0.0.1:%d/%s" % (server.port, name),
+                          "targetValue": "4", "sourceInterval": "100ms", "sourceAuth": auth}
+                    r = self.poll_until(md, self.value(want))
+                    self.assertTrue(r["active"], r)
 
     def test_profile_outside_its_namespaces_is_refused(self):
         md = self.trigger(self.bearer.url(), "tok", model="llama-3.1-8b", targetValue="6")

@@ -359,6 +359,21 @@ static want_t classify(engine_t e, const char *name) {
     return W_NONE;
 }
 
+/* A gauge sample must be a count: NaN or Inf is not one (the sum is then
+ * unknown, so the whole scrape is, never read as 0), and every gauge read
+ * here counts something (requests, endpoints, a share of the KV cache,
+ * microseconds, requests done): below 0 it is broken, not small. 0, or
+ * KGS_EINVAL naming the metric. */
+static int gauge_sample_check(engine_ctx_t *x, const prom_sample_t *s) {
+    if (!isfinite(s->value))
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: no usable value", s->name,
+                          s->value);
+    if (s->value < 0)
+        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: a count cannot be negative",
+                          s->name, s->value);
+    return 0;
+}
+
 static const char *model_label(engine_t e) {
     return e == ENGINE_TRITON ? "model" : "model_name";
 }
@@ -448,13 +463,10 @@ static int on_epp_sample(engine_ctx_t *x, const prom_sample_t *s) {
         if (!m || strcmp(m, x->model) != 0)
             return 0;
     }
-    if (!isfinite(s->value))
-        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: no usable value", s->name,
-                          s->value);
-    /* requests, endpoints, a share of the cache: below 0 it is broken */
-    if (s->value < 0)
-        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: a count cannot be negative",
-                          s->name, s->value);
+    /* requests, endpoints, a share of the cache */
+    int rc = gauge_sample_check(x, s);
+    if (rc)
+        return rc;
     epp_acc_t *a = x->epp;
     x->r->series++;
     if (g < 0) {
@@ -586,16 +598,9 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
         counter_add(learn, s->value);
         return 0;
     }
-    /* NaN or Inf is not a count: the sum is unknown, so the whole scrape
-     * is (never read as 0). */
-    if (!isfinite(s->value))
-        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: no usable value", s->name,
-                          s->value);
-    /* Every gauge read here counts something (requests, a share of the KV
-     * cache, microseconds, requests done): below 0 it is broken, not small. */
-    if (s->value < 0)
-        return kgs_seterr(x->err, x->errlen, KGS_EINVAL, "%s is %g: a count cannot be negative",
-                          s->name, s->value);
+    int rc = gauge_sample_check(x, s);
+    if (rc)
+        return rc;
     double v = s->value;
     engine_reading_t *r = x->r;
     r->series++;

@@ -326,12 +326,18 @@ class StandaloneEngineCase(unittest.TestCase):
     scaler's exit status is checked at the end."""
 
     @classmethod
+    def extra_scaler_args(cls):
+        """More flags for the scaler (called once cls.tmp exists)."""
+        return []
+
+    @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.engines = EngineServer()
         cls.sim = Sim({"devices": [device(0, gpu_util=30)]})
         cls.proc, cls.port, cls.probe, cls.log = start_scaler(
-            cls.tmp.name, ["--nvml-library", SIM], {"NVML_SIM_SCENARIO": cls.sim.path})
+            cls.tmp.name, ["--nvml-library", SIM] + cls.extra_scaler_args(),
+            {"NVML_SIM_SCENARIO": cls.sim.path})
         if not wait_for(lambda: http_ok(cls.probe, "/readyz"), 15 * SLOW):
             cls.log.seek(0)
             raise AssertionError("scaler not ready:\n" + cls.log.read()[-3000:])
@@ -350,17 +356,22 @@ class StandaloneEngineCase(unittest.TestCase):
             raise AssertionError("scaler exited %s under %s:\n%s" % (code, WRAPPER[0],
                                                                      text[-4000:]))
 
-    def poll(self, md):
-        p = subprocess.run([CLIENT, "poll", "-addr", self.addr, "-max-time", "20s"] +
+    def poll(self, md, ns="default"):
+        p = subprocess.run([CLIENT, "poll", "-addr", self.addr, "-namespace", ns,
+                            "-max-time", "20s"] +
                            sum((["-metadata", "%s=%s" % kv] for kv in md.items()), []),
                            capture_output=True, text=True, timeout=30)
+        self.answered(p.stdout + p.stderr)
         return json.loads(p.stdout.splitlines()[0])
 
-    def poll_until(self, md, pred, timeout=8.0):
+    def answered(self, text):
+        """Every answer's text, for subclasses that check what answers hold."""
+
+    def poll_until(self, md, pred, timeout=8.0, ns="default"):
         last = None
         end = time.monotonic() + timeout * SLOW
         while time.monotonic() < end:
-            last = self.poll(md)
+            last = self.poll(md, ns)
             if pred(last):
                 return last
             time.sleep(0.1)

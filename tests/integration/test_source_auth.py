@@ -10,18 +10,16 @@ No token appears in any answer or in the scaler's log.
 Runs inside its own network namespace (tests/integration/netns-run), like
 test_demand.py, whose helpers it uses; every wait is bounded."""
 import http.server
-import json
 import os
 import ssl
 import subprocess
 import tempfile
 import threading
-import time
 import unittest
 
 from kgs_util import SOURCE_DIR
-from test_demand import (CLIENT, SERVER, SIM, SLOW, WRAPPER, Sim, device, fixture, http_ok,
-                         make_pki, start_scaler, stop, wait_for)
+from test_demand import (SERVER, SIM, SLOW, StandaloneEngineCase, fixture, http_ok, make_pki,
+                         start_scaler, stop, wait_for)
 
 TOKEN_A = "kgs-test-token-AAAA.eyJzdWIiOiJrZ3MifQ.sigA"
 TOKEN_B = "kgs-test-token-BBBB.eyJzdWIiOiJrZ3MifQ.sigB"
@@ -124,10 +122,12 @@ def write_atomically(path, text):
     os.replace(tmp, path)
 
 
-class SourceAuth(unittest.TestCase):
+class SourceAuth(StandaloneEngineCase):
+    """The scaler of StandaloneEngineCase, with three profiles; servers
+    whose certificates come from a CA that --source-ca-file is not."""
+
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
+    def extra_scaler_args(cls):
         d = cls.tmp.name
         # Two CAs: the servers' certificates come from the first; the second
         # is --source-ca-file, so only a profile's ca-file can verify them.
@@ -140,55 +140,32 @@ class SourceAuth(unittest.TestCase):
         write_atomically(cls.token_file, TOKEN_A + "\n")
         cls.bearer = AuthServer(cls.srv_cert, cls.srv_key, tokens=[TOKEN_A])
         cls.mtls = AuthServer(cls.srv_cert, cls.srv_key, client_ca=cls.ca)
+        cls.answers = []
         profiles = ("tok:token-file=%s,ca-file=%s,namespaces=llm|chat;"
                     "mtls:ca-file=%s,cert-file=%s,key-file=%s,namespaces=*;"
                     "plain:token-file=%s,namespaces=llm" %
                     (cls.token_file, cls.ca, cls.ca, cls.cli_cert, cls.cli_key, cls.token_file))
-        cls.sim = Sim({"devices": [device(0, gpu_util=30)]})
-        cls.proc, cls.port, cls.probe, cls.log = start_scaler(
-            d, ["--nvml-library", SIM, "--source-ca-file", cls.other_ca, "--source-auth",
-                profiles], {"NVML_SIM_SCENARIO": cls.sim.path})
-        if not wait_for(lambda: http_ok(cls.probe, "/readyz"), 15 * SLOW):
-            cls.log.seek(0)
-            raise AssertionError("scaler not ready:\n" + cls.log.read()[-3000:])
-        cls.addr = "127.0.0.1:%d" % cls.port
-        cls.answers = []
+        return ["--source-ca-file", cls.other_ca, "--source-auth", profiles]
 
     @classmethod
     def tearDownClass(cls):
-        code = stop(cls.proc)
         cls.log.seek(0)
         text = cls.log.read()
-        cls.log.close()
         cls.bearer.close()
         cls.mtls.close()
-        cls.sim.close()
-        cls.tmp.cleanup()
+        super().tearDownClass()
         for t in (TOKEN_A, TOKEN_B):
             if t in text or any(t in a for a in cls.answers):
                 raise AssertionError("a bearer token appears in the log or an answer")
-        if WRAPPER and code != 0:
-            raise AssertionError("scaler exited %s under %s:\n%s" % (code, WRAPPER[0],
-                                                                     text[-4000:]))
+
+    def answered(self, text):
+        self.answers.append(text)
 
     def poll(self, md, ns="llm"):
-        p = subprocess.run([CLIENT, "poll", "-addr", self.addr, "-namespace", ns, "-max-time",
-                            "20s"] + sum((["-metadata", "%s=%s" % kv] for kv in md.items()), []),
-                           capture_output=True, text=True, timeout=30)
-        self.answers.append(p.stdout + p.stderr)
-        return json.loads(p.stdout.splitlines()[0])
+        return super().poll(md, ns)
 
     def poll_until(self, md, pred, ns="llm", timeout=8.0):
-        last = None
-        end = time.monotonic() + timeout * SLOW
-        while time.monotonic() < end:
-            last = self.poll(md, ns)
-            if pred(last):
-                return last
-            time.sleep(0.1)
-        self.log.seek(0)
-        self.fail("condition not met within %.1f s; last answer: %s\nlog: %s" %
-                  (timeout, last, self.log.read()[-2000:]))
+        return super().poll_until(md, pred, timeout=timeout, ns=ns)
 
     @staticmethod
     def trigger(url, auth=None, **kw):

@@ -10,13 +10,32 @@
    on average at the default 30 s.)
 2. Scrape cost: an aggregator over a fake Kubernetes API listing PODS Ready
    vLLM pods (IPs 127.1.x.y, one asyncio server on 0.0.0.0 answering for all
-   of them with the tests' vLLM fixture), one engine_queue trigger with
-   podSelector, polled every second: scaler CPU, peak RSS, GetMetrics p50/p99
-   (kedaclient load, 1 in flight) and polls answered per second.
+   of them), polled every second, in three cases run in turn, ROUNDS times
+   (a fresh aggregator each, the same pods, the same durations):
+     gauge  today's engine_queue trigger with podSelector on the tests' vLLM
+            fixture (tests/fixtures/engines/vllm.txt, 6.5 KB);
+     body   the same trigger on a page that also carries vLLM's latency
+            histograms (TTFT, inter-token latency and the older
+            time-per-output-token, e2e, queue time; vllm-latency.txt's real
+            bucket layouts, 2 engines, counts times the pod's scrape number
+            so every scrape adds requests): the cost of parsing the bigger
+            page without keeping windows;
+     slo    metricType slo on that page (ttftP90Target 500ms, tpotP90Target
+            50ms, e2eP99Target 10s, queueTimeP90Target 1s, windowSeconds 30
+            by default): windows kept per pod and merged.
+   Each case waits for the expected value (slo: the hand-computed 1.417 x
+   PODS replicas x 100, so the windows have deltas), then measures scaler CPU
+   over SCRAPE_SECONDS (per pod scrape and per poll of all pods), GetMetrics
+   p50/p99 (kedaclient load, 1 in flight, 5 s) and peak RSS; printed with the
+   ratios body/gauge and slo/gauge (per round, side by side; median over
+   the rounds).
 
+TRIALS 0 skips part 1 (the scrape cost alone: ~50 s per round at 500 pods).
 Runs in its own network namespace (tests/integration/netns-run); bounded.
 
-  tests/integration/netns-run python3 bench/demand-load.py BUILD_DIR [TRIALS] [PODS]
+  tests/integration/netns-run python3 bench/demand-load.py BUILD_DIR [TRIALS] [PODS] [ROUNDS]
+
+Defaults: TRIALS 100, PODS 500, ROUNDS 3.
 """
 import asyncio
 import json
@@ -42,7 +61,7 @@ from figures import record  # noqa: E402
 build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/release")
 TRIALS = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 PODS = int(sys.argv[3]) if len(sys.argv) > 3 else 500
-ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 2
+ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
 SCRAPE_SECONDS = 10  # CPU measured over this long per case, then 5 s of GetMetrics load
 SERVER = os.path.join(build, "src/server/keda-gpu-scaler")
 SIM = os.path.join(build, "sim/libnvml-sim.so")

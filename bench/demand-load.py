@@ -397,16 +397,15 @@ def main():
     def med(name, key):
         return statistics.median(f[key] for f in runs[name])
 
-    record("demand: 500-pod scrape CPU", med("gauge", "cpu") * 100, "% core", noise=0.3)
-    record("demand: 500-pod scrape peak RSS", med("gauge", "rss") * 1024, "KiB")
-    record("demand: 500-pod slo scrape CPU", med("slo", "cpu") * 100, "% core", noise=0.3)
-    record("demand: 500-pod slo scrape peak RSS", med("slo", "rss") * 1024, "KiB")
-    record("demand: 500-pod slo / gauge scrape CPU", ratio["slo", "cpu_us_per_scrape"], "ratio",
+    fig = "demand: %d-pod " % PODS
+    record(fig + "scrape CPU", med("gauge", "cpu") * 100, "% core", noise=0.3)
+    record(fig + "scrape peak RSS", med("gauge", "rss") * 1024, "KiB")
+    record(fig + "slo scrape CPU", med("slo", "cpu") * 100, "% core", noise=0.3)
+    record(fig + "slo scrape peak RSS", med("slo", "rss") * 1024, "KiB")
+    record(fig + "slo / gauge scrape CPU", ratio["slo", "cpu_us_per_scrape"], "ratio", noise=0.3)
+    record(fig + "slo / gauge scrape peak RSS", ratio["slo", "rss"], "ratio", noise=0.1)
+    record(fig + "body / gauge scrape CPU", ratio["body", "cpu_us_per_scrape"], "ratio",
            noise=0.3)
-    record("demand: 500-pod slo / gauge scrape peak RSS", ratio["slo", "rss"], "ratio",
-           noise=0.1)
-    record("demand: 500-pod body / gauge scrape CPU", ratio["body", "cpu_us_per_scrape"],
-           "ratio", noise=0.3)
     out("(demand-load.py wall time %.0f s)" % (time.monotonic() - started))
     os.makedirs(os.path.join(ROOT, "bench/out"), exist_ok=True)
     with open(os.path.join(ROOT, "bench/out/demand.txt"), "w") as f:

@@ -31,6 +31,8 @@
    the rounds).
 
 TRIALS 0 skips part 1 (the scrape cost alone: ~50 s per round at 500 pods).
+(CPU is read from /proc in 10 ms ticks: with a few pods the ratios are ticks,
+not figures.)
 KGS_DEMAND_PERF=DIR: `perf record` of the scaler over each case's CPU window
 into DIR/perf-CASE.data (the last round's kept; see where the time goes with
 `perf report -i DIR/perf-slo.data --sort dso,symbol`); figures then include

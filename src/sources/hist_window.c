@@ -8,12 +8,17 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "sources/prom_parse.h"
 
 bool hist_parse_le(const char *le, double *v, bool *inf) {
     if (!le || !*le || strlen(le) > 64)
         return false;
     if (!strcmp(le, "+Inf") || !strcmp(le, "Inf") || !strcmp(le, "+inf")) {
         *inf = true;
+        return true;
+    }
+    if (prom_plain_decimal(le, strlen(le), v)) { /* "0.005": the bounds of real layouts */
+        *inf = false;
         return true;
     }
     char *end = NULL;

@@ -210,6 +210,29 @@ static size_t column_at(const cursor_t *c) {
 
 /* ---- numbers --------------------------------------------------------------- */
 
+bool prom_plain_decimal(const char *s, size_t n, double *out) {
+    static const double pow10[16] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    uint64_t m = 0;
+    size_t digits = 0, frac = 0;
+    bool dot = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '.' && !dot) {
+            dot = true;
+            continue;
+        }
+        if (c < '0' || c > '9' || ++digits > 15)
+            return false;
+        m = m * 10 + (uint64_t)(c - '0');
+        frac += dot;
+    }
+    if (digits == 0)
+        return false;
+    *out = (double)m / pow10[frac];
+    return true;
+}
+
 /*
  * A float in Go ParseFloat syntax without hex or '_': [+-]digits[.digits]
  * [e[+-]digits] (either digit run may be empty, not both), and with
@@ -272,6 +295,11 @@ static num_status_t float_parse(const char *s, size_t n, bool special, double *o
         return NUM_BAD;
     if (plain) {
         *out = neg ? -(double)acc : (double)acc;
+        return NUM_OK;
+    }
+    double fast;
+    if (prom_plain_decimal(s + start, n - start, &fast)) { /* "0.25", "3.0": no strtod */
+        *out = neg ? -fast : fast;
         return NUM_OK;
     }
     char buf[PROM_TOKEN_MAX + 1];

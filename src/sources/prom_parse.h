@@ -87,4 +87,15 @@ int prom_parse(const char *text, size_t len, prom_format_t fmt, prom_sample_cb c
  * label. The result is borrowed from s. */
 const char *prom_sample_label(const prom_sample_t *s, const char *name);
 
+/*
+ * s[0..n) as a plain decimal -- digits, optionally '.' and digits, no sign,
+ * exponent or spaces -- of at most 15 digits in all: *out is then exactly
+ * what strtod gives (the digits as an integer and 10^fraction digits are
+ * both exact doubles, and one IEEE division rounds correctly), and true.
+ * Anything else: false, and the caller parses it the long way. Most
+ * samples and every bucket bound of the engines' histograms ("0.005",
+ * "2.5", "3.0") take this path.
+ */
+bool prom_plain_decimal(const char *s, size_t n, double *out);
+
 #endif

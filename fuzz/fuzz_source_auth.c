@@ -1,6 +1,6 @@
 /*
  * fuzz_source_auth.c - source_auth_parse() (the --source-auth text) and
- * source_auth_token_check() (a token file's bytes) on arbitrary bytes.
+ * bearer_token_check() (a token file's bytes, at the profiles' limit) on arbitrary bytes.
  *
  * The input, cut at its first NUL, is parsed as profiles. On success every
  * profile must be well formed: a valid name given once, absolute paths
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bearer_token.h"
 #include "core/err.h"
 #include "core/source_auth.h"
 
@@ -66,7 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     size_t tlen = 0;
     err[0] = '\0';
-    rc = source_auth_token_check((const char *)data, size, &tlen, err, sizeof err);
+    rc =
+        bearer_token_check((const char *)data, size, SOURCE_AUTH_TOKEN_MAX, &tlen, err, sizeof err);
     if (rc == 0) {
         FUZZ_CHECK(tlen > 0 && tlen <= size && tlen <= SOURCE_AUTH_TOKEN_MAX);
         for (size_t i = 0; i < tlen; i++)

@@ -24,6 +24,7 @@
  * A profile needs at least one of token-file, ca-file and cert-file.
  *
  * Pure: no I/O, no allocation, no globals. Any thread may call any function.
+ * (A token file's bytes are checked by core/bearer_token.h.)
  */
 #ifndef KGS_CORE_SOURCE_AUTH_H
 #define KGS_CORE_SOURCE_AUTH_H
@@ -77,15 +78,5 @@ bool source_auth_allows(const source_auth_profile_t *p, const char *ns);
 /* Whether name is a valid profile name (a DNS label of at most
  * SOURCE_AUTH_NAME_MAX bytes), for the trigger key that names one. */
 bool source_auth_name_valid(const char *name, size_t len);
-
-/*
- * A token file's bytes buf[0..len) as a bearer token: trailing whitespace
- * (the newline an editor or `kubectl create token > file` leaves) is cut
- * and *tlen is what remains. Refused with KGS_EINVAL (the message never
- * quotes the token): empty, longer than SOURCE_AUTH_TOKEN_MAX, or a byte
- * outside printable ASCII without spaces (0x21-0x7e), which could not go
- * in an HTTP header unchanged (a CR or LF would split it).
- */
-int source_auth_token_check(const char *buf, size_t len, size_t *tlen, char *err, size_t errlen);
 
 #endif

@@ -50,6 +50,7 @@
 #include "net/connector.h"
 #include "net/http_resp.h"
 #include "net/tls.h"
+#include "net/token_file.h"
 #include "net/transport.h"
 
 #define LIST_BODY_MAX ((size_t)256 << 20) /* one page of 500 pods is a few MiB */
@@ -290,59 +291,21 @@ static bool url_encode(const char *s, char *out, size_t cap) {
     return true;
 }
 
-/* Reads the token file: whitespace trimmed, non-empty. Returned: free(). A
- * small local file (tmpfs in a pod), so the blocking read is acceptable. */
+/* Reads the token file (net/token_file.h: whitespace trimmed, a bearer
+ * token). Returned: free(). A small local file (tmpfs in a pod), so the
+ * blocking read is acceptable. */
 static char *token_read(const char *path, char *err, size_t errlen) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        kgs_seterr(err, errlen, KGS_EIO, "token file %s: %s", path, strerror(errno));
-        return NULL;
-    }
     char *tok = malloc(TOKEN_MAX + 1);
     size_t n = 0;
     if (!tok) {
-        close(fd);
         kgs_seterr(err, errlen, KGS_ENOMEM, "token file %s: out of memory", path);
         return NULL;
     }
-    for (;;) {
-        ssize_t r = read(fd, tok + n, TOKEN_MAX + 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            kgs_seterr(err, errlen, KGS_EIO, "token file %s: %s", path, strerror(errno));
-            goto fail;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-        if (n > TOKEN_MAX) {
-            kgs_seterr(err, errlen, KGS_EINVAL, "token file %s: larger than %d bytes", path,
-                       TOKEN_MAX);
-            goto fail;
-        }
-    }
-    close(fd);
-    fd = -1;
-    while (n &&
-           (tok[n - 1] == '\n' || tok[n - 1] == '\r' || tok[n - 1] == ' ' || tok[n - 1] == '\t'))
-        n--;
-    tok[n] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)tok[i] < 0x21 || tok[i] == 0x7f) {
-            kgs_seterr(err, errlen, KGS_EINVAL, "token file %s: not a bearer token", path);
-            goto fail;
-        }
-    if (!n) {
-        kgs_seterr(err, errlen, KGS_EINVAL, "token file %s: empty", path);
-        goto fail;
+    if (token_file_read(path, tok, TOKEN_MAX + 1, &n, NULL, err, errlen) != 0) {
+        free(tok);
+        return NULL;
     }
     return tok;
-fail:
-    if (fd >= 0)
-        close(fd);
-    free(tok);
-    return NULL;
 }
 
 /* Grows c->buf to hold `more` bytes beyond buf_len, up to `max`. */

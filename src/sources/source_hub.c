@@ -24,14 +24,10 @@
 #include "sources/source_hub.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "net/resolver.h"
 #include "core/hash.h"
@@ -40,6 +36,7 @@
 #include "core/roles.h"
 #include "net/sock.h"
 #include "net/tls.h"
+#include "net/token_file.h"
 #include "sources/counter_window.h"
 #include "sources/fetch.h"
 #include "sources/hist_window.h"
@@ -195,12 +192,9 @@ typedef struct {
     tls_client_t *tls;              /* ca-file or a client certificate: its own context */
     char *token;                    /* SOURCE_AUTH_TOKEN_MAX + 1 bytes; wiped when replaced */
     size_t token_len;               /* 0: none usable (error says why) */
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime;
-    mono_ns_t checked; /* last look at the files */
-    char error[800];   /* why the profile cannot be used now ("" = it can) */
+    token_file_id_t id;             /* the file it was read from */
+    mono_ns_t checked;              /* last look at the files */
+    char error[800];                /* why the profile cannot be used now ("" = it can) */
 } auth_rt_t;
 
 struct source_hub {
@@ -227,71 +221,22 @@ struct source_hub {
 
 /* ---- credentials (--source-auth) ------------------------------------------------ */
 
-/* Reads a's token file into a->token when the file is not the one read
- * last (device, inode, size and mtime: a kubelet rotating a projected token
- * swaps a symlink, so stat() sees a new file). 0, or -1 with a->error set;
- * a->token is then wiped: a token file that vanished or went bad is not
- * quietly replaced by its old content. The message names the file, never
- * its bytes. */
+/* Reads a's token file into a->token unless it is the file read last
+ * (net/token_file.h). 0, or -1 with a->error set and a->token wiped: a
+ * token file that vanished or went bad is not quietly replaced by its old
+ * content. The message names the file, never its bytes. */
 static int auth_read_token(auth_rt_t *a) {
-    const char *path = a->p->token_file;
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(a->error, sizeof a->error, "sourceAuth %s: token file %s: %s", a->p->name, path,
-                 strerror(errno));
-        goto bad;
+    if (a->token_len && token_file_unchanged(a->p->token_file, &a->id))
+        return 0;
+    char why[700];
+    if (token_file_read(a->p->token_file, a->token, SOURCE_AUTH_TOKEN_MAX + 1, &a->token_len,
+                        &a->id, why, sizeof why) != 0) {
+        a->token_len = 0;
+        snprintf(a->error, sizeof a->error, "sourceAuth %s: %s", a->p->name, why);
+        return -1;
     }
-    if (a->token_len && st.st_dev == a->dev && st.st_ino == a->ino && st.st_size == a->size &&
-        st.st_mtim.tv_sec == a->mtime.tv_sec && st.st_mtim.tv_nsec == a->mtime.tv_nsec)
-        return 0; /* the same file as before */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) {
-        snprintf(a->error, sizeof a->error, "sourceAuth %s: token file %s: %s", a->p->name, path,
-                 strerror(errno));
-        goto bad;
-    }
-    struct stat fst;
-    if (fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode)) {
-        close(fd);
-        snprintf(a->error, sizeof a->error, "sourceAuth %s: token file %s is not a regular file",
-                 a->p->name, path);
-        goto bad;
-    }
-    /* one byte more than the limit, so a longer file is seen as one */
-    char buf[SOURCE_AUTH_TOKEN_MAX + 2];
-    size_t n = 0;
-    while (n < sizeof buf) {
-        ssize_t r = read(fd, buf + n, sizeof buf - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    size_t tlen = 0;
-    char why[200];
-    if (source_auth_token_check(buf, n, &tlen, why, sizeof why) != 0) {
-        explicit_bzero(buf, sizeof buf);
-        snprintf(a->error, sizeof a->error, "sourceAuth %s: token file %s: %s", a->p->name, path,
-                 why);
-        goto bad;
-    }
-    explicit_bzero(a->token, SOURCE_AUTH_TOKEN_MAX + 1);
-    memcpy(a->token, buf, tlen);
-    a->token[tlen] = '\0';
-    explicit_bzero(buf, sizeof buf);
-    a->token_len = tlen;
-    a->dev = fst.st_dev;
-    a->ino = fst.st_ino;
-    a->size = fst.st_size;
-    a->mtime = fst.st_mtim;
     a->error[0] = '\0';
     return 0;
-bad:
-    explicit_bzero(a->token, SOURCE_AUTH_TOKEN_MAX + 1);
-    a->token_len = 0;
-    return -1;
 }
 
 /* Before a poll with profile a: at most once per AUTH_CHECK_NS, the token

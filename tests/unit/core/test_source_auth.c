@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/err.h"
+#include "core/bearer_token.h"
 #include "core/source_auth.h"
 
 static source_auth_set_t set;
@@ -113,22 +114,25 @@ static void test_tokens(void **state) {
     (void)state;
     char err[300];
     size_t n = 0;
-    assert_int_equal(source_auth_token_check("eyJhbGc.x-y_z\n", 14, &n, err, sizeof err), 0);
+    assert_int_equal(bearer_token_check("eyJhbGc.x-y_z\n", 14, 64, &n, err, sizeof err), 0);
     assert_int_equal(n, 13);
-    assert_int_equal(source_auth_token_check("tok \r\n\t", 7, &n, err, sizeof err), 0);
+    assert_int_equal(bearer_token_check("tok \r\n\t", 7, 64, &n, err, sizeof err), 0);
     assert_int_equal(n, 3);
-    assert_int_equal(source_auth_token_check("\n\n", 2, &n, err, sizeof err), KGS_EINVAL);
+    assert_int_equal(bearer_token_check("\n\n", 2, 64, &n, err, sizeof err), KGS_EINVAL);
     assert_non_null(strstr(err, "empty"));
     /* a CR or LF inside would split the header: refused, and not quoted */
-    assert_int_equal(source_auth_token_check("sec\r\nX-Evil: 1", 14, &n, err, sizeof err),
+    assert_int_equal(bearer_token_check("sec\r\nX-Evil: 1", 14, 64, &n, err, sizeof err),
                      KGS_EINVAL);
     assert_non_null(strstr(err, "byte 3 of the token is 0x0d"));
     assert_null(strstr(err, "sec"));
-    assert_int_equal(source_auth_token_check("a b", 3, &n, err, sizeof err), KGS_EINVAL);
+    assert_int_equal(bearer_token_check("a b", 3, 64, &n, err, sizeof err), KGS_EINVAL);
     static char big[SOURCE_AUTH_TOKEN_MAX + 2];
     memset(big, 'a', sizeof big);
-    assert_int_equal(source_auth_token_check(big, SOURCE_AUTH_TOKEN_MAX, &n, err, sizeof err), 0);
-    assert_int_equal(source_auth_token_check(big, SOURCE_AUTH_TOKEN_MAX + 1, &n, err, sizeof err),
+    assert_int_equal(
+        bearer_token_check(big, SOURCE_AUTH_TOKEN_MAX, SOURCE_AUTH_TOKEN_MAX, &n, err, sizeof err),
+        0);
+    assert_int_equal(bearer_token_check(big, SOURCE_AUTH_TOKEN_MAX + 1, SOURCE_AUTH_TOKEN_MAX, &n,
+                                        err, sizeof err),
                      KGS_EINVAL);
     assert_non_null(strstr(err, "the limit is 16384"));
 }

@@ -59,7 +59,7 @@
 #define CROWDED_IDLE_NS 60000000000ull /* idle expiry over 3/4 of max_sources */
 #define NS_BUCKETS 256
 /* A profile's files are looked at (stat) at most this often, from the polls
- * that use it: a rotated token or certificate is in use within a second. */
+ * that use it: a rotated token or certificate is in use about a second later. */
 #define AUTH_CHECK_NS 1000000000ull
 
 /* A subscription a pod's latency increases go to: (trigger_id, ns), looked

@@ -13,8 +13,10 @@ import http.server
 import os
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
+import time
 import unittest
 
 from kgs_util import SOURCE_DIR
@@ -196,9 +198,15 @@ class SourceAuth(StandaloneEngineCase):
         self.assertIn("Bearer " + TOKEN_A, self.bearer.seen)
         self.bearer.accept_only(TOKEN_B)
         self.poll_until(md, self.error_with("credentials of sourceAuth tok were not accepted"))
+        t0 = time.monotonic()
         write_atomically(self.token_file, TOKEN_B + "\n")
         self.poll_until(md, self.value(WAITING), timeout=10)
+        took = time.monotonic() - t0
         self.assertIn("Bearer " + TOKEN_B, self.bearer.seen)
+        # the file is looked at once a second, the source polls every 100 ms:
+        # the rotated token is in use within about a second (docs say so)
+        sys.stderr.write("rotation: new token in use %.2f s after the rename\n" % took)
+        self.assertLess(took, 2.0 * SLOW)
         # the same trigger from another namespace the profile lists: its own source
         self.poll_until(md, self.value(WAITING), ns="chat")
         self.bearer.accept_only(TOKEN_A, TOKEN_B)

@@ -11,13 +11,14 @@
 #include "sources/prom_parse.h"
 
 bool hist_parse_le(const char *le, double *v, bool *inf) {
-    if (!le || !*le || strlen(le) > 64)
+    size_t n = le ? strlen(le) : 0;
+    if (n == 0 || n > 64)
         return false;
     if (!strcmp(le, "+Inf") || !strcmp(le, "Inf") || !strcmp(le, "+inf")) {
         *inf = true;
         return true;
     }
-    if (prom_plain_decimal(le, strlen(le), v)) { /* "0.005": the bounds of real layouts */
+    if (prom_plain_decimal(le, n, v)) { /* "0.005": the bounds of real layouts */
         *inf = false;
         return true;
     }

@@ -1111,11 +1111,12 @@ static void sub_start(source_hub_t *h, sub_t *u, const trigger_config_t *c, mono
     u->engine_error[0] = u->queue_error[0] = '\0';
     char why[300];
     if (auth_admit(h, c, u->ns, &u->auth, why, sizeof why) != 0) {
-        /* refused for good: the profile and its namespaces are the server's */
+        /* refused for good: the profile and its namespaces are the server's.
+         * Not logged here: every read answers with it, and the RPC's error
+         * log is rate-limited. */
         u->auth_denied = true;
         snprintf(u->engine_error, sizeof u->engine_error, "%s", why);
         snprintf(u->queue_error, sizeof u->queue_error, "%s", why);
-        LOG_WARN(h->o.log, "trigger in namespace %s: %s", u->ns, why);
         return;
     }
     u->auth_denied = false;

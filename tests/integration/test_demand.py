@@ -74,10 +74,26 @@ class RespReader:
         raise RuntimeError("bad RESP line %r" % line)
 
 
+def ossl(*a):
+    subprocess.run(["openssl"] + list(a), check=True, capture_output=True, timeout=60)
+
+
+def make_client_cert(d):
+    """A client certificate (clientAuth) signed by make_pki(d)'s CA, its key
+    0600 (the server refuses a key every user can read)."""
+    p = lambda n: os.path.join(d, n)
+    with open(p("cli.ext"), "w") as f:
+        f.write("extendedKeyUsage=clientAuth\n")
+    ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+         p("cli.key"), "-out", p("cli.csr"), "-subj", "/CN=keda-gpu-scaler")
+    ossl("x509", "-req", "-in", p("cli.csr"), "-CA", p("ca.pem"), "-CAkey", p("ca.key"),
+         "-CAcreateserial", "-out", p("cli.pem"), "-days", "2", "-extfile", p("cli.ext"))
+    os.chmod(p("cli.key"), 0o600)
+    return p("cli.pem"), p("cli.key")
+
+
 def make_pki(d):
     """A throwaway CA and a server certificate for localhost / 127.0.0.1."""
-    def ossl(*a):
-        subprocess.run(["openssl"] + list(a), check=True, capture_output=True, timeout=60)
     p = lambda n: os.path.join(d, n)
     ossl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
          "-keyout", p("ca.key"), "-out", p("ca.pem"), "-days", "2", "-subj", "/CN=kgs-test-ca")

@@ -20,8 +20,8 @@ import time
 import unittest
 
 from kgs_util import SOURCE_DIR
-from test_demand import (SERVER, SIM, SLOW, StandaloneEngineCase, fixture, http_ok, make_pki,
-                         start_scaler, stop, wait_for)
+from test_demand import (SERVER, SIM, SLOW, StandaloneEngineCase, fixture, http_ok,
+                         make_client_cert, make_pki, start_scaler, stop, wait_for)
 
 TOKEN_A = "kgs-test-token-AAAA.eyJzdWIiOiJrZ3MifQ.sigA"
 TOKEN_B = "kgs-test-token-BBBB.eyJzdWIiOiJrZ3MifQ.sigB"
@@ -32,23 +32,6 @@ WAITING = 7  # vllm.txt: vllm:num_requests_waiting 3 + 4
 # their mirrors (6 at the gateway + 4 servers x 2.5).
 FORMATS = [("vllm.txt", "vllm", 7), ("sglang.txt", "sglang", 9), ("tgi.txt", "tgi", 4),
            ("triton.txt", "triton", 6), ("epp-zero.txt", "epp", 4), ("epp.txt", "epp", 16)]
-
-
-def ossl(*a):
-    subprocess.run(["openssl"] + list(a), check=True, capture_output=True, timeout=60)
-
-
-def client_cert(d):
-    """A client certificate (clientAuth) signed by make_pki's CA."""
-    p = lambda n: os.path.join(d, n)
-    with open(p("cli.ext"), "w") as f:
-        f.write("extendedKeyUsage=clientAuth\n")
-    ossl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-         p("cli.key"), "-out", p("cli.csr"), "-subj", "/CN=keda-gpu-scaler")
-    ossl("x509", "-req", "-in", p("cli.csr"), "-CA", p("ca.pem"), "-CAkey", p("ca.key"),
-         "-CAcreateserial", "-out", p("cli.pem"), "-days", "2", "-extfile", p("cli.ext"))
-    os.chmod(p("cli.key"), 0o600)
-    return p("cli.pem"), p("cli.key")
 
 
 class AuthServer:
@@ -134,7 +117,7 @@ class SourceAuth(StandaloneEngineCase):
         # Two CAs: the servers' certificates come from the first; the second
         # is --source-ca-file, so only a profile's ca-file can verify them.
         cls.ca, cls.srv_cert, cls.srv_key = make_pki(d)
-        cls.cli_cert, cls.cli_key = client_cert(d)
+        cls.cli_cert, cls.cli_key = make_client_cert(d)
         other = os.path.join(d, "other")
         os.mkdir(other)
         cls.other_ca, _, _ = make_pki(other)

@@ -1,6 +1,7 @@
 # The user interface of this repository. On a fresh Debian 12 machine:
-#   make run    install the build packages that are missing, build the programs, start them on
-#               the simulated GPU node (KGS_DEMO_PORT, KGS_DEMO_PROBE_PORT, KGS_DEMO_METRICS_PORT)
+#   make run    install the build packages that are missing, build the programs, and show the
+#               scaler waking a simulated vLLM fleet from zero, sizing it and returning it to zero
+#               (SCENARIO=sim/scenarios/NAME.json: the GPU-utilisation demo on that node)
 #   make test   install the build and test packages that are missing, build release -Werror,
 #               ASan+UBSan and libFuzzer builds, run every test and a fuzz smoke (3 s per target)
 # Also: make build, make install [PREFIX=/usr/local] [DESTDIR=], make bench,
@@ -21,21 +22,24 @@ FUZZ_CPU_SECONDS ?= 600
 	format-check dist clean install help
 
 # What `make build` (and so `make run`, `make install`, `make dist`) builds:
-# the two programs and the NVML stand-in, nothing of the test tree.
-PROGRAMS := keda-gpu-scaler gpu-metrics nvml-sim
+# the two programs, the NVML stand-in and make run's fleet simulator
+# (tools/llm-fleet-sim), nothing of the test tree.
+PROGRAMS := keda-gpu-scaler gpu-metrics nvml-sim llm-fleet-sim
 
 PREFIX ?= /usr/local
 
 all: build
 
 help:
-	@echo "make run       install what is missing, build, start the scaler on the simulated GPU node"
-	@echo "               (SCENARIO=sim/scenarios/NAME.json to pick another node; the ports are"
-	@echo "               KGS_DEMO_PORT=6000, KGS_DEMO_PROBE_PORT=8081, KGS_DEMO_METRICS_PORT=9090)"
+	@echo "make run       install what is missing, build, and watch the scaler wake a simulated vLLM"
+	@echo "               fleet from zero, size it and return it to zero (SCENARIO=sim/scenarios/NAME.json:"
+	@echo "               the GPU-utilisation demo on that node instead; the ports are KGS_DEMO_PORT=6000,"
+	@echo "               KGS_DEMO_PROBE_PORT=8081, KGS_DEMO_METRICS_PORT=9090, KGS_DEMO_ENGINE_PORT=8100,"
+	@echo "               KGS_DEMO_GATEWAY_PORT=9400)"
 	@echo "make test      install what is missing, build (release -Werror, ASan+UBSan, libFuzzer),"
 	@echo "               run every test and a fuzz smoke"
-	@echo "make build     build keda-gpu-scaler, gpu-metrics and the NVML stand-in ($(RELEASE_DIR));"
-	@echo "               installs only the build packages (scripts/install-deps)"
+	@echo "make build     build keda-gpu-scaler, gpu-metrics, the NVML stand-in and the fleet simulator"
+	@echo "               ($(RELEASE_DIR)); installs only the build packages (scripts/install-deps)"
 	@echo "make build-tests  also every test program (installs the test packages too)"
 	@echo "make install   install keda-gpu-scaler and gpu-metrics in PREFIX/bin, the NVML stand-in in"
 	@echo "               PREFIX/lib/keda-gpu-scaler, its scenarios in PREFIX/share/keda-gpu-scaler"
@@ -77,10 +81,12 @@ build-asan: test-deps $(ASAN_DIR)/CMakeCache.txt
 	@grep -q '^CMOCKA_FOUND:INTERNAL=1' $(ASAN_DIR)/CMakeCache.txt || cmake $(ASAN_DIR) >/dev/null
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 
-# The scaler on the simulated node, with a KEDA-shaped client watching it
-# (Ctrl-C to stop). `make table` shows the node with gpu-metrics instead.
+# The LLM story: the scaler, a simulated vLLM fleet behind a gateway queue
+# and KEDA + the HPA (tools/llm-fleet-sim) on a simulated 8x H100 node; with
+# SCENARIO given (command line or environment), the GPU-utilisation demo on
+# that node. Ctrl-C to stop. `make table` shows a node with gpu-metrics.
 run: build
-	@scripts/run-demo $(RELEASE_DIR) $(SCENARIO)
+	@scripts/run-demo $(RELEASE_DIR) $(if $(filter file,$(origin SCENARIO)),,$(SCENARIO))
 
 table: build
 	NVML_SIM_SCENARIO=$(CURDIR)/$(SCENARIO) \

@@ -111,6 +111,12 @@ static void draw_request(load_t *l, double at_s, load_request_t *r) {
 
 size_t load_arrivals(load_t *l, double t_s, load_request_t *out, size_t max) {
     size_t n = 0;
+    /* arrivals a full buffer held back last time come first, at their time */
+    while (l->_hazard >= l->_next && n < max) {
+        l->_hazard -= l->_next;
+        l->_next = -log(rng_unit(&l->_rng));
+        draw_request(l, l->_done_s, &out[n++]);
+    }
     double until = t_s < l->_done_s + LOAD_MAX_CALL_S ? t_s : l->_done_s + LOAD_MAX_CALL_S;
     /* bounded: (until - _done_s) / LOAD_STEP_S steps, at most 60 000 */
     while (l->_done_s < until && n < max) {

@@ -165,7 +165,17 @@ static void on_page(const http1_request_t *req, http_response_t *resp, prom_buf_
     if (c->slot == -1) {
         fleet_summary_t fs;
         fleet_summary(a->fleet, &fs);
-        n = pages_gateway(a->page, sizeof a->page, fs.queue, fs.ready);
+        pages_pool_t pool = {fs.queue, fs.ready, 0, 0, 0};
+        if (fs.ready) {
+            double kv = 0;
+            for (unsigned i = 0; i < a->o.slots; i++)
+                if (a->fleet->slot[i].state == FLEET_READY)
+                    kv += fleet_kv_usage(a->fleet, i);
+            pool.avg_waiting = (double)fs.waiting / fs.ready;
+            pool.avg_running = (double)fs.running / fs.ready;
+            pool.avg_kv = kv / fs.ready;
+        }
+        n = pages_gateway(a->page, sizeof a->page, &pool);
     } else if (c->slot == -2) {
         static const fleet_slot_t idle; /* nothing running, nothing counted */
         n = pages_vllm(a->page, sizeof a->page, &idle, 0);

@@ -116,36 +116,56 @@ size_t pages_vllm(char *buf, size_t n, const fleet_slot_t *s, double kv) {
     return p.full ? 0 : p.len;
 }
 
-size_t pages_gateway(char *buf, size_t n, size_t queue, unsigned ready) {
+/* One EPP gauge family with one series. */
+static void epp_family(page_t *p, const char *name, const char *deprecated_for, const char *help,
+                       const char *labels, double v) {
+    char num[64];
+    /* Go's strconv 'g' -1 (client_golang): prom_text's shortest form */
+    snprintf(num, sizeof num, "%.17g", v);
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(num, sizeof num, "%.*g", prec, v);
+        if (strtod(num, NULL) == v)
+            break;
+    }
+    if (deprecated_for)
+        put(p, "# HELP %s [ALPHA] [Deprecated: Use %s] %s\n", name, deprecated_for, help);
+    else
+        put(p, "# HELP %s [ALPHA] %s\n", name, help);
+    put(p, "# TYPE %s gauge\n%s%s %s\n", name, name, labels, num);
+}
+
+size_t pages_gateway(char *buf, size_t n, const pages_pool_t *pool) {
     page_t p = {buf, n, 0, n == 0};
-    static const char queue_help[] =
-        "Current number of requests actively held in the Flow Control queue.";
-    static const char ready_help[] = "The number of ready endpoints in the inference server pool.";
     static const char queue_labels[] =
         "{fairness_id=\"default\",inference_pool=\"" PAGES_POOL "\",model_name=\"" PAGES_MODEL
         "\",priority=\"0\",target_model_name=\"" PAGES_MODEL "\"}";
-    put(&p,
-        "# HELP inference_extension_flow_control_queue_size [ALPHA] [Deprecated: Use "
-        "llm_d_epp_flow_control_queue_size] %s\n"
-        "# TYPE inference_extension_flow_control_queue_size gauge\n"
-        "inference_extension_flow_control_queue_size%s %zu\n",
-        queue_help, queue_labels, queue);
-    /* the pool gauge's old name is "ready pods", and its help says so */
-    put(&p,
-        "# HELP inference_pool_ready_pods [ALPHA] [Deprecated: Use llm_d_epp_ready_endpoints] "
-        "The number of ready pods in the inference server pool.\n"
-        "# TYPE inference_pool_ready_pods gauge\n"
-        "inference_pool_ready_pods{name=\"" PAGES_POOL "\"} %u\n",
-        ready);
-    put(&p,
-        "# HELP llm_d_epp_flow_control_queue_size [ALPHA] %s\n"
-        "# TYPE llm_d_epp_flow_control_queue_size gauge\n"
-        "llm_d_epp_flow_control_queue_size%s %zu\n",
-        queue_help, queue_labels, queue);
-    put(&p,
-        "# HELP llm_d_epp_ready_endpoints [ALPHA] %s\n"
-        "# TYPE llm_d_epp_ready_endpoints gauge\n"
-        "llm_d_epp_ready_endpoints{name=\"" PAGES_POOL "\"} %u\n",
-        ready_help, ready);
+    static const char pool_labels[] = "{name=\"" PAGES_POOL "\"}";
+    static const char queue_help[] =
+        "Current number of requests actively held in the Flow Control queue.";
+    static const char kv_help[] = "The average kv cache utilization for an inference server pool.";
+    static const char avgq_help[] =
+        "The average number of requests pending in the model server queue.";
+    static const char run_help[] =
+        "The average number of running requests across model servers in the pool.";
+    double q = (double)pool->queue, ready = pool->ready;
+    /* client_golang writes families sorted by name */
+    epp_family(&p, "inference_extension_flow_control_queue_size",
+               "llm_d_epp_flow_control_queue_size", queue_help, queue_labels, q);
+    epp_family(&p, "inference_pool_average_kv_cache_utilization",
+               "llm_d_epp_average_kv_cache_utilization", kv_help, pool_labels, pool->avg_kv);
+    epp_family(&p, "inference_pool_average_queue_size", "llm_d_epp_average_queue_size", avgq_help,
+               pool_labels, pool->avg_waiting);
+    epp_family(&p, "inference_pool_average_running_requests", "llm_d_epp_average_running_requests",
+               run_help, pool_labels, pool->avg_running);
+    epp_family(&p, "inference_pool_ready_pods", "llm_d_epp_ready_endpoints",
+               "The number of ready pods in the inference server pool.", pool_labels, ready);
+    epp_family(&p, "llm_d_epp_average_kv_cache_utilization", NULL, kv_help, pool_labels,
+               pool->avg_kv);
+    epp_family(&p, "llm_d_epp_average_queue_size", NULL, avgq_help, pool_labels, pool->avg_waiting);
+    epp_family(&p, "llm_d_epp_average_running_requests", NULL, run_help, pool_labels,
+               pool->avg_running);
+    epp_family(&p, "llm_d_epp_flow_control_queue_size", NULL, queue_help, queue_labels, q);
+    epp_family(&p, "llm_d_epp_ready_endpoints", NULL,
+               "The number of ready endpoints in the inference server pool.", pool_labels, ready);
     return p.full ? 0 : p.len;
 }

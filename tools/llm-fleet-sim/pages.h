@@ -19,9 +19,10 @@
  * v0.10.0, docs/metrics.md) - the flow-control queue gauge
  * llm_d_epp_flow_control_queue_size{fairness_id, inference_pool,
  * model_name, priority, target_model_name} and the pool's
- * llm_d_epp_ready_endpoints{name}, each also under its deprecated name
- * (inference_extension_flow_control_queue_size, inference_pool_ready_pods)
- * as llm-d still emits both - the shape of tests/fixtures/engines/epp.txt:
+ * llm_d_epp_ready_endpoints and llm_d_epp_average_{queue_size,
+ * running_requests, kv_cache_utilization}{name}, each also under its
+ * deprecated name (inference_extension_flow_control_queue_size,
+ * inference_pool_*) as llm-d still emits both - the shape of tests/fixtures/engines/epp.txt:
  * client_golang, families sorted by name, labels sorted, numbers in Go's
  * shortest form, HELP prefixed [ALPHA]. The queue series exists from the
  * start at 0 (the gateway has served this model before).
@@ -46,9 +47,19 @@
  */
 size_t pages_vllm(char *buf, size_t n, const fleet_slot_t *s, double kv);
 
-/* The gateway's page: queue requests held, ready endpoints. Returns the
- * length, or 0 when it does not fit. */
-size_t pages_gateway(char *buf, size_t n, size_t queue, unsigned ready);
+/* What the gateway knows: its own queue, and the pool behind it as the
+ * endpoint picker scrapes it (averages over the Ready endpoints; 0 when
+ * none is Ready). */
+typedef struct {
+    size_t queue;       /* requests held in the flow-control queue */
+    unsigned ready;     /* Ready endpoints */
+    double avg_waiting; /* vLLM's waiting requests, mean over the Ready endpoints */
+    double avg_running;
+    double avg_kv; /* KV-cache usage 0..1, mean */
+} pages_pool_t;
+
+/* The gateway's page. Returns the length, or 0 when it does not fit. */
+size_t pages_gateway(char *buf, size_t n, const pages_pool_t *pool);
 
 /* v as Python's repr() writes a float (prometheus_client's floatToGoString
  * for finite values): "2.0", "0.25", "1e-05", "1e+16". Returns buf. */

@@ -122,7 +122,8 @@ struct app {
     int exit_code;
 };
 
-/* keda.c */
+/* keda.c: connects and starts KEDA's loop, the HPA and the stream (0, or
+ * the connect error); stops them (harmless when never started). */
 int lfs_keda_start(app_t *a, char *err, size_t errlen);
 void lfs_keda_stop(app_t *a);
 

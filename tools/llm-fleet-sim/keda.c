@@ -457,8 +457,10 @@ int lfs_keda_start(app_t *a, char *err, size_t errlen) {
     lfs_keda_t *k = &a->k;
     k->co = (grpc_client_opts_t){.address = a->o.scaler};
     int rc = grpc_client_connect(a->loop, &k->co, &k->client, err, errlen);
-    if (rc != 0)
+    if (rc != 0) {
+        k->client = NULL;
         return rc;
+    }
     k->gpu_keys[0] = "metricType";
     k->gpu_values[0] = "gpu_utilization";
     k->gpu_keys[1] = "targetValue";
@@ -480,6 +482,8 @@ int lfs_keda_start(app_t *a, char *err, size_t errlen) {
 
 void lfs_keda_stop(app_t *a) {
     lfs_keda_t *k = &a->k;
+    if (!k->client)
+        return; /* never started */
     loop_timer_stop(a->loop, &k->poll_timer);
     loop_timer_stop(a->loop, &k->hpa_timer);
     loop_timer_stop(a->loop, &k->stream_timer);

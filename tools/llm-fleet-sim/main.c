@@ -527,6 +527,7 @@ static int app_setup(app_t *a, char *err, size_t errlen) {
     if (rc)
         return rc;
     a->t0 = loop_now(a->loop);
+    loop_timer_init(&a->tick, on_tick, a);
     rc = probe_ports(a, err, errlen);
     if (rc)
         return rc;
@@ -579,7 +580,6 @@ int main(int argc, char **argv) {
     int sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     loop_io_t *sig_io = sigfd >= 0 ? loop_io_add(a->loop, sigfd, EPOLLIN, on_signal, a) : NULL;
     print_banner(a);
-    loop_timer_init(&a->tick, on_tick, a);
     loop_timer_start(a->loop, &a->tick, loop_now(a->loop));
     loop_run(a->loop);
     loop_io_remove(a->loop, sig_io);

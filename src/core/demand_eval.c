@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/duration.h"
+#include "core/hash.h"
 
 void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const eval_result_t *gpu,
                      eval_result_t *out) {
@@ -232,7 +233,7 @@ static void fail(eval_result_t *out, eval_status_t st, const char *fmt, ...) {
     va_end(ap);
 }
 
-typedef enum { SS_OK, SS_PENDING, SS_FAILED } source_verdict_t;
+typedef enum { SS_OK, SS_PENDING, SS_FAILED, SS_NOT_SERVING } source_verdict_t;
 
 /* Whether a source's reading is usable now; the message says why not. A
  * reading older than max(3 x interval, interval + timeout) is stale: the
@@ -268,6 +269,11 @@ static source_verdict_t source_verdict(const demand_source_t *s, mono_ns_t now, 
 
 typedef struct {
     unsigned total, ok, failed, pending;
+    /* Engines with nobody there, counted as no replica serving (their
+     * signals 0) because the trigger reads a queue: engine_not_serving(). */
+    bool queue_speaks;
+    unsigned not_serving;
+    char first_not_serving[1024];
     bool rates_pending;
     char first_failure[1024];
     char first_pending[1024];
@@ -278,8 +284,9 @@ typedef struct {
      * known only when every one of them exports them */
     bool no_completed, no_tokens;
     double completed, prompt_tokens, generation_tokens;
-    bool tokens_pending; /* a token-rate window does not hold two polls yet */
-    mono_ns_t newest;    /* the newest reading */
+    bool tokens_pending;        /* a token-rate window does not hold two polls yet */
+    unsigned long long members; /* sum of the answering engines' name hashes */
+    mono_ns_t newest;           /* the newest reading */
     /* engine epp: the pool gauges, the max over EPP pods (each replica
      * reports the same model servers: summing would count them once per
      * replica); added to the summed signals when the answer is built */
@@ -390,6 +397,21 @@ static const char *bad_sum(const engine_acc_t *x) {
     return NULL;
 }
 
+/*
+ * Whether a failing engine is simply not there: no replica serving behind
+ * its URL, as at zero replicas or while the first ones start (a Service
+ * without ready endpoints refuses or drops the connect, a proxy answers
+ * 503). Nobody answered the connect, or a proxy said no server is behind
+ * it; or the response timed out and the engine never answered or last
+ * answered idle (a server that was busy and now times out holds work that
+ * is not known: that stays a failure).
+ */
+static bool engine_not_serving(const demand_source_t *s) {
+    if (s->state != DEMAND_SOURCE_FAILED)
+        return false;
+    return s->fail == DEMAND_FAIL_NO_SERVER || (s->fail == DEMAND_FAIL_SLOW && !s->last_busy);
+}
+
 static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_source_t *s,
                        mono_ns_t now) {
     char msg[1024];
@@ -397,6 +419,12 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
     if (s->draining && v != SS_OK)
         return; /* it is going away: nothing to wait for, nothing failing */
     x->total++;
+    if (v == SS_FAILED && x->queue_speaks && engine_not_serving(s)) {
+        x->not_serving++;
+        if (!x->first_not_serving[0])
+            snprintf(x->first_not_serving, sizeof x->first_not_serving, "%s", msg);
+        return;
+    }
     if (v == SS_FAILED) {
         x->failed++;
         if (!x->first_failure[0])
@@ -430,6 +458,7 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
         return;
     }
     x->ok++;
+    x->members += kgs_fnv1a(s->name ? s->name : "");
     if (s->last_ok > x->newest)
         x->newest = s->last_ok;
     if (r->has_completed)
@@ -517,9 +546,12 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
     queue_model_sample_t q;
     memset(&q, 0, sizeof q);
     q.t_s = (double)(x->newest ? x->newest : now) / 1e9;
-    bool engine = d->engine != ENGINE_NONE;
+    /* counters are known when engines answered and each exports them (no
+     * engine answering: none to sum, which is not "0 completed") */
+    bool engine = d->engine != ENGINE_NONE && x->ok > 0;
     q.has_completed = engine && !x->no_completed;
     q.has_tokens = engine && !x->no_tokens;
+    q.members = x->members;
     q.completed = x->completed;
     q.prompt_tokens = x->prompt_tokens;
     q.generation_tokens = x->generation_tokens;
@@ -577,6 +609,27 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
     out->value = 100 * st->last.replicas;
 }
 
+/* The queue's reading, read before the engines: a queue exists while no
+ * replica runs, so it speaks whatever the engines say. */
+typedef struct {
+    source_verdict_t v; /* SS_OK: value is its length */
+    double value;
+    char msg[1024]; /* why not SS_OK */
+} queue_read_t;
+
+static void read_queue(const demand_inputs_t *in, mono_ns_t now, queue_read_t *q) {
+    q->value = 0;
+    q->msg[0] = '\0';
+    q->v = source_verdict(&in->queue, now, q->msg, sizeof q->msg);
+    if (q->v == SS_OK && (!isfinite(in->queue.queue) || in->queue.queue < 0)) {
+        snprintf(q->msg, sizeof q->msg, "%.400s: a queue length of %g is not a count",
+                 in->queue.name ? in->queue.name : "queue", in->queue.queue);
+        q->v = SS_FAILED;
+    }
+    if (q->v == SS_OK)
+        q->value = in->queue.queue;
+}
+
 void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
                             const eval_result_t *gpu, eval_result_t *out) {
     const demand_config_t *d = &c->demand;
@@ -589,22 +642,34 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         fail(out, EVAL_FAILED_PRECONDITION, "%s", in->pods_error);
         return;
     }
+    queue_read_t qr = {.v = SS_FAILED};
+    if (in->has_queue_source)
+        read_queue(in, now, &qr);
+    /* the queue counts towards activity (demand_evaluate) and reads work */
+    bool wake = qr.v == SS_OK && d->type == DEMAND_COMPOSITE &&
+                (d->target_queue > 0 || d->sizing == DEMAND_MODEL_QUEUEING) &&
+                qr.value > d->activation_queue;
     if (in->pods_status != EVAL_OK) {
         fail(out, in->pods_status, "engine pods: %s", in->pods_error);
+        out->wake = wake; /* the engines' error, yet the queue reads work */
         return;
     }
-    engine_acc_t x;
-    memset(&x, 0, sizeof x);
-    for (unsigned i = 0; i < in->nengines; i++)
-        add_engine(&x, d, &in->engines[i], now);
     if (in->has_queue_source && in->queue.state == DEMAND_SOURCE_NOT_CREATED) {
         fail(out, EVAL_UNAVAILABLE, "queue: %s", in->queue.error ? in->queue.error : "?");
         return;
     }
+    engine_acc_t x;
+    memset(&x, 0, sizeof x);
+    /* with a readable queue, an engine nobody answers for is no replica
+     * serving, not a failure that silences the queue */
+    x.queue_speaks = qr.v == SS_OK;
+    for (unsigned i = 0; i < in->nengines; i++)
+        add_engine(&x, d, &in->engines[i], now);
 
     bool ignore = c->partial_data == PARTIAL_DATA_IGNORE;
     if (x.missing[0] && !ignore) {
         fail(out, EVAL_FAILED_PRECONDITION, "%s", x.missing);
+        out->wake = wake;
         return;
     }
     if (x.failed && (!ignore || x.ok == 0)) {
@@ -614,11 +679,13 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
             snprintf(out->message + l, sizeof out->message - l,
                      " (%u of %u engine endpoints failing)", x.failed, x.total);
         }
+        out->wake = wake;
         return;
     }
     if ((x.pending && (!ignore || x.ok == 0)) || x.rates_pending || x.tokens_pending) {
         fail(out, EVAL_UNAVAILABLE, "%s", x.first_pending);
         out->pending = true;
+        out->wake = wake;
         return;
     }
     const char *overflow = bad_sum(&x);
@@ -642,19 +709,13 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         sig.completed = x.dsuccess;
     }
     if (in->has_queue_source) {
-        source_verdict_t v = source_verdict(&in->queue, now, msg, sizeof msg);
-        if (v != SS_OK) {
-            fail(out, EVAL_UNAVAILABLE, "%s", msg);
-            out->pending = v == SS_PENDING;
-            return;
-        }
-        if (!isfinite(in->queue.queue) || in->queue.queue < 0) {
-            fail(out, EVAL_UNAVAILABLE, "%.400s: a queue length of %g is not a count",
-                 in->queue.name ? in->queue.name : "queue", in->queue.queue);
+        if (qr.v != SS_OK) {
+            fail(out, EVAL_UNAVAILABLE, "%s", qr.msg);
+            out->pending = qr.v == SS_PENDING;
             return;
         }
         sig.has_queue = true;
-        sig.queue = in->queue.queue;
+        sig.queue = qr.value;
     }
     demand_evaluate(c, &sig, gpu, out);
     out->inputs += x.ok;

@@ -172,11 +172,24 @@ typedef enum {
     DEMAND_SOURCE_READING,     /* a reading, of age now - last_ok */
 } demand_source_state_t;
 
+/* What a failed poll says of the server behind a source. */
+typedef enum {
+    DEMAND_FAIL_OTHER,     /* the server answered wrong, or the setup is wrong: a failure */
+    DEMAND_FAIL_NO_SERVER, /* nobody there: the connect was refused, unreachable or unanswered,
+                              or a proxy answered 502/503/504 (no server behind it) */
+    DEMAND_FAIL_SLOW,      /* a server took the connection and did not answer in time */
+} demand_fail_t;
+
 typedef struct {
     demand_source_state_t state;
-    const char *name;  /* for messages: the display name, or the URL ("queue" for a queue)
-                          when there is no source; borrowed */
-    const char *error; /* NOT_CREATED, FAILED: the reason; borrowed */
+    const char *name;   /* for messages: the display name, or the URL ("queue" for a queue)
+                           when there is no source; borrowed */
+    const char *error;  /* NOT_CREATED, FAILED: the reason; borrowed */
+    demand_fail_t fail; /* FAILED: what the failure says of the server */
+    /* Whether the source ever answered since polling began, and whether its
+     * last answer (kept through later failures) had requests waiting or
+     * running: an engine that stopped answering while busy held work. */
+    bool answered, last_busy;
     mono_ns_t created; /* WAITING: when polling began */
     /* A pod being deleted that still finishes its requests (demandModel:
      * queueing reads it): its reading counts when there is one; that it

@@ -29,6 +29,9 @@ typedef struct {
     unsigned inputs;   /* number of GPUs / MIG instances aggregated */
     bool pending;      /* UNAVAILABLE only because a source's first poll is under way:
                           an answer is expected within the source timeout */
+    bool wake;         /* not EVAL_OK, yet a signal that exists at zero replicas (a queue)
+                          reads work: the value is unknown, the activity is not. IsActive
+                          and StreamIsActive answer true; GetMetrics fails as usual. */
     char message[512]; /* "" when EVAL_OK */
 } eval_result_t;
 

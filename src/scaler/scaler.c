@@ -228,6 +228,14 @@ static void memo_put(scaler_t *s, uint64_t id, const char *ns, mono_ns_t now,
     m->result = *r;
 }
 
+/* Whether r says if the trigger is active, and what: an answer, or an
+ * error while a queue reads work (r->wake: the queue wakes the workload
+ * whatever the engines say). */
+static bool result_activity(const eval_result_t *r, bool *active) {
+    *active = r->status == EVAL_OK ? r->active : r->wake;
+    return r->status == EVAL_OK || r->wake;
+}
+
 /* The GPU part of a trigger: the aggregator's cluster evaluation, or this
  * node's snapshot (snap may be NULL: none yet). */
 static void evaluate_gpu(scaler_t *s, const trigger_config_t *cfg, const char *ns, mono_ns_t now,
@@ -553,15 +561,16 @@ static bool handle_is_active(scaler_t *s, grpc_call_t *call, const config_entry_
     const trigger_config_t *cfg = entry->config;
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
-    if (r.status != EVAL_OK && r.pending && may_defer &&
+    bool active;
+    if (!result_activity(&r, &active) && r.pending && may_defer &&
         defer_call(s, call, SCALER_RPC_IS_ACTIVE, entry, ns, ref, t0))
         return true;
-    if (r.status != EVAL_OK) {
+    if (!result_activity(&r, &active)) {
         fail_call(s, call, SCALER_RPC_IS_ACTIVE, t0, ref, cfg->metric_name,
                   eval_grpc_code(r.status), r.message);
         return false;
     }
-    int rc = send_bool(call, r.active, false);
+    int rc = send_bool(call, active, false);
     grpc_call_finish(call, rc ? GRPC_INTERNAL : GRPC_OK, rc ? "out of memory" : NULL);
     rpc_done(s, SCALER_RPC_IS_ACTIVE, rc ? GRPC_INTERNAL : GRPC_OK, t0);
     return false;
@@ -645,20 +654,20 @@ static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud);
 /* Pushes the group's current state to one stream when it changed, and keeps
  * the heartbeat armed while active. */
 static void stream_push(scaler_t *s, scaler_stream_t *st) {
-    const eval_result_t *r = &st->group->result;
-    if (r->status != EVAL_OK) {
+    bool active;
+    if (!result_activity(&st->group->result, &active)) {
         loop_timer_stop(s->opts.loop, &st->heartbeat);
         return;
     }
-    if (st->last_sent != (int)r->active) {
-        if (send_bool(st->call, r->active, true) == 0)
-            st->last_sent = r->active;
+    if (st->last_sent != (int)active) {
+        if (send_bool(st->call, active, true) == 0)
+            st->last_sent = active;
     }
-    if (r->active && !loop_timer_armed(&st->heartbeat)) {
+    if (active && !loop_timer_armed(&st->heartbeat)) {
         uint64_t every = (uint64_t)st->group->entry->config->poll_interval_s * NS_PER_SEC;
         loop_timer_start(s->opts.loop, &st->heartbeat,
                          clock_add_sat(loop_now(s->opts.loop), every));
-    } else if (!r->active) {
+    } else if (!active) {
         loop_timer_stop(s->opts.loop, &st->heartbeat);
     }
 }
@@ -666,8 +675,8 @@ static void stream_push(scaler_t *s, scaler_stream_t *st) {
 static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
     scaler_stream_t *st = ud;
-    const eval_result_t *r = &st->group->result;
-    if (r->status != EVAL_OK || !r->active)
+    bool active;
+    if (!result_activity(&st->group->result, &active) || !active)
         return;
     /* KEDA treats each `true` as "still active": repeat it while it holds. */
     send_bool(st->call, true, true);
@@ -721,10 +730,11 @@ static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
     }
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
-    if (r.status != EVAL_OK && r.pending && may_defer &&
+    bool active;
+    if (!result_activity(&r, &active) && r.pending && may_defer &&
         defer_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, entry, ns, ref, t0))
         return true;
-    if (r.status != EVAL_OK) {
+    if (!result_activity(&r, &active)) {
         /* Open and silent, like a stream that was open when the answer
          * became unknown: the state goes out as soon as it is known. Ending
          * it would cost KEDA a reconnect with its backoff (2, 4 ... 60 s,
@@ -1067,11 +1077,11 @@ void scaler_refresh(scaler_t *s) {
         g->evaluated = true;
         if (g->result.status != EVAL_OK &&
             (prev.status != g->result.status || strcmp(prev.message, g->result.message) != 0))
-            LOG_WARN(s->opts.log,
-                     "stream trigger %s (%u stream(s)): %s: %s; streams stay open, "
-                     "nothing pushed until it recovers",
+            LOG_WARN(s->opts.log, "stream trigger %s (%u stream(s)): %s: %s; streams stay open, %s",
                      g->entry->config->metric_name, g->nstreams,
-                     grpc_status_name(eval_grpc_code(g->result.status)), g->result.message);
+                     grpc_status_name(eval_grpc_code(g->result.status)), g->result.message,
+                     g->result.wake ? "active: its queue reads work"
+                                    : "nothing pushed until it recovers");
         for (scaler_stream_t *st = g->streams; st; st = st->next)
             stream_push(s, st);
     }

@@ -111,7 +111,8 @@ struct source {
     bool polled_once, have_reading;
     engine_reading_t reading;
     double queue_value;
-    char error[512]; /* "" while the last poll succeeded */
+    char error[512];         /* "" while the last poll succeeded */
+    demand_fail_t fail_kind; /* what the failure in error says of the server */
     /* Triton: queue time (a) and successes (b); the other engines (a source
      * reads one engine, and only Triton has no token counters): prompt (a)
      * and generation (b) tokens. */
@@ -442,7 +443,9 @@ static void on_notify(loop_t *loop, loop_timer_t *t, void *ud) {
     }
 }
 
-static void set_error(source_t *s, const char *msg) {
+/* A failed poll: kind says whether anybody was there (demand_fail_t). */
+static void set_failure(source_t *s, demand_fail_t kind, const char *msg) {
+    s->fail_kind = kind;
     if (strncmp(s->error, msg, sizeof s->error - 1) != 0) {
         if (!s->error[0] || !s->polled_once)
             LOG_WARN(s->hub->o.log, "source %s: %s", s->name, msg);
@@ -451,6 +454,17 @@ static void set_error(source_t *s, const char *msg) {
     }
     s->polled_once = true;
     s->hub->stats.failures++;
+}
+
+static void set_error(source_t *s, const char *msg) {
+    set_failure(s, DEMAND_FAIL_OTHER, msg);
+}
+
+/* What a fetch's status says of the server (fetch.h). */
+static demand_fail_t fetch_fail_kind(int status) {
+    return status == KGS_ENOPEER     ? DEMAND_FAIL_NO_SERVER
+           : status == KGS_ETIMEDOUT ? DEMAND_FAIL_SLOW
+                                     : DEMAND_FAIL_OTHER;
 }
 
 static void success(source_t *s, mono_ns_t now) {
@@ -577,12 +591,14 @@ static void poll_done(void *ud, int status, const char *buf, size_t len, bool eo
     if (status != 0) {
         if (s->naddrs > 1)
             s->next_addr = (s->next_addr + 1) % s->naddrs;
-        set_error(s, error);
+        set_failure(s, fetch_fail_kind(status), error);
         return;
     }
     source_reading_t r;
-    if (s->backend->parse(&s->p, &h->scratch, buf, len, eof, &r, msg, sizeof msg) != 0) {
-        set_error(s, msg);
+    int prc = s->backend->parse(&s->p, &h->scratch, buf, len, eof, &r, msg, sizeof msg);
+    if (prc != 0) {
+        set_failure(s, prc == SOURCE_PARSE_NO_SERVER ? DEMAND_FAIL_NO_SERVER : DEMAND_FAIL_OTHER,
+                    msg);
         return;
     }
     if (s->p.kind == SOURCE_KIND_ENGINE) {
@@ -697,7 +713,7 @@ static void poll_source(source_t *s) {
     explicit_bzero(req, n); /* it may hold a token; the fetch has its own copy */
     if (frc != 0) {
         s->inflight = NULL;
-        set_error(s, err);
+        set_failure(s, fetch_fail_kind(frc), err);
     }
 }
 
@@ -1202,9 +1218,13 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
  * into s: valid until the hub next runs a callback). */
 static void source_view(const source_t *s, demand_source_t *v) {
     v->name = s->name;
+    v->answered = s->have_reading;
+    v->last_busy = s->have_reading && (s->reading.waiting > 0 || s->reading.running > 0 ||
+                                       s->reading.pool_waiting > 0 || s->reading.pool_running > 0);
     if (s->error[0]) {
         v->state = DEMAND_SOURCE_FAILED;
         v->error = s->error;
+        v->fail = s->fail_kind;
     } else if (!s->have_reading) {
         if (s->resolve_error[0]) {
             v->state = DEMAND_SOURCE_FAILED;

@@ -145,6 +145,9 @@ typedef struct sub {
     loop_timer_t rescan;
     forecast_t f;
     demand_model_state_t model; /* demandModel: queueing */
+    demand_view_t view;         /* the last evaluation's decision (query, Explain, /metrics) */
+    char metric_name[128];      /* the trigger's, for /metrics */
+    char asker[254];            /* the ScaledObject that asked last ("" none yet) */
     mono_ns_t last_used;
     char engine_error[300]; /* the last engine source that could not be set up */
     char queue_error[300];  /* the queue source could not be set up */
@@ -1191,6 +1194,7 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
     u->trigger_id = trigger_id;
     snprintf(u->ns, sizeof u->ns, "%s", ns);
     u->last_used = now;
+    snprintf(u->metric_name, sizeof u->metric_name, "%s", c->metric_name);
     forecast_init(&u->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
     demand_model_init(&u->model);
     /* latency targets: a window per signal */
@@ -1354,6 +1358,7 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
         u->last_used = now;
         out->forecast = &u->f;
         out->model = &u->model;
+        out->view = &u->view;
         if (u->slo_mask)
             hist_read(u, now, out->latency);
     }
@@ -1500,6 +1505,49 @@ const demand_model_state_t *source_hub_model(const source_hub_t *h, uint64_t tri
                                              const char *ns) {
     const sub_t *u = sub_find(h, trigger_id, ns);
     return u && u->model.have_decision ? &u->model : NULL;
+}
+
+const demand_view_t *source_hub_view(const source_hub_t *h, uint64_t trigger_id, const char *ns) {
+    const sub_t *u = sub_find(h, trigger_id, ns);
+    return u && u->view.evaluated ? &u->view : NULL;
+}
+
+void source_hub_note_asker(source_hub_t *h, uint64_t trigger_id, const char *ns, const char *name) {
+    sub_t *u = sub_find(h, trigger_id, ns);
+    if (u && name && strncmp(u->asker, name, sizeof u->asker) != 0)
+        snprintf(u->asker, sizeof u->asker, "%s", name);
+}
+
+static int newest_first(const void *a, const void *b) {
+    mono_ns_t x = ((const demand_view_ref_t *)a)->view->at;
+    mono_ns_t y = ((const demand_view_ref_t *)b)->view->at;
+    return x > y ? -1 : x < y ? 1 : 0;
+}
+
+size_t source_hub_views(const source_hub_t *h, demand_view_ref_t *out, size_t max, size_t *total) {
+    size_t n = 0, all = 0;
+    for (size_t b = 0; b < SUB_BUCKETS; b++)
+        for (const sub_t *u = h->subs[b]; u; u = u->hnext) {
+            if (!u->view.evaluated)
+                continue;
+            demand_view_ref_t e = {u->ns, u->asker, u->metric_name, &u->view};
+            all++;
+            if (n < max) {
+                out[n++] = e;
+                continue;
+            }
+            /* full: keep the newest max (replace the oldest kept) */
+            size_t oldest = 0;
+            for (size_t i = 1; i < n; i++)
+                if (out[i].view->at < out[oldest].view->at)
+                    oldest = i;
+            if (n && out[oldest].view->at < u->view.at)
+                out[oldest] = e;
+        }
+    qsort(out, n, sizeof *out, newest_first);
+    if (total)
+        *total = all;
+    return n;
 }
 
 void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out) {

@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.request
 
 from fake_engines import FakeEngine
 from fake_kube_api import FakeKubeAPI
@@ -143,8 +144,10 @@ class WakeStandalone(WakeCase):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.redis = Redis(cls.tmp.name)
         cls.sim = Sim({"devices": [device(0, gpu_util=0)]})
+        cls.metrics_port = free_port()
         cls.proc, cls.port, cls.probe, cls.log = start_scaler(
-            cls.tmp.name, ["--nvml-library", SIM], {"NVML_SIM_SCENARIO": cls.sim.path})
+            cls.tmp.name, ["--nvml-library", SIM], {"NVML_SIM_SCENARIO": cls.sim.path},
+            metrics_port=cls.metrics_port)
         if not wait_for(lambda: http_ok(cls.probe, "/readyz"), 15 * SLOW):
             cls.log.seek(0)
             raise AssertionError("scaler not ready:\n" + cls.log.read()[-3000:])
@@ -258,6 +261,59 @@ class WakeStandalone(WakeCase):
             self.assertEqual(a.get("result"), True, a)
             r = self.poll(md)
             self.assertEqual(r["error"]["code"], "UNAVAILABLE", r)  # the value stays unknown
+        finally:
+            srv.close()
+
+    def query(self, md, *extra):
+        q = subprocess.run([os.environ["KEDA_GPU_SCALER"], "query", "--address", self.addr,
+                            "--name", "llama", "--namespace", "default"] + list(extra) +
+                           sum((["--metadata", "%s=%s" % kv] for kv in md.items()), []),
+                           capture_output=True, text=True, timeout=30)
+        return q.stdout + q.stderr
+
+    def test_the_decision_is_visible(self):
+        """Two signals with targets: query and /metrics (promtool-valid) name
+        each signal's value, what it asks for, and the one that decided."""
+        srv = EngineServer()
+        try:
+            # 12 waiting: 12 / 5 = 2.4 replicas; KV 90 %: 90 / 30 = 3 replicas
+            srv.pages.set("/metrics", FakeEngine("vllm", waiting=12, running=4, kv=0.9).text())
+            md = {"metricType": "demand", "engine": "vllm", "vllmEndpoint": srv.url("/metrics"),
+                  "targetQueuePerReplica": "5", "targetKvCache": "30", "metricName": "llama",
+                  "sourceInterval": "200ms"}
+            self.poll_until(md, lambda r: "error" not in r and r["metricValueFloat"] == 300)
+            out = self.query(md)
+            self.assertIn("signals: queue 12 (needs 2.4)", out)
+            self.assertIn("kv_cache 90% (needs 3)", out)
+            self.assertIn("decided by kv_cache: 3 replicas", out)
+            self.assertIn("engines: 1 of 1 answering", out)
+            body = urllib.request.urlopen(
+                "http://127.0.0.1:%d/metrics" % self.metrics_port, timeout=5).read().decode()
+            lab = 'namespace="default",scaled_object="llama",metric="llama"'
+            self.assertIn('keda_gpu_scaler_trigger_decided_by{%s,signal="kv_cache"} 1' % lab, body)
+            self.assertIn('keda_gpu_scaler_trigger_signal{%s,signal="queue"} 12' % lab, body)
+            self.assertIn('keda_gpu_scaler_trigger_signal_replicas{%s,signal="queue"} 2.4' % lab,
+                          body)
+            self.assertIn('keda_gpu_scaler_trigger_value{%s} 300' % lab, body)
+            p = subprocess.run(["promtool", "check", "metrics"], input=body,
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        finally:
+            srv.close()
+
+    def test_long_messages_arrive_whole(self):
+        """An error far over 480 bytes reaches KEDA's client whole, and
+        query prints it whole."""
+        srv = EngineServer()
+        try:
+            path = "/" + "/".join(["tenant-%02d-model-shard" % i for i in range(20)]) + "/metrics"
+            md = {"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
+                  "vllmEndpoint": srv.url(path), "sourceInterval": "200ms"}
+            r = self.poll_until(md, lambda r: "error" in r)
+            msg = r["error"]["message"]
+            self.assertGreater(len(msg), 480, msg)
+            self.assertIn(path + ": HTTP 404 (want 200)", msg)
+            self.assertIn(path + ": HTTP 404 (want 200)", self.query(md))
         finally:
             srv.close()
 

@@ -494,11 +494,20 @@ static void test_queueing_example_wake_from_zero(void **state) {
     in.queue = queue_reading(100 * SEC, 40);
     in.has_pods = true; /* the pod list: no pods */
     in.model = &st;
+    demand_view_t view;
+    in.view = &view;
     eval_result_t r;
     demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 400);
     assert_true(r.active);
+    /* the decision view: the model decided, from a queue of 40 */
+    assert_int_equal(view.decided_by, DSIG_QUEUEING_MODEL);
+    NEAR(view.need[DSIG_QUEUEING_MODEL], 4);
+    NEAR(view.signal[DSIG_QUEUE_SOURCE], 40);
+    NEAR(view.signal[DSIG_QUEUE], 40);
+    assert_true(view.has_pods);
+    assert_int_equal(view.engines, 0);
     assert_int_equal(st.last.lambda_from, QM_FROM_PRIOR);
     assert_int_equal(st.last.capacity_from, QM_FROM_PRIOR);
     assert_int_equal(st.last.cold_start_from, QM_FROM_PRIOR);

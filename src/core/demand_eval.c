@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/duration.h"
+#include "core/hash.h"
 
 void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const eval_result_t *gpu,
                      eval_result_t *out) {
@@ -82,21 +83,11 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
         running = s->lora_running;
         break;
     case DEMAND_COMPOSITE: {
-        double need = 0;
-        if (d->target_queue > 0 && queue / d->target_queue > need)
-            need = queue / d->target_queue;
-        if (d->target_running > 0 && s->running / d->target_running > need)
-            need = s->running / d->target_running;
-        if (d->target_kv > 0 && s->kv_percent / d->target_kv > need)
-            need = s->kv_percent / d->target_kv;
-        if (d->target_gpu > 0 && gpu->value / d->target_gpu > need)
-            need = gpu->value / d->target_gpu;
+        double needs[DSIG_COUNT];
+        int top = demand_composite_needs(d, s, gpu, needs);
+        double need = top >= 0 ? needs[top] : 0;
         /* 0 unless a target reads them (then known: pending answered already) */
         double prompt = s->prompt_tokens_rate, gen = s->generation_tokens_rate;
-        if (d->target_prompt_tokens > 0 && prompt / d->target_prompt_tokens > need)
-            need = prompt / d->target_prompt_tokens;
-        if (d->target_generation_tokens > 0 && gen / d->target_generation_tokens > need)
-            need = gen / d->target_generation_tokens;
         v = need * 100;
         if (!isfinite(v)) {
             out->status = EVAL_UNAVAILABLE;
@@ -136,14 +127,57 @@ void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const
     out->active = v > c->activation_threshold || running || active;
 }
 
+int demand_composite_needs(const demand_config_t *d, const demand_signals_t *s,
+                           const eval_result_t *gpu, double need[DSIG_COUNT]) {
+    for (int i = 0; i < DSIG_COUNT; i++)
+        need[i] = NAN;
+    double queue = (s->has_queue ? s->queue : 0) + (s->has_engine ? s->waiting : 0);
+    const struct {
+        demand_signal_t sig;
+        double target, value;
+    } t[] = {
+        {DSIG_QUEUE, d->target_queue, queue},
+        {DSIG_ENGINE_RUNNING, d->target_running, s->running},
+        {DSIG_KV_CACHE, d->target_kv, s->kv_percent},
+        {DSIG_GPU, d->target_gpu, gpu ? gpu->value : 0},
+        {DSIG_PROMPT_TOKENS, d->target_prompt_tokens, s->prompt_tokens_rate},
+        {DSIG_GENERATION_TOKENS, d->target_generation_tokens, s->generation_tokens_rate},
+    };
+    int top = -1;
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        if (!(t[i].target > 0))
+            continue;
+        need[t[i].sig] = t[i].value / t[i].target;
+        if (need[t[i].sig] > 0 && (top < 0 || need[t[i].sig] > need[top]))
+            top = (int)t[i].sig;
+    }
+    return top;
+}
+
+const char *demand_signal_name(demand_signal_t s) {
+    static const char *const names[DSIG_COUNT] = {
+        "queue", "queue_source",       "engine_waiting",         "engine_running", "kv_cache",
+        "gpu",   "prompt_tokens_rate", "generation_tokens_rate", "queueing_model", "latency"};
+    return (unsigned)s < DSIG_COUNT ? names[s] : "?";
+}
+
 const char *slo_signal_name(slo_signal_t s) {
     static const char *const names[SLO_SIGNAL_COUNT] = {"ttft", "tpot", "e2e", "queue_time"};
     return (unsigned)s < SLO_SIGNAL_COUNT ? names[s] : "?";
 }
 
+static const double slo_quantiles[TRIGGER_SLO_QUANTILES] = {0.5, 0.9, 0.99};
+
+/* The requests a window needs before quantile q is judged: at least two
+ * above it, so one slow request cannot set it (1 - q in floating point is
+ * not exact: round), and at least sloMinRequests. */
+static double slo_min_count(const demand_config_t *d, int q) {
+    double need = floor(2 / (1 - slo_quantiles[q]) + 0.5);
+    return need < (double)d->slo_min_requests ? (double)d->slo_min_requests : need;
+}
+
 bool slo_decide(const demand_config_t *d, const demand_latency_t lat[SLO_SIGNAL_COUNT],
                 double ready, slo_decision_t *out, char *err, size_t errlen) {
-    static const double qs[TRIGGER_SLO_QUANTILES] = {0.5, 0.9, 0.99};
     memset(out, 0, sizeof *out);
     out->worst_signal = out->worst_quantile = -1;
     for (int s = 0; s < SLO_SIGNAL_COUNT; s++) {
@@ -165,16 +199,11 @@ bool slo_decide(const demand_config_t *d, const demand_latency_t lat[SLO_SIGNAL_
             if (!(isfinite(pv[q]) && pv[q] >= 0)) {
                 if (err)
                     snprintf(err, errlen, "%s p%g: %g s is not a latency",
-                             slo_signal_name((slo_signal_t)s), qs[q] * 100, pv[q]);
+                             slo_signal_name((slo_signal_t)s), slo_quantiles[q] * 100, pv[q]);
                 return false;
             }
-            /* at least two requests above the quantile: one slow request
-             * cannot set it (1 - q in floating point is not exact: round) */
-            double need = floor(2 / (1 - qs[q]) + 0.5);
-            if (need < (double)d->slo_min_requests)
-                need = (double)d->slo_min_requests;
             double r = pv[q] / target;
-            if (l->count < need) {
+            if (l->count < slo_min_count(d, q)) {
                 /* too few requests to act on: never a reason to scale up,
                  * but not "latency is fine" either when it reads slow */
                 if (r > out->thin)
@@ -232,7 +261,7 @@ static void fail(eval_result_t *out, eval_status_t st, const char *fmt, ...) {
     va_end(ap);
 }
 
-typedef enum { SS_OK, SS_PENDING, SS_FAILED } source_verdict_t;
+typedef enum { SS_OK, SS_PENDING, SS_FAILED, SS_NOT_SERVING } source_verdict_t;
 
 /* Whether a source's reading is usable now; the message says why not. A
  * reading older than max(3 x interval, interval + timeout) is stale: the
@@ -243,10 +272,10 @@ static source_verdict_t source_verdict(const demand_source_t *s, mono_ns_t now, 
     switch (s->state) {
     case DEMAND_SOURCE_NOT_CREATED:
     case DEMAND_SOURCE_FAILED:
-        snprintf(msg, len, "%.400s: %.500s", s->name, s->error ? s->error : "?");
+        snprintf(msg, len, "%s: %s", s->name, s->error ? s->error : "?");
         return SS_FAILED;
     case DEMAND_SOURCE_NOT_STARTED:
-        snprintf(msg, len, "%.400s: waiting for the first poll (not started yet)", s->name);
+        snprintf(msg, len, "%s: waiting for the first poll (not started yet)", s->name);
         return SS_PENDING;
     case DEMAND_SOURCE_WAITING:
         snprintf(msg, len, "%s: waiting for the first poll (started %s ago)", s->name,
@@ -268,18 +297,24 @@ static source_verdict_t source_verdict(const demand_source_t *s, mono_ns_t now, 
 
 typedef struct {
     unsigned total, ok, failed, pending;
+    /* Engines with nobody there, counted as no replica serving (their
+     * signals 0) because the trigger reads a queue: engine_not_serving(). */
+    bool queue_speaks;
+    unsigned not_serving;
+    char first_not_serving[2048];
     bool rates_pending;
-    char first_failure[1024];
-    char first_pending[1024];
-    char missing[1024];
+    char first_failure[2048];
+    char first_pending[2048];
+    char missing[2048];
     demand_signals_t sig;
     double dq_us, dsuccess;
     /* the queueing model's counters, summed over the engines that answered;
      * known only when every one of them exports them */
     bool no_completed, no_tokens;
     double completed, prompt_tokens, generation_tokens;
-    bool tokens_pending; /* a token-rate window does not hold two polls yet */
-    mono_ns_t newest;    /* the newest reading */
+    bool tokens_pending;        /* a token-rate window does not hold two polls yet */
+    unsigned long long members; /* sum of the answering engines' name hashes */
+    mono_ns_t newest;           /* the newest reading */
     /* engine epp: the pool gauges, the max over EPP pods (each replica
      * reports the same model servers: summing would count them once per
      * replica); added to the summed signals when the answer is built */
@@ -390,13 +425,34 @@ static const char *bad_sum(const engine_acc_t *x) {
     return NULL;
 }
 
+/*
+ * Whether a failing engine is simply not there: no replica serving behind
+ * its URL, as at zero replicas or while the first ones start (a Service
+ * without ready endpoints refuses or drops the connect, a proxy answers
+ * 503). Nobody answered the connect, or a proxy said no server is behind
+ * it; or the response timed out and the engine never answered or last
+ * answered idle (a server that was busy and now times out holds work that
+ * is not known: that stays a failure).
+ */
+static bool engine_not_serving(const demand_source_t *s) {
+    if (s->state != DEMAND_SOURCE_FAILED)
+        return false;
+    return s->fail == DEMAND_FAIL_NO_SERVER || (s->fail == DEMAND_FAIL_SLOW && !s->last_busy);
+}
+
 static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_source_t *s,
                        mono_ns_t now) {
-    char msg[1024];
+    char msg[2048];
     source_verdict_t v = source_verdict(s, now, msg, sizeof msg);
     if (s->draining && v != SS_OK)
         return; /* it is going away: nothing to wait for, nothing failing */
     x->total++;
+    if (v == SS_FAILED && x->queue_speaks && engine_not_serving(s)) {
+        x->not_serving++;
+        if (!x->first_not_serving[0])
+            snprintf(x->first_not_serving, sizeof x->first_not_serving, "%s", msg);
+        return;
+    }
     if (v == SS_FAILED) {
         x->failed++;
         if (!x->first_failure[0])
@@ -415,14 +471,14 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
         x->failed++;
         if (!x->first_failure[0])
             snprintf(x->first_failure, sizeof x->first_failure,
-                     "%.400s: %s is not a count (negative or not finite)", s->name, bad);
+                     "%s: %s is not a count (negative or not finite)", s->name, bad);
         return;
     }
     const char *lack = missing_gauge(d, r);
     if (lack) {
         if (!x->missing[0])
             snprintf(x->missing, sizeof x->missing,
-                     "%.400s does not export %s%s%.200s%s (is it %s, and is the URL its metrics "
+                     "%s does not export %s%s%s%s (is it %s, and is the URL its metrics "
                      "endpoint?)",
                      s->name, lack, d->model[0] ? " for model \"" : "", d->model,
                      d->model[0] ? "\"" : "", engine_name(d->engine));
@@ -430,6 +486,7 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
         return;
     }
     x->ok++;
+    x->members += kgs_fnv1a(s->name ? s->name : "");
     if (s->last_ok > x->newest)
         x->newest = s->last_ok;
     if (r->has_completed)
@@ -517,9 +574,12 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
     queue_model_sample_t q;
     memset(&q, 0, sizeof q);
     q.t_s = (double)(x->newest ? x->newest : now) / 1e9;
-    bool engine = d->engine != ENGINE_NONE;
+    /* counters are known when engines answered and each exports them (no
+     * engine answering: none to sum, which is not "0 completed") */
+    bool engine = d->engine != ENGINE_NONE && x->ok > 0;
     q.has_completed = engine && !x->no_completed;
     q.has_tokens = engine && !x->no_tokens;
+    q.members = x->members;
     q.completed = x->completed;
     q.prompt_tokens = x->prompt_tokens;
     q.generation_tokens = x->generation_tokens;
@@ -577,8 +637,102 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
     out->value = 100 * st->last.replicas;
 }
 
-void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
-                            const eval_result_t *gpu, eval_result_t *out) {
+/* ---- the decision view (demand_view_t) ------------------------------------ */
+
+static void view_reset(demand_view_t *v) {
+    memset(v, 0, sizeof *v);
+    v->decided_by = -1;
+    for (int i = 0; i < DSIG_COUNT; i++)
+        v->signal[i] = v->need[i] = NAN;
+}
+
+static void view_engines(demand_view_t *v, const demand_inputs_t *in, const engine_acc_t *x) {
+    v->engines = x->total;
+    v->answering = x->ok;
+    v->not_serving = x->not_serving;
+    v->failing = x->failed;
+    v->pending = x->pending;
+    snprintf(v->not_serving_why, sizeof v->not_serving_why, "%s", x->first_not_serving);
+    v->has_pods = in->has_pods;
+    for (unsigned i = 0; in->has_pods && i < in->npods; i++) {
+        v->ready_pods += in->pods[i].ready;
+        v->starting_pods += !in->pods[i].ready;
+    }
+}
+
+static void view_set(demand_view_t *v, demand_signal_t i, bool known, double value) {
+    if (!known)
+        return;
+    v->known[i] = true;
+    v->signal[i] = value;
+}
+
+/* The signals as demand_evaluate() read them, and for demand (composite)
+ * each target's need and the one that decided. */
+static void view_signals(demand_view_t *v, const trigger_config_t *c, const demand_signals_t *s,
+                         const eval_result_t *gpu) {
+    const demand_config_t *d = &c->demand;
+    bool engine = s->has_engine;
+    view_set(v, DSIG_QUEUE, s->has_queue || engine,
+             (s->has_queue ? s->queue : 0) + (engine ? s->waiting : 0));
+    view_set(v, DSIG_QUEUE_SOURCE, s->has_queue, s->queue);
+    view_set(v, DSIG_ENGINE_WAITING, engine, s->waiting);
+    view_set(v, DSIG_ENGINE_RUNNING, engine, s->running);
+    view_set(v, DSIG_KV_CACHE, engine && d->engine != ENGINE_TRITON, s->kv_percent);
+    view_set(v, DSIG_GPU, trigger_uses_gpu(c) && gpu && gpu->status == EVAL_OK,
+             gpu ? gpu->value : 0);
+    bool tokens = demand_uses_token_rates(d);
+    view_set(v, DSIG_PROMPT_TOKENS, tokens, s->prompt_tokens_rate);
+    view_set(v, DSIG_GENERATION_TOKENS, tokens, s->generation_tokens_rate);
+    if (d->type == DEMAND_COMPOSITE && d->sizing == DEMAND_MODEL_COMPOSITE)
+        v->decided_by = demand_composite_needs(d, s, gpu, v->need);
+}
+
+static void view_latency(demand_view_t *v, const demand_config_t *d,
+                         const demand_latency_t lat[SLO_SIGNAL_COUNT], const slo_decision_t *slo) {
+    for (int sg = 0; sg < SLO_SIGNAL_COUNT; sg++) {
+        const double pv[TRIGGER_SLO_QUANTILES] = {lat[sg].p50_s, lat[sg].p90_s, lat[sg].p99_s};
+        for (int q = 0; q < TRIGGER_SLO_QUANTILES; q++) {
+            double target = d->slo_target_s[sg][q];
+            if (!(target > 0))
+                continue;
+            v->latency[sg][q].target_s = target;
+            v->latency[sg][q].known = lat[sg].known;
+            v->latency[sg][q].observed_s = lat[sg].known ? pv[q] : NAN;
+            v->latency[sg][q].count = lat[sg].known ? lat[sg].count : 0;
+            v->latency[sg][q].judged = lat[sg].known && lat[sg].count >= slo_min_count(d, q);
+        }
+    }
+    v->known[DSIG_LATENCY] = slo->observed;
+    if (slo->observed) {
+        v->signal[DSIG_LATENCY] = slo->worst;
+        v->need[DSIG_LATENCY] = slo->replicas;
+    }
+}
+
+/* The queue's reading, read before the engines: a queue exists while no
+ * replica runs, so it speaks whatever the engines say. */
+typedef struct {
+    source_verdict_t v; /* SS_OK: value is its length */
+    double value;
+    char msg[2048]; /* why not SS_OK */
+} queue_read_t;
+
+static void read_queue(const demand_inputs_t *in, mono_ns_t now, queue_read_t *q) {
+    q->value = 0;
+    q->msg[0] = '\0';
+    q->v = source_verdict(&in->queue, now, q->msg, sizeof q->msg);
+    if (q->v == SS_OK && (!isfinite(in->queue.queue) || in->queue.queue < 0)) {
+        snprintf(q->msg, sizeof q->msg, "%s: a queue length of %g is not a count",
+                 in->queue.name ? in->queue.name : "queue", in->queue.queue);
+        q->v = SS_FAILED;
+    }
+    if (q->v == SS_OK)
+        q->value = in->queue.queue;
+}
+
+static void evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
+                            const eval_result_t *gpu, eval_result_t *out, demand_view_t *v) {
     const demand_config_t *d = &c->demand;
     char msg[1024];
     if (in->limit_error[0]) {
@@ -589,22 +743,35 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         fail(out, EVAL_FAILED_PRECONDITION, "%s", in->pods_error);
         return;
     }
+    queue_read_t qr = {.v = SS_FAILED};
+    if (in->has_queue_source)
+        read_queue(in, now, &qr);
+    /* the queue counts towards activity (demand_evaluate) and reads work */
+    bool wake = qr.v == SS_OK && d->type == DEMAND_COMPOSITE &&
+                (d->target_queue > 0 || d->sizing == DEMAND_MODEL_QUEUEING) &&
+                qr.value > d->activation_queue;
     if (in->pods_status != EVAL_OK) {
         fail(out, in->pods_status, "engine pods: %s", in->pods_error);
+        out->wake = wake; /* the engines' error, yet the queue reads work */
         return;
     }
-    engine_acc_t x;
-    memset(&x, 0, sizeof x);
-    for (unsigned i = 0; i < in->nengines; i++)
-        add_engine(&x, d, &in->engines[i], now);
     if (in->has_queue_source && in->queue.state == DEMAND_SOURCE_NOT_CREATED) {
         fail(out, EVAL_UNAVAILABLE, "queue: %s", in->queue.error ? in->queue.error : "?");
         return;
     }
+    engine_acc_t x;
+    memset(&x, 0, sizeof x);
+    /* with a readable queue, an engine nobody answers for is no replica
+     * serving, not a failure that silences the queue */
+    x.queue_speaks = qr.v == SS_OK;
+    for (unsigned i = 0; i < in->nengines; i++)
+        add_engine(&x, d, &in->engines[i], now);
+    view_engines(v, in, &x);
 
     bool ignore = c->partial_data == PARTIAL_DATA_IGNORE;
     if (x.missing[0] && !ignore) {
         fail(out, EVAL_FAILED_PRECONDITION, "%s", x.missing);
+        out->wake = wake;
         return;
     }
     if (x.failed && (!ignore || x.ok == 0)) {
@@ -614,11 +781,13 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
             snprintf(out->message + l, sizeof out->message - l,
                      " (%u of %u engine endpoints failing)", x.failed, x.total);
         }
+        out->wake = wake;
         return;
     }
     if ((x.pending && (!ignore || x.ok == 0)) || x.rates_pending || x.tokens_pending) {
         fail(out, EVAL_UNAVAILABLE, "%s", x.first_pending);
         out->pending = true;
+        out->wake = wake;
         return;
     }
     const char *overflow = bad_sum(&x);
@@ -642,22 +811,17 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         sig.completed = x.dsuccess;
     }
     if (in->has_queue_source) {
-        source_verdict_t v = source_verdict(&in->queue, now, msg, sizeof msg);
-        if (v != SS_OK) {
-            fail(out, EVAL_UNAVAILABLE, "%s", msg);
-            out->pending = v == SS_PENDING;
-            return;
-        }
-        if (!isfinite(in->queue.queue) || in->queue.queue < 0) {
-            fail(out, EVAL_UNAVAILABLE, "%.400s: a queue length of %g is not a count",
-                 in->queue.name ? in->queue.name : "queue", in->queue.queue);
+        if (qr.v != SS_OK) {
+            fail(out, EVAL_UNAVAILABLE, "%s", qr.msg);
+            out->pending = qr.v == SS_PENDING;
             return;
         }
         sig.has_queue = true;
-        sig.queue = in->queue.queue;
+        sig.queue = qr.value;
     }
     demand_evaluate(c, &sig, gpu, out);
     out->inputs += x.ok;
+    view_signals(v, c, &sig, gpu);
     slo_decision_t slo;
     memset(&slo, 0, sizeof slo);
     if (d->slo_mask && out->status == EVAL_OK &&
@@ -665,6 +829,10 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         fail(out, EVAL_UNAVAILABLE, "latency: %s", msg);
         return;
     }
+    if (d->slo_mask)
+        view_latency(v, d, in->latency, &slo);
+    if (d->type == DEMAND_SLO && out->status == EVAL_OK && slo.observed)
+        v->decided_by = DSIG_LATENCY;
     if (d->type == DEMAND_SLO && out->status == EVAL_OK) {
         /* Nothing observed in the window: with requests waiting or in
          * flight, their latency is not known yet, so hold the ready
@@ -680,16 +848,40 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         if (in->has_queue_source && in->queue.last_ok > x.newest)
             x.newest = in->queue.last_ok;
         model_apply(c, in, &x, &sig, now, out);
+        if (out->status == EVAL_OK) {
+            v->known[DSIG_QUEUEING_MODEL] = true;
+            v->signal[DSIG_QUEUEING_MODEL] = v->need[DSIG_QUEUEING_MODEL] = out->value / 100;
+            v->decided_by = DSIG_QUEUEING_MODEL;
+        }
     }
     if (d->type == DEMAND_COMPOSITE && out->status == EVAL_OK && slo.observed) {
         /* the larger need wins, before the forecast (refused with the
          * queueing model) */
-        if (100 * slo.replicas > out->value)
+        if (100 * slo.replicas > out->value) {
             out->value = 100 * slo.replicas;
+            v->decided_by = DSIG_LATENCY;
+        }
         out->active = true;
     }
     if (d->forecast_trend && out->status == EVAL_OK)
         demand_forecast_apply(c, in->forecast, (double)now / 1e9, out);
+}
+
+void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
+                            const eval_result_t *gpu, eval_result_t *out) {
+    demand_view_t local, *v = in->view ? in->view : &local;
+    view_reset(v);
+    evaluate_inputs(c, in, now, gpu, out, v);
+    v->evaluated = true;
+    v->at = now;
+    v->status = out->status;
+    v->value = out->status == EVAL_OK ? out->value : NAN;
+    v->active = out->status == EVAL_OK && out->active;
+    v->wake = out->wake;
+    if (out->status != EVAL_OK) {
+        v->decided_by = -1;
+        snprintf(v->message, sizeof v->message, "%s", out->message);
+    }
 }
 
 void demand_forecast_apply(const trigger_config_t *c, forecast_t *f, double now_s,

@@ -120,6 +120,28 @@ typedef struct {
     double pool_kv_percent; /* KV-cache usage %, summed over the model servers */
 } engine_reading_t;
 
+/* The signals a demand trigger's answer comes from, as the decision view
+ * (`query`, Explain, /metrics) names them (demand_signal_name). */
+typedef enum {
+    DSIG_QUEUE,             /* requests waiting anywhere: the queue source plus the engines'
+                               waiting (what targetQueuePerReplica and activationQueue read) */
+    DSIG_QUEUE_SOURCE,      /* the Redis / Prometheus queue alone */
+    DSIG_ENGINE_WAITING,    /* requests waiting in the engines (epp: at the gateway too) */
+    DSIG_ENGINE_RUNNING,    /* requests in flight in the engines */
+    DSIG_KV_CACHE,          /* KV-cache usage, % summed over engines */
+    DSIG_GPU,               /* the GPU metric of targetGpu */
+    DSIG_PROMPT_TOKENS,     /* prompt tokens/s */
+    DSIG_GENERATION_TOKENS, /* generated tokens/s */
+    DSIG_QUEUEING_MODEL,    /* demandModel queueing: its replicas */
+    DSIG_LATENCY,           /* the latency targets: the replicas they ask for */
+    DSIG_COUNT
+} demand_signal_t;
+
+/* "queue", "queue_source", "engine_waiting", "engine_running", "kv_cache", "gpu",
+ * "prompt_tokens_rate", "generation_tokens_rate", "queueing_model",
+ * "latency"; "?" out of range. */
+const char *demand_signal_name(demand_signal_t s);
+
 typedef struct {
     bool has_engine;     /* engine signals below are known (all pods read, or no pods) */
     double waiting;      /* requests waiting in the engines (epp: at the gateway too) */
@@ -162,6 +184,14 @@ typedef struct {
 void demand_evaluate(const trigger_config_t *c, const demand_signals_t *s, const eval_result_t *gpu,
                      eval_result_t *out);
 
+/* demand (composite): the replicas each signal with a target asks for
+ * (need[i] = signal / its target; NaN for a signal without one), as
+ * demand_evaluate() takes their max. Returns the signal with the largest
+ * need above 0, or -1 when none asks for anything. gpu may be NULL when the
+ * trigger has no targetGpu. */
+int demand_composite_needs(const demand_config_t *d, const demand_signals_t *s,
+                           const eval_result_t *gpu, double need[DSIG_COUNT]);
+
 /* What the hub knows about one source of a trigger: a read of its latest
  * poll. */
 typedef enum {
@@ -172,11 +202,24 @@ typedef enum {
     DEMAND_SOURCE_READING,     /* a reading, of age now - last_ok */
 } demand_source_state_t;
 
+/* What a failed poll says of the server behind a source. */
+typedef enum {
+    DEMAND_FAIL_OTHER,     /* the server answered wrong, or the setup is wrong: a failure */
+    DEMAND_FAIL_NO_SERVER, /* nobody there: the connect was refused, unreachable or unanswered,
+                              or a proxy answered 502/503/504 (no server behind it) */
+    DEMAND_FAIL_SLOW,      /* a server took the connection and did not answer in time */
+} demand_fail_t;
+
 typedef struct {
     demand_source_state_t state;
-    const char *name;  /* for messages: the display name, or the URL ("queue" for a queue)
-                          when there is no source; borrowed */
-    const char *error; /* NOT_CREATED, FAILED: the reason; borrowed */
+    const char *name;   /* for messages: the display name, or the URL ("queue" for a queue)
+                           when there is no source; borrowed */
+    const char *error;  /* NOT_CREATED, FAILED: the reason; borrowed */
+    demand_fail_t fail; /* FAILED: what the failure says of the server */
+    /* Whether the source ever answered since polling began, and whether its
+     * last answer (kept through later failures) had requests waiting or
+     * running: an engine that stopped answering while busy held work. */
+    bool answered, last_busy;
     mono_ns_t created; /* WAITING: when polling began */
     /* A pod being deleted that still finishes its requests (demandModel:
      * queueing reads it): its reading counts when there is one; that it
@@ -222,6 +265,50 @@ typedef struct {
 
 void demand_model_init(demand_model_state_t *s);
 
+/*
+ * What one evaluation of a demand trigger saw and why it answered as it
+ * did: each signal's value, the replicas each signal with a target asks
+ * for, which one decided, each latency target's observed quantile, and the
+ * engines behind it. Written by demand_evaluate_inputs() into in->view
+ * (the subscription's, kept between evaluations) so that `query`, the
+ * Explain RPC and /metrics show the decision KEDA was given, not a new one.
+ */
+typedef struct {
+    bool evaluated;       /* an evaluation wrote this view */
+    mono_ns_t at;         /* when */
+    eval_status_t status; /* its answer */
+    double value;         /* EVAL_OK: the value KEDA got */
+    bool active, wake;
+    char message[2048];     /* not EVAL_OK: the error */
+    bool known[DSIG_COUNT]; /* the signal was read this time */
+    double signal[DSIG_COUNT];
+    /* replicas the signal asks for; NaN: it has no target (read, not used) */
+    double need[DSIG_COUNT];
+    int decided_by; /* demand_signal_t whose need is the value; -1: none decides
+                       (nothing asks, a single-signal type, or not EVAL_OK) */
+    /* latency targets: [signal][p50, p90, p99]; target_s 0 = not set */
+    struct {
+        double target_s;
+        bool known;        /* requests were observed in the window */
+        double observed_s; /* the quantile over the window */
+        double count;      /* requests in the window */
+        bool judged;       /* enough requests to act on (slo_decide) */
+    } latency[SLO_SIGNAL_COUNT][3];
+    /* the engines: answering, not there (no replica serving), failing, waiting */
+    unsigned engines, answering, not_serving, failing, pending;
+    bool has_pods; /* the pod list was read (aggregator, podSelector) */
+    unsigned ready_pods, starting_pods;
+    char not_serving_why[2048]; /* the first engine not serving: name and reason */
+} demand_view_t;
+
+/* A trigger's view and who it belongs to (for /metrics; all borrowed). */
+typedef struct {
+    const char *ns;
+    const char *scaled_object; /* the ScaledObject that asked last; "" not known */
+    const char *metric_name;
+    const demand_view_t *view;
+} demand_view_ref_t;
+
 /* Everything the sources layer read for one trigger: the "signals read so
  * far" of demand_evaluate_inputs(). Pointers borrowed for the call. */
 typedef struct {
@@ -252,6 +339,9 @@ typedef struct {
     /* Latency over the trigger's window (c->demand.slo_mask signals), merged
      * over every pod that answered; known false: no request in the window. */
     demand_latency_t latency[SLO_SIGNAL_COUNT];
+    /* The decision view of this trigger and namespace (mutable; NULL: none
+     * is kept): rewritten by every evaluation. */
+    demand_view_t *view;
 } demand_inputs_t;
 
 /*
@@ -276,7 +366,8 @@ typedef struct {
  *     for demandModel: queueing, the summed counters, gauges, queue and
  *     pods are fed to in->model (at the newest reading's time: a read with
  *     no new poll feeds nothing) and the value is 100 x its replicas.
- * out->inputs adds the engines that answered. *out is fully written.
+ * out->inputs adds the engines that answered. *out is fully written, and
+ * so is *in->view when there is one.
  */
 void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
                             const eval_result_t *gpu, eval_result_t *out);

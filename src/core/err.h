@@ -18,7 +18,9 @@
     X(ERANGE, -6, "value out of range")                                                            \
     X(EEXIST, -7, "already exists")                                                                \
     X(ESTATE, -8, "invalid state")                                                                 \
-    X(EPROTO, -9, "protocol mismatch")
+    X(EPROTO, -9, "protocol mismatch")                                                             \
+    X(ENOPEER, -10, "no server at the address")                                                    \
+    X(ETIMEDOUT, -11, "timed out")
 
 typedef enum {
 #define KGS_ERR_ENUM(name, value, msg) KGS_##name = (value),

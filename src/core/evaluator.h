@@ -24,12 +24,15 @@ typedef enum {
 
 typedef struct {
     eval_status_t status;
-    double value;      /* valid when status == EVAL_OK */
-    bool active;       /* value > activation_threshold; false unless EVAL_OK */
-    unsigned inputs;   /* number of GPUs / MIG instances aggregated */
-    bool pending;      /* UNAVAILABLE only because a source's first poll is under way:
-                          an answer is expected within the source timeout */
-    char message[512]; /* "" when EVAL_OK */
+    double value;       /* valid when status == EVAL_OK */
+    bool active;        /* value > activation_threshold; false unless EVAL_OK */
+    unsigned inputs;    /* number of GPUs / MIG instances aggregated */
+    bool pending;       /* UNAVAILABLE only because a source's first poll is under way:
+                           an answer is expected within the source timeout */
+    bool wake;          /* not EVAL_OK, yet a signal that exists at zero replicas (a queue)
+                           reads work: the value is unknown, the activity is not. IsActive
+                           and StreamIsActive answer true; GetMetrics fails as usual. */
+    char message[2048]; /* "" when EVAL_OK; sized so that no message is cut */
 } eval_result_t;
 
 /*

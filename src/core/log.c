@@ -14,10 +14,12 @@
 #include "core/log.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/err.h"
+#include "core/strbuf.h"
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
 
@@ -198,23 +200,60 @@ size_t log_format_line(char *out, size_t outlen, log_format_t format, int64_t wa
     return l.len;
 }
 
+/* A message longer than this is summarised (its head, then how many bytes
+ * were left out), never cut without saying so. Inputs from outside are
+ * quoted short already (kgs_quote); this bounds a line, not a message. */
+#define LOG_MSG_MAX 16384
+
+/* A message longer than this is summarised (its head, then how many bytes
+ * were left out), never cut without saying so. Inputs from outside are
+ * quoted short already (kgs_quote); this bounds a line, not a message. */
+#define LOG_MSG_MAX 16384
+
 /* Formats the message, appends `suffix` (may be NULL), writes the line. */
 static void write_line(const logger_t *lg, log_level_t level, const char *suffix, const char *fmt,
                        va_list ap) __attribute__((format(printf, 4, 0)));
 static void write_line(const logger_t *lg, log_level_t level, const char *suffix, const char *fmt,
                        va_list ap) {
-    char msg[1024];
-    int n = vsnprintf(msg, sizeof msg, fmt, ap);
-    if (suffix) {
-        size_t used = n < 0 ? 0 : (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
-        snprintf(msg + used, sizeof msg - used, "%s", suffix);
+    char small[1024];
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    strbuf_t m;
+    strbuf_init(&m);
+    if (n >= 0 && (size_t)n < sizeof small) {
+        strbuf_append(&m, small, (size_t)n);
+    } else if (n >= 0) {
+        char *full = malloc((size_t)n + 1);
+        if (full) {
+            vsnprintf(full, (size_t)n + 1, fmt, again);
+            size_t keep = (size_t)n > LOG_MSG_MAX ? LOG_MSG_MAX : (size_t)n;
+            strbuf_append(&m, full, keep);
+            if ((size_t)n > keep)
+                strbuf_printf(&m, "... (%zu more bytes)", (size_t)n - keep);
+            free(full);
+        } else {
+            strbuf_printf(&m, "%s... (out of memory for the rest)", small);
+        }
     }
+    va_end(again);
+    if (suffix)
+        strbuf_printf(&m, "%s", suffix);
+    const char *msg = m.failed ? small : m.s;
     /* Escaping can grow a message up to six times (\u00XX). */
-    char line[8192];
-    size_t len = log_format_line(line, sizeof line, lg->format, clock_wall_ms(), level, msg);
+    char stack_line[8192], *line = stack_line;
+    size_t linecap = 6 * strlen(msg) + 128;
+    if (linecap <= sizeof stack_line || !(line = malloc(linecap))) {
+        line = stack_line;
+        linecap = sizeof stack_line;
+    }
+    size_t len = log_format_line(line, linecap, lg->format, clock_wall_ms(), level, msg);
     /* One fwrite per line so concurrent writers do not interleave. */
     fwrite(line, 1, len, lg->out);
     fflush(lg->out);
+    if (line != stack_line)
+        free(line);
+    strbuf_free(&m);
 }
 
 void log_write(const logger_t *lg, log_level_t level, const char *fmt, ...) {

@@ -104,6 +104,12 @@ void queue_model_observe(queue_model_t *m, const queue_model_sample_t *in) {
     bool counters = s.has_completed && p->has_completed;
     double done = counters ? s.completed - p->completed : 0;
     bool reset = counters && done < 0; /* a pod restarted: its counters began again */
+    if (s.members != p->members) {
+        /* other engines than last time: neither the counters' nor the
+         * gauges' sums compare; the next interval will */
+        m->prev = s;
+        return;
+    }
 
     /* Arrival rate. With completions: what finished plus what accumulated.
      * Without them, only while nothing is Ready does the queue's growth

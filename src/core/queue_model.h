@@ -31,8 +31,9 @@
  *                 before that: the fixed prior;
  *   cold start    create -> Ready durations the caller observed (mean of
  *                 the last 8), else the prior.
- * A counter that went backwards (a pod restarted) skips that interval's
- * rates rather than reading a negative or huge rate.
+ * A counter that went backwards (a pod restarted), or a change in the set
+ * of engines summed (a pod appeared or went), skips that interval's rates
+ * rather than reading a negative or huge rate.
  *
  * Pure: no I/O, no clock reads (times are arguments, seconds on a monotonic
  * clock), no allocation. A queue_model_t is caller-owned; one writer.
@@ -81,6 +82,12 @@ typedef struct {
      * starting pods; the others count as just created */
     double starting_age_s[QUEUE_MODEL_MAX_STARTING];
     unsigned starting_ages;
+    /* Which engines the counters and gauges were summed over (any value
+     * that changes when the set does, e.g. a sum of their names' hashes):
+     * across a change the sums are not comparable (a pod that appears
+     * brings its whole counter history and its gauges at once), so that
+     * interval teaches no rate. */
+    unsigned long long members;
 } queue_model_sample_t;
 
 typedef enum {

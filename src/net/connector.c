@@ -53,6 +53,9 @@ struct connector {
     char *alpn;
     bool alpn_required;
     bool embedded; /* in its owner's connector_storage_t: never freed here */
+    /* The last failed attempt found nobody at its address (refused,
+     * unreachable, timed out in the kernel): KGS_ENOPEER, not KGS_EIO. */
+    bool no_peer;
 
     /* A connection to one address (each source poll, an IP literal) keeps
      * it in one1: no allocation besides the connector itself. */
@@ -196,6 +199,13 @@ static int tls_setup(connector_t *c, char *error) {
     return 0;
 }
 
+/* Whether a connect() error says that no server is at the address: what a
+ * pod that is not there, or a Service without endpoints, answers. */
+static bool errno_no_peer(int e) {
+    return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH || e == ETIMEDOUT ||
+           e == EHOSTDOWN || e == ENETDOWN;
+}
+
 /* Starts connecting to addrs[next]. Returns 0 (in progress), ATTEMPT_FAILED
  * (this address: error, ERROR_MAX bytes, says why) or a KGS_E* code (error). */
 static int attempt(connector_t *c, char *error) {
@@ -205,11 +215,13 @@ static int attempt(connector_t *c, char *error) {
     const char *who = label(c, peer, sizeof peer);
     int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
+        c->no_peer = false;
         snprintf(error, ERROR_MAX, "%s%s%ssocket: %s", who[0] ? "connect " : "", who,
                  who[0] ? ": " : "", strerror(errno));
         return ATTEMPT_FAILED;
     }
     if (connect(fd, (const struct sockaddr *)ss, len) != 0 && errno != EINPROGRESS) {
+        c->no_peer = errno_no_peer(errno);
         snprintf(error, ERROR_MAX, "connect%s%s: %s", who[0] ? " " : "", who, strerror(errno));
         close(fd);
         return ATTEMPT_FAILED;
@@ -236,8 +248,9 @@ static int attempt(connector_t *c, char *error) {
 }
 
 /* Tries addrs[next..] until one is in progress. Returns 0, or the last
- * failure's code (KGS_EIO when every address failed) with its message in
- * error (ERROR_MAX bytes). */
+ * failure's code (when every address failed: KGS_ENOPEER if the last one
+ * found nobody there, else KGS_EIO) with its message in error (ERROR_MAX
+ * bytes). */
 static int attempt_from_next(connector_t *c, char *error) {
     for (; c->next < c->naddrs; c->next++) {
         int rc = attempt(c, error);
@@ -246,7 +259,7 @@ static int attempt_from_next(connector_t *c, char *error) {
         if (rc != ATTEMPT_FAILED)
             return rc;
     }
-    return KGS_EIO;
+    return c->no_peer ? KGS_ENOPEER : KGS_EIO;
 }
 
 /* The address check over the whole list, then the first attempt (error
@@ -308,6 +321,7 @@ static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
             char peer[128], error[ERROR_MAX];
             const char *who = label(c, peer, sizeof peer);
             snprintf(error, ERROR_MAX, "connect%s%s: %s", who[0] ? " " : "", who, strerror(soerr));
+            c->no_peer = errno_no_peer(soerr);
             attempt_close(c);
             c->next++;
             int rc = attempt_from_next(c, error);

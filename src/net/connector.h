@@ -43,10 +43,11 @@ typedef const char *(*connector_addr_check_cb)(const struct sockaddr *addr, sock
  * handshake; the callee takes it over (copy *tr: the fd and the SSL are
  * its own now, to transport_close) and should read and write at once, as
  * TLS may already hold bytes. Or a KGS_E* code (tr NULL) with a message,
- * see connector_opts_t.name; KGS_EPROTO when the TLS handshake got no TLS
- * back (the server may speak plaintext). The connector is freed (or done with its
- * storage, connector_start_in) before the call: do not cancel it from
- * inside.
+ * see connector_opts_t.name; KGS_ENOPEER when nobody is at the address (the
+ * connect was refused, or the host or network was unreachable, or the
+ * kernel gave up: what a pod that is not there answers); KGS_EPROTO when the TLS handshake got no
+ * TLS back (the server may speak plaintext). The connector is freed (or done with its storage,
+ * connector_start_in) before the call: do not cancel it from inside.
  */
 typedef void (*connector_done_cb)(void *user_data, int status, transport_t *tr, const char *error);
 

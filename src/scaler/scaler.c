@@ -27,6 +27,7 @@
 #include "scaler/scaler.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,7 @@ typedef struct scaler_stream {
     bool health_known_service;
     mono_ns_t started;
     loop_timer_t heartbeat;
-    char ref[160]; /* "namespace/name" for logs */
+    char ref[320]; /* "namespace/name" for logs */
     struct scaler_stream *next, *prev;
     /* CALL_DEFERRED */
     scaler_rpc_t rpc;
@@ -181,7 +182,9 @@ static void format_ref(const Externalscaler__ScaledObjectRef *r, char *out, size
         snprintf(out, outlen, "(no ScaledObject)");
         return;
     }
-    snprintf(out, outlen, "%.70s/%.70s", r->namespace_ && r->namespace_[0] ? r->namespace_ : "-",
+    /* a Kubernetes namespace is at most 63 bytes, a name 253: a real
+     * ScaledObject's arrives whole; longer is not one, and is cut */
+    snprintf(out, outlen, "%.63s/%.253s", r->namespace_ && r->namespace_[0] ? r->namespace_ : "-",
              r->name && r->name[0] ? r->name : "-");
 }
 
@@ -226,6 +229,14 @@ static void memo_put(scaler_t *s, uint64_t id, const char *ns, mono_ns_t now,
     m->at = now;
     snprintf(m->ns, sizeof m->ns, "%s", ns);
     m->result = *r;
+}
+
+/* Whether r says if the trigger is active, and what: an answer, or an
+ * error while a queue reads work (r->wake: the queue wakes the workload
+ * whatever the engines say). */
+static bool result_activity(const eval_result_t *r, bool *active) {
+    *active = r->status == EVAL_OK ? r->active : r->wake;
+    return r->status == EVAL_OK || r->wake;
 }
 
 /* The GPU part of a trigger: the aggregator's cluster evaluation, or this
@@ -464,80 +475,172 @@ static bool handle_get_metrics(scaler_t *s, grpc_call_t *call, const config_entr
     return false;
 }
 
-/* Explain: the queueing model's inputs behind the value GetMetrics gives,
- * as named numbers ("lambda_rps:learned", ...; the suffix says where the
- * number came from). A read like GetMetrics: it evaluates, it starts nothing. */
-static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
-                           const char *ns, const char *ref, mono_ns_t t0) {
-    const trigger_config_t *cfg = entry->config;
-    const demand_config_t *d = &cfg->demand;
-    if (d->type != DEMAND_COMPOSITE || d->sizing != DEMAND_MODEL_QUEUEING) {
-        char m[256];
-        snprintf(m, sizeof m,
-                 "Explain shows the inputs of metricType demand with demandModel queueing; this "
-                 "trigger is metricType %s%s",
-                 d->type ? demand_type_name(d->type) : metric_type_name(cfg->metric_type),
-                 d->type == DEMAND_COMPOSITE ? " with demandModel composite" : "");
-        fail_call(s, call, SCALER_RPC_OTHER, t0, ref, cfg->metric_name, GRPC_FAILED_PRECONDITION,
-                  m);
+/* Explain: the decision behind the value GetMetrics gives, as named
+ * numbers (the Explain protocol reuses GetMetricsResponse): what each
+ * signal read, what each target asks for, which one decided, the latency
+ * targets against what was observed, the engines behind it, and for the
+ * queueing model its inputs ("lambda_rps:learned": the suffix says where
+ * the number came from). Names are "<group>:<name>"; a number not known is
+ * NaN. A read like GetMetrics: it evaluates, it starts nothing.
+ * docs/server.md lists every name. */
+#define EXPLAIN_MAX 96
+
+typedef struct {
+    char *names[EXPLAIN_MAX];
+    double vals[EXPLAIN_MAX];
+    unsigned n;
+    bool oom;
+} explain_t;
+
+static void explain_put(explain_t *e, double v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void explain_put(explain_t *e, double v, const char *fmt, ...) {
+    if (e->n == EXPLAIN_MAX || e->oom)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *name = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (!name) {
+        e->oom = true;
         return;
     }
-    eval_result_t r;
-    evaluate_now(s, entry, ns, &r);
-    if (r.status != EVAL_OK) {
-        fail_call(s, call, SCALER_RPC_OTHER, t0, ref, cfg->metric_name, eval_grpc_code(r.status),
-                  r.message);
-        return;
+    va_start(ap, fmt);
+    vsnprintf(name, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    e->names[e->n] = name;
+    e->vals[e->n++] = v;
+}
+
+static void explain_view(explain_t *e, const demand_view_t *v) {
+    explain_put(e, v->value, "value");
+    explain_put(e, v->active, "active");
+    if (v->wake)
+        explain_put(e, 1, "wake:a queue reads work while the value is unknown");
+    for (int i = 0; i < DSIG_COUNT; i++)
+        if (v->known[i] && i != DSIG_QUEUEING_MODEL && i != DSIG_LATENCY)
+            explain_put(e, v->signal[i], "signal:%s", demand_signal_name((demand_signal_t)i));
+    for (int i = 0; i < DSIG_COUNT; i++)
+        if (isfinite(v->need[i]))
+            explain_put(e, v->need[i], "need:%s", demand_signal_name((demand_signal_t)i));
+    if (v->decided_by >= 0)
+        explain_put(e, v->need[v->decided_by], "decided_by:%s",
+                    demand_signal_name((demand_signal_t)v->decided_by));
+    static const char *const q[3] = {"p50", "p90", "p99"};
+    for (int sg = 0; sg < SLO_SIGNAL_COUNT; sg++)
+        for (int k = 0; k < 3; k++) {
+            const char *nm = slo_signal_name((slo_signal_t)sg);
+            if (!(v->latency[sg][k].target_s > 0))
+                continue;
+            explain_put(e, v->latency[sg][k].known ? v->latency[sg][k].observed_s : NAN,
+                        "latency:%s_%s%s", nm, q[k],
+                        v->latency[sg][k].known && !v->latency[sg][k].judged ? " (too few requests)"
+                                                                             : "");
+            explain_put(e, v->latency[sg][k].target_s, "latency_target:%s_%s", nm, q[k]);
+            explain_put(e, v->latency[sg][k].count, "latency_requests:%s_%s", nm, q[k]);
+        }
+    if (v->engines) {
+        explain_put(e, v->engines, "engines:total");
+        explain_put(e, v->answering, "engines:answering");
+        explain_put(e, v->not_serving, "engines:not_serving");
+        explain_put(e, v->failing, "engines:failing");
+        explain_put(e, v->pending, "engines:pending");
     }
-    const demand_model_state_t *st =
-        s->opts.sources ? source_hub_model(s->opts.sources, entry->id, ns) : NULL;
-    if (!st) {
-        fail_call(s, call, SCALER_RPC_OTHER, t0, ref, cfg->metric_name, GRPC_UNAVAILABLE,
-                  "the queueing model has not decided yet");
-        return;
+    if (v->not_serving_why[0])
+        explain_put(e, v->not_serving, "not_serving:%s", v->not_serving_why);
+    if (v->has_pods) {
+        explain_put(e, v->ready_pods, "pods:ready");
+        explain_put(e, v->starting_pods, "pods:starting");
     }
+}
+
+/* demandModel queueing: its inputs (where each came from after the colon). */
+static void explain_model(explain_t *e, const demand_model_state_t *st) {
     const queue_model_decision_t *q = &st->last;
-    char names[13][96];
-    double vals[13];
-    unsigned n = 0;
-#define PUT(nm, from, v)                                                                           \
-    do {                                                                                           \
-        const char *from_ = (from);                                                                \
-        snprintf(names[n], sizeof names[n], "%s%s%s", nm, from_ ? ":" : "", from_ ? from_ : "");   \
-        vals[n++] = (v);                                                                           \
-    } while (0)
-    PUT("replicas", NULL, q->replicas);
+    explain_put(e, q->replicas, "replicas");
     /* a queue alone shows no arrival rate while replicas drain it */
     const char *lambda_from = st->last_has_counters || q->lambda_from == QM_FROM_LEARNED
                                   ? queue_model_source_name(q->lambda_from)
                                   : "prior, a queue alone while replicas serve";
-    PUT("lambda_rps", lambda_from, q->lambda_rps);
-    PUT("capacity_rps", queue_model_source_name(q->capacity_from), q->capacity_rps);
-    PUT("cold_start_s", queue_model_source_name(q->cold_start_from), q->cold_start_s);
+    explain_put(e, q->lambda_rps, "lambda_rps:%s", lambda_from);
+    explain_put(e, q->capacity_rps, "capacity_rps:%s", queue_model_source_name(q->capacity_from));
+    explain_put(e, q->cold_start_s, "cold_start_s:%s", queue_model_source_name(q->cold_start_from));
     /* the cost of one request: generated + 1/4 prompt tokens (the capacity
-     * above follows it when the mix moves) */
-    PUT("tokens_per_request", st->m.have_work ? "learned" : "unknown, no token counters",
-        st->m.have_work ? st->m.work_per_req : NAN); /* unknown is not 0 */
-    PUT("backlog", NULL, q->backlog);
-    PUT("work_due", NULL, q->work_due);
-    PUT("can_do", NULL, q->can_do);
-    PUT("deficit", NULL, q->deficit);
-    PUT("steady", NULL, q->steady);
-    PUT("ready", NULL, (double)st->last_ready);
-    PUT("starting", NULL, (double)st->last_starting);
-#undef PUT
-    Externalscaler__MetricValue v[13], *pv[13];
-    for (unsigned i = 0; i < n; i++) {
-        externalscaler__metric_value__init(&v[i]);
-        v[i].metricname = names[i];
-        v[i].metricvalue = metric_value_int(vals[i]);
-        v[i].metricvaluefloat = vals[i];
-        pv[i] = &v[i];
+     * above follows it when the mix moves); unknown is not 0 */
+    explain_put(e, st->m.have_work ? st->m.work_per_req : NAN, "tokens_per_request:%s",
+                st->m.have_work ? "learned" : "unknown, no token counters");
+    explain_put(e, q->backlog, "backlog");
+    explain_put(e, q->work_due, "work_due");
+    explain_put(e, q->can_do, "can_do");
+    explain_put(e, q->deficit, "deficit");
+    explain_put(e, q->steady, "steady");
+    explain_put(e, st->last_ready, "ready");
+    explain_put(e, st->last_starting, "starting");
+}
+
+static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
+                           const char *ns, const char *ref, mono_ns_t t0) {
+    const trigger_config_t *cfg = entry->config;
+    const demand_config_t *d = &cfg->demand;
+    if (d->type == DEMAND_NONE) {
+        char m[256];
+        snprintf(m, sizeof m,
+                 "Explain shows the decision of a trigger that reads engines or queues; this "
+                 "trigger is metricType %s, whose value is the GPU metric itself",
+                 metric_type_name(cfg->metric_type));
+        fail_call(s, call, SCALER_RPC_OTHER, t0, ref, cfg->metric_name, GRPC_FAILED_PRECONDITION,
+                  m);
+        return;
+    }
+    /* The decision of the last evaluation (the answer KEDA, or this
+     * caller's IsActive just before, was given), not a new one, while it is
+     * younger than one sourceInterval: a poll that lands in between would
+     * otherwise explain another value than the one given. */
+    eval_result_t r;
+    const demand_view_t *v =
+        s->opts.sources ? source_hub_view(s->opts.sources, entry->id, ns) : NULL;
+    mono_ns_t now = loop_now(s->opts.loop);
+    if (v && now - v->at <= d->interval_ns) {
+        memset(&r, 0, sizeof r);
+        r.status = v->status;
+        r.wake = v->wake;
+        snprintf(r.message, sizeof r.message, "%s", v->status == EVAL_OK ? "" : v->message);
+    } else {
+        evaluate_now(s, entry, ns, &r);
+        v = s->opts.sources ? source_hub_view(s->opts.sources, entry->id, ns) : NULL;
+    }
+    if (!v) {
+        fail_call(s, call, SCALER_RPC_OTHER, t0, ref, cfg->metric_name,
+                  r.status != EVAL_OK ? eval_grpc_code(r.status) : GRPC_UNAVAILABLE,
+                  r.status != EVAL_OK ? r.message : "the trigger has not been evaluated yet");
+        return;
+    }
+    explain_t e = {.n = 0};
+    if (r.status != EVAL_OK)
+        explain_put(&e, eval_grpc_code(r.status), "error:%s: %s",
+                    grpc_status_name(eval_grpc_code(r.status)), r.message);
+    explain_view(&e, v);
+    const demand_model_state_t *st =
+        d->type == DEMAND_COMPOSITE && d->sizing == DEMAND_MODEL_QUEUEING
+            ? source_hub_model(s->opts.sources, entry->id, ns)
+            : NULL;
+    if (st && r.status == EVAL_OK)
+        explain_model(&e, st);
+    Externalscaler__MetricValue v_[EXPLAIN_MAX], *pv[EXPLAIN_MAX];
+    for (unsigned i = 0; i < e.n; i++) {
+        externalscaler__metric_value__init(&v_[i]);
+        v_[i].metricname = e.names[i];
+        v_[i].metricvalue = metric_value_int(e.vals[i]);
+        v_[i].metricvaluefloat = e.vals[i];
+        pv[i] = &v_[i];
     }
     Externalscaler__GetMetricsResponse resp = EXTERNALSCALER__GET_METRICS_RESPONSE__INIT;
-    resp.n_metricvalues = n;
+    resp.n_metricvalues = e.n;
     resp.metricvalues = pv;
-    int rc = send_message(call, &resp.base, false);
+    int rc = e.oom ? -1 : send_message(call, &resp.base, false);
+    for (unsigned i = 0; i < e.n; i++)
+        free(e.names[i]);
     grpc_call_finish(call, rc ? GRPC_INTERNAL : GRPC_OK, rc ? "out of memory" : NULL);
     rpc_done(s, SCALER_RPC_OTHER, rc ? GRPC_INTERNAL : GRPC_OK, t0);
 }
@@ -553,15 +656,16 @@ static bool handle_is_active(scaler_t *s, grpc_call_t *call, const config_entry_
     const trigger_config_t *cfg = entry->config;
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
-    if (r.status != EVAL_OK && r.pending && may_defer &&
+    bool active;
+    if (!result_activity(&r, &active) && r.pending && may_defer &&
         defer_call(s, call, SCALER_RPC_IS_ACTIVE, entry, ns, ref, t0))
         return true;
-    if (r.status != EVAL_OK) {
+    if (!result_activity(&r, &active)) {
         fail_call(s, call, SCALER_RPC_IS_ACTIVE, t0, ref, cfg->metric_name,
                   eval_grpc_code(r.status), r.message);
         return false;
     }
-    int rc = send_bool(call, r.active, false);
+    int rc = send_bool(call, active, false);
     grpc_call_finish(call, rc ? GRPC_INTERNAL : GRPC_OK, rc ? "out of memory" : NULL);
     rpc_done(s, SCALER_RPC_IS_ACTIVE, rc ? GRPC_INTERNAL : GRPC_OK, t0);
     return false;
@@ -645,20 +749,20 @@ static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud);
 /* Pushes the group's current state to one stream when it changed, and keeps
  * the heartbeat armed while active. */
 static void stream_push(scaler_t *s, scaler_stream_t *st) {
-    const eval_result_t *r = &st->group->result;
-    if (r->status != EVAL_OK) {
+    bool active;
+    if (!result_activity(&st->group->result, &active)) {
         loop_timer_stop(s->opts.loop, &st->heartbeat);
         return;
     }
-    if (st->last_sent != (int)r->active) {
-        if (send_bool(st->call, r->active, true) == 0)
-            st->last_sent = r->active;
+    if (st->last_sent != (int)active) {
+        if (send_bool(st->call, active, true) == 0)
+            st->last_sent = active;
     }
-    if (r->active && !loop_timer_armed(&st->heartbeat)) {
+    if (active && !loop_timer_armed(&st->heartbeat)) {
         uint64_t every = (uint64_t)st->group->entry->config->poll_interval_s * NS_PER_SEC;
         loop_timer_start(s->opts.loop, &st->heartbeat,
                          clock_add_sat(loop_now(s->opts.loop), every));
-    } else if (!r->active) {
+    } else if (!active) {
         loop_timer_stop(s->opts.loop, &st->heartbeat);
     }
 }
@@ -666,8 +770,8 @@ static void stream_push(scaler_t *s, scaler_stream_t *st) {
 static void on_heartbeat(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
     scaler_stream_t *st = ud;
-    const eval_result_t *r = &st->group->result;
-    if (r->status != EVAL_OK || !r->active)
+    bool active;
+    if (!result_activity(&st->group->result, &active) || !active)
         return;
     /* KEDA treats each `true` as "still active": repeat it while it holds. */
     send_bool(st->call, true, true);
@@ -721,10 +825,11 @@ static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
     }
     eval_result_t r;
     evaluate_now(s, entry, ns, &r);
-    if (r.status != EVAL_OK && r.pending && may_defer &&
+    bool active;
+    if (!result_activity(&r, &active) && r.pending && may_defer &&
         defer_call(s, call, SCALER_RPC_STREAM_IS_ACTIVE, entry, ns, ref, t0))
         return true;
-    if (r.status != EVAL_OK) {
+    if (!result_activity(&r, &active)) {
         /* Open and silent, like a stream that was open when the answer
          * became unknown: the state goes out as soon as it is known. Ending
          * it would cost KEDA a reconnect with its backoff (2, 4 ... 60 s,
@@ -884,10 +989,13 @@ static void handle_health(scaler_t *s, grpc_call_t *call, bool watch, const uint
  * configuration already set up both are a lookup, and one whose sources
  * idled out (unused for the hub's idle_ns) gets them back.
  */
-static void config_seen(scaler_t *s, const config_entry_t *entry, const char *ns, mono_ns_t now) {
+static void config_seen(scaler_t *s, const config_entry_t *entry, const char *ns, const char *name,
+                        mono_ns_t now) {
     const trigger_config_t *cfg = entry->config;
-    if (cfg->demand.type != DEMAND_NONE && s->opts.sources && s->role->polls_sources)
+    if (cfg->demand.type != DEMAND_NONE && s->opts.sources && s->role->polls_sources) {
         source_hub_subscribe(s->opts.sources, cfg, entry->id, ns, now);
+        source_hub_note_asker(s->opts.sources, entry->id, ns, name);
+    }
     if (s->opts.on_config)
         s->opts.on_config(s->opts.eval_user_data, cfg, ns);
 }
@@ -966,7 +1074,7 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         ref = externalscaler__scaled_object_ref__unpack(NULL, len, msg);
         r = ref;
     }
-    char refname[160];
+    char refname[320];
     format_ref(r, refname, sizeof refname);
     if (!gm && !ref) {
         fail_call(s, call, rpc, t0, NULL, NULL, GRPC_INVALID_ARGUMENT,
@@ -996,7 +1104,7 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         goto out;
     }
     const char *ns = r && r->namespace_ ? r->namespace_ : "";
-    config_seen(s, entry, ns, t0);
+    config_seen(s, entry, ns, r && r->name ? r->name : "", t0);
     switch (rpc) {
     case SCALER_RPC_GET_METRIC_SPEC:
         handle_metric_spec(s, call, entry->config, t0);
@@ -1067,11 +1175,11 @@ void scaler_refresh(scaler_t *s) {
         g->evaluated = true;
         if (g->result.status != EVAL_OK &&
             (prev.status != g->result.status || strcmp(prev.message, g->result.message) != 0))
-            LOG_WARN(s->opts.log,
-                     "stream trigger %s (%u stream(s)): %s: %s; streams stay open, "
-                     "nothing pushed until it recovers",
+            LOG_WARN(s->opts.log, "stream trigger %s (%u stream(s)): %s: %s; streams stay open, %s",
                      g->entry->config->metric_name, g->nstreams,
-                     grpc_status_name(eval_grpc_code(g->result.status)), g->result.message);
+                     grpc_status_name(eval_grpc_code(g->result.status)), g->result.message,
+                     g->result.wake ? "active: its queue reads work"
+                                    : "nothing pushed until it recovers");
         for (scaler_stream_t *st = g->streams; st; st = st->next)
             stream_push(s, st);
     }

@@ -80,18 +80,19 @@ typedef struct {
     tls_client_t *agents_tls; /* --agents-tls-ca: the aggregator's context for its agents */
     grpc_server_t *grpc;
     scaler_t *scaler;
-    agent_service_t *agent;         /* --role agent */
-    podres_client_t *podres;        /* --role agent with a kubelet socket */
-    node_pods_t *pods;              /* the latest GPU-to-pod attribution (agent) */
-    cluster_view_t *view;           /* --role aggregator: every agent's latest snapshot */
-    agent_pool_t *pool;             /* the Watch streams to the agents */
-    resolver_t *resolver;           /* --agents-dns */
-    kube_client_t *kube;            /* pods from the Kubernetes API; NULL without one */
-    kube_client_t *kube_nodes;      /* Node labels, started by the first label nodeSelector */
-    kube_client_t *kube_slices;     /* DRA ResourceSlices, started by the first DRA device */
-    bool slices_synced;             /* kube_slices' synced state at the last view change */
-    kube_client_config_t kube_cfg;  /* how kube was made, for kube_nodes */
-    source_hub_t *sources;          /* engine and queue sources (standalone, aggregator) */
+    agent_service_t *agent;        /* --role agent */
+    podres_client_t *podres;       /* --role agent with a kubelet socket */
+    node_pods_t *pods;             /* the latest GPU-to-pod attribution (agent) */
+    cluster_view_t *view;          /* --role aggregator: every agent's latest snapshot */
+    agent_pool_t *pool;            /* the Watch streams to the agents */
+    resolver_t *resolver;          /* --agents-dns */
+    kube_client_t *kube;           /* pods from the Kubernetes API; NULL without one */
+    kube_client_t *kube_nodes;     /* Node labels, started by the first label nodeSelector */
+    kube_client_t *kube_slices;    /* DRA ResourceSlices, started by the first DRA device */
+    bool slices_synced;            /* kube_slices' synced state at the last view change */
+    kube_client_config_t kube_cfg; /* how kube was made, for kube_nodes */
+    source_hub_t *sources;         /* engine and queue sources (standalone, aggregator) */
+    demand_view_ref_t metrics_triggers[METRICS_MAX_TRIGGERS]; /* /metrics scratch */
     loop_timer_t cluster_refresh;   /* coalesces view changes into refreshes */
     mono_ns_t last_cluster_refresh; /* when the streams were last re-evaluated */
     http_server_t *metrics_http, *probe_http;
@@ -695,6 +696,11 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             ctx.source_refused_per_ns = hs.refused_per_ns;
             ctx.source_refused_rate = hs.refused_rate;
             ctx.source_refused_egress = hs.refused_egress;
+            size_t total = 0;
+            ctx.ntriggers =
+                source_hub_views(sv->sources, sv->metrics_triggers, METRICS_MAX_TRIGGERS, &total);
+            ctx.triggers = sv->metrics_triggers;
+            ctx.triggers_omitted = total - ctx.ntriggers;
         }
         prom_buf_reset(scratch);
         metrics_render(scratch, snap, &sv->stats, &ctx);

@@ -395,6 +395,159 @@ static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
         (double)g->stream_bytes);
 }
 
+/* ---- the decision of each demand trigger -------------------------------------- */
+
+/* A trigger's labels: namespace, ScaledObject, metric name (and room for
+ * one or two more). */
+static size_t trigger_labels(const demand_view_ref_t *t, prom_label_t *l) {
+    l[0] = (prom_label_t){"namespace", t->ns};
+    l[1] = (prom_label_t){"scaled_object", t->scaled_object};
+    l[2] = (prom_label_t){"metric", t->metric_name};
+    return 3;
+}
+
+/* One family with a sample per trigger; value() says whether a trigger
+ * has one and what it is. */
+static void trigger_family(prom_buf_t *b, const metrics_context_t *ctx, const char *name,
+                           const char *help, bool (*value)(const demand_view_t *, double *)) {
+    bool started = false;
+    for (size_t i = 0; i < ctx->ntriggers; i++) {
+        double v;
+        if (!value(ctx->triggers[i].view, &v))
+            continue;
+        if (!started)
+            prom_family(b, name, "gauge", help);
+        started = true;
+        prom_label_t l[3];
+        prom_sample(b, name, NULL, l, trigger_labels(&ctx->triggers[i], l), NULL, v);
+    }
+}
+
+static bool t_up(const demand_view_t *v, double *out) {
+    *out = v->status == EVAL_OK;
+    return true;
+}
+
+static bool t_value(const demand_view_t *v, double *out) {
+    *out = v->value;
+    return v->status == EVAL_OK;
+}
+
+static bool t_active(const demand_view_t *v, double *out) {
+    *out = v->status == EVAL_OK ? v->active : v->wake;
+    return v->status == EVAL_OK || v->wake;
+}
+
+/* One family with a sample per trigger and signal: signal values (need
+ * false) or the replicas each signal asks for (need true). */
+static void signal_family(prom_buf_t *b, const metrics_context_t *ctx, const char *name,
+                          const char *help, bool need) {
+    bool started = false;
+    for (size_t i = 0; i < ctx->ntriggers; i++) {
+        const demand_view_t *v = ctx->triggers[i].view;
+        for (int sg = 0; sg < DSIG_COUNT; sg++) {
+            double x = need ? v->need[sg] : v->signal[sg];
+            if (!v->known[sg] && !need)
+                continue;
+            if (!isfinite(x) || (!need && (sg == DSIG_QUEUEING_MODEL || sg == DSIG_LATENCY)))
+                continue;
+            if (!started)
+                prom_family(b, name, "gauge", help);
+            started = true;
+            prom_label_t l[4];
+            size_t n = trigger_labels(&ctx->triggers[i], l);
+            l[n++] = (prom_label_t){"signal", demand_signal_name((demand_signal_t)sg)};
+            prom_sample(b, name, NULL, l, n, NULL, x);
+        }
+    }
+}
+
+static void render_triggers(prom_buf_t *b, const metrics_context_t *ctx) {
+    one(b, NS "triggers_omitted", "gauge",
+        "Demand triggers whose decision is not exported because more than "
+        "100 were evaluated (the most recently evaluated are).",
+        (double)ctx->triggers_omitted);
+    trigger_family(b, ctx, NS "trigger_up",
+                   "1 when the trigger's last answer was a value, 0 an error.", t_up);
+    trigger_family(b, ctx, NS "trigger_value", "The value the trigger's last answer gave KEDA.",
+                   t_value);
+    trigger_family(b, ctx, NS "trigger_active",
+                   "1 when the trigger's last answer said active (also while a queue reads work "
+                   "and the value is unknown).",
+                   t_active);
+    signal_family(b, ctx, NS "trigger_signal",
+                  "What each signal of the trigger read at its last answer (requests, % for "
+                  "kv_cache, tokens/s, the GPU metric's unit).",
+                  false);
+    signal_family(b, ctx, NS "trigger_signal_replicas",
+                  "The replicas each signal with a target asked for at the trigger's last "
+                  "answer (queueing_model: the model's; latency: the latency targets').",
+                  true);
+    bool started = false;
+    for (size_t i = 0; i < ctx->ntriggers; i++) {
+        const demand_view_t *v = ctx->triggers[i].view;
+        if (v->decided_by < 0)
+            continue;
+        if (!started)
+            prom_family(b, NS "trigger_decided_by", "gauge",
+                        "Always 1; the signal label names the signal whose need was the "
+                        "trigger's last value.");
+        started = true;
+        prom_label_t l[4];
+        size_t n = trigger_labels(&ctx->triggers[i], l);
+        l[n++] = (prom_label_t){"signal", demand_signal_name((demand_signal_t)v->decided_by)};
+        prom_sample(b, NS "trigger_decided_by", NULL, l, n, NULL, 1);
+    }
+    static const char *const qn[3] = {"0.5", "0.9", "0.99"};
+    const char *fam[2] = {NS "trigger_latency_seconds", NS "trigger_latency_target_seconds"};
+    const char *help[2] = {"A latency target's quantile observed over the trigger's window.",
+                           "A latency target of the trigger."};
+    for (int k = 0; k < 2; k++) {
+        started = false;
+        for (size_t i = 0; i < ctx->ntriggers; i++)
+            for (int sg = 0; sg < SLO_SIGNAL_COUNT; sg++)
+                for (int q = 0; q < 3; q++) {
+                    const demand_view_t *v = ctx->triggers[i].view;
+                    double x = k ? v->latency[sg][q].target_s : v->latency[sg][q].observed_s;
+                    if (!(v->latency[sg][q].target_s > 0) || !isfinite(x) ||
+                        (!k && !v->latency[sg][q].known))
+                        continue;
+                    if (!started)
+                        prom_family(b, fam[k], "gauge", help[k]);
+                    started = true;
+                    prom_label_t l[5];
+                    size_t n = trigger_labels(&ctx->triggers[i], l);
+                    l[n++] = (prom_label_t){"signal", slo_signal_name((slo_signal_t)sg)};
+                    l[n++] = (prom_label_t){"quantile", qn[q]};
+                    prom_sample(b, fam[k], NULL, l, n, NULL, x);
+                }
+    }
+    started = false;
+    for (size_t i = 0; i < ctx->ntriggers; i++) {
+        const demand_view_t *v = ctx->triggers[i].view;
+        if (!v->engines)
+            continue;
+        const struct {
+            const char *state;
+            unsigned n;
+        } st[] = {{"answering", v->answering},
+                  {"not_serving", v->not_serving},
+                  {"failing", v->failing},
+                  {"pending", v->pending}};
+        if (!started)
+            prom_family(b, NS "trigger_engines", "gauge",
+                        "The trigger's engine endpoints at its last answer, by state (not_serving: "
+                        "nobody there, as at zero replicas).");
+        started = true;
+        for (size_t k = 0; k < sizeof st / sizeof *st; k++) {
+            prom_label_t l[4];
+            size_t n = trigger_labels(&ctx->triggers[i], l);
+            l[n++] = (prom_label_t){"state", st[k].state};
+            prom_sample(b, NS "trigger_engines", NULL, l, n, NULL, st[k].n);
+        }
+    }
+}
+
 /* What the NVML sampler did: left out where no NVML is read (aggregator). */
 static void render_nvml(prom_buf_t *out, const snapshot_t *snap, const server_stats_t *st,
                         const metrics_context_t *ctx, const char *node) {
@@ -470,6 +623,8 @@ void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_
 
     if (ctx->has_budgets)
         render_budgets(out, ctx);
+    if (ctx->has_sources)
+        render_triggers(out, ctx);
 
     if (!ctx->no_nvml && snap && snap->status == SNAPSHOT_OK)
         render_gpus(out, snap, node);

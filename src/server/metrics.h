@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/clock.h"
+#include "core/demand_eval.h"
 #include "core/snapshot.h"
 #include "net/grpc_server.h"
 #include "net/prom_text.h"
@@ -115,7 +116,16 @@ typedef struct {
     uint64_t refused_out_of_descriptors;
     uint64_t http_evictions;
     grpc_server_limit_stats_t grpc_limits; /* grpc_server_limit_stats() */
+    /* The decision of each demand trigger (source_hub_views(): the most
+     * recently evaluated, at most METRICS_MAX_TRIGGERS), and how many more
+     * there are that are left out to bound the series. */
+    const demand_view_ref_t *triggers;
+    size_t ntriggers, triggers_omitted;
 } metrics_context_t;
+
+/* Triggers whose decision /metrics shows (the most recently evaluated):
+ * at most ~20 series each, so at most ~2,000 series in all. */
+#define METRICS_MAX_TRIGGERS 100
 
 /*
  * Appends the whole exposition (text format 0.0.4) to `out`. snap is the

@@ -21,11 +21,15 @@
 
 #include "core/duration.h"
 #include "core/err.h"
+#include "core/metadata.h"
+#include "core/trigger_config.h"
+#include "core/strbuf.h"
 #include "net/grpc_client.h"
 #include "net/grpc_frame.h"
 #include "net/loop.h"
 #include "net/tls.h"
 #include "proto/externalscaler.pb-c.h"
+#include "server/explain_text.h"
 
 #define MAX_METADATA 64
 
@@ -103,15 +107,17 @@ typedef struct {
     /* which answers of this round arrived and decoded: a call that ends OK
      * without one is an error, never a printed 0 */
     bool have_spec, have_value, have_active;
-    bool demand; /* metricType=demand: ask the queueing model's inputs too */
+    bool queueing;       /* metricType=demand without per-signal targets: the queueing model */
+    bool metrics_failed; /* this round's GetMetrics failed: IsActive may still say active */
     int sigfd;
     loop_io_t *sig_io;
     bool quitting; /* tearing down: pending calls end without output */
     Externalscaler__ScaledObjectRef__ScalerMetadataEntry entries[MAX_METADATA];
     Externalscaler__ScaledObjectRef__ScalerMetadataEntry *entry_ptrs[MAX_METADATA];
-    char keybuf[MAX_METADATA][128];
-    /* with --changes: the last line printed of each kind, without its time */
-    char last_round[512], last_model[1024], last_error[512], last_push[64];
+    char *keyz[MAX_METADATA]; /* each --metadata key alone, NUL-terminated (owned) */
+    /* with --changes: the last line printed of each kind, without its time
+     * (grown to fit: a line is never cut) */
+    strbuf_t last_round, last_error, last_push, last_explain[EXPLAIN_LINES];
 } query_t;
 
 /* ---- flags ---------------------------------------------------------------- */
@@ -236,20 +242,17 @@ static int query_parse(int argc, char **argv, query_opts_t *o, char *err, size_t
 /* ---- messages ---------------------------------------------------------------------- */
 
 /* Builds the ScaledObjectRef; values point into argv, keys (cut at '=')
- * into q->keybuf. */
+ * from q->keyz. */
 static void build_ref(query_t *q, Externalscaler__ScaledObjectRef *ref) {
     const query_opts_t *o = &q->o;
     Externalscaler__ScaledObjectRef__ScalerMetadataEntry *entries = q->entries;
     Externalscaler__ScaledObjectRef__ScalerMetadataEntry **entry_ptrs = q->entry_ptrs;
-    char(*keybuf)[128] = q->keybuf;
     externalscaler__scaled_object_ref__init(ref);
     ref->name = (char *)o->name;
     ref->namespace_ = (char *)o->namespace_;
     for (size_t i = 0; i < o->nmeta; i++) {
         externalscaler__scaled_object_ref__scaler_metadata_entry__init(&entries[i]);
-        size_t klen = (size_t)(o->values[i] - 1 - o->keys[i]);
-        snprintf(keybuf[i], 128, "%.*s", (int)klen, o->keys[i]);
-        entries[i].key = keybuf[i];
+        entries[i].key = q->keyz[i];
         entries[i].value = (char *)o->values[i];
         entry_ptrs[i] = &entries[i];
     }
@@ -293,10 +296,11 @@ static void round_finished(query_t *q) {
 
 /* Prints TEXT after the time, unless --changes is on and LAST holds the
  * same text (a round that repeats the last one is not a change). */
-static void emit(const query_t *q, char *last, size_t lastsz, const char *text) {
-    if (q->o.changes && strcmp(last, text) == 0)
+static void emit(const query_t *q, strbuf_t *last, const char *text) {
+    if (q->o.changes && strcmp(last->s, text) == 0)
         return;
-    snprintf(last, lastsz, "%s", text);
+    strbuf_clear(last);
+    strbuf_printf(last, "%s", text);
     char ts[32];
     timestamp(ts, sizeof ts);
     printf("%s  %s\n", ts, text);
@@ -338,18 +342,25 @@ static void mode_hint(query_t *q, const char *ts) {
         printf("%s  hint: the server may speak plaintext HTTP/2 (h2c): try without --tls\n", ts);
 }
 
-static void round_error(query_t *q, const char *call, int status, const char *msg) {
-    if (q->quitting)
-        return;
-    char text[sizeof q->last_error];
-    snprintf(text, sizeof text, "%s: %s: %s", call, grpc_status_name(status), msg);
-    emit(q, q->last_error, sizeof q->last_error, text);
-    q->last_round[0] = '\0'; /* after an error, the next answer is a change */
+/* A call's error line (the round goes on or ends: the caller says). */
+static void print_error(query_t *q, const char *call, int status, const char *msg) {
+    strbuf_t text;
+    strbuf_init(&text);
+    strbuf_printf(&text, "%s: %s: %s", call, grpc_status_name(status), msg);
+    emit(q, &q->last_error, text.s);
+    strbuf_free(&text);
+    strbuf_clear(&q->last_round); /* after an error, the next answer is a change */
     char ts[32];
     timestamp(ts, sizeof ts);
     mode_hint(q, ts);
     fflush(stdout);
     q->exit_code = 1;
+}
+
+static void round_error(query_t *q, const char *call, int status, const char *msg) {
+    if (q->quitting)
+        return;
+    print_error(q, call, status, msg);
     round_finished(q);
 }
 
@@ -360,38 +371,40 @@ static long replicas_average_value(double value, double target, long max) {
     return d > (double)max ? max : (long)d;
 }
 
-/* The queueing model's inputs (the server's Explain): one line. */
+/* The decision behind the value (the server's Explain): a line each for
+ * the signals, the latency targets, the engines and the queueing model. */
 static void on_explain_msg(void *ud, const uint8_t *msg, size_t len) {
     query_t *q = ud;
     Externalscaler__GetMetricsResponse *r =
         externalscaler__get_metrics_response__unpack(NULL, len, msg);
     if (!r)
         return;
-    char text[sizeof q->last_model];
-    size_t w = (size_t)snprintf(text, sizeof text, "queueing model:");
-    for (size_t i = 0; i < r->n_metricvalues && w < sizeof text; i++) {
-        const char *name = r->metricvalues[i]->metricname;
-        const char *from = strchr(name, ':');
-        double v = r->metricvalues[i]->metricvaluefloat;
-        int k;
-        if (!isfinite(v)) /* the server sends NaN for a number it does not know */
-            k = snprintf(text + w, sizeof text - w, "%s %.*s unknown (%s)", i ? "," : "",
-                         (int)(from ? from - name : (long)strlen(name)), name,
-                         from ? from + 1 : "?");
-        else if (from)
-            k = snprintf(text + w, sizeof text - w, "%s %.*s %.3g (%s)", i ? "," : "",
-                         (int)(from - name), name, v, from + 1);
-        else
-            k = snprintf(text + w, sizeof text - w, "%s %s %.3g", i ? "," : "", name, v);
-        w += k > 0 ? (size_t)k : 0;
+    size_t n = r->n_metricvalues;
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    double *values = calloc(n ? n : 1, sizeof *values);
+    strbuf_t lines[EXPLAIN_LINES];
+    for (int k = 0; k < EXPLAIN_LINES; k++)
+        strbuf_init(&lines[k]);
+    if (names && values) {
+        for (size_t i = 0; i < n; i++) {
+            names[i] = r->metricvalues[i]->metricname ? r->metricvalues[i]->metricname : "";
+            values[i] = r->metricvalues[i]->metricvaluefloat;
+        }
+        explain_text(names, values, n, q->queueing, lines);
     }
-    emit(q, q->last_model, sizeof q->last_model, text);
+    for (int k = 0; k < EXPLAIN_LINES; k++) {
+        if (lines[k].len)
+            emit(q, &q->last_explain[k], lines[k].s);
+        strbuf_free(&lines[k]);
+    }
+    free(names);
+    free(values);
     externalscaler__get_metrics_response__free_unpacked(r, NULL);
 }
 
 static void on_explain_done(void *ud, int status, const char *msg) {
     query_t *q = ud;
-    /* demandModel composite (FAILED_PRECONDITION) has no model to show; an
+    /* a GPU trigger (FAILED_PRECONDITION) has no decision to show; an
      * older server does not know the method */
     if (status != GRPC_OK && status != GRPC_FAILED_PRECONDITION && status != GRPC_UNIMPLEMENTED) {
         round_error(q, "Explain", status, msg);
@@ -412,28 +425,48 @@ static void on_is_active_msg(void *ud, const uint8_t *msg, size_t len) {
     /* KEDA reads the float fields when they are > 0, else the ints. */
     double target = q->target > 0 ? q->target : (double)q->target_int;
     double value = q->value > 0 ? q->value : (double)q->value_int;
-    long avg = active ? replicas_average_value(value, target, q->o.max_replicas) : 0;
-    char tv[32], vv[32], text[sizeof q->last_round];
+    char tv[32], vv[32];
     fmt_number(tv, sizeof tv, target);
     fmt_number(vv, sizeof vv, value);
-    int w = snprintf(text, sizeof text,
-                     "%-22s target %-8s value %-10s active %-5s  replicas: %ld (AverageValue)",
-                     q->metric_name, tv, vv, active ? "true" : "false", avg);
-    if (q->o.replicas >= 0 && w > 0 && (size_t)w < sizeof text) {
-        long cur = q->o.replicas;
-        long v = 0;
-        if (active) {
-            double d = cur > 0 ? ceil((double)cur * value / target - 1e-9) : 1;
-            v = d < 1 ? 1 : (d > (double)q->o.max_replicas ? q->o.max_replicas : (long)d);
+    strbuf_t text;
+    strbuf_init(&text);
+    if (q->metrics_failed) {
+        /* GetMetrics failed, yet IsActive answered: a queue reads work
+         * while the value is unknown (docs/configuration.md, "A queue
+         * always speaks at zero") */
+        strbuf_printf(&text, "%-22s target %-8s value unknown    active %-5s  replicas: %s",
+                      q->metric_name, tv, active ? "true" : "false",
+                      active ? "KEDA wakes a workload at 0 to 1; the HPA keeps its count "
+                               "(GetMetrics failed)"
+                             : "0 once cooldownPeriod passes");
+    } else {
+        long avg = active ? replicas_average_value(value, target, q->o.max_replicas) : 0;
+        strbuf_printf(&text,
+                      "%-22s target %-8s value %-10s active %-5s  replicas: %ld (AverageValue)",
+                      q->metric_name, tv, vv, active ? "true" : "false", avg);
+        if (q->o.replicas >= 0) {
+            long cur = q->o.replicas;
+            long v = 0;
+            if (active) {
+                double d = cur > 0 ? ceil((double)cur * value / target - 1e-9) : 1;
+                v = d < 1 ? 1 : (d > (double)q->o.max_replicas ? q->o.max_replicas : (long)d);
+            }
+            strbuf_printf(&text, ", %ld (Value, from %ld)", v, cur);
         }
-        snprintf(text + w, sizeof text - (size_t)w, ", %ld (Value, from %ld)", v, cur);
     }
-    emit(q, q->last_round, sizeof q->last_round, text);
-    q->last_error[0] = '\0';
+    emit(q, &q->last_round, text.s);
+    strbuf_free(&text);
+    if (!q->metrics_failed)
+        strbuf_clear(&q->last_error);
 }
 
 static void on_is_active_done(void *ud, int status, const char *msg) {
     query_t *q = ud;
+    if (status != GRPC_OK && q->metrics_failed) {
+        /* the value and the activity are both unknown: say why */
+        call_with_ref(q, "/kgs.v1.Inspect/Explain", on_explain_msg, on_explain_done, false);
+        return;
+    }
     if (status != GRPC_OK) {
         round_error(q, "IsActive", status, msg);
         return;
@@ -442,11 +475,8 @@ static void on_is_active_done(void *ud, int status, const char *msg) {
         round_error(q, "IsActive", GRPC_INTERNAL, "no decodable IsActiveResponse");
         return;
     }
-    if (q->demand) {
-        call_with_ref(q, "/kgs.v1.Inspect/Explain", on_explain_msg, on_explain_done, false);
-        return;
-    }
-    round_finished(q);
+    /* the decision behind the answer (a GPU trigger has none: FAILED_PRECONDITION) */
+    call_with_ref(q, "/kgs.v1.Inspect/Explain", on_explain_msg, on_explain_done, false);
 }
 
 static void on_metrics_msg(void *ud, const uint8_t *msg, size_t len) {
@@ -466,7 +496,13 @@ static void on_metrics_msg(void *ud, const uint8_t *msg, size_t len) {
 static void on_metrics_done(void *ud, int status, const char *msg) {
     query_t *q = ud;
     if (status != GRPC_OK) {
-        round_error(q, "GetMetrics", status, msg);
+        /* KEDA asks IsActive on its own loop even when GetMetrics fails:
+         * so does a round, and Explain says what failed */
+        if (q->quitting)
+            return;
+        print_error(q, "GetMetrics", status, msg);
+        q->metrics_failed = true;
+        call_with_ref(q, "IsActive", on_is_active_msg, on_is_active_done, false);
         return;
     }
     if (!q->have_value) {
@@ -555,6 +591,7 @@ static void start_round(query_t *q) {
     q->value_int = q->target_int = 0;
     q->metric_name[0] = '\0';
     q->have_spec = q->have_value = q->have_active = false;
+    q->metrics_failed = false;
     q->may_reconnect = true;
     call_with_ref(q, "GetMetricSpec", on_spec_msg, on_spec_done, false);
     q->may_reconnect = false;
@@ -574,7 +611,7 @@ static void on_stream_msg(void *ud, const uint8_t *msg, size_t len) {
         externalscaler__is_active_response__unpack(NULL, len, msg);
     if (!r)
         return;
-    emit(q, q->last_push, sizeof q->last_push,
+    emit(q, &q->last_push,
          r->result ? "StreamIsActive push: active true" : "StreamIsActive push: active false");
     externalscaler__is_active_response__free_unpacked(r, NULL);
 }
@@ -582,7 +619,7 @@ static void on_stream_msg(void *ud, const uint8_t *msg, size_t len) {
 static void on_stream_done(void *ud, int status, const char *msg) {
     query_t *q = ud;
     q->stream_open = false;
-    q->last_push[0] = '\0'; /* a new stream's first push is news */
+    strbuf_clear(&q->last_push); /* a new stream's first push is news */
     if (q->quitting)
         return;
     if (status == GRPC_OK)
@@ -637,6 +674,25 @@ static void on_signal(loop_t *loop, int fd, uint32_t events, void *ud) {
     loop_stop(loop);
 }
 
+/* The trigger sizes with the queueing model (metricType demand without
+ * per-signal targets): then a missing pod list is worth saying. Parsed as
+ * the server would; a trigger that does not parse is the server's to
+ * refuse. */
+static bool uses_queueing_model(const query_opts_t *o) {
+    metadata_pair_t pairs[MAX_METADATA];
+    for (size_t i = 0; i < o->nmeta; i++) {
+        pairs[i].key = o->keys[i]; /* "key=value": the key ends before the '=' */
+        pairs[i].key_len = (size_t)(o->values[i] - 1 - o->keys[i]);
+        pairs[i].value = o->values[i];
+        pairs[i].value_len = strlen(o->values[i]);
+    }
+    trigger_config_t *c = malloc(sizeof *c);
+    bool q = c && trigger_config_parse(pairs, o->nmeta, c, NULL, 0) == 0 &&
+             c->demand.type == DEMAND_COMPOSITE && c->demand.sizing == DEMAND_MODEL_QUEUEING;
+    free(c);
+    return q;
+}
+
 int query_main(int argc, char **argv) {
     query_t q;
     memset(&q, 0, sizeof q);
@@ -649,8 +705,12 @@ int query_main(int argc, char **argv) {
         fputs(query_usage_text, stdout);
         return 0;
     }
-    for (size_t i = 0; i < q.o.nmeta; i++)
-        q.demand |= strcmp(q.o.keys[i], "metricType=demand") == 0;
+    q.queueing = uses_queueing_model(&q.o);
+    strbuf_init(&q.last_round);
+    strbuf_init(&q.last_error);
+    strbuf_init(&q.last_push);
+    for (int k = 0; k < EXPLAIN_LINES; k++)
+        strbuf_init(&q.last_explain[k]);
     if (q.o.tls) {
         q.tls = tls_client_ctx_new(q.o.ca, q.o.cert, q.o.key, q.o.insecure, err, sizeof err);
         if (!q.tls) {
@@ -683,10 +743,18 @@ int query_main(int argc, char **argv) {
     loop_timer_init(&q.round_timer, on_round_timer, &q);
     loop_timer_init(&q.stream_timer, on_stream_timer, &q);
     q.stream_backoff_s = 2;
-    if (q.o.watch)
-        open_stream(&q);
-    start_round(&q);
-    loop_run(q.loop);
+    bool keys_ok = true;
+    for (size_t i = 0; i < q.o.nmeta && keys_ok; i++)
+        keys_ok = (q.keyz[i] = strndup(q.o.keys[i], (size_t)(q.o.values[i] - 1 - q.o.keys[i])));
+    if (keys_ok) {
+        if (q.o.watch)
+            open_stream(&q);
+        start_round(&q);
+        loop_run(q.loop);
+    } else {
+        fprintf(stderr, "keda-gpu-scaler query: out of memory\n");
+        q.exit_code = 1;
+    }
 
     q.quitting = true;
     loop_timer_stop(q.loop, &q.round_timer);
@@ -697,5 +765,12 @@ int query_main(int argc, char **argv) {
         close(q.sigfd);
     loop_free(q.loop);
     SSL_CTX_free(q.tls);
+    strbuf_free(&q.last_round);
+    strbuf_free(&q.last_error);
+    strbuf_free(&q.last_push);
+    for (int k = 0; k < EXPLAIN_LINES; k++)
+        strbuf_free(&q.last_explain[k]);
+    for (size_t i = 0; i < q.o.nmeta; i++)
+        free(q.keyz[i]);
     return q.exit_code;
 }

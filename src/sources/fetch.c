@@ -109,7 +109,12 @@ static void on_deadline(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
     fetch_t *f = ud;
     char d[32];
-    finish(f, KGS_EIO, false, "%s: timed out after %s (%s)", f->peer,
+    /* No answer to the SYN within the deadline: nobody is there (a Service
+     * without endpoints that drops, a pod address gone). A server that took
+     * the connection and did not answer in time is there, only slow. */
+    bool no_peer =
+        f->state == ST_CONNECTING && (!f->conn || connector_phase(f->conn) == CONNECTOR_CONNECTING);
+    finish(f, no_peer ? KGS_ENOPEER : KGS_ETIMEDOUT, false, "%s: timed out after %s (%s)", f->peer,
            duration_format(f->timeout_ns, d, sizeof d), state_name(f));
 }
 

@@ -34,7 +34,10 @@ typedef int (*fetch_complete_cb)(void *user_data, const char *buf, size_t len, c
 /* The outcome, once: status 0 with the bytes read (borrowed for the call;
  * eof says the peer closed), or a KGS_E* code with a message such as
  * "connect 10.0.0.7:8000: Connection refused" or "timed out after 2s
- * (connecting)". The fetch is freed after the callback returns. */
+ * (connecting)". KGS_ENOPEER: nobody is at the address (refused,
+ * unreachable, or the deadline passed while connecting); KGS_ETIMEDOUT: the
+ * deadline passed after the connection was made (a server is there, slow).
+ * The fetch is freed after the callback returns. */
 typedef void (*fetch_done_cb)(void *user_data, int status, const char *buf, size_t len, bool eof,
                               const char *error);
 

@@ -85,6 +85,9 @@ typedef struct {
     engine_hists_t *hists;
 } source_scratch_t;
 
+/* parse(): the address answered, but only to say nobody serves behind it. */
+#define SOURCE_PARSE_NO_SERVER (-2)
+
 typedef struct source_backend {
     const char *name; /* "http", "redis" */
     const char *alpn; /* offered over TLS; NULL offers none */
@@ -103,8 +106,10 @@ typedef struct source_backend {
     int (*complete)(const source_params_t *p, source_scratch_t *sc, const char *buf, size_t len,
                     char *why, size_t whylen);
     /* The reply (eof: the peer closed after it) -> *out. Returns 0, or -1
-     * with the message the source reports (e.g. "HTTP 503 (want 200)",
-     * "AUTH failed: WRONGPASS ..."); *out is written only on success. */
+     * with the message the source reports (e.g. "HTTP 500 (want 200)",
+     * "AUTH failed: WRONGPASS ..."), or SOURCE_PARSE_NO_SERVER with its
+     * message when the reply says no server is behind the address (a
+     * proxy's 502, 503 or 504); *out is written only on success. */
     int (*parse)(const source_params_t *p, source_scratch_t *sc, const char *buf, size_t len,
                  bool eof, source_reading_t *out, char *msg, size_t msglen);
 } source_backend_t;

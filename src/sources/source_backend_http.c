@@ -152,6 +152,13 @@ static int http_parse(const source_params_t *p, source_scratch_t *sc, const char
                                    "nonResourceURL /metrics");
         return -1;
     }
+    if (r.status == 502 || r.status == 503 || r.status == 504) {
+        /* a Service's proxy, an ingress or a gateway with no ready server
+         * behind it: what an engine URL answers while the workload is at
+         * zero or its first replicas start */
+        snprintf(msg, msglen, "HTTP %d (want 200): no server behind the address", r.status);
+        return SOURCE_PARSE_NO_SERVER;
+    }
     if (r.status != 200) {
         snprintf(msg, msglen, "HTTP %d (want 200)", r.status);
         return -1;

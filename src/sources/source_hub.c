@@ -111,7 +111,8 @@ struct source {
     bool polled_once, have_reading;
     engine_reading_t reading;
     double queue_value;
-    char error[512]; /* "" while the last poll succeeded */
+    char error[512];         /* "" while the last poll succeeded */
+    demand_fail_t fail_kind; /* what the failure in error says of the server */
     /* Triton: queue time (a) and successes (b); the other engines (a source
      * reads one engine, and only Triton has no token counters): prompt (a)
      * and generation (b) tokens. */
@@ -144,6 +145,9 @@ typedef struct sub {
     loop_timer_t rescan;
     forecast_t f;
     demand_model_state_t model; /* demandModel: queueing */
+    demand_view_t view;         /* the last evaluation's decision (query, Explain, /metrics) */
+    char metric_name[128];      /* the trigger's, for /metrics */
+    char asker[254];            /* the ScaledObject that asked last ("" none yet) */
     mono_ns_t last_used;
     char engine_error[300]; /* the last engine source that could not be set up */
     char queue_error[300];  /* the queue source could not be set up */
@@ -442,7 +446,9 @@ static void on_notify(loop_t *loop, loop_timer_t *t, void *ud) {
     }
 }
 
-static void set_error(source_t *s, const char *msg) {
+/* A failed poll: kind says whether anybody was there (demand_fail_t). */
+static void set_failure(source_t *s, demand_fail_t kind, const char *msg) {
+    s->fail_kind = kind;
     if (strncmp(s->error, msg, sizeof s->error - 1) != 0) {
         if (!s->error[0] || !s->polled_once)
             LOG_WARN(s->hub->o.log, "source %s: %s", s->name, msg);
@@ -451,6 +457,17 @@ static void set_error(source_t *s, const char *msg) {
     }
     s->polled_once = true;
     s->hub->stats.failures++;
+}
+
+static void set_error(source_t *s, const char *msg) {
+    set_failure(s, DEMAND_FAIL_OTHER, msg);
+}
+
+/* What a fetch's status says of the server (fetch.h). */
+static demand_fail_t fetch_fail_kind(int status) {
+    return status == KGS_ENOPEER     ? DEMAND_FAIL_NO_SERVER
+           : status == KGS_ETIMEDOUT ? DEMAND_FAIL_SLOW
+                                     : DEMAND_FAIL_OTHER;
 }
 
 static void success(source_t *s, mono_ns_t now) {
@@ -577,12 +594,14 @@ static void poll_done(void *ud, int status, const char *buf, size_t len, bool eo
     if (status != 0) {
         if (s->naddrs > 1)
             s->next_addr = (s->next_addr + 1) % s->naddrs;
-        set_error(s, error);
+        set_failure(s, fetch_fail_kind(status), error);
         return;
     }
     source_reading_t r;
-    if (s->backend->parse(&s->p, &h->scratch, buf, len, eof, &r, msg, sizeof msg) != 0) {
-        set_error(s, msg);
+    int prc = s->backend->parse(&s->p, &h->scratch, buf, len, eof, &r, msg, sizeof msg);
+    if (prc != 0) {
+        set_failure(s, prc == SOURCE_PARSE_NO_SERVER ? DEMAND_FAIL_NO_SERVER : DEMAND_FAIL_OTHER,
+                    msg);
         return;
     }
     if (s->p.kind == SOURCE_KIND_ENGINE) {
@@ -697,7 +716,7 @@ static void poll_source(source_t *s) {
     explicit_bzero(req, n); /* it may hold a token; the fetch has its own copy */
     if (frc != 0) {
         s->inflight = NULL;
-        set_error(s, err);
+        set_failure(s, fetch_fail_kind(frc), err);
     }
 }
 
@@ -1175,6 +1194,7 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
     u->trigger_id = trigger_id;
     snprintf(u->ns, sizeof u->ns, "%s", ns);
     u->last_used = now;
+    snprintf(u->metric_name, sizeof u->metric_name, "%s", c->metric_name);
     forecast_init(&u->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
     demand_model_init(&u->model);
     /* latency targets: a window per signal */
@@ -1202,9 +1222,13 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
  * into s: valid until the hub next runs a callback). */
 static void source_view(const source_t *s, demand_source_t *v) {
     v->name = s->name;
+    v->answered = s->have_reading;
+    v->last_busy = s->have_reading && (s->reading.waiting > 0 || s->reading.running > 0 ||
+                                       s->reading.pool_waiting > 0 || s->reading.pool_running > 0);
     if (s->error[0]) {
         v->state = DEMAND_SOURCE_FAILED;
         v->error = s->error;
+        v->fail = s->fail_kind;
     } else if (!s->have_reading) {
         if (s->resolve_error[0]) {
             v->state = DEMAND_SOURCE_FAILED;
@@ -1334,6 +1358,7 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
         u->last_used = now;
         out->forecast = &u->f;
         out->model = &u->model;
+        out->view = &u->view;
         if (u->slo_mask)
             hist_read(u, now, out->latency);
     }
@@ -1480,6 +1505,49 @@ const demand_model_state_t *source_hub_model(const source_hub_t *h, uint64_t tri
                                              const char *ns) {
     const sub_t *u = sub_find(h, trigger_id, ns);
     return u && u->model.have_decision ? &u->model : NULL;
+}
+
+const demand_view_t *source_hub_view(const source_hub_t *h, uint64_t trigger_id, const char *ns) {
+    const sub_t *u = sub_find(h, trigger_id, ns);
+    return u && u->view.evaluated ? &u->view : NULL;
+}
+
+void source_hub_note_asker(source_hub_t *h, uint64_t trigger_id, const char *ns, const char *name) {
+    sub_t *u = sub_find(h, trigger_id, ns);
+    if (u && name && strncmp(u->asker, name, sizeof u->asker) != 0)
+        snprintf(u->asker, sizeof u->asker, "%s", name);
+}
+
+static int newest_first(const void *a, const void *b) {
+    mono_ns_t x = ((const demand_view_ref_t *)a)->view->at;
+    mono_ns_t y = ((const demand_view_ref_t *)b)->view->at;
+    return x > y ? -1 : x < y ? 1 : 0;
+}
+
+size_t source_hub_views(const source_hub_t *h, demand_view_ref_t *out, size_t max, size_t *total) {
+    size_t n = 0, all = 0;
+    for (size_t b = 0; b < SUB_BUCKETS; b++)
+        for (const sub_t *u = h->subs[b]; u; u = u->hnext) {
+            if (!u->view.evaluated)
+                continue;
+            demand_view_ref_t e = {u->ns, u->asker, u->metric_name, &u->view};
+            all++;
+            if (n < max) {
+                out[n++] = e;
+                continue;
+            }
+            /* full: keep the newest max (replace the oldest kept) */
+            size_t oldest = 0;
+            for (size_t i = 1; i < n; i++)
+                if (out[i].view->at < out[oldest].view->at)
+                    oldest = i;
+            if (n && out[oldest].view->at < u->view.at)
+                out[oldest] = e;
+        }
+    qsort(out, n, sizeof *out, newest_first);
+    if (total)
+        *total = all;
+    return n;
 }
 
 void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out) {

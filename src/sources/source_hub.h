@@ -140,6 +140,23 @@ typedef struct {
 
 void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out);
 
+/* The decision view of subscription (trigger_id, ns): what its last
+ * evaluation read and why it answered as it did (core/demand_eval.h);
+ * NULL when it has not been evaluated. Borrowed until the next loop
+ * callback. A read: marks nothing used. */
+const demand_view_t *source_hub_view(const source_hub_t *h, uint64_t trigger_id, const char *ns);
+
+/* Records that ScaledObject `name` asked for subscription (trigger_id, ns):
+ * the name its /metrics series carry (the last one that asked, when two
+ * ScaledObjects share one configuration). Nothing when there is none. */
+void source_hub_note_asker(source_hub_t *h, uint64_t trigger_id, const char *ns, const char *name);
+
+/* Fills out[0..max) with the evaluated subscriptions, the most recently
+ * evaluated first (at most max: the newest); returns how many, and in
+ * *total (may be NULL) how many there are. Strings and views borrowed
+ * until the next loop callback. */
+size_t source_hub_views(const source_hub_t *h, demand_view_ref_t *out, size_t max, size_t *total);
+
 /* The queueing-model state of subscription (trigger_id, ns), for `query`'s
  * explanation; NULL when there is none (or the model never decided).
  * Borrowed until the next loop callback. A read: marks nothing used. */

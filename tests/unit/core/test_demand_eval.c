@@ -494,11 +494,20 @@ static void test_queueing_example_wake_from_zero(void **state) {
     in.queue = queue_reading(100 * SEC, 40);
     in.has_pods = true; /* the pod list: no pods */
     in.model = &st;
+    demand_view_t view;
+    in.view = &view;
     eval_result_t r;
     demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 400);
     assert_true(r.active);
+    /* the decision view: the model decided, from a queue of 40 */
+    assert_int_equal(view.decided_by, DSIG_QUEUEING_MODEL);
+    NEAR(view.need[DSIG_QUEUEING_MODEL], 4);
+    NEAR(view.signal[DSIG_QUEUE_SOURCE], 40);
+    NEAR(view.signal[DSIG_QUEUE], 40);
+    assert_true(view.has_pods);
+    assert_int_equal(view.engines, 0);
     assert_int_equal(st.last.lambda_from, QM_FROM_PRIOR);
     assert_int_equal(st.last.capacity_from, QM_FROM_PRIOR);
     assert_int_equal(st.last.cold_start_from, QM_FROM_PRIOR);
@@ -507,6 +516,134 @@ static void test_queueing_example_wake_from_zero(void **state) {
     in.queue = queue_reading(101 * SEC, 0);
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
     assert_false(r.active);
+}
+
+/* The engine URL of a workload at zero (a Service with no ready pod) does
+ * not answer: with a queue, that is "no replica serving", never an error
+ * that silences the queue (docs/configuration.md, "Activity (0 <-> 1)"). */
+static demand_source_t down(const char *name, demand_fail_t fail, const char *error) {
+    demand_source_t v;
+    memset(&v, 0, sizeof v);
+    v.state = DEMAND_SOURCE_FAILED;
+    v.name = name;
+    v.fail = fail;
+    v.error = error;
+    return v;
+}
+
+static trigger_config_t vllm_url_and_queue(void) {
+    return CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint",
+               "http://llama.ml:8000/metrics", "redisAddress", "r:6379", "redisListName", "q");
+}
+
+static void test_queue_wakes_whatever_the_engine_url_says(void **state) {
+    (void)state;
+    trigger_config_t c = vllm_url_and_queue();
+    const struct {
+        demand_fail_t fail;
+        const char *error;
+    } absent[] = {
+        {DEMAND_FAIL_NO_SERVER, "connect 10.96.0.7:8000: Connection refused"},
+        {DEMAND_FAIL_NO_SERVER, "10.96.0.7:8000: timed out after 2s (connecting)"},
+        {DEMAND_FAIL_NO_SERVER, "HTTP 503 (want 200): no server behind the address"},
+        {DEMAND_FAIL_SLOW, "10.96.0.7:8000: timed out after 2s (reading the response)"},
+    };
+    for (size_t i = 0; i < sizeof absent / sizeof *absent; i++) {
+        demand_source_t v[1] = {down("vllm llama", absent[i].fail, absent[i].error)};
+        demand_inputs_t in = engines(v, 1);
+        in.has_queue_source = true;
+        in.queue = queue_reading(100 * SEC, 5);
+        eval_result_t r;
+        demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+        assert_int_equal(r.status, EVAL_OK);
+        assert_true(r.active);
+        /* the first wake, nothing learned: 5 / (1 request/s x 10 s) = 0.5,
+         * and at least one replica while work waits */
+        NEAR(r.value, 100);
+        assert_int_equal(r.inputs, 0);
+        /* nothing queued: 0, inactive, and that is an answer */
+        in.queue = queue_reading(101 * SEC, 0);
+        demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+        assert_int_equal(r.status, EVAL_OK);
+        assert_false(r.active);
+        NEAR(r.value, 0);
+        /* without a queue nothing else speaks: the failure stays one */
+        in.has_queue_source = false;
+        demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+        assert_int_equal(r.status, EVAL_UNAVAILABLE);
+        assert_false(r.wake);
+    }
+}
+
+/* An engine that held work and stopped answering in time, or one that
+ * answers wrong: the value is unknown (UNAVAILABLE), yet a queue with work
+ * still says active (wake), and an empty queue says nothing. */
+static void test_engine_failures_keep_the_value_unknown_but_the_queue_wakes(void **state) {
+    (void)state;
+    trigger_config_t c = vllm_url_and_queue();
+    demand_source_t busy = down("vllm llama", DEMAND_FAIL_SLOW, "timed out (reading the response)");
+    busy.answered = busy.last_busy = true;
+    demand_source_t wrong = down("vllm llama", DEMAND_FAIL_OTHER, "HTTP 404 (want 200)");
+    demand_source_t pending;
+    memset(&pending, 0, sizeof pending);
+    pending.state = DEMAND_SOURCE_WAITING;
+    pending.name = "vllm llama";
+    pending.created = 100 * SEC;
+    const demand_source_t *cases[] = {&busy, &wrong, &pending};
+    for (size_t i = 0; i < 3; i++) {
+        demand_inputs_t in = engines(cases[i], 1);
+        in.has_queue_source = true;
+        in.queue = queue_reading(100 * SEC, 5);
+        eval_result_t r;
+        demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+        assert_int_equal(r.status, EVAL_UNAVAILABLE);
+        assert_non_null(strstr(r.message, "vllm llama: "));
+        assert_true(r.wake);
+        assert_int_equal(r.pending, cases[i] == &pending);
+        in.queue = queue_reading(100 * SEC, 0);
+        demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+        assert_int_equal(r.status, EVAL_UNAVAILABLE);
+        assert_false(r.wake);
+        /* a queue that cannot be read wakes nothing */
+        in.queue = queue_reading(100 * SEC, 5);
+        in.queue.state = DEMAND_SOURCE_FAILED;
+        in.queue.error = "connect: Connection refused";
+        demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+        assert_int_equal(r.status, EVAL_UNAVAILABLE);
+        assert_false(r.wake);
+    }
+    /* activationQueue: work at or under it wakes nothing */
+    c = CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint",
+            "http://llama.ml:8000/metrics", "redisAddress", "r:6379", "redisListName", "q",
+            "activationQueue", "5");
+    demand_inputs_t in = engines(&wrong, 1);
+    in.has_queue_source = true;
+    in.queue = queue_reading(100 * SEC, 5);
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    assert_false(r.wake);
+    in.queue = queue_reading(100 * SEC, 6);
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    assert_true(r.wake);
+}
+
+/* Near zero: one replica serves, the slot of another is not there. The
+ * one that answers is the fleet; the other is no replica, not a failure. */
+static void test_engine_not_there_beside_one_that_serves(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint",
+                             "http://a/metrics,http://b/metrics", "redisAddress", "r:6379",
+                             "redisListName", "q", "targetQueuePerReplica", "4");
+    demand_source_t v[2] = {reading("vllm a", 3, 2, 10),
+                            down("vllm b", DEMAND_FAIL_NO_SERVER, "connect: Connection refused")};
+    demand_inputs_t in = engines(v, 2);
+    in.has_queue_source = true;
+    in.queue = queue_reading(101 * SEC, 5);
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    NEAR(r.value, 100.0 * (5 + 3) / 4);
+    assert_int_equal(r.inputs, 1);
 }
 
 /* Example 2: capacityPerReplica 2, coldStartSeconds 90, 4 engines, 60
@@ -791,6 +928,9 @@ int main(void) {
         cmocka_unit_test(test_demand_inputs_refuse_non_finite_sums_and_negative_counts),
         cmocka_unit_test(test_demand_evaluate_refuses_a_value_that_is_not_finite),
         cmocka_unit_test(test_queueing_example_wake_from_zero),
+        cmocka_unit_test(test_queue_wakes_whatever_the_engine_url_says),
+        cmocka_unit_test(test_engine_failures_keep_the_value_unknown_but_the_queue_wakes),
+        cmocka_unit_test(test_engine_not_there_beside_one_that_serves),
         cmocka_unit_test(test_queueing_example_steady_fleet),
         cmocka_unit_test(test_queueing_example_starting_pods_count),
         cmocka_unit_test(test_queueing_example_queue_alone),

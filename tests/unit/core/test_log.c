@@ -153,6 +153,37 @@ static void test_log_write_filters_by_level_and_uses_the_format(void **state) {
     free(out);
 }
 
+/* A long line (a source's error naming its redis address, key and a
+ * 3000-byte reason) arrives whole, its end included; one past the bound is
+ * summarised, saying how much was left out. */
+static void write_long(const logger_t *lg, void *ud) {
+    size_t n = *(size_t *)ud;
+    char *reason = malloc(n + 1);
+    assert_non_null(reason);
+    for (size_t i = 0; i < n; i++)
+        reason[i] = (char)('a' + i % 26);
+    reason[n] = '\0';
+    LOG_WARN(lg, "source redis 10.0.0.7:6379 redisListName requests: %s END", reason);
+    free(reason);
+}
+
+static void test_log_long_lines_are_never_cut(void **state) {
+    (void)state;
+    size_t n = 3000;
+    char *out = capture(LOG_FORMAT_TEXT, LOG_INFO, write_long, &n);
+    assert_non_null(strstr(out, " END\n"));
+    assert_true(strlen(out) > 3000);
+    free(out);
+    out = capture(LOG_FORMAT_JSON, LOG_INFO, write_long, &n);
+    assert_non_null(strstr(out, " END\"}\n"));
+    free(out);
+    n = 40000;
+    out = capture(LOG_FORMAT_TEXT, LOG_INFO, write_long, &n);
+    assert_null(strstr(out, " END\n"));
+    assert_non_null(strstr(out, "... (23671 more bytes)\n"));
+    free(out);
+}
+
 static void test_log_zero_initialised_logger_is_text(void **state) {
     (void)state;
     logger_t lg = {.level = LOG_INFO, .out = stderr};
@@ -302,6 +333,7 @@ int main(void) {
         cmocka_unit_test(test_log_format_line_refuses_tiny_buffers),
         cmocka_unit_test(test_log_level_and_format_parse),
         cmocka_unit_test(test_log_write_filters_by_level_and_uses_the_format),
+        cmocka_unit_test(test_log_long_lines_are_never_cut),
         cmocka_unit_test(test_log_zero_initialised_logger_is_text),
         cmocka_unit_test(test_log_ratelimit_passes_first_then_one_per_interval),
         cmocka_unit_test(test_log_ratelimit_keys_are_independent),

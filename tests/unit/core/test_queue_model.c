@@ -5,6 +5,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -115,6 +116,27 @@ static void test_counter_reset_skips_the_interval(void **state) {
             assert_float_equal(m.lambda_fast, 4.0, 1e-3);
     }
     assert_float_equal(m.lambda_fast, 4.0, 1e-3);
+}
+
+/* A pod appears mid-run with 5000 requests already on its counter and 12
+ * running: summed over a different set of engines, the interval compares
+ * nothing (no spike of 5012 arrivals), and the next ones carry on. */
+static void test_a_pod_appearing_is_not_a_burst(void **state) {
+    (void)state;
+    queue_model_t m;
+    queue_model_init(&m);
+    for (int t = 0; t <= 200; t++) {
+        bool two = t >= 100;
+        queue_model_sample_t s =
+            engine(t, 4.0 * t + (two ? 5000 + 2.0 * (t - 100) : 0), 0, two ? 20 : 8, two ? 2 : 1);
+        s.members = two ? 0x1111 + 0x2222 : 0x1111;
+        queue_model_observe(&m, &s);
+        if (t >= 60 && t < 100)
+            assert_float_equal(m.lambda_fast, 4.0, 1e-3);
+        if (t >= 100) /* 4/s, then 6/s: never the spike */
+            assert_true(m.lambda_fast < 6.0 + 1e-6 && m.lambda_slow < 6.0 + 1e-6);
+    }
+    assert_float_equal(m.lambda_fast, 6.0, 1e-3);
 }
 
 /* No completion counter and no engine gauges: the rate is unknown and the
@@ -398,6 +420,7 @@ int main(void) {
         cmocka_unit_test(test_steady_rate_converges_and_capacity_is_derived),
         cmocka_unit_test(test_capacity_learned_while_saturated),
         cmocka_unit_test(test_counter_reset_skips_the_interval),
+        cmocka_unit_test(test_a_pod_appearing_is_not_a_burst),
         cmocka_unit_test(test_missing_counter_uses_prior_not_zero),
         cmocka_unit_test(test_wake_with_backlog),
         cmocka_unit_test(test_starting_pods_are_counted),

@@ -299,11 +299,17 @@ static void test_inputs_slo_value_is_100_x_replicas(void **state) {
     in.npods = 3;
     /* 3 ready x 0.9 / 0.5 = 5.4 -> 540 */
     in.latency[SLO_TTFT] = lat(60, 0.3, 0.9, 1.2);
+    demand_view_t view;
+    in.view = &view;
     eval_result_t r;
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 540);
     assert_true(r.active);
+    assert_int_equal(view.decided_by, DSIG_LATENCY);
+    assert_true(view.has_pods);
+    assert_int_equal(view.ready_pods, 3);
+    assert_int_equal(view.answering, 3);
     /* nothing in the window, requests in flight: hold 3 ready -> 300 */
     in.latency[SLO_TTFT] = lat(0, 0, 0, 0);
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
@@ -336,18 +342,37 @@ static void test_inputs_demand_larger_need_wins(void **state) {
     in.pods_status = EVAL_OK;
     in.engines = v;
     in.nengines = 2;
+    demand_view_t view;
+    in.view = &view;
     eval_result_t r;
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
     NEAR(r.value, 200); /* no latency observed: the queue alone */
+    assert_int_equal(view.decided_by, DSIG_QUEUE);
+    NEAR(view.need[DSIG_QUEUE], 2);
+    assert_false(view.known[DSIG_LATENCY]);
+    assert_true(view.latency[SLO_TPOT][1].target_s > 0);
+    assert_false(view.latency[SLO_TPOT][1].known);
     /* 2 engines answered x 0.08 / 0.05 = 3.2 -> 320 wins */
     in.latency[SLO_TPOT] = lat(500, 0.04, 0.08, 0.1);
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 320);
+    assert_int_equal(view.decided_by, DSIG_LATENCY);
+    NEAR(view.need[DSIG_LATENCY], 3.2);
+    NEAR(view.latency[SLO_TPOT][1].observed_s, 0.08);
+    assert_true(view.latency[SLO_TPOT][1].judged);
+    NEAR(view.value, 320);
     /* latency good (0.02 / 0.05 = 0.4 -> 0.8, clamped to 1): the queue's 200 wins */
     in.latency[SLO_TPOT].p90_s = 0.02;
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
     NEAR(r.value, 200);
+    assert_int_equal(view.decided_by, DSIG_QUEUE);
+    /* an error: nothing decided, the message kept */
+    in.latency[SLO_TPOT].p90_s = INFINITY;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(view.status, EVAL_UNAVAILABLE);
+    assert_int_equal(view.decided_by, -1);
+    assert_string_equal(view.message, r.message);
 }
 
 int main(void) {

@@ -497,6 +497,100 @@ static void test_metrics_output_passes_promtool(void **state) {
     snapshot_unref(s);
 }
 
+/* ---- each demand trigger's decision ------------------------------------------- */
+
+static demand_source_t engine_reading(const char *name, double waiting, double running, double kv) {
+    demand_source_t v;
+    memset(&v, 0, sizeof v);
+    v.state = DEMAND_SOURCE_READING;
+    v.name = name;
+    v.last_ok = 100 * NS_PER_SEC;
+    v.interval_ns = NS_PER_SEC;
+    v.timeout_ns = 2 * NS_PER_SEC;
+    v.reading.has_waiting = v.reading.has_running = v.reading.has_kv = true;
+    v.reading.waiting = waiting;
+    v.reading.running = running;
+    v.reading.kv_percent = kv;
+    return v;
+}
+
+/* Two triggers evaluated the way the scaler does: a composite deciding on
+ * its KV cache (3 pods at 90 %: 270 / 70 = 3.86 replicas, above the queue's
+ * 12 / 5 = 2.4), and one whose engine is down with work queued (an error,
+ * yet active). */
+static void test_metrics_trigger_decisions(void **state) {
+    (void)state;
+    trigger_config_t a = CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint",
+                             "http://a/m,http://b/m,http://c/m", "targetQueuePerReplica", "5",
+                             "targetKvCache", "70", "metricName", "llama");
+    demand_source_t va[3] = {engine_reading("a", 4, 3, 90), engine_reading("b", 4, 3, 90),
+                             engine_reading("c", 4, 3, 90)};
+    demand_view_t view_a, view_b;
+    demand_inputs_t in;
+    memset(&in, 0, sizeof in);
+    in.engines = va;
+    in.nengines = 3;
+    in.view = &view_a;
+    eval_result_t r;
+    demand_evaluate_inputs(&a, &in, 100 * NS_PER_SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_OK);
+    trigger_config_t b =
+        CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint", "http://d/m",
+            "targetQueuePerReplica", "5", "redisAddress", "r:6379", "redisListName", "q");
+    demand_source_t vb = engine_reading("d", 0, 5, 0);
+    vb.state = DEMAND_SOURCE_FAILED;
+    vb.error = "HTTP 404 (want 200)";
+    memset(&in, 0, sizeof in);
+    in.engines = &vb;
+    in.nengines = 1;
+    in.has_queue_source = true;
+    in.queue.state = DEMAND_SOURCE_READING;
+    in.queue.name = "queue";
+    in.queue.last_ok = 100 * NS_PER_SEC;
+    in.queue.interval_ns = NS_PER_SEC;
+    in.queue.queue = 7;
+    in.view = &view_b;
+    demand_evaluate_inputs(&b, &in, 100 * NS_PER_SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    assert_true(r.wake);
+    demand_view_ref_t refs[2] = {{"ml", "llama", "llama", &view_a},
+                                 {"ml", "qwen", "keda_gpu_metric", &view_b}};
+    metrics_context_t c = ctx_default();
+    c.has_sources = true;
+    c.triggers = refs;
+    c.ntriggers = 2;
+    c.triggers_omitted = 3;
+    server_stats_t st;
+    server_stats_init(&st);
+    char *t = render(NULL, &st, &c);
+#define L_A "{namespace=\"ml\",scaled_object=\"llama\",metric=\"llama\""
+#define L_B "{namespace=\"ml\",scaled_object=\"qwen\",metric=\"keda_gpu_metric\""
+    expect_line(t, NS "triggers_omitted 3");
+    expect_line(t, NS "trigger_up" L_A "} 1");
+    expect_line(t, NS "trigger_up" L_B "} 0");
+    expect_line(t, NS "trigger_value" L_A "} 385.7142857142857");
+    assert_null(strstr(t, NS "trigger_value" L_B));
+    expect_line(t, NS "trigger_active" L_A "} 1");
+    expect_line(t, NS "trigger_active" L_B "} 1"); /* the queue speaks */
+    expect_line(t, NS "trigger_signal" L_A ",signal=\"kv_cache\"} 270");
+    expect_line(t, NS "trigger_signal" L_A ",signal=\"queue\"} 12");
+    expect_line(t, NS "trigger_signal_replicas" L_A ",signal=\"queue\"} 2.4");
+    expect_line(t, NS "trigger_signal_replicas" L_A ",signal=\"kv_cache\"} 3.857142857142857");
+    expect_line(t, NS "trigger_decided_by" L_A ",signal=\"kv_cache\"} 1");
+    assert_null(strstr(t, NS "trigger_decided_by" L_B));
+    expect_line(t, NS "trigger_engines" L_A ",state=\"answering\"} 3");
+    expect_line(t, NS "trigger_engines" L_B ",state=\"failing\"} 1");
+#undef L_A
+#undef L_B
+    if (access("/usr/bin/promtool", X_OK) == 0 || !system("command -v promtool >/dev/null 2>&1")) {
+        char out[8192];
+        int rc = promtool_check(t, out, sizeof out);
+        if (rc != 0 || out[0])
+            fail_msg("promtool check metrics: exit %d:\n%s\n--- exposition ---\n%s", rc, out, t);
+    }
+    free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metrics_gpu_gauges_keep_the_go_names_with_a_node_label),
@@ -513,6 +607,7 @@ int main(void) {
         cmocka_unit_test(test_metrics_snapshot_counted_once_per_seq),
         cmocka_unit_test(test_metrics_output_passes_promtool),
         cmocka_unit_test(test_metrics_aggregator_exports_no_nvml_families),
+        cmocka_unit_test(test_metrics_trigger_decisions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,8 +101,16 @@ static void test_source_backend_http_reply_errors_name_the_problem(void **state)
     source_params_t p = engine_params();
     char msg[512];
     source_reading_t r;
-    assert_int_equal(parse(&p, "HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n", &r, msg), -1);
-    assert_string_equal(msg, "HTTP 503 (want 200)");
+    /* a proxy with no server behind it: told apart from other failures */
+    for (int st = 502; st <= 504; st++) {
+        char reply[128], want[96];
+        snprintf(reply, sizeof reply, "HTTP/1.1 %d No\r\nContent-Length: 0\r\n\r\n", st);
+        assert_int_equal(parse(&p, reply, &r, msg), SOURCE_PARSE_NO_SERVER);
+        snprintf(want, sizeof want, "HTTP %d (want 200): no server behind the address", st);
+        assert_string_equal(msg, want);
+    }
+    assert_int_equal(parse(&p, "HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n", &r, msg), -1);
+    assert_string_equal(msg, "HTTP 500 (want 200)");
     assert_int_equal(
         parse(&p, "HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\n\r\n", &r, msg), -1);
     assert_non_null(strstr(msg, "HTTP 302: redirects are not followed"));

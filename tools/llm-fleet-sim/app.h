@@ -36,7 +36,6 @@ typedef struct {
     const char *listen;   /* the address the pages listen on */
     unsigned engine_port; /* slot i serves on engine_port + i */
     unsigned gateway_port;
-    unsigned idle_port;    /* 0 = none; else an always-open idle vLLM page (a workaround) */
     const char *node_file; /* NULL = none; else the NVML stand-in's scenario to keep current */
     unsigned slots;
     double time_scale; /* > 0: 6 = six times faster than a real fleet */
@@ -52,7 +51,7 @@ typedef struct {
 typedef struct app app_t;
 typedef struct {
     app_t *app;
-    int slot; /* -1: the gateway; -2: the idle page */
+    int slot; /* -1: the gateway */
 } lfs_page_ctx_t;
 
 typedef enum { ROUND_NONE = 0, ROUND_POLL, ROUND_HPA } lfs_round_kind_t;
@@ -102,12 +101,12 @@ struct app {
     double now_s; /* model seconds since start */
     loop_timer_t tick;
     http_server_t *slot_srv[FLEET_MAX_SLOTS];
-    http_server_t *gateway_srv, *idle_srv;
-    lfs_page_ctx_t slot_ctx[FLEET_MAX_SLOTS], gateway_ctx, idle_ctx;
+    http_server_t *gateway_srv;
+    lfs_page_ctx_t slot_ctx[FLEET_MAX_SLOTS], gateway_ctx;
     char page[16384];
     char node_text[2][16384]; /* the node scenario: [0] being built, [1] last written */
     char endpoints[FLEET_MAX_SLOTS * 48 + 64]; /* vllmEndpoint */
-    char gateway_url[64], cold_start[24];
+    char gateway_url[64], cold_start[24], capacity[32];
     char keybuf[LFS_MAX_METADATA][128]; /* --metadata keys, cut at '=' */
     lfs_keda_t k;
     /* the screen: the last line printed, without its time */

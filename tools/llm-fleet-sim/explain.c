@@ -10,29 +10,54 @@
 
 #include "proto/externalscaler.pb-c.h"
 
-static const char *const known_order[] = {
-    "replicas", "lambda_rps", "capacity_rps", "cold_start_s", "tokens_per_request",
-    "backlog",  "work_due",   "can_do",       "deficit",      "steady",
-    "ready",    "starting",
+/* How a name is shown: "base=v[from]" (the suffix says where the number
+ * came from), "base:name=v" (the suffix names what it is about),
+ * "base=name" (the suffix is the answer), or not at all (the screen has a
+ * column for it). */
+typedef enum { SHOW_FROM, SHOW_NAMED, SHOW_ANSWER, SHOW_HIDDEN } show_t;
+
+/* The fixed order: the decision and the signals, the queueing model's
+ * inputs, what the scaler sees of the engines and pods, latency. */
+static const struct {
+    const char *base;
+    show_t how;
+} known[] = {
+    {"decided_by", SHOW_ANSWER},
+    {"need", SHOW_NAMED},
+    {"signal", SHOW_NAMED},
+    {"wake", SHOW_ANSWER},
+    {"replicas", SHOW_FROM},
+    {"lambda_rps", SHOW_FROM},
+    {"capacity_rps", SHOW_FROM},
+    {"cold_start_s", SHOW_FROM},
+    {"tokens_per_request", SHOW_FROM},
+    {"backlog", SHOW_FROM},
+    {"work_due", SHOW_FROM},
+    {"can_do", SHOW_FROM},
+    {"deficit", SHOW_FROM},
+    {"steady", SHOW_FROM},
+    {"ready", SHOW_FROM},
+    {"starting", SHOW_FROM},
+    {"engines", SHOW_NAMED},
+    {"not_serving", SHOW_NAMED},
+    {"pods", SHOW_NAMED},
+    {"latency", SHOW_NAMED},
+    {"latency_target", SHOW_NAMED},
+    {"latency_requests", SHOW_NAMED},
+    {"value", SHOW_HIDDEN},  /* the value column */
+    {"active", SHOW_HIDDEN}, /* the active column */
 };
-#define NKNOWN (sizeof known_order / sizeof known_order[0])
+#define NKNOWN (sizeof known / sizeof known[0])
 
-/* Families whose suffix is a name, not where the number came from. */
-static const char *const named_families[] = {"signal", "need", "decided_by"};
-#define NFAMILIES (sizeof named_families / sizeof named_families[0])
-
-/* The rank of an item: 0..NKNOWN-1 for a known bare name, then one per
- * named family, then everything else. */
+/* The rank of an item: its row in known[], or NKNOWN for a name this
+ * program does not know (shown as it came, after the others). */
 static size_t rank_of(const char *name) {
     const char *colon = strchr(name, ':');
     size_t base = colon ? (size_t)(colon - name) : strlen(name);
-    for (size_t f = 0; f < NFAMILIES; f++)
-        if (colon && base == strlen(named_families[f]) && !strncmp(name, named_families[f], base))
-            return NKNOWN + f;
     for (size_t k = 0; k < NKNOWN; k++)
-        if (base == strlen(known_order[k]) && !strncmp(name, known_order[k], base))
+        if (base == strlen(known[k].base) && !strncmp(name, known[k].base, base))
             return k;
-    return NKNOWN + NFAMILIES;
+    return NKNOWN;
 }
 
 /* 3 significant figures at most, no trailing zeros: 36.2, 412, 0.05. */
@@ -55,10 +80,10 @@ static void fmt_value(char *buf, size_t n, double v) {
         snprintf(buf, n, "0");
 }
 
-/* One item as text: "name=value", "name=value[from]", "decided_by=name".
- * A name part longer than EXPLAIN_NAME_MAX bytes is shown up to there and
- * "..." (a line on a screen, by design), and control bytes as '?', so one
- * answer is always one line. */
+/* One item as text (see show_t). A name part longer than
+ * EXPLAIN_NAME_MAX bytes is shown up to there and "..." (a line on a
+ * screen, by design), and control bytes as '?', so one answer is always one
+ * line. */
 #define EXPLAIN_NAME_MAX 120
 static void fmt_item(char *buf, size_t n, const explain_item_t *it, size_t rank) {
     char v[64];
@@ -69,9 +94,10 @@ static void fmt_item(char *buf, size_t n, const explain_item_t *it, size_t rank)
     const char *more_head = head_len > EXPLAIN_NAME_MAX ? "..." : "";
     const char *more_tail = strlen(tail) > EXPLAIN_NAME_MAX ? "..." : "";
     head_len = head_len > EXPLAIN_NAME_MAX ? EXPLAIN_NAME_MAX : head_len;
-    if (rank == NKNOWN + 2) /* decided_by:<name>: the name is the answer */
-        snprintf(buf, n, "decided_by=%.*s%s", EXPLAIN_NAME_MAX, tail, more_tail);
-    else if (rank < NKNOWN && colon)
+    show_t how = rank < NKNOWN ? known[rank].how : SHOW_NAMED;
+    if (colon && how == SHOW_ANSWER)
+        snprintf(buf, n, "%.*s=%.*s%s", head_len, it->name, EXPLAIN_NAME_MAX, tail, more_tail);
+    else if (colon && how == SHOW_FROM)
         snprintf(buf, n, "%.*s=%s[%.*s%s]", head_len, it->name, v, EXPLAIN_NAME_MAX, tail,
                  more_tail);
     else if (colon)
@@ -88,10 +114,16 @@ size_t explain_format(const explain_item_t *items, size_t n, char *out, size_t o
     if (outlen == 0)
         return 0;
     out[0] = '\0';
-    size_t len = 0, shown = 0;
+    size_t len = 0, shown = 0, hidden = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t r = rank_of(items[i].name);
+        hidden += r < NKNOWN && known[r].how == SHOW_HIDDEN;
+    }
     bool stopped = false;
     /* stable by rank: one pass per rank, items in the order they came */
-    for (size_t r = 0; r <= NKNOWN + NFAMILIES && !stopped; r++) {
+    for (size_t r = 0; r <= NKNOWN && !stopped; r++) {
+        if (r < NKNOWN && known[r].how == SHOW_HIDDEN)
+            continue;
         for (size_t i = 0; i < n && !stopped; i++) {
             if (rank_of(items[i].name) != r)
                 continue;
@@ -107,9 +139,9 @@ size_t explain_format(const explain_item_t *items, size_t n, char *out, size_t o
             shown++;
         }
     }
-    if (shown < n && len + 16 < outlen)
-        len +=
-            (size_t)snprintf(out + len, outlen - len, "%s(+%zu more)", len ? " " : "", n - shown);
+    if (shown + hidden < n && len + 16 < outlen)
+        len += (size_t)snprintf(out + len, outlen - len, "%s(+%zu more)", len ? " " : "",
+                                n - shown - hidden);
     return len;
 }
 

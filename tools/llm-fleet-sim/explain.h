@@ -2,14 +2,18 @@
  * explain.h - the scaler's Explain answer (/kgs.v1.Inspect/Explain: a
  * GetMetricsResponse whose values are named numbers) as one line of text.
  *
- * Names the demo knows come first, in a fixed order: the queueing model's
- * replicas, lambda_rps, capacity_rps, cold_start_s, tokens_per_request,
- * backlog, work_due, can_do, deficit, steady, ready, starting (a suffix
- * ":<from>" says where the number came from and is shown in brackets:
- * lambda_rps=3.2[learned]), then every signal:<name>, need:<name> and
- * decided_by:<name> in the order they came; any other name is appended as
- * it came, so a scaler that adds names keeps working with this program. A
- * NaN is the scaler's "unknown" and is shown as that, never as 0.
+ * Names the demo knows come in a fixed order (each with its suffix, the
+ * part after ':' when there is one): the decision and the signals
+ * (decided_by=queue, need:queue=3.2, signal:queue=40, wake=<why>), the
+ * queueing model's inputs (replicas, lambda_rps, capacity_rps,
+ * cold_start_s, tokens_per_request, backlog, work_due, can_do, deficit,
+ * steady, ready, starting; their suffix says where the number came from
+ * and is shown in brackets: lambda_rps=3.2[learned]), then what the scaler
+ * sees of the engines and pods (engines:answering=1, not_serving:<why>=7,
+ * pods:ready=2) and latency targets. value and active are left out: the
+ * screen has columns for them. Any other name is appended as it came, so a
+ * scaler that adds names keeps working with this program. A NaN is the
+ * scaler's "unknown" and is shown as that, never as 0.
  *
  * Pure: bytes in, text out, no allocation beyond protobuf-c's unpacking.
  */

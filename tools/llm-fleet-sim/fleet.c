@@ -294,3 +294,14 @@ void fleet_reset_stats(fleet_t *f) {
     f->max_queue = f->gw_len;
     f->max_wait_s = 0;
 }
+
+double fleet_capacity_rps(const fleet_params_t *p, const load_t *l) {
+    double prompt = (l->prompt_min + (double)l->prompt_max) / 2;
+    /* outputs uniform in [min, max], each cut at max_tokens: the mean */
+    double sum = 0;
+    unsigned count = 0;
+    for (unsigned o = l->output_min; o <= l->output_max && count < 1000000; o++, count++)
+        sum += o < l->max_tokens ? o : l->max_tokens;
+    double output = count ? sum / count : 0;
+    return p->max_num_seqs / (prompt / p->prefill_tps + output / p->decode_tps);
+}

@@ -135,6 +135,13 @@ uint32_t fleet_advance(fleet_t *f, double now_s);
 
 void fleet_summary(const fleet_t *f, fleet_summary_t *out);
 
+/* What one replica completes per second when it is kept full, for the
+ * request mix of l: max_num_seqs over the mean time of a request (prefill of
+ * the mean prompt, decode of the mean output after max_tokens). What an
+ * operator measures with a benchmark and gives the scaler as
+ * capacityPerReplica. */
+double fleet_capacity_rps(const fleet_params_t *p, const load_t *l);
+
 /* Clears completed, rejected, requeued, max_queue and max_wait_s (a new
  * burst's figures). */
 void fleet_reset_stats(fleet_t *f);

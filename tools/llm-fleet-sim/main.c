@@ -52,9 +52,6 @@ static const char usage_text[] =
     "  --metadata KEY=VALUE    one more trigger metadata entry (repeatable)\n"
     "  --node-scenario FILE    keep FILE, the NVML stand-in's scenario of the node,\n"
     "                          current: one H100 per replica slot (default: none)\n"
-    "  --idle-engine-port N    also list an always-open idle vLLM page on N in the\n"
-    "                          trigger (a workaround for scalers that cannot wake a\n"
-    "                          trigger whose engines all refuse; default: none)\n"
     "\n"
     "Exit status: 0 when --cycles cycles are done (or on Ctrl-C), 1 when\n"
     "--max-seconds passed first, 2 for a usage error, 3 when a port is taken.\n";
@@ -114,8 +111,6 @@ static int parse_args(int argc, char **argv, lfs_opts_t *o, char *err, size_t er
             rc = parse_uint(f, v, 1, 65535 - FLEET_MAX_SLOTS, &o->engine_port, err, errlen);
         else if (!strcmp(f, "--gateway-port"))
             rc = parse_uint(f, v, 1, 65535, &o->gateway_port, err, errlen);
-        else if (!strcmp(f, "--idle-engine-port"))
-            rc = parse_uint(f, v, 1, 65535, &o->idle_port, err, errlen);
         else if (!strcmp(f, "--max-replicas"))
             rc = parse_uint(f, v, 1, FLEET_MAX_SLOTS, &o->slots, err, errlen);
         else if (!strcmp(f, "--time-scale"))
@@ -176,9 +171,6 @@ static void on_page(const http1_request_t *req, http_response_t *resp, prom_buf_
             pool.avg_kv = kv / fs.ready;
         }
         n = pages_gateway(a->page, sizeof a->page, &pool);
-    } else if (c->slot == -2) {
-        static const fleet_slot_t idle; /* nothing running, nothing counted */
-        n = pages_vllm(a->page, sizeof a->page, &idle, 0);
     } else {
         n = pages_vllm(a->page, sizeof a->page, &a->fleet->slot[c->slot],
                        fleet_kv_usage(a->fleet, (unsigned)c->slot));
@@ -240,12 +232,8 @@ static int probe_ports(app_t *a, char *err, size_t errlen) {
             return rc;
         http_server_free(s);
     }
-    int rc = page_listen(a, a->o.gateway_port, &a->gateway_ctx, "the gateway's /metrics",
-                         "--gateway-port", &a->gateway_srv, err, errlen);
-    if (rc == 0 && a->o.idle_port)
-        rc = page_listen(a, a->o.idle_port, &a->idle_ctx, "the idle vLLM page",
-                         "--idle-engine-port", &a->idle_srv, err, errlen);
-    return rc;
+    return page_listen(a, a->o.gateway_port, &a->gateway_ctx, "the gateway's /metrics",
+                       "--gateway-port", &a->gateway_srv, err, errlen);
 }
 
 /* ---- the trigger ------------------------------------------------------- */
@@ -258,19 +246,27 @@ static void build_trigger(app_t *a) {
     for (unsigned i = 0; i < a->o.slots; i++)
         w += (size_t)snprintf(a->endpoints + w, sizeof a->endpoints - w, "%shttp://%s:%u/metrics",
                               i ? "," : "", a->o.listen, a->o.engine_port + i);
-    if (a->o.idle_port)
-        snprintf(a->endpoints + w, sizeof a->endpoints - w, ",http://%s:%u/metrics", a->o.listen,
-                 a->o.idle_port);
     snprintf(a->gateway_url, sizeof a->gateway_url, "http://%s:%u/metrics", a->o.listen,
              a->o.gateway_port);
     long cold = lround(LFS_REAL_COLD_START_S / a->o.time_scale);
     snprintf(a->cold_start, sizeof a->cold_start, "%ld", cold < 1 ? 1 : cold);
-    static const char *const fixed_keys[] = {"metricType",     "engine",       "vllmEndpoint",
-                                             "demandEndpoint", "demandMetric", "coldStartSeconds"};
-    const char *fixed_values[] = {
-        "demand",     "vllm", a->endpoints, a->gateway_url, "llm_d_epp_flow_control_queue_size",
-        a->cold_start};
-    for (size_t i = 0; i < 6; i++) {
+    /* The scaler learns a replica's capacity over minutes of its own, real
+     * time; at --time-scale its learning would trail the fleet by that
+     * factor, so it is told, as an operator would tell it from a benchmark
+     * (in this run's seconds) */
+    snprintf(a->capacity, sizeof a->capacity, "%.2f",
+             fleet_capacity_rps(&a->fleet->p, &a->load) * a->o.time_scale);
+    static const char *const fixed_keys[] = {
+        "metricType",   "engine",           "vllmEndpoint",      "demandEndpoint",
+        "demandMetric", "coldStartSeconds", "capacityPerReplica"};
+    const char *fixed_values[] = {"demand",
+                                  "vllm",
+                                  a->endpoints,
+                                  a->gateway_url,
+                                  "llm_d_epp_flow_control_queue_size",
+                                  a->cold_start,
+                                  a->capacity};
+    for (size_t i = 0; i < sizeof fixed_keys / sizeof fixed_keys[0]; i++) {
         k->keys[k->nmeta] = fixed_keys[i];
         k->values[k->nmeta++] = fixed_values[i];
     }
@@ -315,6 +311,12 @@ static void print_banner(app_t *a) {
     printf("The trigger (standalone role, metricType demand, the default queueing model):\n");
     for (size_t i = 0; i < a->k.nmeta; i++)
         printf("  %s: %s\n", a->k.keys[i], a->k.values[i]);
+    double cap = fleet_capacity_rps(&a->fleet->p, &a->load);
+    printf("coldStartSeconds and capacityPerReplica (%u requests at once, %.1f s each: %.2f/s, "
+           "x%g) are given because the standalone role sees no pod list to learn cold starts "
+           "from, and the scaler learns capacity over minutes of real time, which at %gx would "
+           "trail the fleet.\n",
+           a->fleet->p.max_num_seqs, a->fleet->p.max_num_seqs / cap, cap, s, s);
     printf("Columns: time since start; queue at the gateway; wait, run = vLLM's waiting and "
            "running requests summed over the Ready replicas; repl = the replicas KEDA or the HPA "
            "set (ready + start); active = IsActive; value = GetMetrics (100 x the replicas the "
@@ -522,7 +524,6 @@ static int app_setup(app_t *a, char *err, size_t errlen) {
     for (unsigned i = 0; i < FLEET_MAX_SLOTS; i++)
         a->slot_ctx[i] = (lfs_page_ctx_t){a, (int)i};
     a->gateway_ctx = (lfs_page_ctx_t){a, -1};
-    a->idle_ctx = (lfs_page_ctx_t){a, -2};
     int rc = loop_new(&a->loop, err, errlen);
     if (rc)
         return rc;
@@ -543,7 +544,6 @@ static void app_teardown(app_t *a) {
         for (unsigned i = 0; i < FLEET_MAX_SLOTS; i++)
             http_server_free(a->slot_srv[i]);
         http_server_free(a->gateway_srv);
-        http_server_free(a->idle_srv);
         loop_free(a->loop);
     }
     free(a->fleet);

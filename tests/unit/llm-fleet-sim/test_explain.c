@@ -18,19 +18,28 @@
 static void test_explain_orders_known_names_and_keeps_unknown_ones(void **state) {
     (void)state;
     const explain_item_t items[] = {
-        {"future_thing", 7},          {"deficit", 90.26},
-        {"decided_by:queue", 1},      {"need:queue", 3.2},
-        {"lambda_rps:learned", 36.2}, {"replicas", 5.714},
-        {"signal:queue", 40},         {"tokens_per_request:unknown, no token counters", NAN},
+        {"future_thing", 7},
+        {"deficit", 90.26},
+        {"decided_by:queue", 1},
+        {"need:queue", 3.2},
+        {"lambda_rps:learned", 36.2},
+        {"replicas", 5.714},
+        {"signal:queue", 40},
+        {"tokens_per_request:unknown, no token counters", NAN},
         {"capacity_rps:prior", 1},
+        {"value", 571.4}, /* a column of its own */
+        {"not_serving:vllm http://x: refused", 8},
+        {"active", 1}, /* a column of its own */
+        {"engines:answering", 0},
     };
     char out[1024];
     size_t n = explain_format(items, sizeof items / sizeof items[0], out, sizeof out);
     assert_int_equal(n, strlen(out));
-    assert_string_equal(out, "replicas=5.71 lambda_rps=36.2[learned] capacity_rps=1[prior] "
+    assert_string_equal(out, "decided_by=queue need:queue=3.2 signal:queue=40 "
+                             "replicas=5.71 lambda_rps=36.2[learned] capacity_rps=1[prior] "
                              "tokens_per_request=unknown[unknown, no token counters] "
-                             "deficit=90.3 signal:queue=40 need:queue=3.2 decided_by=queue "
-                             "future_thing=7");
+                             "deficit=90.3 engines:answering=0 not_serving:vllm http://x: "
+                             "refused=8 future_thing=7");
 }
 
 static void test_explain_never_cuts_an_item(void **state) {

@@ -184,6 +184,37 @@ static void test_fleet_serves_a_whole_burst(void **state) {
     free(f);
 }
 
+static void test_fleet_capacity_is_the_measured_throughput_of_a_full_replica(void **state) {
+    (void)state;
+    fleet_params_t p;
+    fleet_params_default(&p, 1);
+    load_t l;
+    load_init(&l, 11, 0);
+    /* mean prompt 600 (0.075 s), mean output (sum 50..511 + 89 x 512) / 551
+     * = 317.98 tokens (10.6 s): 16 / 10.674 = 1.499 requests/s */
+    double cap = fleet_capacity_rps(&p, &l);
+    assert_true(fabs(cap - 1.499) < 0.002);
+    /* and a replica kept full does about that */
+    fleet_t *f = new_fleet(1);
+    fleet_scale(f, 0, 1);
+    fleet_advance(f, 90);
+    static load_request_t batch[256];
+    /* 4 requests/s from the start: more than it can do, work always waits */
+    l.profile[0] = (load_point_t){0, 4};
+    l.profile[1] = (load_point_t){10000, 4};
+    l.npoints = 2;
+    load_restart(&l, 90);
+    for (double t = 90; t < 3690; t += 0.05) {
+        size_t n = load_arrivals(&l, t, batch, 256);
+        for (size_t i = 0; i < n; i++)
+            fleet_arrive(f, &batch[i]);
+        fleet_advance(f, t);
+    }
+    double done_rps = (double)f->completed / 3600;
+    assert_true(fabs(done_rps - cap) / cap < 0.05);
+    free(f);
+}
+
 static void test_fleet_params_validate_names_the_bad_field(void **state) {
     (void)state;
     fleet_params_t p;
@@ -210,6 +241,7 @@ int main(void) {
         cmocka_unit_test(test_fleet_scale_down_removes_starting_then_newest_ready),
         cmocka_unit_test(test_fleet_a_removed_replica_gives_its_requests_back),
         cmocka_unit_test(test_fleet_serves_a_whole_burst),
+        cmocka_unit_test(test_fleet_capacity_is_the_measured_throughput_of_a_full_replica),
         cmocka_unit_test(test_fleet_params_validate_names_the_bad_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

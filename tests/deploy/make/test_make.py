@@ -77,9 +77,19 @@ class MakeTargets(unittest.TestCase):
             out = self.dry(target)
             builds = [l for l in out.splitlines() if "cmake --build" in l]
             self.assertEqual(len(builds), 1, out)
-            self.assertIn("--target keda-gpu-scaler gpu-metrics nvml-sim", builds[0])
+            self.assertIn("--target keda-gpu-scaler gpu-metrics nvml-sim llm-fleet-sim",
+                          builds[0])
             self.assertNotIn("install-deps test", out)
             self.assertNotIn("npm", out)
+
+    def test_make_run_tells_the_llm_story_unless_a_scenario_is_given(self):
+        out = self.dry("run")
+        self.assertRegex(out, r"scripts/run-demo \S+ *\n")  # no scenario: the LLM story
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.run(["make", "-n", "-C", SOURCE, "run", "RELEASE_DIR=" + d,
+                                "SCENARIO=sim/scenarios/mig-a100.json"],
+                               capture_output=True, text=True, timeout=60)
+        self.assertIn("scripts/run-demo %s sim/scenarios/mig-a100.json" % d, p.stdout)
 
     def test_make_test_installs_and_builds_the_tests(self):
         out = self.dry("test")
@@ -189,10 +199,43 @@ class Demo(unittest.TestCase):
                           p.stderr)
             self.assertIn("make run %s=%d" % (var, port + 1), p.stderr)
 
+    def test_every_bundled_scenario_says_what_it_shows(self):
+        """The demo's banner and sim/README.md's table describe every bundled
+        scenario (none falls to the banner's "your scenario")."""
+        text = open(os.path.join(SOURCE, "scripts", "run-demo"), encoding="utf-8").read()
+        table = open(os.path.join(SOURCE, "sim", "README.md"), encoding="utf-8").read()
+        names = sorted(f for f in os.listdir(os.path.join(SOURCE, "sim", "scenarios"))
+                       if f.endswith(".json"))
+        self.assertGreaterEqual(len(names), 7, names)
+        for name in names:
+            branch = re.search(r"\n  %s\)\n(.*?);;" % re.escape(name), text, re.S)
+            self.assertTrue(branch and "shows=" in branch.group(1),
+                            "run-demo's banner does not describe %s" % name)
+            self.assertTrue(re.search(r"\n\| `%s` \| [^|]+\| [^|]+\|" % re.escape(name), table),
+                            "sim/README.md's table does not describe %s" % name)
+
+    def test_mig_a100_returns_to_zero(self):
+        """mig-a100's 3g.40gb instance holds 4 GiB (10 %) with nothing
+        running: below the demo's activationThreshold 11, so 0 replicas."""
+        ports = {k: str(self.free_port()) for k in
+                 ("KGS_DEMO_PORT", "KGS_DEMO_PROBE_PORT", "KGS_DEMO_METRICS_PORT")}
+        p = subprocess.Popen([os.path.join(SOURCE, "scripts", "run-demo"), BUILD,
+                              "sim/scenarios/mig-a100.json"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, cwd=SOURCE,
+                             env=dict(os.environ, **ports), start_new_session=True)
+        try:
+            out, _ = p.communicate(timeout=6)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 15)
+            out, _ = p.communicate(timeout=10)
+        self.assertIn("What it shows: the 3g.40gb instance fills 4 -> 30 GiB", out)
+        self.assertRegex(out, r"value 10\.19\d* +active false +replicas: 0 ", out)
+
     def test_every_bundled_scenario_shows_a_trigger_that_answers(self):
         """make run SCENARIO=... shows values, not an error, on each bundled
         node that has GPUs to read (mig-a100: memory per MIG instance)."""
-        for name in ("inference-burst.json", "mig-a100.json", "idle-4xh100.json"):
+        for name in ("inference-burst.json", "mig-a100.json", "idle-4xh100.json",
+                     "llm-fleet-8xh100.json"):
             ports = {k: str(self.free_port()) for k in
                      ("KGS_DEMO_PORT", "KGS_DEMO_PROBE_PORT", "KGS_DEMO_METRICS_PORT")}
             p = subprocess.Popen([os.path.join(SOURCE, "scripts", "run-demo"), BUILD,

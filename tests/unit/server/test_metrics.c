@@ -526,6 +526,8 @@ static void test_metrics_trigger_decisions(void **state) {
     demand_source_t va[3] = {engine_reading("a", 4, 3, 90), engine_reading("b", 4, 3, 90),
                              engine_reading("c", 4, 3, 90)};
     demand_view_t view_a, view_b;
+    demand_view_init(&view_a);
+    demand_view_init(&view_b);
     demand_inputs_t in;
     memset(&in, 0, sizeof in);
     in.engines = va;
@@ -589,6 +591,8 @@ static void test_metrics_trigger_decisions(void **state) {
             fail_msg("promtool check metrics: exit %d:\n%s\n--- exposition ---\n%s", rc, out, t);
     }
     free(t);
+    demand_view_free(&view_a);
+    demand_view_free(&view_b);
 }
 
 int main(void) {

@@ -565,8 +565,8 @@ static void test_metrics_trigger_decisions(void **state) {
     server_stats_t st;
     server_stats_init(&st);
     char *t = render(NULL, &st, &c);
-#define L_A "{namespace=\"ml\",scaled_object=\"llama\",metric=\"llama\""
-#define L_B "{namespace=\"ml\",scaled_object=\"qwen\",metric=\"keda_gpu_metric\""
+#define L_A "{scaledobject_namespace=\"ml\",scaledobject=\"llama\",metric=\"llama\""
+#define L_B "{scaledobject_namespace=\"ml\",scaledobject=\"qwen\",metric=\"keda_gpu_metric\""
     expect_line(t, NS "triggers_omitted 3");
     expect_line(t, NS "trigger_up" L_A "} 1");
     expect_line(t, NS "trigger_up" L_B "} 0");

@@ -74,6 +74,7 @@ typedef struct {
     unsigned *order;        /* positions in snap->gpus */
     unsigned order_certain; /* leading entries of order that are certain */
     char order_note[CUDA_INDEX_NOTE_MAX];
+    char why[CUDA_INDEX_NOTE_MAX + 64]; /* room to compose an entry's reason */
 } cix_t;
 
 /* Records `fmt` as the map's note unless a cause is already recorded. */
@@ -395,7 +396,9 @@ static cix_kind_t cix_resolve(cix_t *c, cix_kind_t kind, const char *e, unsigned
             *why = "this node has no GPU with that CUDA index";
             return ENT_INVALID;
         }
-        *why = c->order_note;
+        snprintf(c->why, sizeof c->why, "an index counts in CUDA's device order, unknown here: %s",
+                 c->order_note);
+        *why = c->why;
         return ENT_UNDOCUMENTED;
     }
     if (kind == ENT_GPU) {

@@ -17,9 +17,11 @@
 
 #include "cli/options.h"
 #include "cli/output.h"
+#include "cli/proc_info.h"
 #include "core/duration.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "env/cuda_index.h"
 #include "env/env.h"
 #include "nvml/collector.h"
 #include "nvml/loader.h"
@@ -45,7 +47,8 @@ static void usage_error(const char *msg) {
     fprintf(stderr, "gpu-metrics: %s\n", msg);
     fprintf(stderr, "usage: gpu-metrics [--format table|json|jsonl|csv] [--interval DURATION] "
                     "[--count N] [--device LIST] [--env auto|k8s|kubernetes|slurm|flux|standalone] "
-                    "[--output FILE] [--nvml-library PATH] [--quiet] [--dry-run] [--version]\n");
+                    "[--output FILE] [--nvml-library PATH] [--processes] [--quiet] [--dry-run] "
+                    "[--version]\n");
 }
 
 static void print_dry_run(FILE *out, const cli_options_t *o, const env_info_t *env,
@@ -72,6 +75,10 @@ static void print_dry_run(FILE *out, const cli_options_t *o, const env_info_t *e
         fprintf(out, "Devices:       %s (from %s)\n", env->visible_list, env->visible_var);
     else
         fprintf(out, "Devices:       all\n");
+    fprintf(out, "CUDA:          CUDA_VISIBLE_DEVICES %s%s%s, CUDA_DEVICE_ORDER %s\n",
+            env->cuda_visible_set ? "\"" : "unset", env->cuda_visible_set ? env->cuda_visible : "",
+            env->cuda_visible_set ? "\"" : "",
+            env->cuda_order_set ? env->cuda_order : "unset (FASTEST_FIRST)");
     fprintf(out, "Format:        %s\n", output_format_name(o->format));
     fprintf(out, "Interval:      %s\n",
             o->interval_ns ? duration_format(o->interval_ns, dur, sizeof dur) : "one shot");
@@ -98,13 +105,58 @@ static int health_exit_code(const snapshot_t *s, const device_selection_t *sel) 
     return EXIT_OK;
 }
 
-static int write_sample(output_writer_t *w, FILE *out, const snapshot_t *snap,
-                        const env_info_t *env, const device_selection_t *sel) {
-    errno = 0;
-    int rc = output_write_sample(w, out, snap, env, sel);
+/* What a sample needs beside the snapshot, and what stays across samples. */
+typedef struct {
+    const env_info_t *env;
+    const device_selection_t *sel;
+    proc_lookup_t lookup;
+    bool quiet;
+    char last_note[CUDA_INDEX_NOTE_MAX + 1024]; /* the last note put on stderr (CSV) */
+} sample_ctx_t;
+
+/* CSV has no place for a note: stderr, once for each new one. */
+static void note_once(sample_ctx_t *c, const char *what, const char *note) {
+    char line[sizeof c->last_note];
+    if (c->quiet || !note || !note[0])
+        return;
+    snprintf(line, sizeof line, "%s: %s", what, note);
+    if (strcmp(line, c->last_note) == 0)
+        return;
+    snprintf(c->last_note, sizeof c->last_note, "%s", line);
+    fprintf(stderr, "gpu-metrics: note: %s\n", line);
+}
+
+/* Writes one sample with its CUDA indexes and, where printed, what /proc
+ * says about its processes. */
+static int write_sample(sample_ctx_t *c, output_writer_t *w, FILE *out, const snapshot_t *snap) {
+    cuda_index_map_t cuda;
+    proc_info_t *infos = NULL;
+    int rc = cuda_index_map_build(c->env, snap, &cuda);
+    bool wants_procs = w->format == OUTPUT_JSON || w->format == OUTPUT_JSONL || w->processes;
+    if (rc == 0 && wants_procs && snap->proc_total) {
+        infos = calloc(snap->proc_total, sizeof *infos);
+        if (!infos)
+            rc = KGS_ENOMEM;
+        else
+            proc_lookup_fill(&c->lookup, snap, infos);
+    }
+    if (rc == 0) {
+        output_extra_t x = {.cuda = &cuda,
+                            .procs = infos,
+                            .procs_note = c->lookup.host_pidns ? NULL : c->lookup.why};
+        errno = 0;
+        rc = output_write_sample(w, out, snap, c->env, c->sel, &x);
+        if (w->format == OUTPUT_CSV && rc == 0) {
+            note_once(c, "cuda_index unknown", cuda.note);
+            if (w->processes && snap->proc_total)
+                note_once(c, "command and pod unknown", x.procs_note);
+        }
+    }
     if (rc != 0)
         fprintf(stderr, "gpu-metrics: write output: %s%s%s\n", kgs_err_str(rc),
                 rc == KGS_EIO && errno ? ": " : "", rc == KGS_EIO && errno ? strerror(errno) : "");
+    free(infos);
+    cuda_index_map_deinit(&cuda);
     return rc;
 }
 
@@ -250,6 +302,9 @@ int main(int argc, char **argv) {
 
     output_writer_t writer;
     output_writer_init(&writer, o.format);
+    writer.processes = o.processes;
+    sample_ctx_t sc = {.env = &env, .sel = &sel, .quiet = o.quiet};
+    proc_lookup_init(&sc.lookup, "/proc");
 
     if (nvml_collector_wants_second_sample(collector))
         sleep_ns(COLLECTOR_RATE_WINDOW_NS);
@@ -266,7 +321,7 @@ int main(int argc, char **argv) {
             exit_code = EXIT_NVML;
             goto done;
         }
-        if (write_sample(&writer, out, snap, &env, &sel) != 0) {
+        if (write_sample(&sc, &writer, out, snap) != 0) {
             exit_code = EXIT_USAGE;
             goto done;
         }
@@ -302,7 +357,7 @@ int main(int argc, char **argv) {
         last_seq = snap->seq;
         if (live_table)
             fputs("\033[H\033[2J", out); /* redraw in place, like watch(1) */
-        if (write_sample(&writer, out, snap, &env, &sel) != 0) {
+        if (write_sample(&sc, &writer, out, snap) != 0) {
             exit_code = EXIT_USAGE;
             goto done;
         }

@@ -43,6 +43,21 @@
  * counted in display columns (one per code point), so "°", "└" and "…"
  * line up. Nothing depends on the time of day except the timestamp itself.
  *
+ * CUDA index. Beside NVML's index every device and MIG instance carries
+ * cuda_index and cuda_visible from the cuda_index_map_t the caller passes
+ * (env/cuda_index.h decides them; no map = all unknown). An unknown one is
+ * null, "" or "-", and its reason travels once per sample: JSON's
+ * cuda_index_note, a line under the table; CSV has no place for it (the
+ * caller puts it on stderr).
+ *
+ * Processes. NVML's per-device (and per-MIG-instance) lists come from the
+ * snapshot; what /proc says about each process (command, pod) comes from
+ * the caller, in an array parallel to snapshot->procs. An absent list is
+ * null with processes_error, never an empty one: "no process" and "NVML
+ * did not say" must stay apart. JSON always carries the lists; the table
+ * and CSV only with --processes (writer.processes), since they are rows of
+ * another shape: indented lines, or CSV rows with their own header.
+ *
  * Write errors. Every sample ends with fflush(), so a continuous run streams
  * sample by sample and a full disk or closed pipe is seen at the sample that
  * hit it: KGS_EIO.

@@ -7,6 +7,12 @@
  * every MIG slot is in range, counts fit the arrays, there are no
  * duplicates, and "all" comes with empty lists. On failure nothing may be
  * selected (never a fallback to all GPUs) and the message must be set.
+ *
+ * The same bytes as CUDA_VISIBLE_DEVICES then go through
+ * cuda_index_map_build() under both device orders and on both sides of
+ * driver R570: the known ordinals are distinct and number 0..k-1 without a
+ * gap, a list never makes a device "visible without an ordinal", and a
+ * device is left unknown only with a note that says why.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +21,7 @@
 
 #include "core/err.h"
 #include "core/snapshot.h"
+#include "env/cuda_index.h"
 #include "env/env.h"
 
 #include "fuzz_check.h"
@@ -33,6 +40,9 @@ static snapshot_t *fuzz_node(void) {
     for (unsigned i = 0; i < 4; i++) {
         s->gpus[i].index = i;
         snprintf(s->gpus[i].uuid, sizeof s->gpus[i].uuid, "%s", gpu[i]);
+        /* PCI order is the reverse of NVML's: 3, 2, 1, 0 */
+        snprintf(s->gpus[i].pci_bus_id, sizeof s->gpus[i].pci_bus_id, "00000000:%02X:00.0",
+                 0x90 - 0x10 * i);
     }
     s->gpus[2].mig_enabled = true;
     s->gpus[2].mig_count = 2;
@@ -43,6 +53,44 @@ static snapshot_t *fuzz_node(void) {
         s->mig[m].ids_valid = true;
     }
     return s;
+}
+
+static void fuzz_check_cuda_map(const char *list, snapshot_t *s) {
+    static const char *const orders[2] = {"PCI_BUS_ID", "FASTEST_FIRST"};
+    static const char *const drivers[2] = {"560.35.03", "570.86.15"};
+    if (strlen(list) >= sizeof(((env_info_t *)0)->cuda_visible))
+        return;
+    for (int k = 0; k < 6; k++) {
+        s->gpus[2].mig_enabled = k < 4; /* then a node without MIG: integers resolve */
+        env_info_t e;
+        memset(&e, 0, sizeof e);
+        e.cuda_visible_set = true;
+        strcpy(e.cuda_visible, list);
+        e.cuda_order_set = true;
+        strcpy(e.cuda_order, orders[k & 1]);
+        snprintf(s->driver_version, sizeof s->driver_version, "%s", drivers[(k >> 1) & 1]);
+        cuda_index_map_t m;
+        if (cuda_index_map_build(&e, s, &m) != 0)
+            abort(); /* no allocation fails here */
+        unsigned seen[4 + 2] = {0}, known = 0, total = m.gpu_count + m.mig_count;
+        bool unknown = false;
+        for (unsigned i = 0; i < total; i++) {
+            const cuda_index_t *x = i < m.gpu_count ? &m.gpu[i] : &m.mig[i - m.gpu_count];
+            FUZZ_CHECK(x->state != CUDA_INDEX_VISIBLE);
+            unknown |= x->state == CUDA_INDEX_UNKNOWN;
+            if (x->state != CUDA_INDEX_KNOWN)
+                continue;
+            FUZZ_CHECK(x->index < total && seen[x->index] == 0);
+            seen[x->index] = 1;
+            known++;
+        }
+        for (unsigned i = 0; i < known; i++)
+            FUZZ_CHECK(seen[i] == 1);
+        FUZZ_CHECK(!unknown || m.note[0] != '\0');
+        FUZZ_CHECK(strlen(m.note) < sizeof m.note);
+        cuda_index_map_deinit(&m);
+    }
+    s->gpus[2].mig_enabled = true;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -107,6 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(memcmp(&cuda, &sel, sizeof sel) == 0);
     }
 
+    fuzz_check_cuda_map(list, s);
     snapshot_unref(s);
     free(list);
     return 0;

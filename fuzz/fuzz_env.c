@@ -8,7 +8,8 @@
  *   #HOST        the host name (default none)
  * Lines without '=' are ignored. On success, every string field is
  * terminated within its array, the numbers are -1 or non-negative, the
- * visible list comes from the variable it names, and an expanded path fits
+ * visible list comes from the variable it names, CUDA_VISIBLE_DEVICES and
+ * CUDA_DEVICE_ORDER are recorded exactly when set, and an expanded path fits
  * its buffer and equals the template when that has no '%'. On failure the
  * code is EINVAL/ERANGE with a message.
  */
@@ -106,6 +107,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(e.visible_list[0] || strcmp(e.visible_var, "CUDA_VISIBLE_DEVICES") == 0);
     } else {
         FUZZ_CHECK(e.visible_list[0] == '\0');
+    }
+
+    for (int k = 0; k < 2; k++) {
+        const char *name = k ? "CUDA_DEVICE_ORDER" : "CUDA_VISIBLE_DEVICES";
+        const char *v = fuzz_table_get(name, &t);
+        bool set = k ? e.cuda_order_set : e.cuda_visible_set;
+        const char *got = k ? e.cuda_order : e.cuda_visible;
+        FUZZ_CHECK(set == (v != NULL));
+        FUZZ_CHECK(v ? strcmp(v, got) == 0 : got[0] == '\0');
     }
 
     char out[256];

@@ -17,9 +17,11 @@
 
 #include "cli/options.h"
 #include "cli/output.h"
+#include "cli/proc_info.h"
 #include "core/duration.h"
 #include "core/err.h"
 #include "core/log.h"
+#include "env/cuda_index.h"
 #include "env/env.h"
 #include "nvml/collector.h"
 #include "nvml/loader.h"
@@ -45,7 +47,8 @@ static void usage_error(const char *msg) {
     fprintf(stderr, "gpu-metrics: %s\n", msg);
     fprintf(stderr, "usage: gpu-metrics [--format table|json|jsonl|csv] [--interval DURATION] "
                     "[--count N] [--device LIST] [--env auto|k8s|kubernetes|slurm|flux|standalone] "
-                    "[--output FILE] [--nvml-library PATH] [--quiet] [--dry-run] [--version]\n");
+                    "[--output FILE] [--nvml-library PATH] [--processes] [--quiet] [--dry-run] "
+                    "[--version]\n");
 }
 
 static void print_dry_run(FILE *out, const cli_options_t *o, const env_info_t *env,
@@ -72,6 +75,10 @@ static void print_dry_run(FILE *out, const cli_options_t *o, const env_info_t *e
         fprintf(out, "Devices:       %s (from %s)\n", env->visible_list, env->visible_var);
     else
         fprintf(out, "Devices:       all\n");
+    fprintf(out, "CUDA:          CUDA_VISIBLE_DEVICES %s%s%s, CUDA_DEVICE_ORDER %s\n",
+            env->cuda_visible_set ? "\"" : "unset", env->cuda_visible_set ? env->cuda_visible : "",
+            env->cuda_visible_set ? "\"" : "",
+            env->cuda_order_set ? env->cuda_order : "unset (FASTEST_FIRST)");
     fprintf(out, "Format:        %s\n", output_format_name(o->format));
     fprintf(out, "Interval:      %s\n",
             o->interval_ns ? duration_format(o->interval_ns, dur, sizeof dur) : "one shot");
@@ -98,13 +105,58 @@ static int health_exit_code(const snapshot_t *s, const device_selection_t *sel) 
     return EXIT_OK;
 }
 
-static int write_sample(output_writer_t *w, FILE *out, const snapshot_t *snap,
-                        const env_info_t *env, const device_selection_t *sel) {
-    errno = 0;
-    int rc = output_write_sample(w, out, snap, env, sel);
+/* What a sample needs beside the snapshot, and what stays across samples. */
+typedef struct {
+    const env_info_t *env;
+    const device_selection_t *sel;
+    proc_lookup_t lookup;
+    bool quiet;
+    char last_note[CUDA_INDEX_NOTE_MAX + 1024]; /* the last note put on stderr (CSV) */
+} sample_ctx_t;
+
+/* CSV has no place for a note: stderr, once for each new one. */
+static void note_once(sample_ctx_t *c, const char *what, const char *note) {
+    char line[sizeof c->last_note];
+    if (c->quiet || !note || !note[0])
+        return;
+    snprintf(line, sizeof line, "%s: %s", what, note);
+    if (strcmp(line, c->last_note) == 0)
+        return;
+    snprintf(c->last_note, sizeof c->last_note, "%s", line);
+    fprintf(stderr, "gpu-metrics: note: %s\n", line);
+}
+
+/* Writes one sample with its CUDA indexes and, where printed, what /proc
+ * says about its processes. */
+static int write_sample(sample_ctx_t *c, output_writer_t *w, FILE *out, const snapshot_t *snap) {
+    cuda_index_map_t cuda;
+    proc_info_t *infos = NULL;
+    int rc = cuda_index_map_build(c->env, snap, &cuda);
+    bool wants_procs = w->format == OUTPUT_JSON || w->format == OUTPUT_JSONL || w->processes;
+    if (rc == 0 && wants_procs && snap->proc_total) {
+        infos = calloc(snap->proc_total, sizeof *infos);
+        if (!infos)
+            rc = KGS_ENOMEM;
+        else
+            proc_lookup_fill(&c->lookup, snap, infos);
+    }
+    if (rc == 0) {
+        output_extra_t x = {.cuda = &cuda,
+                            .procs = infos,
+                            .procs_note = c->lookup.host_pidns ? NULL : c->lookup.why};
+        errno = 0;
+        rc = output_write_sample(w, out, snap, c->env, c->sel, &x);
+        if (w->format == OUTPUT_CSV && rc == 0) {
+            note_once(c, "cuda_index unknown", cuda.note);
+            if (w->processes && snap->proc_total)
+                note_once(c, "command and pod unknown", x.procs_note);
+        }
+    }
     if (rc != 0)
         fprintf(stderr, "gpu-metrics: write output: %s%s%s\n", kgs_err_str(rc),
                 rc == KGS_EIO && errno ? ": " : "", rc == KGS_EIO && errno ? strerror(errno) : "");
+    free(infos);
+    cuda_index_map_deinit(&cuda);
     return rc;
 }
 
@@ -112,6 +164,102 @@ static void sleep_ns(uint64_t ns) {
     struct timespec ts = {.tv_sec = (time_t)(ns / NS_PER_SEC), .tv_nsec = (long)(ns % NS_PER_SEC)};
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR && !stop_requested) {
     }
+}
+
+/*
+ * The first sweep: tells whether NVML works, and primes the counters that
+ * need two readings (NVLink rates, GPM). A failed initialisation is
+ * reported here, once, and ends the program: the collector's own warning
+ * ("... failed: <NVML's error>; retrying in 1 s") would repeat NVML's error
+ * and promise a retry that never comes, so the sweep runs with warnings
+ * held back. Later sweeps warn as usual. EXIT_OK and *snap, or EXIT_NVML.
+ */
+static int first_sweep(nvml_collector_t *collector, logger_t *log, nvml_loader_t *loader,
+                       snapshot_t **snap) {
+    log_level_t level = log->level;
+    if (log->level < LOG_ERROR)
+        log->level = LOG_ERROR;
+    int sampled = nvml_collector_sample(collector, clock_mono_now(), snap);
+    log->level = level;
+    if (sampled != 0) {
+        fprintf(stderr, "gpu-metrics: out of memory\n");
+        return EXIT_NVML;
+    }
+    if ((*snap)->status != SNAPSHOT_NVML_DOWN)
+        return EXIT_OK;
+    fprintf(stderr, "gpu-metrics: NVML unavailable: %s\n", (*snap)->error);
+    /* The stand-in failing on its scenario file has nothing to do with a
+     * driver; a failure its scenario asks for (init_error) plays one. */
+    const nvml_api_t *api = nvml_loader_api(loader);
+    if (api->nvml_sim_scenario_error && api->nvml_sim_scenario_error())
+        fprintf(stderr,
+                "gpu-metrics: hint: %s is the NVML stand-in, not a driver: point "
+                "NVML_SIM_SCENARIO at a valid scenario file (examples in sim/scenarios/).\n",
+                nvml_loader_path(loader));
+    else
+        fprintf(stderr, "gpu-metrics: hint: check that the NVIDIA driver is loaded "
+                        "(nvidia-smi) and this user may open /dev/nvidia*.\n");
+    return EXIT_NVML;
+}
+
+/*
+ * The devices to show: --device, else the scheduler's list, else all.
+ * CUDA_VISIBLE_DEVICES means what CUDA makes of it (its list ends at the
+ * first invalid entry, "-1" = no GPU); every other list, and --device,
+ * must name only devices that exist. EXIT_OK, or EXIT_USAGE said on stderr.
+ */
+static int select_devices(const cli_options_t *o, const env_info_t *env, const snapshot_t *snap,
+                          device_selection_t *sel) {
+    const char *list_var = o->device ? "--device" : env->visible_var;
+    const char *list = o->device ? o->device : env->visible_list;
+    if (!o->device && !env->visible_var[0]) {
+        memset(sel, 0, sizeof *sel);
+        sel->all_gpus = true;
+        return EXIT_OK;
+    }
+    bool cuda = !o->device && strcmp(list_var, "CUDA_VISIBLE_DEVICES") == 0;
+    char note[768] = "", err[1024];
+    int rc =
+        cuda ? device_selection_resolve_cuda(list, snap, sel, note, sizeof note, err, sizeof err)
+             : device_selection_resolve(list_var, list, snap, sel, err, sizeof err);
+    if (rc != 0) {
+        fprintf(stderr, "gpu-metrics: %s\n", err);
+        return EXIT_USAGE;
+    }
+    if (!o->quiet && note[0])
+        fprintf(stderr, "gpu-metrics: note: %s\n", note);
+    else if (!o->quiet && !o->device && !sel->all_gpus && sel->gpu_count == 0 &&
+             sel->mig_count == 0)
+        fprintf(stderr, "gpu-metrics: note: %s=\"%s\" selects no GPU\n", list_var, list);
+    return EXIT_OK;
+}
+
+/* --interval: prints each new snapshot of the running sampler until
+ * --count samples or a signal. *snap holds the last one printed (the
+ * caller releases it). Returns the exit code. */
+static int print_continuously(const cli_options_t *o, sampler_t *sampler, sample_ctx_t *sc,
+                              output_writer_t *writer, FILE *out, snapshot_t **snap) {
+    bool live_table = o->format == OUTPUT_TABLE && out == stdout && isatty(STDOUT_FILENO);
+    uint64_t last_seq = 0, printed = 0;
+    int exit_code = EXIT_OK;
+    while (!stop_requested && (o->count == 0 || printed < o->count)) {
+        /* Short waits so a signal is noticed promptly. */
+        snapshot_t *next = sampler_wait_newer(sampler, last_seq, 200 * NS_PER_MS);
+        if (!next)
+            continue;
+        snapshot_unref(*snap);
+        *snap = next;
+        last_seq = next->seq;
+        if (live_table)
+            fputs("\033[H\033[2J", out); /* redraw in place, like watch(1) */
+        if (write_sample(sc, writer, out, next) != 0)
+            return EXIT_USAGE;
+        fflush(out);
+        printed++;
+        exit_code =
+            next->status == SNAPSHOT_NVML_DOWN ? EXIT_NVML : health_exit_code(next, sc->sel);
+    }
+    return exit_code;
 }
 
 int main(int argc, char **argv) {
@@ -180,63 +328,10 @@ int main(int argc, char **argv) {
         goto done;
     }
 
-    /* First sweep: tells whether NVML works, and primes the counters that
-     * need two readings (NVLink rates, GPM). A failed initialisation is
-     * reported below, once, and ends the program: the collector's own
-     * warning ("... failed: <NVML's error>; retrying in 1 s") would repeat
-     * NVML's error and promise a retry that never comes, so the sweep runs
-     * with warnings held back. Later sweeps warn as usual. */
-    log_level_t level = log.level;
-    if (log.level < LOG_ERROR)
-        log.level = LOG_ERROR;
-    int sampled = nvml_collector_sample(collector, clock_mono_now(), &snap);
-    log.level = level;
-    if (sampled != 0) {
-        fprintf(stderr, "gpu-metrics: out of memory\n");
-        exit_code = EXIT_NVML;
+    if ((exit_code = first_sweep(collector, &log, loader, &snap)) != EXIT_OK)
         goto done;
-    }
-    if (snap->status == SNAPSHOT_NVML_DOWN) {
-        fprintf(stderr, "gpu-metrics: NVML unavailable: %s\n", snap->error);
-        /* The stand-in failing on its scenario file has nothing to do with a
-         * driver; a failure its scenario asks for (init_error) plays one. */
-        const nvml_api_t *api = nvml_loader_api(loader);
-        if (api->nvml_sim_scenario_error && api->nvml_sim_scenario_error())
-            fprintf(stderr,
-                    "gpu-metrics: hint: %s is the NVML stand-in, not a driver: point "
-                    "NVML_SIM_SCENARIO at a valid scenario file (examples in sim/scenarios/).\n",
-                    nvml_loader_path(loader));
-        else
-            fprintf(stderr, "gpu-metrics: hint: check that the NVIDIA driver is loaded "
-                            "(nvidia-smi) and this user may open /dev/nvidia*.\n");
-        exit_code = EXIT_NVML;
+    if ((exit_code = select_devices(&o, &env, snap, &sel)) != EXIT_OK)
         goto done;
-    }
-
-    const char *list_var = o.device ? "--device" : env.visible_var;
-    const char *list = o.device ? o.device : env.visible_list;
-    if (o.device || env.visible_var[0]) {
-        /* CUDA_VISIBLE_DEVICES means what CUDA makes of it (its list ends at
-         * the first invalid entry, "-1" = no GPU); every other list, and
-         * --device, must name only devices that exist. */
-        bool cuda = !o.device && strcmp(list_var, "CUDA_VISIBLE_DEVICES") == 0;
-        char note[768] = "";
-        int rc = cuda ? device_selection_resolve_cuda(list, snap, &sel, note, sizeof note, err,
-                                                      sizeof err)
-                      : device_selection_resolve(list_var, list, snap, &sel, err, sizeof err);
-        if (rc != 0) {
-            fprintf(stderr, "gpu-metrics: %s\n", err);
-            exit_code = EXIT_USAGE;
-            goto done;
-        }
-        if (!o.quiet && note[0])
-            fprintf(stderr, "gpu-metrics: note: %s\n", note);
-        else if (!o.quiet && !o.device && !sel.all_gpus && sel.gpu_count == 0 && sel.mig_count == 0)
-            fprintf(stderr, "gpu-metrics: note: %s=\"%s\" selects no GPU\n", list_var, list);
-    } else {
-        memset(&sel, 0, sizeof sel);
-        sel.all_gpus = true;
-    }
 
     if (out_path) {
         out = fopen(out_path, "w");
@@ -250,6 +345,9 @@ int main(int argc, char **argv) {
 
     output_writer_t writer;
     output_writer_init(&writer, o.format);
+    writer.processes = o.processes;
+    sample_ctx_t sc = {.env = &env, .sel = &sel, .quiet = o.quiet};
+    proc_lookup_init(&sc.lookup, "/proc");
 
     if (nvml_collector_wants_second_sample(collector))
         sleep_ns(COLLECTOR_RATE_WINDOW_NS);
@@ -266,7 +364,7 @@ int main(int argc, char **argv) {
             exit_code = EXIT_NVML;
             goto done;
         }
-        if (write_sample(&writer, out, snap, &env, &sel) != 0) {
+        if (write_sample(&sc, &writer, out, snap) != 0) {
             exit_code = EXIT_USAGE;
             goto done;
         }
@@ -290,26 +388,7 @@ int main(int argc, char **argv) {
         exit_code = EXIT_NVML;
         goto done;
     }
-    bool live_table = o.format == OUTPUT_TABLE && out == stdout && isatty(STDOUT_FILENO);
-    uint64_t last_seq = 0, printed = 0;
-    while (!stop_requested && (o.count == 0 || printed < o.count)) {
-        /* Short waits so a signal is noticed promptly. */
-        snapshot_t *next = sampler_wait_newer(sampler, last_seq, 200 * NS_PER_MS);
-        if (!next)
-            continue;
-        snapshot_unref(snap);
-        snap = next;
-        last_seq = snap->seq;
-        if (live_table)
-            fputs("\033[H\033[2J", out); /* redraw in place, like watch(1) */
-        if (write_sample(&writer, out, snap, &env, &sel) != 0) {
-            exit_code = EXIT_USAGE;
-            goto done;
-        }
-        fflush(out);
-        printed++;
-        exit_code = snap->status == SNAPSHOT_NVML_DOWN ? EXIT_NVML : health_exit_code(snap, &sel);
-    }
+    exit_code = print_continuously(&o, sampler, &sc, &writer, out, &snap);
 
 done:
     sampler_stop(sampler);

@@ -32,6 +32,9 @@ const char cli_usage_text[] =
     "                                 %n = node name, %t = task rank, %% = %\n"
     "  --nvml-library PATH            NVML library to load (default\n"
     "                                 libnvidia-ml.so.1 from the library path)\n"
+    "  --processes                    table: list each GPU's processes under it;\n"
+    "                                 csv: one row per process instead of per GPU\n"
+    "                                 (json and jsonl always carry them)\n"
     "  --quiet                        no warnings on stderr\n"
     "  --dry-run                      print what would be collected; no NVML\n"
     "  --version                      print the version and exit\n"
@@ -44,13 +47,20 @@ const char cli_usage_text[] =
     "CUDA_VISIBLE_DEVICES is read as CUDA reads it: up to its first invalid entry\n"
     "(-1 = no GPU, 0,-1,1 = GPU 0), with a note on stderr.\n"
     "\n"
+    "CUDA index: beside each NVML index, cuda_index is the ordinal this process's\n"
+    "CUDA code uses (cuda:0), from CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER; null\n"
+    "(\"-\" in the table) where NVIDIA documents no answer, with the reason in\n"
+    "cuda_index_note (table: under it; csv: on stderr). Integers and an unset list\n"
+    "need CUDA_DEVICE_ORDER=PCI_BUS_ID on a node with more than one GPU.\n"
+    "\n"
     "Exit status: 0 ok; 1 NVML unavailable; 2 usage or configuration error;\n"
     "3 a selected GPU is lost or erroring (the sample is still printed).\n"
     "\n"
     "Examples:\n"
     "  gpu-metrics\n"
     "  gpu-metrics --format jsonl --interval 5s --output gpu-%j-%n-%t.jsonl\n"
-    "  gpu-metrics --format csv --interval 1s --count 60 --device 0,1\n";
+    "  gpu-metrics --format csv --interval 1s --count 60 --device 0,1\n"
+    "  gpu-metrics --processes\n";
 
 static int take_value(int argc, char **argv, int *i, const char *inline_value, const char *name,
                       const char **out, char *err, size_t errlen) {
@@ -80,7 +90,7 @@ static int parse_bool(const char *v, const char *name, bool *out, char *err, siz
 /* Every flag name, for "did you mean" (the server's flags use the same rules). */
 static const char *const cli_flag_names[] = {
     "format", "interval", "count",   "device",  "env",  "nvml-library",
-    "output", "quiet",    "dry-run", "version", "help",
+    "output", "quiet",    "dry-run", "version", "help", "processes",
 };
 
 /* "unknown flag --formt (did you mean --format?)"; a bare word close to a
@@ -158,6 +168,9 @@ int cli_options_parse(int argc, char **argv, cli_options_t *o, char *err, size_t
                 return rc;
             if (!o->output[0])
                 return kgs_seterr(err, errlen, KGS_EINVAL, "--output needs a file name");
+        } else if (flag_match(a, "processes", &iv)) {
+            if ((rc = parse_bool(iv, "processes", &o->processes, err, errlen)))
+                return rc;
         } else if (flag_match(a, "quiet", &iv)) {
             if ((rc = parse_bool(iv, "quiet", &o->quiet, err, errlen)))
                 return rc;

@@ -18,6 +18,7 @@ typedef struct {
     uint64_t interval_ns; /* 0 = one shot */
     uint64_t count;       /* samples to print; 0 = until interrupted (interval mode) */
     const char *device;   /* --device list, NULL = from the environment; borrowed from argv */
+    bool processes;       /* --processes: list processes in the table, one CSV row each */
     bool quiet;
     env_kind_t env;
     bool dry_run;

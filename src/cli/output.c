@@ -43,6 +43,21 @@
  * counted in display columns (one per code point), so "°", "└" and "…"
  * line up. Nothing depends on the time of day except the timestamp itself.
  *
+ * CUDA index. Beside NVML's index every device and MIG instance carries
+ * cuda_index and cuda_visible from the cuda_index_map_t the caller passes
+ * (env/cuda_index.h decides them; no map = all unknown). An unknown one is
+ * null, "" or "-", and its reason travels once per sample: JSON's
+ * cuda_index_note, a line under the table; CSV has no place for it (the
+ * caller puts it on stderr).
+ *
+ * Processes. NVML's per-device (and per-MIG-instance) lists come from the
+ * snapshot; what /proc says about each process (command, pod) comes from
+ * the caller, in an array parallel to snapshot->procs. An absent list is
+ * null with processes_error, never an empty one: "no process" and "NVML
+ * did not say" must stay apart. JSON always carries the lists; the table
+ * and CSV only with --processes (writer.processes), since they are rows of
+ * another shape: indented lines, or CSV rows with their own header.
+ *
  * Write errors. Every sample ends with fflush(), so a continuous run streams
  * sample by sample and a full disk or closed pipe is seen at the sample that
  * hit it: KGS_EIO.
@@ -127,6 +142,8 @@ static const char *const csv_id_columns[] = {
     "task_rank",
     "driver_version",
     "index",
+    "cuda_index",
+    "cuda_visible",
     "uuid",
     "name",
     "pci_bus_id",
@@ -138,6 +155,32 @@ static const char *const csv_id_columns[] = {
     "compute_instance_id",
 };
 #define CSV_ID_COLUMN_COUNT (sizeof csv_id_columns / sizeof csv_id_columns[0])
+
+/* After the metric columns of a device row. */
+static const char *const csv_tail_columns[] = {"process_count", "processes_error"};
+
+/* The columns of --processes CSV: one row per process. */
+static const char *const csv_process_columns[] = {
+    "collected_at",
+    "orchestrator",
+    "node",
+    "job_id",
+    "task_rank",
+    "driver_version",
+    "index",
+    "cuda_index",
+    "uuid",
+    "is_mig_instance",
+    "gpu_instance_id",
+    "compute_instance_id",
+    "pid",
+    "command",
+    "used_memory_bytes",
+    "sm_utilization_percent",
+    "memory_utilization_percent",
+    "pod_uid",
+    "container_id",
+};
 
 /* ------------------------------------------------------------------------ */
 /* Format names                                                             */
@@ -175,6 +218,7 @@ const char *output_format_name(output_format_t f) {
 
 void output_writer_init(output_writer_t *w, output_format_t format) {
     w->format = format;
+    w->processes = false;
     w->_csv_header_done = false;
 }
 
@@ -381,6 +425,89 @@ static bool gpu_shown(const device_selection_t *sel, const snapshot_t *snap,
 }
 
 /* ------------------------------------------------------------------------ */
+/* CUDA index and processes                                                 */
+
+static const cuda_index_t cuda_unknown = {CUDA_INDEX_UNKNOWN, 0};
+
+/* The CUDA index of GPU record g (in snap->gpus) or of MIG slot `slot`;
+ * unknown without a map. */
+static cuda_index_t cuda_of_gpu(const output_extra_t *x, const snapshot_t *snap,
+                                const gpu_record_t *g) {
+    size_t pos = (size_t)(g - snap->gpus);
+    if (!x || !x->cuda || pos >= x->cuda->gpu_count)
+        return cuda_unknown;
+    return x->cuda->gpu[pos];
+}
+
+static cuda_index_t cuda_of_mig(const output_extra_t *x, unsigned slot) {
+    if (!x || !x->cuda || slot >= x->cuda->mig_count)
+        return cuda_unknown;
+    return x->cuda->mig[slot];
+}
+
+/* The note for an unknown CUDA index, when some shown device has one. */
+static const char *cuda_note(const output_extra_t *x, const snapshot_t *snap,
+                             const device_selection_t *sel) {
+    if (!x || !x->cuda || !x->cuda->note[0])
+        return NULL;
+    for (unsigned i = 0; i < snap->gpu_count; i++) {
+        const gpu_record_t *g = &snap->gpus[i];
+        if (!gpu_shown(sel, snap, g))
+            continue;
+        cuda_index_state_t st = cuda_of_gpu(x, snap, g).state;
+        bool open = st == CUDA_INDEX_UNKNOWN || st == CUDA_INDEX_VISIBLE;
+        unsigned first, end;
+        gpu_mig_range(snap, g, &first, &end);
+        for (unsigned s = first; s < end && !open; s++)
+            open = mig_selected(sel, snap, g, s) && cuda_of_mig(x, s).state == CUDA_INDEX_UNKNOWN;
+        if (open)
+            return x->cuda->note;
+    }
+    return NULL;
+}
+
+/* Why a process list is absent, or NULL when it is present: NVML's code
+ * name; MIG_ENABLED for a GPU in MIG mode (each instance lists its own);
+ * the health code of a lost GPU; FUNCTION_NOT_FOUND when no variant of the
+ * call exists in this driver. */
+static const char *procs_error(const proc_list_t *pl, const gpu_record_t *g, bool whole_gpu) {
+    if (pl->list_ok)
+        return NULL;
+    if (whole_gpu && g->mig_enabled)
+        return "MIG_ENABLED";
+    if (g->health != GPU_HEALTH_OK && g->health_nvml_code != 0)
+        return nvml_code_name(g->health_nvml_code);
+    if (pl->list_code != 0)
+        return nvml_code_name(pl->list_code);
+    return "FUNCTION_NOT_FOUND";
+}
+
+/* The records of a present list, clamped to the snapshot. */
+static unsigned procs_count(const snapshot_t *snap, const proc_list_t *pl) {
+    if (!pl->list_ok || pl->first > snap->proc_total)
+        return 0;
+    return pl->count <= snap->proc_total - pl->first ? pl->count : snap->proc_total - pl->first;
+}
+
+/* What /proc said about process record i, or NULL. */
+static const proc_info_t *proc_info_of(const output_extra_t *x, unsigned i) {
+    return x && x->procs ? &x->procs[i] : NULL;
+}
+
+/* The pod of process record i: the snapshot's when the agent attributed
+ * it, else /proc's; "" when none is known. */
+static const char *proc_pod(const snapshot_t *snap, const output_extra_t *x, unsigned i,
+                            bool container) {
+    const proc_record_t *p = &snap->procs[i];
+    const proc_info_t *info = proc_info_of(x, i);
+    if (snap->procs_attributed)
+        return container ? p->container_id : p->pod_uid;
+    if (info && info->pod_ok)
+        return container ? info->container_id : info->pod_uid;
+    return "";
+}
+
+/* ------------------------------------------------------------------------ */
 /* Output helpers                                                           */
 
 /* Ends a sample: flush, and report any error the stream saw. */
@@ -452,7 +579,69 @@ static json_t *json_environment(json_build_t *b, const env_info_t *env) {
     JS("visible_devices_var", env->visible_var);
     JS("visible_devices", env->visible_list);
 #undef JS
+    /* Set but empty is "" (CUDA then sees no device), unset is null. */
+    jset(b, o, "cuda_visible_devices",
+         env->cuda_visible_set
+             ? (env->cuda_visible[0] ? jstr_or_null(env->cuda_visible, sizeof env->cuda_visible)
+                                     : json_string(""))
+             : json_null());
+    jset(b, o, "cuda_device_order",
+         env->cuda_order_set
+             ? (env->cuda_order[0] ? jstr_or_null(env->cuda_order, sizeof env->cuda_order)
+                                   : json_string(""))
+             : json_null());
     return o;
+}
+
+static json_t *json_cuda_index(cuda_index_t c) {
+    return c.state == CUDA_INDEX_KNOWN ? json_integer(c.index) : json_null();
+}
+
+static json_t *json_cuda_visible(cuda_index_t c) {
+    switch (c.state) {
+    case CUDA_INDEX_KNOWN:
+    case CUDA_INDEX_VISIBLE:
+        return json_true();
+    case CUDA_INDEX_HIDDEN:
+        return json_false();
+    case CUDA_INDEX_UNKNOWN:
+        break;
+    }
+    return json_null();
+}
+
+/* One process: pid, what /proc said, NVML's figures. */
+static json_t *json_process(json_build_t *b, const snapshot_t *snap, unsigned i,
+                            const output_extra_t *x) {
+    const proc_record_t *p = &snap->procs[i];
+    const proc_info_t *info = proc_info_of(x, i);
+    json_t *o = json_object();
+    jset(b, o, "pid", json_integer(p->pid));
+    jset(b, o, "command",
+         info && info->comm_ok ? jstr_or_null(info->comm, sizeof info->comm) : json_null());
+    jset(b, o, "used_memory_bytes",
+         proc_has(p, PROC_F_USED_MEMORY) ? ju64(p->used_memory_bytes) : json_null());
+    jset(b, o, "sm_utilization_percent",
+         proc_has(p, PROC_F_SM_UTIL) ? jreal(p->sm_util_pct) : json_null());
+    jset(b, o, "memory_utilization_percent",
+         proc_has(p, PROC_F_MEM_UTIL) ? jreal(p->mem_util_pct) : json_null());
+    jset(b, o, "pod_uid", jstr_or_null(proc_pod(snap, x, i, false), SNAPSHOT_POD_UID_MAX));
+    jset(b, o, "container_id", jstr_or_null(proc_pod(snap, x, i, true), SNAPSHOT_CONTAINER_ID_MAX));
+    return o;
+}
+
+/* "processes", "processes_error", "processes_dropped" of a device. */
+static void json_process_list(json_build_t *b, json_t *o, const snapshot_t *snap,
+                              const proc_list_t *pl, const gpu_record_t *g, bool whole_gpu,
+                              const output_extra_t *x) {
+    const char *why = procs_error(pl, g, whole_gpu);
+    json_t *arr = why ? json_null() : json_array();
+    unsigned n = procs_count(snap, pl);
+    for (unsigned k = 0; k < n; k++)
+        jappend(b, arr, json_process(b, snap, pl->first + k, x));
+    jset(b, o, "processes", arr);
+    jset(b, o, "processes_error", why ? json_string(why) : json_null());
+    jset(b, o, "processes_dropped", why ? json_null() : json_integer(pl->dropped));
 }
 
 static json_t *json_clock_reasons(json_build_t *b, uint64_t mask) {
@@ -515,9 +704,13 @@ static json_t *json_gpu_field(json_build_t *b, const gpu_record_t *g, gpu_field_
     return json_null();
 }
 
-static json_t *json_mig(json_build_t *b, const mig_record_t *m) {
+static json_t *json_mig(json_build_t *b, const snapshot_t *snap, const gpu_record_t *g,
+                        unsigned slot, const output_extra_t *x) {
+    const mig_record_t *m = &snap->mig[slot];
     json_t *o = json_object();
     double pct;
+    jset(b, o, "cuda_index", json_cuda_index(cuda_of_mig(x, slot)));
+    jset(b, o, "cuda_visible", json_cuda_visible(cuda_of_mig(x, slot)));
     jset(b, o, "uuid", jstr_or_null(m->uuid, sizeof m->uuid));
     jset(b, o, "name", jstr_or_null(m->name, sizeof m->name));
     jset(b, o, "profile", jstr_or_null(m->profile, sizeof m->profile));
@@ -535,14 +728,17 @@ static json_t *json_mig(json_build_t *b, const mig_record_t *m) {
          mig_has(m, GPU_F_SM_OCCUPANCY) ? jreal(m->sm_occupancy_pct) : json_null());
     jset(b, o, "dram_bandwidth_utilization_percent",
          mig_has(m, GPU_F_DRAM_BW_UTIL) ? jreal(m->dram_bw_util_pct) : json_null());
+    json_process_list(b, o, snap, &m->procs, g, false, x);
     return o;
 }
 
 static json_t *json_device(json_build_t *b, const snapshot_t *snap, const gpu_record_t *g,
-                           const device_selection_t *sel) {
+                           const device_selection_t *sel, const output_extra_t *x) {
     json_t *o = json_object();
     double pct;
     jset(b, o, "index", json_integer(g->index));
+    jset(b, o, "cuda_index", json_cuda_index(cuda_of_gpu(x, snap, g)));
+    jset(b, o, "cuda_visible", json_cuda_visible(cuda_of_gpu(x, snap, g)));
     jset(b, o, "uuid", jstr_or_null(g->uuid, sizeof g->uuid));
     jset(b, o, "name", jstr_or_null(g->name, sizeof g->name));
     jset(b, o, "pci_bus_id", jstr_or_null(g->pci_bus_id, sizeof g->pci_bus_id));
@@ -566,19 +762,47 @@ static json_t *json_device(json_build_t *b, const snapshot_t *snap, const gpu_re
             jset(b, errs, field_json_names[f], json_string(nvml_code_name(code)));
     }
     jset(b, o, "field_errors", errs);
+    json_process_list(b, o, snap, &g->procs, g, true, x);
     jset(b, o, "mig_enabled", json_boolean(g->mig_enabled));
     json_t *migs = json_array();
     unsigned first, end;
     gpu_mig_range(snap, g, &first, &end);
     for (unsigned s = first; s < end; s++)
         if (mig_selected(sel, snap, g, s))
-            jappend(b, migs, json_mig(b, &snap->mig[s]));
+            jappend(b, migs, json_mig(b, snap, g, s, x));
     jset(b, o, "mig_instances", migs);
     return o;
 }
 
+/* True when some shown device has a present process list. */
+static bool any_process_list(const snapshot_t *snap, const device_selection_t *sel) {
+    for (unsigned i = 0; i < snap->gpu_count; i++) {
+        const gpu_record_t *g = &snap->gpus[i];
+        if (!gpu_shown(sel, snap, g))
+            continue;
+        if (g->procs.list_ok && g->procs.count)
+            return true;
+        unsigned first, end;
+        gpu_mig_range(snap, g, &first, &end);
+        for (unsigned s = first; s < end; s++)
+            if (mig_selected(sel, snap, g, s) && snap->mig[s].procs.list_ok &&
+                snap->mig[s].procs.count)
+                return true;
+    }
+    return false;
+}
+
+/* The note on process commands and pods, when a shown device lists a
+ * process they are unknown for. */
+static const char *procs_note(const output_extra_t *x, const snapshot_t *snap,
+                              const device_selection_t *sel) {
+    if (!x || !x->procs_note || !x->procs_note[0])
+        return NULL;
+    return any_process_list(snap, sel) ? x->procs_note : NULL;
+}
+
 static json_t *json_sample(json_build_t *b, const snapshot_t *snap, const env_info_t *env,
-                           const device_selection_t *sel) {
+                           const device_selection_t *sel, const output_extra_t *x) {
     json_t *root = json_object();
     char ts[80];
     format_timestamp(ts, sizeof ts, snap->taken_wall_ms);
@@ -591,8 +815,12 @@ static json_t *json_sample(json_build_t *b, const snapshot_t *snap, const env_in
     json_t *devs = json_array();
     for (unsigned i = 0; i < snap->gpu_count; i++)
         if (gpu_shown(sel, snap, &snap->gpus[i]))
-            jappend(b, devs, json_device(b, snap, &snap->gpus[i], sel));
+            jappend(b, devs, json_device(b, snap, &snap->gpus[i], sel, x));
     jset(b, root, "devices", devs);
+    const char *note = cuda_note(x, snap, sel);
+    jset(b, root, "cuda_index_note", note ? jstr_or_null(note, CUDA_INDEX_NOTE_MAX) : json_null());
+    note = procs_note(x, snap, sel);
+    jset(b, root, "process_info_note", note ? jstr_or_null(note, 1024) : json_null());
     bool down = snap->status == SNAPSHOT_NVML_DOWN;
     jset(b, root, "status", json_string(down ? "nvml_down" : "ok"));
     json_t *error = json_null();
@@ -605,9 +833,9 @@ static json_t *json_sample(json_build_t *b, const snapshot_t *snap, const env_in
 }
 
 static int write_json(FILE *out, const snapshot_t *snap, const env_info_t *env,
-                      const device_selection_t *sel, bool lines) {
+                      const device_selection_t *sel, const output_extra_t *x, bool lines) {
     json_build_t b = {.ok = true};
-    json_t *root = json_sample(&b, snap, env, sel);
+    json_t *root = json_sample(&b, snap, env, sel, x);
     char *text = NULL;
     int rc = 0;
     if (!b.ok || !root) {
@@ -676,7 +904,13 @@ static void csv_real(FILE *out, bool present, double v) {
     csv_cell(out, buf, false);
 }
 
-static void csv_header(FILE *out) {
+static void csv_header(FILE *out, bool processes) {
+    if (processes) {
+        for (size_t i = 0; i < sizeof csv_process_columns / sizeof csv_process_columns[0]; i++)
+            csv_cell(out, csv_process_columns[i], i == 0);
+        fputc('\n', out);
+        return;
+    }
     for (size_t i = 0; i < CSV_ID_COLUMN_COUNT; i++)
         csv_cell(out, csv_id_columns[i], i == 0);
     for (size_t i = 0; i < METRIC_COLUMN_COUNT; i++) {
@@ -685,7 +919,27 @@ static void csv_header(FILE *out) {
                  f == OUTPUT_METRIC_DERIVED_MEM_PCT ? "memory_used_percent" : field_json_names[f],
                  false);
     }
+    for (size_t i = 0; i < sizeof csv_tail_columns / sizeof csv_tail_columns[0]; i++)
+        csv_cell(out, csv_tail_columns[i], false);
     fputc('\n', out);
+}
+
+/* cuda_index and cuda_visible: a number or empty; true, false or empty. */
+static void csv_cuda_cells(FILE *out, cuda_index_t c) {
+    csv_uint(out, c.state == CUDA_INDEX_KNOWN, c.index);
+    csv_cell(out,
+             c.state == CUDA_INDEX_HIDDEN    ? "false"
+             : c.state == CUDA_INDEX_UNKNOWN ? ""
+                                             : "true",
+             false);
+}
+
+/* process_count (empty when the list is absent) and processes_error. */
+static void csv_procs_cells(FILE *out, const snapshot_t *snap, const proc_list_t *pl,
+                            const gpu_record_t *g, bool whole_gpu) {
+    const char *why = procs_error(pl, g, whole_gpu);
+    csv_uint(out, !why, procs_count(snap, pl) + pl->dropped);
+    csv_cell(out, why ? why : "", false);
 }
 
 /* The environment columns, collected_at .. driver_version. */
@@ -807,13 +1061,63 @@ static void csv_mig_metric(FILE *out, const mig_record_t *m, int f) {
     }
 }
 
+/* One --processes row per process of a present list. */
+static void csv_process_rows(FILE *out, const char *ts, const snapshot_t *snap,
+                             const env_info_t *env, const output_extra_t *x, const gpu_record_t *g,
+                             int mig_slot) {
+    const mig_record_t *m = mig_slot >= 0 ? &snap->mig[mig_slot] : NULL;
+    const proc_list_t *pl = m ? &m->procs : &g->procs;
+    unsigned n = procs_count(snap, pl);
+    for (unsigned k = 0; k < n; k++) {
+        unsigned i = pl->first + k;
+        const proc_record_t *p = &snap->procs[i];
+        const proc_info_t *info = proc_info_of(x, i);
+        csv_env_cells(out, ts, snap, env);
+        csv_uint(out, true, g->index);
+        cuda_index_t c = m ? cuda_of_mig(x, (unsigned)mig_slot) : cuda_of_gpu(x, snap, g);
+        csv_uint(out, c.state == CUDA_INDEX_KNOWN, c.index);
+        csv_text(out, m ? m->uuid : g->uuid, sizeof g->uuid);
+        csv_cell(out, m ? "true" : "false", false);
+        csv_uint(out, m && m->ids_valid, m ? m->gpu_instance_id : 0);
+        csv_uint(out, m && m->ids_valid, m ? m->compute_instance_id : 0);
+        csv_uint(out, true, p->pid);
+        csv_text(out, info && info->comm_ok ? info->comm : "", PROC_INFO_COMM_MAX);
+        csv_uint(out, proc_has(p, PROC_F_USED_MEMORY), p->used_memory_bytes);
+        csv_real(out, proc_has(p, PROC_F_SM_UTIL), p->sm_util_pct);
+        csv_real(out, proc_has(p, PROC_F_MEM_UTIL), p->mem_util_pct);
+        csv_text(out, proc_pod(snap, x, i, false), SNAPSHOT_POD_UID_MAX);
+        csv_text(out, proc_pod(snap, x, i, true), SNAPSHOT_CONTAINER_ID_MAX);
+        fputc('\n', out);
+    }
+}
+
+static void write_csv_processes(FILE *out, const char *ts, const snapshot_t *snap,
+                                const env_info_t *env, const device_selection_t *sel,
+                                const output_extra_t *x) {
+    for (unsigned i = 0; i < snap->gpu_count; i++) {
+        const gpu_record_t *g = &snap->gpus[i];
+        if (!gpu_shown(sel, snap, g))
+            continue;
+        csv_process_rows(out, ts, snap, env, x, g, -1);
+        unsigned first, end;
+        gpu_mig_range(snap, g, &first, &end);
+        for (unsigned s = first; s < end; s++)
+            if (mig_selected(sel, snap, g, s))
+                csv_process_rows(out, ts, snap, env, x, g, (int)s);
+    }
+}
+
 static void write_csv(output_writer_t *w, FILE *out, const snapshot_t *snap, const env_info_t *env,
-                      const device_selection_t *sel) {
+                      const device_selection_t *sel, const output_extra_t *x) {
     char ts[80];
     format_timestamp(ts, sizeof ts, snap->taken_wall_ms);
     if (!w->_csv_header_done) {
-        csv_header(out);
+        csv_header(out, w->processes);
         w->_csv_header_done = true;
+    }
+    if (w->processes) {
+        write_csv_processes(out, ts, snap, env, sel, x);
+        return;
     }
     for (unsigned i = 0; i < snap->gpu_count; i++) {
         const gpu_record_t *g = &snap->gpus[i];
@@ -821,6 +1125,7 @@ static void write_csv(output_writer_t *w, FILE *out, const snapshot_t *snap, con
             continue;
         csv_env_cells(out, ts, snap, env);
         csv_uint(out, true, g->index);
+        csv_cuda_cells(out, cuda_of_gpu(x, snap, g));
         csv_text(out, g->uuid, sizeof g->uuid);
         csv_text(out, g->name, sizeof g->name);
         csv_text(out, g->pci_bus_id, sizeof g->pci_bus_id);
@@ -830,6 +1135,7 @@ static void write_csv(output_writer_t *w, FILE *out, const snapshot_t *snap, con
             csv_cell(out, "", false);
         for (size_t c = 0; c < METRIC_COLUMN_COUNT; c++)
             csv_gpu_metric(out, g, metric_columns[c]);
+        csv_procs_cells(out, snap, &g->procs, g, true);
         fputc('\n', out);
 
         unsigned first, end;
@@ -840,6 +1146,7 @@ static void write_csv(output_writer_t *w, FILE *out, const snapshot_t *snap, con
                 continue;
             csv_env_cells(out, ts, snap, env);
             csv_uint(out, true, g->index);
+            csv_cuda_cells(out, cuda_of_mig(x, s));
             csv_text(out, m->uuid, sizeof m->uuid);
             csv_text(out, m->name, sizeof m->name);
             csv_text(out, g->pci_bus_id, sizeof g->pci_bus_id);
@@ -851,6 +1158,7 @@ static void write_csv(output_writer_t *w, FILE *out, const snapshot_t *snap, con
             csv_uint(out, m->ids_valid, m->compute_instance_id);
             for (size_t c = 0; c < METRIC_COLUMN_COUNT; c++)
                 csv_mig_metric(out, m, metric_columns[c]);
+            csv_procs_cells(out, snap, &m->procs, g, false);
             fputc('\n', out);
         }
     }
@@ -861,6 +1169,7 @@ static void write_csv(output_writer_t *w, FILE *out, const snapshot_t *snap, con
 
 enum {
     TCOL_GPU,
+    TCOL_CUDA,
     TCOL_NAME,
     TCOL_HEALTH,
     TCOL_UTIL,
@@ -880,8 +1189,9 @@ enum {
 };
 
 static const char *const table_headers[TCOL_COUNT] = {
-    "GPU",    "Name",    "Health",  "Util%",  "MemUtil%", "MemUsed", "MemTotal",  "Mem%",
-    "Temp°C", "Power W", "Limit W", "SMAct%", "PCIe TX",  "PCIe RX", "NVLink TX", "NVLink RX"};
+    "GPU",     "CUDA",     "Name",    "Health",    "Util%",    "MemUtil%",
+    "MemUsed", "MemTotal", "Mem%",    "Temp°C",    "Power W",  "Limit W",
+    "SMAct%",  "PCIe TX",  "PCIe RX", "NVLink TX", "NVLink RX"};
 
 #define TABLE_NAME_COLS 22
 #define TABLE_CELL_MAX 128
@@ -937,9 +1247,19 @@ static void cell_rate(char *cell, bool present, double v) {
         strcpy(cell, "-");
 }
 
-static void table_gpu_row(table_row_t r, const gpu_record_t *g) {
+/* The CUDA column: the ordinal, "hidden" when CUDA does not enumerate the
+ * device in this process, "-" when that or the ordinal is unknown. */
+static void cell_cuda(char *cell, cuda_index_t c) {
+    if (c.state == CUDA_INDEX_KNOWN)
+        snprintf(cell, TABLE_CELL_MAX, "%u", c.index);
+    else
+        strcpy(cell, c.state == CUDA_INDEX_HIDDEN ? "hidden" : "-");
+}
+
+static void table_gpu_row(table_row_t r, const gpu_record_t *g, cuda_index_t cuda) {
     double pct = 0;
     snprintf(r[TCOL_GPU], TABLE_CELL_MAX, "%u", g->index);
+    cell_cuda(r[TCOL_CUDA], cuda);
     text_sanitize(g->name, sizeof g->name, r[TCOL_NAME], TABLE_CELL_MAX - 4, true);
     if (!r[TCOL_NAME][0])
         strcpy(r[TCOL_NAME], "-");
@@ -967,9 +1287,10 @@ static void table_gpu_row(table_row_t r, const gpu_record_t *g) {
 /* A MIG instance: "  └ MIG 3g.40gb (GI 1/CI 0)" in the Name column, its
  * memory and SM activity; the per-GPU columns stay blank (not applicable,
  * which is different from "-", absent). */
-static void table_mig_row(table_row_t r, const mig_record_t *m) {
+static void table_mig_row(table_row_t r, const mig_record_t *m, cuda_index_t cuda) {
     char label[64], ids[48] = "";
     double pct = 0;
+    cell_cuda(r[TCOL_CUDA], cuda);
     text_sanitize(m->profile[0] ? m->profile : m->name,
                   m->profile[0] ? sizeof m->profile : sizeof m->name, label, sizeof label, true);
     if (m->ids_valid)
@@ -1036,8 +1357,102 @@ static void table_banner(FILE *out, const snapshot_t *snap, const env_info_t *en
     fprintf(out, " | Driver: %s | %s\n\n", buf[0] ? buf : "-", ts);
 }
 
+/* The rows of one table, grown as they are added. */
+typedef struct {
+    table_row_t *rows;
+    size_t n, cap;
+    bool ok; /* false once an allocation failed */
+} table_t;
+
+/* A new blank row, or NULL (then t->ok is false). */
+static char (*table_add(table_t *t))[TABLE_CELL_MAX] {
+    if (!t->ok)
+        return NULL;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        table_row_t *rows = realloc(t->rows, cap * sizeof *rows);
+        if (!rows) {
+            t->ok = false;
+            return NULL;
+        }
+        t->rows = rows;
+        t->cap = cap;
+    }
+    memset(t->rows[t->n], 0, sizeof t->rows[t->n]);
+    return t->rows[t->n++];
+}
+
+/* --processes: one row per process of a device, under it, indented by
+ * `indent` spaces: pid and command in the Name column, SM and memory
+ * utilisation share in Util% and MemUtil%, its memory in MemUsed. An
+ * absent list and an empty one each get a row that says so. */
+static void table_process_rows(table_t *t, const snapshot_t *snap, const proc_list_t *pl,
+                               const gpu_record_t *g, bool whole_gpu, int indent,
+                               const output_extra_t *x) {
+    const char *why = procs_error(pl, g, whole_gpu);
+    char(*r)[TABLE_CELL_MAX];
+    if (why && strcmp(why, "MIG_ENABLED") == 0)
+        return; /* each instance lists its own */
+    unsigned n = procs_count(snap, pl);
+    if (why || n == 0) {
+        if ((r = table_add(t)) != NULL)
+            snprintf(r[TCOL_NAME], TABLE_CELL_MAX, "%*s%s%s%s", indent, "",
+                     why ? "processes unknown (" : "no processes", why ? why : "", why ? ")" : "");
+        return;
+    }
+    for (unsigned k = 0; k < n && (r = table_add(t)) != NULL; k++) {
+        unsigned i = pl->first + k;
+        const proc_record_t *p = &snap->procs[i];
+        const proc_info_t *info = proc_info_of(x, i);
+        char comm[3 * PROC_INFO_COMM_MAX + 4] = "";
+        if (info && info->comm_ok)
+            text_sanitize(info->comm, sizeof info->comm, comm, sizeof comm, true);
+        snprintf(r[TCOL_NAME], TABLE_CELL_MAX, "%*spid %u%s%s", indent, "", (unsigned)p->pid,
+                 comm[0] ? " " : "", comm);
+        cell_real1(r[TCOL_UTIL], proc_has(p, PROC_F_SM_UTIL), p->sm_util_pct);
+        cell_real1(r[TCOL_MEMUTIL], proc_has(p, PROC_F_MEM_UTIL), p->mem_util_pct);
+        cell_bytes(r[TCOL_MEMUSED], proc_has(p, PROC_F_USED_MEMORY), p->used_memory_bytes);
+    }
+    if (pl->dropped && (r = table_add(t)) != NULL)
+        snprintf(r[TCOL_NAME], TABLE_CELL_MAX, "%*s... and %u more", indent, "", pl->dropped);
+}
+
+/* The rows of every shown GPU and MIG instance (and their processes). */
+static void table_rows(table_t *t, const snapshot_t *snap, const device_selection_t *sel,
+                       const output_extra_t *x, bool processes) {
+    char(*r)[TABLE_CELL_MAX];
+    for (unsigned i = 0; i < snap->gpu_count && t->ok; i++) {
+        const gpu_record_t *g = &snap->gpus[i];
+        unsigned first, end;
+        if (!gpu_shown(sel, snap, g))
+            continue;
+        if ((r = table_add(t)) != NULL)
+            table_gpu_row(r, g, cuda_of_gpu(x, snap, g));
+        if (processes)
+            table_process_rows(t, snap, &g->procs, g, true, 2, x);
+        gpu_mig_range(snap, g, &first, &end);
+        for (unsigned s = first; s < end; s++) {
+            if (!mig_selected(sel, snap, g, s))
+                continue;
+            if ((r = table_add(t)) != NULL)
+                table_mig_row(r, &snap->mig[s], cuda_of_mig(x, s));
+            if (processes)
+                table_process_rows(t, snap, &snap->mig[s].procs, g, false, 6, x);
+        }
+    }
+}
+
+/* A note under the table, sanitised: "<label>: <text>". */
+static void table_note(FILE *out, const char *label, const char *text) {
+    char buf[3 * 1024 + 4];
+    if (!text)
+        return;
+    text_sanitize(text, 1024, buf, sizeof buf, true);
+    fprintf(out, "%s: %s\n", label, buf);
+}
+
 static int write_table(FILE *out, const snapshot_t *snap, const env_info_t *env,
-                       const device_selection_t *sel) {
+                       const device_selection_t *sel, const output_extra_t *x, bool processes) {
     table_banner(out, snap, env);
     if (snap->status == SNAPSHOT_NVML_DOWN) {
         char buf[3 * 256 + 4];
@@ -1045,69 +1460,59 @@ static int write_table(FILE *out, const snapshot_t *snap, const env_info_t *env,
         fprintf(out, "NVML unavailable: %s\n", buf[0] ? buf : nvml_code_name(snap->nvml_code));
         return 0;
     }
-    size_t rows = 1;
-    for (unsigned i = 0; i < snap->gpu_count; i++) {
-        const gpu_record_t *g = &snap->gpus[i];
-        unsigned first, end;
-        if (!gpu_shown(sel, snap, g))
-            continue;
-        rows++;
-        gpu_mig_range(snap, g, &first, &end);
-        for (unsigned s = first; s < end; s++)
-            rows += mig_selected(sel, snap, g, s);
+    table_t t = {.ok = true};
+    char(*head)[TABLE_CELL_MAX] = table_add(&t);
+    if (head)
+        for (int c = 0; c < TCOL_COUNT; c++)
+            snprintf(head[c], TABLE_CELL_MAX, "%s", table_headers[c]);
+    table_rows(&t, snap, sel, x, processes);
+    if (!t.ok) {
+        free(t.rows);
+        return KGS_ENOMEM;
     }
-    if (rows == 1) {
+    if (t.n == 1) {
+        free(t.rows);
         fputs(snap->gpu_count ? "No GPU selected.\n" : "No GPU found.\n", out);
         return 0;
     }
-    table_row_t *t = calloc(rows, sizeof *t);
-    if (!t)
-        return KGS_ENOMEM;
-    for (int c = 0; c < TCOL_COUNT; c++)
-        snprintf(t[0][c], TABLE_CELL_MAX, "%s", table_headers[c]);
-    size_t r = 1;
-    for (unsigned i = 0; i < snap->gpu_count; i++) {
-        const gpu_record_t *g = &snap->gpus[i];
-        unsigned first, end;
-        if (!gpu_shown(sel, snap, g))
-            continue;
-        table_gpu_row(t[r++], g);
-        gpu_mig_range(snap, g, &first, &end);
-        for (unsigned s = first; s < end; s++)
-            if (mig_selected(sel, snap, g, s))
-                table_mig_row(t[r++], &snap->mig[s]);
-    }
     size_t width[TCOL_COUNT] = {0};
-    for (size_t i = 0; i < rows; i++)
+    for (size_t i = 0; i < t.n; i++)
         for (int c = 0; c < TCOL_COUNT; c++) {
-            size_t w = text_width(t[i][c]);
+            size_t w = text_width(t.rows[i][c]);
             if (w > width[c])
                 width[c] = w;
         }
-    for (size_t i = 0; i < rows; i++)
-        table_print_row(out, (const char(*)[TABLE_CELL_MAX])t[i], width);
-    free(t);
+    for (size_t i = 0; i < t.n; i++)
+        table_print_row(out, (const char(*)[TABLE_CELL_MAX])t.rows[i], width);
+    free(t.rows);
+    const char *cnote = cuda_note(x, snap, sel),
+               *pnote = processes ? procs_note(x, snap, sel) : NULL;
+    if (cnote || pnote)
+        fputc('\n', out);
+    table_note(out, "CUDA index unknown (-)", cnote);
+    table_note(out, "Process names unknown", pnote);
     return 0;
 }
 
 /* ------------------------------------------------------------------------ */
 
 int output_write_sample(output_writer_t *w, FILE *out, const snapshot_t *snap,
-                        const env_info_t *env, const device_selection_t *sel) {
+                        const env_info_t *env, const device_selection_t *sel,
+                        const output_extra_t *extra) {
     int rc;
     if (!w || !out || !snap)
         return KGS_EINVAL;
     switch (w->format) {
     case OUTPUT_JSON:
     case OUTPUT_JSONL:
-        rc = write_json(out, snap, env, sel, w->format == OUTPUT_JSONL);
+        rc = write_json(out, snap, env, sel, extra, w->format == OUTPUT_JSONL);
         break;
     case OUTPUT_CSV:
-        write_csv(w, out, snap, env, sel);
+        write_csv(w, out, snap, env, sel, extra);
         rc = 0;
         break;
     case OUTPUT_TABLE:
-        rc = write_table(out, snap, env, sel);
+        rc = write_table(out, snap, env, sel, extra, w->processes);
         break;
     default:
         return KGS_EINVAL;

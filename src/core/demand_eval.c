@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/duration.h"
@@ -639,11 +640,36 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
 
 /* ---- the decision view (demand_view_t) ------------------------------------ */
 
+/* Clears the numbers; the strings stay until view_text() replaces them. */
 static void view_reset(demand_view_t *v) {
+    char *message = v->message, *why = v->not_serving_why;
     memset(v, 0, sizeof *v);
+    v->message = message;
+    v->not_serving_why = why;
     v->decided_by = -1;
     for (int i = 0; i < DSIG_COUNT; i++)
         v->signal[i] = v->need[i] = NAN;
+}
+
+void demand_view_init(demand_view_t *v) {
+    memset(v, 0, sizeof *v);
+    view_reset(v);
+}
+
+/* *slot becomes a copy of text ("" or NULL: none); unchanged text keeps
+ * its allocation. Out of memory leaves none (the numbers still say it). */
+static void view_text(char **slot, const char *text) {
+    if (text && !text[0])
+        text = NULL;
+    if ((!text && !*slot) || (text && *slot && strcmp(text, *slot) == 0))
+        return;
+    free(*slot);
+    *slot = text ? strdup(text) : NULL;
+}
+
+void demand_view_free(demand_view_t *v) {
+    view_text(&v->message, NULL);
+    view_text(&v->not_serving_why, NULL);
 }
 
 static void view_engines(demand_view_t *v, const demand_inputs_t *in, const engine_acc_t *x) {
@@ -652,7 +678,7 @@ static void view_engines(demand_view_t *v, const demand_inputs_t *in, const engi
     v->not_serving = x->not_serving;
     v->failing = x->failed;
     v->pending = x->pending;
-    snprintf(v->not_serving_why, sizeof v->not_serving_why, "%s", x->first_not_serving);
+    view_text(&v->not_serving_why, x->first_not_serving);
     v->has_pods = in->has_pods;
     for (unsigned i = 0; in->has_pods && i < in->npods; i++) {
         v->ready_pods += in->pods[i].ready;
@@ -869,19 +895,26 @@ static void evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
 
 void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
                             const eval_result_t *gpu, eval_result_t *out) {
-    demand_view_t local, *v = in->view ? in->view : &local;
+    demand_view_t local, *v = in->view;
+    if (!v) {
+        demand_view_init(&local);
+        v = &local;
+    }
     view_reset(v);
     evaluate_inputs(c, in, now, gpu, out, v);
+    if (!v->not_serving) /* evaluation stopped before the engines, or none is */
+        view_text(&v->not_serving_why, NULL);
     v->evaluated = true;
     v->at = now;
     v->status = out->status;
     v->value = out->status == EVAL_OK ? out->value : NAN;
     v->active = out->status == EVAL_OK && out->active;
     v->wake = out->wake;
-    if (out->status != EVAL_OK) {
+    if (out->status != EVAL_OK)
         v->decided_by = -1;
-        snprintf(v->message, sizeof v->message, "%s", out->message);
-    }
+    view_text(&v->message, out->status != EVAL_OK ? out->message : NULL);
+    if (v == &local)
+        demand_view_free(&local);
 }
 
 void demand_forecast_apply(const trigger_config_t *c, forecast_t *f, double now_s,

@@ -279,7 +279,7 @@ typedef struct {
     eval_status_t status; /* its answer */
     double value;         /* EVAL_OK: the value KEDA got */
     bool active, wake;
-    char message[2048];     /* not EVAL_OK: the error */
+    char *message;          /* not EVAL_OK: the error (owned; NULL otherwise) */
     bool known[DSIG_COUNT]; /* the signal was read this time */
     double signal[DSIG_COUNT];
     /* replicas the signal asks for; NaN: it has no target (read, not used) */
@@ -298,8 +298,14 @@ typedef struct {
     unsigned engines, answering, not_serving, failing, pending;
     bool has_pods; /* the pod list was read (aggregator, podSelector) */
     unsigned ready_pods, starting_pods;
-    char not_serving_why[2048]; /* the first engine not serving: name and reason */
+    char *not_serving_why; /* the first engine not serving: name and reason (owned; NULL
+                              when none): strings only where there is something to say, so
+                              a healthy trigger's view holds numbers alone */
 } demand_view_t;
+
+/* An empty view (evaluated false); demand_view_free releases its strings. */
+void demand_view_init(demand_view_t *v);
+void demand_view_free(demand_view_t *v);
 
 /* A trigger's view and who it belongs to (for /metrics; all borrowed). */
 typedef struct {
@@ -367,7 +373,8 @@ typedef struct {
  *     pods are fed to in->model (at the newest reading's time: a read with
  *     no new poll feeds nothing) and the value is 100 x its replicas.
  * out->inputs adds the engines that answered. *out is fully written, and
- * so is *in->view when there is one.
+ * so is *in->view when there is one (demand_view_init'ed; its strings are
+ * replaced, kept when unchanged).
  */
 void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
                             const eval_result_t *gpu, eval_result_t *out);

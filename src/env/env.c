@@ -248,6 +248,27 @@ static int env_read_visible(env_info_t *out, const env_reader_t *r, char *err, s
     return 0;
 }
 
+/* CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER as CUDA reads them: set or
+ * not, and the value verbatim (too long is an error, as above). */
+static int env_read_cuda(env_info_t *out, const env_reader_t *r, char *err, size_t errlen) {
+    const char *v = env_reader_get(r, "CUDA_VISIBLE_DEVICES");
+    int rc;
+    if (v) {
+        if ((rc = env_copy_exact(out->cuda_visible, sizeof out->cuda_visible,
+                                 "CUDA_VISIBLE_DEVICES", v, err, errlen)) != 0)
+            return rc;
+        out->cuda_visible_set = true;
+    }
+    v = env_reader_get(r, "CUDA_DEVICE_ORDER");
+    if (v) {
+        if ((rc = env_copy_exact(out->cuda_order, sizeof out->cuda_order, "CUDA_DEVICE_ORDER", v,
+                                 err, errlen)) != 0)
+            return rc;
+        out->cuda_order_set = true;
+    }
+    return 0;
+}
+
 static env_kind_t env_detect_kind(const env_reader_t *r) {
     /* Presence decides, as in the Go tool: an empty SLURM_JOB_ID still
      * means we run under SLURM. */
@@ -294,6 +315,8 @@ int env_detect(env_kind_t forced, env_getter_fn get, void *user_data, const char
     }
     if (rc == 0)
         rc = env_read_visible(out, &r, err, errlen);
+    if (rc == 0)
+        rc = env_read_cuda(out, &r, err, errlen);
     if (rc != 0) {
         env_info_clear(out);
         out->orchestrator = kind == ENV_AUTO ? ENV_STANDALONE : kind;

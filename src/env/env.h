@@ -51,6 +51,14 @@ typedef struct {
      * CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES. Both "" when none. */
     char visible_var[32];
     char visible_list[1024];
+    /* What CUDA itself reads in this process, whichever variable above
+     * selects the devices shown: CUDA_VISIBLE_DEVICES (set even when empty:
+     * CUDA then sees no device) and CUDA_DEVICE_ORDER. For the CUDA index
+     * (cuda_index.h). */
+    bool cuda_visible_set;
+    char cuda_visible[1024];
+    bool cuda_order_set;
+    char cuda_order[64];
 } env_info_t;
 
 /*

@@ -547,7 +547,7 @@ static void explain_view(explain_t *e, const demand_view_t *v) {
         explain_put(e, v->failing, "engines:failing");
         explain_put(e, v->pending, "engines:pending");
     }
-    if (v->not_serving_why[0])
+    if (v->not_serving_why)
         explain_put(e, v->not_serving, "not_serving:%s", v->not_serving_why);
     if (v->has_pods) {
         explain_put(e, v->ready_pods, "pods:ready");
@@ -605,7 +605,7 @@ static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t 
         memset(&r, 0, sizeof r);
         r.status = v->status;
         r.wake = v->wake;
-        snprintf(r.message, sizeof r.message, "%s", v->status == EVAL_OK ? "" : v->message);
+        snprintf(r.message, sizeof r.message, "%s", v->message ? v->message : "");
     } else {
         evaluate_now(s, entry, ns, &r);
         v = s->opts.sources ? source_hub_view(s->opts.sources, entry->id, ns) : NULL;

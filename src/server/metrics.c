@@ -397,11 +397,13 @@ static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
 
 /* ---- the decision of each demand trigger -------------------------------------- */
 
-/* A trigger's labels: namespace, ScaledObject, metric name (and room for
- * one or two more). */
+/* A trigger's labels: the ScaledObject's namespace and name, the metric
+ * name (and room for one or two more). Not "namespace": Prometheus gives
+ * every target its pod's namespace under that name, and would rename ours
+ * to exported_namespace. */
 static size_t trigger_labels(const demand_view_ref_t *t, prom_label_t *l) {
-    l[0] = (prom_label_t){"namespace", t->ns};
-    l[1] = (prom_label_t){"scaled_object", t->scaled_object};
+    l[0] = (prom_label_t){"scaledobject_namespace", t->ns};
+    l[1] = (prom_label_t){"scaledobject", t->scaled_object};
     l[2] = (prom_label_t){"metric", t->metric_name};
     return 3;
 }

@@ -1053,6 +1053,7 @@ static void sub_free(sub_t *u) {
     free(u->pods_cfg);
     for (int i = 0; i < SLO_SIGNAL_COUNT; i++)
         free(u->win[i]);
+    demand_view_free(&u->view);
     free(u);
 }
 
@@ -1197,6 +1198,7 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
     snprintf(u->metric_name, sizeof u->metric_name, "%s", c->metric_name);
     forecast_init(&u->f, FORECAST_DEFAULT_ALPHA, FORECAST_DEFAULT_BETA);
     demand_model_init(&u->model);
+    demand_view_init(&u->view);
     /* latency targets: a window per signal */
     u->window_ns = (uint64_t)(c->demand.window_s ? c->demand.window_s : 30) * 1000000000ull;
     for (int i = 0; i < SLO_SIGNAL_COUNT; i++)

@@ -472,6 +472,204 @@ class Usage(unittest.TestCase):
 
 
 
+def host_pid_namespace():
+    """True when this process's /proc counts process ids as NVML does."""
+    try:
+        return os.readlink("/proc/self/ns/pid") == "pid:[4026531836]"
+    except OSError:
+        return False
+
+
+class CudaIndex(unittest.TestCase):
+    """cuda_index: the ordinal the job's own CUDA code uses, beside NVML's index."""
+
+    def setUp(self):
+        self.devs = [device(i) for i in range(4)]
+        self.sim = Sim({"driver_version": "560.35.03", "devices": self.devs})
+
+    def tearDown(self):
+        self.sim.close()
+
+    def json(self, env, args=()):
+        r = run(["--format", "json"] + list(args), self.sim.path, env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def test_slurm_job_with_uuids_maps_nvml_index_2_to_cuda_0(self):
+        # Slurm gave the step GPUs 2 and 0 (its ids) and CUDA their UUIDs, 2 first.
+        doc = self.json({"SLURM_JOB_ID": "77", "SLURM_STEP_GPUS": "0,2",
+                         "CUDA_VISIBLE_DEVICES": "%s,%s" % (self.devs[2]["uuid"], self.devs[0]["uuid"])})
+        got = {d["index"]: (d["cuda_index"], d["cuda_visible"]) for d in doc["devices"]}
+        self.assertEqual(got, {0: (1, True), 2: (0, True)})
+        self.assertIsNone(doc["cuda_index_note"])
+        self.assertEqual(doc["environment"]["cuda_visible_devices"],
+                         "%s,%s" % (self.devs[2]["uuid"], self.devs[0]["uuid"]))
+        self.assertIsNone(doc["environment"]["cuda_device_order"])
+
+    def test_integer_list_needs_pci_bus_order(self):
+        env = {"SLURM_JOB_ID": "77", "SLURM_STEP_GPUS": "2", "CUDA_VISIBLE_DEVICES": "2"}
+        doc = self.json(env)
+        d = doc["devices"]
+        self.assertEqual([x["index"] for x in d], [2])
+        self.assertIsNone(d[0]["cuda_index"])  # FASTEST_FIRST: never a guess
+        self.assertIn("CUDA_DEVICE_ORDER=PCI_BUS_ID", doc["cuda_index_note"])
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        doc = self.json(env)
+        self.assertEqual(doc["devices"][0]["cuda_index"], 0)
+        self.assertIsNone(doc["cuda_index_note"])
+        self.assertEqual(doc["environment"]["cuda_device_order"], "PCI_BUS_ID")
+
+    def test_other_gpus_of_the_node_are_hidden_from_cuda(self):
+        doc = self.json({"CUDA_VISIBLE_DEVICES": self.devs[1]["uuid"][:12]}, ["--device", "all"])
+        got = [(d["index"], d["cuda_index"], d["cuda_visible"]) for d in doc["devices"]]
+        self.assertEqual(got, [(0, None, False), (1, 0, True), (2, None, False), (3, None, False)])
+        doc = self.json({"CUDA_VISIBLE_DEVICES": ""}, ["--device", "all"])
+        self.assertEqual({d["cuda_visible"] for d in doc["devices"]}, {False})
+        self.assertEqual(doc["environment"]["cuda_visible_devices"], "")
+
+    def test_csv_has_the_column_and_the_note_once_on_stderr(self):
+        r = run(["--format", "csv", "--interval", "200ms", "--count", "3"], self.sim.path,
+                {"CUDA_VISIBLE_DEVICES": "1,0"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = list(csv.DictReader(io.StringIO(r.stdout)))
+        self.assertEqual(len(rows), 3 * 2)
+        self.assertEqual({row["cuda_index"] for row in rows}, {""})
+        self.assertEqual(r.stderr.count("note: cuda_index unknown:"), 1, r.stderr)
+        r = run(["--format", "csv", "--quiet"], self.sim.path,
+                {"CUDA_VISIBLE_DEVICES": "1,0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+        self.assertEqual(r.stderr, "")
+        rows = list(csv.DictReader(io.StringIO(r.stdout)))
+        self.assertEqual([(x["index"], x["cuda_index"]) for x in rows], [("0", "1"), ("1", "0")])
+
+    def test_table_has_a_cuda_column_and_says_why_one_is_unknown(self):
+        r = run([], self.sim.path, {"CUDA_VISIBLE_DEVICES": "3,1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("GPU  CUDA  Name", r.stdout)
+        self.assertIn("CUDA index unknown (-): CUDA_VISIBLE_DEVICES entry 1 (\"3\")", r.stdout)
+        r = run([], self.sim.path, {"CUDA_VISIBLE_DEVICES": "3,1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+        rows = re.findall(r"^([0-9]+)\s+(\S+)\s+NVIDIA", r.stdout, re.M)
+        self.assertEqual(rows, [("1", "1"), ("3", "0")])
+        self.assertNotIn("CUDA index unknown", r.stdout)
+
+    def test_dry_run_shows_what_cuda_reads(self):
+        r = run(["--dry-run"], None, {"CUDA_VISIBLE_DEVICES": "0,1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('CUDA_VISIBLE_DEVICES "0,1", CUDA_DEVICE_ORDER unset (FASTEST_FIRST)', r.stdout)
+
+    def test_mig_instance_named_alone_is_cuda_0(self):
+        r = run(["--format", "json"], shipped("mig-a100"))
+        doc = json.loads(r.stdout)
+        mig = doc["devices"][0]["mig_instances"][1]["uuid"]
+        self.assertIn("MIG mode", doc["cuda_index_note"])  # no list: up to the driver
+        r = run(["--format", "json"], shipped("mig-a100"), {"CUDA_VISIBLE_DEVICES": mig})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        insts = doc["devices"][0]["mig_instances"]
+        self.assertEqual([m["cuda_index"] for m in insts], [0])
+        self.assertIsNone(doc["devices"][0]["cuda_index"])  # the parent is not a CUDA device
+        self.assertFalse(doc["devices"][0]["cuda_visible"])
+        self.assertIsNone(doc["cuda_index_note"])
+
+
+class Processes(unittest.TestCase):
+    """Per-process use, where NVML gives it, in every format."""
+
+    def scenario(self):
+        d0 = device(0)
+        d0["processes"] = [
+            {"pid": os.getpid(), "sm_util": 35, "mem_util": 7, "used_memory_bytes": 2147483648},
+            {"pid": 4194301, "used_memory_bytes": 67108864},
+        ]
+        d1 = device(1)  # runs nothing
+        d2 = device(2)
+        d2["errors"] = {"nvmlDeviceGetComputeRunningProcesses": "NOT_SUPPORTED"}
+        return {"devices": [d0, d1, d2]}
+
+    def setUp(self):
+        self.sim = Sim(self.scenario())
+
+    def tearDown(self):
+        self.sim.close()
+
+    def test_json_lists_processes_and_tells_absent_from_none(self):
+        r = run(["--format", "json"], self.sim.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        d0, d1, d2 = doc["devices"]
+        procs = {p["pid"]: p for p in d0["processes"]}
+        self.assertEqual(set(procs), {os.getpid(), 4194301})
+        me = procs[os.getpid()]
+        self.assertEqual(me["used_memory_bytes"], 2147483648)
+        self.assertAlmostEqual(me["sm_utilization_percent"], 35.0)
+        self.assertAlmostEqual(me["memory_utilization_percent"], 7.0)
+        idle = procs[4194301]
+        self.assertEqual(idle["sm_utilization_percent"], 0)  # listed, no sample: idle
+        self.assertIsNone(idle["command"])  # no such process here: unknown
+        self.assertEqual(d0["processes_dropped"], 0)
+        self.assertEqual(d1["processes"], [])
+        self.assertIsNone(d1["processes_error"])
+        self.assertIsNone(d2["processes"])
+        self.assertEqual(d2["processes_error"], "NOT_SUPPORTED")
+        if host_pid_namespace():
+            # NVML's ids are the host's, and so are this /proc's: the name is real.
+            with open("/proc/self/comm") as f:
+                self.assertEqual(me["command"], f.read().strip())
+            self.assertIsNone(doc["process_info_note"])
+        else:
+            self.assertIsNone(me["command"])
+            self.assertIn("not the host's", doc["process_info_note"])
+
+    def test_csv_device_rows_count_processes_and_processes_mode_lists_them(self):
+        r = run(["--format", "csv"], self.sim.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = list(csv.DictReader(io.StringIO(r.stdout)))
+        self.assertEqual([(x["process_count"], x["processes_error"]) for x in rows],
+                         [("2", ""), ("0", ""), ("", "NOT_SUPPORTED")])
+        r = run(["--format", "csv", "--processes", "--interval", "200ms", "--count", "2"],
+                self.sim.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = list(csv.DictReader(io.StringIO(r.stdout)))
+        self.assertEqual(len(rows), 2 * 2)  # one row per process per sample
+        self.assertEqual({x["pid"] for x in rows}, {str(os.getpid()), "4194301"})
+        self.assertEqual({x["uuid"] for x in rows}, {device(0)["uuid"]})
+        self.assertEqual({x["is_mig_instance"] for x in rows}, {"false"})
+        mine = [x for x in rows if x["pid"] == str(os.getpid())]
+        self.assertEqual(mine[0]["sm_utilization_percent"], "35.0")
+
+    def test_table_lists_processes_only_with_the_flag(self):
+        r = run([], self.sim.path)
+        self.assertNotIn("pid 4194301", r.stdout)
+        r = run(["--processes"], self.sim.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("pid 4194301", r.stdout)
+        self.assertIn("no processes", r.stdout)
+        self.assertIn("processes unknown (NOT_SUPPORTED)", r.stdout)
+
+    def test_mig_instances_list_their_own_processes(self):
+        with open(shipped("mig-a100")) as f:
+            scen = json.load(f)
+        scen["devices"][0]["processes"] = [{"pid": 4194302, "mig_index": 1,
+                                            "used_memory_bytes": 1073741824}]
+        self.sim.rewrite(scen)
+        r = run(["--format", "json"], self.sim.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        g = json.loads(r.stdout)["devices"][0]
+        self.assertIsNone(g["processes"])
+        self.assertEqual(g["processes_error"], "MIG_ENABLED")
+        lists = [[p["pid"] for p in m["processes"]] for m in g["mig_instances"]]
+        self.assertEqual(lists, [[], [4194302], []])
+        p = g["mig_instances"][1]["processes"][0]
+        self.assertEqual(p["used_memory_bytes"], 1073741824)
+        self.assertIsNone(p["sm_utilization_percent"])  # NVML has none on MIG
+
+    def test_old_driver_without_v3_lists_still_lists_processes(self):
+        r = run(["--format", "json"], shipped("old-driver"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d = json.loads(r.stdout)["devices"][0]
+        self.assertIsInstance(d["processes"], list)
+        self.assertIsNone(d["processes_error"])
+
+
 class Install(unittest.TestCase):
     """make install's tree (cmake --install): both programs in bin, the
     stand-in beside its scenarios, and they run from there."""

@@ -289,7 +289,7 @@ class WakeStandalone(WakeCase):
             self.assertIn("engines: 1 of 1 answering", out)
             body = urllib.request.urlopen(
                 "http://127.0.0.1:%d/metrics" % self.metrics_port, timeout=5).read().decode()
-            lab = 'namespace="default",scaled_object="llama",metric="llama"'
+            lab = 'scaledobject_namespace="default",scaledobject="llama",metric="llama"'
             self.assertIn('keda_gpu_scaler_trigger_decided_by{%s,signal="kv_cache"} 1' % lab, body)
             self.assertIn('keda_gpu_scaler_trigger_signal{%s,signal="queue"} 12' % lab, body)
             self.assertIn('keda_gpu_scaler_trigger_signal_replicas{%s,signal="queue"} 2.4' % lab,

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # gpu-metrics under valgrind memcheck, against the NVML stand-in: one-shot
 # JSON, continuous JSON Lines (sampler thread), table with MIG, the lost-GPU
-# path and a usage error. Any memcheck error or definite/indirect leak fails.
+# path, processes (table and CSV rows, with their /proc lookups), the CUDA
+# index under a CUDA_VISIBLE_DEVICES list, and a usage error. Any memcheck
+# error or definite/indirect leak fails.
 set -euo pipefail
 : "${GPU_METRICS:?}" "${NVML_SIM_LIBRARY:?}" "${KGS_SOURCE_DIR:?}"
 scen="$KGS_SOURCE_DIR/sim/scenarios"
@@ -26,6 +28,10 @@ run mig-a100 --format table
 run inference-burst --format jsonl --interval 200ms --count 3
 run old-driver --format csv
 run gpu-lost --format json --interval 300ms --count 2
+run time-slicing-h100 --processes
+run time-slicing-h100 --format csv --processes --interval 200ms --count 2
+CUDA_VISIBLE_DEVICES=2,0 CUDA_DEVICE_ORDER=PCI_BUS_ID run idle-4xh100 --format csv --quiet
+CUDA_VISIBLE_DEVICES=MIG-9b1f7d03 run mig-a100 --format jsonl --device all
 # A usage error exits 2 and must not leak either.
 set +e
 "${vg[@]}" "$GPU_METRICS" --format nope >/dev/null 2>&1; rc=$?

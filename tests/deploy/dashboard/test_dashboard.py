@@ -34,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "integration"))
 from kgs_util import SOURCE_DIR, child_env, free_port, http_get  # noqa: E402
 from kgs_util import scaler_command, stop_process, timeout_multiplier  # noqa: E402
+from latency_hist import LatencyEngine  # noqa: E402
 
 DASHBOARD = os.path.join(SOURCE_DIR, "deploy", "dashboards", "keda-gpu-scaler.json")
 SERVER = os.environ.get("KEDA_GPU_SCALER")
@@ -45,6 +46,30 @@ if os.environ.get("KGS_SANITIZE") not in (None, "", "OFF", "0", "NO", "FALSE"):
 PREFIX = "keda_gpu_scaler_"
 METRIC_RE = re.compile(r"^keda_gpu_scaler_[a-z0-9_:]+$")
 DS = {"type": "prometheus", "uid": "${datasource}"}
+
+def engine_server(text):
+    """A loopback HTTP server answering every GET with text() (an engine's
+    /metrics page), on a thread of its own."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, fmt, *args):
+            pass
+
+        def do_GET(self):
+            body = text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
 
 # ---- PromQL, enough of it -----------------------------------------------------------------
 
@@ -524,12 +549,25 @@ class Live(unittest.TestCase):
             cls._query(addr, {"metricType": "engine_queue", "engine": "vllm", "targetValue": "1",
                               "engineEndpoint": "http://127.0.0.1:%d/metrics" % cls.dead}),
         ]
+        # A demand trigger whose engine answers, with a queue target and a
+        # latency target: the Scaling signals row's trigger_* families.
+        engine = LatencyEngine("vllm", waiting=6, running=2)
+        cls.engine = engine_server(engine.text)
+        demand = {"metricType": "demand", "engine": "vllm", "targetQueuePerReplica": "5",
+                  "ttftP90Target": "500ms", "sourceInterval": "100ms", "windowSeconds": "30",
+                  "engineEndpoint": "http://127.0.0.1:%d/metrics" % cls.engine.server_address[1]}
+        cls._query(addr, demand)
+        time.sleep(0.3)
+        engine.observe("ttft", 0.3, n=40)
         # Until the scrape carries what the run should have produced (GPM needs
-        # two samples; a source's first poll may still be in flight).
+        # two samples; a source's first poll may still be in flight; the
+        # latency window needs polls after the observations).
         want = {"keda_gpu_scaler_mig_sm_active_percent", "keda_gpu_scaler_gpu_sm_active_percent",
-                "keda_gpu_scaler_source_polls_total"}
+                "keda_gpu_scaler_source_polls_total", "keda_gpu_scaler_trigger_latency_seconds",
+                "keda_gpu_scaler_trigger_decided_by", "keda_gpu_scaler_trigger_engines"}
         deadline = time.monotonic() + 15 * SLOW
         while True:
+            cls._query(addr, demand)
             status, text = http_get(cls.mport, "/metrics")
             samples, types = parse_exposition(text) if status == 200 else ({}, {})
             polls = [float(v) for _, v in samples.get("keda_gpu_scaler_source_polls_total", [])]
@@ -559,6 +597,9 @@ class Live(unittest.TestCase):
     @classmethod
     def _stop(cls):
         stop_process(cls.proc, 10 * SLOW)
+        if getattr(cls, "engine", None):
+            cls.engine.shutdown()
+            cls.engine.server_close()
         cls.log.close()
         cls.tmp.cleanup()
 

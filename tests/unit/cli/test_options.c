@@ -75,11 +75,27 @@ static void test_options_good_flags_still_parse(void **state) {
     assert_true(o.dry_run);
 }
 
+static void test_options_processes_is_a_boolean_flag(void **state) {
+    (void)state;
+    cli_options_t o;
+    assert_int_equal(PARSE(&o, "--format", "csv"), 0);
+    assert_false(o.processes);
+    assert_int_equal(PARSE(&o, "--processes"), 0);
+    assert_true(o.processes);
+    assert_int_equal(PARSE(&o, "--processes=false"), 0);
+    assert_false(o.processes);
+    expect_error(PARSE(&o, "--processes=yes"),
+                 "invalid value \"yes\" for --processes: must be true or false");
+    expect_error(PARSE(&o, "--proceses"),
+                 "unknown flag --proceses (did you mean --processes?); see --help");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options_mistyped_flag_gets_did_you_mean),
         cmocka_unit_test(test_options_mistyped_values_get_did_you_mean_once_prefixed),
         cmocka_unit_test(test_options_good_flags_still_parse),
+        cmocka_unit_test(test_options_processes_is_a_boolean_flag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,21 +161,71 @@ static snapshot_t *snap_down(void) {
     return s;
 }
 
+/* Two GPUs sharing work: GPU 0 lists two processes (one beyond the bound
+ * was dropped), GPU 1's list is absent (NOT_SUPPORTED). */
+static snapshot_t *snap_procs(void) {
+    snapshot_t *s = snapshot_new_with_procs(2, 0, 2);
+    assert_non_null(s);
+    s->taken_wall_ms = WALL_MS;
+    strcpy(s->driver_version, "560.35.03");
+    gpu_full(&s->gpus[0]);
+    gpu_sparse(&s->gpus[1]);
+    s->gpus[0].procs =
+        (proc_list_t){.first = 0, .count = 2, .dropped = 1, .list_ok = true, .util_ok = true};
+    s->gpus[1].procs = (proc_list_t){.list_code = 3, .util_code = 3};
+    proc_record_t *p = &s->procs[0];
+    p->pid = 4242;
+    p->valid = (1u << PROC_F_SM_UTIL) | (1u << PROC_F_MEM_UTIL) | (1u << PROC_F_USED_MEMORY);
+    p->sm_util_pct = 35.5;
+    p->mem_util_pct = 7.0;
+    p->used_memory_bytes = 2 * GIB;
+    p = &s->procs[1];
+    p->pid = 4343;
+    p->valid = 1u << PROC_F_USED_MEMORY; /* no utilisation sample */
+    p->used_memory_bytes = 64ull * 1024 * 1024;
+    return s;
+}
+
+/* A CUDA map for a snapshot: every entry `st` (index = position). */
+static void cuda_map_fill(cuda_index_map_t *m, const snapshot_t *s, cuda_index_state_t st) {
+    memset(m, 0, sizeof *m);
+    m->gpu_count = s->gpu_count;
+    m->mig_count = s->mig_total;
+    m->gpu = calloc(s->gpu_count + 1, sizeof *m->gpu);
+    m->mig = calloc(s->mig_total + 1, sizeof *m->mig);
+    assert_non_null(m->gpu);
+    assert_non_null(m->mig);
+    for (unsigned i = 0; i < s->gpu_count; i++)
+        m->gpu[i] = (cuda_index_t){st, i};
+    for (unsigned i = 0; i < s->mig_total; i++)
+        m->mig[i] = (cuda_index_t){st, i};
+}
+
 /* ---- helpers ------------------------------------------------------------ */
 
-/* Writes `n` samples of snap with one writer; returns the text (free()). */
-static char *render_n(output_format_t f, const snapshot_t *snap, const env_info_t *env,
-                      const device_selection_t *sel, int n) {
+/* Writes `n` samples of snap with one writer (--processes when
+ * `processes`) and `x`; returns the text (free()). */
+__attribute__((noinline)) /* else GCC 12 takes the returned buffer for the local `buf` */
+static char *
+render_x(output_format_t f, const snapshot_t *snap, const env_info_t *env,
+         const device_selection_t *sel, const output_extra_t *x, bool processes, int n) {
     char *buf = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
     assert_non_null(out);
     output_writer_t w;
     output_writer_init(&w, f);
+    assert_false(w.processes);
+    w.processes = processes;
     for (int i = 0; i < n; i++)
-        assert_int_equal(output_write_sample(&w, out, snap, env, sel), 0);
+        assert_int_equal(output_write_sample(&w, out, snap, env, sel, x), 0);
     assert_int_equal(fclose(out), 0);
     return buf;
+}
+
+static char *render_n(output_format_t f, const snapshot_t *snap, const env_info_t *env,
+                      const device_selection_t *sel, int n) {
+    return render_x(f, snap, env, sel, NULL, false, n);
 }
 
 static char *render(output_format_t f, const snapshot_t *snap, const env_info_t *env,
@@ -509,14 +559,15 @@ static void test_output_json_without_env_keeps_every_key_null_and_node_from_nvml
     json_t *root = render_json(s, NULL, NULL);
     assert_json_str(root, "node", "nvml-host");
     json_t *e = key(root, "environment");
-    const char *keys[] = {"orchestrator",   "node",
-                          "job_id",         "job_name",
-                          "task_rank",      "local_rank",
-                          "num_nodes",      "num_tasks",
-                          "partition",      "nodelist",
-                          "pod_name",       "namespace",
-                          "flux_uri",       "visible_devices_var",
-                          "visible_devices"};
+    const char *keys[] = {"orchestrator",     "node",
+                          "job_id",           "job_name",
+                          "task_rank",        "local_rank",
+                          "num_nodes",        "num_tasks",
+                          "partition",        "nodelist",
+                          "pod_name",         "namespace",
+                          "flux_uri",         "visible_devices_var",
+                          "visible_devices",  "cuda_visible_devices",
+                          "cuda_device_order"};
     assert_int_equal(json_object_size(e), sizeof keys / sizeof keys[0]);
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         assert_json_null(e, keys[i]);
@@ -640,14 +691,16 @@ static void test_output_csv_rows_match_header_and_quote_commas(void **st) {
     env_slurm(&env);
     char *text = render(OUTPUT_CSV, s, &env, NULL);
     const char *want_header =
-        "collected_at,orchestrator,node,job_id,task_rank,driver_version,index,uuid,name,"
+        "collected_at,orchestrator,node,job_id,task_rank,driver_version,index,cuda_index,"
+        "cuda_visible,uuid,name,"
         "pci_bus_id,health,is_mig_instance,parent_index,mig_profile,gpu_instance_id,"
         "compute_instance_id,gpu_utilization_percent,memory_utilization_percent,"
         "memory_used_bytes,memory_total_bytes,memory_reserved_bytes,memory_used_percent,"
         "temperature_celsius,power_draw_watts,power_limit_watts,energy_joules,"
         "pcie_tx_bytes_per_second,pcie_rx_bytes_per_second,nvlink_tx_bytes_per_second,"
         "nvlink_rx_bytes_per_second,sm_clock_mhz,clock_event_reasons,sm_active_percent,"
-        "sm_occupancy_percent,dram_bandwidth_utilization_percent\n";
+        "sm_occupancy_percent,dram_bandwidth_utilization_percent,process_count,"
+        "processes_error\n";
     assert_memory_equal(text, want_header, strlen(want_header));
     assert_non_null(strstr(text, ",\"Tesla, \"\"Special\"\" Edition\","));
 
@@ -774,7 +827,7 @@ static void test_output_table_columns_align_by_display_width(void **st) {
     snapshot_t *s = snap_mig();
     strcpy(s->gpus[1].name, "Ünïcödé GPU with a very long name");
     char *text = render(OUTPUT_TABLE, s, NULL, NULL);
-    const char *hdr = strstr(text, "GPU  Name");
+    const char *hdr = strstr(text, "GPU  CUDA  Name");
     assert_non_null(hdr);
     const char *hdr_end = strchr(hdr, '\n');
     const char *labels[] = {"Util%",
@@ -896,6 +949,225 @@ static void test_output_selection_of_lone_mig_instance_shows_parent_with_only_it
     snapshot_unref(s);
 }
 
+/* ---- CUDA index and processes ----------------------------------------- */
+
+static void test_output_json_carries_cuda_index_visibility_and_note_when_needed(void **st) {
+    (void)st;
+    snapshot_t *s = snap_mig(); /* GPU 0 with two MIG instances, GPU 1 */
+    cuda_index_map_t m;
+    cuda_map_fill(&m, s, CUDA_INDEX_HIDDEN);
+    m.mig[1] = (cuda_index_t){CUDA_INDEX_KNOWN, 0};
+    m.gpu[1] = (cuda_index_t){CUDA_INDEX_UNKNOWN, 0};
+    strcpy(m.note, "GPU 1 is lost: unknown");
+    output_extra_t x = {.cuda = &m};
+    char *text = render_x(OUTPUT_JSON, s, NULL, NULL, &x, false, 1);
+    json_t *root = json_loads(text, 0, NULL);
+    assert_non_null(root);
+    json_t *d0 = json_array_get(key(root, "devices"), 0),
+           *d1 = json_array_get(key(root, "devices"), 1);
+    assert_json_null(d0, "cuda_index");
+    assert_true(json_is_false(key(d0, "cuda_visible")));
+    json_t *m0 = json_array_get(key(d0, "mig_instances"), 0);
+    json_t *m1 = json_array_get(key(d0, "mig_instances"), 1);
+    assert_json_null(m0, "cuda_index");
+    assert_json_int(m1, "cuda_index", 0);
+    assert_true(json_is_true(key(m1, "cuda_visible")));
+    assert_json_null(d1, "cuda_index");
+    assert_json_null(d1, "cuda_visible"); /* unknown, not false */
+    assert_json_str(root, "cuda_index_note", "GPU 1 is lost: unknown");
+    json_decref(root);
+    free(text);
+
+    /* Only GPU 0 shown: nothing unknown, no note. */
+    device_selection_t sel = {.gpu_count = 1, .gpu_index = {0}};
+    text = render_x(OUTPUT_JSON, s, NULL, &sel, &x, false, 1);
+    root = json_loads(text, 0, NULL);
+    assert_json_null(root, "cuda_index_note");
+    json_decref(root);
+    free(text);
+    /* Without a map every index is unknown. */
+    root = render_json(s, NULL, NULL);
+    d0 = json_array_get(key(root, "devices"), 0);
+    assert_json_null(d0, "cuda_index");
+    assert_json_null(d0, "cuda_visible");
+    assert_json_null(root, "cuda_index_note");
+    json_decref(root);
+    cuda_index_map_deinit(&m);
+    snapshot_unref(s);
+}
+
+static void test_output_json_lists_processes_and_tells_absent_from_none(void **st) {
+    (void)st;
+    snapshot_t *s = snap_procs();
+    proc_info_t info[2];
+    memset(info, 0, sizeof info);
+    info[0].comm_ok = true;
+    strcpy(info[0].comm, "python3");
+    info[0].pod_ok = true;
+    strcpy(info[0].pod_uid, "0f6c7a52-59b6-4d0e-9d1b-3c2f1e0a9b87");
+    info[1].pod_ok = true; /* read: in no pod */
+    output_extra_t x = {.procs = info};
+    char *text = render_x(OUTPUT_JSON, s, NULL, NULL, &x, false, 1);
+    json_t *root = json_loads(text, 0, NULL);
+    assert_non_null(root);
+    json_t *d0 = json_array_get(key(root, "devices"), 0),
+           *d1 = json_array_get(key(root, "devices"), 1);
+    json_t *procs = key(d0, "processes");
+    assert_int_equal(json_array_size(procs), 2);
+    assert_json_null(d0, "processes_error");
+    assert_json_int(d0, "processes_dropped", 1);
+    json_t *p = json_array_get(procs, 0);
+    assert_json_int(p, "pid", 4242);
+    assert_json_str(p, "command", "python3");
+    assert_json_int(p, "used_memory_bytes", (long long)(2 * GIB));
+    assert_json_real(p, "sm_utilization_percent", 35.5);
+    assert_json_real(p, "memory_utilization_percent", 7.0);
+    assert_json_str(p, "pod_uid", "0f6c7a52-59b6-4d0e-9d1b-3c2f1e0a9b87");
+    assert_json_null(p, "container_id");
+    p = json_array_get(procs, 1);
+    assert_json_null(p, "command");
+    assert_json_null(p, "sm_utilization_percent"); /* absent, never 0 */
+    assert_json_null(p, "pod_uid");
+    assert_true(json_is_null(key(d1, "processes")));
+    assert_json_str(d1, "processes_error", "NOT_SUPPORTED");
+    assert_json_null(d1, "processes_dropped");
+    assert_json_null(root, "process_info_note");
+    json_decref(root);
+    free(text);
+
+    /* The agent's attribution wins; a lookup that is off leaves a note. */
+    s->procs_attributed = true;
+    strcpy(s->procs[1].pod_uid, "11111111-2222-3333-4444-555555555555");
+    x.procs = NULL;
+    x.procs_note = "gpu-metrics runs in PID namespace pid:[4026532000], not the host's";
+    root = render_json(s, NULL, NULL);
+    json_decref(root);
+    text = render_x(OUTPUT_JSONL, s, NULL, NULL, &x, false, 1);
+    root = json_loads(text, 0, NULL);
+    d0 = json_array_get(key(root, "devices"), 0);
+    p = json_array_get(key(d0, "processes"), 1);
+    assert_json_str(p, "pod_uid", "11111111-2222-3333-4444-555555555555");
+    assert_json_null(json_array_get(key(d0, "processes"), 0), "command");
+    assert_json_str(root, "process_info_note", x.procs_note);
+    json_decref(root);
+    free(text);
+
+    /* An empty list is [], not null. */
+    s->gpus[0].procs.count = 0;
+    s->gpus[0].procs.dropped = 0;
+    root = render_json(s, NULL, NULL);
+    d0 = json_array_get(key(root, "devices"), 0);
+    assert_true(json_is_array(key(d0, "processes")));
+    assert_int_equal(json_array_size(key(d0, "processes")), 0);
+    assert_json_int(d0, "processes_dropped", 0);
+    json_decref(root);
+    snapshot_unref(s);
+}
+
+static void test_output_json_processes_of_mig_and_lost_gpus(void **st) {
+    (void)st;
+    snapshot_t *s = snap_mig();
+    s->mig[0].procs.list_ok = true; /* running nothing */
+    json_t *root = render_json(s, NULL, NULL);
+    json_t *d0 = json_array_get(key(root, "devices"), 0),
+           *d1 = json_array_get(key(root, "devices"), 1);
+    assert_json_str(d0, "processes_error", "MIG_ENABLED");
+    json_t *m0 = json_array_get(key(d0, "mig_instances"), 0);
+    json_t *m1 = json_array_get(key(d0, "mig_instances"), 1);
+    assert_int_equal(json_array_size(key(m0, "processes")), 0);
+    assert_json_null(m0, "processes_error");
+    assert_true(json_is_null(key(m1, "processes")));
+    assert_json_str(m1, "processes_error", "FUNCTION_NOT_FOUND");
+    assert_json_str(d1, "processes_error", "GPU_IS_LOST");
+    json_decref(root);
+    snapshot_unref(s);
+}
+
+static void test_output_csv_device_rows_carry_cuda_index_and_process_count(void **st) {
+    (void)st;
+    snapshot_t *s = snap_procs();
+    cuda_index_map_t m;
+    cuda_map_fill(&m, s, CUDA_INDEX_KNOWN);
+    m.gpu[0].index = 1;
+    m.gpu[1] = (cuda_index_t){CUDA_INDEX_VISIBLE, 0};
+    output_extra_t x = {.cuda = &m};
+    char *text = render_x(OUTPUT_CSV, s, NULL, NULL, &x, false, 1);
+    csv_doc_t d;
+    csv_parse(text, &d);
+    assert_int_equal(d.rows, 3);
+    assert_string_equal(csv_get(&d, 1, "cuda_index"), "1");
+    assert_string_equal(csv_get(&d, 1, "cuda_visible"), "true");
+    assert_string_equal(csv_get(&d, 1, "process_count"), "3"); /* 2 listed + 1 dropped */
+    assert_string_equal(csv_get(&d, 1, "processes_error"), "");
+    assert_string_equal(csv_get(&d, 2, "cuda_index"), "");
+    assert_string_equal(csv_get(&d, 2, "cuda_visible"), "true");
+    assert_string_equal(csv_get(&d, 2, "process_count"), ""); /* absent, not 0 */
+    assert_string_equal(csv_get(&d, 2, "processes_error"), "NOT_SUPPORTED");
+    csv_free(&d);
+    free(text);
+    cuda_index_map_deinit(&m);
+    snapshot_unref(s);
+}
+
+static void test_output_csv_processes_writes_one_row_per_process(void **st) {
+    (void)st;
+    snapshot_t *s = snap_procs();
+    proc_info_t info[2];
+    memset(info, 0, sizeof info);
+    info[1].comm_ok = true;
+    strcpy(info[1].comm, "a,b");
+    output_extra_t x = {.procs = info};
+    char *text = render_x(OUTPUT_CSV, s, NULL, NULL, &x, true, 2);
+    const char *want_header =
+        "collected_at,orchestrator,node,job_id,task_rank,driver_version,index,cuda_index,uuid,"
+        "is_mig_instance,gpu_instance_id,compute_instance_id,pid,command,used_memory_bytes,"
+        "sm_utilization_percent,memory_utilization_percent,pod_uid,container_id\n";
+    assert_memory_equal(text, want_header, strlen(want_header));
+    csv_doc_t d;
+    csv_parse(text, &d);
+    assert_int_equal(d.rows, 1 + 2 * 2); /* header once, two processes per sample */
+    for (int r = 1; r < d.rows; r++)
+        assert_int_equal(d.cols[r], d.cols[0]);
+    assert_string_equal(csv_get(&d, 1, "pid"), "4242");
+    assert_string_equal(csv_get(&d, 1, "uuid"), "GPU-11111111-2222-3333-4444-555555555555");
+    assert_string_equal(csv_get(&d, 1, "is_mig_instance"), "false");
+    assert_string_equal(csv_get(&d, 1, "sm_utilization_percent"), "35.5");
+    assert_string_equal(csv_get(&d, 1, "used_memory_bytes"), "2147483648");
+    assert_string_equal(csv_get(&d, 1, "command"), "");
+    assert_string_equal(csv_get(&d, 2, "command"), "a,b");
+    assert_string_equal(csv_get(&d, 2, "sm_utilization_percent"), "");
+    csv_free(&d);
+    free(text);
+    snapshot_unref(s);
+}
+
+static void test_output_table_processes_matches_golden(void **st) {
+    (void)st;
+    snapshot_t *s = snap_procs();
+    env_info_t env;
+    env_slurm(&env);
+    cuda_index_map_t m;
+    cuda_map_fill(&m, s, CUDA_INDEX_KNOWN);
+    m.gpu[1] = (cuda_index_t){CUDA_INDEX_VISIBLE, 0};
+    strcpy(m.note, "CUDA_DEVICE_ORDER is unset (FASTEST_FIRST): the order is not documented");
+    proc_info_t info[2];
+    memset(info, 0, sizeof info);
+    info[0].comm_ok = true;
+    strcpy(info[0].comm, "python3\x1b[2J"); /* a process names itself: sanitised */
+    output_extra_t x = {.cuda = &m, .procs = info, .procs_note = NULL};
+    char *text = render_x(OUTPUT_TABLE, s, &env, NULL, &x, true, 1);
+    golden_check("table_processes.txt", text);
+    assert_null(strchr(text, '\x1b'));
+    free(text);
+    /* Without --processes the table has no process rows, but the note stays. */
+    text = render_x(OUTPUT_TABLE, s, &env, NULL, &x, false, 1);
+    assert_null(strstr(text, "pid 4242"));
+    assert_non_null(strstr(text, "CUDA index unknown (-): CUDA_DEVICE_ORDER is unset"));
+    free(text);
+    cuda_index_map_deinit(&m);
+    snapshot_unref(s);
+}
+
 /* ---- write errors ------------------------------------------------------- */
 
 static void test_output_write_to_full_device_returns_eio(void **st) {
@@ -907,7 +1179,7 @@ static void test_output_write_to_full_device_returns_eio(void **st) {
             skip();
         output_writer_t w;
         output_writer_init(&w, (output_format_t)f);
-        assert_int_equal(output_write_sample(&w, out, s, NULL, NULL), KGS_EIO);
+        assert_int_equal(output_write_sample(&w, out, s, NULL, NULL, NULL), KGS_EIO);
         fclose(out);
     }
     snapshot_unref(s);
@@ -937,6 +1209,12 @@ int main(void) {
         cmocka_unit_test(test_output_selection_of_one_gpu_prints_only_that_gpu),
         cmocka_unit_test(test_output_selection_of_lone_mig_instance_shows_parent_with_only_it),
         cmocka_unit_test(test_output_write_to_full_device_returns_eio),
+        cmocka_unit_test(test_output_json_carries_cuda_index_visibility_and_note_when_needed),
+        cmocka_unit_test(test_output_json_lists_processes_and_tells_absent_from_none),
+        cmocka_unit_test(test_output_json_processes_of_mig_and_lost_gpus),
+        cmocka_unit_test(test_output_csv_device_rows_carry_cuda_index_and_process_count),
+        cmocka_unit_test(test_output_csv_processes_writes_one_row_per_process),
+        cmocka_unit_test(test_output_table_processes_matches_golden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -495,6 +495,7 @@ static void test_queueing_example_wake_from_zero(void **state) {
     in.has_pods = true; /* the pod list: no pods */
     in.model = &st;
     demand_view_t view;
+    demand_view_init(&view);
     in.view = &view;
     eval_result_t r;
     demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
@@ -516,6 +517,7 @@ static void test_queueing_example_wake_from_zero(void **state) {
     in.queue = queue_reading(101 * SEC, 0);
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
     assert_false(r.active);
+    demand_view_free(&view);
 }
 
 /* The engine URL of a workload at zero (a Service with no ready pod) does

@@ -300,6 +300,7 @@ static void test_inputs_slo_value_is_100_x_replicas(void **state) {
     /* 3 ready x 0.9 / 0.5 = 5.4 -> 540 */
     in.latency[SLO_TTFT] = lat(60, 0.3, 0.9, 1.2);
     demand_view_t view;
+    demand_view_init(&view);
     in.view = &view;
     eval_result_t r;
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
@@ -328,6 +329,7 @@ static void test_inputs_slo_value_is_100_x_replicas(void **state) {
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_non_null(strstr(r.message, "latency: ttft p90"));
+    demand_view_free(&view);
 }
 
 static void test_inputs_demand_larger_need_wins(void **state) {
@@ -343,6 +345,7 @@ static void test_inputs_demand_larger_need_wins(void **state) {
     in.engines = v;
     in.nengines = 2;
     demand_view_t view;
+    demand_view_init(&view);
     in.view = &view;
     eval_result_t r;
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
@@ -373,6 +376,7 @@ static void test_inputs_demand_larger_need_wins(void **state) {
     assert_int_equal(view.status, EVAL_UNAVAILABLE);
     assert_int_equal(view.decided_by, -1);
     assert_string_equal(view.message, r.message);
+    demand_view_free(&view);
 }
 
 int main(void) {

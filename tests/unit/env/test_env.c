@@ -505,6 +505,44 @@ static void test_env_expand_output_path_rejects_null_arguments(void **state) {
     assert_int_equal(env_expand_output_path("x", &e, out, 0, NULL, 0), KGS_EINVAL);
 }
 
+/* ---- what CUDA itself reads ---- */
+
+static void test_env_detect_records_cuda_variables_whatever_selects_the_devices(void **state) {
+    (void)state;
+    const var_t vars[] = {{"SLURM_JOB_ID", "7"},
+                          {"SLURM_STEP_GPUS", "2,3"},
+                          {"CUDA_VISIBLE_DEVICES", "0,1"},
+                          {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
+                          {NULL, NULL}};
+    env_info_t e = detect_ok(ENV_AUTO, vars, "h");
+    assert_string_equal(e.visible_var, "SLURM_STEP_GPUS");
+    assert_true(e.cuda_visible_set);
+    assert_string_equal(e.cuda_visible, "0,1");
+    assert_true(e.cuda_order_set);
+    assert_string_equal(e.cuda_order, "PCI_BUS_ID");
+
+    const var_t empty[] = {{"CUDA_VISIBLE_DEVICES", ""}, {NULL, NULL}};
+    e = detect_ok(ENV_STANDALONE, empty, "h");
+    assert_true(e.cuda_visible_set); /* set but empty: CUDA sees no device */
+    assert_string_equal(e.cuda_visible, "");
+    assert_false(e.cuda_order_set);
+    assert_string_equal(e.cuda_order, "");
+
+    const var_t none[] = {{NULL, NULL}};
+    e = detect_ok(ENV_STANDALONE, none, "h");
+    assert_false(e.cuda_visible_set);
+    assert_string_equal(e.cuda_visible, "");
+}
+
+static void test_env_detect_rejects_overlong_cuda_device_order_naming_it(void **state) {
+    (void)state;
+    char longv[100];
+    memset(longv, 'P', sizeof longv - 1);
+    longv[sizeof longv - 1] = '\0';
+    const var_t vars[] = {{"CUDA_DEVICE_ORDER", longv}, {NULL, NULL}};
+    expect_detect_error(ENV_STANDALONE, vars, "CUDA_DEVICE_ORDER");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_kind_parse_accepts_every_documented_name),
@@ -543,6 +581,8 @@ int main(void) {
         cmocka_unit_test(test_env_expand_output_path_rejects_job_id_and_rank_when_unknown),
         cmocka_unit_test(test_env_expand_output_path_reports_erange_when_too_long),
         cmocka_unit_test(test_env_expand_output_path_rejects_null_arguments),
+        cmocka_unit_test(test_env_detect_records_cuda_variables_whatever_selects_the_devices),
+        cmocka_unit_test(test_env_detect_rejects_overlong_cuda_device_order_naming_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

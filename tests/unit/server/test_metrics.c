@@ -526,6 +526,8 @@ static void test_metrics_trigger_decisions(void **state) {
     demand_source_t va[3] = {engine_reading("a", 4, 3, 90), engine_reading("b", 4, 3, 90),
                              engine_reading("c", 4, 3, 90)};
     demand_view_t view_a, view_b;
+    demand_view_init(&view_a);
+    demand_view_init(&view_b);
     demand_inputs_t in;
     memset(&in, 0, sizeof in);
     in.engines = va;
@@ -563,8 +565,8 @@ static void test_metrics_trigger_decisions(void **state) {
     server_stats_t st;
     server_stats_init(&st);
     char *t = render(NULL, &st, &c);
-#define L_A "{namespace=\"ml\",scaled_object=\"llama\",metric=\"llama\""
-#define L_B "{namespace=\"ml\",scaled_object=\"qwen\",metric=\"keda_gpu_metric\""
+#define L_A "{scaledobject_namespace=\"ml\",scaledobject=\"llama\",metric=\"llama\""
+#define L_B "{scaledobject_namespace=\"ml\",scaledobject=\"qwen\",metric=\"keda_gpu_metric\""
     expect_line(t, NS "triggers_omitted 3");
     expect_line(t, NS "trigger_up" L_A "} 1");
     expect_line(t, NS "trigger_up" L_B "} 0");
@@ -589,6 +591,8 @@ static void test_metrics_trigger_decisions(void **state) {
             fail_msg("promtool check metrics: exit %d:\n%s\n--- exposition ---\n%s", rc, out, t);
     }
     free(t);
+    demand_view_free(&view_a);
+    demand_view_free(&view_b);
 }
 
 int main(void) {

@@ -16,12 +16,14 @@
  * column for it). */
 typedef enum { SHOW_FROM, SHOW_NAMED, SHOW_ANSWER, SHOW_HIDDEN } show_t;
 
-/* The fixed order: the decision and the signals, the queueing model's
- * inputs, what the scaler sees of the engines and pods, latency. */
+/* The fixed order (docs/server.md lists the names): an error, the decision
+ * and the signals, the queueing model's inputs, what the scaler sees of the
+ * engines and pods, latency. */
 static const struct {
     const char *base;
     show_t how;
 } known[] = {
+    {"error", SHOW_ANSWER}, /* error:<status>: <message> */
     {"decided_by", SHOW_ANSWER},
     {"need", SHOW_NAMED},
     {"signal", SHOW_NAMED},

@@ -3,7 +3,8 @@
  * GetMetricsResponse whose values are named numbers) as one line of text.
  *
  * Names the demo knows come in a fixed order (each with its suffix, the
- * part after ':' when there is one): the decision and the signals
+ * part after ':' when there is one): an error (error=UNAVAILABLE: ...),
+ * the decision and the signals
  * (decided_by=queue, need:queue=3.2, signal:queue=40, wake=<why>), the
  * queueing model's inputs (replicas, lambda_rps, capacity_rps,
  * cold_start_s, tokens_per_request, backlog, work_due, can_do, deficit,

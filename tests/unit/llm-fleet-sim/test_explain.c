@@ -31,15 +31,17 @@ static void test_explain_orders_known_names_and_keeps_unknown_ones(void **state)
         {"not_serving:vllm http://x: refused", 8},
         {"active", 1}, /* a column of its own */
         {"engines:answering", 0},
+        {"error:UNAVAILABLE: queue x: refused", 14},
     };
     char out[1024];
     size_t n = explain_format(items, sizeof items / sizeof items[0], out, sizeof out);
     assert_int_equal(n, strlen(out));
-    assert_string_equal(out, "decided_by=queue need:queue=3.2 signal:queue=40 "
-                             "replicas=5.71 lambda_rps=36.2[learned] capacity_rps=1[prior] "
-                             "tokens_per_request=unknown[unknown, no token counters] "
-                             "deficit=90.3 engines:answering=0 not_serving:vllm http://x: "
-                             "refused=8 future_thing=7");
+    assert_string_equal(
+        out, "error=UNAVAILABLE: queue x: refused decided_by=queue need:queue=3.2 signal:queue=40 "
+             "replicas=5.71 lambda_rps=36.2[learned] capacity_rps=1[prior] "
+             "tokens_per_request=unknown[unknown, no token counters] "
+             "deficit=90.3 engines:answering=0 not_serving:vllm http://x: "
+             "refused=8 future_thing=7");
 }
 
 static void test_explain_never_cuts_an_item(void **state) {

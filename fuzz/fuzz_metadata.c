@@ -94,7 +94,7 @@ static void check_config(const trigger_config_t *c) {
         if (d->type == DEMAND_COMPOSITE && d->sizing == DEMAND_MODEL_QUEUEING)
             FUZZ_CHECK(c->target_value == 100 && d->target_queue == 0 && d->target_running == 0 &&
                        d->target_kv == 0 && d->target_gpu == 0 && d->target_prompt_tokens == 0 &&
-                       d->target_generation_tokens == 0 && d->target_utilization > 0 &&
+                       d->target_generation_tokens == 0 && d->target_utilization >= 0 &&
                        d->target_utilization <= 1 && d->drain_s >= 1 && d->drain_s <= 600 &&
                        d->capacity_rps >= 0 && !d->forecast_trend &&
                        (d->engine != ENGINE_NONE || d->queue != QUEUE_NONE));

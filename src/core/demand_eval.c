@@ -589,6 +589,7 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
     q.running = sig->running;
     q.has_queue = sig->has_queue;
     q.queue = sig->queue;
+    q.has_pods = in->has_pods;
     if (in->has_pods) {
         uint64_t still[QUEUE_MODEL_MAX_STARTING];
         unsigned nstill = 0;
@@ -617,8 +618,7 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
     queue_model_observe(&st->m, &q);
     queue_model_params_t prm;
     queue_model_params_default(&prm);
-    prm.target_utilisation =
-        d->target_utilization > 0 ? d->target_utilization : QUEUE_MODEL_DEFAULT_UTILISATION;
+    prm.target_utilisation = d->target_utilization; /* 0: adaptive headroom */
     prm.drain_s = d->drain_s ? (double)d->drain_s : QUEUE_MODEL_DEFAULT_DRAIN_S;
     prm.cold_start_s = (double)d->cold_start_s;
     prm.capacity_rps = d->capacity_rps;
@@ -636,6 +636,9 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
     st->last_starting = q.starting;
     st->last_has_counters = q.has_completed;
     out->value = 100 * st->last.replicas;
+    /* a load that flows, or replicas the keep-alive holds: not idle */
+    if (st->last.replicas > 0)
+        out->active = true;
 }
 
 /* ---- the decision view (demand_view_t) ------------------------------------ */

@@ -1,29 +1,51 @@
 /*
- * queue_model.c - the estimators and the sizing rule (see the header for
- * the contract and the reasons).
+ * queue_model.c - the estimators, the plan and the keep-alive (see the
+ * header for the contract and the reasons).
  *
  * Smoothing is exponential in elapsed time, 1 - exp(-dt / tau), so a source
  * polled every 100 ms and one polled every 5 s converge on the same time
- * scale. The arrival rate keeps two averages and reports the larger: a burst
- * shows within ~10 s, and a lull lowers the estimate only over ~60 s, which
- * is the asymmetry an SLO wants (a replica too many costs a little, a
- * replica too few queues every request behind it).
+ * scale. The arrival rate is not smoothed per interval: it is a count over
+ * a window of the arrivals ring, so one scrape's jitter (a gauge read
+ * between two completions), a backlog draining (completions up, those
+ * present down by as much) or a burst of a few requests moves it by what
+ * they are worth over the window, never by what one interval divided by
+ * its length would make of them.
  */
 #include "core/queue_model.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define TAU_LAMBDA_FAST_S 10.0
-#define TAU_LAMBDA_SLOW_S 60.0
-#define TAU_CAPACITY_S 120.0
-#define TAU_TREND_S 30.0
+#define TAU_CAPACITY_S 600.0
+/* After the Ready count changes, the fleet settles for this long before a
+ * saturated interval counts towards capacity. */
+#define SETTLE_S 10.0
+/* Little's law is read only after the fleet ran this long at one size. */
+#define SERVICE_SETTLE_S 60.0
 #define TAU_SERVICE_S 60.0
-#define MIX_RATIO_MIN 0.25
-#define MIX_RATIO_MAX 4.0
-/* A pod still starting after the expected cold start is assumed to serve
- * for this share of the horizon: it is late, not gone. */
-#define OVERDUE_SERVE_SHARE 0.75
+/* A starting pod past the expected cold start is late, not gone: it is
+ * assumed Ready within this share of the cold start. */
+#define OVERDUE_SHARE 0.1
+/* Without a pod list, a pod ordered this many cold starts ago that never
+ * answered is forgotten (the order was capped, or the pod failed). */
+#define ORDER_FORGET_COLD_STARTS 2.0
+/* The fluid projection's steps over the horizon. */
+#define PROJECTION_STEPS 96
+/* Keep-alive: a fall of the need shorter than this is noise, not a gap;
+ * the bins are log-spaced from it by this factor. */
+#define GAP_MIN_S 5.0
+#define GAP_BIN_FACTOR 1.65
+/* The cost of a cold start in idle replica-seconds, in cold starts: a
+ * replica released and asked for again costs its start-up (billed while
+ * nobody is served), and every request that arrives meanwhile waits for it.
+ * One cold start would be rent-or-buy's break-even for the GPU time alone;
+ * three count the waiting too (bench/README.md, "The matrix": 2 lets
+ * on/off traffic whose pauses outlast a short cold start pay a wake per
+ * burst, 4 buys little more). */
+#define COLD_START_COST 3.0
+/* Gaps older than this weigh half (the traffic's pattern moves). */
+#define GAP_HALF_LIFE_S 3600.0
 
 static bool ok(double v) {
     return isfinite(v) && v >= 0;
@@ -39,6 +61,8 @@ static double smooth(double old, double obs, double dt, double tau) {
 
 void queue_model_init(queue_model_t *m) {
     memset(m, 0, sizeof *m);
+    for (unsigned j = 0; j < QUEUE_MODEL_LEVELS; j++)
+        m->level_last_s[j] = m->level_ordered_s[j] = -1;
 }
 
 void queue_model_params_default(queue_model_params_t *p) {
@@ -66,6 +90,8 @@ static void sanitise(const queue_model_sample_t *in, queue_model_sample_t *s) {
     for (unsigned i = 0; i < s->starting_ages; i++)
         if (!ok(s->starting_age_s[i]))
             s->starting_age_s[i] = 0;
+    if (s->starting_etas > s->starting_ages)
+        s->starting_etas = s->starting_ages;
 }
 
 /* Requests present (waiting anywhere, or running) in s, and whether that is
@@ -86,6 +112,60 @@ static double backlog_of(const queue_model_sample_t *s) {
     return (s->has_engine ? s->waiting : 0) + (s->has_queue ? s->queue : 0);
 }
 
+/* Work done so far: weighted tokens, or requests where the engine exports
+ * no token counters (then a request is the unit of work). */
+static double work_of(const queue_model_sample_t *s) {
+    return s->has_tokens ? s->generation_tokens + QUEUE_MODEL_PREFILL_WEIGHT * s->prompt_tokens
+                         : s->completed;
+}
+
+/* ---- the arrivals ring ----------------------------------------------------- */
+
+static unsigned ring_index(const queue_model_t *m, unsigned age) {
+    return (m->bucket_head + QUEUE_MODEL_BUCKETS - age) % QUEUE_MODEL_BUCKETS;
+}
+
+static void ring_push(queue_model_t *m, double t) {
+    if (m->nbuckets && t - m->bucket_t[m->bucket_head] < QUEUE_MODEL_BUCKET_S)
+        return;
+    if (m->nbuckets)
+        m->bucket_head = (m->bucket_head + 1) % QUEUE_MODEL_BUCKETS;
+    if (m->nbuckets < QUEUE_MODEL_BUCKETS)
+        m->nbuckets++;
+    m->bucket_t[m->bucket_head] = t;
+    m->bucket_a[m->bucket_head] = m->arrived;
+}
+
+/* The arrivals counter at time t (interpolated between the ring's points;
+ * now_a at now; before the oldest point: the oldest value, i.e. history
+ * that is not there counts as no arrivals). */
+static double arrived_at(const queue_model_t *m, double t, double now, double now_a) {
+    if (t >= now || !m->nbuckets)
+        return now_a;
+    double t_after = now, a_after = now_a;
+    for (unsigned age = 0; age < m->nbuckets; age++) {
+        unsigned i = ring_index(m, age);
+        if (m->bucket_t[i] <= t) {
+            double span = t_after - m->bucket_t[i];
+            double f = span > 0 ? (t - m->bucket_t[i]) / span : 1;
+            return m->bucket_a[i] + f * (a_after - m->bucket_a[i]);
+        }
+        t_after = m->bucket_t[i];
+        a_after = m->bucket_a[i];
+    }
+    return a_after;
+}
+
+/* Arrivals per second over [end - window, end]; never negative. */
+static double rate_over(const queue_model_t *m, double end, double window, double now) {
+    double a1 = arrived_at(m, end, now, m->arrived),
+           a0 = arrived_at(m, end - window, now, m->arrived);
+    double r = (a1 - a0) / window;
+    return r > 0 ? r : 0;
+}
+
+/* ---- observing -------------------------------------------------------------- */
+
 void queue_model_observe(queue_model_t *m, const queue_model_sample_t *in) {
     queue_model_sample_t s;
     sanitise(in, &s);
@@ -94,6 +174,8 @@ void queue_model_observe(queue_model_t *m, const queue_model_sample_t *in) {
     if (!m->have_prev) {
         m->prev = s;
         m->have_prev = true;
+        m->t0_s = s.t_s;
+        ring_push(m, s.t_s);
         return;
     }
     const queue_model_sample_t *p = &m->prev;
@@ -101,50 +183,41 @@ void queue_model_observe(queue_model_t *m, const queue_model_sample_t *in) {
     if (!(dt > 0))
         return;
 
-    bool counters = s.has_completed && p->has_completed;
+    /* the same engines, counters that only grew: the interval compares */
+    bool counters = s.has_completed && p->has_completed && s.members == p->members;
     double done = counters ? s.completed - p->completed : 0;
-    bool reset = counters && done < 0; /* a pod restarted: its counters began again */
-    if (s.members != p->members) {
-        /* other engines than last time: neither the counters' nor the
-         * gauges' sums compare; the next interval will */
-        m->prev = s;
-        return;
-    }
+    if (counters && done < 0)
+        counters = false; /* a pod restarted: its counters began again */
 
-    /* Arrival rate. With completions: what finished plus what accumulated.
+    /* Arrivals. With completions: what finished plus what accumulated.
      * Without them, only while nothing is Ready does the queue's growth
-     * count every arrival exactly (nothing drains it). */
+     * count every arrival exactly (nothing drains it). Another set of
+     * engines than last time: the rate so far carries the interval. */
     double pa, pb;
     bool have_present = present(p, &s, &pa, &pb);
-    bool rate_known = false;
-    double arrived = 0;
-    if (counters && !reset && have_present) {
-        arrived = done + (pb - pa);
-        rate_known = true;
+    m->rate_unknown = false;
+    if (counters && have_present) {
+        m->arrived += done + (pb - pa);
     } else if (!s.has_completed && have_present && p->ready == 0 && s.ready == 0) {
-        arrived = pb - pa;
-        rate_known = true;
+        m->arrived += pb - pa;
+    } else if (s.has_completed && p->has_completed) {
+        m->arrived += rate_over(m, p->t_s, QUEUE_MODEL_RATE_WINDOW_S, p->t_s) * dt;
+    } else {
+        m->rate_unknown = true; /* a queue alone while replicas drain it */
     }
-    if (rate_known) {
-        /* a negative sum (gauges read between two scrapes of different pods)
-         * reads as no arrivals, not as negative ones */
-        double obs = arrived > 0 ? arrived / dt : 0;
-        if (!m->have_lambda) {
-            m->lambda_fast = m->lambda_slow = obs;
-            m->have_lambda = true;
-        } else {
-            double before = m->lambda_fast;
-            m->lambda_fast = smooth(m->lambda_fast, obs, dt, TAU_LAMBDA_FAST_S);
-            m->lambda_trend =
-                smooth(m->lambda_trend, (m->lambda_fast - before) / dt, dt, TAU_TREND_S);
-            m->lambda_slow = smooth(m->lambda_slow, obs, dt, TAU_LAMBDA_SLOW_S);
-        }
-    }
+    ring_push(m, s.t_s);
 
-    if (counters && !reset) {
+    if (counters) {
         double rate = done / dt;
         /* Little's law inputs: completions/s and requests running. */
         if (s.has_engine) {
+            /* Little's law needs a fleet in its stride: not the seconds
+             * after it changed size, when it has admitted but not yet
+             * completed (running / completions reads as a huge service time) */
+            if (s.ready == p->ready && p->t_s - m->ready_since >= SETTLE_S)
+                m->service_settled_s += dt;
+            else
+                m->service_settled_s = 0;
             if (!m->have_service) {
                 m->completion_rps = rate;
                 m->running_avg = s.running;
@@ -153,29 +226,35 @@ void queue_model_observe(queue_model_t *m, const queue_model_sample_t *in) {
                 m->completion_rps = smooth(m->completion_rps, rate, dt, TAU_SERVICE_S);
                 m->running_avg = smooth(m->running_avg, s.running, dt, TAU_SERVICE_S);
             }
+            /* kept when the fleet changes size again: the service time of
+             * a request does not change with the replicas */
+            if (m->service_settled_s >= SERVICE_SETTLE_S && m->completion_rps > 0 &&
+                m->running_avg > 0)
+                m->derived_rps = QUEUE_MODEL_PRIOR_CONCURRENCY * m->completion_rps / m->running_avg;
         }
         /* Work per request, from the token counters. */
+        double dw = work_of(&s) - work_of(p);
         bool tokens = s.has_tokens && p->has_tokens;
-        double dp = tokens ? s.prompt_tokens - p->prompt_tokens : -1;
-        double dg = tokens ? s.generation_tokens - p->generation_tokens : -1;
-        if (tokens && done > 0 && dp >= 0 && dg >= 0) {
-            double w = (dg + QUEUE_MODEL_PREFILL_WEIGHT * dp) / done;
-            if (w > 0) {
-                m->work_per_req = m->have_work ? smooth(m->work_per_req, w, dt, TAU_SERVICE_S) : w;
-                m->have_work = true;
-            }
+        if (tokens && done > 0 && dw > 0) {
+            double w = dw / done;
+            m->work_per_req = m->have_work ? smooth(m->work_per_req, w, dt, TAU_SERVICE_S) : w;
+            m->have_work = true;
         }
-        /* Capacity: completions per Ready replica while work waited through
-         * the whole interval and the fleet did not change size. */
-        if (backlog_of(p) > 0 && backlog_of(&s) > 0 && s.ready > 0 && s.ready == p->ready) {
-            double obs = rate / s.ready;
-            m->capacity_rps =
-                m->have_capacity ? smooth(m->capacity_rps, obs, dt, TAU_CAPACITY_S) : obs;
-            if (m->have_work)
-                m->capacity_work_per_req = m->work_per_req;
-            m->have_capacity = m->capacity_rps > 0;
+        /* Capacity: work per Ready replica while work waited through the
+         * whole interval, the fleet of the same size, and not in the
+         * settling after it changed (a replica just Ready admits a batch
+         * at once and completes its first requests a service time later). */
+        if (backlog_of(p) > 0 && backlog_of(&s) > 0 && s.ready > 0 && s.ready == p->ready &&
+            p->t_s - m->ready_since >= SETTLE_S && dw >= 0 && (tokens || !s.has_tokens)) {
+            double keep = 1 - weight(dt, TAU_CAPACITY_S);
+            m->sat_work = m->sat_work * keep + dw;
+            m->sat_done = m->sat_done * keep + done;
+            m->sat_replica_s = m->sat_replica_s * keep + dt * s.ready;
+            m->have_capacity = m->sat_work > 0 && m->sat_replica_s >= SETTLE_S;
         }
     }
+    if (s.ready != p->ready)
+        m->ready_since = s.t_s;
     m->prev = s;
 }
 
@@ -186,6 +265,10 @@ void queue_model_observe_cold_start(queue_model_t *m, double seconds) {
     m->cold_count++;
 }
 
+/* ---- the estimates ----------------------------------------------------------- */
+
+/* Requests per second one Ready replica completes. The capacity was
+ * learned in work: the mix it is divided by now is today's. */
 static double capacity_of(const queue_model_t *m, const queue_model_params_t *p,
                           queue_model_source_t *from) {
     if (p->capacity_rps > 0) {
@@ -193,21 +276,14 @@ static double capacity_of(const queue_model_t *m, const queue_model_params_t *p,
         return p->capacity_rps;
     }
     if (m->have_capacity) {
-        double c = m->capacity_rps;
-        /* The mix moved since capacity was measured: heavier requests, fewer
-         * of them per second. */
-        if (m->have_work && m->capacity_work_per_req > 0 && m->work_per_req > 0) {
-            double r = m->capacity_work_per_req / m->work_per_req;
-            r = r < MIX_RATIO_MIN ? MIX_RATIO_MIN : r > MIX_RATIO_MAX ? MIX_RATIO_MAX : r;
-            c *= r;
-        }
         *from = QM_FROM_LEARNED;
-        return c;
+        if (m->have_work && m->work_per_req > 0 && m->prev.has_tokens)
+            return m->sat_work / m->sat_replica_s / m->work_per_req;
+        return m->sat_done / m->sat_replica_s;
     }
-    if (m->have_service && m->completion_rps > 0 && m->running_avg > 0) {
-        double service_s = m->running_avg / m->completion_rps;
+    if (m->derived_rps > 0) {
         *from = QM_FROM_DERIVED;
-        return QUEUE_MODEL_PRIOR_CONCURRENCY / service_s;
+        return m->derived_rps;
     }
     *from = QM_FROM_PRIOR;
     return QUEUE_MODEL_PRIOR_CAPACITY_RPS;
@@ -232,63 +308,346 @@ static double cold_start_of(const queue_model_t *m, const queue_model_params_t *
     return sum / n;
 }
 
-void queue_model_decide(const queue_model_t *m, const queue_model_params_t *p,
+/* ---- the plan ------------------------------------------------------------------ */
+
+/* Arrivals per second tau seconds ahead: the rate now, rising linearly by
+ * `rise` over one cold start (the rise observed over the last one), then
+ * flat. */
+static double rate_ahead(double lambda, double rise, double cold, double tau) {
+    return lambda + (tau < cold ? rise * tau / cold : rise);
+}
+
+typedef struct {
+    double lambda, rise, cold, cap, headroom, backlog;
+    double ready;          /* Ready replicas kept (fractional: the load's share) */
+    const double *arrival; /* seconds until each starting pod is Ready, ascending */
+    unsigned nstarting;
+} plan_in_t;
+
+/* The fluid queue over [0, until] with the Ready replicas and the first k
+ * starting pods; the backlog at each starting pod's arrival in at[] (when
+ * not NULL) and at `until`. Integrated between the events (a pod becoming
+ * Ready, the end of the rise), each segment in steps of at most
+ * until / PROJECTION_STEPS at its midpoint rate: exact while the backlog
+ * does not reach 0 inside a step. */
+static double project(const plan_in_t *in, unsigned k, double until, double *at) {
+    double b = in->backlog, tau = 0, max_step = until / PROJECTION_STEPS;
+    double serving = in->ready;
+    unsigned next = 0;
+    for (;;) {
+        while (next < k && in->arrival[next] <= tau + 1e-9) {
+            if (at)
+                at[next] = b;
+            serving++;
+            next++;
+        }
+        if (tau >= until - 1e-9)
+            break;
+        double end = until;
+        if (next < k && in->arrival[next] < end)
+            end = in->arrival[next];
+        if (tau < in->cold && in->cold < end)
+            end = in->cold;
+        int n = (int)ceil((end - tau) / max_step - 1e-9);
+        double step = (end - tau) / (n > 0 ? n : 1);
+        for (int i = 0; i < n; i++) {
+            double mid = tau + (i + 0.5) * step;
+            b += (rate_ahead(in->lambda, in->rise, in->cold, mid) - serving * in->cap) * step;
+            if (b < 0)
+                b = 0;
+        }
+        tau = end;
+    }
+    return b;
+}
+
+/* The starting pods the plan keeps: the soonest k such that the k-th finds
+ * work when it is Ready (a backlog then, or load the others cannot carry at
+ * the target utilisation). Later pods than one that is needed are kept
+ * only if needed themselves. */
+static unsigned keep_starting(const plan_in_t *in, double horizon) {
+    double at[QUEUE_MODEL_MAX_STARTING + 1];
+    unsigned n = in->nstarting;
+    if (n == 0)
+        return 0;
+    project(in, n, horizon, at);
+    unsigned keep = 0;
+    for (unsigned i = 0; i < n; i++) {
+        double lam = rate_ahead(in->lambda, in->rise, in->cold, in->arrival[i]);
+        bool work = at[i] > 0.5 || lam + in->headroom > (in->ready + i) * in->cap;
+        if (work)
+            keep = i + 1;
+    }
+    return keep;
+}
+
+/* ---- the keep-alive ------------------------------------------------------------ */
+
+static double gap_bin_low(unsigned b) {
+    return GAP_MIN_S * pow(GAP_BIN_FACTOR, b);
+}
+
+static void record_gap(queue_model_t *m, double gap, double now) {
+    if (!(gap >= GAP_MIN_S))
+        return;
+    unsigned b = 0;
+    while (b + 1 < QUEUE_MODEL_GAP_BINS && gap >= gap_bin_low(b + 1))
+        b++;
+    (void)now;
+    m->gap_weight[b] += 1;
+    m->gaps_seen += 1;
+}
+
+/* The hold K: the value among 0 and the bins' edges that minimises the
+ * expected cost of a fall of the need, hold time while it lasts (up to K)
+ * plus, when it outlasts K, one cold start's worth. Nothing seen yet: K =
+ * the cost of a cold start (rent-or-buy's break-even). */
+static double keepalive_of(const queue_model_t *m, double cold) {
+    double c = COLD_START_COST * cold;
+    double total = 0;
+    for (unsigned b = 0; b < QUEUE_MODEL_GAP_BINS; b++)
+        total += m->gap_weight[b];
+    if (total <= 0)
+        return c;
+    double best_k = 0, best = INFINITY;
+    for (unsigned kb = 0; kb <= QUEUE_MODEL_GAP_BINS; kb++) {
+        double k = kb == 0 ? 0 : gap_bin_low(kb); /* the top of bin kb - 1 */
+        double cost = 0;
+        for (unsigned b = 0; b < QUEUE_MODEL_GAP_BINS; b++) {
+            double g = sqrt(gap_bin_low(b) * gap_bin_low(b + 1)); /* the bin's middle */
+            cost += m->gap_weight[b] * (g <= k ? g : k + c);
+        }
+        if (cost < best - 1e-9) {
+            best = cost;
+            best_k = k;
+        }
+    }
+    return best_k;
+}
+
+/* Ages the gaps seen (half-life GAP_HALF_LIFE_S) by dt. */
+static void age_gaps(queue_model_t *m, double dt) {
+    if (!(dt > 0))
+        return;
+    double f = exp2(-dt / GAP_HALF_LIFE_S);
+    for (unsigned b = 0; b < QUEUE_MODEL_GAP_BINS; b++)
+        m->gap_weight[b] *= (float)f;
+}
+
+/* Records that the need asks for n replicas at now (seconds since t0): a
+ * level it returns to after a fall is a gap; then the highest level asked
+ * within the last k seconds. */
+static unsigned levels_update(queue_model_t *m, unsigned n, double now, double before, double k) {
+    if (n > QUEUE_MODEL_LEVELS)
+        n = QUEUE_MODEL_LEVELS;
+    for (unsigned j = 0; j < n; j++) {
+        /* not asked at the previous decision: the need had fallen below j */
+        if (m->level_last_s[j] >= 0 && m->level_last_s[j] < (float)before - 1e-3f)
+            record_gap(m, now - m->level_last_s[j], now);
+        m->level_last_s[j] = (float)now;
+    }
+    unsigned held = n;
+    for (unsigned j = n; j < QUEUE_MODEL_LEVELS; j++)
+        if (m->level_last_s[j] >= 0 && now - m->level_last_s[j] <= k)
+            held = j + 1;
+    return held;
+}
+
+/* ---- starting pods without a pod list ---------------------------------------- */
+
+/* The pods the model asked for that do not answer yet: levels above the
+ * engines that answer, up to the last answer, ordered within the last
+ * ORDER_FORGET_COLD_STARTS cold starts. Their ages into age[]; a level
+ * that answers now is one observed cold start. */
+static unsigned inferred_starting(queue_model_t *m, const queue_model_sample_t *s, double now,
+                                  double cold, double *age) {
+    unsigned n = 0;
+    for (unsigned j = 0; j < m->last_answer && j < QUEUE_MODEL_LEVELS; j++) {
+        float at = m->level_ordered_s[j];
+        if (at < 0)
+            continue;
+        if (j < s->ready) {
+            /* answering now: if it did not before, that took this long */
+            if (j >= m->prev_ready_seen)
+                queue_model_observe_cold_start(m, now - at);
+            m->level_ordered_s[j] = -1;
+            continue;
+        }
+        if (now - at > ORDER_FORGET_COLD_STARTS * cold) {
+            m->level_ordered_s[j] = -1;
+            continue;
+        }
+        if (n < QUEUE_MODEL_MAX_STARTING)
+            age[n++] = now - at;
+    }
+    return n;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* ---- the decision -------------------------------------------------------------- */
+
+void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
                         const queue_model_sample_t *in, queue_model_decision_t *out) {
     queue_model_sample_t s;
     sanitise(in, &s);
-    memset(out, 0, sizeof *out);
-    double util = p->target_utilisation > 0 && p->target_utilisation <= 1
-                      ? p->target_utilisation
-                      : QUEUE_MODEL_DEFAULT_UTILISATION;
-    double drain = p->drain_s > 0 ? p->drain_s : QUEUE_MODEL_DEFAULT_DRAIN_S;
-
-    double mu = capacity_of(m, p, &out->capacity_from);
-    double horizon = cold_start_of(m, p, &out->cold_start_from);
-    double lambda = 0;
-    out->lambda_from = QM_FROM_PRIOR;
-    /* A queue alone (no completion counters) shows arrivals only while no
-     * replica drains it; once replicas serve, the rate is unknown and the
-     * rule sizes on the backlog alone. */
-    if (m->have_lambda && (s.has_completed || s.ready == 0)) {
-        lambda = fmax(m->lambda_fast, m->lambda_slow);
-        out->lambda_from = QM_FROM_LEARNED;
+    if (m->decided && s.t_s <= m->last_decide_t) {
+        *out = m->last;
+        return;
     }
+    memset(out, 0, sizeof *out);
+    bool fixed_util = p->target_utilisation > 0 && p->target_utilisation <= 1;
+    double drain = p->drain_s > 0 ? p->drain_s : QUEUE_MODEL_DEFAULT_DRAIN_S;
+    double now = isfinite(s.t_s) ? s.t_s - m->t0_s : 0;
+
+    double cap = capacity_of(m, p, &out->capacity_from);
+    double cold = cold_start_of(m, p, &out->cold_start_from);
+    /* A capacity never measured nor configured orders as if each new
+     * replica drained its share over a cold start, not the drain target: a
+     * prior that is wrong then costs a bounded order. */
+    double drain_eff = out->capacity_from == QM_FROM_PRIOR && drain < cold ? cold : drain;
+
+    /* The arrival rate, and its rise over the last cold start (extrapolated
+     * once, never beyond what was observed; a fall is not extrapolated). */
+    double lambda = 0, rise = 0;
+    out->lambda_from = QM_FROM_PRIOR;
+    if (m->nbuckets && !m->rate_unknown && now > 0) {
+        lambda = rate_over(m, s.t_s, QUEUE_MODEL_RATE_WINDOW_S, s.t_s);
+        out->lambda_from = QM_FROM_LEARNED;
+        if (now >= cold + QUEUE_MODEL_RATE_WINDOW_S) {
+            /* a ramp: the rate rose over both halves of the last cold
+             * start; a step (a burst beginning) rose in one only, and is
+             * not extrapolated. The rise is twice the smaller half's. */
+            double mid = rate_over(m, s.t_s - cold / 2, QUEUE_MODEL_RATE_WINDOW_S, s.t_s);
+            double before = rate_over(m, s.t_s - cold, QUEUE_MODEL_RATE_WINDOW_S, s.t_s);
+            double r1 = mid - before, r2 = lambda - mid;
+            rise = r1 > 0 && r2 > 0 ? 2 * (r1 < r2 ? r1 : r2) : 0;
+        }
+    }
+
+    /* The pods: Ready, and those on their way with the time until Ready. */
+    double ages[QUEUE_MODEL_MAX_STARTING];
+    unsigned nstart;
+    if (s.has_pods) {
+        nstart = s.starting_ages;
+        memcpy(ages, s.starting_age_s, nstart * sizeof *ages);
+        for (unsigned i = s.starting_ages; i < s.starting && nstart < QUEUE_MODEL_MAX_STARTING; i++)
+            ages[nstart++] = 0;
+    } else {
+        nstart = inferred_starting(m, &s, now, cold, ages);
+        out->inferred_starting = true;
+    }
+    m->prev_ready_seen = s.ready;
+    double arrival[QUEUE_MODEL_MAX_STARTING];
+    for (unsigned i = 0; i < nstart; i++) {
+        bool eta = s.has_pods && i < s.starting_etas && s.starting_eta_s[i] >= 0 &&
+                   isfinite(s.starting_eta_s[i]);
+        arrival[i] = eta              ? s.starting_eta_s[i]
+                     : ages[i] < cold ? cold - ages[i]
+                                      : OVERDUE_SHARE * cold;
+    }
+    qsort(arrival, nstart, sizeof *arrival, cmp_double);
 
     double backlog = backlog_of(&s);
-    /* A rising rate keeps rising over the horizon (a ramp): the arrivals of
-     * the next T are lambda T + trend T^2 / 2. A falling one is not
-     * extrapolated (scale-down stays with the HPA's window). */
-    double trend = m->lambda_trend > 0 ? m->lambda_trend : 0;
-    double due = backlog + lambda * horizon + 0.5 * trend * horizon * horizon;
-    /* Ready pods serve the whole horizon; a starting pod of age a is Ready
-     * in (horizon - a) and serves a; one with no known age serves nothing
-     * within it (it was just created). */
-    double serving_s = (double)s.ready * horizon;
-    for (unsigned i = 0; i < s.starting_ages; i++) {
-        double a = s.starting_age_s[i];
-        serving_s += a < horizon ? a : OVERDUE_SERVE_SHARE * horizon;
+    bool work = backlog > 0 || (s.has_engine && s.running > 0);
+    /* The load to carry beyond its mean: with targetUtilization, what that
+     * leaves free; else one standard deviation of the arrivals over 10 s as
+     * a Poisson stream would show it. Burstier traffic is the keep-alive's
+     * to hold (it keeps the recent peak), not a fixed margin's to pay for
+     * all the time. */
+    double headroom =
+        fixed_util ? lambda * (1 / p->target_utilisation - 1) : sqrt(lambda / QUEUE_MODEL_BUCKET_S);
+    out->headroom_rps = headroom;
+    double steady = (lambda + headroom) / cap;
+    /* Ready replicas: all of them while a backlog waits; else the share of
+     * them the load needs now (the rest is the keep-alive's to hold). */
+    double ready = s.ready;
+    if (!(backlog > 0) && steady < ready)
+        ready = steady;
+    plan_in_t plan = {lambda, rise, cold, cap, headroom, backlog, ready, arrival, nstart};
+    double horizon = cold + drain_eff;
+    unsigned keep = keep_starting(&plan, horizon);
+    /* what the Ready and kept pods leave undone by the time a replica
+     * ordered now would have drained its share (Ready after the cold
+     * start, then the drain target): only that is ordered for, so a pod
+     * already on its way is never ordered again as it ages */
+    double left = project(&plan, keep, horizon, NULL);
+    double lam_then = rate_ahead(lambda, rise, cold, cold);
+    double short_load = (lam_then + headroom) / cap - (ready + keep);
+    double ordered = left / (cap * drain_eff) + (short_load > 0 ? short_load : 0);
+    double need = ready + keep + ordered;
+    /* What a replica does not measured (a prior, or Little's law with a
+     * prior concurrency): a bounded order, the estimate cannot be trusted
+     * with more. */
+    double bound = INFINITY;
+    if (out->capacity_from == QM_FROM_PRIOR || out->capacity_from == QM_FROM_DERIVED) {
+        bound = s.ready * 2.0 > QUEUE_MODEL_PRIOR_MAX_REPLICAS ? s.ready * 2.0
+                                                               : QUEUE_MODEL_PRIOR_MAX_REPLICAS;
+        if (bound < s.ready + nstart)
+            bound = s.ready + nstart; /* never below the pods already there */
+        if (need > bound)
+            need = bound;
     }
-    double can_do = mu * serving_s;
-    double deficit = due > can_do ? due - can_do : 0;
+    /* Work exists but nothing asks (no rate yet, the first reading after a
+     * wake): one replica. */
+    if (need < 1 && work)
+        need = 1;
 
-    double steady = lambda / (mu * util);
-    double replicas = steady + deficit / (mu * drain);
-    /* Work exists but no rate is known yet (the first reading after a wake):
-     * one replica per drain target's worth of the backlog, at least one. */
-    if (replicas < 1 && (backlog > 0 || (s.has_engine && s.running > 0)))
-        replicas = 1;
+    out->need = isfinite(need) ? need : NAN;
+    /* The keep-alive holds the load's replicas, not a drain's: the replicas
+     * the load asks for now at the target utilisation (one while there is
+     * work), held for K after they stop being asked for. */
+    double base = steady > (work ? 1 : 0) ? steady : (work ? 1 : 0);
+    if (base > need)
+        base = need;
+    unsigned n = isfinite(base) && base > 0 ? (unsigned)ceil(base - 1e-9) : 0;
+    double before = m->decided ? m->last_decide_t - m->t0_s : now;
+    if (m->decided)
+        age_gaps(m, s.t_s - m->last_decide_t);
+    double k = keepalive_of(m, cold);
+    unsigned held = levels_update(m, n, now, before, k);
+    double replicas = held > need ? (double)held : need;
+    if (replicas > bound)
+        replicas = bound;
 
     /* Finite inputs can still overflow (a backlog of 1e307 at 0.001 req/s):
      * the need is then unknown, and 0 would scale the workload to nothing. */
-    out->replicas = !isfinite(replicas) ? NAN : replicas > 0 ? replicas : 0;
+    out->replicas = !isfinite(need) ? NAN : replicas > 0 ? replicas : 0;
+    out->held = isfinite(need) && replicas > need ? replicas - need : 0;
+    out->keepalive_s = k;
     out->lambda_rps = lambda;
-    out->capacity_rps = mu;
-    out->cold_start_s = horizon;
+    out->rise_rps = rise;
+    out->capacity_rps = cap;
+    out->work_per_req = m->have_work ? m->work_per_req : 0;
+    out->cold_start_s = cold;
     out->backlog = backlog;
-    out->work_due = due;
-    out->can_do = can_do;
-    out->deficit = deficit;
+    out->work_due = backlog + (lambda + rise / 2) * horizon;
+    out->can_do = cap * (ready * horizon);
+    for (unsigned i = 0; i < keep; i++)
+        out->can_do += cap * (horizon - arrival[i]);
+    out->deficit = left;
     out->steady = steady;
+    out->ready = s.ready;
+    out->starting = nstart;
+    out->kept_starting = keep;
+    out->ordered = ordered;
+
+    /* Without a pod list, the pods asked for are the orders counted as
+     * starting until they answer. */
+    unsigned answer = isfinite(out->replicas) ? (unsigned)ceil(out->replicas - 1e-9) : 0;
+    for (unsigned j = 0; j < QUEUE_MODEL_LEVELS; j++) {
+        if (j < answer && j >= s.ready && m->level_ordered_s[j] < 0 && !s.has_pods)
+            m->level_ordered_s[j] = (float)now;
+        else if (j >= answer)
+            m->level_ordered_s[j] = -1;
+    }
+    m->last_answer = answer;
+    m->last_decide_t = s.t_s;
+    m->decided = true;
+    m->last = *out;
 }
 
 const char *queue_model_source_name(queue_model_source_t s) {

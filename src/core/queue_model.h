@@ -2,41 +2,56 @@
  * queue_model.h - sizes an inference fleet like a queueing system, from the
  * signals a scaler already reads: the engines' completed-request and token
  * counters, their waiting/running gauges, a queue in front of them, and the
- * pod list (Ready pods, pods still starting, and how long starting took).
+ * pod list (Ready pods, pods still starting and their age) when the role
+ * has one.
  *
  * Why: a backlog divided by a per-replica queue target orders capacity that
- * arrives after the backlog is gone (after a wake from zero, ~700 requests
- * queued during a 135 s cold start became 32 replicas, 22 of which found
- * nothing left to do and were then held by the HPA's 300 s window). This
- * model orders a replica only for work that will still be waiting when that
- * replica can serve: over one cold start T it compares the work due (the
- * backlog plus the arrivals of the next T) with what Ready and starting pods
- * can do in that time, and adds replicas only for the uncovered remainder,
- * to be drained within a drain target after they arrive. Otherwise it asks
- * for the offered load divided by a target utilisation.
+ * arrives after the backlog is gone, and a rule that counts pods on their
+ * way as capacity but does not ask for them has them cancelled before they
+ * serve. This model keeps a plan that stays the same plan as time passes:
  *
- * What it learns (each estimate says whether it is learned or a prior, so
- * `query` can show it; a quantity never learned is a documented prior, never
- * 0):
- *   arrival rate  lambda = (completions + change of waiting + running) / dt,
- *                 smoothed fast up (tau 10 s) and slow down (tau 60 s),
- *                 and its rise per second (tau 30 s): on a ramp the arrivals
- *                 of the next T are lambda T + trend T^2 / 2 (a falling
- *                 rate is not extrapolated: scale-down stays with the HPA);
- *   capacity      requests/s one Ready replica completes while work waits
- *                 (saturated intervals only), tau 120 s, scaled by the
- *                 request mix (tokens per request now against then);
- *                 before any saturated interval: concurrency prior / the
- *                 service time from Little's law (running / completion rate);
- *                 before that: the fixed prior;
- *   cold start    create -> Ready durations the caller observed (mean of
- *                 the last 8), else the prior.
- * A counter that went backwards (a pod restarted), or a change in the set
- * of engines summed (a pod appeared or went), skips that interval's rates
- * rather than reading a negative or huge rate.
+ *   1. It projects the backlog forward over one cold start T plus a drain
+ *      target d (a fluid queue): arrivals at the arrival rate (rising, if it
+ *      rose over the last T, by no more than it rose), served by the Ready
+ *      replicas and, from the moment each is Ready, by the starting ones.
+ *   2. A starting pod is kept while the projection says it will find work
+ *      when it is Ready (backlog then, or load the others cannot carry at
+ *      the target utilisation); only when that work is gone is it released.
+ *   3. New replicas are ordered only for what the kept pods leave: the
+ *      projected backlog at T drained within d, and the load at T carried
+ *      at the target utilisation.
+ *   4. The answer is held: a replica the need no longer asks for is released
+ *      only after the keep-alive K, chosen from the observed gaps between a
+ *      fall of the need and its return against the cost of a cold start
+ *      (ski rental with a learned distribution: the K that minimises the
+ *      expected idle time plus the expected cold starts), so on/off traffic
+ *      keeps its replicas through its pauses and steady traffic releases
+ *      soon.
+ *
+ * What it learns (each estimate says whether it is learned, configured or a
+ * prior, so `query` can show it; a quantity never learned is a documented
+ * prior chosen so that an error costs little, never 0):
+ *   arrivals      the requests arrived (completions + the change of those
+ *                 present: waiting anywhere or running) counted into a ring
+ *                 of 10 s buckets; the rate is what arrived over the last
+ *                 window (30 s), with history that is not there counted as
+ *                 none: one burst is a backlog, not a rate;
+ *   work          per request: generated + 1/4 prompt tokens, from the
+ *                 token counters (the prefill of a token costs about a
+ *                 quarter of decoding one);
+ *   capacity      work per second one Ready replica does while work waits
+ *                 the whole interval (saturated); before one was seen, what
+ *                 Little's law gives with a concurrency prior; before any
+ *                 reading, the prior. Remembered across scale to zero;
+ *   cold start    create -> Ready of the pods seen starting (mean of the
+ *                 last 8), else the prior; without a pod list, from the
+ *                 model's own orders to the engines answering.
+ * Counters that went backwards (a restart), or sums over a different set of
+ * engines (a pod appeared or went), teach no rate for that interval.
  *
  * Pure: no I/O, no clock reads (times are arguments, seconds on a monotonic
- * clock), no allocation. A queue_model_t is caller-owned; one writer.
+ * clock), no allocation. A queue_model_t is caller-owned (about 2 KiB); one
+ * writer.
  */
 #ifndef KGS_QUEUE_MODEL_H
 #define KGS_QUEUE_MODEL_H
@@ -45,21 +60,29 @@
 
 #define QUEUE_MODEL_MAX_STARTING 64 /* starting pods whose age is tracked */
 #define QUEUE_MODEL_COLD_SAMPLES 8
+#define QUEUE_MODEL_BUCKET_S 10.0 /* arrivals history: one bucket per 10 s */
+#define QUEUE_MODEL_BUCKETS 64    /* ... over 640 s */
+#define QUEUE_MODEL_LEVELS 128    /* replica levels whose last need is remembered */
+#define QUEUE_MODEL_GAP_BINS 16   /* keep-alive: gaps from 5 s to ~45 min, log-spaced */
 
-/* Priors and defaults. Utilisation and drain target: the point chosen with
- * tools/scalesim (policy q) on both bench traces (bench/README.md). */
+/* Priors and defaults (docs/configuration.md, "The queueing model"). */
 #define QUEUE_MODEL_PRIOR_CAPACITY_RPS 1.0   /* requests/s per replica, nothing learned */
 #define QUEUE_MODEL_PRIOR_CONCURRENCY 16.0   /* requests one replica serves at once */
 #define QUEUE_MODEL_PRIOR_COLD_START_S 120.0 /* create -> Ready, nothing observed */
-#define QUEUE_MODEL_DEFAULT_UTILISATION 0.7
+/* Capacity never measured (a prior, or Little's law with the concurrency
+ * prior): no more replicas than this, or twice the Ready ones. */
+#define QUEUE_MODEL_PRIOR_MAX_REPLICAS 8
+#define QUEUE_MODEL_DEFAULT_UTILISATION 0.0 /* adaptive: see headroom_rps */
 #define QUEUE_MODEL_DEFAULT_DRAIN_S 10.0
 #define QUEUE_MODEL_PREFILL_WEIGHT 0.25 /* work of a prompt token against a generated one */
+#define QUEUE_MODEL_RATE_WINDOW_S 30.0  /* the arrival rate: arrivals over this window */
 
 typedef struct {
-    double target_utilisation; /* (0, 1]: offered load / capacity to aim at */
-    double drain_s;            /* > 0: a new replica's share of a deficit is cleared this fast */
+    double target_utilisation; /* (0, 1]: offered load / capacity to aim at; 0: the headroom
+                                  follows the arrivals' own variation */
+    double drain_s;            /* > 0: a new replica's share of a backlog is cleared this fast */
     double cold_start_s;       /* > 0 overrides the learned cold start; 0 = learn (prior above) */
-    double capacity_rps;       /* > 0 overrides the learned capacity; 0 = learn */
+    double capacity_rps;       /* > 0 overrides the learned capacity (requests/s); 0 = learn */
 } queue_model_params_t;
 
 /* What the scaler read at one instant. Counters are cumulative sums over the
@@ -76,17 +99,25 @@ typedef struct {
     double running;
     bool has_queue; /* a queue in front of the engines (Redis, gateway) */
     double queue;
+    /* The pod list: has_pods false (no list: engine URLs, the standalone
+     * role) and ready is the engines that answer; the model then infers
+     * the pods on their way from its own orders. */
+    bool has_pods;
     unsigned ready;    /* Ready replicas */
     unsigned starting; /* created, not Ready */
     /* ages (seconds since creation) of up to QUEUE_MODEL_MAX_STARTING
      * starting pods; the others count as just created */
     double starting_age_s[QUEUE_MODEL_MAX_STARTING];
     unsigned starting_ages;
+    /* The seam for a cold start by stage: for starting pod i <
+     * starting_etas, the seconds until it is Ready when that is known
+     * better than "the cold start minus its age" (a pod scheduled onto a
+     * node that is already up pays the image and the weights, not the
+     * node); < 0 not known. */
+    double starting_eta_s[QUEUE_MODEL_MAX_STARTING];
+    unsigned starting_etas;
     /* Which engines the counters and gauges were summed over (any value
-     * that changes when the set does, e.g. a sum of their names' hashes):
-     * across a change the sums are not comparable (a pod that appears
-     * brings its whole counter history and its gauges at once), so that
-     * interval teaches no rate. */
+     * that changes when the set does, e.g. a sum of their names' hashes). */
     unsigned long long members;
 } queue_model_sample_t;
 
@@ -97,40 +128,78 @@ typedef enum {
     QM_FROM_PRIOR     /* nothing measured yet: the documented prior */
 } queue_model_source_t;
 
+/* The decision and every input it used. */
+typedef struct {
+    double replicas; /* desired replicas, fractional (KEDA rounds up) */
+    double need;     /* before the keep-alive hold */
+    double lambda_rps;
+    queue_model_source_t lambda_from; /* LEARNED, or PRIOR when no rate yet (then 0 arrivals) */
+    double rise_rps; /* how much the rate rose over the last cold start (extrapolated once) */
+    double capacity_rps;
+    queue_model_source_t capacity_from;
+    double work_per_req; /* weighted tokens per request; 0 when not known */
+    double cold_start_s;
+    queue_model_source_t cold_start_from;
+    double backlog;      /* requests waiting now (engines + queue) */
+    double work_due;     /* backlog + arrivals over one cold start and the drain, requests */
+    double can_do;       /* what the Ready and kept starting pods complete in that time */
+    double deficit;      /* the projected backlog when new replicas would be Ready, >= 0 */
+    double headroom_rps; /* the arrival rate to carry beyond its mean (its variation) */
+    double steady;       /* (lambda + headroom) / capacity: the replicas the load asks for */
+    unsigned ready, starting, kept_starting; /* kept: starting pods the plan needs */
+    bool inferred_starting; /* no pod list: starting pods are the model's own orders */
+    double ordered;         /* new replicas for what the kept pods leave */
+    /* the keep-alive: */
+    double keepalive_s; /* the hold K chosen */
+    double held;        /* replicas the hold keeps beyond the need */
+} queue_model_decision_t;
+
 typedef struct {
     /* read-only for callers */
     bool have_prev;
     queue_model_sample_t prev;
-    double lambda_fast, lambda_slow; /* requests/s */
-    bool have_lambda;
-    double lambda_trend;          /* requests/s per second, smoothed */
-    double capacity_rps;          /* learned, per Ready replica */
-    double capacity_work_per_req; /* tokens-weighted work per request when learned */
-    bool have_capacity;
+    double t0_s; /* the first sample's time */
+    /* arrivals: A, cumulative requests arrived (an estimate: completions +
+     * the change of those present), and a ring of its value at the start
+     * of each 10 s bucket (bucket_t: that bucket's start) */
+    double arrived;
+    double bucket_t[QUEUE_MODEL_BUCKETS];
+    double bucket_a[QUEUE_MODEL_BUCKETS];
+    unsigned nbuckets, bucket_head;
     double completion_rps; /* smoothed completions/s (Little's law) */
     double running_avg;    /* smoothed running requests */
     bool have_service;
-    double work_per_req; /* smoothed weighted tokens per completed request */
+    double service_settled_s; /* how long the fleet has run at one size (Little's law) */
+    double derived_rps;       /* capacity by Little's law when last settled; 0 none */
+    double work_per_req;      /* smoothed weighted tokens per completed request */
     bool have_work;
+    /* capacity: work and requests done, and replica-seconds spent, over the
+     * saturated intervals (forgotten with a time constant): their ratio is
+     * what one Ready replica does while work waits */
+    double sat_work, sat_done, sat_replica_s;
+    bool have_capacity;
+    double ready_since; /* when the Ready count last changed (a transient follows) */
     double cold_samples[QUEUE_MODEL_COLD_SAMPLES];
     unsigned cold_count; /* samples observed (ring) */
+    /* keep-alive: per replica level j (1-based), the last time the need
+     * asked for at least j replicas (seconds since t0; < 0 never), and the
+     * gaps between a fall below j and the return to it */
+    float level_last_s[QUEUE_MODEL_LEVELS];
+    float gap_weight[QUEUE_MODEL_GAP_BINS];
+    double gaps_seen;
+    /* standalone: when the answer first rose to each level (seconds since
+     * t0; < 0 not asked for), so pods ordered and not yet answering count
+     * as starting, with their age */
+    float level_ordered_s[QUEUE_MODEL_LEVELS];
+    /* the last interval's arrivals could not be measured (a queue alone
+     * while replicas serve: completions are not seen) */
+    bool rate_unknown;
+    unsigned last_answer;     /* replicas the last decision asked for (ceil) */
+    unsigned prev_ready_seen; /* Ready replicas at the last decision */
+    double last_decide_t;     /* the sample time of the last decision */
+    bool decided;
+    queue_model_decision_t last; /* that decision */
 } queue_model_t;
-
-/* The decision and every input it used. */
-typedef struct {
-    double replicas; /* desired replicas, fractional (KEDA rounds up) */
-    double lambda_rps;
-    queue_model_source_t lambda_from; /* LEARNED, or PRIOR when no rate yet (then 0 arrivals) */
-    double capacity_rps;
-    queue_model_source_t capacity_from;
-    double cold_start_s;
-    queue_model_source_t cold_start_from;
-    double backlog;  /* requests waiting now (engines + queue) */
-    double work_due; /* backlog + arrivals over one cold start */
-    double can_do;   /* what Ready and starting pods complete in that time */
-    double deficit;  /* work_due - can_do, >= 0 */
-    double steady;   /* lambda / (capacity x utilisation) */
-} queue_model_decision_t;
 
 void queue_model_init(queue_model_t *m);
 
@@ -145,12 +214,13 @@ void queue_model_observe(queue_model_t *m, const queue_model_sample_t *s);
 /* One observed create -> Ready duration, seconds (ignored unless finite, > 0). */
 void queue_model_observe_cold_start(queue_model_t *m, double seconds);
 
-/* The desired replicas for the latest reading s (normally the one just
- * observed), with every input in *out. >= 0, or NaN when finite inputs
- * overflow a double on the way (the need is unknown: report an error, never
- * 0); inputs that are not finite are ignored as in observe(), so they never
- * give NaN. */
-void queue_model_decide(const queue_model_t *m, const queue_model_params_t *p,
+/* The desired replicas for the latest reading s (the one just observed),
+ * with every input in *out: >= 0, or NaN when finite inputs overflow a
+ * double on the way (the need is unknown: report an error, never 0).
+ * Records the decision (the keep-alive's levels and gaps, the orders a
+ * role without a pod list counts as starting) once per sample time: a
+ * second call for the same sample returns the same answer. */
+void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
                         const queue_model_sample_t *s, queue_model_decision_t *out);
 
 const char *queue_model_source_name(queue_model_source_t s);

@@ -641,7 +641,7 @@ int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                               "targetGenerationTokensPerReplica or a latency target "
                               "(ttftP90Target, ...)");
         if (queueing) {
-            d->target_utilization = 0.7;
+            d->target_utilization = 0; /* 0: the headroom follows the arrivals */
             d->drain_s = 10;
             if (slot[K_TARGET_UTILIZATION]) {
                 rc = tc_key_ratio(K_TARGET_UTILIZATION, tc_value_of(slot[K_TARGET_UTILIZATION]),

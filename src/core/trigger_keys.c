@@ -286,7 +286,7 @@ const key_row_t tc_keys[K_COUNT] = {
         ROW_ENUM("demandModel", KG_DEMAND, tc_demand_model_names, "queueing or composite",
                  "`queueing`; `composite` when a per-signal target is set", .serves = TS_DEMAND,
                  .example = "composite"),
-    [K_TARGET_UTILIZATION] = ROW("targetUtilization", KT_RATIO, KG_DEMAND, "`0.7`",
+    [K_TARGET_UTILIZATION] = ROW("targetUtilization", KT_RATIO, KG_DEMAND, "—",
                                  .must = "a decimal number above 0 and at most 1 (the share of "
                                          "a replica's capacity to plan for)",
                                  .serves = TS_DEMAND, .example = "0.8"),

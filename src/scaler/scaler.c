@@ -570,13 +570,24 @@ static void explain_model(explain_t *e, const demand_model_state_t *st) {
      * above follows it when the mix moves); unknown is not 0 */
     explain_put(e, st->m.have_work ? st->m.work_per_req : NAN, "tokens_per_request:%s",
                 st->m.have_work ? "learned" : "unknown, no token counters");
+    explain_put(e, q->headroom_rps, "headroom_rps");
+    explain_put(e, q->rise_rps, "rise_rps");
     explain_put(e, q->backlog, "backlog");
     explain_put(e, q->work_due, "work_due");
     explain_put(e, q->can_do, "can_do");
     explain_put(e, q->deficit, "deficit");
     explain_put(e, q->steady, "steady");
+    explain_put(e, q->need, "need");
     explain_put(e, st->last_ready, "ready");
-    explain_put(e, st->last_starting, "starting");
+    if (q->inferred_starting)
+        explain_put(e, q->starting, "starting:inferred from its own orders, no pod list");
+    else
+        explain_put(e, st->last_starting, "starting");
+    explain_put(e, q->kept_starting, "kept_starting");
+    explain_put(e, q->ordered, "ordered");
+    explain_put(e, q->keepalive_s, "keepalive_s:%s",
+                st->m.gaps_seen > 0 ? "learned" : "prior, three cold starts");
+    explain_put(e, q->held, "held");
 }
 
 static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,

@@ -172,6 +172,7 @@ PATH_DOCS = ["README.md", "docs/*.md", "sim/README.md", "bench/README.md", "depl
 MADE_BY_COMMANDS = {
     "bench/out": "make bench",
     "build/dist": "make dist",
+    "build/release/demo-llm-node.json": "make run",
 }
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 

@@ -16,8 +16,8 @@
  * (e) (d) with forecast: trend and coldStartSeconds = the model's cold start.
  * (o) Ours: what a user gets from the documented minimal `metricType:
  *     demand` trigger (docs/configuration.md, "The queueing model") with
- *     the recommended ScaledObject settings (HPA behavior: a 120 s
- *     scale-down window): the same on every trace. The product's own
+ *     the recommended ScaledObject settings (HPA behavior: a 30 s
+ *     scale-down window; cooldownPeriod 60): the same on every trace. The product's own
  *     evaluation decides, through demand_evaluate_inputs(), fed what the
  *     aggregator's hub would read (engine counters and gauges of Ready
  *     pods, the queue, the pod list with ages).
@@ -84,14 +84,16 @@ void policy_knobs_default(policy_knobs_t *k) {
 }
 
 /* the recommended ScaledObject of (o): external-push, the HPA's default
- * scale-up policy and a 120 s scale-down window */
+ * scale-up policy, a 30 s scale-down window and cooldownPeriod 60 (the
+ * model holds replicas itself, with its learned keep-alive) */
 static void recommended_scaledobject(sim_policy_t *p) {
     p->push = true; /* type: external-push */
     p->hpa_behavior = true;
     p->hpa_up_pods = 4;
     p->hpa_up_percent = 100;
     p->hpa_up_period_s = 15;
-    p->hpa_down_window_s = 120;
+    p->hpa_down_window_s = 30;
+    p->cooldown_s = 60;
 }
 
 /* seconds as a duration a user would write: whole ms as "20ms", else "us" */
@@ -172,10 +174,10 @@ size_t policies_default(sim_policy_t *out, const sim_model_t *m, policy_knobs_t 
     p->key = "ours";
     /* docs/configuration.md, "The queueing model": metricType demand with
      * no per-signal target, the engine's pods and the queue in front of
-     * them, the product's defaults (targetUtilization 0.7, drainSeconds 10,
-     * cold start and capacity learned), and the recommended ScaledObject:
-     * external-push, minReplicaCount 0, cooldownPeriod 300, the HPA's
-     * default scale-up policy and a 120 s scale-down window. */
+     * them, the product's defaults (headroom from the arrivals, drainSeconds
+     * 10, cold start, capacity and keep-alive learned), and the recommended
+     * ScaledObject: external-push, minReplicaCount 0, cooldownPeriod 60,
+     * the HPA's default scale-up policy and a 30 s scale-down window. */
     META(p, "scalerAddress", "keda-gpu-scaler.keda.svc:6000");
     META(p, "metricType", "demand");
     META(p, "engine", "vllm");

@@ -3,8 +3,10 @@
  *
  * Why this grid: the scale-down window decides what a wake costs (the
  * replicas ordered for a wake's backlog are held for the window after it is
- * gone; KEDA's HPA default is 300 s), the utilisation what steady load
- * costs, the drain target how hard a backlog is attacked. 4 x 3 x 3 = 36
+ * gone; KEDA's HPA default is 300 s; the model's own keep-alive holds the
+ * load's replicas, so the default is 30 s), the utilisation what steady
+ * load costs (0: the model's own headroom from the arrivals, the default),
+ * the drain target how hard a backlog is attacked. 4 x 3 x 3 = 36
  * runs keeps a recommendation on an hour of a busy trace within seconds on
  * one core (bench/README.md, "scalesim recommend", has the measurement);
  * the model's defaults are one of the points, so the defaults' figures cost
@@ -27,15 +29,15 @@
 #include "core/queue_model.h"
 #include "report.h"
 
-static const double grid_util[] = {0.6, 0.7, 0.8};
+static const double grid_util[] = {0, 0.7, 0.8}; /* 0: the headroom from the arrivals */
 static const double grid_drain_s[] = {5, 10, 20};
-static const double grid_window_s[] = {60, 120, 180, 300};
+static const double grid_window_s[] = {30, 60, 120, 300};
 #define NELEM(a) (sizeof(a) / sizeof *(a))
 _Static_assert(NELEM(grid_util) * NELEM(grid_drain_s) * NELEM(grid_window_s) <=
                    RECOMMEND_MAX_POINTS,
                "recommend_t.grid holds the whole grid");
 
-#define DEFAULT_DOWN_WINDOW_S 120
+#define DEFAULT_DOWN_WINDOW_S 30
 
 void recommend_setting_default(recommend_setting_t *s) {
     s->util = QUEUE_MODEL_DEFAULT_UTILISATION;
@@ -240,7 +242,10 @@ static void print_row(FILE *f, const char *what, const recommend_point_t *x, con
 }
 
 static void knobs_text(char *buf, size_t len, const recommend_setting_t *s) {
-    snprintf(buf, len, "util=%g drain=%gs window=%gs", s->util, s->drain_s, s->down_window_s);
+    if (s->util > 0)
+        snprintf(buf, len, "util=%g drain=%gs window=%gs", s->util, s->drain_s, s->down_window_s);
+    else
+        snprintf(buf, len, "util=auto drain=%gs window=%gs", s->drain_s, s->down_window_s);
 }
 
 void recommend_print(FILE *f, const recommend_t *r) {

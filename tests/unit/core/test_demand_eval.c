@@ -481,7 +481,10 @@ static demand_source_t queue_reading(mono_ns_t at, double len) {
     return q;
 }
 
-/* Example 1: 40 requests in Redis, no pods, nothing learned: 40 / (1 x 10) = 4. */
+/* Example 1: 40 requests in Redis, no pods, nothing learned: capacity the
+ * 1 request/s prior, so a new replica clears its share over a cold start
+ * (the 120 s prior), not the drain target: 40 / (1 x 120) = 0.33, and work
+ * waits: 1 replica. 400 queued: 3.33. */
 static void test_queueing_example_wake_from_zero(void **state) {
     (void)state;
     trigger_config_t c = CFG("metricType", "demand", "engine", "vllm", "podSelector", "app=llama",
@@ -500,11 +503,11 @@ static void test_queueing_example_wake_from_zero(void **state) {
     eval_result_t r;
     demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
-    NEAR(r.value, 400);
+    NEAR(r.value, 100);
     assert_true(r.active);
     /* the decision view: the model decided, from a queue of 40 */
     assert_int_equal(view.decided_by, DSIG_QUEUEING_MODEL);
-    NEAR(view.need[DSIG_QUEUEING_MODEL], 4);
+    NEAR(view.need[DSIG_QUEUEING_MODEL], 1);
     NEAR(view.signal[DSIG_QUEUE_SOURCE], 40);
     NEAR(view.signal[DSIG_QUEUE], 40);
     assert_true(view.has_pods);
@@ -513,9 +516,26 @@ static void test_queueing_example_wake_from_zero(void **state) {
     assert_int_equal(st.last.capacity_from, QM_FROM_PRIOR);
     assert_int_equal(st.last.cold_start_from, QM_FROM_PRIOR);
     NEAR(st.last.deficit, 40);
-    /* nothing queued, nothing running: 0, inactive */
+    NEAR(st.last.need, 1);
+    demand_model_state_t st2;
+    demand_model_init(&st2);
+    in.model = &st2;
+    in.queue = queue_reading(100 * SEC, 400);
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    NEAR(r.value, 100 * 400.0 / 120);
+    in.model = &st;
+    /* the queue empties: nothing asks any more, but the keep-alive holds
+     * the replica that was asked for (no gap seen yet: K is three prior
+     * cold starts), and the trigger stays active while it does */
     in.queue = queue_reading(101 * SEC, 0);
     demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    NEAR(st.last.need, 0);
+    NEAR(st.last.held, 1);
+    NEAR(st.last.keepalive_s, 3 * QUEUE_MODEL_PRIOR_COLD_START_S);
+    assert_true(r.active);
+    in.queue = queue_reading(100 * SEC + 362 * SEC, 0);
+    demand_evaluate_inputs(&c, &in, 100 * SEC + 362 * SEC, NULL, &r);
+    NEAR(r.value, 0);
     assert_false(r.active);
     demand_view_free(&view);
 }
@@ -648,8 +668,9 @@ static void test_engine_not_there_beside_one_that_serves(void **state) {
     assert_int_equal(r.inputs, 1);
 }
 
-/* Example 2: capacityPerReplica 2, coldStartSeconds 90, 4 engines, 60
- * completions in 10 s: lambda 6, no deficit, 6 / (2 x 0.7) = 4.29. */
+/* Example 2: capacityPerReplica 2, coldStartSeconds 90, 4 engines, 180
+ * completions in 30 s: lambda 6, plus sqrt(6 / 10) = 0.77 of headroom,
+ * (6 + 0.77) / 2 = 3.39, nothing waits: 4 replicas. */
 static void test_queueing_example_steady_fleet(void **state) {
     (void)state;
     trigger_config_t c = CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint",
@@ -670,21 +691,26 @@ static void test_queueing_example_steady_fleet(void **state) {
     /* a read between two polls feeds nothing */
     demand_evaluate_inputs(&c, &in, 100 * SEC + SEC / 2, NULL, &r);
     for (int i = 0; i < 4; i++)
-        v[i] = counted(names[i], 110 * SEC, 115, 2);
-    demand_evaluate_inputs(&c, &in, 110 * SEC, NULL, &r);
+        v[i] = counted(names[i], 130 * SEC, 145, 2);
+    demand_evaluate_inputs(&c, &in, 130 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(st.last.lambda_rps, 6);
     assert_int_equal(st.last.lambda_from, QM_FROM_LEARNED);
     assert_int_equal(st.last.capacity_from, QM_FROM_OVERRIDE);
-    NEAR(st.last.work_due, 540);
-    NEAR(st.last.can_do, 720);
+    NEAR(st.last.headroom_rps, sqrt(0.6));
+    NEAR(st.last.steady, (6 + sqrt(0.6)) / 2);
     NEAR(st.last.deficit, 0);
-    NEAR(r.value, 100 * 6 / (2 * 0.7));
+    NEAR(st.last.need, (6 + sqrt(0.6)) / 2);
+    NEAR(r.value, 400); /* the load asks for 4 replicas, held as 4 */
     assert_int_equal(st.last_ready, 4);
     assert_true(r.active); /* requests run */
 }
 
-/* Example 3: 2 Ready + 2 starting (30 s, 60 s), 100 in Redis: 9.29. */
+/* Example 3: the same lambda, capacity and cold start, 2 Ready and 2
+ * starting (30 s and 60 s old: Ready in 60 s and 30 s), 100 in Redis. The
+ * backlog, projected: +2/s for 30 s (160), flat for 30 s, -2/s for 40 s:
+ * 80 left at 100 s (a cold start and the drain target). Both starting pods
+ * find work when Ready: kept; 80 / (2 x 10) = 4 more: 8 replicas. */
 static void test_queueing_example_starting_pods_count(void **state) {
     (void)state;
     trigger_config_t c =
@@ -693,7 +719,7 @@ static void test_queueing_example_starting_pods_count(void **state) {
     demand_model_state_t st;
     demand_model_init(&st);
     demand_source_t v[2] = {counted("a", 100 * SEC, 100, 2), counted("b", 100 * SEC, 100, 2)};
-    demand_pod_t pods[4] = {{1, true, 600}, {2, true, 500}, {3, false, 20}, {4, false, 50}};
+    demand_pod_t pods[4] = {{1, true, 600}, {2, true, 500}, {3, false, 0}, {4, false, 30}};
     demand_inputs_t in = engines(v, 2);
     in.has_queue_source = true;
     in.queue = queue_reading(100 * SEC, 100);
@@ -703,25 +729,29 @@ static void test_queueing_example_starting_pods_count(void **state) {
     in.model = &st;
     eval_result_t r;
     demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
-    v[0] = counted("a", 110 * SEC, 130, 2);
-    v[1] = counted("b", 110 * SEC, 130, 2);
-    in.queue = queue_reading(110 * SEC, 100);
+    v[0] = counted("a", 130 * SEC, 190, 2);
+    v[1] = counted("b", 130 * SEC, 190, 2);
+    in.queue = queue_reading(130 * SEC, 100);
     pods[2].age_s = 30;
     pods[3].age_s = 60;
-    demand_evaluate_inputs(&c, &in, 110 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, 130 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(st.last.lambda_rps, 6);
     NEAR(st.last.backlog, 100);
-    NEAR(st.last.work_due, 640);
-    NEAR(st.last.can_do, 540);
-    NEAR(st.last.deficit, 100);
-    NEAR(r.value, 100 * (6 / 1.4 + 100.0 / 20));
+    assert_int_equal(st.last.kept_starting, 2);
+    NEAR(st.last.deficit, 80);
+    NEAR(st.last.ordered, 4);
+    NEAR(r.value, 800);
     assert_int_equal(st.last_ready, 2);
     assert_int_equal(st.last_starting, 2);
 }
 
 /* Example 4: a queue alone, capacityPerReplica 5, 0 -> 30 in 10 s with
- * nothing Ready: lambda 3, T prior 120 s: 3 / 3.5 + 390 / 50 = 8.66. */
+ * nothing Ready: those 10 s are all the history there is, so the rate is
+ * 30 / 30 s = 1/s (history that is not there counts as none: one burst is
+ * a backlog); T the 120 s prior: 30 + 130 x 1 = 160 waiting when a new
+ * replica has drained 10 s, / (5 x 10) = 3.2, plus the load (1 + 0.32) / 5
+ * = 0.26: 3.46, so 4 replicas. */
 static void test_queueing_example_queue_alone(void **state) {
     (void)state;
     trigger_config_t c = CFG("metricType", "demand", "redisAddress", "r:6379", "redisListName", "q",
@@ -739,10 +769,11 @@ static void test_queueing_example_queue_alone(void **state) {
     assert_false(r.active);
     in.queue = queue_reading(110 * SEC, 30);
     demand_evaluate_inputs(&c, &in, 110 * SEC, NULL, &r);
-    NEAR(st.last.lambda_rps, 3);
+    NEAR(st.last.lambda_rps, 1);
     assert_int_equal(st.last.cold_start_from, QM_FROM_PRIOR);
     assert_false(st.last_has_counters);
-    NEAR(r.value, 100 * (3 / 3.5 + 390.0 / 50));
+    NEAR(st.last.deficit, 160);
+    NEAR(r.value, 100 * (3.2 + (1 + sqrt(0.1)) / 5));
     assert_true(r.active);
 }
 
@@ -802,7 +833,9 @@ static void test_queueing_reads_draining_pods_and_ignores_their_end(void **state
     v[1] = counted("ml/b", 110 * SEC, 503, 0);
     v[1].draining = true;
     demand_evaluate_inputs(&c, &in, 110 * SEC, NULL, &r);
-    NEAR(st.last.lambda_rps, 2.0); /* 23 done, present 4 -> 1: 20 in 10 s */
+    /* 23 done, present 4 -> 1: 20 arrived in the 10 s of history there is,
+     * over the 30 s window */
+    NEAR(st.last.lambda_rps, 20.0 / 30);
     /* its engine stopped: skipped, the answer stays OK */
     v[1].state = DEMAND_SOURCE_FAILED;
     v[1].error = "connection refused";

@@ -1,24 +1,28 @@
-/* test_queue_model.c - the queueing demand model: its estimators (arrival
- * rate, capacity, cold start, priors, counter resets) and the sizing rule on
- * hand-computed cases (a wake with backlog, starting pods, a burst, a quiet
- * fleet, a queue-only source). */
+/* test_queue_model.c - the queueing demand model on hand-computed cases:
+ * each estimator (the arrival rate from the ring, a counter reset, a pod
+ * appearing mid-interval, a backlog draining, one burst, a ramp against a
+ * step, capacity learned while saturated and derived before, the cold
+ * start), the plan (a first wake with no history, a wake onto a warm node,
+ * starting pods kept while their work exists and released when it is
+ * gone, never an order counted twice), the keep-alive on on/off and
+ * diurnal traffic, and the inference of starting pods without a pod list. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
 #include "core/queue_model.h"
 
-/* The hand-computed cases use utilisation 0.8 and a 60 s drain target. */
+#define NEAR(a, b, tol) assert_true(fabs((double)(a) - (double)(b)) <= (tol))
+
 static queue_model_params_t params(void) {
     queue_model_params_t p;
     queue_model_params_default(&p);
-    p.target_utilisation = 0.8;
-    p.drain_s = 60;
     return p;
 }
 
@@ -30,408 +34,443 @@ static queue_model_sample_t engine(double t, double completed, double waiting, d
                               .has_engine = true,
                               .waiting = waiting,
                               .running = running,
-                              .ready = ready};
+                              .has_pods = true,
+                              .ready = ready,
+                              .members = ready};
     return s;
 }
 
-/* Nothing observed: every input is a documented prior, none is 0. */
+/* A fleet of `ready` replicas completing `rate` requests/s with `running`
+ * in flight and nothing waiting, from t0 to t1, one sample a second. */
+static double steady(queue_model_t *m, double t0, double t1, double rate, double running,
+                     unsigned ready, double done) {
+    for (double t = t0; t <= t1; t++) {
+        queue_model_sample_t s = engine(t, done, 0, running, ready);
+        queue_model_observe(m, &s);
+        done += rate;
+    }
+    return done;
+}
+
+static void decide_at(queue_model_t *m, const queue_model_sample_t *s, queue_model_decision_t *d) {
+    queue_model_params_t p = params();
+    queue_model_decide(m, &p, s, d);
+}
+
+/* ---- estimators ------------------------------------------------------------- */
+
+/* Nothing observed: every input is a documented prior, none is 0, and with
+ * no work there is nothing to ask for. */
 static void test_priors_when_nothing_is_known(void **state) {
     (void)state;
     queue_model_t m;
     queue_model_init(&m);
-    queue_model_params_t p = params();
-    queue_model_sample_t s = {.t_s = 0, .has_queue = true, .queue = 0};
+    queue_model_sample_t s = {.t_s = 0, .has_queue = true, .queue = 0, .has_pods = true};
+    queue_model_observe(&m, &s);
     queue_model_decision_t d;
-    queue_model_decide(&m, &p, &s, &d);
+    decide_at(&m, &s, &d);
     assert_int_equal(d.capacity_from, QM_FROM_PRIOR);
-    assert_float_equal(d.capacity_rps, QUEUE_MODEL_PRIOR_CAPACITY_RPS, 0);
+    NEAR(d.capacity_rps, QUEUE_MODEL_PRIOR_CAPACITY_RPS, 0);
     assert_int_equal(d.cold_start_from, QM_FROM_PRIOR);
-    assert_float_equal(d.cold_start_s, QUEUE_MODEL_PRIOR_COLD_START_S, 0);
+    NEAR(d.cold_start_s, QUEUE_MODEL_PRIOR_COLD_START_S, 0);
     assert_int_equal(d.lambda_from, QM_FROM_PRIOR);
-    assert_float_equal(d.replicas, 0, 0); /* nothing waits, nothing runs */
+    NEAR(d.replicas, 0, 0);
 }
 
-/* A steady 4 req/s: completions 4/s with a constant 8 running. lambda
- * converges to 4; unsaturated, so capacity comes from Little's law: service
- * time 8 / 4 = 2 s, capacity = 16 / 2 = 8 req/s per replica. */
-static void test_steady_rate_converges_and_capacity_is_derived(void **state) {
+/* 4 requests/s: after 40 s the 30 s window holds 120 arrivals: 4/s. The
+ * fleet ran at one size for over a minute, so Little's law gives the
+ * capacity: 8 running at 4/s is 2 s a request, 16 at once / 2 s = 8/s. */
+static void test_rate_from_the_window_and_capacity_derived(void **state) {
     (void)state;
     queue_model_t m;
     queue_model_init(&m);
-    for (int t = 0; t <= 300; t++) {
-        queue_model_sample_t s = engine(t, 4.0 * t, 0, 8, 2);
-        queue_model_observe(&m, &s);
-    }
-    queue_model_params_t p = params();
-    queue_model_sample_t now = engine(300, 1200, 0, 8, 2);
+    steady(&m, 0, 120, 4, 8, 2, 0);
     queue_model_decision_t d;
-    queue_model_decide(&m, &p, &now, &d);
+    decide_at(&m, &m.prev, &d);
     assert_int_equal(d.lambda_from, QM_FROM_LEARNED);
-    assert_float_equal(d.lambda_rps, 4.0, 1e-6);
+    NEAR(d.lambda_rps, 4, 1e-9);
     assert_int_equal(d.capacity_from, QM_FROM_DERIVED);
-    assert_float_equal(d.capacity_rps, 8.0, 1e-6);
-    /* steady = 4 / (8 x 0.8) = 0.625; no deficit: 2 Ready replicas do 16/s */
-    assert_float_equal(d.deficit, 0, 1e-9);
-    assert_float_equal(d.replicas, 1.0, 1e-9); /* running > 0: at least one */
+    NEAR(d.capacity_rps, 8, 1e-6);
+    /* (4 + sqrt(4 / 10)) / 8 = 0.579; no backlog: the Ready share the load
+     * needs, and one while requests run */
+    NEAR(d.steady, (4 + sqrt(0.4)) / 8, 1e-6);
+    NEAR(d.need, 1, 1e-9);
 }
 
-/* Saturated: 3 Ready replicas, work waits throughout, 6 completions/s ->
- * capacity 2 req/s per replica, learned. */
-static void test_capacity_learned_while_saturated(void **state) {
+/* A restart sends a counter back to 10: the interval carries the rate seen
+ * so far (no negative, no spike), and the rate stays 4/s. */
+static void test_counter_reset_carries_the_rate(void **state) {
     (void)state;
     queue_model_t m;
     queue_model_init(&m);
-    for (int t = 0; t <= 600; t++) {
-        queue_model_sample_t s = engine(t, 6.0 * t, 50, 48, 3);
-        queue_model_observe(&m, &s);
-    }
-    queue_model_params_t p = params();
-    queue_model_sample_t now = engine(600, 3600, 50, 48, 3);
+    double done = steady(&m, 0, 99, 4, 8, 2, 0);
+    (void)done;
+    steady(&m, 100, 200, 4, 8, 2, 10);
     queue_model_decision_t d;
-    queue_model_decide(&m, &p, &now, &d);
-    assert_int_equal(d.capacity_from, QM_FROM_LEARNED);
-    assert_float_equal(d.capacity_rps, 2.0, 1e-6);
-    /* lambda = 6 (waiting constant); steady = 6 / (2 x 0.8) = 3.75; cold
-     * start prior 120 s: due = 50 + 720 = 770, can_do = 3 x 2 x 120 = 720,
-     * deficit 50, + 50 / (2 x 60) = 0.4167 */
-    assert_float_equal(d.lambda_rps, 6.0, 1e-6);
-    assert_float_equal(d.deficit, 50, 1e-6);
-    assert_float_equal(d.replicas, 3.75 + 50.0 / 120.0, 1e-6);
-}
-
-/* A pod restart resets its counters: the interval is skipped, nothing reads
- * as a negative or huge rate, and the next intervals carry on. */
-static void test_counter_reset_skips_the_interval(void **state) {
-    (void)state;
-    queue_model_t m;
-    queue_model_init(&m);
-    double base = 0;
-    for (int t = 0; t <= 200; t++) {
-        if (t == 100)
-            base = -390; /* completed fell from 400 to 10 */
-        queue_model_sample_t s = engine(t, 4.0 * t + base, 0, 8, 2);
-        queue_model_observe(&m, &s);
-        /* the reset interval is skipped: no dip to 0, no spike */
-        if (t >= 60)
-            assert_float_equal(m.lambda_fast, 4.0, 1e-3);
-    }
-    assert_float_equal(m.lambda_fast, 4.0, 1e-3);
+    decide_at(&m, &m.prev, &d);
+    NEAR(d.lambda_rps, 4, 1e-6);
 }
 
 /* A pod appears mid-run with 5000 requests already on its counter and 12
- * running: summed over a different set of engines, the interval compares
- * nothing (no spike of 5012 arrivals), and the next ones carry on. */
+ * running: summed over another set of engines, the interval carries the
+ * rate (no burst of 5012), and the next intervals count the new pod too. */
 static void test_a_pod_appearing_is_not_a_burst(void **state) {
     (void)state;
     queue_model_t m;
     queue_model_init(&m);
-    for (int t = 0; t <= 200; t++) {
-        bool two = t >= 100;
-        queue_model_sample_t s =
-            engine(t, 4.0 * t + (two ? 5000 + 2.0 * (t - 100) : 0), 0, two ? 20 : 8, two ? 2 : 1);
-        s.members = two ? 0x1111 + 0x2222 : 0x1111;
+    double done = steady(&m, 0, 99, 4, 8, 1, 0);
+    for (double t = 100; t <= 200; t++) {
+        queue_model_sample_t s = engine(t, done + 5000 + 2 * (t - 100), 0, 20, 2);
+        s.members = 3; /* the sum of the two pods' hashes: another set */
         queue_model_observe(&m, &s);
-        if (t >= 60 && t < 100)
-            assert_float_equal(m.lambda_fast, 4.0, 1e-3);
-        if (t >= 100) /* 4/s, then 6/s: never the spike */
-            assert_true(m.lambda_fast < 6.0 + 1e-6 && m.lambda_slow < 6.0 + 1e-6);
+        queue_model_decision_t d;
+        decide_at(&m, &s, &d);
+        assert_true(d.lambda_rps < 6 + 1e-6); /* 4/s, then 6/s: never the spike */
+        done += 4;
     }
-    assert_float_equal(m.lambda_fast, 6.0, 1e-3);
+    queue_model_decision_t d;
+    decide_at(&m, &m.prev, &d);
+    NEAR(d.lambda_rps, 6, 1e-6);
 }
 
-/* No completion counter and no engine gauges: the rate is unknown and the
- * answer is never 0 while work waits. */
-static void test_missing_counter_uses_prior_not_zero(void **state) {
+/* A backlog draining: 600 requests queued while nothing arrives, completed
+ * at 20/s. Completions rise and those present fall by as much: no arrival. */
+static void test_a_backlog_draining_is_not_arrivals(void **state) {
     (void)state;
     queue_model_t m;
     queue_model_init(&m);
-    queue_model_params_t p = params();
-    queue_model_sample_t s = {.t_s = 0, .has_queue = true, .queue = 30, .ready = 2};
-    queue_model_observe(&m, &s);
-    s.t_s = 1;
-    queue_model_observe(&m, &s);
+    double done = 0, queue = 600;
+    for (double t = 0; t <= 30; t++) {
+        queue_model_sample_t s = engine(t, done, 0, 10, 2);
+        s.has_queue = true;
+        s.queue = queue;
+        queue_model_observe(&m, &s);
+        done += 20;
+        queue -= 20;
+    }
     queue_model_decision_t d;
-    queue_model_decide(&m, &p, &s, &d);
-    assert_int_equal(d.lambda_from, QM_FROM_PRIOR);
-    assert_int_equal(d.capacity_from, QM_FROM_PRIOR);
-    assert_true(d.replicas >= 1);
+    decide_at(&m, &m.prev, &d);
+    NEAR(d.lambda_rps, 0, 1e-9);
 }
 
-/* Waking from zero: no replica, the queue grows 5 req/s (measured exactly:
- * nothing drains it), one pod just created. Cold start 135 s configured,
- * capacity 1 req/s configured. After 10 s: queue 50, lambda 5.
- * due = 50 + 5 x 135 = 725; the starting pod (age 10) serves 10 s -> 10;
- * deficit 715; steady 5 / 0.8 = 6.25; + 715 / 60 = 11.917 -> 18.17. */
-static void test_wake_with_backlog(void **state) {
+/* One burst of 30 requests into the queue while nothing serves: a backlog
+ * of 30, and what it is worth as a rate over the 30 s window (1/s), gone
+ * once the window has passed it. */
+static void test_one_burst_is_a_backlog_not_a_rate(void **state) {
     (void)state;
     queue_model_t m;
     queue_model_init(&m);
-    queue_model_params_t p = params();
-    p.cold_start_s = 135;
-    p.capacity_rps = 1;
-    queue_model_sample_t s = {.has_queue = true, .starting = 1, .starting_ages = 1};
-    for (int t = 0; t <= 10; t++) {
-        s.t_s = t;
-        s.queue = 5.0 * t;
-        s.starting_age_s[0] = t;
+    for (double t = 0; t <= 100; t++) {
+        queue_model_sample_t s = {
+            .t_s = t, .has_queue = true, .queue = t >= 50 ? 30 : 0, .has_pods = true};
         queue_model_observe(&m, &s);
+        queue_model_decision_t d;
+        decide_at(&m, &s, &d);
+        if (t == 50)
+            NEAR(d.lambda_rps, 1, 1e-9);
+        if (t == 85)
+            NEAR(d.lambda_rps, 0, 1e-9);
+        if (t >= 50)
+            NEAR(d.backlog, 30, 0);
     }
-    queue_model_decision_t d;
-    queue_model_decide(&m, &p, &s, &d);
-    assert_float_equal(d.lambda_rps, 5, 1e-9);
-    assert_float_equal(d.work_due, 725, 1e-9);
-    assert_float_equal(d.can_do, 10, 1e-9);
-    assert_float_equal(d.deficit, 715, 1e-9);
-    assert_float_equal(d.replicas, 6.25 + 715.0 / 60.0, 1e-9);
 }
 
-/* Starting pods count for the capacity they bring within the horizon: the
- * same wake with 18 pods of age 60 needs nothing more than steady. */
-static void test_starting_pods_are_counted(void **state) {
+/* A ramp rises over both halves of the last cold start and is extrapolated
+ * once (twice the smaller half's rise); a step (a burst beginning) is not. */
+static void test_a_ramp_is_extrapolated_a_step_is_not(void **state) {
     (void)state;
-    queue_model_t m;
-    queue_model_init(&m);
     queue_model_params_t p = params();
-    p.cold_start_s = 135;
-    p.capacity_rps = 1;
-    queue_model_sample_t s = {.has_queue = true, .starting = 18, .starting_ages = 18};
-    for (int t = 0; t <= 60; t++) {
-        s.t_s = t;
-        s.queue = 5.0 * t;
-        for (unsigned i = 0; i < 18; i++)
-            s.starting_age_s[i] = t;
-        queue_model_observe(&m, &s);
+    p.cold_start_s = 60;
+    queue_model_t ramp, step;
+    queue_model_init(&ramp);
+    queue_model_init(&step);
+    double a = 0, b = 0;
+    for (double t = 0; t <= 300; t++) {
+        queue_model_sample_t r = engine(t, a, 0, 4, 4), s = engine(t, b, 0, 4, 4);
+        queue_model_observe(&ramp, &r);
+        queue_model_observe(&step, &s);
+        a += t / 60;           /* the rate rises by 1/s a minute */
+        b += t >= 240 ? 5 : 0; /* 0, then 5/s from t = 240 */
     }
-    queue_model_decision_t d;
-    queue_model_decide(&m, &p, &s, &d);
-    /* due = 300 + 675 = 975; can_do = 18 x 60 = 1080 */
-    assert_float_equal(d.can_do, 1080, 1e-9);
-    assert_float_equal(d.deficit, 0, 1e-9);
-    assert_float_equal(d.replicas, 6.25, 1e-9);
-    /* a pod overdue (age 200 > 135) is late, not gone: 0.75 x 135 */
-    s.starting = s.starting_ages = 1;
-    s.starting_age_s[0] = 200;
-    queue_model_decide(&m, &p, &s, &d);
-    assert_float_equal(d.can_do, 0.75 * 135, 1e-9);
+    queue_model_decision_t dr, ds;
+    queue_model_decide(&ramp, &p, &ramp.prev, &dr);
+    queue_model_decide(&step, &p, &step.prev, &ds);
+    /* the ramp's rate over the last 30 s is ~4.75/s, 30 s and 60 s before
+     * 0.5 and 1/s lower: the rise over one cold start is 1/s */
+    NEAR(dr.rise_rps, 1, 0.05);
+    NEAR(ds.rise_rps, 0, 0);
 }
 
-/* A burst: the rate jumps from 2 to 20 req/s. Within 10 s the fast average
- * is most of the way there; when it stops, the estimate falls only slowly. */
-static void test_burst_rises_fast_falls_slow(void **state) {
+/* Saturated: 3 Ready replicas, work waits throughout, 6 completions/s of
+ * 100 prompt + 50 generated tokens: capacity 2 requests/s each, learned
+ * once the fleet has settled; then the mix doubles in cost and the same
+ * work per second is 1 request/s. */
+static void test_capacity_learned_while_saturated_follows_the_mix(void **state) {
     (void)state;
     queue_model_t m;
     queue_model_init(&m);
     double done = 0;
-    int t = 0;
-    for (; t <= 300; t++) {
-        done += 2;
-        queue_model_sample_t s = engine(t, done, 0, 4, 1);
+    for (double t = 0; t <= 120; t++) {
+        queue_model_sample_t s = engine(t, done, 50, 48, 3);
+        s.has_tokens = true;
+        s.prompt_tokens = 100 * done;
+        s.generation_tokens = 50 * done;
         queue_model_observe(&m, &s);
+        done += 6;
     }
-    for (int k = 0; k < 10; k++, t++) {
-        done += 20;
-        queue_model_sample_t s = engine(t, done, 0, 4, 1);
-        queue_model_observe(&m, &s);
-    }
-    queue_model_params_t p = params();
     queue_model_decision_t d;
-    queue_model_sample_t now = engine(t - 1, done, 0, 4, 1);
-    queue_model_decide(&m, &p, &now, &d);
-    assert_true(d.lambda_rps > 2 + 0.6 * 18); /* 1 - e^-1 of the step */
-    for (int k = 0; k < 10; k++, t++) {
-        done += 2;
-        queue_model_sample_t s = engine(t, done, 0, 4, 1);
-        queue_model_observe(&m, &s);
-    }
-    now = engine(t - 1, done, 0, 4, 1);
-    queue_model_decide(&m, &p, &now, &d);
-    assert_true(d.lambda_rps > 3.5); /* the slow average still remembers the burst */
-}
-
-/* A quiet fleet: nothing arrives, nothing waits, nothing runs -> 0 (KEDA's
- * activity, not the value, decides 1 -> 0). */
-static void test_quiet_fleet_asks_for_nothing(void **state) {
-    (void)state;
-    queue_model_t m;
-    queue_model_init(&m);
-    for (int t = 0; t <= 600; t++) {
-        queue_model_sample_t s = engine(t, 100, 0, 0, 3);
-        queue_model_observe(&m, &s);
-    }
-    queue_model_params_t p = params();
-    queue_model_sample_t now = engine(600, 100, 0, 0, 3);
-    queue_model_decision_t d;
-    queue_model_decide(&m, &p, &now, &d);
-    assert_float_equal(d.lambda_rps, 0, 1e-9);
-    assert_float_equal(d.replicas, 0, 1e-9);
-}
-
-/* A queue alone while replicas serve: arrivals cannot be seen, so the rule
- * sizes on the backlog (prior lambda), and says so. */
-static void test_queue_only_while_serving_sizes_on_backlog(void **state) {
-    (void)state;
-    queue_model_t m;
-    queue_model_init(&m);
-    queue_model_params_t p = params();
-    p.cold_start_s = 100;
-    p.capacity_rps = 1;
-    queue_model_sample_t s = {.has_queue = true, .queue = 0, .ready = 0};
-    for (int t = 0; t <= 5; t++) { /* at zero: 2 req/s measured */
-        s.t_s = t;
-        s.queue = 2.0 * t;
-        queue_model_observe(&m, &s);
-    }
-    s.t_s = 6;
-    s.ready = 1;
-    s.queue = 400;
-    queue_model_observe(&m, &s);
-    queue_model_decision_t d;
-    queue_model_decide(&m, &p, &s, &d);
-    assert_int_equal(d.lambda_from, QM_FROM_PRIOR);
-    /* due 400, can_do 1 x 1 x 100 = 100, deficit 300 -> 300 / 60 = 5 */
-    assert_float_equal(d.replicas, 5, 1e-9);
-}
-
-/* Cold start: the mean of the last 8 observed create -> Ready times. */
-static void test_cold_start_learned_from_observations(void **state) {
-    (void)state;
-    queue_model_t m;
-    queue_model_init(&m);
-    queue_model_observe_cold_start(&m, NAN);
-    queue_model_observe_cold_start(&m, -3);
-    for (int i = 0; i < 4; i++)
-        queue_model_observe_cold_start(&m, 1000); /* pushed out below */
-    for (int i = 0; i < 8; i++)
-        queue_model_observe_cold_start(&m, 90 + i * 10); /* 90 .. 160, mean 125 */
-    queue_model_params_t p = params();
-    queue_model_sample_t s = {.t_s = 0};
-    queue_model_decision_t d;
-    queue_model_decide(&m, &p, &s, &d);
-    assert_int_equal(d.cold_start_from, QM_FROM_LEARNED);
-    assert_float_equal(d.cold_start_s, 125, 1e-9);
-    p.cold_start_s = 30;
-    queue_model_decide(&m, &p, &s, &d);
-    assert_int_equal(d.cold_start_from, QM_FROM_OVERRIDE);
-    assert_float_equal(d.cold_start_s, 30, 0);
-}
-
-/* Heavier requests after capacity was learned: capacity scales with the
- * work per request (tokens). */
-static void test_capacity_follows_the_request_mix(void **state) {
-    (void)state;
-    queue_model_t m;
-    queue_model_init(&m);
-    queue_model_sample_t s = engine(0, 0, 10, 16, 1);
-    s.has_tokens = true;
-    for (int t = 0; t <= 600; t++) { /* 2 req/s of 100 generated tokens */
-        s.t_s = t;
-        s.completed = 2.0 * t;
-        s.generation_tokens = 200.0 * t;
-        queue_model_observe(&m, &s);
-    }
-    double gen = s.generation_tokens, done = s.completed;
-    for (int t = 601; t <= 1200; t++) { /* not saturated; 200-token requests */
-        s.t_s = t;
-        s.waiting = 0;
-        done += 1;
-        gen += 200;
-        s.completed = done;
+    decide_at(&m, &m.prev, &d);
+    assert_int_equal(d.capacity_from, QM_FROM_LEARNED);
+    NEAR(d.capacity_rps, 2, 1e-6);
+    NEAR(d.work_per_req, 75, 1e-6); /* 50 + 100 / 4 */
+    double prompt = m.prev.prompt_tokens, gen = m.prev.generation_tokens;
+    for (double t = 121; t <= 400; t++) {
+        queue_model_sample_t s = engine(t, done, 50, 48, 3);
+        s.has_tokens = true;
+        prompt += 3 * 200;
+        gen += 3 * 100;
+        s.prompt_tokens = prompt;
         s.generation_tokens = gen;
         queue_model_observe(&m, &s);
+        done += 3;
     }
-    queue_model_params_t p = params();
-    queue_model_decision_t d;
-    queue_model_decide(&m, &p, &s, &d);
-    assert_int_equal(d.capacity_from, QM_FROM_LEARNED);
-    assert_float_equal(d.capacity_rps, 1.0, 0.01); /* twice the work: half the rate */
+    decide_at(&m, &m.prev, &d);
+    NEAR(d.work_per_req, 150, 1); /* 100 + 200 / 4 */
+    NEAR(d.capacity_rps, 1, 0.02);
 }
 
-/* Garbage in reads as "not provided", and nothing is NaN. */
-static void test_non_finite_inputs_are_ignored(void **state) {
+/* ---- the plan ------------------------------------------------------------------ */
+
+static queue_model_sample_t queued(double t, double queue, unsigned ready, unsigned starting,
+                                   double age) {
+    queue_model_sample_t s = {.t_s = t,
+                              .has_queue = true,
+                              .queue = queue,
+                              .has_pods = true,
+                              .ready = ready,
+                              .starting = starting};
+    for (unsigned i = 0; i < starting && i < QUEUE_MODEL_MAX_STARTING; i++)
+        s.starting_age_s[s.starting_ages++] = age;
+    return s;
+}
+
+/* A first wake with no history: nothing known of a replica (1 request/s
+ * prior), so each new one is asked to clear its share over a cold start
+ * (120 s prior), not the drain target, and the order is bounded: 40
+ * queued -> 1, 400 -> 3.33, 4000 -> 8 (the bound), never hundreds. */
+static void test_first_wake_with_no_history_is_a_bounded_order(void **state) {
     (void)state;
+    const double backlog[] = {40, 400, 4000}, want[] = {1, 400.0 / 120, 8};
+    for (int i = 0; i < 3; i++) {
+        queue_model_t m;
+        queue_model_init(&m);
+        queue_model_sample_t s = queued(0, backlog[i], 0, 0, 0);
+        queue_model_observe(&m, &s);
+        queue_model_decision_t d;
+        decide_at(&m, &s, &d);
+        NEAR(d.replicas, want[i], 1e-9);
+        assert_int_equal(d.capacity_from, QM_FROM_PRIOR);
+    }
+}
+
+/* The model once it knows: 10 requests/s per replica configured, cold
+ * start 60 s, drain 10 s. 300 queued, nothing arriving, nothing Ready: a
+ * replica ordered now clears 100 in 10 s, so 3; as those 3 pods age and the
+ * queue stays (nothing serves it yet), the answer stays 3: they are never
+ * cancelled and never ordered again. Once they serve and the queue is gone,
+ * nothing keeps them but the keep-alive. */
+static void test_orders_are_kept_and_never_counted_twice(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 10;
+    p.cold_start_s = 60;
     queue_model_t m;
     queue_model_init(&m);
-    queue_model_sample_t s = engine(0, 0, 0, 0, 1);
-    queue_model_observe(&m, &s);
-    s = engine(1, NAN, INFINITY, -1, 1);
-    queue_model_observe(&m, &s);
-    s = engine(0.5, 10, 0, 0, 1); /* time going back: ignored */
-    queue_model_observe(&m, &s);
-    queue_model_params_t p = params();
-    p.target_utilisation = NAN;
-    p.drain_s = -5;
     queue_model_decision_t d;
+    queue_model_sample_t s = queued(0, 300, 0, 0, 0);
+    queue_model_observe(&m, &s);
     queue_model_decide(&m, &p, &s, &d);
-    assert_false(isnan(d.replicas));
-    assert_false(m.have_lambda);
+    NEAR(d.replicas, 3, 1e-9);
+    for (double t = 1; t < 60; t += 1) {
+        s = queued(t, 300, 0, 3, t);
+        queue_model_observe(&m, &s);
+        queue_model_decide(&m, &p, &s, &d);
+        assert_int_equal(d.kept_starting, 3);
+        NEAR(d.ordered, 0, 1e-9);
+        NEAR(d.replicas, 3, 1e-9);
+    }
 }
 
-/* A ramp: arrivals rise 0.1 req/s every second. The trend is learned and
- * the work due over the horizon includes it (lambda T + trend T^2 / 2). */
-static void test_ramp_counts_the_rise_over_the_horizon(void **state) {
+/* The work a starting pod was ordered for is gone (another replica became
+ * Ready and drained it, nothing arrives): it is released. */
+static void test_a_starting_pod_whose_work_is_gone_is_released(void **state) {
     (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 10;
+    p.cold_start_s = 60;
     queue_model_t m;
     queue_model_init(&m);
-    queue_model_params_t p = params();
-    p.cold_start_s = 100;
-    p.capacity_rps = 1;
-    double done = 0;
-    queue_model_sample_t s;
-    for (int t = 0; t <= 300; t++) {
-        done += 0.1 * t;
-        s = engine(t, done, 0, 0, 40);
-        queue_model_observe(&m, &s);
-    }
     queue_model_decision_t d;
+    queue_model_sample_t s = queued(0, 0, 1, 2, 30);
+    queue_model_observe(&m, &s);
     queue_model_decide(&m, &p, &s, &d);
-    assert_float_equal(m.lambda_trend, 0.1, 0.01);
-    /* lambda lags a ramp by ~its time constant: about 30 - 0.1 x 10 = 29 */
-    assert_float_equal(d.lambda_rps, 29, 0.5);
-    assert_float_equal(d.work_due, d.lambda_rps * 100 + 0.5 * m.lambda_trend * 100 * 100, 1e-6);
-    /* then it stops rising: a falling rate is not extrapolated */
-    for (int t = 301; t <= 400; t++) {
-        done += 1;
-        s = engine(t, done, 0, 0, 40);
-        queue_model_observe(&m, &s);
-    }
-    queue_model_decide(&m, &p, &s, &d);
-    assert_true(m.lambda_trend < 0);
-    assert_float_equal(d.work_due, d.lambda_rps * 100, 1e-6);
+    assert_int_equal(d.kept_starting, 0);
+    NEAR(d.need, 0, 1e-9);
 }
 
-/* Finite inputs whose need overflows a double: NaN (unknown), never the 0
- * that would scale the workload away (what it gave before). */
+/* A wake onto a warm node: the same backlog, one pod starting 10 s ago;
+ * on a new node it is Ready in 50 s, on a node already up (the seam for
+ * the cold start by stage says: in 5 s) it serves 45 s sooner, and fewer
+ * new replicas are asked for. */
+static void test_a_wake_onto_a_warm_node(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 10;
+    p.cold_start_s = 60;
+    queue_model_decision_t cold_d, warm_d;
+    queue_model_t cold, warm;
+    queue_model_init(&cold);
+    queue_model_init(&warm);
+    queue_model_sample_t s = queued(100, 1000, 0, 1, 10);
+    queue_model_observe(&cold, &s);
+    queue_model_decide(&cold, &p, &s, &cold_d);
+    s.starting_etas = 1;
+    s.starting_eta_s[0] = 5;
+    queue_model_observe(&warm, &s);
+    queue_model_decide(&warm, &p, &s, &warm_d);
+    /* by the time a new replica has served its 10 s (70 s from now): cold,
+     * the pod served 20 s, 1000 - 200 = 800 left -> 8 new; warm, 65 s, 1000
+     * - 650 = 350 -> 3.5 new */
+    NEAR(cold_d.ordered, 8, 1e-6);
+    NEAR(warm_d.ordered, 3.5, 1e-6);
+    assert_int_equal(warm_d.kept_starting, 1);
+}
+
+/* Finite inputs that overflow: the need is unknown (NaN), never 0. */
 static void test_an_overflowing_need_is_nan_not_zero(void **state) {
     (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 1e-300;
     queue_model_t m;
     queue_model_init(&m);
-    queue_model_params_t p = params();
-    p.capacity_rps = 1e-6;
-    queue_model_sample_t s = {.t_s = 0, .has_queue = true, .queue = 1.7e308, .ready = 0};
+    queue_model_sample_t s = queued(0, 1e300, 0, 0, 0);
     queue_model_observe(&m, &s);
     queue_model_decision_t d;
     queue_model_decide(&m, &p, &s, &d);
     assert_true(isnan(d.replicas));
 }
 
+/* ---- keep-alive ---------------------------------------------------------------- */
+
+/* On/off traffic: 60 s of 8 requests/s, 120 s of nothing, cold start
+ * 135 s. Released in a pause, a replica costs a wake per burst; the gaps
+ * the need shows (it stops asking ~25 s into the pause, once the rate
+ * window has emptied, and asks again as the next burst begins: ~95 s) are
+ * far shorter than three cold starts, so K covers them (the bin edge
+ * above, ~101 s) and the load's replica is held through every pause. */
+static void test_keepalive_holds_through_short_pauses(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 10;
+    p.cold_start_s = 135;
+    queue_model_t m;
+    queue_model_init(&m);
+    queue_model_decision_t d;
+    double done = 0;
+    double held_in_pause = -1;
+    for (double t = 0; t < 1800; t++) {
+        bool on = fmod(t, 180) < 60;
+        queue_model_sample_t s = engine(t, done, 0, on ? 4 : 0, 1);
+        queue_model_observe(&m, &s);
+        queue_model_decide(&m, &p, &s, &d);
+        done += on ? 8 : 0;
+        if (t > 1500 && fmod(t, 180) == 170) /* the end of a late pause */
+            held_in_pause = d.replicas;
+    }
+    assert_true(d.keepalive_s >= 95 && d.keepalive_s <= 3 * 135);
+    assert_true(held_in_pause >= 1);
+}
+
+/* Diurnal traffic: the load rises over an hour and falls over the next;
+ * a replica the load stops asking for is asked again only hours later, if
+ * at all: the gaps are long, K is short, and the falling side releases. */
+static void test_keepalive_releases_on_a_slow_fall(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 1;
+    p.cold_start_s = 135;
+    queue_model_t m;
+    queue_model_init(&m);
+    queue_model_decision_t d;
+    double done = 0;
+    for (double t = 0; t < 4 * 3600; t++) {
+        double rate = 10 * (0.5 - 0.5 * cos(2 * M_PI * t / 7200)); /* 0 .. 10 .. 0, 2 h */
+        queue_model_sample_t s = engine(t, done, 0, rate, (unsigned)ceil(rate + 1));
+        s.members = 1;
+        queue_model_observe(&m, &s);
+        queue_model_decide(&m, &p, &s, &d);
+        done += rate;
+        /* on the falling side the answer follows the need within K */
+        if (t > 7200 + 1800 && t < 7200 + 3000)
+            assert_true(d.replicas - d.need < 2.0);
+    }
+    assert_true(d.keepalive_s <= 3 * 135);
+}
+
+/* ---- without a pod list ---------------------------------------------------- */
+
+/* The standalone role sees engines answering, not pods: the 3 replicas the
+ * model asked for count as starting (aged from the answer) until they
+ * answer, so the next decisions do not order them again; the first that
+ * answers 70 s after the order is an observed cold start. */
+static void test_without_a_pod_list_the_orders_count_as_starting(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 10;
+    p.cold_start_s = 0; /* learn it */
+    queue_model_t m;
+    queue_model_init(&m);
+    queue_model_decision_t d;
+    queue_model_sample_t s = {.t_s = 0, .has_queue = true, .queue = 360};
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &d);
+    /* 360 over the prior 120 s cold start, drained in 10 s at 10/s: 3.6 */
+    NEAR(d.replicas, 3.6, 1e-9);
+    for (double t = 1; t < 70; t++) {
+        s.t_s = t;
+        queue_model_observe(&m, &s);
+        queue_model_decide(&m, &p, &s, &d);
+        assert_true(d.inferred_starting);
+        assert_int_equal(d.starting, 4);
+        NEAR(d.ordered, 0, 1e-9);
+    }
+    s.t_s = 70;
+    s.ready = 1;
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &d);
+    assert_int_equal(m.cold_count, 1);
+    NEAR(m.cold_samples[0], 70, 1e-6);
+    assert_int_equal(d.starting, 3);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_priors_when_nothing_is_known),
-        cmocka_unit_test(test_steady_rate_converges_and_capacity_is_derived),
-        cmocka_unit_test(test_capacity_learned_while_saturated),
-        cmocka_unit_test(test_counter_reset_skips_the_interval),
+        cmocka_unit_test(test_rate_from_the_window_and_capacity_derived),
+        cmocka_unit_test(test_counter_reset_carries_the_rate),
         cmocka_unit_test(test_a_pod_appearing_is_not_a_burst),
-        cmocka_unit_test(test_missing_counter_uses_prior_not_zero),
-        cmocka_unit_test(test_wake_with_backlog),
-        cmocka_unit_test(test_starting_pods_are_counted),
-        cmocka_unit_test(test_burst_rises_fast_falls_slow),
-        cmocka_unit_test(test_ramp_counts_the_rise_over_the_horizon),
-        cmocka_unit_test(test_quiet_fleet_asks_for_nothing),
-        cmocka_unit_test(test_queue_only_while_serving_sizes_on_backlog),
-        cmocka_unit_test(test_cold_start_learned_from_observations),
-        cmocka_unit_test(test_capacity_follows_the_request_mix),
-        cmocka_unit_test(test_non_finite_inputs_are_ignored),
+        cmocka_unit_test(test_a_backlog_draining_is_not_arrivals),
+        cmocka_unit_test(test_one_burst_is_a_backlog_not_a_rate),
+        cmocka_unit_test(test_a_ramp_is_extrapolated_a_step_is_not),
+        cmocka_unit_test(test_capacity_learned_while_saturated_follows_the_mix),
+        cmocka_unit_test(test_first_wake_with_no_history_is_a_bounded_order),
+        cmocka_unit_test(test_orders_are_kept_and_never_counted_twice),
+        cmocka_unit_test(test_a_starting_pod_whose_work_is_gone_is_released),
+        cmocka_unit_test(test_a_wake_onto_a_warm_node),
         cmocka_unit_test(test_an_overflowing_need_is_nan_not_zero),
+        cmocka_unit_test(test_keepalive_holds_through_short_pauses),
+        cmocka_unit_test(test_keepalive_releases_on_a_slow_fall),
+        cmocka_unit_test(test_without_a_pod_list_the_orders_count_as_starting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

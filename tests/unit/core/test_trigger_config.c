@@ -512,7 +512,7 @@ static void test_trigger_config_demand_queueing(void **state) {
     assert_int_equal(c.demand.type, DEMAND_COMPOSITE);
     assert_int_equal(c.demand.sizing, DEMAND_MODEL_QUEUEING);
     assert_true(c.target_value == 100);
-    assert_true(c.demand.target_utilization == 0.7 && c.demand.drain_s == 10);
+    assert_true(c.demand.target_utilization == 0 && c.demand.drain_s == 10);
     assert_true(c.demand.capacity_rps == 0 && c.demand.cold_start_s == 0); /* learned */
     assert_true(trigger_uses_engine(&c));
     assert_false(trigger_uses_gpu(&c));

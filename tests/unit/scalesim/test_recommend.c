@@ -99,9 +99,9 @@ static void test_recommend_policy_build_sets_the_queueing_model(void **state) {
     assert_string_equal(rp.value[1], "20");
     recommend_setting_t def;
     recommend_setting_default(&def);
-    assert_float_equal(def.util, 0.7, 1e-12);
+    assert_float_equal(def.util, 0, 1e-12); /* the model's own headroom */
     assert_float_equal(def.drain_s, 10, 1e-12);
-    assert_float_equal(def.down_window_s, 120, 1e-12);
+    assert_float_equal(def.down_window_s, 30, 1e-12);
 }
 
 static char *print_to_string(const recommend_t *r, int snippet_only) {
@@ -154,9 +154,9 @@ static void test_recommend_run_chooses_the_cheapest_setting_within_the_tolerance
     /* the grid: every setting once, the defaults among them */
     for (size_t i = 0; i < r.count; i++) {
         const recommend_setting_t *s = &r.grid[i].s;
-        assert_true(s->util == 0.6 || s->util == 0.7 || s->util == 0.8);
+        assert_true(s->util == 0 || s->util == 0.7 || s->util == 0.8);
         assert_true(s->drain_s == 5 || s->drain_s == 10 || s->drain_s == 20);
-        assert_true(s->down_window_s == 60 || s->down_window_s == 120 || s->down_window_s == 180 ||
+        assert_true(s->down_window_s == 30 || s->down_window_s == 60 || s->down_window_s == 120 ||
                     s->down_window_s == 300);
         for (size_t j = 0; j < i; j++)
             assert_false(r.grid[j].s.util == s->util && r.grid[j].s.drain_s == s->drain_s &&
@@ -165,9 +165,9 @@ static void test_recommend_run_chooses_the_cheapest_setting_within_the_tolerance
         assert_true(r.grid[i].gpu_hours > 0);
     }
     assert_true(r.defaults < r.count);
-    assert_float_equal(r.grid[r.defaults].s.util, 0.7, 1e-12);
+    assert_float_equal(r.grid[r.defaults].s.util, 0, 1e-12);
     assert_float_equal(r.grid[r.defaults].s.drain_s, 10, 1e-12);
-    assert_float_equal(r.grid[r.defaults].s.down_window_s, 120, 1e-12);
+    assert_float_equal(r.grid[r.defaults].s.down_window_s, 30, 1e-12);
     /* the choice, re-derived from the grid: the best share, the limit, and
      * nothing within the limit cheaper than the chosen one */
     double best = 1;
@@ -183,12 +183,9 @@ static void test_recommend_run_chooses_the_cheapest_setting_within_the_tolerance
         if (r.grid[i].over_slo <= r.limit_over_slo && r.grid[i].gpu_hours < c->gpu_hours)
             fail_msg("grid point %zu: %.4f GPU-h at %.4f is cheaper than the chosen %.4f at %.4f",
                      i, r.grid[i].gpu_hours, r.grid[i].over_slo, c->gpu_hours, c->over_slo);
-    /* the trace exercises the tolerance: a cheaper setting misses it */
-    size_t cheaper_outside = 0;
-    for (size_t i = 0; i < r.count; i++)
-        cheaper_outside +=
-            r.grid[i].over_slo > r.limit_over_slo && r.grid[i].gpu_hours < c->gpu_hours;
-    assert_true(cheaper_outside > 0);
+    /* (the tolerance itself is exercised by recommend_choose's own test:
+     * on this trace every setting now meets the floor's share, 20.5 %, the
+     * keep-alive holding the replicas through each 120 s pause) */
     /* the online ideal for reference, with the bench's knobs */
     assert_true(r.ideal.gpu_hours > 0);
     assert_float_equal(r.ideal.s.util, k.ideal_util, 1e-12);
@@ -196,7 +193,7 @@ static void test_recommend_run_chooses_the_cheapest_setting_within_the_tolerance
     /* the ScaledObject around it: what the simulated policy used */
     assert_int_equal(r.min_replicas, 0);
     assert_int_equal(r.max_replicas, k.max_replicas);
-    assert_float_equal(r.cooldown_s, 300, 1e-12);
+    assert_float_equal(r.cooldown_s, 60, 1e-12);
     assert_true(r.push);
 
     /* deterministic: the same again */
@@ -236,7 +233,7 @@ static void fixed_result(recommend_t *r) {
     r->weights_s = 30;
     r->count = 2;
     r->grid[0] = pt(5, 0.08);
-    r->grid[0].s = (recommend_setting_t){.util = 0.7, .drain_s = 10, .down_window_s = 120};
+    r->grid[0].s = (recommend_setting_t){.util = 0, .drain_s = 10, .down_window_s = 30};
     r->grid[1] = pt(4, 0.081);
     r->grid[1].s = (recommend_setting_t){.util = 0.8, .drain_s = 10, .down_window_s = 180};
     r->defaults = 0;
@@ -277,7 +274,7 @@ static void test_recommend_snippet_lists_only_the_non_default_keys(void **state)
     s = print_to_string(&r, 1);
     assert_null(strstr(s, "targetUtilization: \""));
     assert_null(strstr(s, "drainSeconds: \""));
-    assert_non_null(strstr(s, "stabilizationWindowSeconds: 120\n"));
+    assert_non_null(strstr(s, "stabilizationWindowSeconds: 30\n"));
     free(s);
 }
 
@@ -304,7 +301,7 @@ static void test_recommend_json_has_every_key_and_fractions(void **state) {
         "\"rule\": {\"tolerance_abs\": 0.005, \"tolerance_rel\": 0.1,",
         "\"recommended\": {\"target_utilization\": 0.8, \"drain_s\": 10, "
         "\"stabilization_window_s\": 180, \"gpu_hours\": 4.0000",
-        "\"defaults\": {\"target_utilization\": 0.7,",
+        "\"defaults\": {\"target_utilization\": 0,",
         "\"online_ideal\": {\"util\": 0.5, \"drain_s\": 10, \"hold_s\": 60,",
         "\"floor\": {\"over_slo\": 0.050000}",
         "\"grid\": [",

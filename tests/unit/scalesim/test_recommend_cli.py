@@ -40,7 +40,7 @@ class Recommend(unittest.TestCase):
         self.assertEqual(so["minReplicaCount"], 0)
         self.assertEqual(so["stabilizationWindowSeconds"], rec["stabilization_window_s"])
         self.assertEqual(so["metadata"]["metricType"], "demand")
-        self.assertEqual("targetUtilization" in so["metadata"], rec["target_utilization"] != 0.7)
+        self.assertEqual("targetUtilization" in so["metadata"], rec["target_utilization"] != 0)
         self.assertEqual("drainSeconds" in so["metadata"], rec["drain_s"] != 10)
         # the text went to stderr, snippet included
         self.assertIn("recommended", r.stderr)

@@ -992,9 +992,9 @@ static void latency_results(const sim_t *s, double end, double *scratch, sim_res
     out->both_ok_share = t->count ? (double)both_ok / (double)t->count : 0;
 }
 
-int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const sim_options_t *o,
-            sim_result_t *out, char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
+/* Checks the model, options and policy before a run. */
+static int check_run(const sim_model_t *m, const sim_policy_t *p, const sim_options_t *o, char *err,
+                     size_t errlen) {
     if (m->batch < 1 || m->batch > MAX_BATCH || !(m->prefill_tok_s > 0) || !(m->decode_tok_s > 0) ||
         !(m->decode_seq_tok_s > 0) || m->kv_block < 1 || !(m->kv_tokens >= m->kv_block) ||
         !(m->kv_tokens / m->kv_block < 1e9) || !(o->dt_s > 0) || p->max_replicas < 1 ||
@@ -1008,20 +1008,43 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
                           "(>= 1), hold %g s (0 .. 86400)",
                           p->id, p->ideal_util, p->ideal_drain_s, p->ideal_window_s,
                           p->ideal_hold_s);
-    int rc = KGS_ENOMEM;
+    return 0;
+}
+
+/* Frees what sim_alloc allocated (any of it NULL); s may be NULL. */
+static void sim_free(sim_t *s) {
+    if (!s)
+        return;
+    free(s->first_tok_s);
+    free(s->dec_start_s);
+    free(s->done_s);
+    free(s->lat);
+    snapshot_unref(s->snap);
+    free(s->ring);
+    free(s->gen_left);
+    free(s->cold);
+    free(s->prefilled);
+    free(s->blocks);
+    free(s->ideal_hist);
+    free(s->prefill_left);
+    free(s->admit_s);
+    free(s->run_store);
+    free(s);
+}
+
+/* The state of one run, allocated and initialised, and out's timeline
+ * arrays; NULL when out of memory (out's arrays are then released by the
+ * caller through sim_result_deinit). */
+static sim_t *sim_alloc(const trace_t *t, const sim_model_t *m, const sim_policy_t *p,
+                        const sim_options_t *o, double end, sim_result_t *out) {
     sim_t *s = calloc(1, sizeof *s);
     if (!s)
-        return KGS_ENOMEM;
+        return NULL;
     s->t = t;
     s->m = m;
     s->p = p;
     s->o = o;
     s->kv_blocks = (unsigned)(m->kv_tokens / m->kv_block);
-    int *sched = NULL;
-    size_t sched_len = 0;
-    double *waits = NULL, *warm = NULL;
-    double end = sim_end_s(t, o);
-    size_t steps = (size_t)ceil(end / o->dt_s);
     out->points = (size_t)(end / o->timeline_step_s) + 1;
     out->replicas = calloc(out->points, sizeof *out->replicas);
     out->serving = calloc(out->points, sizeof *out->serving);
@@ -1048,8 +1071,10 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     if (!out->replicas || !out->serving || !s->run_store || !s->admit_s || !s->prefill_left ||
         !s->gen_left || !s->cold || !s->prefilled || !s->blocks || !s->ring || !s->snap ||
         !s->first_tok_s || !s->dec_start_s || !s->done_s || !s->lat ||
-        (p->kind == SIM_POLICY_IDEAL && !s->ideal_hist))
-        goto fail;
+        (p->kind == SIM_POLICY_IDEAL && !s->ideal_hist)) {
+        sim_free(s);
+        return NULL;
+    }
     for (unsigned i = 0; i < MAX_REPLICAS; i++) {
         s->rep[i].run = s->run_store + (size_t)i * 2 * m->batch;
         s->rep[i].wait = s->rep[i].run + m->batch;
@@ -1070,173 +1095,155 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     }
     sim_latency_init(s->lat);
     s->pool_free = m->warm_pool;
+    return s;
+}
 
+/* KEDA and the HPA of a KEDA policy's run, and when each acts next. */
+typedef struct {
     hpa_t hpa;
     hpa_keda_t keda;
+    double next_sample, next_poll, next_sync;
+} keda_ctl_t;
+
+static void keda_ctl_init(keda_ctl_t *c, const sim_policy_t *p) {
     if (p->hpa_behavior) {
-        hpa_init(&hpa, p->min_replicas, p->max_replicas);
-        hpa.up_pods = p->hpa_up_pods;
-        hpa.up_percent = p->hpa_up_percent;
-        hpa.up_period_s = p->hpa_up_period_s;
-        hpa.down_window_s = p->hpa_down_window_s;
+        hpa_init(&c->hpa, p->min_replicas, p->max_replicas);
+        c->hpa.up_pods = p->hpa_up_pods;
+        c->hpa.up_percent = p->hpa_up_percent;
+        c->hpa.up_period_s = p->hpa_up_period_s;
+        c->hpa.down_window_s = p->hpa_down_window_s;
     } else {
-        hpa_init_legacy(&hpa, p->min_replicas, p->max_replicas);
+        hpa_init_legacy(&c->hpa, p->min_replicas, p->max_replicas);
     }
-    hpa_keda_init(&keda, p->polling_s, p->cooldown_s, p->min_replicas, p->max_replicas);
-    if (p->kind == SIM_POLICY_KEDA) {
-        rc = parse_policy(s, err, errlen);
-        if (rc)
-            goto fail;
-        rc = KGS_ENOMEM;
-        hpa.type = p->metric_type;
-        demand_model_init(&s->dm);
-        if (s->cfg.demand.forecast_trend &&
-            forecast_init(&s->fc, p->forecast_alpha, p->forecast_beta)) {
-            rc = kgs_seterr(err, errlen, KGS_EINVAL, "policy %c: forecast weights", p->id);
-            goto fail;
-        }
-        for (int i = 0; i < p->min_replicas; i++)
-            replica_create_ready(s, 0);
-    } else if (p->kind == SIM_POLICY_ORACLE) {
-        /* no replica at t = 0: it starts from zero like every policy */
-        sched = oracle_schedule(s, end, &sched_len);
-        if (!sched)
-            goto fail;
+    hpa_keda_init(&c->keda, p->polling_s, p->cooldown_s, p->min_replicas, p->max_replicas);
+    c->next_sample = 0;
+    c->next_poll = 0;
+    c->next_sync = c->hpa.sync_s;
+}
+
+/* One HPA sync at now: the trigger's value on the sample KEDA sees, through
+ * the HPA. Returns the replicas to write (desired on entry: the current). */
+static int hpa_step(sim_t *s, keda_ctl_t *c, double now, int desired) {
+    const sim_signals_t *x = seen_sample(s, now);
+    if (!x || desired < 1)
+        return desired;
+    eval_result_t ev;
+    evaluate(s, x, now, &ev);
+    if (ev.status != EVAL_OK) {
+        s->eval_errors++;
+        return desired;
     }
+    double v = ev.value;
+    if (s->cfg.demand.forecast_trend)
+        v = forecast_ahead(&s->fc, now, (double)s->cfg.demand.cold_start_s, v);
+    return hpa_sync(&c->hpa, now, desired, (int)count_state(s, is_serving), v, s->cfg.target_value);
+}
 
-    double next_sample = 0, next_poll = 0, next_sync = hpa.sync_s, next_ideal = 0;
-    size_t next_point = 0;
-    for (size_t step = 0; step <= steps; step++) {
-        double now = (double)step * o->dt_s;
-        /* arrivals */
-        while (s->next_arrival < t->count && t->reqs[s->next_arrival].arrival_s <= now) {
-            if (count_state(s, is_serving) == 0) {
-                s->cold[s->next_arrival] = 1;
-                if (!s->waking) {
-                    s->waking = true;
-                    s->wake_start_s = t->reqs[s->next_arrival].arrival_s;
-                }
-            }
-            s->win_work += sim_request_work(m, &t->reqs[s->next_arrival]);
-            s->next_arrival++;
-        }
-        /* start-up phases */
-        for (unsigned i = 0; i < MAX_REPLICAS; i++) {
-            replica_t *r = &s->rep[i];
-            while (r->state >= R_PROVISION && r->state <= R_LOAD && now >= r->phase_end_s) {
-                if (r->state == R_PROVISION) {
-                    r->state = R_PULL;
-                    r->phase_end_s += m->image_s;
-                } else if (r->state == R_PULL) {
-                    r->state = R_LOAD;
-                    r->phase_end_s += m->weights_s;
-                } else {
-                    r->state = R_SERVE;
-                }
-            }
-        }
-        if (s->waking && count_state(s, is_serving) > 0) {
-            double d = now - s->wake_start_s;
-            s->wakes++;
-            s->wake_sum_s += d;
-            if (d > s->wake_max_s)
-                s->wake_max_s = d;
-            s->waking = false;
-        }
-        dispatch(s, now);
-        for (unsigned i = 0; i < MAX_REPLICAS; i++) {
-            replica_t *r = &s->rep[i];
-            if (r->state == R_SERVE || r->state == R_DRAIN)
-                serve_step(s, r, now, o->dt_s);
-            /* a draining pod ends when its engine is empty: nothing running and
-             * nothing preempted waiting in its own queue */
-            if (r->state == R_DRAIN && r->running == 0 && r->nwait == 0)
-                replica_release(s, r);
-        }
-
-        int live = (int)count_state(s, is_live);
-        int desired = live;
-        if (p->kind == SIM_POLICY_ORACLE) {
-            /* the last step may lie past the last whole second of the grid */
-            size_t k = (size_t)now;
-            desired = sched[k < sched_len ? k : sched_len - 1];
-        } else if (p->kind == SIM_POLICY_IDEAL) {
-            if (now + 1e-9 >= next_ideal) {
-                next_ideal += 1;
-                desired = ideal_desired(s, now);
-            }
-        } else {
-            if (now + 1e-9 >= next_sample) {
-                take_sample(s, now);
-                next_sample += p->signal_period_s;
-                const sim_signals_t *x = seen_sample(s, now);
-                if (x && (p->push || s->cfg.demand.forecast_trend)) {
-                    eval_result_t ev;
-                    evaluate(s, x, now, &ev);
-                    if (ev.status == EVAL_OK && s->cfg.demand.forecast_trend)
-                        forecast_update(&s->fc, now, ev.value);
-                    if (ev.status == EVAL_OK && p->push && ev.active)
-                        desired = hpa_keda_poll(&keda, now, desired, true);
-                }
-            }
-            if (now + 1e-9 >= next_poll) {
-                next_poll += p->polling_s;
-                const sim_signals_t *x = seen_sample(s, now);
-                if (x) {
-                    eval_result_t ev;
-                    evaluate(s, x, now, &ev);
-                    if (ev.status == EVAL_OK)
-                        desired = hpa_keda_poll(&keda, now, desired, ev.active);
-                    else
-                        s->eval_errors++;
-                }
-            }
-            if (now + 1e-9 >= next_sync) {
-                next_sync += hpa.sync_s;
-                const sim_signals_t *x = seen_sample(s, now);
-                if (x && desired >= 1) {
-                    eval_result_t ev;
-                    evaluate(s, x, now, &ev);
-                    if (ev.status == EVAL_OK) {
-                        double v = ev.value;
-                        if (s->cfg.demand.forecast_trend)
-                            v = forecast_ahead(&s->fc, now, (double)s->cfg.demand.cold_start_s, v);
-                        desired = hpa_sync(&hpa, now, desired, (int)count_state(s, is_serving), v,
-                                           s->cfg.target_value);
-                    } else {
-                        s->eval_errors++;
-                    }
-                }
-            }
-        }
-        if (desired > p->max_replicas)
-            desired = p->max_replicas;
-        if (desired != live)
-            reconcile(s, desired, now);
-
-        unsigned billed = count_state(s, is_billed) + s->pool_free;
-        s->gpu_s += billed * o->dt_s;
-        unsigned all = count_state(s, is_billed);
-        if (all > out->peak_replicas)
-            out->peak_replicas = all;
-        if (next_point < out->points && now + 1e-9 >= next_point * o->timeline_step_s) {
-            out->replicas[next_point] = (float)count_state(s, is_billed);
-            out->serving[next_point] = (float)count_state(s, is_serving);
-            next_point++;
+/* KEDA's part of one step at now: a signal sample (and external-push's
+ * `true`), the polling loop (activation, cooldown), the HPA's sync. Returns
+ * the replicas to write (desired on entry: the live count). */
+static int keda_step(sim_t *s, keda_ctl_t *c, double now, int desired) {
+    const sim_policy_t *p = s->p;
+    if (now + 1e-9 >= c->next_sample) {
+        take_sample(s, now);
+        c->next_sample += p->signal_period_s;
+        const sim_signals_t *x = seen_sample(s, now);
+        if (x && (p->push || s->cfg.demand.forecast_trend)) {
+            eval_result_t ev;
+            evaluate(s, x, now, &ev);
+            if (ev.status == EVAL_OK && s->cfg.demand.forecast_trend)
+                forecast_update(&s->fc, now, ev.value);
+            if (ev.status == EVAL_OK && p->push && ev.active)
+                desired = hpa_keda_poll(&c->keda, now, desired, true);
         }
     }
-    if (s->waking) {
-        double d = end - s->wake_start_s;
+    if (now + 1e-9 >= c->next_poll) {
+        c->next_poll += p->polling_s;
+        const sim_signals_t *x = seen_sample(s, now);
+        if (x) {
+            eval_result_t ev;
+            evaluate(s, x, now, &ev);
+            if (ev.status == EVAL_OK)
+                desired = hpa_keda_poll(&c->keda, now, desired, ev.active);
+            else
+                s->eval_errors++;
+        }
+    }
+    if (now + 1e-9 >= c->next_sync) {
+        c->next_sync += c->hpa.sync_s;
+        desired = hpa_step(s, c, now, desired);
+    }
+    return desired;
+}
+
+/* The requests arrived by now join the queue (marked cold when no replica
+ * serves, which starts a wake). */
+static void arrive(sim_t *s, double now) {
+    const trace_t *t = s->t;
+    while (s->next_arrival < t->count && t->reqs[s->next_arrival].arrival_s <= now) {
+        if (count_state(s, is_serving) == 0) {
+            s->cold[s->next_arrival] = 1;
+            if (!s->waking) {
+                s->waking = true;
+                s->wake_start_s = t->reqs[s->next_arrival].arrival_s;
+            }
+        }
+        s->win_work += sim_request_work(s->m, &t->reqs[s->next_arrival]);
+        s->next_arrival++;
+    }
+}
+
+/* Starting replicas move through their phases; a wake ends when one serves. */
+static void start_up(sim_t *s, double now) {
+    const sim_model_t *m = s->m;
+    for (unsigned i = 0; i < MAX_REPLICAS; i++) {
+        replica_t *r = &s->rep[i];
+        while (r->state >= R_PROVISION && r->state <= R_LOAD && now >= r->phase_end_s) {
+            if (r->state == R_PROVISION) {
+                r->state = R_PULL;
+                r->phase_end_s += m->image_s;
+            } else if (r->state == R_PULL) {
+                r->state = R_LOAD;
+                r->phase_end_s += m->weights_s;
+            } else {
+                r->state = R_SERVE;
+            }
+        }
+    }
+    if (s->waking && count_state(s, is_serving) > 0) {
+        double d = now - s->wake_start_s;
         s->wakes++;
         s->wake_sum_s += d;
         if (d > s->wake_max_s)
             s->wake_max_s = d;
+        s->waking = false;
     }
+}
 
-    waits = malloc((t->count + 1) * sizeof *waits);
-    warm = malloc((t->count + 1) * sizeof *warm);
-    if (!waits || !warm)
-        goto fail;
+/* The fleet's work for one step: dispatch, serve, draining pods leave. */
+static void serve(sim_t *s, double now) {
+    dispatch(s, now);
+    for (unsigned i = 0; i < MAX_REPLICAS; i++) {
+        replica_t *r = &s->rep[i];
+        if (r->state == R_SERVE || r->state == R_DRAIN)
+            serve_step(s, r, now, s->o->dt_s);
+        /* a draining pod ends when its engine is empty: nothing running and
+         * nothing preempted waiting in its own queue */
+        if (r->state == R_DRAIN && r->running == 0 && r->nwait == 0)
+            replica_release(s, r);
+    }
+}
+
+/* The table's queue-wait columns and counters, once the run has ended. */
+static int wait_results(sim_t *s, double end, sim_result_t *out) {
+    const trace_t *t = s->t;
+    double *waits = malloc((t->count + 1) * sizeof *waits);
+    double *warm = malloc((t->count + 1) * sizeof *warm);
+    if (!waits || !warm) {
+        free(waits);
+        free(warm);
+        return KGS_ENOMEM;
+    }
     size_t miss = 0, nwarm = 0, warm_miss = 0;
     out->cold_requests = 0;
     for (size_t i = 0; i < t->count; i++) {
@@ -1247,13 +1254,13 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
         if (w < 0)
             w = 0;
         waits[i] = w;
-        if (w > o->slo_wait_s)
+        if (w > s->o->slo_wait_s)
             miss++;
         if (s->cold[i])
             out->cold_requests++;
         if (!s->cold[i]) {
             warm[nwarm++] = w;
-            if (w > o->slo_wait_s)
+            if (w > s->o->slo_wait_s)
                 warm_miss++;
         }
     }
@@ -1275,26 +1282,101 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     out->preemptions = s->preemptions;
     out->completed = s->completed;
     latency_results(s, end, waits, out);
-    rc = 0;
-fail:
     free(waits);
     free(warm);
+    return 0;
+}
+
+/* Bills the step and writes the timeline point it falls on. */
+static void account(sim_t *s, double now, size_t *next_point, sim_result_t *out) {
+    unsigned billed = count_state(s, is_billed) + s->pool_free;
+    s->gpu_s += billed * s->o->dt_s;
+    unsigned all = count_state(s, is_billed);
+    if (all > out->peak_replicas)
+        out->peak_replicas = all;
+    if (*next_point < out->points && now + 1e-9 >= *next_point * s->o->timeline_step_s) {
+        out->replicas[*next_point] = (float)count_state(s, is_billed);
+        out->serving[*next_point] = (float)count_state(s, is_serving);
+        (*next_point)++;
+    }
+}
+
+int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const sim_options_t *o,
+            sim_result_t *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    int rc = check_run(m, p, o, err, errlen);
+    if (rc)
+        return rc;
+    double end = sim_end_s(t, o);
+    sim_t *s = sim_alloc(t, m, p, o, end, out);
+    if (!s) {
+        sim_result_deinit(out);
+        return KGS_ENOMEM;
+    }
+    rc = KGS_ENOMEM;
+    int *sched = NULL;
+    size_t sched_len = 0;
+    keda_ctl_t ctl;
+    keda_ctl_init(&ctl, p);
+    if (p->kind == SIM_POLICY_KEDA) {
+        rc = parse_policy(s, err, errlen);
+        if (rc)
+            goto fail;
+        rc = KGS_ENOMEM;
+        ctl.hpa.type = p->metric_type;
+        demand_model_init(&s->dm);
+        if (s->cfg.demand.forecast_trend &&
+            forecast_init(&s->fc, p->forecast_alpha, p->forecast_beta)) {
+            rc = kgs_seterr(err, errlen, KGS_EINVAL, "policy %c: forecast weights", p->id);
+            goto fail;
+        }
+        for (int i = 0; i < p->min_replicas; i++)
+            replica_create_ready(s, 0);
+    } else if (p->kind == SIM_POLICY_ORACLE) {
+        /* no replica at t = 0: it starts from zero like every policy */
+        sched = oracle_schedule(s, end, &sched_len);
+        if (!sched)
+            goto fail;
+    }
+
+    size_t steps = (size_t)ceil(end / o->dt_s), next_point = 0;
+    double next_ideal = 0;
+    for (size_t step = 0; step <= steps; step++) {
+        double now = (double)step * o->dt_s;
+        arrive(s, now);
+        start_up(s, now);
+        serve(s, now);
+        int live = (int)count_state(s, is_live);
+        int desired = live;
+        if (p->kind == SIM_POLICY_ORACLE) {
+            /* the last step may lie past the last whole second of the grid */
+            size_t k = (size_t)now;
+            desired = sched[k < sched_len ? k : sched_len - 1];
+        } else if (p->kind == SIM_POLICY_IDEAL) {
+            if (now + 1e-9 >= next_ideal) {
+                next_ideal += 1;
+                desired = ideal_desired(s, now);
+            }
+        } else {
+            desired = keda_step(s, &ctl, now, desired);
+        }
+        if (desired > p->max_replicas)
+            desired = p->max_replicas;
+        if (desired != live)
+            reconcile(s, desired, now);
+        account(s, now, &next_point, out);
+    }
+    if (s->waking) {
+        double d = end - s->wake_start_s;
+        s->wakes++;
+        s->wake_sum_s += d;
+        if (d > s->wake_max_s)
+            s->wake_max_s = d;
+    }
+    rc = wait_results(s, end, out);
+fail:
     free(sched);
-    free(s->first_tok_s);
-    free(s->dec_start_s);
-    free(s->done_s);
-    free(s->lat);
-    snapshot_unref(s->snap);
-    free(s->ring);
-    free(s->gen_left);
-    free(s->cold);
-    free(s->prefilled);
-    free(s->blocks);
-    free(s->ideal_hist);
-    free(s->prefill_left);
-    free(s->admit_s);
-    free(s->run_store);
-    free(s);
+    sim_free(s);
     if (rc)
         sim_result_deinit(out);
     return rc;

@@ -40,9 +40,11 @@
  * A new replica passes provisioning (skipped on a warm pool node), image
  * pull and weight load, then serves. It is billed from the end of
  * provisioning (a pool node from the start) until it terminates. Removing
- * replicas removes starting ones first (the ReplicaSet's order: not ready
- * before ready), then the serving ones with the fewest requests, which
- * drain (no new requests from the gateway) and terminate when empty.
+ * replicas deletes the pods the ReplicaSet controller ranks first
+ * (sim_victim_before: pods waiting for a node, then pulling, then loading,
+ * newest first; then the Ready ones Ready for the least time); a starting
+ * pod deleted is a cancelled start, a serving one drains (no new requests
+ * from the gateway) and terminates when empty.
  *
  * KEDA policies: KEDA's scale loop every pollingInterval (IsActive: 0 <-> 1
  * and cooldown), external-push (a `true` at every signal refresh while
@@ -210,7 +212,8 @@ typedef struct {
     rstate_t state;
     double phase_end_s; /* when the current start-up phase ends */
     double created_s;
-    uint64_t uid; /* metadata.uid: one per pod ever created */
+    double ready_s; /* when it turned Ready (R_SERVE and R_DRAIN) */
+    uint64_t uid;   /* metadata.uid: one per pod ever created */
     unsigned running;
     unsigned *run; /* request indices, scheduling order (the newest last) */
     unsigned nwait;
@@ -251,7 +254,8 @@ typedef struct {
     forecast_t fc;
     demand_model_state_t dm; /* demandModel: queueing, as the hub keeps it per subscription */
     double gpu_s;
-    unsigned cold_starts, eval_errors, preemptions;
+    unsigned cold_starts, eval_errors, preemptions, cancelled_starts;
+    stability_t stab; /* the desired count at each HPA sync */
     uint64_t next_uid;
     size_t completed;
     bool waking;
@@ -333,6 +337,7 @@ static void replica_create_ready(sim_t *s, double now) {
     for (unsigned i = 0; i < MAX_REPLICAS; i++)
         if (s->rep[i].state == R_PROVISION || s->rep[i].state == R_LOAD) {
             s->rep[i].state = R_SERVE;
+            s->rep[i].ready_s = now;
             break;
         }
     s->cold_starts--; /* not a cold start: it was there before */
@@ -345,8 +350,59 @@ static void replica_release(sim_t *s, replica_t *r) {
         s->pool_free++; /* the node goes back to the pool */
 }
 
-/* Brings the live count to desired: creates, or removes starting replicas
- * newest first, then drains serving ones with the fewest requests. */
+/* splitmix64: stands in for the order of Kubernetes' random uid strings. */
+static uint64_t uid_order(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* controller_utils.go logarithmicRankDiff: int64(math.Log2(nanoseconds
+ * since t)), -1 for none. */
+static long log_rank(double now_s, double t_s) {
+    double ns = (now_s - t_s) * 1e9;
+    return ns >= 1 ? (long)floor(log2(ns)) : -1;
+}
+
+/* Rules 6 and 8 of ActivePodsWithRanks.Less on two different times. */
+static bool newer_first(double ta, double tb, const sim_victim_t *a, const sim_victim_t *b,
+                        double now_s) {
+    long d = log_rank(now_s, ta) - log_rank(now_s, tb);
+    if (d == 0)
+        return uid_order(a->uid) < uid_order(b->uid);
+    return d < 0;
+}
+
+bool sim_victim_before(const sim_victim_t *a, const sim_victim_t *b, double now_s) {
+    if (a->scheduled != b->scheduled) /* 1. unassigned < assigned */
+        return !a->scheduled;
+    if (a->running != b->running) /* 2. Pending < Unknown < Running */
+        return !a->running;
+    if (a->ready != b->ready) /* 3. not Ready < Ready */
+        return !a->ready;
+    /* 4. pod-deletion-cost: none set; 5. co-located pods: one per node */
+    if (a->ready && a->ready_s != b->ready_s) /* 6. Ready for less time first */
+        return newer_first(a->ready_s, b->ready_s, a, b, now_s);
+    /* 7. container restarts: none */
+    if (a->created_s != b->created_s) /* 8. newer first */
+        return newer_first(a->created_s, b->created_s, a, b, now_s);
+    return false;
+}
+
+static sim_victim_t victim_of(const replica_t *r) {
+    return (sim_victim_t){.scheduled = r->state >= R_PULL,
+                          .running = r->state >= R_LOAD,
+                          .ready = r->state == R_SERVE,
+                          .created_s = r->created_s,
+                          .ready_s = r->ready_s,
+                          .uid = r->uid};
+}
+
+/* Brings the live count to desired: creates, or deletes the pods the
+ * ReplicaSet controller ranks first (sim_victim_before). A pod deleted
+ * before it was Ready is a cancelled start; a Ready one drains (no new
+ * requests; it ends when its engine is empty). */
 static void reconcile(sim_t *s, int desired, double now) {
     int live = (int)count_state(s, is_live);
     while (live < desired && live < MAX_REPLICAS) {
@@ -355,23 +411,24 @@ static void reconcile(sim_t *s, int desired, double now) {
     }
     while (live > desired) {
         int pick = -1;
+        sim_victim_t pv = {0};
         for (unsigned i = 0; i < MAX_REPLICAS; i++) {
-            replica_t *r = &s->rep[i];
-            if (r->state >= R_PROVISION && r->state <= R_LOAD &&
-                (pick < 0 || r->created_s >= s->rep[pick].created_s))
+            if (!is_live(s->rep[i].state))
+                continue;
+            sim_victim_t v = victim_of(&s->rep[i]);
+            if (pick < 0 || sim_victim_before(&v, &pv, now)) {
                 pick = (int)i;
+                pv = v;
+            }
         }
-        if (pick >= 0) {
-            replica_release(s, &s->rep[pick]);
+        if (pick < 0)
+            break;
+        replica_t *r = &s->rep[pick];
+        if (r->state == R_SERVE) {
+            r->state = R_DRAIN;
         } else {
-            for (unsigned i = 0; i < MAX_REPLICAS; i++)
-                if (s->rep[i].state == R_SERVE &&
-                    (pick < 0 || s->rep[i].running + s->rep[i].nwait <
-                                     s->rep[pick].running + s->rep[pick].nwait))
-                    pick = (int)i;
-            if (pick < 0)
-                break;
-            s->rep[pick].state = R_DRAIN;
+            s->cancelled_starts++;
+            replica_release(s, r);
         }
         live--;
     }
@@ -1094,6 +1151,7 @@ static sim_t *sim_alloc(const trace_t *t, const sim_model_t *m, const sim_policy
         s->first_tok_s[i] = s->dec_start_s[i] = s->done_s[i] = -1;
     }
     sim_latency_init(s->lat);
+    stability_init(&s->stab);
     s->pool_free = m->warm_pool;
     return s;
 }
@@ -1125,18 +1183,27 @@ static void keda_ctl_init(keda_ctl_t *c, const sim_policy_t *p) {
  * the HPA. Returns the replicas to write (desired on entry: the current). */
 static int hpa_step(sim_t *s, keda_ctl_t *c, double now, int desired) {
     const sim_signals_t *x = seen_sample(s, now);
-    if (!x || desired < 1)
+    if (!x || desired < 1) {
+        stability_break(&s->stab); /* the HPA is off at zero replicas */
         return desired;
+    }
     eval_result_t ev;
     evaluate(s, x, now, &ev);
     if (ev.status != EVAL_OK) {
         s->eval_errors++;
+        stability_break(&s->stab);
         return desired;
     }
-    double v = ev.value;
+    double v = ev.value, target = s->cfg.target_value;
     if (s->cfg.demand.forecast_trend)
         v = forecast_ahead(&s->fc, now, (double)s->cfg.demand.cold_start_s, v);
-    return hpa_sync(&c->hpa, now, desired, (int)count_state(s, is_serving), v, s->cfg.target_value);
+    int ready = (int)count_state(s, is_serving);
+    /* what the value KEDA hands the HPA asks for: the HPA's formula without
+     * its tolerance band, before stabilisation, limits and clamps */
+    stability_add(&s->stab, c->hpa.type == HPA_VALUE
+                                ? hpa_replicas_value(v, target, desired, ready, 0)
+                                : hpa_replicas_average_value(v, target, desired, 0));
+    return hpa_sync(&c->hpa, now, desired, ready, v, target);
 }
 
 /* KEDA's part of one step at now: a signal sample (and external-push's
@@ -1167,6 +1234,8 @@ static int keda_step(sim_t *s, keda_ctl_t *c, double now, int desired) {
                 desired = hpa_keda_poll(&c->keda, now, desired, ev.active);
             else
                 s->eval_errors++;
+            if (desired == 0)
+                stability_break(&s->stab); /* scaled to zero: the HPA stops */
         }
     }
     if (now + 1e-9 >= c->next_sync) {
@@ -1207,6 +1276,7 @@ static void start_up(sim_t *s, double now) {
                 r->phase_end_s += m->weights_s;
             } else {
                 r->state = R_SERVE;
+                r->ready_s = now;
             }
         }
     }
@@ -1281,6 +1351,8 @@ static int wait_results(sim_t *s, double end, sim_result_t *out) {
     out->eval_errors = s->eval_errors;
     out->preemptions = s->preemptions;
     out->completed = s->completed;
+    out->cancelled_starts = s->cancelled_starts;
+    out->stability = s->stab;
     latency_results(s, end, waits, out);
     free(waits);
     free(warm);

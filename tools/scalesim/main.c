@@ -9,6 +9,8 @@
  *            [--json PATH|-] [--sweep PATH] [--only LETTERS] [model flags]
  *   scalesim recommend (--trace FILE | --synthetic KIND) --cold-start S
  *            [--json PATH|-] [trace, model and run flags]
+ *   scalesim matrix [--traces LIST] [--speeds LIST] [--cold LIST] [--kv LIST]
+ *            [--policies LETTERS] [--json PATH|-] [--markdown PATH|-] (matrix_cli.c)
  *
  * recommend (recommend.h): the queueing model's ScaledObject settings for
  * that trace and cold start, chosen by simulation.
@@ -23,6 +25,7 @@
 
 #include "core/err.h"
 #include "core/forecast.h"
+#include "matrix_cli.h"
 #include "policies.h"
 #include "recommend.h"
 #include "report.h"
@@ -36,6 +39,7 @@ static void usage(FILE *f) {
         "       scalesim recommend (--trace FILE | --synthetic KIND) --cold-start S [--json "
         "PATH|-]\n"
         "                [trace, model and run options]\n"
+        "       scalesim matrix [options]: the operating-point matrix (scalesim matrix --help)\n"
         "recommend: the queueing demand model's ScaledObject settings for this trace: cold\n"
         "         start S s (%d..%d: node, image and weights scaled to sum to S); simulates\n"
         "         util 0.6/0.7/0.8 x drain 5/10/20 s x scale-down window 60/120/180/300 s and\n"
@@ -50,7 +54,7 @@ static void usage(FILE *f) {
         "         --limit S (first S s of the file only)  --ramp S (ramp each repetition up and\n"
         "         down over S s, deterministic thinning)\n"
         "model:   --prefill TOK/S (10000)  --decode TOK/S (2500)  --seq-decode TOK/S (100)\n"
-        "         --batch N (64)  --kv TOKENS (100000)  --kv-block N (16)  --node-s S (60)\n"
+        "         --batch N (64)  --kv TOKENS (400000)  --kv-block N (16)  --node-s S (60)\n"
         "         --image-s S (45)\n"
         "         --weights-s S (30)  --warm-pool N (0)\n"
         "run:     --max-replicas N (32)  --slo S (2)  --dt S (0.1)  --tail S (900)\n"
@@ -108,6 +112,8 @@ static int recommend_cli(const trace_t *t, sim_model_t *m, const sim_options_t *
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "matrix"))
+        return matrix_cli(argc - 2, argv + 2);
     trace_options_t to;
     trace_options_default(&to);
     sim_model_t m;

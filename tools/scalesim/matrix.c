@@ -19,9 +19,10 @@
  *
  * Why the ramps shrink on fast replays: a 300 s ramp at each end of a pass
  * that lasts 255 s (Mooncake at x4) would keep under half of its requests,
- * and "x4" would carry less load than x2. Ramps of a third of a pass keep
- * the same requests at every speed where the pass is shorter than 900 s;
- * the bench's own replays (conv x4, Mooncake x1) keep their 300 s ramps.
+ * and "x4" would carry less load than x2. Ramps of 40 % of a pass where
+ * that is shorter than 300 s (a pass under 750 s) keep the same requests at
+ * every such speed and leave the middle fifth of a pass at full rate; the
+ * bench's own replays (conv x4, Mooncake x1) keep their 300 s ramps.
  */
 #include "matrix.h"
 
@@ -88,13 +89,15 @@ static void synth_of(const matrix_config_t *c, matrix_trace_t t, double speed, t
 
 /* The ramp of a pass that lasts pass_s (after the speed). */
 static double ramp_of(double pass_s) {
-    return pass_s < 3 * MATRIX_RAMP_S ? pass_s / 3 : MATRIX_RAMP_S;
+    double r = MATRIX_RAMP_SHARE * pass_s;
+    return r < MATRIX_RAMP_S ? r : MATRIX_RAMP_S;
 }
 
 /* Trace t of the matrix at speed into *out. */
 static int load_trace(const matrix_config_t *c, matrix_trace_t t, double speed, trace_t *out,
-                      char *err, size_t errlen) {
+                      double *ramp_s, char *err, size_t errlen) {
     char e[512];
+    *ramp_s = 0;
     if (t == MATRIX_CONV || t == MATRIX_MOONCAKE) {
         const char *path = t == MATRIX_CONV ? c->conv_path : c->mooncake_path;
         const char *flag = t == MATRIX_CONV ? "--conv" : "--mooncake";
@@ -111,7 +114,7 @@ static int load_trace(const matrix_config_t *c, matrix_trace_t t, double speed, 
         o.time_scale = speed;
         o.repetitions = MATRIX_REPS;
         o.gap_s = MATRIX_GAP_S;
-        o.ramp_s = ramp_of(span / speed);
+        o.ramp_s = *ramp_s = ramp_of(span / speed);
         if (trace_load(path, TRACE_AUTO, &o, out, e, sizeof e))
             return kgs_seterr(err, errlen, KGS_EINVAL, "matrix: the %s trace at x%g: %s",
                               matrix_trace_name(t), speed, e);
@@ -381,7 +384,8 @@ int matrix_run(const matrix_config_t *c, matrix_case_cb cb, void *ud, matrix_cas
             continue;
         for (size_t si = 0; si < c->nspeeds; si++) {
             trace_t t;
-            rc = load_trace(c, (matrix_trace_t)tr, c->speeds[si], &t, err, errlen);
+            double ramp_s;
+            rc = load_trace(c, (matrix_trace_t)tr, c->speeds[si], &t, &ramp_s, err, errlen);
             if (rc)
                 goto fail;
             for (size_t ci = 0; ci < c->ncold && !rc; ci++)
@@ -391,6 +395,7 @@ int matrix_run(const matrix_config_t *c, matrix_case_cb cb, void *ud, matrix_cas
                     mc->speed = c->speeds[si];
                     mc->cold_s = c->cold_s[ci];
                     mc->kv_tokens = c->kv_tokens[ki];
+                    mc->ramp_s = ramp_s;
                     rc = run_case(c, &t, mc, sims, err, errlen);
                     if (!rc && cb)
                         cb(mc, k, total, ud);
@@ -565,17 +570,22 @@ static void json_config(FILE *f, const matrix_config_t *c) {
     fprintf(f,
             ",\n  \"ideal_sweep\": {\"util\": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], \"hold_s\": "
             "[%d, %d], \"drain_s\": %d}, \"overloaded_over_slo\": %g, \"floor_idle_s\": %d,\n  "
-            "\"replay\": {\"reps\": %d, \"gap_s\": %d, \"ramp_s\": %d}, \"synthetic\": {",
+            "\"replay\": {\"reps\": %d, \"gap_s\": %d, \"ramp_s\": %d, \"ramp_max_share\": %g}, "
+            "\"synthetic\": {",
             MATRIX_IDEAL_HOLD_SHORT_S, MATRIX_IDEAL_HOLD_LONG_S, MATRIX_IDEAL_DRAIN_S,
-            MATRIX_OVERLOAD_SHARE, MATRIX_FLOOR_IDLE_S, MATRIX_REPS, MATRIX_GAP_S, MATRIX_RAMP_S);
+            MATRIX_OVERLOAD_SHARE, MATRIX_FLOOR_IDLE_S, MATRIX_REPS, MATRIX_GAP_S, MATRIX_RAMP_S,
+            MATRIX_RAMP_SHARE);
     for (int t = MATRIX_POISSON; t < MATRIX_TRACES; t++) {
         trace_synth_t g;
         synth_of(c, (matrix_trace_t)t, 1, &g);
-        fprintf(f,
-                "%s\"%s\": {\"rate\": %g, \"peak_rate\": %g, \"on_s\": %g, \"off_s\": %g, "
-                "\"period_s\": %g, \"duration_s\": %g, \"ctx_tokens\": %u, \"gen_tokens\": %u}",
-                t == MATRIX_POISSON ? "" : ", ", trace_names[t], g.rate, g.peak_rate, g.on_s,
-                g.off_s, g.period_s, g.duration_s, g.ctx_tokens, g.gen_tokens);
+        fprintf(f, "%s\"%s\": {\"rate\": %g, ", t == MATRIX_POISSON ? "" : ", ", trace_names[t],
+                g.rate);
+        if (t == MATRIX_ONOFF)
+            fprintf(f, "\"on_s\": %g, \"off_s\": %g, ", g.on_s, g.off_s);
+        if (t == MATRIX_DIURNAL)
+            fprintf(f, "\"peak_rate\": %g, \"period_s\": %g, ", g.peak_rate, g.period_s);
+        fprintf(f, "\"duration_s\": %g, \"ctx_tokens\": %u, \"gen_tokens\": %u, \"seed\": %llu}",
+                g.duration_s, g.ctx_tokens, g.gen_tokens, g.seed);
     }
     fprintf(f, "}}");
 }
@@ -608,9 +618,9 @@ static void json_case(FILE *f, const matrix_case_t *mc) {
     json_str(f, label);
     fprintf(f,
             ", \"trace\": \"%s\", \"speed\": %g, \"cold_start_s\": %g, \"kv_tokens\": %g, "
-            "\"requests\": %zu, \"floor_over_slo\": %.6f, \"overloaded\": %s, "
+            "\"ramp_s\": %g, \"requests\": %zu, \"floor_over_slo\": %.6f, \"overloaded\": %s, "
             "\"ideal_best_over_slo\": %.6f,\n   \"ideal\": [",
-            trace_names[mc->trace], mc->speed, mc->cold_s, mc->kv_tokens, mc->requests,
+            trace_names[mc->trace], mc->speed, mc->cold_s, mc->kv_tokens, mc->ramp_s, mc->requests,
             mc->floor_over_slo, mc->overloaded ? "true" : "false", mc->best_over_slo);
     const report_frontier_t *fr = &mc->ideal;
     for (size_t k = 0; k < fr->count; k++) {

@@ -60,11 +60,12 @@ int matrix_trace_parse(const char *name);
 #define MATRIX_IDEAL_HOLD_LONG_S 300
 #define MATRIX_FLOOR_IDLE_S 300 /* a wake for the floor: an arrival after 300 s idle */
 /* The real traces' replay (bench/scalesim-run): 3 passes 1200 s apart, each
- * ramped up and down over 300 s, or over a third of a pass when a pass is
- * shorter than 900 s (so the ramps never thin away most of a fast replay). */
+ * ramped up and down over 300 s, or over 40 % of a pass when that is shorter
+ * (a pass under 750 s), so the ramps never thin away most of a fast replay. */
 #define MATRIX_REPS 3
 #define MATRIX_GAP_S 1200
 #define MATRIX_RAMP_S 300
+#define MATRIX_RAMP_SHARE 0.4
 
 typedef struct {
     bool traces[MATRIX_TRACES]; /* which traces run */
@@ -102,6 +103,7 @@ typedef struct {
 typedef struct {
     matrix_trace_t trace;
     double speed, cold_s, kv_tokens;
+    double ramp_s; /* the real traces' ramps at this speed; 0 for the generators */
     size_t requests;
     report_frontier_t ideal; /* the sweep's points and Pareto frontier (ideal.policy NULL) */
     double best_over_slo;    /* the lowest share over the SLO of the ideal's points */

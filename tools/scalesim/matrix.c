@@ -729,7 +729,8 @@ int matrix_markdown(const char *path, const matrix_case_t *cases, size_t n,
     if (!f)
         return KGS_EIO;
     md_summary(f, cases, s);
-    fprintf(f, "\n| case | policy | GPU-h | > SLO | ideal GPU-h at its share | ratio | cold starts "
+    fprintf(f, "\n<details><summary>Every case</summary>\n\n| case | policy | GPU-h | > SLO | "
+               "ideal GPU-h at its share | ratio | cold starts "
                "| cancelled | reversals | max step | note |\n"
                "|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < n; i++) {
@@ -751,5 +752,6 @@ int matrix_markdown(const char *path, const matrix_case_t *cases, size_t n,
                     r->cancelled_starts, c.rev, c.step, note);
         }
     }
+    fprintf(f, "\n</details>\n");
     return report_json_close(f, path, err, errlen);
 }

@@ -186,7 +186,8 @@ void matrix_print_case(FILE *f, const matrix_case_t *c);
 void matrix_print_summary(FILE *f, const matrix_case_t *cases, const matrix_summary_t *s);
 
 /* The configuration, every case and the summary as JSON, or as Markdown
- * (the README's tables), to path ("-": stdout). 0 or KGS_EIO naming it. */
+ * (bench/README.md's block: the summary, then every case in a <details>
+ * element), to path ("-": stdout). 0 or KGS_EIO naming it. */
 int matrix_json(const char *path, const matrix_config_t *c, const matrix_case_t *cases, size_t n,
                 const matrix_summary_t *s, char *err, size_t errlen);
 int matrix_markdown(const char *path, const matrix_case_t *cases, size_t n,

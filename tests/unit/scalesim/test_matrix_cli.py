@@ -73,6 +73,9 @@ class Matrix(unittest.TestCase):
         self.assertIn("| case | policy | GPU-h | > SLO |", md.stdout)
         self.assertIn("| poisson x2 cold 60s kv 400k | ideal |", md.stdout)
         self.assertIn("| | `ours` |", md.stdout)
+        # bench/README.md's block: the summary, then every case folded
+        self.assertLess(md.stdout.index("| `ours` | 1 |"), md.stdout.index("<details>"))
+        self.assertTrue(md.stdout.rstrip().endswith("</details>"))
         self.assertNotIn("`composite`", md.stdout)
 
     def test_usage_errors_name_the_value_and_what_is_valid(self):

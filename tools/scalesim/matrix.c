@@ -484,6 +484,28 @@ void matrix_print_case(FILE *f, const matrix_case_t *mc) {
     }
 }
 
+/* A policy summary's cells: the median and worst ratio, the worst case, the
+ * largest step ("-" where nothing was judged or defined). */
+typedef struct {
+    char median[16], worst_ratio[16], worst[64], step[16];
+} summary_cells_t;
+
+static void summary_cells(const matrix_case_t *cases, const matrix_summary_t *s,
+                          const matrix_policy_summary_t *ps, summary_cells_t *c) {
+    snprintf(c->median, sizeof c->median, "-");
+    snprintf(c->worst_ratio, sizeof c->worst_ratio, "-");
+    snprintf(c->worst, sizeof c->worst, "-");
+    snprintf(c->step, sizeof c->step, "-");
+    if (ps->judged) {
+        snprintf(c->median, sizeof c->median, "%.2f", ps->ratio_median);
+        snprintf(c->worst_ratio, sizeof c->worst_ratio, "%.2f", ps->ratio_worst);
+    }
+    if (ps->worst < s->cases)
+        matrix_case_label(&cases[ps->worst], c->worst, sizeof c->worst);
+    if (ps->max_step > 0)
+        snprintf(c->step, sizeof c->step, "%.1f", ps->max_step);
+}
+
 static void loss_list(FILE *f, const matrix_case_t *cases, size_t n, const char *sep) {
     char label[64];
     bool first = true;
@@ -520,14 +542,11 @@ void matrix_print_summary(FILE *f, const matrix_case_t *cases, const matrix_summ
             "worst", "worst case", "below", "cancelled", "reversals", "max step", "cold");
     for (size_t p = 0; p < s->npol; p++) {
         const matrix_policy_summary_t *ps = &s->pol[p];
-        char worst[64] = "-", step[16] = "-";
-        if (ps->worst < s->cases)
-            matrix_case_label(&cases[ps->worst], worst, sizeof worst);
-        if (ps->max_step > 0)
-            snprintf(step, sizeof step, "%.1f", ps->max_step);
-        fprintf(f, "%-10s %6zu %7.2f %7.2f %-28s %5zu %9u %9u %8s %6u\n", ps->key, ps->judged,
-                ps->ratio_median, ps->ratio_worst, worst, ps->below, ps->cancelled, ps->reversals,
-                step, ps->cold_starts);
+        summary_cells_t c;
+        summary_cells(cases, s, ps, &c);
+        fprintf(f, "%-10s %6zu %7s %7s %-28s %5zu %9u %9u %8s %6u\n", ps->key, ps->judged, c.median,
+                c.worst_ratio, c.worst, ps->below, ps->cancelled, ps->reversals, c.step,
+                ps->cold_starts);
     }
     fprintf(f, "(judged: cases not overloaded; median, worst: of the ratio over them; below: of "
                "them below the frontier; cancelled starts, reversals and cold starts: sums over "
@@ -712,14 +731,11 @@ static void md_summary(FILE *f, const matrix_case_t *cases, const matrix_summary
                "|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t p = 0; p < s->npol; p++) {
         const matrix_policy_summary_t *ps = &s->pol[p];
-        char worst[64] = "-", step[16] = "-";
-        if (ps->worst < s->cases)
-            matrix_case_label(&cases[ps->worst], worst, sizeof worst);
-        if (ps->max_step > 0)
-            snprintf(step, sizeof step, "%.1f", ps->max_step);
-        fprintf(f, "| `%s` | %zu | %.2f | %.2f | %s | %zu | %u | %u | %s | %u |\n", ps->key,
-                ps->judged, ps->ratio_median, ps->ratio_worst, worst, ps->below, ps->cancelled,
-                ps->reversals, step, ps->cold_starts);
+        summary_cells_t c;
+        summary_cells(cases, s, ps, &c);
+        fprintf(f, "| `%s` | %zu | %s | %s | %s | %zu | %u | %u | %s | %u |\n", ps->key, ps->judged,
+                c.median, c.worst_ratio, c.worst, ps->below, ps->cancelled, ps->reversals, c.step,
+                ps->cold_starts);
     }
 }
 

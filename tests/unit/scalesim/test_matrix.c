@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -77,9 +79,9 @@ static void test_matrix_median_of_odd_even_and_none(void **state) {
 
 /* A case with ours (GPU-h, share, ratio, cancelled, reversals) and
  * composite. */
-static void make_case(matrix_case_t *c, double speed, bool overloaded, double ours_g,
-                      double ours_s, double ratio, unsigned cancelled, unsigned reversals,
-                      double comp_g, double comp_s) {
+static void make_case(matrix_case_t *c, double speed, bool overloaded, double ours_g, double ours_s,
+                      double ratio, unsigned cancelled, unsigned reversals, double comp_g,
+                      double comp_s) {
     memset(c, 0, sizeof *c);
     c->trace = MATRIX_CONV;
     c->speed = speed;
@@ -150,6 +152,33 @@ static void test_matrix_summary_of_nothing_is_empty(void **state) {
     assert_int_equal(s.npol, 0);
 }
 
+static void test_matrix_writes_no_ratio_when_nothing_was_judged(void **state) {
+    (void)state;
+    /* one overloaded case: no median, no worst, no worst case (never 0) */
+    matrix_case_t c;
+    make_case(&c, 4, true, 20, 0.40, 5.0, 7, 9, 18, 0.30);
+    matrix_summary_t s;
+    assert_int_equal(matrix_summarise(&c, 1, &s), 0);
+    assert_int_equal(s.pol[0].judged, 0);
+    char path[] = "/tmp/scalesim-matrix-md-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[256];
+    assert_int_equal(matrix_markdown(path, &c, 1, &s, err, sizeof err), 0);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char buf[1 << 14];
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    unlink(path);
+    buf[got] = '\0';
+    if (!strstr(buf, "| `ours` | 0 | - | - | - | 0 | 7 | 9 | 6.0 | 0 |"))
+        fail_msg("no dashes for the unjudged ratios:\n%s", buf);
+    assert_non_null(strstr(buf, "1 cases, 1 overloaded"));
+    assert_non_null(strstr(buf, "conv x4 cold 135s kv 400k (overloaded)"));
+}
+
 static void test_matrix_config_check_names_the_bad_value(void **state) {
     (void)state;
     matrix_config_t c;
@@ -191,6 +220,7 @@ int main(void) {
         cmocka_unit_test(test_matrix_median_of_odd_even_and_none),
         cmocka_unit_test(test_matrix_summary_judges_only_cases_not_overloaded),
         cmocka_unit_test(test_matrix_summary_of_nothing_is_empty),
+        cmocka_unit_test(test_matrix_writes_no_ratio_when_nothing_was_judged),
         cmocka_unit_test(test_matrix_config_check_names_the_bad_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

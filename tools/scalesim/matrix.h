@@ -4,9 +4,10 @@
  * trace and the Mooncake trace from files, the poisson, onoff and diurnal
  * generators) x replay speed x cold start x KV cache is a case; per case the
  * chosen KEDA policies (default: (o) ours and (d) composite) and the online
- * ideal swept over its target utilisation. A policy's GPU-hours are compared
- * with the ideal's Pareto frontier at the policy's own share of requests over
- * the SLO. Deterministic: the same configuration gives the same figures.
+ * ideal swept over its target utilisation and hold. A policy's GPU-hours are
+ * compared with the ideal's Pareto frontier at the policy's own share of
+ * requests over the SLO. Deterministic: the same configuration gives the same
+ * figures.
  *
  * The pure parts (the frontier comparison, the summary) take numbers and
  * return numbers; matrix_run does the simulations; the writers print.

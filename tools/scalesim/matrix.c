@@ -457,11 +457,11 @@ static void ideal_note(const matrix_case_t *mc, char *buf, size_t len) {
 }
 
 void matrix_print_header(FILE *f) {
-    fprintf(f, "%-28s %-10s %7s %8s %9s %6s %6s %6s %4s %5s  %s\n", "case", "policy", "GPU-h",
+    fprintf(f, "%-30s %-10s %7s %8s %9s %6s %6s %6s %4s %5s  %s\n", "case", "policy", "GPU-h",
             "> SLO", "ideal", "ratio", "cold", "cancel", "rev", "max", "note");
-    fprintf(f, "%-28s %-10s %7s %8s %9s %6s %6s %6s %4s %5s\n", "", "", "", "", "GPU-h at", "",
+    fprintf(f, "%-30s %-10s %7s %8s %9s %6s %6s %6s %4s %5s\n", "", "", "", "", "GPU-h at", "",
             "starts", "starts", "", "step");
-    fprintf(f, "%-28s %-10s %7s %8s %9s\n", "", "", "", "", "its share");
+    fprintf(f, "%-30s %-10s %7s %8s %9s\n", "", "", "", "", "its share");
 }
 
 void matrix_print_case(FILE *f, const matrix_case_t *mc) {
@@ -470,7 +470,7 @@ void matrix_print_case(FILE *f, const matrix_case_t *mc) {
     ideal_note(mc, note, sizeof note);
     const report_frontier_t *fr = &mc->ideal;
     if (fr->pareto_count)
-        fprintf(f, "%-28s %-10s %7.2f %7.2f%% %9s %6s %6s %6s %4s %5s  %s\n", label, "ideal",
+        fprintf(f, "%-30s %-10s %7.2f %7.2f%% %9s %6s %6s %6s %4s %5s  %s\n", label, "ideal",
                 fr->pareto[0].gpu_hours, 100 * fr->pareto[0].over_slo, "-", "-", "-", "-", "-", "-",
                 note);
     for (size_t p = 0; p < mc->npol; p++) {
@@ -478,7 +478,7 @@ void matrix_print_case(FILE *f, const matrix_case_t *mc) {
         cells_t c;
         cells_of(r, &c);
         note_of(mc, r, note, sizeof note);
-        fprintf(f, "%-28s %-10s %7.2f %7.2f%% %9s %6s %6u %6u %4s %5s  %s\n", "", r->key,
+        fprintf(f, "%-30s %-10s %7.2f %7.2f%% %9s %6s %6u %6u %4s %5s  %s\n", "", r->key,
                 r->gpu_hours, 100 * r->over_slo, c.frontier, c.ratio, r->cold_starts,
                 r->cancelled_starts, c.rev, c.step, note);
     }
@@ -538,13 +538,13 @@ void matrix_print_summary(FILE *f, const matrix_case_t *cases, const matrix_summ
         }
         fprintf(f, "\n");
     }
-    fprintf(f, "%-10s %6s %7s %7s %-28s %5s %9s %9s %8s %6s\n", "policy", "judged", "median",
+    fprintf(f, "%-10s %6s %7s %7s %-30s %5s %9s %9s %8s %6s\n", "policy", "judged", "median",
             "worst", "worst case", "below", "cancelled", "reversals", "max step", "cold");
     for (size_t p = 0; p < s->npol; p++) {
         const matrix_policy_summary_t *ps = &s->pol[p];
         summary_cells_t c;
         summary_cells(cases, s, ps, &c);
-        fprintf(f, "%-10s %6zu %7s %7s %-28s %5zu %9u %9u %8s %6u\n", ps->key, ps->judged, c.median,
+        fprintf(f, "%-10s %6zu %7s %7s %-30s %5zu %9u %9u %8s %6u\n", ps->key, ps->judged, c.median,
                 c.worst_ratio, c.worst, ps->below, ps->cancelled, ps->reversals, c.step,
                 ps->cold_starts);
     }

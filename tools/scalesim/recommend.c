@@ -122,6 +122,8 @@ static void point_fill(recommend_point_t *x, const sim_result_t *r) {
     x->wait_p99_s = r->wait_p99_s;
     x->cold_starts = r->cold_starts;
     x->peak_replicas = r->peak_replicas;
+    x->cancelled_starts = r->cancelled_starts;
+    x->stability = r->stability;
 }
 
 static bool setting_equal(const recommend_setting_t *a, const recommend_setting_t *b) {
@@ -236,9 +238,14 @@ void recommend_snippet(FILE *f, const recommend_t *r) {
 }
 
 static void print_row(FILE *f, const char *what, const recommend_point_t *x, const char *knobs) {
-    fprintf(f, "%-13s %-34s %7.2f %7.2f%% %7.2f%% %8.1f %6u %5u\n", what, knobs, x->gpu_hours,
-            100 * x->over_slo, 100 * x->warm_over_slo, x->wait_p99_s, x->cold_starts,
-            x->peak_replicas);
+    char rev[16] = "-", step[16] = "-";
+    if (x->stability.syncs)
+        snprintf(rev, sizeof rev, "%u", x->stability.reversals);
+    if (x->stability.steps)
+        snprintf(step, sizeof step, "%.1f", x->stability.max_step);
+    fprintf(f, "%-13s %-34s %7.2f %7.2f%% %7.2f%% %8.1f %6u %5u %6u %4s %5s\n", what, knobs,
+            x->gpu_hours, 100 * x->over_slo, 100 * x->warm_over_slo, x->wait_p99_s, x->cold_starts,
+            x->peak_replicas, x->cancelled_starts, rev, step);
 }
 
 static void knobs_text(char *buf, size_t len, const recommend_setting_t *s) {
@@ -260,8 +267,8 @@ void recommend_print(FILE *f, const recommend_t *r) {
             "max(%.1f points, %.0f%% of the best) of the best (%.2f%%): <= %.2f%%\n",
             100 * RECOMMEND_TOL_ABS, 100 * RECOMMEND_TOL_REL, 100 * r->best_over_slo,
             100 * r->limit_over_slo);
-    fprintf(f, "%-13s %-34s %7s %8s %8s %8s %6s %5s\n", "", "setting", "GPU-h", "> SLO", "warm>SLO",
-            "p99 (s)", "cold", "peak");
+    fprintf(f, "%-13s %-34s %7s %8s %8s %8s %6s %5s %6s %4s %5s\n", "", "setting", "GPU-h", "> SLO",
+            "warm>SLO", "p99 (s)", "cold", "peak", "cancel", "rev", "step");
     knobs_text(kb, sizeof kb, &r->grid[r->chosen].s);
     print_row(f, "recommended", &r->grid[r->chosen], kb);
     knobs_text(kb, sizeof kb, &r->grid[r->defaults].s);
@@ -293,9 +300,18 @@ static void json_point(FILE *f, const recommend_point_t *x, bool ideal) {
             x->s.util, x->s.drain_s, x->s.down_window_s);
     fprintf(f,
             ", \"gpu_hours\": %.4f, \"over_slo\": %.6f, \"warm_over_slo\": %.6f, "
-            "\"wait_p99_s\": %.3f, \"cold_starts\": %u, \"peak_replicas\": %u}",
+            "\"wait_p99_s\": %.3f, \"cold_starts\": %u, \"peak_replicas\": %u, "
+            "\"cancelled_starts\": %u, \"reversals\": ",
             x->gpu_hours, x->over_slo, x->warm_over_slo, x->wait_p99_s, x->cold_starts,
-            x->peak_replicas);
+            x->peak_replicas, x->cancelled_starts);
+    if (x->stability.syncs)
+        fprintf(f, "%u", x->stability.reversals);
+    else
+        fprintf(f, "null");
+    if (x->stability.steps)
+        fprintf(f, ", \"max_step\": %.4f}", x->stability.max_step);
+    else
+        fprintf(f, ", \"max_step\": null}");
 }
 
 int recommend_json(const char *path, const recommend_t *r, char *err, size_t errlen) {

@@ -19,6 +19,7 @@
 
 #include "policies.h"
 #include "sim.h"
+#include "stability.h"
 #include "trace.h"
 
 #define RECOMMEND_TOL_ABS 0.005 /* 0.5 percentage points */
@@ -74,6 +75,8 @@ typedef struct {
     double warm_over_slo; /* the same, requests that arrived while a replica served */
     double wait_p99_s;
     unsigned cold_starts, peak_replicas;
+    unsigned cancelled_starts; /* pods deleted before they were Ready */
+    stability_t stability;     /* reversals and max step (stability.h); no syncs: the ideal */
 } recommend_point_t;
 
 /*

@@ -12,14 +12,29 @@
 
 #include "core/err.h"
 
+void report_stability(const sim_result_t *r, char *reversals, size_t rlen, char *max_step,
+                      size_t mlen) {
+    if (r->stability.syncs)
+        snprintf(reversals, rlen, "%u", r->stability.reversals);
+    else
+        snprintf(reversals, rlen, "-");
+    if (r->stability.steps)
+        snprintf(max_step, mlen, "%.1f", r->stability.max_step);
+    else
+        snprintf(max_step, mlen, "-");
+}
+
 void report_table(FILE *f, const sim_policy_t *p, const sim_result_t *r, size_t n,
                   double slo_wait_s) {
-    fprintf(f, "%-46s %7s %8s %7s %7s %8s %8s %8s %6s %5s %10s %8s %8s %7s %7s\n", "policy",
-            "GPU-h", "wait p50", "p95", "p99", "> SLO", "warm p99", "warm>SLO", "cold", "peak",
-            "wake mean", "TTFT p90", "TPOT p90", "TTFT", "TPOT");
-    fprintf(f, "%-46s %7s %8s %7s %7s %8s %8s %8s %6s %5s %10s %8s %8s %7s %7s\n", "", "", "(s)",
-            "(s)", "(s)", "", "(s)", "", "starts", "reps", "/max (s)", "(s)", "(ms)", "ok", "ok");
+    fprintf(f, "%-46s %7s %8s %7s %7s %8s %8s %8s %6s %5s %10s %8s %8s %7s %7s %6s %4s %5s\n",
+            "policy", "GPU-h", "wait p50", "p95", "p99", "> SLO", "warm p99", "warm>SLO", "cold",
+            "peak", "wake mean", "TTFT p90", "TPOT p90", "TTFT", "TPOT", "cancel", "rev", "max");
+    fprintf(f, "%-46s %7s %8s %7s %7s %8s %8s %8s %6s %5s %10s %8s %8s %7s %7s %6s %4s %5s\n", "",
+            "", "(s)", "(s)", "(s)", "", "(s)", "", "starts", "reps", "/max (s)", "(s)", "(ms)",
+            "ok", "ok", "starts", "", "step");
     for (size_t i = 0; i < n; i++) {
+        char rev[16], step[16];
+        report_stability(&r[i], rev, sizeof rev, step, sizeof step);
         char wake[32];
         if (r[i].wakes)
             snprintf(wake, sizeof wake, "%.0f/%.0f", r[i].wake_mean_s, r[i].wake_max_s);
@@ -29,16 +44,20 @@ void report_table(FILE *f, const sim_policy_t *p, const sim_result_t *r, size_t 
         snprintf(name, sizeof name, "(%c) %s", p[i].id, p[i].name);
         fprintf(f,
                 "%-46s %7.2f %8.2f %7.1f %7.1f %7.2f%% %8.1f %7.2f%% %6u %5u %10s %8.2f %8.1f "
-                "%6.2f%% %6.2f%%\n",
+                "%6.2f%% %6.2f%% %6u %4s %5s\n",
                 name, r[i].gpu_hours, r[i].wait_p50_s, r[i].wait_p95_s, r[i].wait_p99_s,
                 100 * r[i].slo_miss_share, r[i].warm_p99_s, 100 * r[i].warm_miss_share,
                 r[i].cold_starts, r[i].peak_replicas, wake, r[i].ttft_p90_s, 1000 * r[i].tpot_p90_s,
-                100 * r[i].ttft_ok_share, 100 * r[i].tpot_ok_share);
+                100 * r[i].ttft_ok_share, 100 * r[i].tpot_ok_share, r[i].cancelled_starts, rev,
+                step);
     }
     fprintf(f,
             "(> SLO: share of requests whose queue wait exceeded %.0f s; warm: only requests that "
             "arrived while a replica was serving, i.e. not waiting for a wake from zero)\n",
             slo_wait_s);
+    fprintf(f, "(cancel starts: pods deleted before they were Ready; rev: reversals and max "
+               "step: the largest ratio between consecutive desired counts, of the replicas the "
+               "trigger asked the HPA for at each sync; - : no HPA)\n");
     if (n)
         fprintf(f,
                 "(TTFT: arrival at the queue to the first token; TPOT: decode time per output "
@@ -237,6 +256,21 @@ int report_json_close(FILE *f, const char *path, char *err, size_t errlen) {
     return 0;
 }
 
+void report_json_stability(FILE *f, const sim_result_t *r) {
+    const stability_t *st = &r->stability;
+    fprintf(f, "\"cancelled_starts\": %u, \"hpa_syncs\": %u, \"reversals\": ", r->cancelled_starts,
+            st->syncs);
+    if (st->syncs)
+        fprintf(f, "%u", st->reversals);
+    else
+        fprintf(f, "null");
+    fprintf(f, ", \"max_step\": ");
+    if (st->steps)
+        fprintf(f, "%.4f", st->max_step);
+    else
+        fprintf(f, "null");
+}
+
 int report_json(const char *path, const sim_policy_t *p, const sim_result_t *r, size_t n,
                 size_t floor_requests, size_t requests, const report_frontier_t *fr, size_t nfr,
                 char *err, size_t errlen) {
@@ -256,12 +290,14 @@ int report_json(const char *path, const sim_policy_t *p, const sim_result_t *r, 
                 "\"wait_p99_s\": %.3f, \"cold_requests\": %zu, \"preemptions\": %u, "
                 "\"completed\": %zu, \"ttft_p50_s\": %.4f, \"ttft_p90_s\": %.4f, "
                 "\"ttft_p99_s\": %.4f, \"tpot_p50_s\": %.5f, \"tpot_p90_s\": %.5f, "
-                "\"tpot_p99_s\": %.5f, \"ttft_ok\": %.6f, \"tpot_ok\": %.6f, \"both_ok\": %.6f}",
+                "\"tpot_p99_s\": %.5f, \"ttft_ok\": %.6f, \"tpot_ok\": %.6f, \"both_ok\": %.6f, ",
                 r[i].gpu_hours, r[i].slo_miss_share, r[i].warm_miss_share, r[i].cold_starts,
                 r[i].peak_replicas, r[i].wait_p50_s, r[i].wait_p99_s, r[i].cold_requests,
                 r[i].preemptions, r[i].completed, r[i].ttft_p50_s, r[i].ttft_p90_s, r[i].ttft_p99_s,
                 r[i].tpot_p50_s, r[i].tpot_p90_s, r[i].tpot_p99_s, r[i].ttft_ok_share,
                 r[i].tpot_ok_share, r[i].both_ok_share);
+        report_json_stability(f, &r[i]);
+        fputc('}', f);
     }
     fprintf(f, "\n ],\n \"floor\": {\"requests\": %zu, \"over_slo\": %.6f}", floor_requests,
             requests ? (double)floor_requests / (double)requests : 0);

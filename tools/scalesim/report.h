@@ -9,6 +9,15 @@
 
 #include "sim.h"
 
+/* A result's reversals and max step as the table prints them ("-" where
+ * undefined: no HPA sync, no pair of counts both > 0). */
+void report_stability(const sim_result_t *r, char *reversals, size_t rlen, char *max_step,
+                      size_t mlen);
+
+/* Writes "cancelled_starts": N, "hpa_syncs": N, "reversals": N|null,
+ * "max_step": X|null (JSON members, no braces) to f. */
+void report_json_stability(FILE *f, const sim_result_t *r);
+
 /* Writes the table of results r[0..n) for policies p[0..n) to f. */
 void report_table(FILE *f, const sim_policy_t *p, const sim_result_t *r, size_t n,
                   double slo_wait_s);
@@ -30,7 +39,8 @@ int report_csv(const char *path, const sim_policy_t *p, const sim_result_t *r, s
 /*
  * Writes {"policies": [{"key", "label", "gpu_hours", "over_slo",
  * "warm_over_slo", "cold_starts", "peak_replicas", "wait_p50_s",
- * "wait_p99_s"}], "floor": {...}, "frontiers": [...]} to path ("-":
+ * "wait_p99_s", ..., "cancelled_starts", "hpa_syncs", "reversals",
+ * "max_step"}], "floor": {...}, "frontiers": [...]} to path ("-":
  * stdout); shares are fractions in [0, 1]. frontiers may be NULL (no
  * sweep). Returns 0 or KGS_EIO.
  */

@@ -40,9 +40,11 @@
  * A new replica passes provisioning (skipped on a warm pool node), image
  * pull and weight load, then serves. It is billed from the end of
  * provisioning (a pool node from the start) until it terminates. Removing
- * replicas removes starting ones first (the ReplicaSet's order: not ready
- * before ready), then the serving ones with the fewest requests, which
- * drain (no new requests from the gateway) and terminate when empty.
+ * replicas deletes the pods the ReplicaSet controller ranks first
+ * (sim_victim_before: pods waiting for a node, then pulling, then loading,
+ * newest first; then the Ready ones Ready for the least time); a starting
+ * pod deleted is a cancelled start, a serving one drains (no new requests
+ * from the gateway) and terminates when empty.
  *
  * KEDA policies: KEDA's scale loop every pollingInterval (IsActive: 0 <-> 1
  * and cooldown), external-push (a `true` at every signal refresh while
@@ -210,7 +212,8 @@ typedef struct {
     rstate_t state;
     double phase_end_s; /* when the current start-up phase ends */
     double created_s;
-    uint64_t uid; /* metadata.uid: one per pod ever created */
+    double ready_s; /* when it turned Ready (R_SERVE and R_DRAIN) */
+    uint64_t uid;   /* metadata.uid: one per pod ever created */
     unsigned running;
     unsigned *run; /* request indices, scheduling order (the newest last) */
     unsigned nwait;
@@ -251,7 +254,8 @@ typedef struct {
     forecast_t fc;
     demand_model_state_t dm; /* demandModel: queueing, as the hub keeps it per subscription */
     double gpu_s;
-    unsigned cold_starts, eval_errors, preemptions;
+    unsigned cold_starts, eval_errors, preemptions, cancelled_starts;
+    stability_t stab; /* the desired count at each HPA sync */
     uint64_t next_uid;
     size_t completed;
     bool waking;
@@ -333,6 +337,7 @@ static void replica_create_ready(sim_t *s, double now) {
     for (unsigned i = 0; i < MAX_REPLICAS; i++)
         if (s->rep[i].state == R_PROVISION || s->rep[i].state == R_LOAD) {
             s->rep[i].state = R_SERVE;
+            s->rep[i].ready_s = now;
             break;
         }
     s->cold_starts--; /* not a cold start: it was there before */
@@ -345,8 +350,59 @@ static void replica_release(sim_t *s, replica_t *r) {
         s->pool_free++; /* the node goes back to the pool */
 }
 
-/* Brings the live count to desired: creates, or removes starting replicas
- * newest first, then drains serving ones with the fewest requests. */
+/* splitmix64: stands in for the order of Kubernetes' random uid strings. */
+static uint64_t uid_order(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* controller_utils.go logarithmicRankDiff: int64(math.Log2(nanoseconds
+ * since t)), -1 for none. */
+static long log_rank(double now_s, double t_s) {
+    double ns = (now_s - t_s) * 1e9;
+    return ns >= 1 ? (long)floor(log2(ns)) : -1;
+}
+
+/* Rules 6 and 8 of ActivePodsWithRanks.Less on two different times. */
+static bool newer_first(double ta, double tb, const sim_victim_t *a, const sim_victim_t *b,
+                        double now_s) {
+    long d = log_rank(now_s, ta) - log_rank(now_s, tb);
+    if (d == 0)
+        return uid_order(a->uid) < uid_order(b->uid);
+    return d < 0;
+}
+
+bool sim_victim_before(const sim_victim_t *a, const sim_victim_t *b, double now_s) {
+    if (a->scheduled != b->scheduled) /* 1. unassigned < assigned */
+        return !a->scheduled;
+    if (a->running != b->running) /* 2. Pending < Unknown < Running */
+        return !a->running;
+    if (a->ready != b->ready) /* 3. not Ready < Ready */
+        return !a->ready;
+    /* 4. pod-deletion-cost: none set; 5. co-located pods: one per node */
+    if (a->ready && a->ready_s != b->ready_s) /* 6. Ready for less time first */
+        return newer_first(a->ready_s, b->ready_s, a, b, now_s);
+    /* 7. container restarts: none */
+    if (a->created_s != b->created_s) /* 8. newer first */
+        return newer_first(a->created_s, b->created_s, a, b, now_s);
+    return false;
+}
+
+static sim_victim_t victim_of(const replica_t *r) {
+    return (sim_victim_t){.scheduled = r->state >= R_PULL,
+                          .running = r->state >= R_LOAD,
+                          .ready = r->state == R_SERVE,
+                          .created_s = r->created_s,
+                          .ready_s = r->ready_s,
+                          .uid = r->uid};
+}
+
+/* Brings the live count to desired: creates, or deletes the pods the
+ * ReplicaSet controller ranks first (sim_victim_before). A pod deleted
+ * before it was Ready is a cancelled start; a Ready one drains (no new
+ * requests; it ends when its engine is empty). */
 static void reconcile(sim_t *s, int desired, double now) {
     int live = (int)count_state(s, is_live);
     while (live < desired && live < MAX_REPLICAS) {
@@ -355,23 +411,24 @@ static void reconcile(sim_t *s, int desired, double now) {
     }
     while (live > desired) {
         int pick = -1;
+        sim_victim_t pv = {0};
         for (unsigned i = 0; i < MAX_REPLICAS; i++) {
-            replica_t *r = &s->rep[i];
-            if (r->state >= R_PROVISION && r->state <= R_LOAD &&
-                (pick < 0 || r->created_s >= s->rep[pick].created_s))
+            if (!is_live(s->rep[i].state))
+                continue;
+            sim_victim_t v = victim_of(&s->rep[i]);
+            if (pick < 0 || sim_victim_before(&v, &pv, now)) {
                 pick = (int)i;
+                pv = v;
+            }
         }
-        if (pick >= 0) {
-            replica_release(s, &s->rep[pick]);
+        if (pick < 0)
+            break;
+        replica_t *r = &s->rep[pick];
+        if (r->state == R_SERVE) {
+            r->state = R_DRAIN;
         } else {
-            for (unsigned i = 0; i < MAX_REPLICAS; i++)
-                if (s->rep[i].state == R_SERVE &&
-                    (pick < 0 || s->rep[i].running + s->rep[i].nwait <
-                                     s->rep[pick].running + s->rep[pick].nwait))
-                    pick = (int)i;
-            if (pick < 0)
-                break;
-            s->rep[pick].state = R_DRAIN;
+            s->cancelled_starts++;
+            replica_release(s, r);
         }
         live--;
     }
@@ -992,9 +1049,9 @@ static void latency_results(const sim_t *s, double end, double *scratch, sim_res
     out->both_ok_share = t->count ? (double)both_ok / (double)t->count : 0;
 }
 
-int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const sim_options_t *o,
-            sim_result_t *out, char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
+/* Checks the model, options and policy before a run. */
+static int check_run(const sim_model_t *m, const sim_policy_t *p, const sim_options_t *o, char *err,
+                     size_t errlen) {
     if (m->batch < 1 || m->batch > MAX_BATCH || !(m->prefill_tok_s > 0) || !(m->decode_tok_s > 0) ||
         !(m->decode_seq_tok_s > 0) || m->kv_block < 1 || !(m->kv_tokens >= m->kv_block) ||
         !(m->kv_tokens / m->kv_block < 1e9) || !(o->dt_s > 0) || p->max_replicas < 1 ||
@@ -1008,20 +1065,43 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
                           "(>= 1), hold %g s (0 .. 86400)",
                           p->id, p->ideal_util, p->ideal_drain_s, p->ideal_window_s,
                           p->ideal_hold_s);
-    int rc = KGS_ENOMEM;
+    return 0;
+}
+
+/* Frees what sim_alloc allocated (any of it NULL); s may be NULL. */
+static void sim_free(sim_t *s) {
+    if (!s)
+        return;
+    free(s->first_tok_s);
+    free(s->dec_start_s);
+    free(s->done_s);
+    free(s->lat);
+    snapshot_unref(s->snap);
+    free(s->ring);
+    free(s->gen_left);
+    free(s->cold);
+    free(s->prefilled);
+    free(s->blocks);
+    free(s->ideal_hist);
+    free(s->prefill_left);
+    free(s->admit_s);
+    free(s->run_store);
+    free(s);
+}
+
+/* The state of one run, allocated and initialised, and out's timeline
+ * arrays; NULL when out of memory (out's arrays are then released by the
+ * caller through sim_result_deinit). */
+static sim_t *sim_alloc(const trace_t *t, const sim_model_t *m, const sim_policy_t *p,
+                        const sim_options_t *o, double end, sim_result_t *out) {
     sim_t *s = calloc(1, sizeof *s);
     if (!s)
-        return KGS_ENOMEM;
+        return NULL;
     s->t = t;
     s->m = m;
     s->p = p;
     s->o = o;
     s->kv_blocks = (unsigned)(m->kv_tokens / m->kv_block);
-    int *sched = NULL;
-    size_t sched_len = 0;
-    double *waits = NULL, *warm = NULL;
-    double end = sim_end_s(t, o);
-    size_t steps = (size_t)ceil(end / o->dt_s);
     out->points = (size_t)(end / o->timeline_step_s) + 1;
     out->replicas = calloc(out->points, sizeof *out->replicas);
     out->serving = calloc(out->points, sizeof *out->serving);
@@ -1048,8 +1128,10 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     if (!out->replicas || !out->serving || !s->run_store || !s->admit_s || !s->prefill_left ||
         !s->gen_left || !s->cold || !s->prefilled || !s->blocks || !s->ring || !s->snap ||
         !s->first_tok_s || !s->dec_start_s || !s->done_s || !s->lat ||
-        (p->kind == SIM_POLICY_IDEAL && !s->ideal_hist))
-        goto fail;
+        (p->kind == SIM_POLICY_IDEAL && !s->ideal_hist)) {
+        sim_free(s);
+        return NULL;
+    }
     for (unsigned i = 0; i < MAX_REPLICAS; i++) {
         s->rep[i].run = s->run_store + (size_t)i * 2 * m->batch;
         s->rep[i].wait = s->rep[i].run + m->batch;
@@ -1069,174 +1151,169 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
         s->first_tok_s[i] = s->dec_start_s[i] = s->done_s[i] = -1;
     }
     sim_latency_init(s->lat);
+    stability_init(&s->stab);
     s->pool_free = m->warm_pool;
+    return s;
+}
 
+/* KEDA and the HPA of a KEDA policy's run, and when each acts next. */
+typedef struct {
     hpa_t hpa;
     hpa_keda_t keda;
+    double next_sample, next_poll, next_sync;
+} keda_ctl_t;
+
+static void keda_ctl_init(keda_ctl_t *c, const sim_policy_t *p) {
     if (p->hpa_behavior) {
-        hpa_init(&hpa, p->min_replicas, p->max_replicas);
-        hpa.up_pods = p->hpa_up_pods;
-        hpa.up_percent = p->hpa_up_percent;
-        hpa.up_period_s = p->hpa_up_period_s;
-        hpa.down_window_s = p->hpa_down_window_s;
+        hpa_init(&c->hpa, p->min_replicas, p->max_replicas);
+        c->hpa.up_pods = p->hpa_up_pods;
+        c->hpa.up_percent = p->hpa_up_percent;
+        c->hpa.up_period_s = p->hpa_up_period_s;
+        c->hpa.down_window_s = p->hpa_down_window_s;
     } else {
-        hpa_init_legacy(&hpa, p->min_replicas, p->max_replicas);
+        hpa_init_legacy(&c->hpa, p->min_replicas, p->max_replicas);
     }
-    hpa_keda_init(&keda, p->polling_s, p->cooldown_s, p->min_replicas, p->max_replicas);
-    if (p->kind == SIM_POLICY_KEDA) {
-        rc = parse_policy(s, err, errlen);
-        if (rc)
-            goto fail;
-        rc = KGS_ENOMEM;
-        hpa.type = p->metric_type;
-        demand_model_init(&s->dm);
-        if (s->cfg.demand.forecast_trend &&
-            forecast_init(&s->fc, p->forecast_alpha, p->forecast_beta)) {
-            rc = kgs_seterr(err, errlen, KGS_EINVAL, "policy %c: forecast weights", p->id);
-            goto fail;
-        }
-        for (int i = 0; i < p->min_replicas; i++)
-            replica_create_ready(s, 0);
-    } else if (p->kind == SIM_POLICY_ORACLE) {
-        /* no replica at t = 0: it starts from zero like every policy */
-        sched = oracle_schedule(s, end, &sched_len);
-        if (!sched)
-            goto fail;
+    hpa_keda_init(&c->keda, p->polling_s, p->cooldown_s, p->min_replicas, p->max_replicas);
+    c->next_sample = 0;
+    c->next_poll = 0;
+    c->next_sync = c->hpa.sync_s;
+}
+
+/* One HPA sync at now: the trigger's value on the sample KEDA sees, through
+ * the HPA. Returns the replicas to write (desired on entry: the current). */
+static int hpa_step(sim_t *s, keda_ctl_t *c, double now, int desired) {
+    const sim_signals_t *x = seen_sample(s, now);
+    if (!x || desired < 1) {
+        stability_break(&s->stab); /* the HPA is off at zero replicas */
+        return desired;
     }
+    eval_result_t ev;
+    evaluate(s, x, now, &ev);
+    if (ev.status != EVAL_OK) {
+        s->eval_errors++;
+        stability_break(&s->stab);
+        return desired;
+    }
+    double v = ev.value, target = s->cfg.target_value;
+    if (s->cfg.demand.forecast_trend)
+        v = forecast_ahead(&s->fc, now, (double)s->cfg.demand.cold_start_s, v);
+    int ready = (int)count_state(s, is_serving);
+    /* what the value KEDA hands the HPA asks for: the HPA's formula without
+     * its tolerance band, before stabilisation, limits and clamps */
+    stability_add(&s->stab, c->hpa.type == HPA_VALUE
+                                ? hpa_replicas_value(v, target, desired, ready, 0)
+                                : hpa_replicas_average_value(v, target, desired, 0));
+    return hpa_sync(&c->hpa, now, desired, ready, v, target);
+}
 
-    double next_sample = 0, next_poll = 0, next_sync = hpa.sync_s, next_ideal = 0;
-    size_t next_point = 0;
-    for (size_t step = 0; step <= steps; step++) {
-        double now = (double)step * o->dt_s;
-        /* arrivals */
-        while (s->next_arrival < t->count && t->reqs[s->next_arrival].arrival_s <= now) {
-            if (count_state(s, is_serving) == 0) {
-                s->cold[s->next_arrival] = 1;
-                if (!s->waking) {
-                    s->waking = true;
-                    s->wake_start_s = t->reqs[s->next_arrival].arrival_s;
-                }
-            }
-            s->win_work += sim_request_work(m, &t->reqs[s->next_arrival]);
-            s->next_arrival++;
-        }
-        /* start-up phases */
-        for (unsigned i = 0; i < MAX_REPLICAS; i++) {
-            replica_t *r = &s->rep[i];
-            while (r->state >= R_PROVISION && r->state <= R_LOAD && now >= r->phase_end_s) {
-                if (r->state == R_PROVISION) {
-                    r->state = R_PULL;
-                    r->phase_end_s += m->image_s;
-                } else if (r->state == R_PULL) {
-                    r->state = R_LOAD;
-                    r->phase_end_s += m->weights_s;
-                } else {
-                    r->state = R_SERVE;
-                }
-            }
-        }
-        if (s->waking && count_state(s, is_serving) > 0) {
-            double d = now - s->wake_start_s;
-            s->wakes++;
-            s->wake_sum_s += d;
-            if (d > s->wake_max_s)
-                s->wake_max_s = d;
-            s->waking = false;
-        }
-        dispatch(s, now);
-        for (unsigned i = 0; i < MAX_REPLICAS; i++) {
-            replica_t *r = &s->rep[i];
-            if (r->state == R_SERVE || r->state == R_DRAIN)
-                serve_step(s, r, now, o->dt_s);
-            /* a draining pod ends when its engine is empty: nothing running and
-             * nothing preempted waiting in its own queue */
-            if (r->state == R_DRAIN && r->running == 0 && r->nwait == 0)
-                replica_release(s, r);
-        }
-
-        int live = (int)count_state(s, is_live);
-        int desired = live;
-        if (p->kind == SIM_POLICY_ORACLE) {
-            /* the last step may lie past the last whole second of the grid */
-            size_t k = (size_t)now;
-            desired = sched[k < sched_len ? k : sched_len - 1];
-        } else if (p->kind == SIM_POLICY_IDEAL) {
-            if (now + 1e-9 >= next_ideal) {
-                next_ideal += 1;
-                desired = ideal_desired(s, now);
-            }
-        } else {
-            if (now + 1e-9 >= next_sample) {
-                take_sample(s, now);
-                next_sample += p->signal_period_s;
-                const sim_signals_t *x = seen_sample(s, now);
-                if (x && (p->push || s->cfg.demand.forecast_trend)) {
-                    eval_result_t ev;
-                    evaluate(s, x, now, &ev);
-                    if (ev.status == EVAL_OK && s->cfg.demand.forecast_trend)
-                        forecast_update(&s->fc, now, ev.value);
-                    if (ev.status == EVAL_OK && p->push && ev.active)
-                        desired = hpa_keda_poll(&keda, now, desired, true);
-                }
-            }
-            if (now + 1e-9 >= next_poll) {
-                next_poll += p->polling_s;
-                const sim_signals_t *x = seen_sample(s, now);
-                if (x) {
-                    eval_result_t ev;
-                    evaluate(s, x, now, &ev);
-                    if (ev.status == EVAL_OK)
-                        desired = hpa_keda_poll(&keda, now, desired, ev.active);
-                    else
-                        s->eval_errors++;
-                }
-            }
-            if (now + 1e-9 >= next_sync) {
-                next_sync += hpa.sync_s;
-                const sim_signals_t *x = seen_sample(s, now);
-                if (x && desired >= 1) {
-                    eval_result_t ev;
-                    evaluate(s, x, now, &ev);
-                    if (ev.status == EVAL_OK) {
-                        double v = ev.value;
-                        if (s->cfg.demand.forecast_trend)
-                            v = forecast_ahead(&s->fc, now, (double)s->cfg.demand.cold_start_s, v);
-                        desired = hpa_sync(&hpa, now, desired, (int)count_state(s, is_serving), v,
-                                           s->cfg.target_value);
-                    } else {
-                        s->eval_errors++;
-                    }
-                }
-            }
-        }
-        if (desired > p->max_replicas)
-            desired = p->max_replicas;
-        if (desired != live)
-            reconcile(s, desired, now);
-
-        unsigned billed = count_state(s, is_billed) + s->pool_free;
-        s->gpu_s += billed * o->dt_s;
-        unsigned all = count_state(s, is_billed);
-        if (all > out->peak_replicas)
-            out->peak_replicas = all;
-        if (next_point < out->points && now + 1e-9 >= next_point * o->timeline_step_s) {
-            out->replicas[next_point] = (float)count_state(s, is_billed);
-            out->serving[next_point] = (float)count_state(s, is_serving);
-            next_point++;
+/* KEDA's part of one step at now: a signal sample (and external-push's
+ * `true`), the polling loop (activation, cooldown), the HPA's sync. Returns
+ * the replicas to write (desired on entry: the live count). */
+static int keda_step(sim_t *s, keda_ctl_t *c, double now, int desired) {
+    const sim_policy_t *p = s->p;
+    if (now + 1e-9 >= c->next_sample) {
+        take_sample(s, now);
+        c->next_sample += p->signal_period_s;
+        const sim_signals_t *x = seen_sample(s, now);
+        if (x && (p->push || s->cfg.demand.forecast_trend)) {
+            eval_result_t ev;
+            evaluate(s, x, now, &ev);
+            if (ev.status == EVAL_OK && s->cfg.demand.forecast_trend)
+                forecast_update(&s->fc, now, ev.value);
+            if (ev.status == EVAL_OK && p->push && ev.active)
+                desired = hpa_keda_poll(&c->keda, now, desired, true);
         }
     }
-    if (s->waking) {
-        double d = end - s->wake_start_s;
+    if (now + 1e-9 >= c->next_poll) {
+        c->next_poll += p->polling_s;
+        const sim_signals_t *x = seen_sample(s, now);
+        if (x) {
+            eval_result_t ev;
+            evaluate(s, x, now, &ev);
+            if (ev.status == EVAL_OK)
+                desired = hpa_keda_poll(&c->keda, now, desired, ev.active);
+            else
+                s->eval_errors++;
+            if (desired == 0)
+                stability_break(&s->stab); /* scaled to zero: the HPA stops */
+        }
+    }
+    if (now + 1e-9 >= c->next_sync) {
+        c->next_sync += c->hpa.sync_s;
+        desired = hpa_step(s, c, now, desired);
+    }
+    return desired;
+}
+
+/* The requests arrived by now join the queue (marked cold when no replica
+ * serves, which starts a wake). */
+static void arrive(sim_t *s, double now) {
+    const trace_t *t = s->t;
+    while (s->next_arrival < t->count && t->reqs[s->next_arrival].arrival_s <= now) {
+        if (count_state(s, is_serving) == 0) {
+            s->cold[s->next_arrival] = 1;
+            if (!s->waking) {
+                s->waking = true;
+                s->wake_start_s = t->reqs[s->next_arrival].arrival_s;
+            }
+        }
+        s->win_work += sim_request_work(s->m, &t->reqs[s->next_arrival]);
+        s->next_arrival++;
+    }
+}
+
+/* Starting replicas move through their phases; a wake ends when one serves. */
+static void start_up(sim_t *s, double now) {
+    const sim_model_t *m = s->m;
+    for (unsigned i = 0; i < MAX_REPLICAS; i++) {
+        replica_t *r = &s->rep[i];
+        while (r->state >= R_PROVISION && r->state <= R_LOAD && now >= r->phase_end_s) {
+            if (r->state == R_PROVISION) {
+                r->state = R_PULL;
+                r->phase_end_s += m->image_s;
+            } else if (r->state == R_PULL) {
+                r->state = R_LOAD;
+                r->phase_end_s += m->weights_s;
+            } else {
+                r->state = R_SERVE;
+                r->ready_s = now;
+            }
+        }
+    }
+    if (s->waking && count_state(s, is_serving) > 0) {
+        double d = now - s->wake_start_s;
         s->wakes++;
         s->wake_sum_s += d;
         if (d > s->wake_max_s)
             s->wake_max_s = d;
+        s->waking = false;
     }
+}
 
-    waits = malloc((t->count + 1) * sizeof *waits);
-    warm = malloc((t->count + 1) * sizeof *warm);
-    if (!waits || !warm)
-        goto fail;
+/* The fleet's work for one step: dispatch, serve, draining pods leave. */
+static void serve(sim_t *s, double now) {
+    dispatch(s, now);
+    for (unsigned i = 0; i < MAX_REPLICAS; i++) {
+        replica_t *r = &s->rep[i];
+        if (r->state == R_SERVE || r->state == R_DRAIN)
+            serve_step(s, r, now, s->o->dt_s);
+        /* a draining pod ends when its engine is empty: nothing running and
+         * nothing preempted waiting in its own queue */
+        if (r->state == R_DRAIN && r->running == 0 && r->nwait == 0)
+            replica_release(s, r);
+    }
+}
+
+/* The table's queue-wait columns and counters, once the run has ended. */
+static int wait_results(sim_t *s, double end, sim_result_t *out) {
+    const trace_t *t = s->t;
+    double *waits = malloc((t->count + 1) * sizeof *waits);
+    double *warm = malloc((t->count + 1) * sizeof *warm);
+    if (!waits || !warm) {
+        free(waits);
+        free(warm);
+        return KGS_ENOMEM;
+    }
     size_t miss = 0, nwarm = 0, warm_miss = 0;
     out->cold_requests = 0;
     for (size_t i = 0; i < t->count; i++) {
@@ -1247,13 +1324,13 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
         if (w < 0)
             w = 0;
         waits[i] = w;
-        if (w > o->slo_wait_s)
+        if (w > s->o->slo_wait_s)
             miss++;
         if (s->cold[i])
             out->cold_requests++;
         if (!s->cold[i]) {
             warm[nwarm++] = w;
-            if (w > o->slo_wait_s)
+            if (w > s->o->slo_wait_s)
                 warm_miss++;
         }
     }
@@ -1274,27 +1351,104 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     out->eval_errors = s->eval_errors;
     out->preemptions = s->preemptions;
     out->completed = s->completed;
+    out->cancelled_starts = s->cancelled_starts;
+    out->stability = s->stab;
     latency_results(s, end, waits, out);
-    rc = 0;
-fail:
     free(waits);
     free(warm);
+    return 0;
+}
+
+/* Bills the step and writes the timeline point it falls on. */
+static void account(sim_t *s, double now, size_t *next_point, sim_result_t *out) {
+    unsigned billed = count_state(s, is_billed) + s->pool_free;
+    s->gpu_s += billed * s->o->dt_s;
+    unsigned all = count_state(s, is_billed);
+    if (all > out->peak_replicas)
+        out->peak_replicas = all;
+    if (*next_point < out->points && now + 1e-9 >= *next_point * s->o->timeline_step_s) {
+        out->replicas[*next_point] = (float)count_state(s, is_billed);
+        out->serving[*next_point] = (float)count_state(s, is_serving);
+        (*next_point)++;
+    }
+}
+
+int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const sim_options_t *o,
+            sim_result_t *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    int rc = check_run(m, p, o, err, errlen);
+    if (rc)
+        return rc;
+    double end = sim_end_s(t, o);
+    sim_t *s = sim_alloc(t, m, p, o, end, out);
+    if (!s) {
+        sim_result_deinit(out);
+        return KGS_ENOMEM;
+    }
+    rc = KGS_ENOMEM;
+    int *sched = NULL;
+    size_t sched_len = 0;
+    keda_ctl_t ctl;
+    keda_ctl_init(&ctl, p);
+    if (p->kind == SIM_POLICY_KEDA) {
+        rc = parse_policy(s, err, errlen);
+        if (rc)
+            goto fail;
+        rc = KGS_ENOMEM;
+        ctl.hpa.type = p->metric_type;
+        demand_model_init(&s->dm);
+        if (s->cfg.demand.forecast_trend &&
+            forecast_init(&s->fc, p->forecast_alpha, p->forecast_beta)) {
+            rc = kgs_seterr(err, errlen, KGS_EINVAL, "policy %c: forecast weights", p->id);
+            goto fail;
+        }
+        for (int i = 0; i < p->min_replicas; i++)
+            replica_create_ready(s, 0);
+    } else if (p->kind == SIM_POLICY_ORACLE) {
+        /* no replica at t = 0: it starts from zero like every policy */
+        sched = oracle_schedule(s, end, &sched_len);
+        if (!sched)
+            goto fail;
+    }
+
+    size_t steps = (size_t)ceil(end / o->dt_s), next_point = 0;
+    double next_ideal = 0;
+    for (size_t step = 0; step <= steps; step++) {
+        double now = (double)step * o->dt_s;
+        arrive(s, now);
+        start_up(s, now);
+        serve(s, now);
+        int live = (int)count_state(s, is_live);
+        int desired = live;
+        if (p->kind == SIM_POLICY_ORACLE) {
+            /* the last step may lie past the last whole second of the grid */
+            size_t k = (size_t)now;
+            desired = sched[k < sched_len ? k : sched_len - 1];
+        } else if (p->kind == SIM_POLICY_IDEAL) {
+            if (now + 1e-9 >= next_ideal) {
+                next_ideal += 1;
+                desired = ideal_desired(s, now);
+            }
+        } else {
+            desired = keda_step(s, &ctl, now, desired);
+        }
+        if (desired > p->max_replicas)
+            desired = p->max_replicas;
+        if (desired != live)
+            reconcile(s, desired, now);
+        account(s, now, &next_point, out);
+    }
+    if (s->waking) {
+        double d = end - s->wake_start_s;
+        s->wakes++;
+        s->wake_sum_s += d;
+        if (d > s->wake_max_s)
+            s->wake_max_s = d;
+    }
+    rc = wait_results(s, end, out);
+fail:
     free(sched);
-    free(s->first_tok_s);
-    free(s->dec_start_s);
-    free(s->done_s);
-    free(s->lat);
-    snapshot_unref(s->snap);
-    free(s->ring);
-    free(s->gen_left);
-    free(s->cold);
-    free(s->prefilled);
-    free(s->blocks);
-    free(s->ideal_hist);
-    free(s->prefill_left);
-    free(s->admit_s);
-    free(s->run_store);
-    free(s);
+    sim_free(s);
     if (rc)
         sim_result_deinit(out);
     return rc;

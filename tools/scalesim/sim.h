@@ -24,6 +24,7 @@
 
 #include "hpa.h"
 #include "sources/hist_window.h"
+#include "stability.h"
 #include "trace.h"
 
 typedef struct {
@@ -232,10 +233,44 @@ typedef struct {
     double tpot_ok_share;          /* TPOT <= the TPOT objective, of those with a TPOT */
     double both_ok_share;          /* both, of every request (no TPOT: TTFT alone) */
     double ttft_slo_s, tpot_slo_s; /* the objectives used */
-    size_t points;                 /* timeline */
-    float *replicas;               /* owned: billed replicas (starting, serving, draining) */
-    float *serving;                /* owned */
+    /* stability (bench/README.md, "Stability figures") */
+    unsigned cancelled_starts; /* pods deleted before they were Ready, whoever lowered the count */
+    stability_t stability;     /* KEDA policies: the desired count at each HPA sync (stability.h);
+                                  syncs is 0 for the yardsticks, which have no HPA */
+    size_t points;             /* timeline */
+    float *replicas;           /* owned: billed replicas (starting, serving, draining) */
+    float *serving;            /* owned */
 } sim_result_t;
+
+/*
+ * A pod as the ReplicaSet controller ranks it when a scale-down picks the
+ * pods to delete (kubernetes/kubernetes pkg/controller/replicaset
+ * getPodsToDelete, pkg/controller/controller_utils.go
+ * ActivePodsWithRanks.Less, read at k8s.io/kubernetes v1.22.6 with the
+ * LogarithmicScaleDown gate on, its default since 1.22). In the simulator a
+ * pod waiting for its node is unscheduled, one pulling its image is
+ * scheduled and Pending, one loading weights is Running and not Ready.
+ */
+typedef struct {
+    bool scheduled;   /* spec.nodeName is set */
+    bool running;     /* phase Running (its container started); else Pending */
+    bool ready;       /* condition Ready */
+    double created_s; /* creationTimestamp */
+    double ready_s;   /* the Ready condition's lastTransitionTime (ready pods) */
+    uint64_t uid;     /* metadata.uid */
+} sim_victim_t;
+
+/*
+ * Whether the controller deletes a before b at now_s: unscheduled before
+ * scheduled; Pending before Running; not Ready before Ready; (no
+ * pod-deletion-cost is set, and one pod per node makes the co-location ranks
+ * equal;) of two Ready pods the one Ready for less time, of others the newer
+ * one, both compared in whole powers of two of nanoseconds ago; within the
+ * same power of two the uid decides (Kubernetes compares the random uid
+ * strings; the simulator a fixed hash of its sequential uid, so the order is
+ * as arbitrary and still deterministic). False when neither goes first.
+ */
+bool sim_victim_before(const sim_victim_t *a, const sim_victim_t *b, double now_s);
 
 /*
  * Runs policy p over trace t. Returns 0; KGS_EINVAL with a message when the

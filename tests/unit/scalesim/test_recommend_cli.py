@@ -36,6 +36,12 @@ class Recommend(unittest.TestCase):
         rec = d["recommended"]
         self.assertIn(rec, grid)
         self.assertEqual(rec["gpu_hours"], min(x["gpu_hours"] for x in within))
+        # the stability figures of every setting; the online ideal has no HPA
+        for x in grid:
+            self.assertGreaterEqual(x["cancelled_starts"], 0)
+            self.assertIsInstance(x["reversals"], int)
+        self.assertIsNone(d["online_ideal"]["reversals"])
+        self.assertIsNone(d["online_ideal"]["max_step"])
         so = d["scaled_object"]
         self.assertEqual(so["minReplicaCount"], 0)
         self.assertEqual(so["stabilizationWindowSeconds"], rec["stabilization_window_s"])

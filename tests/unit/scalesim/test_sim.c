@@ -109,6 +109,16 @@ static void test_sim_runs_every_policy_deterministically(void **state) {
     assert_int_equal(a[6].unfinished, 0);
     /* the Go system's node-max cap: never more than ceil(100 / 70) = 2 */
     assert_true(a[0].peak_replicas <= 2);
+    /* the stability figures are as deterministic; only KEDA policies have
+     * HPA syncs (the yardsticks set replicas themselves) */
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(a[i].cancelled_starts, b[i].cancelled_starts);
+        assert_int_equal(a[i].stability.syncs, b[i].stability.syncs);
+        assert_int_equal(a[i].stability.reversals, b[i].stability.reversals);
+        assert_memory_equal(&a[i].stability.max_step, &b[i].stability.max_step, sizeof(double));
+        bool yardstick = i == 6 || i == 7;
+        assert_true(yardstick ? a[i].stability.syncs == 0 : a[i].stability.syncs > 0);
+    }
     for (size_t i = 0; i < n; i++) {
         sim_result_deinit(&a[i]);
         sim_result_deinit(&b[i]);
@@ -417,22 +427,23 @@ static void test_report_json_has_every_key_and_fractions(void **state) {
     fclose(f);
     unlink(path);
     buf[got] = '\0';
-    static const char *const keys[] = {"\"key\": \"composite\"",
-                                       "\"key\": \"ours\"",
-                                       "\"key\": \"online-ideal\"",
-                                       "\"key\": \"oracle\"",
-                                       "\"gpu_hours\"",
-                                       "\"over_slo\"",
-                                       "\"warm_over_slo\"",
-                                       "\"cold_starts\"",
-                                       "\"peak_replicas\"",
-                                       "\"wait_p50_s\"",
-                                       "\"wait_p99_s\"",
-                                       "\"label\"",
-                                       "\"floor\""};
+    static const char *const keys[] = {
+        "\"key\": \"composite\"", "\"key\": \"ours\"", "\"key\": \"online-ideal\"",
+        "\"key\": \"oracle\"",    "\"gpu_hours\"",     "\"over_slo\"",
+        "\"warm_over_slo\"",      "\"cold_starts\"",   "\"peak_replicas\"",
+        "\"wait_p50_s\"",         "\"wait_p99_s\"",    "\"label\"",
+        "\"cancelled_starts\"",   "\"hpa_syncs\"",     "\"reversals\"",
+        "\"max_step\"",           "\"floor\""};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (!strstr(buf, keys[i]))
             fail_msg("JSON lacks %s:\n%s", keys[i], buf);
+    /* the yardsticks have no HPA: their reversals and max step are null */
+    const char *ideal = strstr(buf, "\"key\": \"online-ideal\"");
+    assert_non_null(ideal);
+    const char *end = strchr(ideal, '}');
+    assert_non_null(end);
+    const char *rev = strstr(ideal, "\"reversals\": null, \"max_step\": null");
+    assert_true(rev && rev < end);
     /* shares are fractions */
     for (const char *q = buf; (q = strstr(q, "\"over_slo\": ")) != NULL; q++) {
         double v = strtod(q + 12, NULL);
@@ -441,6 +452,91 @@ static void test_report_json_has_every_key_and_fractions(void **state) {
     for (size_t i = 0; i < n; i++)
         sim_result_deinit(&res[i]);
     trace_deinit(&t);
+}
+
+static void test_sim_victim_order_follows_the_replicaset_controller(void **state) {
+    (void)state;
+    const double now = 1000;
+    /* waiting for a node, pulling its image, loading weights, Ready */
+    sim_victim_t unsched = {.created_s = 900, .uid = 1};
+    sim_victim_t pulling = {.scheduled = true, .created_s = 990, .uid = 2};
+    sim_victim_t loading = {.scheduled = true, .running = true, .created_s = 995, .uid = 3};
+    sim_victim_t ready = {.scheduled = true,
+                          .running = true,
+                          .ready = true,
+                          .created_s = 999,
+                          .ready_s = 999,
+                          .uid = 4};
+    /* 1-3: unscheduled, then Pending, then not Ready, whatever their age */
+    assert_true(sim_victim_before(&unsched, &pulling, now));
+    assert_false(sim_victim_before(&pulling, &unsched, now));
+    assert_true(sim_victim_before(&pulling, &loading, now));
+    assert_false(sim_victim_before(&loading, &pulling, now));
+    assert_true(sim_victim_before(&loading, &ready, now));
+    assert_false(sim_victim_before(&ready, &loading, now));
+    /* 6: of two Ready pods the one Ready for less time: 10 s ago is 2^33 ns,
+     * 100 s ago 2^36 ns */
+    sim_victim_t r10 = ready, r100 = ready;
+    r10.ready_s = now - 10;
+    r100.ready_s = now - 100;
+    r100.uid = 5;
+    assert_true(sim_victim_before(&r10, &r100, now));
+    assert_false(sim_victim_before(&r100, &r10, now));
+    /* within one power of two (100 s and 101 s ago: both 2^36 ns) the uid
+     * decides, one way only */
+    sim_victim_t r101 = r100;
+    r101.ready_s = now - 101;
+    r101.uid = 6;
+    assert_true(sim_victim_before(&r100, &r101, now) != sim_victim_before(&r101, &r100, now));
+    /* 8: of two pods waiting for a node the newer: 5 s (2^32 ns) before 60 s
+     * (2^35 ns) */
+    sim_victim_t new5 = unsched, old60 = unsched;
+    new5.created_s = now - 5;
+    old60.created_s = now - 60;
+    old60.uid = 7;
+    assert_true(sim_victim_before(&new5, &old60, now));
+    assert_false(sim_victim_before(&old60, &new5, now));
+    /* the same pod: neither first */
+    assert_false(sim_victim_before(&ready, &ready, now));
+}
+
+/* One Ready replica busy for 40 s: the GPU trigger (target 70) asks for a
+ * second one at the sync at 15 s; at the sync at 45 s the request is done,
+ * utilisation reads 0 and, with no scale-down window, the HPA goes back to
+ * its minimum of 1 while the new pod still waits for its node (135 s to
+ * Ready): the controller deletes the pod that is not Ready, a cancelled
+ * start, and keeps the one serving. */
+static void test_sim_counts_a_start_cancelled_before_ready(void **state) {
+    (void)state;
+    sim_model_t m;
+    sim_model_default(&m);
+    sim_options_t o;
+    sim_options_default(&o);
+    o.tail_s = 120;
+    sim_policy_t p = one_replica();
+    p.max_replicas = 4;
+    p.signal_period_s = 1;
+    p.signal_delay_s = 0;
+    p.hpa_behavior = true;
+    p.hpa_up_pods = 4;
+    p.hpa_up_percent = 100;
+    p.hpa_up_period_s = 15;
+    p.hpa_down_window_s = 0;
+    const trace_request_t r[] = {{0, 1000, 4000}}; /* 0.1 s prefill, 40 s of decode */
+    trace_t t = make_trace(r, 1);
+    sim_result_t res;
+    char err[256];
+    assert_int_equal(sim_run(&t, &m, &p, &o, &res, err, sizeof err), 0);
+    assert_int_equal(res.completed, 1);
+    assert_int_equal(res.cold_starts, 1);
+    assert_int_equal(res.cancelled_starts, 1);
+    /* the HPA asked for 2, 2, then 0 (the minimum clamps it to 1): no
+     * reversal, and the one pair both > 0 is 2 -> 2 */
+    assert_true(res.stability.syncs >= 3);
+    assert_int_equal(res.stability.reversals, 0);
+    assert_true(res.stability.max_step == 1);
+    sim_result_deinit(&res);
+    free(t.reqs);
 }
 
 static void test_report_pareto_keeps_the_non_dominated_points(void **state) {
@@ -477,6 +573,8 @@ int main(void) {
         cmocka_unit_test(test_sim_online_ideal_follows_a_steady_load),
         cmocka_unit_test(test_sim_floor_counts_arrivals_within_a_cold_start_of_a_wake),
         cmocka_unit_test(test_report_json_has_every_key_and_fractions),
+        cmocka_unit_test(test_sim_victim_order_follows_the_replicaset_controller),
+        cmocka_unit_test(test_sim_counts_a_start_cancelled_before_ready),
         cmocka_unit_test(test_report_pareto_keeps_the_non_dominated_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

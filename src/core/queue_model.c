@@ -19,7 +19,8 @@
 
 #define TAU_CAPACITY_S 600.0
 /* After the Ready count changes, the fleet settles for this long before a
- * saturated interval counts towards capacity. */
+ * saturated interval counts towards capacity (a replica just Ready admits a
+ * batch at once and completes its first requests a service time later). */
 #define SETTLE_S 10.0
 /* Little's law is read only after the fleet ran this long at one size. */
 #define SERVICE_SETTLE_S 60.0
@@ -162,6 +163,14 @@ static double rate_over(const queue_model_t *m, double end, double window, doubl
            a0 = arrived_at(m, end - window, now, m->arrived);
     double r = (a1 - a0) / window;
     return r > 0 ? r : 0;
+}
+
+/* Whether the arrivals rise: the rate over the last window above the one
+ * before it by more than Poisson noise over a window would make. */
+static bool rising(const queue_model_t *m, double now, double lambda) {
+    double w = QUEUE_MODEL_RATE_WINDOW_S;
+    double before = rate_over(m, now - w, w, now);
+    return lambda > before + sqrt(before / w + 1e-12);
 }
 
 /* ---- observing -------------------------------------------------------------- */
@@ -562,14 +571,19 @@ void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
         fixed_util ? lambda * (1 / p->target_utilisation - 1) : sqrt(lambda / QUEUE_MODEL_BUCKET_S);
     out->headroom_rps = headroom;
     double steady = (lambda + headroom) / cap;
-    /* Ready replicas: all of them while a backlog waits; else the share of
-     * them the load needs now (the rest is the keep-alive's to hold). */
+    /* Ready replicas: all of them while a backlog waits or the arrivals
+     * rise (a replica is released because demand fell, never while it
+     * grows); else the share of them the load needs now (the rest is the
+     * keep-alive's to hold). */
     double ready = s.ready;
-    if (!(backlog > 0) && steady < ready)
+    if (!(backlog > 0) && !rising(m, s.t_s, lambda) && steady < ready)
         ready = steady;
     plan_in_t plan = {lambda, rise, cold, cap, headroom, backlog, ready, arrival, nstart};
     double horizon = cold + drain_eff;
-    unsigned keep = keep_starting(&plan, horizon);
+    /* Every starting pod is kept while work waits now: it was ordered for
+     * that work, which is still there; with none waiting, those that find
+     * work when Ready. */
+    unsigned keep = backlog > 0 ? nstart : keep_starting(&plan, horizon);
     /* what the Ready and kept pods leave undone by the time a replica
      * ordered now would have drained its share (Ready after the cold
      * start, then the drain target): only that is ordered for, so a pod
@@ -579,6 +593,12 @@ void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
     double short_load = (lam_then + headroom) / cap - (ready + keep);
     double ordered = left / (cap * drain_eff) + (short_load > 0 ? short_load : 0);
     double need = ready + keep + ordered;
+    /* A scale-down deletes the pods that are not Ready first (the
+     * ReplicaSet's victim order): while a starting pod is kept, an answer
+     * below every Ready pod plus the kept ones would cancel a kept one, not
+     * release a spare Ready one. The spare Ready ones go once none starts. */
+    if (keep > 0 && need < s.ready + keep)
+        need = s.ready + keep;
     /* What a replica does not measured (a prior, or Little's law with a
      * prior concurrency): a bounded order, the estimate cannot be trusted
      * with more. */

@@ -433,25 +433,26 @@ static void resolve_redis(const metadata_pair_t *slot[K_COUNT], demand_config_t 
             d->redis_key[v.n] = '\0';
         }
     }
+    /* list or stream, when one of them alone is given: the group and measure
+     * keys are checked against it (neither or both is reported above) */
     bool stream = slot[K_REDIS_STREAM] && !slot[K_REDIS_LIST];
+    bool list = slot[K_REDIS_LIST] && !slot[K_REDIS_STREAM];
     if (slot[K_REDIS_GROUP]) {
         v = tc_value_of(slot[K_REDIS_GROUP]);
-        if (!stream)
-            tc_fail(P,
-                    "redisConsumerGroup is set with%s redisListName: consumer groups exist on "
-                    "streams (redisStream)",
-                    slot[K_REDIS_LIST] ? "" : "out");
-        else if (!copy_plain(v, d->redis_group, sizeof d->redis_group))
+        if (list)
+            tc_fail(P, "redisConsumerGroup is set with redisListName: consumer groups exist on "
+                       "streams (redisStream)");
+        else if (stream && !copy_plain(v, d->redis_group, sizeof d->redis_group))
             tc_fail(P, "invalid redisConsumerGroup %s: must be 1-255 bytes",
                     kgs_quote(q, sizeof q, v.p, v.n));
     }
     d->stream_measure = slot[K_REDIS_GROUP] ? STREAM_MEASURE_LAG : STREAM_MEASURE_LENGTH;
     int m = 0;
     if (slot[K_REDIS_MEASURE]) {
-        if (!stream)
-            tc_fail(P, "redisStreamMeasure is set with%s redisListName: it applies to streams",
-                    slot[K_REDIS_LIST] ? "" : "out");
-        else if (tc_key_enum(K_REDIS_MEASURE, tc_value_of(slot[K_REDIS_MEASURE]), &m, P) == 0) {
+        if (list)
+            tc_fail(P, "redisStreamMeasure is set with redisListName: it applies to streams");
+        else if (stream &&
+                 tc_key_enum(K_REDIS_MEASURE, tc_value_of(slot[K_REDIS_MEASURE]), &m, P) == 0) {
             d->stream_measure = (stream_measure_t)m;
             if (d->stream_measure != STREAM_MEASURE_LENGTH && !slot[K_REDIS_GROUP])
                 tc_fail(P,

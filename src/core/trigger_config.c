@@ -243,7 +243,7 @@ bool gpu_sharing_metric_per_process(metric_type_t t) {
  * depends on it). */
 static void resolve_scope(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
                           bool type_known, trigger_problems_t *P) {
-    char q[QBUF], why[512];
+    char q[QBUF], why[2048]; /* any label_selector_parse message: its quoted input and reason */
     slice_t v;
     int e = 0;
 

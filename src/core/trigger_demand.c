@@ -42,7 +42,7 @@ static bool copy_plain(slice_t v, char *dst, size_t cap) {
 
 /* A comma list of engine URLs into c->demand.endpoints. */
 static int parse_endpoints(const char *key, slice_t v, demand_config_t *d, trigger_problems_t *P) {
-    char q[QBUF], why[256], url[TRIGGER_URL_MAX];
+    char q[QBUF], why[1024], url[TRIGGER_URL_MAX]; /* why: any source_url message */
     size_t i = 0;
     d->endpoint_count = 0;
     while (i <= v.n) {
@@ -404,7 +404,7 @@ static void resolve_redis(const metadata_pair_t *slot[K_COUNT], demand_config_t 
                 tc_keys[which].name);
     } else {
         v = tc_value_of(slot[K_REDIS_ADDRESS]);
-        char addr[TRIGGER_URL_MAX], why[256];
+        char addr[TRIGGER_URL_MAX], why[1024]; /* any source_url message */
         bool tls = false;
         int db = 0;
         if (!copy_plain(v, addr, sizeof addr)) {
@@ -497,7 +497,7 @@ static void resolve_redis(const metadata_pair_t *slot[K_COUNT], demand_config_t 
 /* demandEndpoint, demandMetric and demandLabels (a Prometheus queue). */
 static void resolve_prom(const metadata_pair_t *slot[K_COUNT], demand_config_t *d,
                          trigger_problems_t *P) {
-    char q[QBUF], why[256];
+    char q[QBUF], why[1024]; /* any source_url message */
     slice_t v;
     if (!slot[K_DEMAND_ENDPOINT] || !slot[K_DEMAND_METRIC])
         tc_fail(P,

@@ -881,7 +881,7 @@ int tc_key_ratio(key_id_t k, slice_t v, double *out, trigger_problems_t *P) {
 
 int tc_key_duration(key_id_t k, slice_t v, uint64_t *out, trigger_problems_t *P) {
     const key_row_t *r = &tc_keys[k];
-    char q[QBUF], buf[64], why[256];
+    char q[QBUF], buf[64], why[1024]; /* why: any duration_parse_ns message */
     uint64_t ns;
     if (v.n == 0 || v.n >= sizeof buf || memchr(v.p, '\0', v.n))
         return tc_fail(P,

@@ -655,7 +655,7 @@ int validate_main(int argc, char **argv) {
     validate_counts_t c = {0};
     int status = 0;
     for (int i = first; i < argc; i++) {
-        char err[1024] = "";
+        char err[8192] = ""; /* a message naming the file: room for any path */
         size_t len;
         char *text = read_all(argv[i], &len, err, sizeof err);
         if (!text) {

@@ -597,18 +597,21 @@ static void demand_model(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
     int which, target_key = -1;
     bool has_target = any_slot(slot, tkeys, (size_t)NTKEYS, &target_key);
     int model = has_target ? DEMAND_MODEL_COMPOSITE : DEMAND_MODEL_QUEUEING;
-    if (slot[K_DEMAND_MODEL])
-        tc_key_enum(K_DEMAND_MODEL, tc_value_of(slot[K_DEMAND_MODEL]), &model, P);
+    /* an unknown demandModel: the checks of which keys go with which model
+     * wait for it (the default model is assumed for the rest) */
+    bool model_known =
+        !slot[K_DEMAND_MODEL] ||
+        tc_key_enum(K_DEMAND_MODEL, tc_value_of(slot[K_DEMAND_MODEL]), &model, P) == 0;
     d->sizing = (demand_model_t)model;
     bool queueing = d->sizing == DEMAND_MODEL_QUEUEING;
-    if (queueing && has_target)
+    if (model_known && queueing && has_target)
         tc_fail(P,
                 "%s is a per-signal target of demandModel: composite, but demandModel is "
                 "queueing, which learns what one replica can do; drop %s, or set demandModel: "
                 "composite",
                 tc_keys[target_key].name, tc_keys[target_key].name);
     static const int qkeys[] = {K_TARGET_UTILIZATION, K_DRAIN_SECONDS, K_CAPACITY};
-    if (!queueing && any_slot(slot, qkeys, 3, &which))
+    if (model_known && !queueing && any_slot(slot, qkeys, 3, &which))
         tc_fail(P,
                 "%s is a key of demandModel: queueing, but demandModel is composite%s; drop %s, "
                 "or drop the per-signal targets to use the queueing model",
@@ -635,7 +638,7 @@ static void demand_model(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
     for (int i = 0; i < NTKEYS; i++)
         if (slot[tkeys[i]])
             tc_parse_target(tc_keys[tkeys[i]].name, tc_value_of(slot[tkeys[i]]), dst[i], P);
-    if (!has_target && !any_slo && !queueing)
+    if (model_known && !has_target && !any_slo && !queueing)
         tc_fail(P, "demandModel composite needs at least one per-signal target: "
                    "targetQueuePerReplica, targetRunningPerReplica, targetKvCache, targetGpu, "
                    "targetPromptTokensPerReplica, targetGenerationTokensPerReplica or a latency "
@@ -739,8 +742,14 @@ static void check_sources(const metadata_pair_t *slot[K_COUNT], const trigger_co
                           trigger_problems_t *P) {
     const demand_config_t *d = &c->demand;
     bool composite = d->type == DEMAND_COMPOSITE;
-    if (d->type == DEMAND_QUEUE_LENGTH && d->queue == QUEUE_NONE && !slot[K_REDIS_ADDRESS] &&
-        !slot[K_DEMAND_ENDPOINT] && !slot[K_DEMAND_METRIC])
+    static const int queue_keys[] = {K_REDIS_ADDRESS,   K_REDIS_LIST,    K_REDIS_STREAM,
+                                     K_REDIS_GROUP,     K_REDIS_MEASURE, K_REDIS_DB,
+                                     K_REDIS_TLS,       K_REDIS_USER,    K_REDIS_PASS,
+                                     K_DEMAND_ENDPOINT, K_DEMAND_METRIC, K_DEMAND_LABELS};
+    int which;
+    /* a queue key given: what is missing beside it is reported with it */
+    if (d->type == DEMAND_QUEUE_LENGTH && d->queue == QUEUE_NONE &&
+        !any_slot(slot, queue_keys, sizeof queue_keys / sizeof *queue_keys, &which))
         tc_fail(P, "metricType queue_length needs a queue: redisAddress with redisListName or "
                    "redisStream, or demandEndpoint with demandMetric");
     if (composite && slot[K_TARGET_QUEUE] && d->queue == QUEUE_NONE && d->engine == ENGINE_NONE)

@@ -188,8 +188,8 @@ typedef struct {
     validate_wake_t wake;
     const yaml_node_t *at; /* the trigger's metadata */
     unsigned idx;
-    char type[16];  /* external or external-push */
-    char what[200]; /* VALIDATE_SLEEPS_ENGINE: the engine and where it is read */
+    const char *type; /* "external" or "external-push" (static) */
+    char what[200];   /* VALIDATE_SLEEPS_ENGINE: the engine and where it is read */
 } trig_t;
 
 typedef struct {
@@ -420,7 +420,7 @@ static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned
         tr->kind = TRIG_OURS;
         tr->wake = validate_trigger_wake(&cfg);
         tr->at = md;
-        snprintf(tr->type, sizeof tr->type, "%s", type);
+        tr->type = strcmp(type, "external-push") == 0 ? "external-push" : "external";
         if (tr->wake == VALIDATE_SLEEPS_ENGINE)
             engine_what(&cfg, tr->what, sizeof tr->what);
     }

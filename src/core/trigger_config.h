@@ -364,12 +364,15 @@ int trigger_config_parse_problems(const metadata_pair_t *pairs, size_t n, trigge
  * not stored end it as "; and N more". Writes what fits in buf (len bytes
  * with the NUL; buf may be NULL when len is 0), never part of a problem: a
  * buffer too small for the whole ends after the last whole problem with
- * "; and N more (M bytes in all)". Returns the length of the whole message.
+ * "; and N more (M bytes in all)", or, with room for none of them, is
+ * "N problem(s) (M bytes of messages: too long to show here)" (or "" with
+ * room for not even that). Returns the length of the whole message: size a
+ * buffer with trigger_problems_format(p, NULL, 0) + 1.
  */
 size_t trigger_problems_format(const trigger_problems_t *p, char *buf, size_t len);
 
 /* Problem i < p->stored with its note, as validate prints it, into buf
- * (same rules as trigger_problems_format); returns the whole length. */
+ * ("" when it does not fit whole); returns its whole length. */
 size_t trigger_problems_format_one(const trigger_problems_t *p, unsigned i, char *buf, size_t len);
 
 /*

@@ -421,6 +421,8 @@ void tc_msg_begin(trigger_problems_t *P) {
     P->_overflow = P->stored < P->count || P->stored == TRIGGER_MAX_PROBLEMS;
 }
 
+static void msg_vadd(trigger_problems_t *P, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 static void msg_vadd(trigger_problems_t *P, const char *fmt, va_list ap) {
     if (P->_overflow)
         return;

@@ -4,8 +4,9 @@
 #               (SCENARIO=sim/scenarios/NAME.json: the GPU-utilisation demo on that node)
 #   make test   install the build and test packages that are missing, build release -Werror,
 #               ASan+UBSan and libFuzzer builds, run every test and a fuzz smoke (3 s per target)
-# Also: make build, make install [PREFIX=/usr/local] [DESTDIR=], make bench,
-# make fuzz [FUZZ_SECONDS=N], make fuzz-campaign [FUZZ_CPU_SECONDS=N], make dist, make format, make clean; make help lists them.
+# Also: make build, make build-tests, make install [PREFIX=/usr/local] [DESTDIR=], make bench,
+# make fuzz [FUZZ_SECONDS=N], make fuzz-campaign [FUZZ_CPU_SECONDS=N], make dist, make format,
+# make clean, and more; make help lists every target (tests/integration/test_docs.py checks it).
 
 MAKEFLAGS += --no-print-directory
 
@@ -18,8 +19,8 @@ INTERVAL ?= 1s
 FUZZ_SECONDS ?= 60
 FUZZ_CPU_SECONDS ?= 600
 
-.PHONY: all deps test-deps js-deps build build-tests build-asan run table test bench fuzz fuzz-campaign format \
-	format-check dist clean install help
+.PHONY: all deps test-deps js-deps build build-tests build-asan build-fuzz run table test bench fuzz \
+	fuzz-campaign format format-check dist clean install help
 
 # What `make build` (and so `make run`, `make install`, `make dist`) builds:
 # the two programs, the NVML stand-in and make run's fleet simulator
@@ -31,6 +32,7 @@ PREFIX ?= /usr/local
 all: build
 
 help:
+	@echo "make           the same as make build (make all)"
 	@echo "make run       install what is missing, build, and watch the scaler wake a simulated vLLM"
 	@echo "               fleet from zero, size it and return it to zero (SCENARIO=sim/scenarios/NAME.json:"
 	@echo "               the GPU-utilisation demo on that node instead; the ports are KGS_DEMO_PORT=6000,"
@@ -40,7 +42,13 @@ help:
 	@echo "               run every test and a fuzz smoke"
 	@echo "make build     build keda-gpu-scaler, gpu-metrics, the NVML stand-in and the fleet simulator"
 	@echo "               ($(RELEASE_DIR)); installs only the build packages (scripts/install-deps)"
-	@echo "make build-tests  also every test program (installs the test packages too)"
+	@echo "make build-tests  also every test program and tools/scalesim (installs the test packages"
+	@echo "               too): build/release/tools/scalesim/scalesim, the tests under build/release/tests"
+	@echo "make build-asan   the same with ASan+UBSan, in $(ASAN_DIR)"
+	@echo "make build-fuzz   the libFuzzer build of every fuzz target (clang), in $(FUZZ_DIR)"
+	@echo "make deps      install the build packages that are missing (scripts/install-deps)"
+	@echo "make test-deps    also the test packages (scripts/install-deps test)"
+	@echo "make js-deps   also grpc-js for the integration tests (npm ci, tests/integration/js)"
 	@echo "make install   install keda-gpu-scaler and gpu-metrics in PREFIX/bin, the NVML stand-in in"
 	@echo "               PREFIX/lib/keda-gpu-scaler, its scenarios in PREFIX/share/keda-gpu-scaler"
 	@echo "               (PREFIX=$(PREFIX); DESTDIR=DIR stages the tree under DIR)"
@@ -51,7 +59,9 @@ help:
 	@echo "               of CPU (nice 19; docs/operations.md, \"Fuzzing\")"
 	@echo "make dist      the container image's runtime file set, without Docker"
 	@echo "make format    clang-format the sources"
+	@echo "make format-check  exit 1 when a source is not as clang-format writes it (changes nothing)"
 	@echo "make clean     remove build/"
+	@echo "make help      this list"
 
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(RELEASE_DIR) --prefix "$(PREFIX)"

@@ -10,7 +10,8 @@
  *   - success: every invariant the evaluator and the server rely on (target
  *     finite and >= 0.001, activation finite and >= 0, poll >= 1, metric name
  *     charset, enums in range, lists within bounds and well-formed);
- *   - failure: KGS_EINVAL with a non-empty message;
+ *   - failure: KGS_EINVAL with every problem a whole, non-empty message,
+ *     formatted whole (and, in a small buffer, summarised, never cut);
  *   - the outcome (config bytes or message) is the same for the reversed
  *     pair order;
  *   - the cache returns the same entry for both orders, holds the same
@@ -129,6 +130,23 @@ static void check_config(const trigger_config_t *c) {
     }
 }
 
+/* Every problem stored is a whole, non-empty message inside text, in
+ * order; the note names a stored problem. */
+static void check_problems(const trigger_problems_t *p) {
+    FUZZ_CHECK(p->count >= 1 && p->stored <= p->count && p->stored <= TRIGGER_MAX_PROBLEMS);
+    const char *end = p->text;
+    for (unsigned i = 0; i < p->stored; i++) {
+        FUZZ_CHECK(p->msg[i] >= end && p->msg[i] < p->text + sizeof p->text);
+        size_t len = strnlen(p->msg[i], (size_t)(p->text + sizeof p->text - p->msg[i]));
+        FUZZ_CHECK(len > 0 && p->msg[i] + len < p->text + sizeof p->text);
+        end = p->msg[i] + len + 1;
+        char one[16384];
+        FUZZ_CHECK(trigger_problems_format_one(p, i, one, sizeof one) >= len);
+        FUZZ_CHECK(strncmp(one, p->msg[i], len) == 0);
+    }
+    FUZZ_CHECK(!p->note || (p->note_on >= 0 && (unsigned)p->note_on < p->count));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     metadata_pair_t pairs[MAX_PAIRS], rev[MAX_PAIRS];
     size_t n = 0;
@@ -152,17 +170,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         rev[k] = pairs[n - 1 - k];
 
     static trigger_config_t a, b; /* large: keep them off the stack */
-    char ea[512], eb[512];
-    int ra = trigger_config_parse(pairs, n, &a, ea, sizeof ea);
-    int rb = trigger_config_parse(rev, n, &b, eb, sizeof eb);
+    static trigger_problems_t pa, pb;
+    static char ea[16384], eb[16384];
+    int ra = trigger_config_parse_problems(pairs, n, &a, &pa);
+    int rb = trigger_config_parse_problems(rev, n, &b, &pb);
     FUZZ_CHECK(ra == rb);
     if (ra == 0) {
         check_config(&a);
         FUZZ_CHECK(memcmp(&a, &b, sizeof a) == 0);
+        FUZZ_CHECK(pa.count == 0 && trigger_problems_format(&pa, ea, sizeof ea) == 0);
     } else {
         FUZZ_CHECK(ra == KGS_EINVAL);
-        FUZZ_CHECK(ea[0] != '\0');
+        check_problems(&pa);
+        size_t la = trigger_problems_format(&pa, ea, sizeof ea);
+        FUZZ_CHECK(la < sizeof ea && strlen(ea) == la && la > 0);
+        trigger_problems_format(&pb, eb, sizeof eb);
         FUZZ_CHECK(strcmp(ea, eb) == 0);
+        /* the old interface: the same message, or, in a small buffer, whole
+         * problems and a summary (never one cut) */
+        char small[256];
+        FUZZ_CHECK(trigger_config_parse(pairs, n, &b, small, sizeof small) == KGS_EINVAL);
+        FUZZ_CHECK(small[0] != '\0');
+        if (la < sizeof small)
+            FUZZ_CHECK(strcmp(small, ea) == 0);
     }
 
     config_cache_t *cache = NULL;

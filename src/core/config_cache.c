@@ -231,6 +231,8 @@ static void table_maybe_grow(config_cache_t *c) {
 }
 
 static void entry_free(config_entry_t *e) {
+    if (e->error && e->error[0])
+        free((void *)(uintptr_t)e->error); /* the cache allocated it */
     free(e->_key);
     free((void *)(uintptr_t)e->config); /* the cache allocated it */
     free(e);
@@ -329,16 +331,34 @@ const config_entry_t *config_cache_acquire(config_cache_t *c, const metadata_pai
 
     e = calloc(1, sizeof *e);
     trigger_config_t *cfg = malloc(sizeof *cfg);
-    if (!e || !cfg) {
+    trigger_problems_t *problems = malloc(sizeof *problems);
+    if (!e || !cfg || !problems) {
         free(e);
         free(cfg);
+        free(problems);
         e = NULL;
         goto out;
     }
-    e->status = trigger_config_parse(sorted, n, cfg, e->error, sizeof e->error);
+    e->status = trigger_config_parse_problems(sorted, n, cfg, problems);
+    e->error = "";
     e->_bytes = sizeof *e + ALLOC_OVERHEAD;
+    if (e->status != 0) {
+        /* every problem, whole: the message is sized to it, never cut */
+        size_t len = trigger_problems_format(problems, NULL, 0) + 1;
+        char *msg = malloc(len);
+        if (!msg) {
+            free(cfg);
+            free(problems);
+            free(e);
+            e = NULL;
+            goto out;
+        }
+        trigger_problems_format(problems, msg, len);
+        e->error = msg;
+        e->_bytes += len + ALLOC_OVERHEAD;
+    }
+    free(problems);
     if (e->status == 0) {
-        e->error[0] = '\0';
         e->_key = malloc(klen);
         if (!e->_key) {
             free(cfg);
@@ -393,6 +413,12 @@ size_t config_cache_bytes(const config_cache_t *c) {
 size_t config_cache_entry_bytes(const config_entry_t *e) {
     return e ? e->_bytes : 0;
 }
+
+/* An error's message (every problem, formatted) stays below what a valid
+ * entry's configuration costs, so the estimate below bounds errors too. */
+_Static_assert(sizeof(((trigger_problems_t *)0)->text) + 64 * TRIGGER_MAX_PROBLEMS + 256 <
+                   sizeof(trigger_config_t),
+               "an error's message may cost more than config_cache_entry_bytes_for says");
 
 size_t config_cache_entry_bytes_for(size_t n, size_t kv_bytes) {
     size_t fixed = sizeof(config_entry_t) + sizeof(trigger_config_t) + 3 * ALLOC_OVERHEAD;

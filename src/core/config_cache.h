@@ -30,8 +30,8 @@ typedef struct config_cache config_cache_t;
 typedef struct config_entry {
     int status;                     /* 0 or KGS_EINVAL: bad metadata is cached too */
     const trigger_config_t *config; /* when status == 0; NULL otherwise */
-    char error[512];                /* the message when status != 0 */
-    uint64_t id; /* unique per distinct map (never reused); streams group by it */
+    const char *error; /* status != 0: every problem, whole (trigger_problems_format); else "" */
+    uint64_t id;       /* unique per distinct map (never reused); streams group by it */
 
     /* private */
     unsigned _refs;

@@ -327,9 +327,58 @@ bool demand_uses_token_rates(const demand_config_t *d);
 bool trigger_uses_gpu(const trigger_config_t *c);
 
 /*
+ * Every independent problem of one trigger, each a whole message naming the
+ * key, the bad value and what would be valid, in a fixed order (unknown
+ * keys, duplicates, then the resolution's steps). Messages are never cut:
+ * one that no longer fits in text, or past TRIGGER_MAX_PROBLEMS, is counted
+ * in count but not stored. Checks that depend on a failed one (the keys of
+ * a metricType that is unknown) are skipped: note then says which, and
+ * note_on is the problem they depend on (-1: no note).
+ */
+#define TRIGGER_MAX_PROBLEMS 24
+typedef struct {
+    unsigned count;                        /* problems found */
+    unsigned stored;                       /* msg[0 .. stored): min(count, what fitted) */
+    const char *msg[TRIGGER_MAX_PROBLEMS]; /* into text */
+    int note_on;
+    const char *note; /* static storage; NULL when nothing was skipped */
+    /* private */
+    size_t _used;   /* bytes of text in use */
+    size_t _start;  /* where the message being built (tc_msg_*) starts */
+    bool _overflow; /* it did not fit */
+    char text[12288];
+} trigger_problems_t;
+
+/*
+ * Parses n metadata pairs into *out (fully overwritten, also on error) and
+ * fills *problems (borrowed; overwritten). Returns 0 (problems->count 0) or
+ * KGS_EINVAL. Pure and cheap: no allocation.
+ */
+int trigger_config_parse_problems(const metadata_pair_t *pairs, size_t n, trigger_config_t *out,
+                                  trigger_problems_t *problems);
+
+/*
+ * The problems as one message, as the RPCs answer INVALID_ARGUMENT: one
+ * problem alone is its message; several are "N problems: 1) ...; 2) ...".
+ * The note follows the problem it belongs to, in parentheses, and problems
+ * not stored end it as "; and N more". Writes what fits in buf (len bytes
+ * with the NUL; buf may be NULL when len is 0), never part of a problem: a
+ * buffer too small for the whole ends after the last whole problem with
+ * "; and N more (M bytes in all)", or, with room for none of them, is
+ * "N problem(s) (M bytes of messages: too long to show here)" (or "" with
+ * room for not even that). Returns the length of the whole message: size a
+ * buffer with trigger_problems_format(p, NULL, 0) + 1.
+ */
+size_t trigger_problems_format(const trigger_problems_t *p, char *buf, size_t len);
+
+/* Problem i < p->stored with its note, as validate prints it, into buf
+ * ("" when it does not fit whole); returns its whole length. */
+size_t trigger_problems_format_one(const trigger_problems_t *p, unsigned i, char *buf, size_t len);
+
+/*
  * Parses n metadata pairs into *out (fully overwritten, also on error).
- * Returns 0, or KGS_EINVAL with a message in err naming the key, the bad
- * value and what would be valid. err may be NULL.
+ * Returns 0, or KGS_EINVAL with every problem in err
+ * (trigger_problems_format). err may be NULL.
  */
 int trigger_config_parse(const metadata_pair_t *pairs, size_t n, trigger_config_t *out, char *err,
                          size_t errlen);

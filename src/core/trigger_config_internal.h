@@ -176,12 +176,31 @@ extern const key_row_t tc_keys[K_COUNT];
 /* The word docs/configuration.md writes in the Type column for t. */
 const char *tc_type_doc_name(key_type_t t);
 
+/* Records one problem of the trigger in P (a printf-style message, whole or
+ * not at all: trigger_problems_t) and returns KGS_EINVAL, so a check reads
+ * `return tc_fail(P, ...)` where what follows depends on it, and
+ * `tc_fail(P, ...)` where the next check is independent of it. Every
+ * parser below reports its problem through P and writes *out only on
+ * success. */
+int tc_fail(trigger_problems_t *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Empties P (count 0, no note). */
+void tc_problems_reset(trigger_problems_t *P);
+
+/* A message built in pieces: tc_msg_begin, tc_msg_add..., tc_msg_end (which
+ * records it like tc_fail and returns KGS_EINVAL). For lists, so no
+ * intermediate buffer can cut them. */
+void tc_msg_begin(trigger_problems_t *P);
+void tc_msg_add(trigger_problems_t *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int tc_msg_end(trigger_problems_t *P);
+
 /* The key named (p, n) (exact, case-sensitive), or -1. */
 int tc_key_lookup(const char *p, size_t n);
 
 /* "unknown metadata key "<k>": did you mean "<x>"?", or, with nothing close,
- * "...: valid keys are <every key, by group>". Returns KGS_EINVAL. */
-int tc_unknown_key(const char *p, size_t n, char *err, size_t errlen);
+ * the general keys and how many more there are, with where the reference
+ * lists them all (docs/configuration.md#keys). Returns KGS_EINVAL. */
+int tc_unknown_key(const char *p, size_t n, trigger_problems_t *P);
 
 /* metric_type_t, demand_type_t (index 0 = DEMAND_NONE: "") and engine_t names. */
 extern const char *const tc_metric_names[METRIC_TYPE_COUNT];
@@ -198,41 +217,42 @@ typedef struct {
 
 slice_t tc_value_of(const metadata_pair_t *m);
 
-/* Looks (p, n) up in names; on a miss writes "invalid <key> "<v>": must be
- * <valid>[; did you mean "<x>"?]" and returns KGS_EINVAL. */
+/* Looks (p, n) up in names; on a miss records "invalid <key> "<v>": must be
+ * <valid>[; did you mean "<x>"?]" (valid NULL: "one of <names>", the
+ * suggestion first) and returns KGS_EINVAL. */
 int tc_parse_enum(const char *key, const char *p, size_t n, const char *const *names, size_t count,
-                  const char *valid, int *out, char *err, size_t errlen);
+                  const char *valid, int *out, trigger_problems_t *P);
 
 /* Strict decimal number / integer (see trigger_keys.c); false when not one. */
 bool tc_parse_number(const char *p, size_t n, double *out);
 bool tc_parse_integer(const char *p, size_t n, long long *out);
 
 /* A target value: 0.001 .. 1e12, with a message naming key on error. */
-int tc_parse_target(const char *key, slice_t v, double *out, char *err, size_t errlen);
+int tc_parse_target(const char *key, slice_t v, double *out, trigger_problems_t *P);
 
 /* Row-driven parsers of the value of key k; each returns 0 or KGS_EINVAL
  * with "invalid <key> "<value>": must be <what the row allows>". *out is
  * written only on success. */
-int tc_key_enum(key_id_t k, slice_t v, int *out, char *err, size_t errlen);
-int tc_key_int(key_id_t k, slice_t v, long long *out, char *err, size_t errlen);
-int tc_key_nonneg(key_id_t k, slice_t v, double *out, char *err, size_t errlen);
-int tc_key_ratio(key_id_t k, slice_t v, double *out, char *err, size_t errlen);
-int tc_key_duration(key_id_t k, slice_t v, uint64_t *out, char *err, size_t errlen);
-int tc_key_bool(key_id_t k, slice_t v, bool *out, char *err, size_t errlen);
+int tc_key_enum(key_id_t k, slice_t v, int *out, trigger_problems_t *P);
+int tc_key_int(key_id_t k, slice_t v, long long *out, trigger_problems_t *P);
+int tc_key_nonneg(key_id_t k, slice_t v, double *out, trigger_problems_t *P);
+int tc_key_ratio(key_id_t k, slice_t v, double *out, trigger_problems_t *P);
+int tc_key_duration(key_id_t k, slice_t v, uint64_t *out, trigger_problems_t *P);
+int tc_key_bool(key_id_t k, slice_t v, bool *out, trigger_problems_t *P);
 
 /* Step 11 of the resolution: engine, queue, composite and forecast keys
  * (trigger_demand.c). */
-int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, char *err,
-                      size_t errlen);
+int tc_resolve_demand(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c,
+                      trigger_problems_t *P);
 
 /* The latency objectives (trigger_slo.c): the *Target keys and the clamp
  * keys into c->demand.slo_*; refused unless metricType is slo or demand,
  * and, per engine, for the signals it does not export. Called by
  * tc_resolve_demand() before the engine keys (it decides need_engine);
  * *any: some target is set. */
-int tc_resolve_slo(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, bool *any, char *err,
-                   size_t errlen);
+int tc_resolve_slo(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, bool *any,
+                   trigger_problems_t *P);
 /* After the engine is known: the objectives the engine cannot report. */
-int tc_check_slo_engine(const trigger_config_t *c, char *err, size_t errlen);
+int tc_check_slo_engine(const trigger_config_t *c, trigger_problems_t *P);
 
 #endif

@@ -17,6 +17,7 @@
  */
 #include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,54 +399,181 @@ bool trigger_config_key_known(const char *p, size_t n) {
     return tc_key_lookup(p, n) >= 0;
 }
 
-/* ---- messages ---------------------------------------------------------------- */
+/* ---- problems ---------------------------------------------------------------- */
 
-/* Every key, by group: "profile, ..., the engine keys (engine, ...), ...,
- * forecast, coldStartSeconds and KEDA's scalerAddress, enableTLS, unsafeSsl". */
-static void list_keys(char *buf, size_t len) {
-    static const char *const labels[] = {
-        [KG_GENERAL] = NULL,  [KG_ENGINE] = "engine", [KG_QUEUE] = "queue", [KG_DEMAND] = "demand",
-        [KG_FORECAST] = NULL, [KG_SLO] = "slo",       [KG_KEDA] = NULL,
-    };
-    size_t o = 0;
-    buf[0] = '\0';
-#define PUT(...)                                                                                   \
-    do {                                                                                           \
-        int w_ = snprintf(buf + o, len - o, __VA_ARGS__);                                          \
-        if (w_ < 0 || (size_t)w_ >= len - o)                                                       \
-            return;                                                                                \
-        o += (size_t)w_;                                                                           \
-    } while (0)
-    for (int k = 0; k < K_COUNT; k++) {
-        key_group_t g = tc_keys[k].group;
-        bool first_of_group = k == 0 || tc_keys[k - 1].group != g;
-        bool last_of_group = k == K_COUNT - 1 || tc_keys[k + 1].group != g;
-        if (first_of_group && g == KG_KEDA)
-            PUT(" and KEDA's ");
-        else if (k > 0)
-            PUT(", ");
-        if (first_of_group && labels[g])
-            PUT("the %s keys (", labels[g]);
-        PUT("%s", tc_keys[k].name);
-        if (last_of_group && labels[g])
-            PUT(")");
-    }
-#undef PUT
+/*
+ * A problem's message is built in place, at the end of P->text: begun,
+ * appended to piece by piece, ended. One that does not fit is dropped
+ * whole (counted, not stored), never cut; once one is dropped no later one
+ * is stored, so the stored ones are always the first, in report order.
+ */
+void tc_problems_reset(trigger_problems_t *P) {
+    P->count = P->stored = 0;
+    P->note_on = -1;
+    P->note = NULL;
+    P->_used = P->_start = 0;
+    P->_overflow = false;
+    P->text[0] = '\0';
 }
 
-int tc_unknown_key(const char *p, size_t n, char *err, size_t errlen) {
+void tc_msg_begin(trigger_problems_t *P) {
+    P->_start = P->_used;
+    P->_overflow = P->stored < P->count || P->stored == TRIGGER_MAX_PROBLEMS;
+}
+
+static void msg_vadd(trigger_problems_t *P, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void msg_vadd(trigger_problems_t *P, const char *fmt, va_list ap) {
+    if (P->_overflow)
+        return;
+    size_t room = sizeof P->text - P->_used;
+    int w = room ? vsnprintf(P->text + P->_used, room, fmt, ap) : -1;
+    if (w < 0 || (size_t)w >= room) {
+        P->_overflow = true;
+        P->_used = P->_start;
+        if (P->_used < sizeof P->text)
+            P->text[P->_used] = '\0';
+        return;
+    }
+    P->_used += (size_t)w;
+}
+
+void tc_msg_add(trigger_problems_t *P, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    msg_vadd(P, fmt, ap);
+    va_end(ap);
+}
+
+int tc_msg_end(trigger_problems_t *P) {
+    P->count++;
+    if (!P->_overflow) {
+        P->msg[P->stored++] = P->text + P->_start;
+        P->_used++; /* past the NUL vsnprintf wrote */
+    } else {
+        P->_used = P->_start;
+    }
+    return KGS_EINVAL;
+}
+
+int tc_fail(trigger_problems_t *P, const char *fmt, ...) {
+    va_list ap;
+    tc_msg_begin(P);
+    va_start(ap, fmt);
+    msg_vadd(P, fmt, ap);
+    va_end(ap);
+    return tc_msg_end(P);
+}
+
+/* Appends s to buf[0 .. len) at *o when it fits whole (one NUL kept), and
+ * counts it in *o either way. */
+static void put(char *buf, size_t len, size_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t len, size_t *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (w < 0)
+        return;
+    if (buf && *o + (size_t)w < len) {
+        va_start(ap, fmt);
+        vsnprintf(buf + *o, len - *o, fmt, ap);
+        va_end(ap);
+    }
+    *o += (size_t)w;
+}
+
+/* Problem i with its note. */
+static void put_one(const trigger_problems_t *p, unsigned i, char *buf, size_t len, size_t *o) {
+    put(buf, len, o, "%s", p->msg[i]);
+    if (p->note && p->note_on == (int)i)
+        put(buf, len, o, " (%s)", p->note);
+}
+
+size_t trigger_problems_format_one(const trigger_problems_t *p, unsigned i, char *buf, size_t len) {
+    size_t o = 0;
+    if (buf && len)
+        buf[0] = '\0';
+    if (i >= p->stored)
+        return 0;
+    put_one(p, i, NULL, 0, &o);
+    if (buf && o < len) {
+        o = 0;
+        put_one(p, i, buf, len, &o);
+    }
+    return o;
+}
+
+/* The message with the first `shown` stored problems; `whole` > 0: the
+ * length of the whole message, named when shown < stored. */
+static size_t emit(const trigger_problems_t *p, unsigned shown, size_t whole, char *buf,
+                   size_t len) {
+    size_t o = 0;
+    if (p->count == 1 && shown == 1) {
+        put_one(p, 0, buf, len, &o);
+        return o;
+    }
+    if (shown == 0) {
+        put(buf, len, &o, "%u problem%s (%zu bytes of messages: too long to show here)", p->count,
+            p->count == 1 ? "" : "s", whole);
+        return o;
+    }
+    put(buf, len, &o, "%u problems: ", p->count);
+    for (unsigned i = 0; i < shown; i++) {
+        put(buf, len, &o, "%s%u) ", i ? "; " : "", i + 1);
+        put_one(p, i, buf, len, &o);
+    }
+    if (shown < p->count)
+        put(buf, len, &o, "; and %u more", p->count - shown);
+    if (shown < p->stored)
+        put(buf, len, &o, " (%zu bytes in all)", whole);
+    return o;
+}
+
+size_t trigger_problems_format(const trigger_problems_t *p, char *buf, size_t len) {
+    if (buf && len)
+        buf[0] = '\0';
+    if (p->count == 0)
+        return 0;
+    size_t whole = emit(p, p->stored, 0, NULL, 0);
+    if (!buf || whole < len) {
+        if (buf)
+            emit(p, p->stored, 0, buf, len);
+        return whole;
+    }
+    /* Too small: the whole problems that fit, and what is left, summarised. */
+    for (unsigned shown = p->stored; shown-- > 0;)
+        if (emit(p, shown, whole, NULL, 0) < len) {
+            emit(p, shown, whole, buf, len);
+            return whole;
+        }
+    return whole;
+}
+
+/* ---- messages ---------------------------------------------------------------- */
+
+int tc_unknown_key(const char *p, size_t n, trigger_problems_t *P) {
     char q[QBUF];
     const char *names[K_COUNT];
     for (int k = 0; k < K_COUNT; k++)
         names[k] = tc_keys[k].name;
     const char *s = suggest_name(p, n, names, K_COUNT);
     if (s)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "unknown metadata key %s: did you mean \"%s\"?",
-                          kgs_quote(q, sizeof q, p, n), s);
-    char list[2048];
-    list_keys(list, sizeof list);
-    return kgs_seterr(err, errlen, KGS_EINVAL, "unknown metadata key %s: valid keys are %s",
-                      kgs_quote(q, sizeof q, p, n), list);
+        return tc_fail(P, "unknown metadata key %s: did you mean \"%s\"?",
+                       kgs_quote(q, sizeof q, p, n), s);
+    /* Every key would be a paragraph: the general ones, and where the rest are. */
+    tc_msg_begin(P);
+    tc_msg_add(P, "unknown metadata key %s: no key is close to it; the general keys are ",
+               kgs_quote(q, sizeof q, p, n));
+    int k = 0;
+    for (; k < K_COUNT && tc_keys[k].group == KG_GENERAL; k++)
+        tc_msg_add(P, "%s%s", k ? ", " : "", tc_keys[k].name);
+    tc_msg_add(P,
+               ", and %d more (the engine, queue, demand, forecast and latency keys, and KEDA's "
+               "own): see docs/configuration.md#keys",
+               K_COUNT - k);
+    return tc_msg_end(P);
 }
 
 /* Words people write for an enum value, mapped to the value they mean. */
@@ -455,8 +583,20 @@ static const suggest_synonym_t value_synonyms[] = {
     {"allow", "ignore"}, {"partial", "ignore"},
 };
 
+/* "must be" part of an enum's message: valid, or "one of <names>". */
+static void add_valid(trigger_problems_t *P, const char *const *names, size_t count,
+                      const char *valid) {
+    if (valid) {
+        tc_msg_add(P, "%s", valid);
+        return;
+    }
+    tc_msg_add(P, "one of ");
+    for (size_t i = 0; i < count; i++)
+        tc_msg_add(P, "%s%s", i ? ", " : "", names[i]);
+}
+
 int tc_parse_enum(const char *key, const char *p, size_t n, const char *const *names, size_t count,
-                  const char *valid, int *out, char *err, size_t errlen) {
+                  const char *valid, int *out, trigger_problems_t *P) {
     char q[QBUF];
     for (size_t k = 0; k < count; k++)
         if (metadata_slice_eq(p, n, names[k])) {
@@ -464,21 +604,18 @@ int tc_parse_enum(const char *key, const char *p, size_t n, const char *const *n
             return 0;
         }
     const char *s = suggest_value(p, n, names, count, value_synonyms, NV(value_synonyms));
-    if (s) {
-        int len = snprintf(NULL, 0, "invalid %s %s: must be %s; did you mean \"%s\"?", key,
-                           kgs_quote(q, sizeof q, p, n), valid, s);
-        /* A long list (metricType's) would push the suggestion past a small
-         * buffer (the config cache keeps 512 bytes): then it comes first. */
-        if (len > 0 && (size_t)len >= errlen && err)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "invalid %s %s: did you mean \"%s\"? It must be %s", key,
-                              kgs_quote(q, sizeof q, p, n), s, valid);
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "invalid %s %s: must be %s; did you mean \"%s\"?", key,
-                          kgs_quote(q, sizeof q, p, n), valid, s);
+    tc_msg_begin(P);
+    tc_msg_add(P, "invalid %s %s: ", key, kgs_quote(q, sizeof q, p, n));
+    if (s && !valid) { /* a long list: the suggestion first, where it is seen */
+        tc_msg_add(P, "did you mean \"%s\"? It must be ", s);
+        add_valid(P, names, count, valid);
+    } else {
+        tc_msg_add(P, "must be ");
+        add_valid(P, names, count, valid);
+        if (s)
+            tc_msg_add(P, "; did you mean \"%s\"?", s);
     }
-    return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be %s", key,
-                      kgs_quote(q, sizeof q, p, n), valid);
+    return tc_msg_end(P);
 }
 
 /* ---- scalar parsers -------------------------------------------------------- */
@@ -551,95 +688,224 @@ bool tc_parse_integer(const char *p, size_t n, long long *out) {
 #define TARGET_MIN 0.001 /* KEDA sends targets as milli-quantities: less rounds to 0 */
 #define TARGET_MAX 1e12  /* keeps target * 1000 far inside int64 */
 
-int tc_parse_target(const char *key, slice_t v, double *out, char *err, size_t errlen) {
+int tc_parse_target(const char *key, slice_t v, double *out, trigger_problems_t *P) {
     char q[QBUF];
     double d;
     if (!tc_parse_number(v.p, v.n, &d))
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "invalid %s %s: must be a decimal number such as \"80\" or \"0.5\"", key,
-                          kgs_quote(q, sizeof q, v.p, v.n));
+        return tc_fail(P, "invalid %s %s: must be a decimal number such as \"80\" or \"0.5\"", key,
+                       kgs_quote(q, sizeof q, v.p, v.n));
     if (!(d >= TARGET_MIN && d <= TARGET_MAX))
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "invalid %s %s: must be > 0 (at least 0.001, KEDA's resolution, and at "
-                          "most 1e12); the HPA rejects a target of 0",
-                          key, kgs_quote(q, sizeof q, v.p, v.n));
+        return tc_fail(P,
+                       "invalid %s %s: must be > 0 (at least 0.001, KEDA's resolution, and at "
+                       "most 1e12); the HPA rejects a target of 0",
+                       key, kgs_quote(q, sizeof q, v.p, v.n));
     *out = d;
     return 0;
 }
 
 /* ---- row-driven parsers ------------------------------------------------------ */
 
-int tc_key_enum(key_id_t k, slice_t v, int *out, char *err, size_t errlen) {
-    const key_row_t *r = &tc_keys[k];
-    char list[512];
-    const char *valid = r->must;
-    if (!valid) {
-        size_t o = (size_t)snprintf(list, sizeof list, "one of ");
-        for (size_t i = 0; i < r->nvalues && o < sizeof list; i++)
-            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", r->values[i]);
-        valid = list;
-    }
-    return tc_parse_enum(r->name, v.p, v.n, r->values, r->nvalues, valid, out, err, errlen);
+/*
+ * Metric names of the engines and of dcgm-exporter that people write as a
+ * metricType, with the metricType (and engine) that reads the same thing.
+ * The engines' names are those src/sources/engine_metrics.c reads (it
+ * cites each engine's source); DCGM's are dcgm-exporter's field names at
+ * release 4.5.3-4.8.2 (691c927, etc/default-counters.csv and
+ * etc/dcp-metrics-included.csv; DCGM_FI_PROF_* are ratios 0-1 there, where
+ * NVML gives us percentages).
+ */
+typedef struct {
+    const char *native; /* as the engine or exporter names it */
+    const char *metric; /* our metricType */
+    const char *engine; /* engine to add; NULL when the metricType implies it or reads GPUs */
+    const char *extra;  /* more keys to add ("" none) */
+    const char *whose;  /* whose name it is */
+} native_name_t;
+
+static const native_name_t native_names[] = {
+    {"vllm:num_requests_waiting", "engine_queue", "vllm", "", "vLLM"},
+    {"vllm:num_requests_running", "engine_running", "vllm", "", "vLLM"},
+    {"vllm:kv_cache_usage_perc", "engine_kv_cache", "vllm", "", "vLLM"},
+    {"vllm:gpu_cache_usage_perc", "engine_kv_cache", "vllm", "", "vLLM"},
+    {"vllm:prompt_tokens_total", "engine_prompt_tokens_rate", "vllm", "", "vLLM"},
+    {"vllm:generation_tokens_total", "engine_generation_tokens_rate", "vllm", "", "vLLM"},
+    {"vllm:time_to_first_token_seconds", "slo", "vllm", " and ttftP90Target: \"500ms\"", "vLLM"},
+    {"vllm:inter_token_latency_seconds", "slo", "vllm", " and tpotP90Target: \"50ms\"", "vLLM"},
+    {"vllm:time_per_output_token_seconds", "slo", "vllm", " and tpotP90Target: \"50ms\"", "vLLM"},
+    {"vllm:e2e_request_latency_seconds", "slo", "vllm", " and e2eP90Target: \"10s\"", "vLLM"},
+    {"vllm:request_queue_time_seconds", "slo", "vllm", " and queueTimeP90Target: \"500ms\"",
+     "vLLM"},
+    {"vllm:lora_requests_info", "vllm_lora_waiting_engines", NULL,
+     " with loraAdapter (the adapter's name)", "vLLM"},
+    {"sglang:num_queue_reqs", "engine_queue", "sglang", "", "SGLang"},
+    {"sglang:num_running_reqs", "engine_running", "sglang", "", "SGLang"},
+    {"sglang:token_usage", "engine_kv_cache", "sglang", "", "SGLang"},
+    {"sglang:prompt_tokens_total", "engine_prompt_tokens_rate", "sglang", "", "SGLang"},
+    {"sglang:generation_tokens_total", "engine_generation_tokens_rate", "sglang", "", "SGLang"},
+    {"sglang:time_to_first_token_seconds", "slo", "sglang", " and ttftP90Target: \"500ms\"",
+     "SGLang"},
+    {"sglang:queue_time_seconds", "slo", "sglang", " and queueTimeP90Target: \"500ms\"", "SGLang"},
+    {"tgi_queue_size", "engine_queue", "tgi", "", "TGI"},
+    {"tgi_batch_current_size", "engine_running", "tgi", "", "TGI"},
+    {"tgi_request_duration", "slo", "tgi", " and e2eP90Target: \"10s\"", "TGI"},
+    {"tgi_request_queue_duration", "slo", "tgi", " and queueTimeP90Target: \"500ms\"", "TGI"},
+    {"nv_inference_pending_request_count", "engine_queue", "triton", "", "Triton"},
+    {"nv_inference_queue_duration_us", "triton_queue_wait_ms", NULL, "", "Triton"},
+    {"nv_inference_request_success", "triton_request_rate", NULL, "", "Triton"},
+    {"nv_inference_count", "triton_request_rate", NULL, "", "Triton"},
+    {"llm_d_epp_flow_control_queue_size", "engine_queue", "epp", "", "the EPP"},
+    {"inference_extension_flow_control_queue_size", "engine_queue", "epp", "", "the EPP"},
+    {"llm_d_epp_average_queue_size", "engine_queue", "epp", "", "the EPP"},
+    {"inference_pool_average_queue_size", "engine_queue", "epp", "", "the EPP"},
+    {"llm_d_epp_average_running_requests", "engine_running", "epp", "", "the EPP"},
+    {"inference_pool_average_running_requests", "engine_running", "epp", "", "the EPP"},
+    {"llm_d_epp_average_kv_cache_utilization", "engine_kv_cache", "epp", "", "the EPP"},
+    {"inference_pool_average_kv_cache_utilization", "engine_kv_cache", "epp", "", "the EPP"},
+    {"DCGM_FI_DEV_GPU_UTIL", "gpu_utilization", NULL, "", "dcgm-exporter"},
+    {"DCGM_FI_DEV_MEM_COPY_UTIL", "memory_utilization", NULL, "", "dcgm-exporter"},
+    {"DCGM_FI_DEV_FB_USED", "memory_used_mib", NULL, "", "dcgm-exporter"},
+    {"DCGM_FI_DEV_GPU_TEMP", "temperature", NULL, "", "dcgm-exporter"},
+    {"DCGM_FI_DEV_POWER_USAGE", "power_draw", NULL, "", "dcgm-exporter"},
+    {"DCGM_FI_PROF_SM_ACTIVE", "sm_active", NULL, " (a percentage here, a ratio in DCGM)",
+     "dcgm-exporter"},
+    {"DCGM_FI_PROF_SM_OCCUPANCY", "sm_occupancy", NULL, " (a percentage here, a ratio in DCGM)",
+     "dcgm-exporter"},
+    {"DCGM_FI_PROF_DRAM_ACTIVE", "dram_bandwidth", NULL, " (a percentage here, a ratio in DCGM)",
+     "dcgm-exporter"},
+    {"DCGM_FI_PROF_PCIE_TX_BYTES", "pcie_tx_kbps", NULL, " (KiB/s here, bytes/s in DCGM)",
+     "dcgm-exporter"},
+    {"DCGM_FI_PROF_PCIE_RX_BYTES", "pcie_rx_kbps", NULL, " (KiB/s here, bytes/s in DCGM)",
+     "dcgm-exporter"},
+};
+
+/* The native name's own part: after an "engine:" prefix, or after the
+ * engine's "<engine>_" / dcgm-exporter's "DCGM_FI_DEV_" / "DCGM_FI_PROF_". */
+static const char *native_stem(const char *name) {
+    const char *c = strchr(name, ':');
+    if (c)
+        return c + 1;
+    static const char *const prefixes[] = {"DCGM_FI_DEV_", "DCGM_FI_PROF_", "tgi_", "vllm_",
+                                           "llm_d_epp_"};
+    for (size_t i = 0; i < NV(prefixes); i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return name + strlen(prefixes[i]);
+    return name;
 }
 
-int tc_key_int(key_id_t k, slice_t v, long long *out, char *err, size_t errlen) {
+/*
+ * The row of native_names[] that (p, n) names: the name as written, with
+ * '_' for ':' (vllm_num_requests_waiting), or without its prefix
+ * (num_requests_waiting, gpu_cache_usage_perc), within suggest_name()'s
+ * distance (kv_cache_usage, a prefix). NULL when none; gpu_only: only rows
+ * that read GPUs (gpuMetricType).
+ */
+static const native_name_t *native_lookup(const char *p, size_t n, bool gpu_only) {
+    enum { N = NV(native_names) };
+    const char *forms[2 * N];
+    char underscored[N][64];
+    for (size_t i = 0; i < N; i++) {
+        bool skip = gpu_only && native_names[i].engine;
+        const char *name = native_names[i].native;
+        snprintf(underscored[i], sizeof underscored[i], "%s", name);
+        for (char *c = underscored[i]; *c; c++)
+            if (*c == ':')
+                *c = '_';
+        forms[i] = skip ? NULL : underscored[i];
+        forms[N + i] = skip ? NULL : native_stem(name);
+    }
+    char in[SUGGEST_MAX_LEN + 1];
+    if (n == 0 || n > SUGGEST_MAX_LEN)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        in[i] = p[i] == ':' ? '_' : p[i];
+    const char *s = suggest_name(in, n, forms, 2 * N);
+    for (size_t i = 0; s && i < 2 * N; i++)
+        if (forms[i] == s)
+            return &native_names[i % N];
+    return NULL;
+}
+
+int tc_key_enum(key_id_t k, slice_t v, int *out, trigger_problems_t *P) {
+    const key_row_t *r = &tc_keys[k];
+    const native_name_t *nat = NULL;
+    if (k == K_METRIC_TYPE || k == K_GPU_METRIC_TYPE) {
+        int found = 0;
+        for (size_t i = 0; i < r->nvalues && !found; i++)
+            found = metadata_slice_eq(v.p, v.n, r->values[i]);
+        if (!found && !suggest_value(v.p, v.n, r->values, r->nvalues, NULL, 0))
+            nat = native_lookup(v.p, v.n, k == K_GPU_METRIC_TYPE);
+    }
+    if (!nat)
+        return tc_parse_enum(r->name, v.p, v.n, r->values, r->nvalues, r->must, out, P);
+    char q[QBUF];
+    tc_msg_begin(P);
+    tc_msg_add(P, "invalid %s %s: that is %s's metric %s; did you mean %s: %s", r->name,
+               kgs_quote(q, sizeof q, v.p, v.n), nat->whose, nat->native, r->name, nat->metric);
+    if (nat->engine)
+        tc_msg_add(P, " with engine: %s", nat->engine);
+    tc_msg_add(P, "%s? It must be ", nat->extra);
+    add_valid(P, r->values, r->nvalues, r->must);
+    return tc_msg_end(P);
+}
+
+int tc_key_int(key_id_t k, slice_t v, long long *out, trigger_problems_t *P) {
     const key_row_t *r = &tc_keys[k];
     char q[QBUF];
     long long i;
     if (!tc_parse_integer(v.p, v.n, &i) || i < r->min || i > r->max)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be %s", r->name,
-                          kgs_quote(q, sizeof q, v.p, v.n), r->must);
+        return tc_fail(P, "invalid %s %s: must be %s", r->name, kgs_quote(q, sizeof q, v.p, v.n),
+                       r->must);
     *out = i;
     return 0;
 }
 
-int tc_key_nonneg(key_id_t k, slice_t v, double *out, char *err, size_t errlen) {
+int tc_key_nonneg(key_id_t k, slice_t v, double *out, trigger_problems_t *P) {
     const key_row_t *r = &tc_keys[k];
     char q[QBUF];
     double d;
     if (!tc_parse_number(v.p, v.n, &d) || d < 0)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be %s", r->name,
-                          kgs_quote(q, sizeof q, v.p, v.n), r->must);
+        return tc_fail(P, "invalid %s %s: must be %s", r->name, kgs_quote(q, sizeof q, v.p, v.n),
+                       r->must);
     *out = d == 0 ? 0 : d; /* no -0 */
     return 0;
 }
 
-int tc_key_ratio(key_id_t k, slice_t v, double *out, char *err, size_t errlen) {
+int tc_key_ratio(key_id_t k, slice_t v, double *out, trigger_problems_t *P) {
     const key_row_t *r = &tc_keys[k];
     char q[QBUF];
     double d;
     if (!tc_parse_number(v.p, v.n, &d) || !(d > 0 && d <= 1))
-        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be %s", r->name,
-                          kgs_quote(q, sizeof q, v.p, v.n), r->must);
+        return tc_fail(P, "invalid %s %s: must be %s", r->name, kgs_quote(q, sizeof q, v.p, v.n),
+                       r->must);
     *out = d;
     return 0;
 }
 
-int tc_key_duration(key_id_t k, slice_t v, uint64_t *out, char *err, size_t errlen) {
+int tc_key_duration(key_id_t k, slice_t v, uint64_t *out, trigger_problems_t *P) {
     const key_row_t *r = &tc_keys[k];
-    char q[QBUF], buf[64], why[256];
+    char q[QBUF], buf[64], why[1024]; /* why: any duration_parse_ns message */
     uint64_t ns;
     if (v.n == 0 || v.n >= sizeof buf || memchr(v.p, '\0', v.n))
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "invalid %s %s: must be a duration like "
-                          "\"1s\" or \"500ms\"",
-                          r->name, kgs_quote(q, sizeof q, v.p, v.n));
+        return tc_fail(P,
+                       "invalid %s %s: must be a duration like "
+                       "\"1s\" or \"500ms\"",
+                       r->name, kgs_quote(q, sizeof q, v.p, v.n));
     memcpy(buf, v.p, v.n);
     buf[v.n] = '\0';
     if (duration_parse_ns(buf, &ns, why, sizeof why) != 0)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s: %s", r->name, why);
+        return tc_fail(P, "invalid %s: %s", r->name, why);
     if (ns < (uint64_t)r->min || ns > (uint64_t)r->max) {
         char a[32], b[32];
-        return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be from %s to %s", r->name,
-                          kgs_quote(q, sizeof q, v.p, v.n),
-                          duration_format((uint64_t)r->min, a, sizeof a),
-                          duration_format((uint64_t)r->max, b, sizeof b));
+        return tc_fail(P, "invalid %s %s: must be from %s to %s", r->name,
+                       kgs_quote(q, sizeof q, v.p, v.n),
+                       duration_format((uint64_t)r->min, a, sizeof a),
+                       duration_format((uint64_t)r->max, b, sizeof b));
     }
     *out = ns;
     return 0;
 }
 
-int tc_key_bool(key_id_t k, slice_t v, bool *out, char *err, size_t errlen) {
+int tc_key_bool(key_id_t k, slice_t v, bool *out, trigger_problems_t *P) {
     char q[QBUF];
     if (metadata_slice_eq(v.p, v.n, "true")) {
         *out = true;
@@ -649,6 +915,6 @@ int tc_key_bool(key_id_t k, slice_t v, bool *out, char *err, size_t errlen) {
         *out = false;
         return 0;
     }
-    return kgs_seterr(err, errlen, KGS_EINVAL, "invalid %s %s: must be true or false",
-                      tc_keys[k].name, kgs_quote(q, sizeof q, v.p, v.n));
+    return tc_fail(P, "invalid %s %s: must be true or false", tc_keys[k].name,
+                   kgs_quote(q, sizeof q, v.p, v.n));
 }

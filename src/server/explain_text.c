@@ -180,9 +180,9 @@ static void engines(const char *const *names, const double *values, size_t n, in
         num(b, get(names, values, n, "pods:starting", NULL));
         strbuf_printf(b, " starting");
     } else if (queueing && b->len) {
-        strbuf_printf(b, "; no pod list (engine URLs, or the standalone role): replicas still "
-                         "starting are not seen, so the model may order them again while they "
-                         "start (podSelector in the aggregator role sees them)");
+        strbuf_printf(b, "; no pod list (engine URLs, or the standalone role): the replicas the "
+                         "model asked for count as starting until their engines answer "
+                         "(podSelector in the aggregator role sees the pods themselves)");
     }
     for (size_t i = 0; i < n; i++)
         if (has_prefix(names[i], "wake:"))

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,7 @@
 #define MAX_PAIRS 128
 
 const char validate_usage_text[] =
-    "Usage: keda-gpu-scaler validate [--role aggregator|standalone]\n"
+    "Usage: keda-gpu-scaler validate [--role aggregator|standalone] [--strict]\n"
     "                                [--scaler-address PATTERN... | --all] FILE...\n"
     "\n"
     "Reads Kubernetes YAML (one or more documents per file; - for standard input), finds\n"
@@ -48,15 +49,23 @@ const char validate_usage_text[] =
     "                  addresses listed\n"
     "  --match TEXT    the same as --scaler-address '*TEXT*'\n"
     "  --all           check every external trigger, whatever its scalerAddress\n"
+    "  --strict        warnings fail too (exit status 1)\n"
     "  --help          this text\n"
     "\n"
     "Also checked: every external trigger has a scalerAddress (KEDA needs one), metadata\n"
     "values are strings (Kubernetes refuses an unquoted number or bool there), and the\n"
     "trigger's metricType is AverageValue or Value. An input with no YAML document is an\n"
-    "error, not a pass.\n"
+    "error, not a pass. Every problem of a trigger is a line of its own.\n"
     "\n"
-    "Exit status: 0 every trigger valid, 1 problems found, 2 usage, an unreadable file\n"
-    "or YAML that does not parse.\n"
+    "Warnings (FILE:LINE: ... warning: MESSAGE; they fail only with --strict): a\n"
+    "ScaledObject or ScaledJob that may be at zero (minReplicaCount 0, KEDA's default, or\n"
+    "idleReplicaCount 0) with no trigger that can wake it (each of ours that reads only\n"
+    "engines, latency or GPU metrics, which do not exist at zero, says what to add), and,\n"
+    "with --role standalone, metricType demand on the queueing model, which cannot see\n"
+    "replicas starting there.\n"
+    "\n"
+    "Exit status: 0 every trigger valid (warnings or not), 1 problems found (or, with\n"
+    "--strict, warnings), 2 usage, an unreadable file or YAML that does not parse.\n"
     "\n"
     "Examples (in CI):\n"
     "  keda-gpu-scaler validate k8s/*.yaml\n"
@@ -144,7 +153,44 @@ static const char *implicit_type(const yaml_node_t *n) {
     return digits && p[i] == '\0' ? "a number" : NULL;
 }
 
+/* ---- what can wake ------------------------------------------------------------ */
+
+validate_wake_t validate_trigger_wake(const trigger_config_t *c) {
+    const demand_config_t *d = &c->demand;
+    if (d->queue != QUEUE_NONE)
+        return VALIDATE_WAKES;
+    /* The EPP runs in front of the model servers, also while they are at
+     * zero, and its flow-control queue holds the requests that wait for
+     * them; its pool gauges (running, KV cache) are the servers'. */
+    if (d->engine == ENGINE_EPP &&
+        (d->type == DEMAND_ENGINE_QUEUE || (d->type == DEMAND_COMPOSITE && d->target_queue > 0)))
+        return VALIDATE_WAKES;
+    if (d->type == DEMAND_SLO)
+        return VALIDATE_SLEEPS_SLO;
+    if (d->engine != ENGINE_NONE)
+        return VALIDATE_SLEEPS_ENGINE;
+    return VALIDATE_SLEEPS_GPU;
+}
+
 /* ---- one trigger ------------------------------------------------------------- */
+
+/* A trigger of the object being read, for the what-can-wake check. */
+typedef enum {
+    TRIG_MAY_WAKE,   /* another scaler's, KEDA's own (not cpu/memory), or ours with problems */
+    TRIG_CPU_MEMORY, /* KEDA's cpu and memory scalers: never from zero */
+    TRIG_OURS,       /* ours and valid: wake says what it reads at zero */
+} trig_kind_t;
+
+#define MAX_TRIGGERS 64
+
+typedef struct {
+    trig_kind_t kind;
+    validate_wake_t wake;
+    const yaml_node_t *at; /* the trigger's metadata */
+    unsigned idx;
+    const char *type; /* "external" or "external-push" (static) */
+    char what[200];   /* VALIDATE_SLEEPS_ENGINE: the engine and where it is read */
+} trig_t;
 
 typedef struct {
     const char *file;
@@ -152,23 +198,33 @@ typedef struct {
     FILE *out;
     validate_counts_t *c;
     char kind[32], ns[128], name[256];
+    trig_t trig[MAX_TRIGGERS];
+    unsigned ntrig; /* of the object being read; past MAX_TRIGGERS it is not judged */
 } ctx_t;
 
-static void report(ctx_t *x, const yaml_node_t *at, unsigned idx, const char *type, const char *fmt,
-                   ...) __attribute__((format(printf, 5, 6)));
-static void report(ctx_t *x, const yaml_node_t *at, unsigned idx, const char *type, const char *fmt,
-                   ...) {
-    char msg[1024];
+/* One line: "FILE:LINE: KIND NS/NAME trigger #I (TYPE): [warning: ]MESSAGE",
+ * written straight to out, so no buffer can cut the message. */
+static void line(ctx_t *x, const yaml_node_t *at, unsigned idx, const char *type, bool warning,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void line(ctx_t *x, const yaml_node_t *at, unsigned idx, const char *type, bool warning,
+                 const char *fmt, ...) {
     va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     /* Without a namespace the object goes wherever it is applied: name only. */
-    fprintf(x->out, "%s:%lu: %s %s%s%s trigger #%u (%s): %s\n", x->file,
+    fprintf(x->out, "%s:%lu: %s %s%s%s trigger #%u (%s): %s", x->file,
             (unsigned long)at->start_mark.line + 1, x->kind, x->ns, x->ns[0] ? "/" : "",
-            x->name[0] ? x->name : "?", idx, type, msg);
-    x->c->problems++;
+            x->name[0] ? x->name : "?", idx, type, warning ? "warning: " : "");
+    va_start(ap, fmt);
+    vfprintf(x->out, fmt, ap);
+    va_end(ap);
+    fputc('\n', x->out);
+    if (warning)
+        x->c->warnings++;
+    else
+        x->c->problems++;
 }
+
+#define report(x, at, idx, type, ...) line(x, at, idx, type, false, __VA_ARGS__)
+#define warn(x, at, idx, type, ...) line(x, at, idx, type, true, __VA_ARGS__)
 
 static bool address_is_ours(const validate_opts_t *o, const char *addr) {
     if (o->match)
@@ -208,14 +264,98 @@ static const yaml_node_t *named_key(yaml_document_t *d, yaml_node_t *md, const c
     return best;
 }
 
-static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned idx) {
-    char type[64], buf[512];
-    scalar(map_get(d, t, "type"), type, sizeof type);
-    if (strcmp(type, "external") != 0 && strcmp(type, "external-push") != 0)
+/* The metadata map as pairs; reports the keys and values that are not
+ * strings. *pairs_ok false: a key or value was not a scalar, so the map
+ * cannot be parsed as the server would see it. A value YAML reads as a
+ * number or bool is reported and passed on as its text (what quoting it
+ * gives), so it hides nothing else. */
+static size_t collect_pairs(ctx_t *x, yaml_document_t *d, yaml_node_t *md, unsigned idx,
+                            const char *type, metadata_pair_t *pairs, bool *pairs_ok) {
+    size_t n = 0;
+    *pairs_ok = true;
+    for (yaml_node_pair_t *p = md->data.mapping.pairs.start; p < md->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(d, p->key);
+        yaml_node_t *v = yaml_document_get_node(d, p->value);
+        if (!k || k->type != YAML_SCALAR_NODE) {
+            report(x, md, idx, type, "a metadata key that is not a plain string");
+            *pairs_ok = false;
+            continue;
+        }
+        const char *key = (const char *)k->data.scalar.value;
+        if (!v || v->type != YAML_SCALAR_NODE) {
+            report(x, k, idx, type,
+                   "metadata %s is a %s, not a string: KEDA's metadata is a map of strings", key,
+                   v && v->type == YAML_MAPPING_NODE ? "map" : "list");
+            *pairs_ok = false;
+            continue;
+        }
+        const char *it = implicit_type(v);
+        if (it)
+            report(x, v, idx, type,
+                   "metadata %s: %s is %s in YAML, and KEDA's metadata is a map of strings "
+                   "(Kubernetes rejects it): quote it, %s: \"%s\"",
+                   key, (const char *)v->data.scalar.value, it, key,
+                   (const char *)v->data.scalar.value);
+        if (n == MAX_PAIRS) {
+            report(x, md, idx, type, "more than %d metadata keys", MAX_PAIRS);
+            *pairs_ok = false;
+            return n;
+        }
+        pairs[n].key = key;
+        pairs[n].key_len = k->data.scalar.length;
+        pairs[n].value = (const char *)v->data.scalar.value;
+        pairs[n].value_len = v->data.scalar.length;
+        n++;
+    }
+    return n;
+}
+
+/* The engine and where it is read, for the warnings. */
+static void engine_what(const trigger_config_t *c, char *buf, size_t len) {
+    const demand_config_t *d = &c->demand;
+    const char *key = d->engine == ENGINE_VLLM     ? "vllmEndpoint"
+                      : d->engine == ENGINE_TRITON ? "tritonEndpoint"
+                                                   : "engineEndpoint";
+    if (d->endpoint_count)
+        snprintf(buf, len, "%s engine metrics from %s, which does not answer",
+                 engine_name(d->engine), key);
+    else
+        snprintf(buf, len, "%s engine metrics from podSelector's pods, which do not exist",
+                 engine_name(d->engine));
+}
+
+/* The standalone role sees no pods (DESIGN.md: its evaluator gets no pod
+ * list), so the queueing model cannot tell replicas that are starting. */
+static void warn_standalone_model(ctx_t *x, const trigger_config_t *cfg, const yaml_node_t *at,
+                                  unsigned idx, const char *type) {
+    if (x->o->role != VALIDATE_ROLE_STANDALONE || cfg->demand.type != DEMAND_COMPOSITE ||
+        cfg->demand.sizing != DEMAND_MODEL_QUEUEING)
         return;
+    warn(x, at, idx, type,
+         "in the standalone role the scaler sees no pods: the queueing model (metricType demand "
+         "without per-signal targets) counts the replicas it asked for as starting until their "
+         "engines answer, so it does not see pods that fail to start or that something else "
+         "added, and a Service URL shows one replica's counters at a time (list each replica's "
+         "URL); the aggregator role with podSelector sees the pods themselves");
+}
+
+static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned idx) {
+    char type[64];
+    scalar(map_get(d, t, "type"), type, sizeof type);
+    trig_t *tr = x->ntrig < MAX_TRIGGERS ? &x->trig[x->ntrig] : NULL;
+    x->ntrig++;
+    if (tr)
+        *tr = (trig_t){.kind = TRIG_MAY_WAKE, .idx = idx};
+    if (strcmp(type, "external") != 0 && strcmp(type, "external-push") != 0) {
+        if (tr && (strcmp(type, "cpu") == 0 || strcmp(type, "memory") == 0))
+            tr->kind = TRIG_CPU_MEMORY;
+        return;
+    }
     yaml_node_t *md = map_get(d, t, "metadata");
-    scalar(map_get(d, md, "scalerAddress"), buf, sizeof buf);
-    if (!buf[0]) {
+    yaml_node_t *an = map_get(d, md, "scalerAddress");
+    const char *addr =
+        an && an->type == YAML_SCALAR_NODE ? (const char *)an->data.scalar.value : "";
+    if (!addr[0]) {
         /* whose it is cannot be told, and KEDA refuses it anyway */
         x->c->triggers++;
         report(x, md ? md : t, idx, type,
@@ -223,11 +363,11 @@ static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned
                "the service, e.g. keda-gpu-scaler.keda-gpu-scaler.svc:6000)");
         return;
     }
-    if (!x->o->all && !address_is_ours(x->o, buf)) {
+    if (!x->o->all && !address_is_ours(x->o, addr)) {
         x->c->skipped++;
         /* shown on stderr: another scaler's address may carry a password */
         char shown[sizeof x->c->skipped_addr[0]] = ""; /* zeroed whole: the counts are compared */
-        source_url_redact(buf, strlen(buf), shown, sizeof shown);
+        source_url_redact(addr, strlen(addr), shown, sizeof shown);
         bool seen = false;
         for (unsigned i = 0; i < x->c->nskipped_addr; i++)
             seen |= strcmp(x->c->skipped_addr[i], shown) == 0;
@@ -241,70 +381,104 @@ static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned
         return;
     }
     yaml_node_t *mt = map_get(d, t, "metricType");
-    if (mt) {
-        scalar(mt, buf, sizeof buf);
-        if (strcmp(buf, "AverageValue") != 0 && strcmp(buf, "Value") != 0)
+    if (mt && mt->type == YAML_SCALAR_NODE) {
+        const char *v = (const char *)mt->data.scalar.value;
+        if (strcmp(v, "AverageValue") != 0 && strcmp(v, "Value") != 0)
             report(x, mt, idx, type,
                    "the trigger's metricType %s: KEDA accepts AverageValue (the default) or "
                    "Value for external scalers",
-                   buf);
+                   v);
     }
     metadata_pair_t pairs[MAX_PAIRS];
-    size_t n = 0;
-    bool bad_value = false;
-    for (yaml_node_pair_t *p = md->data.mapping.pairs.start; p < md->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(d, p->key);
-        yaml_node_t *v = yaml_document_get_node(d, p->value);
-        if (!k || k->type != YAML_SCALAR_NODE) {
-            report(x, md, idx, type, "a metadata key that is not a plain string");
-            bad_value = true;
-            continue;
-        }
-        char key[128];
-        scalar(k, key, sizeof key);
-        if (!v || v->type != YAML_SCALAR_NODE) {
-            report(x, k, idx, type,
-                   "metadata %s is a %s, not a string: KEDA's metadata is a map of strings", key,
-                   v && v->type == YAML_MAPPING_NODE ? "map" : "list");
-            bad_value = true;
-            continue;
-        }
-        const char *it = implicit_type(v);
-        if (it) {
-            scalar(v, buf, sizeof buf);
-            report(x, v, idx, type,
-                   "metadata %s: %s is %s in YAML, and KEDA's metadata is a map of strings "
-                   "(Kubernetes rejects it): quote it, %s: \"%s\"",
-                   key, buf, it, key, buf);
-            bad_value = true;
-            continue;
-        }
-        if (n == MAX_PAIRS) {
-            report(x, md, idx, type, "more than %d metadata keys", MAX_PAIRS);
-            return;
-        }
-        pairs[n].key = (const char *)k->data.scalar.value;
-        pairs[n].key_len = k->data.scalar.length;
-        pairs[n].value = (const char *)v->data.scalar.value;
-        pairs[n].value_len = v->data.scalar.length;
-        n++;
-    }
-    if (bad_value)
+    bool pairs_ok;
+    size_t n = collect_pairs(x, d, md, idx, type, pairs, &pairs_ok);
+    if (!pairs_ok)
         return;
-    static trigger_config_t cfg; /* ~25 KiB: off the stack */
-    char err[1024];
-    if (trigger_config_parse(pairs, n, &cfg, err, sizeof err) != 0) {
-        report(x, named_key(d, md, err), idx, type, "%s", err);
+    static trigger_config_t cfg;        /* ~25 KiB: off the stack */
+    static trigger_problems_t problems; /* likewise */
+    if (trigger_config_parse_problems(pairs, n, &cfg, &problems) != 0) {
+        static char msg[16384]; /* holds any problem whole (trigger_problems_t.text) */
+        for (unsigned i = 0; i < problems.stored; i++) {
+            trigger_problems_format_one(&problems, i, msg, sizeof msg);
+            report(x, named_key(d, md, msg), idx, type, "%s", msg);
+        }
+        if (problems.count > problems.stored)
+            report(x, md, idx, type, "and %u more problem(s) not listed",
+                   problems.count - problems.stored);
         return;
     }
     /* The server's own rules (core/roles.h), so validate and the server agree. */
+    char err[1024];
     const role_caps_t *caps = role_caps(
         x->o->role == VALIDATE_ROLE_STANDALONE ? KGS_ROLE_STANDALONE : KGS_ROLE_AGGREGATOR);
-    if (role_check_trigger(caps, &cfg, true, err, sizeof err) != ROLE_CHECK_OK)
+    if (role_check_trigger(caps, &cfg, true, err, sizeof err) != ROLE_CHECK_OK) {
         report(x, named_key(d, md, err), idx, type, "%s", err);
+        return;
+    }
+    warn_standalone_model(x, &cfg, md, idx, type);
+    if (tr) {
+        tr->kind = TRIG_OURS;
+        tr->wake = validate_trigger_wake(&cfg);
+        tr->at = md;
+        tr->type = strcmp(type, "external-push") == 0 ? "external-push" : "external";
+        if (tr->wake == VALIDATE_SLEEPS_ENGINE)
+            engine_what(&cfg, tr->what, sizeof tr->what);
+    }
 }
 
 /* ---- documents --------------------------------------------------------------- */
+
+/* minReplicaCount and idleReplicaCount as KEDA reads them: true when the
+ * object may have no replica (min 0, KEDA's default, or idle 0); *why is
+ * what says so. */
+static bool may_be_at_zero(yaml_document_t *d, yaml_node_t *spec, const char **why) {
+    char v[32];
+    yaml_node_t *idle = map_get(d, spec, "idleReplicaCount");
+    if (idle && strcmp(scalar(idle, v, sizeof v), "0") == 0) {
+        *why = "idleReplicaCount is 0";
+        return true;
+    }
+    yaml_node_t *min = map_get(d, spec, "minReplicaCount");
+    if (!min) {
+        *why = "minReplicaCount is 0 (KEDA's default)";
+        return true;
+    }
+    *why = "minReplicaCount is 0";
+    return strcmp(scalar(min, v, sizeof v), "0") == 0;
+}
+
+/* Warns each of our triggers that cannot wake the object from zero, when
+ * no trigger of the object can (KEDA activates an object when any trigger
+ * is active; cpu and memory never scale from zero). */
+static void check_wake(ctx_t *x, yaml_document_t *d, yaml_node_t *spec) {
+    const char *why;
+    if (!may_be_at_zero(d, spec, &why))
+        return;
+    bool job = strcmp(x->kind, "ScaledJob") == 0;
+    for (unsigned i = 0; i < x->ntrig; i++)
+        if (x->trig[i].kind == TRIG_MAY_WAKE ||
+            (x->trig[i].kind == TRIG_OURS && x->trig[i].wake == VALIDATE_WAKES))
+            return;
+    static const char add[] =
+        "add a signal that exists at zero, in this trigger (metricType demand or queue_length "
+        "with redisAddress and redisListName or redisStream, or demandEndpoint and demandMetric "
+        "for a gateway or router queue, or engine: epp for the inference gateway's flow-control "
+        "queue) or in another trigger of it, or set minReplicaCount: 1";
+    for (unsigned i = 0; i < x->ntrig; i++) {
+        const trig_t *t = &x->trig[i];
+        if (t->kind != TRIG_OURS)
+            continue;
+        const char *reads = t->wake == VALIDATE_SLEEPS_SLO
+                                ? "latency, which is observed only while replicas serve requests"
+                            : t->wake == VALIDATE_SLEEPS_GPU
+                                ? "GPU metrics, which read 0 while no pod runs"
+                                : t->what;
+        warn(x, t->at, t->idx, t->type,
+             "%s and no trigger of this %s can %s: this one reads %s%s; %s", why, x->kind,
+             job ? "start a Job" : "wake it from zero", reads,
+             t->wake == VALIDATE_SLEEPS_ENGINE ? " while no replica runs" : "", add);
+    }
+}
 
 static void check_document(ctx_t *x, yaml_document_t *d) {
     yaml_node_t *root = yaml_document_get_root_node(d);
@@ -320,10 +494,12 @@ static void check_document(ctx_t *x, yaml_document_t *d) {
     yaml_node_t *meta = map_get(d, root, "metadata");
     scalar(map_get(d, meta, "namespace"), x->ns, sizeof x->ns);
     scalar(map_get(d, meta, "name"), x->name, sizeof x->name);
-    yaml_node_t *triggers = map_get(d, map_get(d, root, "spec"), "triggers");
+    yaml_node_t *spec = map_get(d, root, "spec");
+    yaml_node_t *triggers = map_get(d, spec, "triggers");
     if (!triggers || triggers->type != YAML_SEQUENCE_NODE)
         return;
     unsigned idx = 0;
+    x->ntrig = 0;
     for (yaml_node_item_t *it = triggers->data.sequence.items.start;
          it < triggers->data.sequence.items.top; it++) {
         yaml_node_t *t = yaml_document_get_node(d, *it);
@@ -331,6 +507,8 @@ static void check_document(ctx_t *x, yaml_document_t *d) {
             check_trigger(x, d, t, idx);
         idx++;
     }
+    if (x->ntrig <= MAX_TRIGGERS) /* past that, not judged */
+        check_wake(x, d, spec);
 }
 
 int validate_text(const char *name, const char *text, size_t len, const validate_opts_t *opts,
@@ -448,6 +626,8 @@ int validate_main(int argc, char **argv) {
             o.patterns[o.npatterns++] = argv[++i];
         } else if (strcmp(a, "--all") == 0) {
             o.all = true;
+        } else if (strcmp(a, "--strict") == 0) {
+            o.strict = true;
         } else if (strcmp(a, "--") == 0) {
             first = i + 1;
             break;
@@ -475,7 +655,7 @@ int validate_main(int argc, char **argv) {
     validate_counts_t c = {0};
     int status = 0;
     for (int i = first; i < argc; i++) {
-        char err[1024] = "";
+        char err[8192] = ""; /* a message naming the file: room for any path */
         size_t len;
         char *text = read_all(argv[i], &len, err, sizeof err);
         if (!text) {
@@ -491,8 +671,8 @@ int validate_main(int argc, char **argv) {
     }
     fprintf(stderr,
             "validate: %d file(s), %u ScaledObject/ScaledJob(s), %u trigger(s) checked, %u "
-            "problem(s)%s",
-            argc - first, c.objects, c.triggers, c.problems, c.skipped ? "" : "\n");
+            "problem(s), %u warning(s)%s",
+            argc - first, c.objects, c.triggers, c.problems, c.warnings, c.skipped ? "" : "\n");
     if (c.skipped) {
         fprintf(stderr, "; %u external trigger(s) for other scalers skipped (scalerAddress ",
                 c.skipped);
@@ -504,7 +684,7 @@ int validate_main(int argc, char **argv) {
                 : o.npatterns ? o.patterns[0]
                               : VALIDATE_DEFAULT_ADDRESS);
     }
-    if (status == 0 && c.problems)
+    if (status == 0 && (c.problems || (o.strict && c.warnings)))
         status = 1;
     return status;
 }

@@ -13,6 +13,15 @@
  *     refuses them there);
  *   - the trigger's own metricType is AverageValue or Value (KEDA refuses
  *     Utilization for external scalers).
+ * Every problem of a trigger is reported, one line each (a value YAML reads
+ * as a number no longer hides the next problem).
+ *
+ * Warnings (they fail validate only with strict): a ScaledObject or
+ * ScaledJob that can be at zero (minReplicaCount 0, KEDA's default, or
+ * idleReplicaCount 0) whose triggers have no signal that exists while
+ * nothing runs (validate_trigger_wake), and, in the standalone role, a
+ * metricType demand trigger on the queueing model, which cannot see
+ * replicas starting there.
  */
 #ifndef KGS_SERVER_VALIDATE_H
 #define KGS_SERVER_VALIDATE_H
@@ -20,6 +29,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "core/trigger_config.h"
 
 typedef enum { VALIDATE_ROLE_AGGREGATOR, VALIDATE_ROLE_STANDALONE } validate_role_t;
 
@@ -37,6 +48,7 @@ typedef struct {
     unsigned npatterns;
     const char *match;
     bool all;
+    bool strict; /* --strict: warnings count as problems (exit status 1) */
 } validate_opts_t;
 
 typedef struct {
@@ -44,17 +56,31 @@ typedef struct {
     unsigned objects;   /* ScaledObjects and ScaledJobs */
     unsigned triggers;  /* triggers checked */
     unsigned skipped;   /* external triggers for another scaler */
-    unsigned problems;  /* lines reported */
+    unsigned problems;  /* problem lines reported */
+    unsigned warnings;  /* warning lines reported */
     /* the distinct scalerAddress values skipped, for the summary (first 4) */
     char skipped_addr[4][128];
     unsigned nskipped_addr;
 } validate_counts_t;
 
+/* What one of our triggers (c, borrowed, valid) reads while no replica of
+ * its workload runs. */
+typedef enum {
+    VALIDATE_WAKES,         /* a signal that exists at zero: a queue, the EPP's queue */
+    VALIDATE_SLEEPS_ENGINE, /* serving engines only: podSelector's pods or URLs, gone at zero */
+    VALIDATE_SLEEPS_SLO,    /* latency: observed only while replicas serve */
+    VALIDATE_SLEEPS_GPU,    /* GPU metrics: 0 while no pod runs */
+} validate_wake_t;
+
+validate_wake_t validate_trigger_wake(const trigger_config_t *c);
+
 /*
  * Checks text[0..len) (borrowed; any bytes), a YAML stream named `name`
  * (for messages). Writes one line per problem to out:
  *   "NAME:LINE: ScaledObject NS/NAME trigger #I (TYPE): MESSAGE"
- * (NAME alone when the object has no namespace)
+ * and one per warning:
+ *   "NAME:LINE: ScaledObject NS/NAME trigger #I (TYPE): warning: MESSAGE"
+ * (NAME alone when the object has no namespace), messages whole,
  * and adds to *counts. The line is the metadata key a message names, else
  * the trigger's metadata. Returns 0 (problems or not), or KGS_EINVAL when
  * the text is not YAML (message "NAME:LINE:COL: ...") or holds no YAML
@@ -63,8 +89,9 @@ typedef struct {
 int validate_text(const char *name, const char *text, size_t len, const validate_opts_t *opts,
                   FILE *out, validate_counts_t *counts, char *err, size_t errlen);
 
-/* argv[0] is "validate". Exit status: 0 all valid, 1 problems found, 2
- * usage, unreadable file or YAML syntax error. */
+/* argv[0] is "validate". Exit status: 0 all valid (warnings or not), 1
+ * problems found (or, with --strict, warnings), 2 usage, unreadable file or
+ * YAML syntax error. */
 int validate_main(int argc, char **argv);
 
 extern const char validate_usage_text[];

@@ -201,10 +201,16 @@ def path_tokens(text, dirs):
     blocks, prose = split_markdown(text)
     chunks = blocks + re.findall(r"`([^`\n]+)`", prose)
     head = re.compile(r"^(?:\./)?(?:%s)/" % "|".join(map(re.escape, dirs)))
+    # A relative path through a folder named after the project (the chart's,
+    # deploy/helm/keda-gpu-scaler) is this repository's too, whatever its
+    # first folder: `charts/keda-gpu-scaler/values.yaml` is a wrong path, not
+    # another project's. Not: absolute paths (an installed tree), image names
+    # (a registry host first), PREFIX/... placeholders.
+    ours = re.compile(r"^(?![A-Z][A-Z0-9_]*/)[a-z0-9_-]+/(?:[^/\s]+/)*keda-gpu-scaler/")
     for chunk in chunks:
         chunk = re.sub(r"[a-z][a-z0-9+.-]*://\S*", " ", chunk)   # URLs
         for tok in re.split(r"[\s=,;\"'`()\[\]|&]+", chunk):
-            if not head.match(tok):
+            if not head.match(tok) and not (ours.match(tok) and ":" not in tok):
                 continue
             tok = re.sub(r":\d.*$", "", tok)            # file:line
             tok = tok.rstrip(".:,;")
@@ -308,6 +314,21 @@ def link_problems(doc_path, text):
             yield "link (%s): %s has no heading with that anchor" % (target, os.path.relpath(full, SRC))
 
 
+def folder_commands(text, dirs):
+    """Commands (a backtick span or a shell block's line: a path, then arguments)
+    whose program is a folder of the repository, like `tools/scalesim
+    recommend ...` for the folder of scalesim's sources."""
+    _, prose = split_markdown(text)
+    lines = re.findall(r"`([^`\n]+)`", prose)
+    for block in SHELL_FENCE.findall(text):   # shell blocks only: others list folders
+        lines += [l.strip().lstrip("$ ") for l in block.splitlines()]
+    head = re.compile(r"^(?:\./)?(?:%s)/" % "|".join(map(re.escape, dirs)))
+    for line in lines:
+        m = re.match(r"^(\S+)\s+[-\w]", line)
+        if m and head.match(m.group(1)) and os.path.isdir(os.path.join(SRC, m.group(1))):
+            yield line
+
+
 def doc_path_problems(paths):
     dirs = repo_dirs()
     problems = []
@@ -318,6 +339,9 @@ def doc_path_problems(paths):
             why = path_problem(tok)
             if why:
                 problems.append("%s names `%s`: %s" % (rel, tok, why))
+        for cmd in folder_commands(text, dirs):
+            problems.append("%s gives `%s` as a command, but %s is a folder (name the built "
+                            "program and the build that makes it)" % (rel, cmd, cmd.split()[0]))
         problems += ["%s: %s" % (rel, p) for p in link_problems(path, text)]
     return problems
 
@@ -349,6 +373,9 @@ class DocPaths(unittest.TestCase):
             doc = os.path.join(d, "x.md")
             with open(doc, "w") as f:
                 f.write("See `src/server/no_such_file.c` and `sim/scenarios/NAME.json`,\n"
+                        "`charts/keda-gpu-scaler/values.yaml`, `PREFIX/lib/keda-gpu-scaler/x.so`,\n"
+                        "`ghcr.io/keda-gpu-scaler/keda-gpu-scaler:0.1.0`,\n"
+                        "`tools/scalesim recommend --trace FILE`, `tools/scalesim` alone,\n"
                         "```sh\nNVML_SIM_SCENARIO=sim/scenarios/nope.json build/sim/libnvml-sim.so\n"
                         "build/release/sim/libnvml-sim.so bench/out/x.svg ../shared/data/x\n```\n"
                         "[a](%s/docs/server.md#no-such-heading) [b](%s/docs/nope.md) "
@@ -357,12 +384,13 @@ class DocPaths(unittest.TestCase):
             problems = doc_path_problems([doc])
         text = "\n".join(problems)
         for bad in ("src/server/no_such_file.c", "sim/scenarios/nope.json", "build/sim",
-                    "no-such-heading", "docs/nope.md"):
+                    "no-such-heading", "docs/nope.md", "charts/keda-gpu-scaler/values.yaml",
+                    "gives `tools/scalesim recommend --trace FILE` as a command"):
             self.assertIn(bad, text)
         for good in ("NAME.json", "build/release/sim", "bench/out", "shared/data", "#using-it-from-keda",
-                     "example.com"):
+                     "example.com", "PREFIX", "ghcr.io"):
             self.assertNotIn(good, text)
-        self.assertEqual(len(problems), 5, text)
+        self.assertEqual(len(problems), 7, text)
 
     def test_every_scaler_address_uses_the_namespace_the_manifests_deploy(self):
         """One namespace on every page: the one deploy/manifests and the chart's
@@ -471,6 +499,174 @@ class DocPaths(unittest.TestCase):
                                  "docs/operations.md: %s has no test %s" % (current, tok))
                 n += 1
         self.assertGreater(n, 20)
+
+
+# ---- sentences that name counts, make targets and binaries ----
+
+NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty".split())}
+
+
+def number_of(word):
+    word = word.lower()
+    return int(word) if word.isdigit() else NUMBER_WORDS.get(word)
+
+
+def count_examples():
+    return len(glob.glob(os.path.join(SRC, "deploy", "examples", "*.yaml")))
+
+
+def count_fuzz_targets():
+    return len(glob.glob(os.path.join(SRC, "fuzz", "fuzz_*.c")))
+
+
+def count_validate_max_pairs():
+    m = re.search(r"#define MAX_PAIRS (\d+)", read(os.path.join(SRC, "src", "server", "validate.c")))
+    return int(m.group(1))
+
+
+def count_serving_engines():
+    """The Serving engines table's rows, less epp (the gateway, not an engine)."""
+    table = read(os.path.join(SRC, "docs", "configuration.md")).split("### Serving engines", 1)[1]
+    rows = re.findall(r"^\| `([a-z]+)` \|.*\| (\d+) \|$", table.split("\n\n", 2)[1], re.M)
+    return len([r for r, _ in rows if r != "epp"])
+
+
+# A sentence that names how many of something there are, and how to count
+# them: (pattern with the number as group 1, counter, what is counted). Each
+# pattern must match somewhere, so rewording a sentence cannot drop its check.
+COUNT_CLAIMS = [
+    (r"\b(\w+) tested examples\b", count_examples, "deploy/examples/*.yaml"),
+    (r"\bAll (\w+) targets have had\b", count_fuzz_targets, "fuzz/fuzz_*.c"),
+    (r"\b(\w+) keys a map \(validate\)", count_validate_max_pairs, "validate.c's MAX_PAIRS"),
+    (r"\b(\w+) engines and the inference gateway\b", count_serving_engines,
+     "the Serving engines table's engines"),
+]
+
+
+def count_problems(docs):
+    """One line per count sentence that disagrees, and the patterns no doc matched."""
+    problems, seen = [], set()
+    for path in docs:
+        text = re.sub(r"\s+", " ", read(path))
+        for pattern, counter, what in COUNT_CLAIMS:
+            for m in re.finditer(pattern, text):
+                seen.add(pattern)
+                said, real = number_of(m.group(1)), counter()
+                if said != real:
+                    problems.append("%s: \"%s\" says %s, but there are %d (%s)" % (
+                        os.path.relpath(path, SRC), m.group(0), m.group(1), real, what))
+    return problems, [p for p, _, _ in COUNT_CLAIMS if p not in seen]
+
+
+def makefile_targets():
+    """(.PHONY targets, every rule target that is no file)."""
+    text = read(os.path.join(SRC, "Makefile")).replace("\\\n", " ")
+    phony = set(re.search(r"^\.PHONY:(.*)$", text, re.M).group(1).split())
+    rules = set(re.findall(r"^([a-z][a-z-]*):(?!=)", text, re.M))
+    return phony, rules
+
+
+def make_help():
+    return subprocess.run(["make", "-s", "--no-print-directory", "-C", SRC, "help"],
+                          capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+def make_builds(target):
+    """The CMake targets `make TARGET` builds (make's dry run): a set, or None
+    for the whole tree."""
+    out = subprocess.run(["make", "-n", "--no-print-directory", "-C", SRC, target],
+                         capture_output=True, text=True, timeout=60).stdout
+    built = set()
+    for line in out.splitlines():
+        if "cmake --build" not in line:
+            continue
+        m = re.search(r"--target (.*)$", line)
+        if not m:
+            return None
+        built |= set(m.group(1).split())
+    return built
+
+
+def cmake_target_of(binary):
+    """build/release/sim/libnvml-sim.so -> nvml-sim; .../scalesim -> scalesim."""
+    name = os.path.basename(binary)
+    return re.sub(r"^lib(.*)\.so$", r"\1", name)
+
+
+def build_claims(text):
+    """(make target, build path) for each paragraph of prose that says a
+    `make X` builds a `build/release/...` file."""
+    _, prose = split_markdown(text)
+    for para in re.split(r"\n\s*\n", prose):
+        if not re.search(r"\bbuil(?:ds|t)\b", para):
+            continue
+        targets = re.findall(r"`make ([a-z][a-z-]*)`", para)
+        paths = re.findall(r"`(build/release/[^`\s]+)", para)
+        if len(targets) and len(paths):
+            # the target the sentence says builds it: the first one after "builds"/"built"
+            said = re.search(r"`make ([a-z][a-z-]*)` builds|built by `make ([a-z][a-z-]*)`", para)
+            target = (said.group(1) or said.group(2)) if said else targets[0]
+            for p in paths:
+                yield target, p
+
+
+def build_claim_problems(docs, builds=make_builds):
+    problems, n = [], 0
+    for path in docs:
+        for target, binary in build_claims(read(path)):
+            n += 1
+            built = builds(target)
+            if built is not None and cmake_target_of(binary) not in built:
+                problems.append("%s: says `make %s` builds `%s`, but make %s builds only %s" % (
+                    os.path.relpath(path, SRC), target, binary, target, sorted(built)))
+    return problems, n
+
+
+class DocClaims(unittest.TestCase):
+    def test_every_count_the_docs_name_is_the_real_one(self):
+        problems, unmatched = count_problems(path_docs())
+        self.assertEqual(problems, [], "\n" + "\n".join(problems))
+        self.assertEqual(unmatched, [], "no doc says this any more; drop or fix the pattern")
+
+    def test_a_wrong_count_is_caught(self):
+        with tempfile.TemporaryDirectory() as d:
+            doc = os.path.join(d, "x.md")
+            with open(doc, "w") as f:
+                f.write("The chart, seven tested\nexamples, and 3 tested examples.\n")
+            problems, _ = count_problems([doc])
+        self.assertEqual(len(problems), 2, problems)
+        self.assertIn('"seven tested examples" says seven, but there are %d' % count_examples(),
+                      problems[0])
+
+    def test_make_help_lists_every_target(self):
+        """The README says `make help` lists every target: each .PHONY target
+        (and every rule that makes no file is one) is in its output."""
+        self.assertIn("`make help` lists every target", read(os.path.join(SRC, "README.md")))
+        phony, rules = makefile_targets()
+        self.assertEqual(rules - phony, set(), "rules that make no file but are not .PHONY")
+        self.assertGreater(len(phony), 15)
+        out = make_help()
+        missing = sorted(t for t in phony if not re.search(r"\bmake %s(?![\w-])" % t, out))
+        self.assertEqual(missing, [], "make help does not list these targets")
+
+    def test_each_binary_the_docs_say_a_make_target_builds_it_builds(self):
+        problems, n = build_claim_problems(path_docs())
+        self.assertEqual(problems, [], "\n" + "\n".join(problems))
+        self.assertGreaterEqual(n, 2)
+        # and the check can fail: `make build` builds only the programs
+        with tempfile.TemporaryDirectory() as d:
+            doc = os.path.join(d, "x.md")
+            with open(doc, "w") as f:
+                f.write("`make build` builds `build/release/tools/scalesim/scalesim`.\n\n"
+                        "`make build-tests` builds `build/release/tools/scalesim/scalesim`.\n")
+            problems, n = build_claim_problems([doc])
+        self.assertEqual(n, 2)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("says `make build` builds `build/release/tools/scalesim/scalesim`, but make "
+                      "build builds only ['gpu-metrics', 'keda-gpu-scaler', 'llm-fleet-sim', "
+                      "'nvml-sim']", problems[0])
 
 
 # ---- the shell commands of README.md, the quick start and the pages beside them ----

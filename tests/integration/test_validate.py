@@ -33,6 +33,13 @@ def validate(*args, stdin=None):
 
 
 class Validate(unittest.TestCase):
+    @staticmethod
+    def spec(port, md):
+        """GetMetricSpec through grpc-go: the first line of the client's JSON."""
+        r = subprocess.run([CLIENT, "spec", "-addr", "127.0.0.1:%d" % port, "-max-time", "10s"]
+                           + md_args(md), capture_output=True, text=True, timeout=20)
+        return json.loads(r.stdout.splitlines()[0])
+
     def test_every_example_is_valid(self):
         files = sorted(glob.glob(os.path.join(SRC, "deploy", "examples", "*.yaml")))
         self.assertGreaterEqual(len(files), 7)
@@ -105,19 +112,127 @@ class Validate(unittest.TestCase):
                  "--role standalone deploy/examples/vllm-gpu-activity.yaml"),
             ]
             for md, args in cases:
-                r = subprocess.run([CLIENT, "spec", "-addr", "127.0.0.1:%d" % port,
-                                    "-max-time", "10s"] + md_args(md),
-                                   capture_output=True, text=True, timeout=20)
-                got = json.loads(r.stdout.splitlines()[0])
+                got = self.spec(port, md)
                 self.assertEqual(got["error"]["code"], "INVALID_ARGUMENT", got)
                 rc, out, err = validate(*args.split())
                 self.assertEqual(rc, 1, err)
                 self.assertIn("): " + got["error"]["message"] + "\n", out,
                               "validate and the server disagree")
+            # Every problem, whole, through KEDA's own client library (grpc-go):
+            # the one message is validate's lines, numbered, the last to its end.
+            md = {"metricType": "kv_cache_usage", "targetValue": "0",
+                  "pollIntervalSeconds": "0", "colour": "blue"}
+            got = self.spec(port, md)
+            self.assertEqual(got["error"]["code"], "INVALID_ARGUMENT", got)
+            doc = ("apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\n"
+                   "metadata: {name: q, namespace: ml}\nspec:\n  scaleTargetRef: {name: q}\n"
+                   "  triggers:\n  - type: external\n    metadata:\n"
+                   "      scalerAddress: keda-gpu-scaler.keda-gpu-scaler.svc:6000\n" +
+                   "".join('      %s: "%s"\n' % kv for kv in md.items()))
+            rc, out, err = validate("-", stdin=doc)
+            self.assertEqual(rc, 1, err)
+            msgs = [l.split("(external): ", 1)[1] for l in out.splitlines()]
+            self.assertEqual(len(msgs), 4, out)
+            want = "4 problems: " + "; ".join("%d) %s" % (i + 1, m) for i, m in enumerate(msgs))
+            self.assertEqual(got["error"]["message"], want)
+            self.assertGreater(len(want), 1000)  # issue 27 saw them cut at ~480 bytes
+            self.assertTrue(want.endswith('invalid pollIntervalSeconds "0": must be a whole '
+                                          'number of seconds from 1 to 86400'), want)
         finally:
             p.send_signal(signal.SIGTERM)
             p.wait(10)
             tmp.cleanup()
+
+    def test_every_problem_of_a_trigger_is_a_line(self):
+        """An unquoted targetValue no longer hides the unknown metricType: each
+        problem is a line of its own, on the line of the key it names, whole."""
+        rc, out, err = validate("tests/fixtures/validate/problems.yaml")
+        self.assertEqual(rc, 1, err)
+        lines = out.splitlines()
+        head = "tests/fixtures/validate/problems.yaml:%d: ScaledObject ml/llama trigger #%d (%s): "
+        want = [
+            (17, 0, "external", 'metadata targetValue: 70 is a number in YAML'),
+            (18, 0, "external", 'unknown metadata key "pollInterval": did you mean '
+                                '"pollIntervalSeconds"?'),
+            (15, 0, "external", 'invalid metricType "kv_cache_usage": that is vLLM\'s metric '
+                                'vllm:kv_cache_usage_perc; did you mean metricType: '
+                                'engine_kv_cache with engine: vllm? It must be one of '),
+            (25, 1, "external-push", 'invalid targetQueuePerReplica "lots"'),
+            (28, 1, "external-push", "redisStreamMeasure is set with redisListName: it applies "
+                                     "to streams"),
+            (29, 1, "external-push", 'invalid sourceInterval "1h": must be from 100ms to 1m'),
+        ]
+        self.assertEqual(len(lines), len(want), out)
+        for got, (line, idx, typ, text) in zip(lines, want):
+            self.assertTrue(got.startswith(head % (line, idx, typ) + text), got)
+        # whole: the metric type list to its last name, and the note after it
+        self.assertTrue(lines[2].endswith(", vllm_lora_waiting_engines (the keys that depend on "
+                                          "metricType are checked once it is valid)"), lines[2])
+        self.assertGreater(len(lines[2]), 600)
+        self.assertIn("6 problem(s), 0 warning(s)", err)
+
+    def test_what_cannot_wake_from_zero_is_a_warning(self):
+        """minReplicaCount 0 (KEDA's default) or idleReplicaCount 0, and no trigger
+        with a signal that exists at zero: each of ours says what to add.
+        Warnings exit 0; --strict makes them fail."""
+        rc, out, err = validate("tests/fixtures/validate/wake.yaml")
+        self.assertEqual(rc, 0, out + err)
+        lines = out.splitlines()
+        named = [l.split(" trigger #")[0].split("ScaledObject ml/")[-1].split("ScaledJob ml/")[-1]
+                 for l in lines]
+        self.assertEqual(named, ["warn-engine-pods", "warn-engine-url", "warn-latency",
+                                 "warn-gpu-and-cpu", "warn-idle", "warn-job"], out)
+        for l in lines:
+            self.assertIn("): warning: ", l)
+            self.assertIn("add a signal that exists at zero", l)
+            self.assertIn("redisAddress", l)
+            self.assertIn("or set minReplicaCount: 1", l)
+        self.assertIn("minReplicaCount is 0 (KEDA's default) and no trigger of this ScaledObject "
+                      "can wake it from zero: this one reads vllm engine metrics from "
+                      "podSelector's pods, which do not exist while no replica runs", lines[0])
+        self.assertIn("from vllmEndpoint, which does not answer", lines[1])
+        self.assertIn("reads latency, which is observed only while replicas serve", lines[2])
+        self.assertIn("reads GPU metrics, which read 0 while no pod runs", lines[3])
+        self.assertIn("idleReplicaCount is 0", lines[4])
+        self.assertIn("no trigger of this ScaledJob can start a Job", lines[5])
+        self.assertIn("0 problem(s), 6 warning(s)", err)
+        rc, out2, err = validate("--strict", "tests/fixtures/validate/wake.yaml")
+        self.assertEqual((rc, out2), (1, out), err)
+        # the shipped examples wake (or keep a replica): no warning there
+        files = sorted(glob.glob(os.path.join(SRC, "deploy", "examples", "*.yaml")))
+        rc, out, err = validate("--strict", *files)
+        self.assertEqual((rc, out), (0, ""), err)
+
+    def test_standalone_demand_says_what_it_cannot_see(self):
+        doc = """apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: q, namespace: ml}
+spec:
+  scaleTargetRef: {name: q}
+  triggers:
+  - type: external-push
+    metadata:
+      scalerAddress: keda-gpu-scaler.keda-gpu-scaler.svc:6000
+      metricType: demand
+      engine: vllm
+      vllmEndpoint: http://llama.ml.svc:8000/metrics
+      redisAddress: redis.queues.svc:6379
+      redisListName: llama-requests
+"""
+        rc, out, err = validate("--role", "standalone", "-", stdin=doc)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(out.splitlines()), 1, out)
+        self.assertIn("-:9: ScaledObject ml/q trigger #0 (external-push): warning: in the "
+                      "standalone role the scaler sees no pods: the queueing model", out)
+        self.assertIn("counts the replicas it asked for as starting until their engines answer",
+                      out)
+        self.assertIn("a Service URL shows one replica's counters at a time", out)
+        self.assertIn("the aggregator role with podSelector sees the pods themselves", out)
+        self.assertEqual(validate("--role", "standalone", "--strict", "-", stdin=doc)[0], 1)
+        # the aggregator role sees the pods; the composite model counts no replicas
+        self.assertEqual(validate("-", stdin=doc)[:2], (0, ""))
+        composite = doc + "      targetQueuePerReplica: \"5\"\n"
+        self.assertEqual(validate("--role", "standalone", "-", stdin=composite)[:2], (0, ""))
 
     def test_exit_statuses_and_stdin(self):
         rc, out, err = validate("tests/fixtures/validate/syntax.yaml")

@@ -143,6 +143,47 @@ static void test_every_documented_key_is_known_to_the_parser(void **state) {
     assert_true(keys >= 14);
 }
 
+/* The "default port" column of the Serving engines table is the port the
+ * parser gives a podSelector trigger of each engine (tests/deploy/egress
+ * checks the chart's egress policy against this column). */
+static void test_engine_table_default_ports_are_the_parsers(void **state) {
+    (void)state;
+    const char *table = strstr(doc, "### Serving engines");
+    assert_non_null(table);
+    static trigger_config_t c; /* large: off the stack */
+    int rows = 0;
+    for (int e = ENGINE_VLLM; e <= ENGINE_EPP; e++) {
+        char row[32];
+        snprintf(row, sizeof row, "\n| `%s` |", engine_name((engine_t)e));
+        const char *p = strstr(table, row);
+        if (!p) {
+            fail_msg("no row for engine %s in the Serving engines table", engine_name((engine_t)e));
+            return;
+        }
+        const char *end = strchr(p + 1, '\n');
+        const char *last = end;
+        while (last > p && last[-1] != '|')
+            last--;
+        const char *cell = last - 1;
+        while (cell > p && cell[-1] != '|')
+            cell--;
+        unsigned port = (unsigned)strtoul(cell, NULL, 10);
+        const metadata_pair_t pairs[] = {
+            {"metricType", 10, "engine_queue", 12},
+            {"engine", 6, engine_name((engine_t)e), strlen(engine_name((engine_t)e))},
+            {"podSelector", 11, "app=x", 5},
+            {"targetValue", 11, "1", 1}};
+        char err[4096];
+        if (trigger_config_parse(pairs, 4, &c, err, sizeof err) != 0)
+            fail_msg("%s: %s", engine_name((engine_t)e), err);
+        if (c.demand.engine_port != port)
+            fail_msg("engine %s: the table says default port %u, the parser uses %u",
+                     engine_name((engine_t)e), port, (unsigned)c.demand.engine_port);
+        rows++;
+    }
+    assert_int_equal(rows, 5);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_docs_list_every_profile_with_its_values),
@@ -150,6 +191,7 @@ int main(void) {
         cmocka_unit_test(test_every_documented_key_is_known_to_the_parser),
         cmocka_unit_test(test_every_demand_metric_type_is_documented),
         cmocka_unit_test(test_every_parser_key_is_documented),
+        cmocka_unit_test(test_engine_table_default_ports_are_the_parsers),
     };
     return cmocka_run_group_tests(tests, load_doc, free_doc);
 }

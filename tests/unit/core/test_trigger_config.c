@@ -24,7 +24,7 @@ static int parse_kv(const char *const *kv, trigger_config_t *out, char *err, siz
 
 static trigger_config_t ok_kv(const char *const *kv) {
     trigger_config_t c;
-    char err[512] = "";
+    char err[4096] = "";
     int rc = parse_kv(kv, &c, err, sizeof err);
     if (rc != 0)
         fail_msg("expected success, got %d: %s", rc, err);
@@ -33,7 +33,7 @@ static trigger_config_t ok_kv(const char *const *kv) {
 
 static void err_kv(const char *const *kv, const char *needle1, const char *needle2) {
     trigger_config_t c;
-    char err[512] = "";
+    char err[4096] = "";
     int rc = parse_kv(kv, &c, err, sizeof err);
     if (rc != KGS_EINVAL)
         fail_msg("expected KGS_EINVAL for %s=%s, got %d", kv[0] ? kv[0] : "", kv[0] ? kv[1] : "",
@@ -91,7 +91,8 @@ static void test_trigger_config_refuses_a_value_with_a_nul_byte(void **state) {
     char err[256];
     assert_int_equal(trigger_config_parse(pairs, 4, &c, err, sizeof err), KGS_EINVAL);
     assert_string_equal(err, "\"redisListName\": the value holds a NUL byte (byte 5 of 9); "
-                             "metadata values are text");
+                             "metadata values are text (the other keys are checked once every "
+                             "key is given once, as text)");
 }
 
 static void test_trigger_config_accepts_every_metric_type(void **state) {
@@ -161,7 +162,8 @@ test_trigger_config_rejects_unknown_key_without_suggestion_when_nothing_is_close
     assert_int_equal(parse_kv(kv, &c, err, sizeof err), KGS_EINVAL);
     assert_non_null(strstr(err, "unknown metadata key \"colour\""));
     assert_null(strstr(err, "did you mean"));
-    assert_non_null(strstr(err, "valid keys are profile, metricName"));
+    assert_non_null(strstr(err, "the general keys are profile, metricName"));
+    assert_non_null(strstr(err, "see docs/configuration.md#keys"));
 }
 
 static void test_trigger_config_reports_the_smallest_unknown_key_whatever_the_order(void **state) {
@@ -760,9 +762,11 @@ static void test_trigger_config_result_does_not_depend_on_pair_order(void **stat
     trigger_config_t a = OK("profile", "batch", "targetValue", "50", "aggregation", "max");
     trigger_config_t b = OK("aggregation", "max", "targetValue", "50", "profile", "batch");
     assert_memory_equal(&a, &b, sizeof a);
-    /* errors too: the first error in key-table order wins */
-    ERR("invalid metricType", NULL, "targetValue", "0", "metricType", "x");
-    ERR("invalid metricType", NULL, "metricType", "x", "targetValue", "0");
+    /* errors too: every problem, in key-table order */
+    ERR("2 problems: 1) invalid metricType", "; 2) invalid targetValue \"0\"", "targetValue", "0",
+        "metricType", "x");
+    ERR("2 problems: 1) invalid metricType", "; 2) invalid targetValue \"0\"", "metricType", "x",
+        "targetValue", "0");
 }
 
 static void test_trigger_config_accepts_null_error_buffer(void **state) {

@@ -22,6 +22,10 @@
  * saturated interval counts towards capacity (a replica just Ready admits a
  * batch at once and completes its first requests a service time later). */
 #define SETTLE_S 10.0
+/* A capacity measured over fewer saturated seconds than this is young (the
+ * first intervals after a wake, engines filling their batches, read low):
+ * orders stay bounded as with a prior until it is older. */
+#define CAPACITY_CONFIDENT_S 60.0
 /* Little's law is read only after the fleet ran this long at one size. */
 #define SERVICE_SETTLE_S 60.0
 #define TAU_SERVICE_S 60.0
@@ -31,6 +35,8 @@
 /* Without a pod list, a pod ordered this many cold starts ago that never
  * answered is forgotten (the order was capped, or the pod failed). */
 #define ORDER_FORGET_COLD_STARTS 2.0
+/* Less than this much work left at the horizon is none (half a request). */
+#define LEFT_NONE 0.5
 /* The fluid projection's steps over the horizon. */
 #define PROJECTION_STEPS 96
 /* Keep-alive: a fall of the need shorter than this is noise, not a gap;
@@ -45,8 +51,18 @@
  * on/off traffic whose pauses outlast a short cold start pay a wake per
  * burst, 4 buys little more). */
 #define COLD_START_COST 3.0
+/* The fleet stayed this long at one count while more was asked: a ceiling
+ * (three of the HPA's 15 s syncs: it creates pods at the sync it asks). */
+#define CEILING_S 45.0
+#define CEILING_FORGET_S 600.0
 /* Gaps older than this weigh half (the traffic's pattern moves). */
 #define GAP_HALF_LIFE_S 3600.0
+/* A rate is taken to rise when it exceeds an earlier one by this many
+ * standard deviations of Poisson noise (two: about one window in forty
+ * reads a rise in a steady stream). */
+#define RISE_NOISE_SD 2.0
+/* A ramp is a rate that rose across this many adjacent rate windows. */
+#define RAMP_WINDOWS 4
 
 static bool ok(double v) {
     return isfinite(v) && v >= 0;
@@ -64,6 +80,7 @@ void queue_model_init(queue_model_t *m) {
     memset(m, 0, sizeof *m);
     for (unsigned j = 0; j < QUEUE_MODEL_LEVELS; j++)
         m->level_last_s[j] = m->level_ordered_s[j] = -1;
+    m->above_since = -1;
 }
 
 void queue_model_params_default(queue_model_params_t *p) {
@@ -165,12 +182,53 @@ static double rate_over(const queue_model_t *m, double end, double window, doubl
     return r > 0 ? r : 0;
 }
 
+/* By how much the rate over a window, `later`, exceeds the rate over an
+ * earlier window that does not overlap it, beyond what Poisson noise would
+ * make of two equal rates (RISE_NOISE_SD standard deviations of the
+ * difference of two counts over the window); 0 when it does not. */
+static double rise_beyond_noise(double earlier, double later) {
+    double w = QUEUE_MODEL_RATE_WINDOW_S;
+    double r = later - earlier - RISE_NOISE_SD * sqrt((earlier + later) / w);
+    return r > 0 ? r : 0;
+}
+
 /* Whether the arrivals rise: the rate over the last window above the one
- * before it by more than Poisson noise over a window would make. */
+ * before it by more than noise. */
 static bool rising(const queue_model_t *m, double now, double lambda) {
     double w = QUEUE_MODEL_RATE_WINDOW_S;
-    double before = rate_over(m, now - w, w, now);
-    return lambda > before + sqrt(before / w + 1e-12);
+    return rise_beyond_noise(rate_over(m, now - w, w, now), lambda) > 0;
+}
+
+/* The rise of the arrival rate to extrapolate over the next cold start:
+ * only a ramp's. A ramp begins when the rate over each of the last
+ * RAMP_WINDOWS adjacent windows exceeds the one before it by more than one
+ * standard deviation of Poisson noise (a steady stream passes three such
+ * tests in a row about once in a few hundred reads): a step (a burst
+ * beginning) is smeared over one window only, so at least one difference is
+ * flat and it is never taken for a ramp. A ramp lasts while the rate rose
+ * across the windows by more than twice the noise (one flat difference
+ * does not end it). The slope is the rise across the windows, and the rise
+ * over a cold start never exceeds what the rate rose over the last one. */
+static double ramp_rise(queue_model_t *m, double t, double lambda, double cold, double now) {
+    double w = QUEUE_MODEL_RATE_WINDOW_S;
+    bool was = m->in_ramp;
+    m->in_ramp = false;
+    if (now < RAMP_WINDOWS * w || now < cold + w)
+        return 0;
+    double later = lambda, first = lambda;
+    bool each = true;
+    for (int i = 1; i < RAMP_WINDOWS; i++) {
+        first = rate_over(m, t - i * w, w, t);
+        if (!(later - first > sqrt((first + later) / w)))
+            each = false;
+        later = first;
+    }
+    if (!(each || (was && lambda - first > 2 * sqrt((first + lambda) / w))))
+        return 0;
+    m->in_ramp = true;
+    double rise = (lambda - first) / ((RAMP_WINDOWS - 1) * w) * cold;
+    double seen = lambda - rate_over(m, t - cold, w, t);
+    return rise < seen ? rise : seen > 0 ? seen : 0;
 }
 
 /* ---- observing -------------------------------------------------------------- */
@@ -260,6 +318,7 @@ void queue_model_observe(queue_model_t *m, const queue_model_sample_t *in) {
             m->sat_done = m->sat_done * keep + done;
             m->sat_replica_s = m->sat_replica_s * keep + dt * s.ready;
             m->have_capacity = m->sat_work > 0 && m->sat_replica_s >= SETTLE_S;
+            m->sat_seconds += dt;
         }
     }
     if (s.ready != p->ready)
@@ -370,24 +429,23 @@ static double project(const plan_in_t *in, unsigned k, double until, double *at)
     return b;
 }
 
-/* The starting pods the plan keeps: the soonest k such that the k-th finds
- * work when it is Ready (a backlog then, or load the others cannot carry at
- * the target utilisation). Later pods than one that is needed are kept
- * only if needed themselves. */
-static unsigned keep_starting(const plan_in_t *in, double horizon) {
-    double at[QUEUE_MODEL_MAX_STARTING + 1];
-    unsigned n = in->nstarting;
-    if (n == 0)
-        return 0;
-    project(in, n, horizon, at);
-    unsigned keep = 0;
-    for (unsigned i = 0; i < n; i++) {
-        double lam = rate_ahead(in->lambda, in->rise, in->cold, in->arrival[i]);
-        bool work = at[i] > 0.5 || lam + in->headroom > (in->ready + i) * in->cap;
-        if (work)
-            keep = i + 1;
+/* The fewest Ready replicas, between `low` and all of them, with which the
+ * projection leaves nothing undone at the horizon (found by bisection: the
+ * backlog left falls as replicas are added). */
+static double fewest_ready(const plan_in_t *in, double low, double horizon) {
+    plan_in_t p = *in;
+    double lo = low > 0 ? low : 0, hi = in->ready;
+    p.ready = lo;
+    if (!(project(&p, p.nstarting, horizon, NULL) > LEFT_NONE))
+        return lo;
+    for (int i = 0; i < 30 && hi - lo > 0.01; i++) {
+        p.ready = (lo + hi) / 2;
+        if (project(&p, p.nstarting, horizon, NULL) > LEFT_NONE)
+            lo = p.ready;
+        else
+            hi = p.ready;
     }
-    return keep;
+    return hi;
 }
 
 /* ---- the keep-alive ------------------------------------------------------------ */
@@ -443,10 +501,12 @@ static void age_gaps(queue_model_t *m, double dt) {
         m->gap_weight[b] *= (float)f;
 }
 
-/* Records that the need asks for n replicas at now (seconds since t0): a
- * level it returns to after a fall is a gap; then the highest level asked
- * within the last k seconds. */
-static unsigned levels_update(queue_model_t *m, unsigned n, double now, double before, double k) {
+/* Records that the load `load` (requests/s) asks for n replicas at now
+ * (seconds since t0): a level it returns to after a fall is a gap; then
+ * the replicas that the loads which asked for the levels within the last k
+ * seconds need at the capacity cap (each level at most itself). */
+static unsigned levels_update(queue_model_t *m, unsigned n, double load, double cap, double now,
+                              double before, double k) {
     if (n > QUEUE_MODEL_LEVELS)
         n = QUEUE_MODEL_LEVELS;
     for (unsigned j = 0; j < n; j++) {
@@ -454,11 +514,17 @@ static unsigned levels_update(queue_model_t *m, unsigned n, double now, double b
         if (m->level_last_s[j] >= 0 && m->level_last_s[j] < (float)before - 1e-3f)
             record_gap(m, now - m->level_last_s[j], now);
         m->level_last_s[j] = (float)now;
+        m->level_load[j] = (float)load;
     }
     unsigned held = n;
-    for (unsigned j = n; j < QUEUE_MODEL_LEVELS; j++)
-        if (m->level_last_s[j] >= 0 && now - m->level_last_s[j] <= k)
-            held = j + 1;
+    for (unsigned j = n; j < QUEUE_MODEL_LEVELS; j++) {
+        if (!(m->level_last_s[j] >= 0 && now - m->level_last_s[j] <= k))
+            continue;
+        double r = ceil(m->level_load[j] / cap - 1e-9);
+        unsigned h = r >= j + 1 ? j + 1 : r > 0 ? (unsigned)r : 0;
+        if (h > held)
+            held = h;
+    }
     return held;
 }
 
@@ -490,6 +556,28 @@ static unsigned inferred_starting(queue_model_t *m, const queue_model_sample_t *
             age[n++] = now - at;
     }
     return n;
+}
+
+/* The fleet's ceiling, learned from the pod list: the pods stayed at one
+ * count (at least one) for CEILING_S while the answers asked for more
+ * (maxReplicaCount, a quota, the HPA's own limits: KEDA does not tell the
+ * scaler its maxReplicaCount). An answer above it is no more than noise
+ * the HPA clamps, so it is cut there; the ceiling is forgotten when the
+ * fleet grows past it or CEILING_FORGET_S after it was learned (the limit
+ * may have been raised), and learned again if it still holds. */
+static unsigned learn_ceiling(queue_model_t *m, unsigned pods, double now) {
+    if (m->ceiling && (pods > m->ceiling || now - m->ceiling_at > CEILING_FORGET_S))
+        m->ceiling = 0;
+    if (!m->decided || m->last_answer <= pods || pods == 0) {
+        m->above_since = -1;
+    } else if (m->above_since < 0 || pods != m->above_pods) {
+        m->above_since = now;
+        m->above_pods = pods;
+    } else if (now - m->above_since >= CEILING_S && m->ceiling == 0) {
+        m->ceiling = pods;
+        m->ceiling_at = now;
+    }
+    return m->ceiling;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -526,15 +614,7 @@ void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
     if (m->nbuckets && !m->rate_unknown && now > 0) {
         lambda = rate_over(m, s.t_s, QUEUE_MODEL_RATE_WINDOW_S, s.t_s);
         out->lambda_from = QM_FROM_LEARNED;
-        if (now >= cold + QUEUE_MODEL_RATE_WINDOW_S) {
-            /* a ramp: the rate rose over both halves of the last cold
-             * start; a step (a burst beginning) rose in one only, and is
-             * not extrapolated. The rise is twice the smaller half's. */
-            double mid = rate_over(m, s.t_s - cold / 2, QUEUE_MODEL_RATE_WINDOW_S, s.t_s);
-            double before = rate_over(m, s.t_s - cold, QUEUE_MODEL_RATE_WINDOW_S, s.t_s);
-            double r1 = mid - before, r2 = lambda - mid;
-            rise = r1 > 0 && r2 > 0 ? 2 * (r1 < r2 ? r1 : r2) : 0;
-        }
+        rise = ramp_rise(m, s.t_s, lambda, cold, now);
     }
 
     /* The pods: Ready, and those on their way with the time until Ready. */
@@ -571,39 +651,46 @@ void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
         fixed_util ? lambda * (1 / p->target_utilisation - 1) : sqrt(lambda / QUEUE_MODEL_BUCKET_S);
     out->headroom_rps = headroom;
     double steady = (lambda + headroom) / cap;
-    /* Ready replicas: all of them while a backlog waits or the arrivals
-     * rise (a replica is released because demand fell, never while it
-     * grows); else the share of them the load needs now (the rest is the
-     * keep-alive's to hold). */
-    double ready = s.ready;
-    if (!(backlog > 0) && !rising(m, s.t_s, lambda) && steady < ready)
-        ready = steady;
-    plan_in_t plan = {lambda, rise, cold, cap, headroom, backlog, ready, arrival, nstart};
     double horizon = cold + drain_eff;
-    /* Every starting pod is kept while work waits now: it was ordered for
-     * that work, which is still there; with none waiting, those that find
-     * work when Ready. */
-    unsigned keep = backlog > 0 ? nstart : keep_starting(&plan, horizon);
+    /* Every starting pod is kept until it is Ready, unless the demand it
+     * was ordered for vanished (no arrivals over the rate window, nothing
+     * waiting, nothing running): a start cancelled and asked for again
+     * costs a whole cold start more, and an order is made only for what
+     * the pods there leave undone, so what it was made for still waits. */
+    bool vanished = !(lambda > 0) && !work;
+    unsigned keep = vanished ? 0 : nstart;
+    /* Ready replicas: every one while a starting pod is kept (a scale-down
+     * deletes the pods that are not Ready first, the ReplicaSet's victim
+     * order: an answer below them all would cancel a kept start), while a
+     * backlog waits or while the arrivals rise (a replica is released
+     * because demand fell, never while it grows); else the fewest that
+     * leave nothing undone over the horizon, and at least the load's share
+     * now (the rest is the keep-alive's to hold). Ready replicas are never
+     * released while new ones are ordered: they serve at once, a new one
+     * after a cold start. */
+    plan_in_t plan = {lambda, rise, cold, cap, headroom, backlog, s.ready, arrival, keep};
+    double left = project(&plan, keep, horizon, NULL);
+    if (keep == 0 && !(backlog > 0) && !(left > LEFT_NONE) && !rising(m, s.t_s, lambda) &&
+        steady < s.ready)
+        plan.ready = fewest_ready(&plan, steady, horizon);
+    double ready = plan.ready;
     /* what the Ready and kept pods leave undone by the time a replica
      * ordered now would have drained its share (Ready after the cold
      * start, then the drain target): only that is ordered for, so a pod
      * already on its way is never ordered again as it ages */
-    double left = project(&plan, keep, horizon, NULL);
     double lam_then = rate_ahead(lambda, rise, cold, cold);
     double short_load = (lam_then + headroom) / cap - (ready + keep);
-    double ordered = left / (cap * drain_eff) + (short_load > 0 ? short_load : 0);
+    double ordered =
+        (left > LEFT_NONE ? left / (cap * drain_eff) : 0) + (short_load > 0 ? short_load : 0);
     double need = ready + keep + ordered;
-    /* A scale-down deletes the pods that are not Ready first (the
-     * ReplicaSet's victim order): while a starting pod is kept, an answer
-     * below every Ready pod plus the kept ones would cancel a kept one, not
-     * release a spare Ready one. The spare Ready ones go once none starts. */
-    if (keep > 0 && need < s.ready + keep)
-        need = s.ready + keep;
+    if (need <= s.ready + keep)
+        ordered = 0; /* the Ready replicas there carry it: nothing new is asked for */
     /* What a replica does not measured (a prior, or Little's law with a
      * prior concurrency): a bounded order, the estimate cannot be trusted
      * with more. */
     double bound = INFINITY;
-    if (out->capacity_from == QM_FROM_PRIOR || out->capacity_from == QM_FROM_DERIVED) {
+    if (out->capacity_from == QM_FROM_PRIOR || out->capacity_from == QM_FROM_DERIVED ||
+        (out->capacity_from == QM_FROM_LEARNED && m->sat_seconds < CAPACITY_CONFIDENT_S)) {
         bound = s.ready * 2.0 > QUEUE_MODEL_PRIOR_MAX_REPLICAS ? s.ready * 2.0
                                                                : QUEUE_MODEL_PRIOR_MAX_REPLICAS;
         if (bound < s.ready + nstart)
@@ -628,10 +715,25 @@ void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
     if (m->decided)
         age_gaps(m, s.t_s - m->last_decide_t);
     double k = keepalive_of(m, cold);
-    unsigned held = levels_update(m, n, now, before, k);
+    unsigned held = levels_update(m, n, base * cap, cap, now, before, k);
     double replicas = held > need ? (double)held : need;
     if (replicas > bound)
         replicas = bound;
+    /* The HPA's default scale-up policy adds at most 4 pods or 100 % per
+     * 15 s sync, whichever is more: an answer beyond that is clamped there
+     * (and asked again at the next sync, from the larger fleet), so the
+     * answer asks no more; what it drops is noise in the projection that
+     * the HPA would never act on. */
+    double pods = s.ready + nstart;
+    double from = pods > 1 ? pods : 1; /* KEDA wakes a workload to 1 first */
+    double step = from + QUEUE_MODEL_STEP_PODS > 2 * from ? from + QUEUE_MODEL_STEP_PODS : 2 * from;
+    out->step_limited = replicas > step;
+    if (replicas > step)
+        replicas = step;
+    unsigned ceiling = s.has_pods ? learn_ceiling(m, (unsigned)pods, now) : 0;
+    out->ceiling = ceiling;
+    if (ceiling > 0 && replicas > ceiling)
+        replicas = ceiling;
 
     /* Finite inputs can still overflow (a backlog of 1e307 at 0.001 req/s):
      * the need is then unknown, and 0 would scale the workload to nothing. */

@@ -63,6 +63,7 @@
 #define QUEUE_MODEL_BUCKET_S 10.0 /* arrivals history: one bucket per 10 s */
 #define QUEUE_MODEL_BUCKETS 64    /* ... over 640 s */
 #define QUEUE_MODEL_LEVELS 128    /* replica levels whose last need is remembered */
+#define QUEUE_MODEL_STEP_PODS 4   /* the HPA's default scale-up: 4 pods or 100 % a sync */
 #define QUEUE_MODEL_GAP_BINS 16   /* keep-alive: gaps from 5 s to ~45 min, log-spaced */
 
 /* Priors and defaults (docs/configuration.md, "The queueing model"). */
@@ -152,6 +153,8 @@ typedef struct {
     /* the keep-alive: */
     double keepalive_s; /* the hold K chosen */
     double held;        /* replicas the hold keeps beyond the need */
+    bool step_limited;  /* the answer was cut to one HPA scale-up step */
+    unsigned ceiling;   /* the fleet's learned ceiling (maxReplicaCount, quota); 0 none */
 } queue_model_decision_t;
 
 typedef struct {
@@ -178,6 +181,7 @@ typedef struct {
      * what one Ready replica does while work waits */
     double sat_work, sat_done, sat_replica_s;
     bool have_capacity;
+    double sat_seconds; /* saturated, settled seconds observed in all */
     double ready_since; /* when the Ready count last changed (a transient follows) */
     double cold_samples[QUEUE_MODEL_COLD_SAMPLES];
     unsigned cold_count; /* samples observed (ring) */
@@ -185,6 +189,10 @@ typedef struct {
      * asked for at least j replicas (seconds since t0; < 0 never), and the
      * gaps between a fall below j and the return to it */
     float level_last_s[QUEUE_MODEL_LEVELS];
+    /* the load (requests/s) that last asked for level j: held, it is
+     * counted again at today's capacity, so a level asked for while the
+     * capacity was a prior holds what that load needs now */
+    float level_load[QUEUE_MODEL_LEVELS];
     float gap_weight[QUEUE_MODEL_GAP_BINS];
     double gaps_seen;
     /* standalone: when the answer first rose to each level (seconds since
@@ -194,6 +202,12 @@ typedef struct {
     /* the last interval's arrivals could not be measured (a queue alone
      * while replicas serve: completions are not seen) */
     bool rate_unknown;
+    bool in_ramp; /* the last decision saw the arrivals ramp up */
+    /* the fleet's ceiling: the pods stayed at above_pods since above_since
+     * while more were asked; learned, `ceiling` pods (0: none) since
+     * ceiling_at */
+    double above_since, ceiling_at;
+    unsigned above_pods, ceiling;
     unsigned last_answer;     /* replicas the last decision asked for (ceil) */
     unsigned prev_ready_seen; /* Ready replicas at the last decision */
     double last_decide_t;     /* the sample time of the last decision */

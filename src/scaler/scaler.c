@@ -588,6 +588,12 @@ static void explain_model(explain_t *e, const demand_model_state_t *st) {
     explain_put(e, q->keepalive_s, "keepalive_s:%s",
                 st->m.gaps_seen > 0 ? "learned" : "prior, three cold starts");
     explain_put(e, q->held, "held");
+    if (q->step_limited)
+        explain_put(e, q->replicas, "step_limited:one HPA scale-up step, 4 pods or 100 %%");
+    if (q->ceiling)
+        explain_put(e, q->ceiling,
+                    "ceiling:the pods stayed here while more were asked "
+                    "(maxReplicaCount or a quota)");
 }
 
 static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,

@@ -3,9 +3,12 @@
  * appearing mid-interval, a backlog draining, one burst, a ramp against a
  * step, capacity learned while saturated and derived before, the cold
  * start), the plan (a first wake with no history, a wake onto a warm node,
- * starting pods kept while their work exists and released when it is
- * gone, never an order counted twice), the keep-alive on on/off and
- * diurnal traffic, and the inference of starting pods without a pod list. */
+ * starting pods kept while demand remains and released when it vanished,
+ * never an order counted twice, Ready replicas carrying a ramp before
+ * anything is ordered, a young capacity's bounded order, the HPA's step
+ * and a learned ceiling), the keep-alive on on/off and diurnal traffic
+ * (its hold counted at today's capacity), and the inference of starting
+ * pods without a pod list. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -175,8 +178,9 @@ static void test_one_burst_is_a_backlog_not_a_rate(void **state) {
     }
 }
 
-/* A ramp rises over both halves of the last cold start and is extrapolated
- * once (twice the smaller half's rise); a step (a burst beginning) is not. */
+/* A ramp rises across each of the last four 30 s windows by more than
+ * Poisson noise and is extrapolated once over a cold start; a step (a burst
+ * beginning) rises across one or two of them only, and is not. */
 static void test_a_ramp_is_extrapolated_a_step_is_not(void **state) {
     (void)state;
     queue_model_params_t p = params();
@@ -189,15 +193,16 @@ static void test_a_ramp_is_extrapolated_a_step_is_not(void **state) {
         queue_model_sample_t r = engine(t, a, 0, 4, 4), s = engine(t, b, 0, 4, 4);
         queue_model_observe(&ramp, &r);
         queue_model_observe(&step, &s);
-        a += t / 60;           /* the rate rises by 1/s a minute */
+        a += t / 20;           /* the rate rises by 3/s a minute */
         b += t >= 240 ? 5 : 0; /* 0, then 5/s from t = 240 */
     }
     queue_model_decision_t dr, ds;
     queue_model_decide(&ramp, &p, &ramp.prev, &dr);
     queue_model_decide(&step, &p, &step.prev, &ds);
-    /* the ramp's rate over the last 30 s is ~4.75/s, 30 s and 60 s before
-     * 0.5 and 1/s lower: the rise over one cold start is 1/s */
-    NEAR(dr.rise_rps, 1, 0.05);
+    /* the ramp's rate over the last 30 s is ~14.25/s, each window before
+     * 1.5/s lower (Poisson noise on a difference: ~1/s): the rise over one
+     * cold start is 3/s */
+    NEAR(dr.rise_rps, 3, 0.05);
     NEAR(ds.rise_rps, 0, 0);
 }
 
@@ -257,10 +262,11 @@ static queue_model_sample_t queued(double t, double queue, unsigned ready, unsig
 /* A first wake with no history: nothing known of a replica (1 request/s
  * prior), so each new one is asked to clear its share over a cold start
  * (120 s prior), not the drain target, and the order is bounded: 40
- * queued -> 1, 400 -> 3.33, 4000 -> 8 (the bound), never hundreds. */
+ * queued -> 1, 400 -> 3.33, 4000 -> 5 (the HPA's first step from the one
+ * replica KEDA wakes: 4 pods more), never hundreds. */
 static void test_first_wake_with_no_history_is_a_bounded_order(void **state) {
     (void)state;
-    const double backlog[] = {40, 400, 4000}, want[] = {1, 400.0 / 120, 8};
+    const double backlog[] = {40, 400, 4000}, want[] = {1, 400.0 / 120, 5};
     for (int i = 0; i < 3; i++) {
         queue_model_t m;
         queue_model_init(&m);
@@ -316,6 +322,153 @@ static void test_a_starting_pod_whose_work_is_gone_is_released(void **state) {
     queue_model_decide(&m, &p, &s, &d);
     assert_int_equal(d.kept_starting, 0);
     NEAR(d.need, 0, 1e-9);
+}
+
+/* Starting pods are kept while demand remains, even when the Ready ones
+ * could carry it now: a start cancelled and asked for again costs a whole
+ * cold start more. 1 Ready replica of 10/s serves 2 requests/s; 2 pods
+ * ordered 30 s ago are still starting: all 3 stay (and so does the Ready
+ * one: a scale-down deletes the starting pods first). */
+static void test_starting_pods_are_kept_while_demand_remains(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 10;
+    p.cold_start_s = 60;
+    queue_model_t m;
+    queue_model_init(&m);
+    double done = steady(&m, 0, 60, 2, 1, 1, 0);
+    queue_model_sample_t s = engine(61, done, 0, 1, 1);
+    s.starting = 2;
+    s.starting_ages = 2;
+    s.starting_age_s[0] = s.starting_age_s[1] = 30;
+    queue_model_observe(&m, &s);
+    queue_model_decision_t d;
+    queue_model_decide(&m, &p, &s, &d);
+    NEAR(d.lambda_rps, 2, 0.1);
+    assert_int_equal(d.kept_starting, 2);
+    NEAR(d.replicas, 3, 1e-9);
+}
+
+/* Ready replicas are never released to order new ones: 24 Ready of 1/s
+ * each, the arrivals ramping 3/s a minute to ~14/s. The answer keeps the
+ * Ready replicas the ramp needs a cold start ahead (~17/s + headroom) and
+ * orders nothing: a new replica would serve after a cold start, a Ready one
+ * serves now. */
+static void test_ready_replicas_carry_a_ramp_before_anything_is_ordered(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 1;
+    p.cold_start_s = 60;
+    queue_model_t m;
+    queue_model_init(&m);
+    queue_model_decision_t d;
+    double done = 0;
+    for (double t = 0; t <= 240; t++) {
+        queue_model_sample_t s = engine(t, done, 0, 4, 24);
+        queue_model_observe(&m, &s);
+        done += 2 + 3 * t / 60;
+    }
+    queue_model_decide(&m, &p, &m.prev, &d);
+    assert_true(d.rise_rps > 2 && d.rise_rps <= 3.5);
+    NEAR(d.ordered, 0, 1e-9);
+    assert_true(d.need >= d.lambda_rps + d.rise_rps && d.need < 24);
+}
+
+/* A capacity learned over less than a minute of saturation is young (the
+ * first intervals after a wake read low): the order stays bounded as with
+ * a prior, at 8 or twice the Ready replicas, never below the pods there (5
+ * Ready and 5 starting: 10); once older, only the HPA's step bounds it
+ * (twice the 10 pods). */
+static queue_model_sample_t saturated(double t, double done) {
+    queue_model_sample_t s = engine(t, done, 1000, 32, 5);
+    s.starting = 5; /* no ages: just created */
+    return s;
+}
+
+static void test_a_young_capacity_bounds_the_order(void **state) {
+    (void)state;
+    queue_model_t m;
+    queue_model_init(&m);
+    queue_model_decision_t d;
+    double done = 0;
+    for (double t = 0; t <= 30; t++) { /* 1000 waiting, 1 done/s each */
+        queue_model_sample_t s = saturated(t, done);
+        queue_model_observe(&m, &s);
+        done += 5;
+    }
+    decide_at(&m, &m.prev, &d);
+    assert_int_equal(d.capacity_from, QM_FROM_LEARNED);
+    NEAR(d.capacity_rps, 1, 1e-6);
+    NEAR(d.replicas, 10, 1e-9); /* 1000 / (1 x 10 s) = 100 asked for */
+    for (double t = 31; t <= 120; t++) {
+        queue_model_sample_t s = saturated(t, done);
+        queue_model_observe(&m, &s);
+        done += 5;
+    }
+    decide_at(&m, &m.prev, &d);
+    NEAR(d.replicas, 20, 1e-9);
+    assert_true(d.step_limited);
+}
+
+/* The keep-alive holds the load that asked, counted at today's capacity: 7
+ * requests/s asked for 8 replicas while a replica was taken to do 1/s; the
+ * load stops, and with a replica now known to do 4/s the hold is the 2
+ * replicas that load needs, not the 8 it asked for then. */
+static void test_the_hold_is_counted_at_todays_capacity(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.cold_start_s = 60;
+    p.capacity_rps = 1;
+    queue_model_t m;
+    queue_model_init(&m);
+    queue_model_decision_t d;
+    double done = 0;
+    for (double t = 0; t <= 120; t++) {
+        queue_model_sample_t s = engine(t, done, 0, 7, 8);
+        queue_model_observe(&m, &s);
+        queue_model_decide(&m, &p, &s, &d);
+        done += 7;
+    }
+    NEAR(d.replicas, 8, 1e-9);
+    p.capacity_rps = 4;
+    for (double t = 121; t <= 160; t++) {
+        queue_model_sample_t s = engine(t, done, 0, 0, 8);
+        queue_model_observe(&m, &s);
+        queue_model_decide(&m, &p, &s, &d);
+    }
+    NEAR(d.need, 0, 1e-9);
+    assert_true(d.replicas >= 2 && d.replicas <= 3);
+}
+
+/* The answer asks no more than one HPA scale-up step (4 pods or 100 %,
+ * whichever is more), and learns a ceiling: the fleet stayed at 6 pods for
+ * 45 s while more were asked (maxReplicaCount), so the answer is cut to 6
+ * until the fleet grows past it. */
+static void test_the_hpa_step_and_a_learned_ceiling(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 1;
+    p.cold_start_s = 60;
+    queue_model_t m;
+    queue_model_init(&m);
+    queue_model_decision_t d;
+    queue_model_sample_t s = queued(0, 10000, 2, 0, 0);
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &d);
+    NEAR(d.replicas, 6, 1e-9); /* 2 + 4 */
+    assert_true(d.step_limited);
+    for (double t = 1; t <= 50; t++) {
+        s = queued(t, 10000, 6, 0, 0);
+        queue_model_observe(&m, &s);
+        queue_model_decide(&m, &p, &s, &d);
+    }
+    assert_int_equal(d.ceiling, 6);
+    NEAR(d.replicas, 6, 1e-9);
+    s = queued(51, 10000, 7, 0, 0);
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &d);
+    assert_int_equal(d.ceiling, 0);
+    NEAR(d.replicas, 14, 1e-9);
 }
 
 /* A wake onto a warm node: the same backlog, one pod starting 10 s ago;
@@ -466,6 +619,11 @@ int main(void) {
         cmocka_unit_test(test_first_wake_with_no_history_is_a_bounded_order),
         cmocka_unit_test(test_orders_are_kept_and_never_counted_twice),
         cmocka_unit_test(test_a_starting_pod_whose_work_is_gone_is_released),
+        cmocka_unit_test(test_starting_pods_are_kept_while_demand_remains),
+        cmocka_unit_test(test_ready_replicas_carry_a_ramp_before_anything_is_ordered),
+        cmocka_unit_test(test_a_young_capacity_bounds_the_order),
+        cmocka_unit_test(test_the_hold_is_counted_at_todays_capacity),
+        cmocka_unit_test(test_the_hpa_step_and_a_learned_ceiling),
         cmocka_unit_test(test_a_wake_onto_a_warm_node),
         cmocka_unit_test(test_an_overflowing_need_is_nan_not_zero),
         cmocka_unit_test(test_keepalive_holds_through_short_pauses),

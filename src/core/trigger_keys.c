@@ -276,6 +276,8 @@ const key_row_t tc_keys[K_COUNT] = {
                                    .serves = TS_DEMAND, .example = "4000"),
     [K_TARGET_GEN_TOKENS] = ROW("targetGenerationTokensPerReplica", KT_TARGET, KG_DEMAND, "—",
                                 .serves = TS_DEMAND, .example = "1500"),
+    [K_TARGET_SATURATION] =
+        ROW("targetSaturation", KT_TARGET, KG_DEMAND, "—", .serves = TS_DEMAND, .example = "0.7"),
     [K_GPU_METRIC_TYPE] =
         ROW_ENUM("gpuMetricType", KG_DEMAND, tc_metric_names, NULL, "`gpu_utilization`",
                  .serves = TS_DEMAND, .example = "sm_active"),
@@ -324,6 +326,9 @@ const key_row_t tc_keys[K_COUNT] = {
     SLO_ROW(K_QUEUE_P50, "queueTimeP50Target", "100ms"),
     SLO_ROW(K_QUEUE_P90, "queueTimeP90Target", "500ms"),
     SLO_ROW(K_QUEUE_P99, "queueTimeP99Target", "2s"),
+    SLO_ROW(K_ITL_P50, "itlP50Target", "30ms"),
+    SLO_ROW(K_ITL_P90, "itlP90Target", "60ms"),
+    SLO_ROW(K_ITL_P99, "itlP99Target", "150ms"),
 #undef SLO_ROW
     [K_SLO_MIN_REQUESTS] = ROW_INT("sloMinRequests", KG_SLO, 1, 1000000,
                                    "a whole number of requests from 1 to 1000000", "`10`",

@@ -324,7 +324,7 @@ static void engine_what(const metadata_pair_t *slot[K_COUNT], trigger_config_t *
     d->window_s = 30;
     long long w;
     bool slo_given = false;
-    for (int k = K_TTFT_P50; k <= K_QUEUE_P99; k++)
+    for (int k = K_TTFT_P50; k <= K_ITL_P99; k++)
         slo_given |= slot[k] != NULL;
     if (slot[K_WINDOW] && !rate && !slo_given)
         tc_fail(P,

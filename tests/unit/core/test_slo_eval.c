@@ -187,6 +187,9 @@ static void test_one_slow_request_scales_nothing_for_any_tpot_or_itl_target(void
     trigger_config_t c = VLLM_SLO("tpotP50Target", "50ms", "tpotP90Target", "50ms", "tpotP99Target",
                                   "50ms", "itlP90Target", "50ms", "itlP99Target", "50ms");
     assert_true(c.demand.slo_mask & (1u << SLO_E2E)); /* read beside itl for its request count */
+    /* windowSeconds goes with an itl target as with the others */
+    trigger_config_t w = VLLM_SLO("itlP90Target", "50ms", "windowSeconds", "30");
+    assert_int_equal(w.demand.window_s, 30);
     demand_latency_t l[SLO_SIGNAL_COUNT] = {0};
     l[SLO_TPOT] = lat(1, 0.2, 0.2, 0.2);
     l[SLO_ITL] = lat(300, 0.2, 0.2, 0.2); /* 300 tokens of one request */

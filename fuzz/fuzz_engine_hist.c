@@ -84,7 +84,12 @@ static void parse_one(engine_t e, const char *model, unsigned want, const uint8_
     FUZZ_CHECK(plain_rc == 0);
     FUZZ_CHECK((h.mask & ~want) == 0);
     FUZZ_CHECK(r.hist_mask == h.mask);
+    /* a histogram lacking is one wanted and not found, on the engine's page */
+    FUZZ_CHECK((r.hist_lacking & ~want) == 0 && (r.hist_lacking & h.mask) == 0);
+    if (r.hist_lacking)
+        FUZZ_CHECK(r.recognised);
     r.hist_mask = 0;
+    r.hist_lacking = 0;
     FUZZ_CHECK(memcmp(&r, &plain, sizeof r) == 0);
     for (int s = 0; s < SLO_SIGNAL_COUNT; s++) {
         if (h.mask & (1u << s))

@@ -62,8 +62,21 @@ static void check_reading(engine_t e, const engine_reading_t *r) {
     FUZZ_CHECK(r->prompt_tokens_total >= 0 && r->generation_tokens_total >= 0);
     if (!r->has_lora)
         FUZZ_CHECK(!r->lora_waiting && !r->lora_running);
-    if (r->has_waiting || r->has_running || r->has_kv || r->has_triton)
+    /* a first-use family read as the engine's zero counts no series */
+    if ((r->has_waiting && !(r->first_use_zero & ENGINE_ZERO_WAITING)) ||
+        (r->has_running && !(r->first_use_zero & ENGINE_ZERO_RUNNING)) || r->has_kv ||
+        r->has_triton)
         FUZZ_CHECK(r->series > 0);
+    if (r->first_use_zero)
+        FUZZ_CHECK(r->recognised && e != ENGINE_EPP);
+    if (r->first_use_zero & ENGINE_ZERO_WAITING)
+        FUZZ_CHECK(r->has_waiting && r->waiting == 0);
+    if (r->first_use_zero & ENGINE_ZERO_RUNNING)
+        FUZZ_CHECK(r->has_running && r->running == 0);
+    if (r->first_use_zero & (ENGINE_ZERO_COMPLETED | ENGINE_ZERO_TOKENS))
+        FUZZ_CHECK(!r->served);
+    FUZZ_CHECK(r->hist_lacking == 0); /* no latency targets here */
+    check_field(r->has_saturation, r->saturation_load, false);
     check_field(r->has_pool, r->pool_ready, false);
     check_field(r->has_waiting, r->pool_waiting, false);
     check_field(r->has_running, r->pool_running, false);

@@ -143,6 +143,7 @@ int demand_composite_needs(const demand_config_t *d, const demand_signals_t *s,
         {DSIG_GPU, d->target_gpu, gpu ? gpu->value : 0},
         {DSIG_PROMPT_TOKENS, d->target_prompt_tokens, s->prompt_tokens_rate},
         {DSIG_GENERATION_TOKENS, d->target_generation_tokens, s->generation_tokens_rate},
+        {DSIG_SATURATION, d->target_saturation, s->saturation_load},
     };
     int top = -1;
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
@@ -156,14 +157,22 @@ int demand_composite_needs(const demand_config_t *d, const demand_signals_t *s,
 }
 
 const char *demand_signal_name(demand_signal_t s) {
-    static const char *const names[DSIG_COUNT] = {
-        "queue", "queue_source",       "engine_waiting",         "engine_running", "kv_cache",
-        "gpu",   "prompt_tokens_rate", "generation_tokens_rate", "queueing_model", "latency"};
+    static const char *const names[DSIG_COUNT] = {"queue",
+                                                  "queue_source",
+                                                  "engine_waiting",
+                                                  "engine_running",
+                                                  "kv_cache",
+                                                  "gpu",
+                                                  "prompt_tokens_rate",
+                                                  "generation_tokens_rate",
+                                                  "pool_saturation",
+                                                  "queueing_model",
+                                                  "latency"};
     return (unsigned)s < DSIG_COUNT ? names[s] : "?";
 }
 
 const char *slo_signal_name(slo_signal_t s) {
-    static const char *const names[SLO_SIGNAL_COUNT] = {"ttft", "tpot", "e2e", "queue_time"};
+    static const char *const names[SLO_SIGNAL_COUNT] = {"ttft", "tpot", "e2e", "queue_time", "itl"};
     return (unsigned)s < SLO_SIGNAL_COUNT ? names[s] : "?";
 }
 
@@ -175,6 +184,17 @@ static const double slo_quantiles[TRIGGER_SLO_QUANTILES] = {0.5, 0.9, 0.99};
 static double slo_min_count(const demand_config_t *d, int q) {
     double need = floor(2 / (1 - slo_quantiles[q]) + 0.5);
     return need < (double)d->slo_min_requests ? (double)d->slo_min_requests : need;
+}
+
+/* The requests behind signal s's quantiles: its own count, except for
+ * inter-token latency, whose observations are tokens: there the requests
+ * that finished in the window (the end-to-end histogram's count, read
+ * beside it), so a long request's many tokens never count as many
+ * requests; 0 (never judged) when that is not known. */
+static double slo_requests(const demand_latency_t lat[SLO_SIGNAL_COUNT], int s) {
+    if (s != SLO_ITL)
+        return lat[s].count;
+    return lat[SLO_E2E].known && isfinite(lat[SLO_E2E].count) ? lat[SLO_E2E].count : 0;
 }
 
 bool slo_decide(const demand_config_t *d, const demand_latency_t lat[SLO_SIGNAL_COUNT],
@@ -204,7 +224,7 @@ bool slo_decide(const demand_config_t *d, const demand_latency_t lat[SLO_SIGNAL_
                 return false;
             }
             double r = pv[q] / target;
-            if (l->count < slo_min_count(d, q)) {
+            if (slo_requests(lat, s) < slo_min_count(d, q)) {
                 /* too few requests to act on: never a reason to scale up,
                  * but not "latency is fine" either when it reads slow */
                 if (r > out->thin)
@@ -319,11 +339,18 @@ typedef struct {
     /* engine epp: the pool gauges, the max over EPP pods (each replica
      * reports the same model servers: summing would count them once per
      * replica); added to the summed signals when the answer is built */
-    double pool_waiting, pool_running, pool_kv_percent;
+    double pool_waiting, pool_running, pool_kv_percent, saturation_load;
+    /* engines that read a first-use family as the engine's zero (TGI
+     * before its first request), and the first one's description */
+    unsigned first_use;
+    char first_use_why[512];
 } engine_acc_t;
 
-/* The gauge an engine's reading lacks for this metric type, or NULL. */
-static const char *missing_gauge(const demand_config_t *d, const engine_reading_t *r) {
+/* The gauge an engine's reading lacks for this metric type, or NULL;
+ * *role: the engine table's role of it (EMR_COUNT: no single role). */
+static const char *missing_gauge(const demand_config_t *d, const engine_reading_t *r,
+                                 engine_metric_role_t *role) {
+    *role = EMR_COUNT;
     bool rates = d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE;
     bool need_waiting = d->type == DEMAND_VLLM_QUEUE_DEPTH || d->type == DEMAND_ENGINE_QUEUE ||
                         (d->type == DEMAND_COMPOSITE &&
@@ -333,28 +360,45 @@ static const char *missing_gauge(const demand_config_t *d, const engine_reading_
     bool need_kv = d->type == DEMAND_VLLM_KV_CACHE_USAGE || d->type == DEMAND_ENGINE_KV_CACHE ||
                    (d->type == DEMAND_COMPOSITE && d->target_kv > 0);
     if (d->engine == ENGINE_EPP) {
+        if (d->type == DEMAND_COMPOSITE && d->target_saturation > 0 && !r->has_saturation) {
+            *role = EMR_EPP_SATURATION;
+            return "the pool saturation paired with its pool's ready endpoints "
+                   "(llm_d_epp_flow_control_pool_saturation{inference_pool} with "
+                   "llm_d_epp_ready_endpoints{name}, or their inference_extension_ / "
+                   "inference_pool_ names)";
+        }
         if (need_waiting && !r->has_waiting)
             return "the flow-control queue (llm_d_epp_flow_control_queue_size, or "
                    "inference_extension_flow_control_queue_size) or the InferencePool gauges "
                    "(llm_d_epp_ready_endpoints with llm_d_epp_average_queue_size, or "
                    "inference_pool_ready_pods with inference_pool_average_queue_size)";
-        if (need_running && !r->has_running)
+        if (need_running && !r->has_running) {
+            *role = r->has_pool ? EMR_EPP_AVG_RUNNING : EMR_COUNT;
             return "the InferencePool gauges llm_d_epp_ready_endpoints and "
                    "llm_d_epp_average_running_requests (or inference_pool_ready_pods and "
                    "inference_pool_average_running_requests)";
+        }
         if (need_kv && !r->has_kv)
             return "the InferencePool gauges llm_d_epp_ready_endpoints and "
                    "llm_d_epp_average_kv_cache_utilization (or inference_pool_ready_pods and "
                    "inference_pool_average_kv_cache_utilization)";
     }
-    if (need_waiting && !r->has_waiting)
+    if (need_waiting && !r->has_waiting) {
+        *role = EMR_WAITING;
         return "the waiting-requests gauge";
-    if (need_running && !r->has_running)
+    }
+    if (need_running && !r->has_running) {
+        *role = EMR_RUNNING;
         return "the running-requests gauge";
-    if (need_kv && !r->has_kv)
+    }
+    if (need_kv && !r->has_kv) {
+        *role = EMR_KV;
         return "the KV-cache usage gauge";
-    if (rates && !r->has_triton)
+    }
+    if (rates && !r->has_triton) {
+        *role = EMR_QUEUE_US;
         return "nv_inference_queue_duration_us / nv_inference_request_success";
+    }
     if (demand_uses_token_rates(d) && !r->has_tokens)
         return "the prompt- and generation-token counters";
     if (d->type == DEMAND_VLLM_LORA_WAITING_ENGINES) {
@@ -392,6 +436,7 @@ static const char *bad_reading(const engine_reading_t *r) {
         {r->has_waiting, r->pool_waiting, "the pool's waiting requests"},
         {r->has_running, r->pool_running, "the pool's running requests"},
         {r->has_kv, r->pool_kv_percent, "the pool's KV-cache usage"},
+        {r->has_saturation, r->saturation_load, "the pool saturation"},
     };
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         if (f[i].has && !(isfinite(f[i].v) && f[i].v >= 0))
@@ -441,6 +486,98 @@ static bool engine_not_serving(const demand_source_t *s) {
     return s->fail == DEMAND_FAIL_NO_SERVER || (s->fail == DEMAND_FAIL_SLOW && !s->last_busy);
 }
 
+/* What a reading of s lacks for trigger d, into x->missing (the first
+ * one; the engine then counts as failing): a gauge or counter the type
+ * needs, or a latency histogram the engine's release or configuration
+ * does not export (reading.hist_lacking). On a page that is recognisably
+ * the engine the message quotes the engine table (core/engine_table.h):
+ * the release that added the metric, or the flag that turns it on; on
+ * any other page it asks whether the URL is the engine's metrics
+ * endpoint. true when something is lacking. */
+static bool engine_lacks(engine_acc_t *x, const demand_config_t *d, const demand_source_t *s) {
+    const engine_reading_t *r = &s->reading;
+    engine_metric_role_t role;
+    const char *lack = missing_gauge(d, r, &role);
+    char why[700];
+    why[0] = '\0';
+    if (lack && r->recognised && role < EMR_COUNT)
+        engine_table_missing_role(d->engine, role, -1, why, sizeof why);
+    if (lack) {
+        if (!x->missing[0] && why[0])
+            snprintf(x->missing, sizeof x->missing, "%s does not export %s%s%s%s: %s%s", s->name,
+                     lack, d->model[0] ? " for model \"" : "", d->model, d->model[0] ? "\"" : "",
+                     why,
+                     role == EMR_WAITING && d->engine == ENGINE_TRITON
+                         ? " (metricType triton_queue_wait_ms and triton_request_rate read "
+                           "counters every Triton release has)"
+                         : "");
+        else if (!x->missing[0])
+            snprintf(x->missing, sizeof x->missing,
+                     "%s does not export %s%s%s%s (is it %s, and is the URL its metrics "
+                     "endpoint?)",
+                     s->name, lack, d->model[0] ? " for model \"" : "", d->model,
+                     d->model[0] ? "\"" : "", engine_name(d->engine));
+        x->failed++;
+        return true;
+    }
+    unsigned lacking = r->hist_lacking & d->slo_mask;
+    if (!lacking)
+        return false;
+    int sg = 0;
+    while (!(lacking & (1u << sg)))
+        sg++;
+    if (!x->missing[0]) {
+        engine_table_missing_role(d->engine, EMR_LATENCY, sg, why, sizeof why);
+        const engine_metric_t *itl = engine_table_primary(d->engine, EMR_LATENCY, SLO_ITL);
+        snprintf(x->missing, sizeof x->missing, "%s: the %s target%s cannot be read: %s%s%s%s",
+                 s->name, slo_signal_name((slo_signal_t)sg),
+                 sg == SLO_E2E && (d->slo_mask & (1u << SLO_ITL))
+                     ? " (its request count judges the itl targets)"
+                     : "",
+                 why[0] ? why : "the engine exports no such histogram",
+                 sg == SLO_TPOT && itl ? "; itl*Target reads " : "",
+                 sg == SLO_TPOT && itl ? itl->name : "",
+                 sg == SLO_TPOT && itl ? " (one observation per generated token)" : "");
+    }
+    x->failed++;
+    return true;
+}
+
+/* A reading that read a first-use family as the engine's zero: counted,
+ * and the first one described, for `query` and Explain. */
+static void note_first_use(engine_acc_t *x, const demand_config_t *d, const demand_source_t *s) {
+    unsigned z = s->reading.first_use_zero;
+    if (!z)
+        return;
+    x->first_use++;
+    if (x->first_use_why[0])
+        return;
+    static const struct {
+        unsigned bit;
+        engine_metric_role_t role;
+    } f[] = {{ENGINE_ZERO_WAITING, EMR_WAITING},
+             {ENGINE_ZERO_RUNNING, EMR_RUNNING},
+             {ENGINE_ZERO_COMPLETED, EMR_COMPLETED},
+             {ENGINE_ZERO_TOKENS, EMR_PROMPT_TOKENS},
+             {ENGINE_ZERO_TOKENS, EMR_GEN_TOKENS}};
+    size_t at = (size_t)snprintf(x->first_use_why, sizeof x->first_use_why, "%s: ", s->name);
+    bool first = true;
+    for (size_t i = 0; i < sizeof f / sizeof *f && at < sizeof x->first_use_why; i++) {
+        const engine_metric_t *m = engine_table_primary(d->engine, f[i].role, -1);
+        if (!(z & f[i].bit) || !m)
+            continue;
+        int w = snprintf(x->first_use_why + at, sizeof x->first_use_why - at, "%s%s",
+                         first ? "" : ", ", m->name);
+        if (w > 0)
+            at += (size_t)w;
+        first = false;
+    }
+    if (at < sizeof x->first_use_why)
+        snprintf(x->first_use_why + at, sizeof x->first_use_why - at,
+                 " not exported yet (%s creates them on first use): read as 0",
+                 engine_table_product(d->engine));
+}
+
 static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_source_t *s,
                        mono_ns_t now) {
     char msg[2048];
@@ -475,18 +612,10 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
                      "%s: %s is not a count (negative or not finite)", s->name, bad);
         return;
     }
-    const char *lack = missing_gauge(d, r);
-    if (lack) {
-        if (!x->missing[0])
-            snprintf(x->missing, sizeof x->missing,
-                     "%s does not export %s%s%s%s (is it %s, and is the URL its metrics "
-                     "endpoint?)",
-                     s->name, lack, d->model[0] ? " for model \"" : "", d->model,
-                     d->model[0] ? "\"" : "", engine_name(d->engine));
-        x->failed++;
+    if (engine_lacks(x, d, s))
         return;
-    }
     x->ok++;
+    note_first_use(x, d, s);
     x->members += kgs_fnv1a(s->name ? s->name : "");
     if (s->last_ok > x->newest)
         x->newest = s->last_ok;
@@ -509,6 +638,8 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
         x->pool_running = r->pool_running;
     if (r->pool_kv_percent > x->pool_kv_percent)
         x->pool_kv_percent = r->pool_kv_percent;
+    if (r->saturation_load > x->saturation_load)
+        x->saturation_load = r->saturation_load;
     if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE) {
         if (!s->rates_known) {
             x->rates_pending = true;
@@ -635,6 +766,7 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
     st->last_ready = q.ready;
     st->last_starting = q.starting;
     st->last_has_counters = q.has_completed;
+    st->last_has_tokens = q.has_tokens;
     out->value = 100 * st->last.replicas;
     /* a load that flows, or replicas the keep-alive holds: not idle */
     if (st->last.replicas > 0)
@@ -645,10 +777,11 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
 
 /* Clears the numbers; the strings stay until view_text() replaces them. */
 static void view_reset(demand_view_t *v) {
-    char *message = v->message, *why = v->not_serving_why;
+    char *message = v->message, *why = v->not_serving_why, *fu = v->first_use_why;
     memset(v, 0, sizeof *v);
     v->message = message;
     v->not_serving_why = why;
+    v->first_use_why = fu;
     v->decided_by = -1;
     for (int i = 0; i < DSIG_COUNT; i++)
         v->signal[i] = v->need[i] = NAN;
@@ -673,6 +806,7 @@ static void view_text(char **slot, const char *text) {
 void demand_view_free(demand_view_t *v) {
     view_text(&v->message, NULL);
     view_text(&v->not_serving_why, NULL);
+    view_text(&v->first_use_why, NULL);
 }
 
 static void view_engines(demand_view_t *v, const demand_inputs_t *in, const engine_acc_t *x) {
@@ -682,6 +816,8 @@ static void view_engines(demand_view_t *v, const demand_inputs_t *in, const engi
     v->failing = x->failed;
     v->pending = x->pending;
     view_text(&v->not_serving_why, x->first_not_serving);
+    v->first_use = x->first_use;
+    view_text(&v->first_use_why, x->first_use_why);
     v->has_pods = in->has_pods;
     for (unsigned i = 0; in->has_pods && i < in->npods; i++) {
         v->ready_pods += in->pods[i].ready;
@@ -713,6 +849,8 @@ static void view_signals(demand_view_t *v, const trigger_config_t *c, const dema
     bool tokens = demand_uses_token_rates(d);
     view_set(v, DSIG_PROMPT_TOKENS, tokens, s->prompt_tokens_rate);
     view_set(v, DSIG_GENERATION_TOKENS, tokens, s->generation_tokens_rate);
+    view_set(v, DSIG_SATURATION, d->engine == ENGINE_EPP && d->target_saturation > 0,
+             s->saturation_load);
     if (d->type == DEMAND_COMPOSITE && d->sizing == DEMAND_MODEL_COMPOSITE)
         v->decided_by = demand_composite_needs(d, s, gpu, v->need);
 }
@@ -728,8 +866,9 @@ static void view_latency(demand_view_t *v, const demand_config_t *d,
             v->latency[sg][q].target_s = target;
             v->latency[sg][q].known = lat[sg].known;
             v->latency[sg][q].observed_s = lat[sg].known ? pv[q] : NAN;
-            v->latency[sg][q].count = lat[sg].known ? lat[sg].count : 0;
-            v->latency[sg][q].judged = lat[sg].known && lat[sg].count >= slo_min_count(d, q);
+            v->latency[sg][q].count = lat[sg].known ? slo_requests(lat, sg) : 0;
+            v->latency[sg][q].judged =
+                lat[sg].known && slo_requests(lat, sg) >= slo_min_count(d, q);
         }
     }
     v->known[DSIG_LATENCY] = slo->observed;
@@ -834,6 +973,7 @@ static void evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
     sig.waiting += x.pool_waiting;
     sig.running += x.pool_running;
     sig.kv_percent += x.pool_kv_percent;
+    sig.saturation_load = x.saturation_load;
     if (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE) {
         sig.has_rates = true;
         sig.queue_us = x.dq_us;
@@ -907,6 +1047,8 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
     evaluate_inputs(c, in, now, gpu, out, v);
     if (!v->not_serving) /* evaluation stopped before the engines, or none is */
         view_text(&v->not_serving_why, NULL);
+    if (!v->first_use)
+        view_text(&v->first_use_why, NULL);
     v->evaluated = true;
     v->at = now;
     v->status = out->status;

@@ -18,15 +18,20 @@
 #include <stdint.h>
 
 #include "core/clock.h"
+#include "core/engine_table.h"
 #include "core/evaluator.h"
 #include "core/forecast.h"
 #include "core/queue_model.h"
 #include "core/trigger_config.h"
 
-/* The latency objectives a trigger can name (metricType slo). */
-typedef enum { SLO_TTFT, SLO_TPOT, SLO_E2E, SLO_QUEUE, SLO_SIGNAL_COUNT } slo_signal_t;
+/* The latency objectives a trigger can name (metricType slo): time to
+ * first token, time per output token (one observation per request: the
+ * request's mean), end-to-end latency, time in the engine's queue, and
+ * inter-token latency (one observation per generated token). */
+typedef enum { SLO_TTFT, SLO_TPOT, SLO_E2E, SLO_QUEUE, SLO_ITL, SLO_SIGNAL_COUNT } slo_signal_t;
 
 _Static_assert(SLO_SIGNAL_COUNT == TRIGGER_SLO_SIGNALS, "trigger_config.h sizes the targets");
+_Static_assert(SLO_SIGNAL_COUNT == ENGINE_TABLE_SIGNALS, "engine_table.h names the signals");
 
 /* One latency histogram over the trigger's window, merged over every
  * Ready pod (buckets add), then its quantiles. */
@@ -36,7 +41,7 @@ typedef struct {
     double p50_s, p90_s, p99_s;
 } demand_latency_t;
 
-/* "ttft", "tpot", "e2e", "queue_time"; "?" out of range. */
+/* "ttft", "tpot", "e2e", "queue_time", "itl"; "?" out of range. */
 const char *slo_signal_name(slo_signal_t s);
 
 /*
@@ -118,7 +123,31 @@ typedef struct {
     double pool_waiting;    /* requests waiting in the model servers */
     double pool_running;    /* requests running in the model servers */
     double pool_kv_percent; /* KV-cache usage %, summed over the model servers */
+    /* epp: the pool saturation (1.0 = the EPP's gating set point) x the
+     * pool's ready endpoints, summed over pools: the endpoints' worth of
+     * load the pool carries at the set point. has_saturation: every pool
+     * with a saturation series has a ready-endpoints series. */
+    bool has_saturation;
+    double saturation_load;
+    /* What the page says of the engine itself (core/engine_table.h):
+     * recognised, a family of engine e's table is in the scrape (whatever
+     * the model filter kept); served, it has finished requests (a latency
+     * histogram's count, a completed or token counter above 0). */
+    bool recognised, served;
+    /* Latency targets: bit s set when signal s is wanted, the page is the
+     * engine's and its histogram is absent although the engine would show
+     * it by now (it has served requests, or the table says a flag turns
+     * it on): this server's release or configuration lacks it. */
+    unsigned hist_lacking;
+    /* Families the engine creates on first use, absent from a recognised
+     * page and read as the engine's documented zero: ENGINE_ZERO_* bits. */
+    unsigned first_use_zero;
 } engine_reading_t;
+
+#define ENGINE_ZERO_WAITING 1u
+#define ENGINE_ZERO_RUNNING 2u
+#define ENGINE_ZERO_COMPLETED 4u
+#define ENGINE_ZERO_TOKENS 8u
 
 /* The signals a demand trigger's answer comes from, as the decision view
  * (`query`, Explain, /metrics) names them (demand_signal_name). */
@@ -132,14 +161,15 @@ typedef enum {
     DSIG_GPU,               /* the GPU metric of targetGpu */
     DSIG_PROMPT_TOKENS,     /* prompt tokens/s */
     DSIG_GENERATION_TOKENS, /* generated tokens/s */
+    DSIG_SATURATION,        /* epp: pool saturation x ready endpoints (targetSaturation) */
     DSIG_QUEUEING_MODEL,    /* demandModel queueing: its replicas */
     DSIG_LATENCY,           /* the latency targets: the replicas they ask for */
     DSIG_COUNT
 } demand_signal_t;
 
 /* "queue", "queue_source", "engine_waiting", "engine_running", "kv_cache", "gpu",
- * "prompt_tokens_rate", "generation_tokens_rate", "queueing_model",
- * "latency"; "?" out of range. */
+ * "prompt_tokens_rate", "generation_tokens_rate", "pool_saturation",
+ * "queueing_model", "latency"; "?" out of range. */
 const char *demand_signal_name(demand_signal_t s);
 
 typedef struct {
@@ -163,6 +193,9 @@ typedef struct {
      * and whether any engine runs it (listed, and running > 0). */
     double lora_waiting_engines;
     bool lora_running;
+    /* epp: the pool saturation x ready endpoints (max over EPP pods), for
+     * targetSaturation */
+    double saturation_load;
 } demand_signals_t;
 
 /*
@@ -261,6 +294,7 @@ typedef struct {
     queue_model_decision_t last; /* the inputs and the replicas of the last evaluation */
     unsigned last_ready, last_starting;
     bool last_has_counters; /* completions were read (else the queue-only fallback) */
+    bool last_has_tokens;   /* the token counters were read */
 } demand_model_state_t;
 
 void demand_model_init(demand_model_state_t *s);
@@ -301,6 +335,11 @@ typedef struct {
     char *not_serving_why; /* the first engine not serving: name and reason (owned; NULL
                               when none): strings only where there is something to say, so
                               a healthy trigger's view holds numbers alone */
+    /* engines whose page lacked a family the engine creates on first use
+     * (TGI's tgi_queue_size before its first request), read as the
+     * engine's zero; the first one's description (owned; NULL when none) */
+    unsigned first_use;
+    char *first_use_why;
 } demand_view_t;
 
 /* An empty view (evaluated false); demand_view_free releases its strings. */

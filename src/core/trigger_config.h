@@ -150,8 +150,8 @@ typedef enum { STREAM_MEASURE_LAG, STREAM_MEASURE_PENDING, STREAM_MEASURE_LENGTH
 #define TRIGGER_MAX_ENDPOINTS 16
 #define TRIGGER_URL_MAX 512
 #define TRIGGER_MAX_MATCHERS 8
-/* Latency objectives: four signals (slo_signal_t) x three quantiles. */
-#define TRIGGER_SLO_SIGNALS 4
+/* Latency objectives: five signals (slo_signal_t) x three quantiles. */
+#define TRIGGER_SLO_SIGNALS 5
 #define TRIGGER_SLO_QUANTILES 3
 
 typedef struct {
@@ -227,7 +227,7 @@ typedef struct {
 
     /* Latency objectives (metricType slo, or the same keys on demand):
      * slo_target_s[signal][quantile] in seconds, 0 = not set. Signals in
-     * slo_signal_t order (core/demand_eval.h: TTFT, TPOT, E2E, QUEUE),
+     * slo_signal_t order (core/demand_eval.h: TTFT, TPOT, E2E, QUEUE, ITL),
      * quantiles p50, p90, p99. slo_mask: bit s set when signal s has a
      * target (the sources read only those histograms). */
     double slo_target_s[TRIGGER_SLO_SIGNALS][TRIGGER_SLO_QUANTILES];
@@ -242,6 +242,9 @@ typedef struct {
     /* demand (composite): token-rate targets, tokens/s per replica; 0 = not used. */
     double target_prompt_tokens;     /* targetPromptTokensPerReplica */
     double target_generation_tokens; /* targetGenerationTokensPerReplica */
+    /* targetSaturation (engine epp): the pool saturation to hold, where 1.0
+     * is the endpoint picker's gating set point; 0 = not used. */
+    double target_saturation;
     /* loraAdapter (vllm_lora_waiting_engines): the vLLM LoRA adapter's name. */
     char lora_adapter[256];
     /* sourceAuth: the --source-auth profile (core/source_auth.h) every HTTP

@@ -77,6 +77,7 @@ typedef enum {
     K_TARGET_GPU,
     K_TARGET_PROMPT_TOKENS, /* the token-rate targets, kept after targetGpu */
     K_TARGET_GEN_TOKENS,
+    K_TARGET_SATURATION, /* epp: the pool saturation target */
     K_GPU_METRIC_TYPE,
     K_ACTIVATION_QUEUE,
     K_ACTIVATION_GPU,
@@ -88,7 +89,7 @@ typedef enum {
     K_SOURCE_TIMEOUT,
     K_FORECAST,
     K_COLD_START,
-    K_TTFT_P50, /* the twelve latency targets stay adjacent, signal-major, p50/p90/p99 */
+    K_TTFT_P50, /* the fifteen latency targets stay adjacent, signal-major, p50/p90/p99 */
     K_TTFT_P90,
     K_TTFT_P99,
     K_TPOT_P50,
@@ -100,6 +101,9 @@ typedef enum {
     K_QUEUE_P50,
     K_QUEUE_P90,
     K_QUEUE_P99,
+    K_ITL_P50,
+    K_ITL_P90,
+    K_ITL_P99,
     K_SLO_MIN_REQUESTS,
     K_SLO_MAX_STEP,
     K_SLO_TOLERANCE,

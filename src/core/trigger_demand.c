@@ -324,7 +324,7 @@ static void engine_what(const metadata_pair_t *slot[K_COUNT], trigger_config_t *
     d->window_s = 30;
     long long w;
     bool slo_given = false;
-    for (int k = K_TTFT_P50; k <= K_QUEUE_P99; k++)
+    for (int k = K_TTFT_P50; k <= K_ITL_P99; k++)
         slo_given |= slot[k] != NULL;
     if (slot[K_WINDOW] && !rate && !slo_given)
         tc_fail(P,
@@ -572,11 +572,11 @@ static int resolve_queue(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
  * metricType demand: the first one named. */
 static void refuse_demand_keys(const metadata_pair_t *slot[K_COUNT], const trigger_config_t *c,
                                trigger_problems_t *P) {
-    static const int comp_keys[] = {K_TARGET_QUEUE,     K_TARGET_RUNNING,  K_TARGET_KV,
-                                    K_TARGET_GPU,       K_GPU_METRIC_TYPE, K_ACTIVATION_QUEUE,
-                                    K_ACTIVATION_GPU,   K_DEMAND_MODEL,    K_TARGET_UTILIZATION,
-                                    K_DRAIN_SECONDS,    K_CAPACITY,        K_TARGET_PROMPT_TOKENS,
-                                    K_TARGET_GEN_TOKENS};
+    static const int comp_keys[] = {K_TARGET_QUEUE,      K_TARGET_RUNNING,   K_TARGET_KV,
+                                    K_TARGET_GPU,        K_GPU_METRIC_TYPE,  K_ACTIVATION_QUEUE,
+                                    K_ACTIVATION_GPU,    K_DEMAND_MODEL,     K_TARGET_UTILIZATION,
+                                    K_DRAIN_SECONDS,     K_CAPACITY,         K_TARGET_PROMPT_TOKENS,
+                                    K_TARGET_GEN_TOKENS, K_TARGET_SATURATION};
     demand_type_t t = c->demand.type;
     int which;
     if (any_slot(slot, comp_keys, sizeof comp_keys / sizeof *comp_keys, &which))
@@ -586,8 +586,9 @@ static void refuse_demand_keys(const metadata_pair_t *slot[K_COUNT], const trigg
                 tc_keys[which].name, t ? tc_demand_names[t] : tc_metric_names[c->metric_type]);
 }
 
-static const int tkeys[] = {K_TARGET_QUEUE, K_TARGET_RUNNING,       K_TARGET_KV,
-                            K_TARGET_GPU,   K_TARGET_PROMPT_TOKENS, K_TARGET_GEN_TOKENS};
+static const int tkeys[] = {K_TARGET_QUEUE,     K_TARGET_RUNNING,       K_TARGET_KV,
+                            K_TARGET_GPU,       K_TARGET_PROMPT_TOKENS, K_TARGET_GEN_TOKENS,
+                            K_TARGET_SATURATION};
 #define NTKEYS ((int)(sizeof tkeys / sizeof *tkeys))
 
 /* metricType demand: which model, and the keys of each. */
@@ -625,24 +626,25 @@ static void demand_model(const metadata_pair_t *slot[K_COUNT], trigger_config_t 
                          : "metricType demand reports replicas needed x 100 against a fixed "
                            "target of 100; set per-signal targets (targetQueuePerReplica, "
                            "targetRunningPerReplica, targetKvCache, targetGpu, "
-                           "targetPromptTokensPerReplica, targetGenerationTokensPerReplica) "
-                           "instead of %s",
+                           "targetPromptTokensPerReplica, targetGenerationTokensPerReplica, "
+                           "targetSaturation) instead of %s",
                 slot[K_TARGET_VALUE]      ? "targetValue"
                 : slot[K_TARGET_GPU_UTIL] ? "targetGpuUtilization"
                                           : "targetMemoryUtilization");
     if (slot[K_ACTIVATION])
         tc_fail(P, "metricType demand is active while work waits or runs; tune it with "
                    "activationQueue and activationGpu, not activationThreshold");
-    double *dst[] = {&d->target_queue, &d->target_running,       &d->target_kv,
-                     &d->target_gpu,   &d->target_prompt_tokens, &d->target_generation_tokens};
+    double *dst[] = {&d->target_queue,     &d->target_running,       &d->target_kv,
+                     &d->target_gpu,       &d->target_prompt_tokens, &d->target_generation_tokens,
+                     &d->target_saturation};
     for (int i = 0; i < NTKEYS; i++)
         if (slot[tkeys[i]])
             tc_parse_target(tc_keys[tkeys[i]].name, tc_value_of(slot[tkeys[i]]), dst[i], P);
     if (model_known && !has_target && !any_slo && !queueing)
         tc_fail(P, "demandModel composite needs at least one per-signal target: "
                    "targetQueuePerReplica, targetRunningPerReplica, targetKvCache, targetGpu, "
-                   "targetPromptTokensPerReplica, targetGenerationTokensPerReplica or a latency "
-                   "target (ttftP90Target, ...)");
+                   "targetPromptTokensPerReplica, targetGenerationTokensPerReplica, "
+                   "targetSaturation (engine epp) or a latency target (ttftP90Target, ...)");
     if (queueing) {
         d->target_utilization = 0; /* 0: the headroom follows the arrivals */
         d->drain_s = 10;
@@ -697,7 +699,8 @@ static bool demand_needs_engine(const metadata_pair_t *slot[K_COUNT], const dema
     bool queue = slot[K_TARGET_QUEUE] || queueing;
     int which;
     if (slot[K_TARGET_RUNNING] || slot[K_TARGET_KV] || any_slo || slot[K_TARGET_PROMPT_TOKENS] ||
-        slot[K_TARGET_GEN_TOKENS] || (queue && !slot[K_REDIS_ADDRESS] && !slot[K_DEMAND_ENDPOINT]))
+        slot[K_TARGET_GEN_TOKENS] || slot[K_TARGET_SATURATION] ||
+        (queue && !slot[K_REDIS_ADDRESS] && !slot[K_DEMAND_ENDPOINT]))
         return true;
     static const int ek[] = {K_ENGINE, K_VLLM_ENDPOINT, K_TRITON_ENDPOINT, K_ENGINE_ENDPOINT};
     return queue && any_slot(slot, ek, 4, &which);
@@ -758,6 +761,11 @@ static void check_sources(const metadata_pair_t *slot[K_COUNT], const trigger_co
     if (composite && slot[K_TARGET_RUNNING] && d->engine != ENGINE_NONE &&
         !engine_has_running(d->engine))
         tc_fail(P, "targetRunningPerReplica: Triton exports no requests-in-flight gauge");
+    if (composite && slot[K_TARGET_SATURATION] && d->engine != ENGINE_EPP)
+        tc_fail(P,
+                "targetSaturation reads the endpoint picker's pool saturation "
+                "(llm_d_epp_flow_control_pool_saturation): it needs engine epp, not %s",
+                d->engine == ENGINE_NONE ? "no engine" : tc_engine_names[d->engine]);
     if (composite && slot[K_TARGET_KV] && d->engine != ENGINE_NONE && !engine_has_kv(d->engine))
         tc_fail(P,
                 "targetKvCache: %s exports no KV-cache usage; it exists for vllm, sglang and "

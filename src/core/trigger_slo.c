@@ -1,6 +1,6 @@
 /*
  * trigger_slo.c - the latency objectives of a trigger (metricType slo, or
- * the same keys on metricType demand): twelve *Target durations and the
+ * the same keys on metricType demand): fifteen *Target durations and the
  * three keys of the clamp (sloMinRequests, sloMaxStep, sloTolerance). The
  * evaluation is core/demand_eval.c's slo_decide(); docs/configuration.md
  * ("Latency objectives") is the reference.
@@ -8,15 +8,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/demand_eval.h"
+#include "core/engine_table.h"
 #include "core/err.h"
 #include "core/trigger_config_internal.h"
 
-/* The first target key, K_TTFT_P50; the twelve follow signal-major. */
+/* The first target key, K_TTFT_P50; the fifteen follow signal-major. */
 #define SLO_FIRST_KEY K_TTFT_P50
 #define SLO_NKEYS (TRIGGER_SLO_SIGNALS * TRIGGER_SLO_QUANTILES)
 
 static const char *const signal_words[TRIGGER_SLO_SIGNALS] = {
-    "time to first token", "time per output token", "end-to-end latency", "queue time"};
+    "time to first token", "per-request time per output token", "end-to-end latency", "queue time",
+    "inter-token latency"};
 
 int tc_resolve_slo(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, bool *any,
                    trigger_problems_t *P) {
@@ -62,9 +65,9 @@ int tc_resolve_slo(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, bo
     if (!given) {
         if (slo)
             return tc_fail(P, "metricType slo needs at least one latency target: ttftP50Target, "
-                              "ttftP90Target, ttftP99Target, tpotP*Target, e2eP*Target or "
-                              "queueTimeP*Target (P50, P90 or P99), a duration such as "
-                              "\"500ms\"");
+                              "ttftP90Target, ttftP99Target, tpotP*Target, e2eP*Target, "
+                              "queueTimeP*Target or itlP*Target (P50, P90 or P99), a duration "
+                              "such as \"500ms\"");
         if (first >= 0)
             return tc_fail(P,
                            "%s is set without a latency target (ttftP90Target, tpotP90Target, "
@@ -73,6 +76,11 @@ int tc_resolve_slo(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, bo
         return 0;
     }
     *any = true; /* given, if not all valid: the trigger has latency objectives */
+    /* inter-token latency counts tokens: its quantiles are judged on the
+     * requests that finished in the window, the end-to-end histogram's
+     * count, so that histogram is read beside it (demand_eval.c) */
+    if (d->slo_mask & (1u << SLO_ITL))
+        d->slo_mask |= 1u << SLO_E2E;
     long long n = 0;
     if (slot[K_SLO_MIN_REQUESTS] &&
         tc_key_int(K_SLO_MIN_REQUESTS, tc_value_of(slot[K_SLO_MIN_REQUESTS]), &n, P) == 0)
@@ -99,22 +107,31 @@ int tc_resolve_slo(const metadata_pair_t *slot[K_COUNT], trigger_config_t *c, bo
     return P->count > before ? KGS_EINVAL : 0;
 }
 
-/* Which latency histograms each engine exports (engine_metrics.c names
- * them, with the upstream files): bit s for slo_signal_t s. */
+/* Which latency histograms each engine exports in some release: bit s
+ * for slo_signal_t s, from the engine table (core/engine_table.c). */
 static unsigned engine_slo_signals(engine_t e) {
-    switch (e) {
-    case ENGINE_VLLM:
-    case ENGINE_SGLANG:
-        return 0xfu; /* TTFT, TPOT, E2E, queue */
-    case ENGINE_TGI:
-        return 0xeu; /* TPOT, E2E, queue: TGI has no time-to-first-token histogram */
-    case ENGINE_TRITON:
-        return 0x1u; /* TTFT only: nv_inference_first_response_histogram_ms */
-    case ENGINE_EPP: /* read for its queues and pool gauges only (none is a server's) */
-    case ENGINE_NONE:
-        break;
+    unsigned m = 0;
+    for (int s = 0; s < SLO_SIGNAL_COUNT; s++)
+        if (engine_table_primary(e, EMR_LATENCY, s))
+            m |= 1u << s;
+    return m;
+}
+
+/* The histograms engine e exports, for a message: "a (one observation
+ * per request), b (...)". */
+static void engine_slo_list(engine_t e, char *buf, size_t len) {
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int s = 0; s < SLO_SIGNAL_COUNT && at < len; s++) {
+        const engine_metric_t *m = engine_table_primary(e, EMR_LATENCY, s);
+        if (!m)
+            continue;
+        int w = snprintf(buf + at, len - at, "%s%s for %s targets (%s)", at ? ", " : "", m->name,
+                         slo_signal_name((slo_signal_t)s), engine_table_obs_words(m->per));
+        if (w < 0)
+            return;
+        at += (size_t)w;
     }
-    return 0;
 }
 
 int tc_check_slo_engine(const trigger_config_t *c, trigger_problems_t *P) {
@@ -131,22 +148,24 @@ int tc_check_slo_engine(const trigger_config_t *c, trigger_problems_t *P) {
     for (int q = 0; q < TRIGGER_SLO_QUANTILES && k < 0; q++)
         if (d->slo_target_s[s][q] > 0)
             k = SLO_FIRST_KEY + s * TRIGGER_SLO_QUANTILES + q;
-    const char *why = "";
-    if (d->engine == ENGINE_TGI)
-        why = "TGI exports no time-to-first-token histogram (its router records queue, "
-              "per-token and request durations); use tpot*, e2e* or queueTime* targets";
-    else if (d->engine == ENGINE_TRITON)
-        why = "Triton exports only time to first token as a histogram "
-              "(nv_inference_first_response_histogram_ms, for decoupled models with "
-              "--metrics-config histogram_latencies=true); its queue and compute durations are "
-              "cumulative counters, which give a mean (metricType triton_queue_wait_ms), not a "
-              "quantile";
-    else if (d->engine == ENGINE_EPP)
+    if (k < 0) /* the end-to-end histogram read beside an itl target */
+        for (int q = 0; q < TRIGGER_SLO_QUANTILES && k < 0; q++)
+            if (d->slo_target_s[SLO_ITL][q] > 0)
+                k = SLO_FIRST_KEY + SLO_ITL * TRIGGER_SLO_QUANTILES + q;
+    if (d->engine == ENGINE_EPP)
         return tc_fail(P,
                        "%s is set, but engine epp is read for its queues and pool gauges, "
                        "not for latency: scrape the model servers for latency (engine vllm, "
                        "sglang, tgi or triton, with their podSelector or endpoints)",
                        tc_keys[k].name);
-    return tc_fail(P, "%s is set, but %s exports no %s histogram: %s", tc_keys[k].name,
-                   tc_engine_names[d->engine], signal_words[s], why);
+    char have[600];
+    engine_slo_list(d->engine, have, sizeof have);
+    const char *hint = "";
+    if (s == SLO_TPOT && (engine_slo_signals(d->engine) & (1u << SLO_ITL)))
+        hint = " (its per-token histogram is read by the itl targets: itlP90Target, ...)";
+    else if (d->engine == ENGINE_TRITON)
+        hint = " (its queue and compute durations are cumulative counters: metricType "
+               "triton_queue_wait_ms gives their mean, not a quantile)";
+    return tc_fail(P, "%s is set, but %s exports no %s histogram%s; it exports %s", tc_keys[k].name,
+                   engine_table_product(d->engine), signal_words[s], hint, have[0] ? have : "none");
 }

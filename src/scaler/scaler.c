@@ -549,6 +549,8 @@ static void explain_view(explain_t *e, const demand_view_t *v) {
     }
     if (v->not_serving_why)
         explain_put(e, v->not_serving, "not_serving:%s", v->not_serving_why);
+    if (v->first_use_why)
+        explain_put(e, v->first_use, "first_use_zero:%s", v->first_use_why);
     if (v->has_pods) {
         explain_put(e, v->ready_pods, "pods:ready");
         explain_put(e, v->starting_pods, "pods:starting");
@@ -560,16 +562,25 @@ static void explain_model(explain_t *e, const demand_model_state_t *st) {
     const queue_model_decision_t *q = &st->last;
     explain_put(e, q->replicas, "replicas");
     /* a queue alone shows no arrival rate while replicas drain it */
-    const char *lambda_from = st->last_has_counters || q->lambda_from == QM_FROM_LEARNED
-                                  ? queue_model_source_name(q->lambda_from)
-                                  : "prior, a queue alone while replicas serve";
+    const char *lambda_from =
+        st->last_has_counters || q->lambda_from == QM_FROM_LEARNED
+            ? queue_model_source_name(q->lambda_from)
+        : st->last_has_tokens
+            ? "prior, the engines export no completed-request counter (SGLang before 0.4): "
+              "the order is bounded while capacity is a prior"
+            : "prior, a queue alone while replicas serve";
     explain_put(e, q->lambda_rps, "lambda_rps:%s", lambda_from);
     explain_put(e, q->capacity_rps, "capacity_rps:%s", queue_model_source_name(q->capacity_from));
     explain_put(e, q->cold_start_s, "cold_start_s:%s", queue_model_source_name(q->cold_start_from));
     /* the cost of one request: generated + 1/4 prompt tokens (the capacity
      * above follows it when the mix moves); unknown is not 0 */
     explain_put(e, st->m.have_work ? st->m.work_per_req : NAN, "tokens_per_request:%s",
-                st->m.have_work ? "learned" : "unknown, no token counters");
+                st->m.have_work        ? "learned"
+                : !st->last_has_tokens ? "unknown, no token counters"
+                : !st->last_has_counters
+                    ? "unknown, the token counters are read but no completed-request counter "
+                      "divides them"
+                    : "unknown, no request completed yet");
     explain_put(e, q->headroom_rps, "headroom_rps");
     explain_put(e, q->rise_rps, "rise_rps");
     explain_put(e, q->backlog, "backlog");

@@ -171,6 +171,12 @@ static void engines(const char *const *names, const double *values, size_t n, in
         for (size_t i = 0; i < n; i++)
             if (has_prefix(names[i], "not_serving:"))
                 strbuf_printf(b, " (first: %s)", names[i] + 12);
+        for (size_t i = 0; i < n; i++)
+            if (has_prefix(names[i], "first_use_zero:")) {
+                strbuf_printf(b, ", ");
+                num(b, values[i]);
+                strbuf_printf(b, " read as the engine's zero (first: %s)", names[i] + 15);
+            }
     }
     double ready = get(names, values, n, "pods:ready", &has);
     if (has) {
@@ -192,7 +198,7 @@ static void engines(const char *const *names, const double *values, size_t n, in
 static bool model_name(const char *nm) {
     static const char *const groups[] = {
         "signal:",  "need:", "decided_by:",  "latency:", "latency_target:", "latency_requests:",
-        "engines:", "pods:", "not_serving:", "wake:",    "error:"};
+        "engines:", "pods:", "not_serving:", "wake:",    "error:",          "first_use_zero:"};
     for (size_t k = 0; k < sizeof groups / sizeof *groups; k++)
         if (has_prefix(nm, groups[k]))
             return false;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/engine_table.h"
 #include "core/err.h"
 
 typedef enum {
@@ -47,47 +48,56 @@ typedef struct {
     bool seen;
 } hist_acc_t;
 
-/* The TPOT slots: the current name, then the older one (used when the
- * current is absent). */
-#define H_TPOT_OLD SLO_SIGNAL_COUNT
-#define H_SLOTS (SLO_SIGNAL_COUNT + 1)
+/* Histogram slots: signal s's current family at 2s, its older (or
+ * mirrored) name at 2s + 1, read only when the current is absent. */
+#define H_SLOTS (2 * SLO_SIGNAL_COUNT)
 
-/* engine epp. The gateway's names, checked against
- * kubernetes-sigs/gateway-api-inference-extension pkg/epp/metrics (GaugeVecs
- * of client_golang, HELP prefixed "[ALPHA] ") and llm-d's EPP, which renamed
- * the families to llm_d_epp_* and keeps the old names as deprecated mirrors
- * with equal values: per family the new name is read, the old one only when
- * no series of the new one is in the scrape, never both. */
-typedef enum { EPP_READY, EPP_QUEUE, EPP_RUNNING, EPP_KV, EPP_POOL_GAUGES } epp_gauge_t;
+/* engine epp. The gateway's names (core/engine_table.c cites them):
+ * client_golang GaugeVecs, HELP prefixed "[ALPHA] "; llm-d's EPP renamed
+ * the families to llm_d_epp_* and keeps the old names as deprecated
+ * mirrors with equal values: per family the new name is read, the old one
+ * only when no series of the new one is in the scrape, never both. */
+typedef enum { EPP_READY, EPP_QUEUE, EPP_RUNNING, EPP_KV, EPP_SAT, EPP_POOL_GAUGES } epp_gauge_t;
 
-#define EPP_FLOW_NEW "llm_d_epp_flow_control_queue_size"
-#define EPP_FLOW_OLD "inference_extension_flow_control_queue_size"
 /* One EPP serves one InferencePool; a few more in one scrape are read, a
  * scrape with more is refused rather than truncated. */
 #define EPP_MAX_POOLS 16
 #define EPP_POOL_NAME_MAX 253 /* a Kubernetes object name */
 
-/* [gauge][0 new, 1 old]; labelled `name` = the InferencePool's name. */
-static const char *const epp_pool_names[EPP_POOL_GAUGES][2] = {
-    [EPP_READY] = {"llm_d_epp_ready_endpoints", "inference_pool_ready_pods"},
-    [EPP_QUEUE] = {"llm_d_epp_average_queue_size", "inference_pool_average_queue_size"},
-    [EPP_RUNNING] = {"llm_d_epp_average_running_requests",
-                     "inference_pool_average_running_requests"},
-    [EPP_KV] = {"llm_d_epp_average_kv_cache_utilization",
-                "inference_pool_average_kv_cache_utilization"},
-};
+/* The pool gauge an EPP role is read into; EPP_POOL_GAUGES for none. */
+static epp_gauge_t epp_gauge_of(engine_metric_role_t role) {
+    switch (role) {
+    case EMR_EPP_READY:
+        return EPP_READY;
+    case EMR_EPP_AVG_QUEUE:
+        return EPP_QUEUE;
+    case EMR_EPP_AVG_RUNNING:
+        return EPP_RUNNING;
+    case EMR_EPP_AVG_KV:
+        return EPP_KV;
+    case EMR_EPP_SATURATION:
+        return EPP_SAT;
+    default:
+        return EPP_POOL_GAUGES;
+    }
+}
 
 /* One pool's gauges, both generations of names, as read. */
 typedef struct {
     char name[EPP_POOL_NAME_MAX + 1];
     bool has[EPP_POOL_GAUGES][2];
     double v[EPP_POOL_GAUGES][2];
+    /* saturation per generation: [0] no stage label, [1] stage effective,
+     * [2] the largest other stage (epp_saturation()) */
+    bool sat_has[2][3];
+    double sat[2][3];
 } epp_pool_t;
 
 typedef struct {
     bool flow_seen[2];
     double flow[2]; /* the flow-control queue, summed over its series */
     bool family_seen[EPP_POOL_GAUGES][2];
+    const char *family[EPP_POOL_GAUGES][2]; /* their names (the table's), when seen */
     unsigned npools;
     epp_pool_t pool[EPP_MAX_POOLS];
 } epp_acc_t;
@@ -101,8 +111,10 @@ typedef struct {
     double kv_old; /* the deprecated vLLM gauge, used only when the new one is absent */
     bool has_kv_old;
     counter_sum_t completed, prompt, gen;
-    unsigned want; /* latency signals to read (0: none) */
-    hist_acc_t *h; /* H_SLOTS accumulators, when want */
+    unsigned want;                        /* latency signals to read (0: none) */
+    hist_acc_t *h;                        /* H_SLOTS accumulators, when want */
+    const engine_metric_t *hrow[H_SLOTS]; /* the table's row of each slot seen */
+    bool recognised, served;
     bool has_start;
     double start;
     const char *adapter; /* loraAdapter; NULL or "": vllm:lora_requests_info is not read */
@@ -110,93 +122,65 @@ typedef struct {
     epp_acc_t *epp;      /* engine epp: what its samples add up to */
 } engine_ctx_t;
 
-/* The latency histogram family `name` (without _bucket/_sum/_count)
- * belongs to, for engine e: its slot, or -1. Names checked against:
- * vllm-project/vllm vllm/v1/metrics/loggers.py (PrometheusStatLogger:
- * "vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds"
- * (newer) beside the older "vllm:time_per_output_token_seconds",
- * "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds");
- * sgl-project/sglang python/sglang/srt/metrics/collector.py
- * (TokenizerMetricsCollector: "sglang:time_to_first_token_seconds",
- * "sglang:inter_token_latency_seconds" (older releases
- * "sglang:time_per_output_token_seconds"), "sglang:e2e_request_latency_seconds";
- * SchedulerMetricsCollector: "sglang:queue_time_seconds");
- * huggingface/text-generation-inference router/src/server.rs
- * (metrics::histogram! "tgi_request_duration", "tgi_request_queue_duration",
- * "tgi_request_mean_time_per_token_duration"; no time to first token);
- * triton-inference-server/server docs/user_guide/metrics.md
- * ("nv_inference_first_response_histogram_ms", decoupled models, with
- * --metrics-config histogram_latencies=true; the queue / compute / request
- * durations are _us counters, and summaries with summary_latencies=true). */
-static int hist_slot(engine_t e, const char *name, size_t n) {
+/* What a sample name is: the table's row (core/engine_table.c, which
+ * cites each engine's source) and, for a histogram, which sample. */
+typedef enum { SUF_NONE, SUF_BUCKET, SUF_SUM, SUF_COUNT } sample_suffix_t;
+
+static const engine_metric_t *row_of(engine_t e, const char *name, sample_suffix_t *suf) {
+    size_t n = strlen(name);
+    *suf = SUF_NONE;
+    const engine_metric_t *m = engine_table_find(e, name, n);
+    if (m)
+        return m->kind == EM_HISTOGRAM ? NULL : m;
     static const struct {
-        engine_t e;
-        int slot;
-        const char *name;
-    } fam[] = {
-        {ENGINE_VLLM, SLO_TTFT, "vllm:time_to_first_token_seconds"},
-        {ENGINE_VLLM, SLO_TPOT, "vllm:inter_token_latency_seconds"},
-        {ENGINE_VLLM, H_TPOT_OLD, "vllm:time_per_output_token_seconds"},
-        {ENGINE_VLLM, SLO_E2E, "vllm:e2e_request_latency_seconds"},
-        {ENGINE_VLLM, SLO_QUEUE, "vllm:request_queue_time_seconds"},
-        {ENGINE_SGLANG, SLO_TTFT, "sglang:time_to_first_token_seconds"},
-        {ENGINE_SGLANG, SLO_TPOT, "sglang:inter_token_latency_seconds"},
-        {ENGINE_SGLANG, H_TPOT_OLD, "sglang:time_per_output_token_seconds"},
-        {ENGINE_SGLANG, SLO_E2E, "sglang:e2e_request_latency_seconds"},
-        {ENGINE_SGLANG, SLO_QUEUE, "sglang:queue_time_seconds"},
-        {ENGINE_TGI, SLO_TPOT, "tgi_request_mean_time_per_token_duration"},
-        {ENGINE_TGI, SLO_E2E, "tgi_request_duration"},
-        {ENGINE_TGI, SLO_QUEUE, "tgi_request_queue_duration"},
-        {ENGINE_TRITON, SLO_TTFT, "nv_inference_first_response_histogram_ms"},
-    };
-    for (size_t i = 0; i < sizeof fam / sizeof *fam; i++)
-        if (fam[i].e == e && strlen(fam[i].name) == n && memcmp(fam[i].name, name, n) == 0)
-            return fam[i].slot;
-    return -1;
+        const char *s;
+        sample_suffix_t suf;
+    } sfx[] = {{"_bucket", SUF_BUCKET}, {"_sum", SUF_SUM}, {"_count", SUF_COUNT}};
+    for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++) {
+        size_t k = strlen(sfx[i].s);
+        if (n > k && strcmp(name + n - k, sfx[i].s) == 0) {
+            m = engine_table_find(e, name, n - k);
+            if (m && m->kind == EM_HISTOGRAM) {
+                *suf = sfx[i].suf;
+                return m;
+            }
+            return NULL;
+        }
+    }
+    return NULL;
 }
 
-static const char *hist_family_name(engine_t e, int slot) {
-    static const char *const names[ENGINE_EPP + 1][H_SLOTS] = {
-        [ENGINE_VLLM] = {"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
-                         "vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds",
-                         "vllm:time_per_output_token_seconds"},
-        [ENGINE_SGLANG] = {"sglang:time_to_first_token_seconds",
-                           "sglang:inter_token_latency_seconds",
-                           "sglang:e2e_request_latency_seconds", "sglang:queue_time_seconds",
-                           "sglang:time_per_output_token_seconds"},
-        [ENGINE_TGI] = {"?", "tgi_request_mean_time_per_token_duration", "tgi_request_duration",
-                        "tgi_request_queue_duration", "?"},
-        [ENGINE_TRITON] = {"nv_inference_first_response_histogram_ms", "?", "?", "?", "?"},
-    };
-    return (unsigned)e <= ENGINE_EPP && slot >= 0 && slot < H_SLOTS && names[e][slot]
-               ? names[e][slot]
-               : "?";
+static const char *hist_family_name(const engine_ctx_t *x, int slot) {
+    return slot >= 0 && slot < H_SLOTS && x->hrow[slot] ? x->hrow[slot]->name : "?";
 }
 
 static const char *model_label(engine_t e);
 
-/* A histogram sample (name ends in _bucket or _sum of a wanted family):
- * 1 when taken, 0 when not one, or KGS_EINVAL. */
-static int on_hist_sample(engine_ctx_t *x, const prom_sample_t *s) {
-    size_t n = strlen(s->name);
-    bool bucket = n > 7 && strcmp(s->name + n - 7, "_bucket") == 0;
-    bool sum = !bucket && n > 4 && strcmp(s->name + n - 4, "_sum") == 0;
-    if (!bucket && !sum)
-        return 0;
-    int slot = hist_slot(x->engine, s->name, n - (bucket ? 7 : 4));
-    if (slot < 0)
-        return 0;
-    int sig = slot == H_TPOT_OLD ? SLO_TPOT : slot;
-    if (!(x->want & (1u << sig)))
-        return 0;
+/* A sample of latency histogram m (suf: which one). A _count above 0
+ * says the engine has served requests (for any signal, wanted or not);
+ * buckets and _sum of a wanted signal are merged into its slot. 1 when
+ * taken, 0 when not wanted, or KGS_EINVAL. */
+static int on_hist_sample(engine_ctx_t *x, const prom_sample_t *s, const engine_metric_t *m,
+                          sample_suffix_t suf) {
     if (x->model[0]) {
         /* SGLang serves one model per server, and its newer queue-time
          * histogram is labelled by dp_rank alone: a series without the
          * model label is that server's */
-        const char *m = prom_sample_label(s, model_label(x->engine));
-        if (m ? strcmp(m, x->model) != 0 : x->engine != ENGINE_SGLANG)
+        const char *ml = prom_sample_label(s, model_label(x->engine));
+        if (ml ? strcmp(ml, x->model) != 0 : x->engine != ENGINE_SGLANG)
             return 1;
     }
+    if (suf == SUF_COUNT) {
+        if (isfinite(s->value) && s->value > 0)
+            x->served = true;
+        return 1;
+    }
+    int sig = m->signal;
+    if (sig < 0 || sig >= SLO_SIGNAL_COUNT || !(x->want & (1u << sig)))
+        return 0;
+    int slot = 2 * sig + (m->rank ? 1 : 0);
+    bool sum = suf == SUF_SUM;
+    x->hrow[slot] = m;
     hist_acc_t *a = &x->h[slot];
     a->seen = true;
     if (sum) {
@@ -208,12 +192,12 @@ static int on_hist_sample(engine_ctx_t *x, const prom_sample_t *s) {
     if (!hist_parse_le(prom_sample_label(s, "le"), &le, &inf))
         return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
                           "%s: a bucket whose le label is missing or not a number",
-                          hist_family_name(x->engine, slot));
+                          hist_family_name(x, slot));
     if (!isfinite(s->value) || s->value < 0)
         return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
                           "%s: a bucket counts %g observations (a count is finite and not "
                           "negative)",
-                          hist_family_name(x->engine, slot), s->value);
+                          hist_family_name(x, slot), s->value);
     if (inf) {
         a->inf += s->value;
         a->ninf++;
@@ -227,7 +211,7 @@ static int on_hist_sample(engine_ctx_t *x, const prom_sample_t *s) {
             return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
                               "%s: more than %d distinct bucket bounds (series with different "
                               "bounds, or too many buckets)",
-                              hist_family_name(x->engine, slot), HIST_MAX_BUCKETS);
+                              hist_family_name(x, slot), HIST_MAX_BUCKETS);
         a->le[i] = le;
         a->v[i] = 0;
         a->nc[i] = 0;
@@ -242,7 +226,7 @@ static int on_hist_sample(engine_ctx_t *x, const prom_sample_t *s) {
  * family when its series' bounds differ or it is malformed. */
 static int hist_finish(engine_ctx_t *x, int slot, hist_layout_t *layout, hist_counts_t *counts) {
     const hist_acc_t *a = &x->h[slot];
-    const char *fam = hist_family_name(x->engine, slot);
+    const char *fam = hist_family_name(x, slot);
     for (unsigned i = 0; i < a->n; i++)
         if (a->nc[i] != a->ninf)
             return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
@@ -269,94 +253,34 @@ static int hist_finish(engine_ctx_t *x, int slot, hist_layout_t *layout, hist_co
     return 0;
 }
 
-static want_t classify(engine_t e, const char *name) {
-    switch (e) {
-    case ENGINE_VLLM:
-        if (strcmp(name, "vllm:num_requests_waiting") == 0)
-            return W_WAITING;
-        if (strcmp(name, "vllm:num_requests_running") == 0)
-            return W_RUNNING;
-        if (strcmp(name, "vllm:kv_cache_usage_perc") == 0)
-            return W_KV;
-        if (strcmp(name, "vllm:gpu_cache_usage_perc") == 0)
-            return W_KV_OLD;
-        /* vllm-project/vllm vllm/v1/metrics/loggers.py (and V0's
-         * vllm/engine/metrics.py):
-         * prometheus_client Counters "vllm:request_success" (one series per
-         * finished_reason: stop, length, abort, ...), "vllm:prompt_tokens"
-         * and "vllm:generation_tokens", whose samples carry _total in both
-         * the text format and OpenMetrics (which adds the *_created samples
-         * that are not read). */
-        if (strcmp(name, "vllm:request_success_total") == 0)
-            return W_COMPLETED;
-        if (strcmp(name, "vllm:prompt_tokens_total") == 0)
-            return W_PROMPT_TOKENS;
-        if (strcmp(name, "vllm:generation_tokens_total") == 0)
-            return W_GEN_TOKENS;
-        /* vllm/v1/metrics/loggers.py (PrometheusStatLogger, with a LoRA
-         * config): a Gauge with the labels max_lora, waiting_lora_adapters
-         * and running_lora_adapters (adapter names joined by ","), set with
-         * set_to_current_time() on every engine step: one series per state
-         * ever seen, the newest (largest value) is the current one. */
-        if (strcmp(name, "vllm:lora_requests_info") == 0)
-            return W_LORA;
+/* What a (non-histogram) row is read into. A TGI token histogram is read
+ * through its _sum (the tokens of every request); its buckets and _count
+ * are not. */
+static want_t want_of(const engine_metric_t *m, sample_suffix_t suf) {
+    if (m->kind == EM_HISTOGRAM && suf != SUF_SUM)
         return W_NONE;
-    case ENGINE_TRITON:
-        if (strcmp(name, "nv_inference_pending_request_count") == 0)
-            return W_WAITING;
-        if (strcmp(name, "nv_inference_queue_duration_us") == 0)
-            return W_QUEUE_US;
-        /* Also the completed-request counter. Triton's core exports no
-         * token counters (triton-inference-server/server
-         * docs/user_guide/metrics.md), so has_tokens stays false; the
-         * nv_llm_input_token_len / nv_llm_output_token_len histograms of
-         * some TensorRT-LLM backend versions (tensorrtllm_backend
-         * inflight_batcher_llm) are not read. */
-        if (strcmp(name, "nv_inference_request_success") == 0)
-            return W_SUCCESS;
+    switch (m->role) {
+    case EMR_WAITING:
+        return W_WAITING;
+    case EMR_RUNNING:
+        return W_RUNNING;
+    case EMR_KV:
+        return m->rank ? W_KV_OLD : W_KV;
+    case EMR_QUEUE_US:
+        return W_QUEUE_US;
+    case EMR_SUCCESS:
+        return W_SUCCESS;
+    case EMR_COMPLETED:
+        return W_COMPLETED;
+    case EMR_PROMPT_TOKENS:
+        return W_PROMPT_TOKENS;
+    case EMR_GEN_TOKENS:
+        return W_GEN_TOKENS;
+    case EMR_LORA:
+        return W_LORA;
+    default:
         return W_NONE;
-    case ENGINE_TGI:
-        if (strcmp(name, "tgi_queue_size") == 0)
-            return W_WAITING;
-        if (strcmp(name, "tgi_batch_current_size") == 0)
-            return W_RUNNING;
-        /* huggingface/text-generation-inference router/src/server.rs: the
-         * counter tgi_request_success and the histogram
-         * tgi_request_generated_tokens, recorded when a request succeeds;
-         * router/src/validation.rs: the histogram tgi_request_input_length,
-         * recorded when a request passes validation. Written by
-         * metrics-exporter-prometheus, which adds no _total; a histogram's
-         * _sum is the token total. */
-        if (strcmp(name, "tgi_request_success") == 0)
-            return W_COMPLETED;
-        if (strcmp(name, "tgi_request_input_length_sum") == 0)
-            return W_PROMPT_TOKENS;
-        if (strcmp(name, "tgi_request_generated_tokens_sum") == 0)
-            return W_GEN_TOKENS;
-        return W_NONE;
-    case ENGINE_SGLANG:
-        if (strcmp(name, "sglang:num_queue_reqs") == 0)
-            return W_WAITING;
-        if (strcmp(name, "sglang:num_running_reqs") == 0)
-            return W_RUNNING;
-        if (strcmp(name, "sglang:token_usage") == 0)
-            return W_KV;
-        /* sgl-project/sglang python/sglang/srt/metrics/collector.py
-         * (TokenizerMetricsCollector.observe_one_finished_request): the
-         * prometheus_client Counters below, each incremented when a request
-         * finishes. */
-        if (strcmp(name, "sglang:num_requests_total") == 0)
-            return W_COMPLETED;
-        if (strcmp(name, "sglang:prompt_tokens_total") == 0)
-            return W_PROMPT_TOKENS;
-        if (strcmp(name, "sglang:generation_tokens_total") == 0)
-            return W_GEN_TOKENS;
-        return W_NONE;
-    case ENGINE_EPP: /* on_epp_sample() */
-    case ENGINE_NONE:
-        break;
     }
-    return W_NONE;
 }
 
 /* A gauge sample must be a count: NaN or Inf is not one (the sum is then
@@ -440,60 +364,84 @@ static void on_lora_sample(engine_ctx_t *x, const prom_sample_t *s) {
     }
 }
 
+/* The pool named name in a, added when new; NULL with KGS_EINVAL set
+ * when the name is too long or a holds EPP_MAX_POOLS already. */
+static epp_pool_t *epp_pool(engine_ctx_t *x, const char *family, const char *name) {
+    epp_acc_t *a = x->epp;
+    if (strlen(name) > EPP_POOL_NAME_MAX) {
+        kgs_seterr(x->err, x->errlen, KGS_EINVAL,
+                   "%s: an inference pool name of %zu bytes (a Kubernetes name has at most %d)",
+                   family, strlen(name), EPP_POOL_NAME_MAX);
+        return NULL;
+    }
+    for (unsigned i = 0; i < a->npools; i++)
+        if (strcmp(a->pool[i].name, name) == 0)
+            return &a->pool[i];
+    if (a->npools == EPP_MAX_POOLS) {
+        kgs_seterr(x->err, x->errlen, KGS_EINVAL,
+                   "%s: more than %d inference pools in one scrape (the name label); read at "
+                   "most %d pools per endpoint picker",
+                   family, EPP_MAX_POOLS, EPP_MAX_POOLS);
+        return NULL;
+    }
+    epp_pool_t *p = &a->pool[a->npools++];
+    memcpy(p->name, name, strlen(name) + 1);
+    return p;
+}
+
+/* A pool saturation series (labelled inference_pool; since llm-d-router
+ * PR #2221 also stage = prefill | decode | effective, effective being
+ * their max): per pool the effective series, else the unlabelled one,
+ * else the largest stage. */
+static void epp_saturation(epp_pool_t *p, int gen, const prom_sample_t *s) {
+    const char *stage = prom_sample_label(s, "stage");
+    int k = !stage || !stage[0] ? 0 : strcmp(stage, "effective") == 0 ? 1 : 2;
+    if (!p->sat_has[gen][k] || s->value > p->sat[gen][k])
+        p->sat[gen][k] = s->value;
+    p->sat_has[gen][k] = true;
+}
+
 /* One sample of an EPP scrape: the flow-control queue (summed, after the
  * model filter on model_name) or a pool gauge (kept per pool name, paired
  * in epp_finish()). Returns 0 or KGS_EINVAL. */
 static int on_epp_sample(engine_ctx_t *x, const prom_sample_t *s) {
-    int gen = -1, g = -1;
-    if (strcmp(s->name, EPP_FLOW_NEW) == 0)
-        gen = 0;
-    else if (strcmp(s->name, EPP_FLOW_OLD) == 0)
-        gen = 1;
-    for (int i = 0; gen < 0 && i < EPP_POOL_GAUGES; i++)
-        for (int k = 0; k < 2; k++)
-            if (strcmp(s->name, epp_pool_names[i][k]) == 0) {
-                g = i;
-                gen = k;
-                break;
-            }
-    if (gen < 0)
+    sample_suffix_t suf;
+    const engine_metric_t *m = row_of(ENGINE_EPP, s->name, &suf);
+    if (!m)
         return 0;
-    if (g < 0 && x->model[0]) {
-        const char *m = prom_sample_label(s, "model_name");
-        if (!m || strcmp(m, x->model) != 0)
+    x->recognised = true;
+    int gen = m->rank ? 1 : 0;
+    epp_gauge_t g = epp_gauge_of(m->role);
+    if (m->role != EMR_EPP_FLOW && g == EPP_POOL_GAUGES)
+        return 0; /* recognises the EPP, read for nothing */
+    if (m->role == EMR_EPP_FLOW && x->model[0]) {
+        const char *ml = prom_sample_label(s, "model_name");
+        if (!ml || strcmp(ml, x->model) != 0)
             return 0;
     }
-    /* requests, endpoints, a share of the cache */
+    /* requests, endpoints, a share of the cache, a saturation ratio */
     int rc = gauge_sample_check(x, s);
     if (rc)
         return rc;
     epp_acc_t *a = x->epp;
     x->r->series++;
-    if (g < 0) {
+    if (m->role == EMR_EPP_FLOW) {
         a->flow_seen[gen] = true;
         a->flow[gen] += s->value;
         return 0;
     }
-    const char *name = prom_sample_label(s, "name");
+    const char *name = prom_sample_label(s, g == EPP_SAT ? "inference_pool" : "name");
     if (!name)
         name = ""; /* an absent label is the empty one, as in PromQL */
-    if (strlen(name) > EPP_POOL_NAME_MAX)
-        return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
-                          "%s: an inference pool name of %zu bytes (a Kubernetes name has at "
-                          "most %d)",
-                          s->name, strlen(name), EPP_POOL_NAME_MAX);
-    epp_pool_t *p = NULL;
-    for (unsigned i = 0; i < a->npools && !p; i++)
-        if (strcmp(a->pool[i].name, name) == 0)
-            p = &a->pool[i];
-    if (!p) {
-        if (a->npools == EPP_MAX_POOLS)
-            return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
-                              "%s: more than %d inference pools in one scrape (the name label); "
-                              "read at most %d pools per endpoint picker",
-                              s->name, EPP_MAX_POOLS, EPP_MAX_POOLS);
-        p = &a->pool[a->npools++];
-        memcpy(p->name, name, strlen(name) + 1);
+    epp_pool_t *p = epp_pool(x, s->name, name);
+    if (!p)
+        return KGS_EINVAL;
+    a->family_seen[g][gen] = true;
+    a->family[g][gen] = m->name;
+    if (g == EPP_SAT) {
+        epp_saturation(p, gen, s);
+        p->has[g][gen] = true;
+        return 0;
     }
     if (p->has[g][gen])
         return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
@@ -502,7 +450,6 @@ static int on_epp_sample(engine_ctx_t *x, const prom_sample_t *s) {
                           s->name, name);
     p->has[g][gen] = true;
     p->v[g][gen] = s->value;
-    a->family_seen[g][gen] = true;
     return 0;
 }
 
@@ -524,24 +471,36 @@ static int epp_finish(engine_ctx_t *x) {
     for (unsigned i = 0; i < a->npools; i++) {
         const epp_pool_t *p = &a->pool[i];
         if (!p->has[EPP_READY][gen[EPP_READY]]) {
-            for (int g = EPP_QUEUE; g < EPP_POOL_GAUGES; g++)
+            for (int g = EPP_QUEUE; g < EPP_SAT; g++)
                 if (p->has[g][gen[g]])
                     return kgs_seterr(x->err, x->errlen, KGS_EINVAL,
                                       "%s{name=\"%.200s\"} has no %s series for its pool: an "
                                       "average cannot be turned into a count without the ready "
                                       "endpoints",
-                                      epp_pool_names[g][gen[g]], p->name,
-                                      epp_pool_names[EPP_READY][gen[EPP_READY]]);
-            continue; /* only names of the generation not read */
+                                      a->family[g][gen[g]], p->name,
+                                      gen[EPP_READY] ? "inference_pool_ready_pods"
+                                                     : "llm_d_epp_ready_endpoints");
+            if (p->has[EPP_SAT][gen[EPP_SAT]])
+                unknown[EPP_SAT] = true; /* a saturation of a pool whose size is not known */
+            continue;
         }
         double ready = p->v[EPP_READY][gen[EPP_READY]];
         r->has_pool = true;
         sum[EPP_READY] += ready;
-        for (int g = EPP_QUEUE; g < EPP_POOL_GAUGES; g++) {
+        for (int g = EPP_QUEUE; g < EPP_SAT; g++) {
             if (p->has[g][gen[g]])
                 sum[g] += p->v[g][gen[g]] * ready * (g == EPP_KV ? 100 : 1);
             else if (ready > 0)
                 unknown[g] = true;
+        }
+        int sg = gen[EPP_SAT];
+        if (p->has[EPP_SAT][sg]) {
+            double v = p->sat_has[sg][1]   ? p->sat[sg][1]
+                       : p->sat_has[sg][0] ? p->sat[sg][0]
+                                           : p->sat[sg][2];
+            sum[EPP_SAT] += v * ready; /* an empty pool reads 1.0 and adds 0 */
+        } else if (ready > 0) {
+            unknown[EPP_SAT] = true;
         }
     }
     /* Flow-control series appear with the first request queued: with the
@@ -549,6 +508,7 @@ static int epp_finish(engine_ctx_t *x) {
     r->has_waiting = (flow || r->has_pool) && !unknown[EPP_QUEUE];
     r->has_running = r->has_pool && !unknown[EPP_RUNNING];
     r->has_kv = r->has_pool && !unknown[EPP_KV];
+    r->has_saturation = a->family_seen[EPP_SAT][gen[EPP_SAT]] && !unknown[EPP_SAT];
     r->pool_ready = sum[EPP_READY];
     if (r->has_waiting) {
         r->waiting = flow ? a->flow[fgen] : 0;
@@ -558,6 +518,8 @@ static int epp_finish(engine_ctx_t *x) {
         r->pool_running = sum[EPP_RUNNING];
     if (r->has_kv)
         r->pool_kv_percent = sum[EPP_KV];
+    if (r->has_saturation)
+        r->saturation_load = sum[EPP_SAT];
     return 0;
 }
 
@@ -565,19 +527,23 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
     engine_ctx_t *x = ud;
     if (x->engine == ENGINE_EPP)
         return on_epp_sample(x, s);
-    if (x->want) {
-        if (strcmp(s->name, "process_start_time_seconds") == 0) {
-            if (isfinite(s->value) && s->value > 0 && (!x->has_start || s->value > x->start)) {
-                x->has_start = true;
-                x->start = s->value;
-            }
-            return 0;
+    if (x->want && strcmp(s->name, "process_start_time_seconds") == 0) {
+        if (isfinite(s->value) && s->value > 0 && (!x->has_start || s->value > x->start)) {
+            x->has_start = true;
+            x->start = s->value;
         }
-        int h = on_hist_sample(x, s);
-        if (h != 0)
-            return h < 0 ? h : 0;
+        return 0;
     }
-    want_t w = classify(x->engine, s->name);
+    sample_suffix_t suf;
+    const engine_metric_t *m = row_of(x->engine, s->name, &suf);
+    if (!m)
+        return 0;
+    x->recognised = true; /* whatever the model filter keeps: the page is the engine's */
+    if (m->role == EMR_LATENCY) {
+        int h = on_hist_sample(x, s, m, suf);
+        return h < 0 ? h : 0;
+    }
+    want_t w = want_of(m, suf);
     if (w == W_NONE)
         return 0;
     if (w == W_LORA) { /* no model_name label: the model filter does not apply */
@@ -585,8 +551,8 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
         return 0;
     }
     if (x->model[0]) {
-        const char *m = prom_sample_label(s, model_label(x->engine));
-        if (!m || strcmp(m, x->model) != 0)
+        const char *ml = prom_sample_label(s, model_label(x->engine));
+        if (!ml || strcmp(ml, x->model) != 0)
             return 0;
     }
     /* A learning counter is read on the side: a sample that is not a count
@@ -640,6 +606,65 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
     return 0;
 }
 
+/* Seen, every sample a count, and the sum did not overflow, above 0. */
+static bool counter_positive(const counter_sum_t *c) {
+    return c->seen && !c->bad && isfinite(c->sum) && c->sum > 0;
+}
+
+/*
+ * What the page says of the engine, once read (engine_reading_t's
+ * recognised, served, hist_lacking, first_use_zero): on a page that is the
+ * engine's (a family of its table is there), a gauge or counter the engine
+ * creates on first use and that is absent reads as its zero (counters only
+ * while nothing was served: an engine that served requests and shows no
+ * completed counter lacks it); a wanted latency histogram that is absent
+ * although the engine has served requests, or that only a flag turns on,
+ * is lacking. An unrecognised page changes nothing (it stays an error).
+ */
+static void reading_finish(engine_ctx_t *x, unsigned want, unsigned found) {
+    engine_reading_t *r = x->r;
+    r->recognised = x->recognised;
+    r->served = x->served || counter_positive(&x->completed) || counter_positive(&x->prompt) ||
+                counter_positive(&x->gen);
+    if (!x->recognised || x->engine == ENGINE_EPP)
+        return;
+    const engine_metric_t *m;
+    if (!r->has_waiting && (m = engine_table_primary(x->engine, EMR_WAITING, -1)) &&
+        m->presence == EMP_FIRST_USE) {
+        r->has_waiting = true;
+        r->first_use_zero |= ENGINE_ZERO_WAITING;
+    }
+    if (!r->has_running && (m = engine_table_primary(x->engine, EMR_RUNNING, -1)) &&
+        m->presence == EMP_FIRST_USE) {
+        r->has_running = true;
+        r->first_use_zero |= ENGINE_ZERO_RUNNING;
+    }
+    /* a counter of another model is not this one's zero: with a model
+     * filter only label-less families (TGI's) are read as first-use zeros */
+    bool filtered = x->model[0] != '\0';
+    if (!r->served) {
+        if (!x->completed.seen && (m = engine_table_primary(x->engine, EMR_COMPLETED, -1)) &&
+            m->presence == EMP_FIRST_USE && !(filtered && m->labels[0])) {
+            x->completed.seen = true;
+            r->first_use_zero |= ENGINE_ZERO_COMPLETED;
+        }
+        const engine_metric_t *p = engine_table_primary(x->engine, EMR_PROMPT_TOKENS, -1);
+        const engine_metric_t *g = engine_table_primary(x->engine, EMR_GEN_TOKENS, -1);
+        if (p && g && p->presence == EMP_FIRST_USE && g->presence == EMP_FIRST_USE &&
+            !(filtered && (p->labels[0] || g->labels[0])) && (!x->prompt.seen || !x->gen.seen)) {
+            x->prompt.seen = x->gen.seen = true;
+            r->first_use_zero |= ENGINE_ZERO_TOKENS;
+        }
+    }
+    for (int s = 0; s < SLO_SIGNAL_COUNT; s++) {
+        if (!(want & (1u << s)) || (found & (1u << s)))
+            continue;
+        m = engine_table_primary(x->engine, EMR_LATENCY, s);
+        if (!m || m->presence == EMP_FLAG || r->served)
+            r->hist_lacking |= 1u << s;
+    }
+}
+
 int engine_reading_parse(engine_t e, const char *model, const char *text, size_t len,
                          prom_format_t fmt, engine_reading_t *out, char *err, size_t errlen) {
     return engine_reading_parse_full(e, model, NULL, 0, text, len, fmt, out, NULL, err, errlen);
@@ -676,10 +701,9 @@ int engine_reading_parse_full(engine_t e, const char *model, const char *adapter
     if (rc == 0 && e == ENGINE_EPP)
         rc = epp_finish(&x);
     if (rc == 0 && want) {
-        /* the newer TPOT name wins; the older is read only without it */
-        bool tpot_old = !acc[SLO_TPOT].seen && acc[H_TPOT_OLD].seen;
+        /* the current name wins; the older is read only without it */
         for (int s = 0; s < SLO_SIGNAL_COUNT && rc == 0; s++) {
-            int slot = s == SLO_TPOT && tpot_old ? H_TPOT_OLD : s;
+            int slot = !acc[2 * s].seen && acc[2 * s + 1].seen ? 2 * s + 1 : 2 * s;
             if (!(want & (1u << s)) || !acc[slot].seen)
                 continue;
             rc = hist_finish(&x, slot, &hists->layout[s], &hists->counts[s]);
@@ -695,6 +719,7 @@ int engine_reading_parse_full(engine_t e, const char *model, const char *adapter
             memset(hists, 0, sizeof *hists);
         return rc;
     }
+    reading_finish(&x, want, hists ? hists->mask : 0);
     out->hist_mask = hists ? hists->mask : 0;
     if (!out->has_kv && x.has_kv_old) {
         out->has_kv = true;
@@ -716,6 +741,7 @@ int engine_reading_parse_full(engine_t e, const char *model, const char *adapter
         {out->pool_running,
          "the pool's running requests (average running requests x ready endpoints)"},
         {out->pool_kv_percent, "the pool's KV-cache usage (average utilization x ready endpoints)"},
+        {out->saturation_load, "the pool saturation x ready endpoints"},
     };
     for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
         if (!isfinite(sums[i].v)) {

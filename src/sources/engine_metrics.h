@@ -42,6 +42,19 @@
  * The Go system took the last matching line and ignored labels; summing is
  * what a pod with several engines (data parallel) needs.
  *
+ * Every name above, and what each release of each engine exports, is the
+ * engine table's (core/engine_table.h): a sample is read for the role its
+ * row gives it. The reading also says what the page says of the engine:
+ * recognised (some family of the engine's table is there), served (it has
+ * finished requests), first_use_zero (a family the engine creates on first
+ * use, absent from a recognised page, read as the engine's zero: TGI's
+ * gauges and counters before its first request; counters only while
+ * nothing was served), hist_lacking (a wanted latency histogram the
+ * engine's release or flags lack) and, for the EPP, the pool saturation x
+ * ready endpoints (llm_d_epp_flow_control_pool_saturation, paired by its
+ * inference_pool label with the pool's name; the stage "effective" when
+ * the series carry a stage).
+ *
  * Completed and token counters (has_completed, has_tokens) are what the
  * queueing model learns arrival rate and per-request cost from. They are
  * cumulative, summed like the gauges, and optional: an engine too old to
@@ -89,14 +102,15 @@ int engine_reading_parse(engine_t e, const char *model, const char *text, size_t
  * Latency histograms (metricType slo, or latency targets on demand), read
  * only for the signals a trigger names (want: bit s for slo_signal_t s), so
  * a gauge trigger's scrape costs what it did:
- *   vLLM    TTFT vllm:time_to_first_token_seconds, TPOT
+ *   vLLM    TTFT vllm:time_to_first_token_seconds, TPOT (per request)
+ *           vllm:request_time_per_output_token_seconds, ITL (per token)
  *           vllm:inter_token_latency_seconds (the older
  *           vllm:time_per_output_token_seconds when the new one is absent),
  *           E2E vllm:e2e_request_latency_seconds, queue
  *           vllm:request_queue_time_seconds;
- *   SGLang  sglang:time_to_first_token_seconds,
+ *   SGLang  sglang:time_to_first_token_seconds, ITL
  *           sglang:inter_token_latency_seconds (else
- *           sglang:time_per_output_token_seconds),
+ *           sglang:time_per_output_token_seconds), no per-request TPOT,
  *           sglang:e2e_request_latency_seconds, sglang:queue_time_seconds;
  *   TGI     no TTFT; TPOT tgi_request_mean_time_per_token_duration, E2E
  *           tgi_request_duration, queue tgi_request_queue_duration;

@@ -38,17 +38,19 @@ TGI_DURATION = [0.0001 * 1.5 ** n for n in range(1, 36)]
 # buckets of nv_inference_first_response_histogram_ms
 TRITON_TTFT_MS = [100, 500, 2000, 5000]
 
-# signal -> (metric name, bounds), per engine
+# signal -> (metric name, bounds), per engine. "tpot" is the per-request
+# time per output token (vLLM >= 0.11, TGI), "itl" the per-token one.
 FAMILIES = {
     "vllm": {
         "ttft": ("vllm:time_to_first_token_seconds", VLLM_TTFT),
-        "tpot": ("vllm:inter_token_latency_seconds", VLLM_TPOT),
+        "tpot": ("vllm:request_time_per_output_token_seconds", VLLM_TPOT),
+        "itl": ("vllm:inter_token_latency_seconds", VLLM_TPOT),
         "e2e": ("vllm:e2e_request_latency_seconds", VLLM_REQUEST),
         "queue": ("vllm:request_queue_time_seconds", VLLM_REQUEST),
     },
     "sglang": {
         "ttft": ("sglang:time_to_first_token_seconds", SGLANG_TTFT),
-        "tpot": ("sglang:inter_token_latency_seconds", SGLANG_ITL),
+        "itl": ("sglang:inter_token_latency_seconds", SGLANG_ITL),
         "e2e": ("sglang:e2e_request_latency_seconds", SGLANG_E2E),
         "queue": ("sglang:queue_time_seconds", SGLANG_QUEUE),
     },
@@ -66,6 +68,8 @@ FAMILIES = {
 HELP = {
     "vllm:time_to_first_token_seconds": "Histogram of time to first token in seconds.",
     "vllm:inter_token_latency_seconds": "Histogram of inter-token latency in seconds.",
+    "vllm:request_time_per_output_token_seconds":
+        "Histogram of time_per_output_token_seconds per request.",
     "vllm:time_per_output_token_seconds": "Histogram of time per output token in seconds.",
     "vllm:e2e_request_latency_seconds": "Histogram of e2e request latency in seconds.",
     "vllm:request_queue_time_seconds": "Histogram of time spent in WAITING phase for request.",
@@ -85,8 +89,8 @@ class LatencyEngine:
         self.engine, self.model, self.engines = engine, model, engines
         self.waiting, self.running = waiting, running
         self.start_time = start_time  # process_start_time_seconds, or None
-        self.legacy_tpot = legacy_tpot  # vLLM / SGLang: the older TPOT name only
-        self.both_tpot = both_tpot  # vLLM 0.10-0.11: both names, the same buckets
+        self.legacy_tpot = legacy_tpot  # vLLM / SGLang: the older per-token name only
+        self.both_tpot = both_tpot  # vLLM 0.10.2-0.11: both per-token names, the same buckets
         self.lock = threading.Lock()
         self.reset()
 
@@ -156,12 +160,12 @@ class LatencyEngine:
                 out.append("%s%s %s" % (g, self._labels(e), num(share)))
         with self.lock:
             fams = list(FAMILIES[self.engine].items())
-            if self.both_tpot and "tpot" in FAMILIES[self.engine]:
-                name, bounds = FAMILIES[self.engine]["tpot"]
-                fams.append(("tpot", (name.replace("inter_token_latency", "time_per_output_token"),
-                                      bounds)))
+            if self.both_tpot and "itl" in FAMILIES[self.engine]:
+                name, bounds = FAMILIES[self.engine]["itl"]
+                fams.append(("itl", (name.replace("inter_token_latency", "time_per_output_token"),
+                                     bounds)))
             for signal, (name, bounds) in fams:
-                if signal == "tpot" and self.legacy_tpot:
+                if signal == "itl" and self.legacy_tpot:
                     name = name.replace("inter_token_latency", "time_per_output_token")
                 series = [e for e in range(self.engines) if (signal, e) in self.h]
                 if self.engine == "tgi" and not series:
@@ -193,13 +197,14 @@ def fixtures():
                       start_time=1733068800.0, both_tpot=True)
     v.observe("ttft", 0.3, 30, 0), v.observe("ttft", 0.6, 6, 0), v.observe("ttft", 0.9, 4, 0)
     v.observe("ttft", 0.3, 50, 1), v.observe("ttft", 0.6, 6, 1), v.observe("ttft", 0.9, 4, 1)
-    v.observe("tpot", 0.04, 100, 0), v.observe("tpot", 0.06, 100, 1)
+    v.observe("itl", 0.04, 100, 0), v.observe("itl", 0.06, 100, 1)
+    v.observe("tpot", 0.04, 40, 0), v.observe("tpot", 0.06, 60, 1)
     v.observe("e2e", 2.25, 40, 0), v.observe("e2e", 4.0, 60, 1)
     v.observe("queue", 0.125, 90, 0), v.observe("queue", 0.375, 10, 0)
     s = LatencyEngine("sglang", model="qwen2.5-7b-instruct", engines=1, waiting=9, running=3,
                       start_time=1733068800.0)
     s.observe("ttft", 0.5, 18), s.observe("ttft", 1.5, 2)
-    s.observe("tpot", 0.012, 900), s.observe("tpot", 0.05, 100)
+    s.observe("itl", 0.012, 900), s.observe("itl", 0.05, 100)
     s.observe("e2e", 3.0, 20)
     s.observe("queue", 0.02, 19), s.observe("queue", 2.5, 1)
     t = LatencyEngine("tgi", waiting=4, running=2)

@@ -102,7 +102,7 @@ class Slo(StandaloneEngineCase):
         self.assertIn("error", r, r)
         self.assertEqual(r["error"]["code"], "INVALID_ARGUMENT", r)
         self.assertIn("ttftP90Target", r["error"]["message"])
-        self.assertIn("TGI exports no time-to-first-token histogram", r["error"]["message"])
+        self.assertIn("TGI exports no time to first token histogram", r["error"]["message"])
 
 
 if __name__ == "__main__":

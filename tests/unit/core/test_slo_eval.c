@@ -92,10 +92,21 @@ static void test_slo_key_errors_name_key_value_and_what_is_valid(void **state) {
             "ttftP90Target", "1s", "targetValue", "5");
     REFUSED("metricType slo needs the serving engine", "metricType", "slo", "podSelector", "app=v",
             "ttftP90Target", "1s");
-    REFUSED("ttftP90Target is set, but tgi exports no time to first token histogram", "metricType",
+    REFUSED("ttftP90Target is set, but TGI exports no time to first token histogram", "metricType",
             "slo", "engine", "tgi", "podSelector", "app=v", "ttftP90Target", "1s");
-    REFUSED("queueTimeP90Target is set, but triton exports no queue time histogram", "metricType",
+    REFUSED("queueTimeP90Target is set, but Triton exports no queue time histogram", "metricType",
             "slo", "engine", "triton", "podSelector", "app=v", "queueTimeP90Target", "1s");
+    /* SGLang has no per-request TPOT in any release: the per-token one is
+     * named for the itl targets; TGI has no per-token histogram */
+    REFUSED("tpotP90Target is set, but SGLang exports no per-request time per output token "
+            "histogram (its per-token histogram is read by the itl targets: itlP90Target, ...); "
+            "it exports sglang:time_to_first_token_seconds for ttft targets",
+            "metricType", "slo", "engine", "sglang", "podSelector", "app=v", "tpotP90Target",
+            "50ms");
+    REFUSED("itlP99Target is set, but TGI exports no inter-token latency histogram; it exports "
+            "tgi_request_mean_time_per_token_duration for tpot targets (one observation per "
+            "request)",
+            "metricType", "slo", "engine", "tgi", "podSelector", "app=v", "itlP99Target", "1s");
     REFUSED("forecast", "metricType", "slo", "engine", "vllm", "podSelector", "app=v",
             "ttftP90Target", "1s", "forecast", "trend", "coldStartSeconds", "60");
     REFUSED("redisAddress", "metricType", "slo", "engine", "vllm", "podSelector", "app=v",
@@ -165,6 +176,44 @@ static void test_decide_worst_ratio_times_ready(void **state) {
     assert_int_equal(dd.worst_signal, SLO_TPOT);
     NEAR(dd.replicas, 8);
     assert_true(dd.clamped);
+}
+
+/* Issue 31: one request of 300 tokens at 0.2 s a token. Per request that
+ * is one TPOT observation (vLLM >= 0.11's request_time_per_output_token),
+ * per token 300 (inter_token_latency): neither is judged on one request,
+ * for any quantile, so the ready replicas hold. */
+static void test_one_slow_request_scales_nothing_for_any_tpot_or_itl_target(void **state) {
+    (void)state;
+    trigger_config_t c = VLLM_SLO("tpotP50Target", "50ms", "tpotP90Target", "50ms", "tpotP99Target",
+                                  "50ms", "itlP90Target", "50ms", "itlP99Target", "50ms");
+    assert_true(c.demand.slo_mask & (1u << SLO_E2E)); /* read beside itl for its request count */
+    /* windowSeconds goes with an itl target as with the others */
+    trigger_config_t w = VLLM_SLO("itlP90Target", "50ms", "windowSeconds", "30");
+    assert_int_equal(w.demand.window_s, 30);
+    demand_latency_t l[SLO_SIGNAL_COUNT] = {0};
+    l[SLO_TPOT] = lat(1, 0.2, 0.2, 0.2);
+    l[SLO_ITL] = lat(300, 0.2, 0.2, 0.2); /* 300 tokens of one request */
+    l[SLO_E2E] = lat(1, 61, 61, 61);
+    slo_decision_t dd;
+    assert_true(slo_decide(&c.demand, l, 2, &dd, NULL, 0));
+    assert_true(dd.observed);
+    assert_false(dd.judged);
+    NEAR(dd.replicas, 2);
+    /* the same tokens with 25 requests finished: the per-token p90 is judged */
+    l[SLO_E2E] = lat(25, 2, 3, 61);
+    assert_true(slo_decide(&c.demand, l, 2, &dd, NULL, 0));
+    assert_true(dd.judged);
+    assert_int_equal(dd.worst_signal, SLO_ITL);
+    NEAR(dd.replicas, 4); /* 0.2 / 0.05 = 4, x 2 clamped to 2 x sloMaxStep 2 */
+    /* a typical page (issue 31): per-request p90 47.5 ms against 50 ms holds,
+     * where the per-token p90 (87.5 ms) would have asked 1.75x */
+    trigger_config_t t = VLLM_SLO("tpotP90Target", "50ms");
+    memset(l, 0, sizeof l);
+    l[SLO_TPOT] = lat(400, 0.03, 0.0475, 0.06);
+    l[SLO_ITL] = lat(40000, 0.03, 0.0875, 0.2); /* not a target here: not read */
+    assert_true(slo_decide(&t.demand, l, 4, &dd, NULL, 0));
+    NEAR(dd.worst, 0.95);
+    NEAR(dd.replicas, 4);
 }
 
 static void test_decide_dead_band_and_step_down(void **state) {
@@ -389,6 +438,7 @@ int main(void) {
         cmocka_unit_test(test_decide_dead_band_and_step_down),
         cmocka_unit_test(test_decide_too_few_requests_is_not_judged),
         cmocka_unit_test(test_decide_unknown_and_bad_latency),
+        cmocka_unit_test(test_one_slow_request_scales_nothing_for_any_tpot_or_itl_target),
         cmocka_unit_test(test_inputs_slo_value_is_100_x_replicas),
         cmocka_unit_test(test_inputs_demand_larger_need_wins),
     };

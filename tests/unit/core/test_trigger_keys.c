@@ -223,7 +223,7 @@ static void test_trigger_keys_duration_bounds_name_the_value_and_the_range(void 
             assert_string_equal(err, want);
         }
     }
-    assert_int_equal(rows, 14); /* sourceInterval, sourceTimeout, the 12 latency targets */
+    assert_int_equal(rows, 17); /* sourceInterval, sourceTimeout, the 15 latency targets */
 }
 
 static void test_trigger_keys_number_rows_refuse_negatives_and_keep_no_minus_zero(void **state) {

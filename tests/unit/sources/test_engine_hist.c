@@ -62,10 +62,14 @@ static void test_vllm_latency_merges_both_engines(void **state) {
     NEAR(quantile(SLO_TTFT, 0.5), 0.25 + 0.25 * 50 / 80);          /* 0.40625 */
     NEAR(quantile(SLO_TTFT, 0.9), 0.5 + 0.25 * (90 - 80) / 12.0);  /* 0.7083 */
     NEAR(quantile(SLO_TTFT, 0.99), 0.75 + 0.25 * (99 - 92) / 8.0); /* 0.96875 */
-    /* TPOT: inter_token_latency (the older name beside it is not added) */
-    assert_int_equal(h.layout[SLO_TPOT].n, 19);
-    NEAR(h.counts[SLO_TPOT].count, 200);
-    NEAR(quantile(SLO_TPOT, 0.9), 0.05 + 0.025 * 80 / 100); /* 0.07 */
+    /* ITL: inter_token_latency (the older name beside it is not added) */
+    assert_int_equal(h.layout[SLO_ITL].n, 19);
+    NEAR(h.counts[SLO_ITL].count, 200);
+    NEAR(quantile(SLO_ITL, 0.9), 0.05 + 0.025 * 80 / 100); /* 0.07 */
+    /* TPOT per request: request_time_per_output_token, 40 x 0.04 and
+     * 60 x 0.06: le=0.05 40, le=0.075 100 */
+    NEAR(h.counts[SLO_TPOT].count, 100);
+    NEAR(quantile(SLO_TPOT, 0.9), 0.05 + 0.025 * 50 / 60);
     /* E2E: 40 in (2, 2.5], 60 in (2.5, 5] */
     assert_int_equal(h.layout[SLO_E2E].n, 21);
     NEAR(quantile(SLO_E2E, 0.9), 2.5 + 2.5 * 50 / 60); /* 4.583 */
@@ -100,22 +104,25 @@ static void test_model_filter(void **state) {
     assert_int_equal(h.mask, ALL);
     /* SGLang's queue time carries dp_rank alone: it is the server's */
     parse_fixture(ENGINE_SGLANG, "qwen2.5-7b-instruct", ALL, "sglang-latency.txt");
-    assert_int_equal(h.mask, ALL);
+    assert_int_equal(h.mask, ALL & ~(1u << SLO_TPOT));
 }
 
 static void test_sglang_tgi_triton(void **state) {
     (void)state;
-    parse_fixture(ENGINE_SGLANG, "", ALL, "sglang-latency.txt");
-    assert_int_equal(h.mask, ALL);
+    /* SGLang exports no per-request TPOT: it is lacking (the engine has
+     * served requests), its per-token latency is the itl signal */
+    engine_reading_t r = parse_fixture(ENGINE_SGLANG, "", ALL, "sglang-latency.txt");
+    assert_int_equal(h.mask, ALL & ~(1u << SLO_TPOT));
+    assert_int_equal(r.hist_lacking, 1u << SLO_TPOT);
     assert_int_equal(h.layout[SLO_QUEUE].n, 40); /* 0.0 ... 3000: the most read */
     NEAR(quantile(SLO_TTFT, 0.9), 0.6);
     NEAR(quantile(SLO_TTFT, 0.99), 1 + 1 * (19.8 - 18) / 2); /* 1.9 */
-    NEAR(quantile(SLO_TPOT, 0.9), 0.015);
-    NEAR(quantile(SLO_TPOT, 0.99), 0.04 + 0.02 * 90 / 100); /* 0.058 */
+    NEAR(quantile(SLO_ITL, 0.9), 0.015);
+    NEAR(quantile(SLO_ITL, 0.99), 0.04 + 0.02 * 90 / 100); /* 0.058 */
     NEAR(quantile(SLO_QUEUE, 0.5), 0.01 + 0.04 * 10 / 19);
     /* TGI: no TTFT, unlabelled series, Rust number format */
-    engine_reading_t r = parse_fixture(ENGINE_TGI, "", ALL, "tgi-latency.txt");
-    assert_int_equal(h.mask, ALL & ~(1u << SLO_TTFT));
+    r = parse_fixture(ENGINE_TGI, "", ALL, "tgi-latency.txt");
+    assert_int_equal(h.mask, ALL & ~(1u << SLO_TTFT | 1u << SLO_ITL));
     NEAR(h.counts[SLO_E2E].count, 20);
     assert_int_equal(h.layout[SLO_E2E].n, 35);
     NEAR(r.waiting, 4);
@@ -136,7 +143,7 @@ static int parse_text(engine_t e, const char *text, char *err, size_t errlen) {
                                      err, errlen);
 }
 
-static void test_older_tpot_name_and_errors(void **state) {
+static void test_older_itl_name_and_errors(void **state) {
     (void)state;
     char err[300] = "";
     assert_int_equal(parse_text(ENGINE_VLLM,
@@ -145,8 +152,8 @@ static void test_older_tpot_name_and_errors(void **state) {
                                 "vllm:time_per_output_token_seconds_sum 0.5\n",
                                 err, sizeof err),
                      0);
-    assert_int_equal(h.mask, 1u << SLO_TPOT);
-    NEAR(h.counts[SLO_TPOT].count, 4);
+    assert_int_equal(h.mask, 1u << SLO_ITL); /* the older per-token name */
+    NEAR(h.counts[SLO_ITL].count, 4);
     /* two engines with different bounds in one scrape */
     assert_int_equal(
         parse_text(ENGINE_VLLM,
@@ -195,7 +202,7 @@ int main(void) {
         cmocka_unit_test(test_only_wanted_signals_are_read),
         cmocka_unit_test(test_model_filter),
         cmocka_unit_test(test_sglang_tgi_triton),
-        cmocka_unit_test(test_older_tpot_name_and_errors),
+        cmocka_unit_test(test_older_itl_name_and_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

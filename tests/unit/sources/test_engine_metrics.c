@@ -200,11 +200,22 @@ static void test_sglang_counters(void **state) {
 
 static void test_missing_counters_are_unknown_not_an_error(void **state) {
     (void)state;
-    /* An engine too old to export them: the gauges alone, no error. */
-    engine_reading_t r = read_text(ENGINE_TGI, "tgi_queue_size 3\ntgi_batch_current_size 1\n");
-    assert_true(r.has_waiting && r.has_running);
-    assert_false(r.has_completed || r.has_tokens);
+    /* An engine too old to export them (SGLang 0.3.6: token counters, no
+     * sglang:num_requests_total): the gauges and tokens, no error, and
+     * completions unknown, not 0 (it has served requests). */
+    engine_reading_t r = read_text(ENGINE_SGLANG, "sglang:num_queue_reqs 3\n"
+                                                  "sglang:num_running_reqs 1\n"
+                                                  "sglang:prompt_tokens_total 900\n"
+                                                  "sglang:generation_tokens_total 300\n");
+    assert_true(r.has_waiting && r.has_running && r.has_tokens && r.served);
+    assert_false(r.has_completed);
     NEAR(r.completed_total, 0);
+    /* TGI creates its request counters with the first request: a page with
+     * its gauges and no counter has completed none yet, a known 0 */
+    r = read_text(ENGINE_TGI, "tgi_queue_size 3\ntgi_batch_current_size 1\n");
+    assert_true(r.has_waiting && r.has_running && r.has_completed && r.has_tokens);
+    NEAR(r.completed_total, 0);
+    assert_int_equal(r.first_use_zero, ENGINE_ZERO_COMPLETED | ENGINE_ZERO_TOKENS);
     /* One token counter without the other: the cost is unknown. */
     r = read_text(ENGINE_VLLM, "vllm:num_requests_waiting 2\n"
                                "vllm:prompt_tokens_total 100\n"

@@ -5,9 +5,13 @@
  * The input, cut at its first NUL, is parsed as profiles. On success every
  * profile must be well formed: a valid name given once, absolute paths
  * without control characters, cert and key together, some credential,
- * namespaces (or *) that source_auth_allows() then admits, and
- * source_auth_find() finding each. On failure the code must be EINVAL and
- * the set unchanged. The whole input is also checked as a token: accepted,
+ * namespaces (or *) that source_auth_allows() then admits,
+ * source_auth_find() finding each, and a credential bound to some
+ * destination, each host of which source_auth_host_allowed() admits. On
+ * failure the code must be EINVAL and the set unchanged. The input is
+ * also parsed as --allow-cross-namespace (core/tenant.h): accepted, every
+ * pair is allowed and no namespace is ever refused its own pods; refused,
+ * EINVAL and the set unchanged. The whole input is also checked as a token: accepted,
  * it is printable ASCII without spaces, within the limit; refused, the
  * message quotes none of it.
  */
@@ -18,6 +22,7 @@
 #include "core/bearer_token.h"
 #include "core/err.h"
 #include "core/source_auth.h"
+#include "core/tenant.h"
 
 #include "fuzz_check.h"
 
@@ -35,6 +40,7 @@ static bool clean_path(const char *p) {
 }
 
 static source_auth_set_t set;
+static tenant_cross_ns_t cross;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *s = malloc(size + 1);
@@ -59,11 +65,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             FUZZ_CHECK(p->all_namespaces || (p->nns > 0 && p->nns <= SOURCE_AUTH_MAX_NAMESPACES));
             for (unsigned k = 0; k < p->nns; k++)
                 FUZZ_CHECK(source_auth_allows(p, p->ns[k]));
+            FUZZ_CHECK(!source_auth_has_credential(p) || p->nhosts || p->ncidrs ||
+                       p->pods_own_namespace);
+            FUZZ_CHECK(p->nhosts <= SOURCE_AUTH_MAX_HOSTS && p->ncidrs <= SOURCE_AUTH_MAX_CIDRS);
+            for (unsigned k = 0; k < p->nhosts; k++)
+                if (p->hosts[k][0] != '*')
+                    FUZZ_CHECK(source_auth_host_allowed(p, p->hosts[k]));
         }
     } else {
         FUZZ_CHECK(rc == KGS_EINVAL);
         FUZZ_CHECK(set.n == 1);
         FUZZ_CHECK(err[0] != '\0');
+    }
+    memset(&cross, 0, sizeof cross);
+    cross.n = 1; /* a marker: unchanged on failure */
+    err[0] = '\0';
+    rc = tenant_cross_ns_parse(s, &cross, err, sizeof err);
+    if (rc == 0) {
+        FUZZ_CHECK(cross.n <= TENANT_MAX_CROSS);
+        for (unsigned i = 0; i < cross.n; i++) {
+            FUZZ_CHECK(tenant_cross_ns_allows(&cross, cross.pair[i].src, cross.pair[i].dst));
+            FUZZ_CHECK(tenant_cross_ns_allows(&cross, cross.pair[i].dst, cross.pair[i].dst));
+        }
+    } else {
+        FUZZ_CHECK(rc == KGS_EINVAL && cross.n == 1 && err[0] != '\0');
     }
     size_t tlen = 0;
     err[0] = '\0';

@@ -45,6 +45,52 @@ static long decimal(const char *b, const char *e, unsigned digits) {
     return v;
 }
 
+int egress_cidr_parse(const char *text, size_t len, egress_cidr_t *out, char *err, size_t errlen) {
+    const char *b = text, *e = text + len;
+    int n = len > 80 ? 80 : (int)len;
+    char a[64];
+    const char *slash = memchr(b, '/', len);
+    const char *aend = slash ? slash : e;
+    if ((size_t)(aend - b) >= sizeof a)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "\"%.*s\": not an IPv4 or IPv6 address", n, b);
+    memcpy(a, b, (size_t)(aend - b));
+    a[aend - b] = '\0';
+    egress_cidr_t c;
+    memset(&c, 0, sizeof c);
+    unsigned max;
+    if (inet_pton(AF_INET, a, c.addr) == 1) {
+        c.family = AF_INET;
+        max = 32;
+    } else if (strchr(a, ':') && inet_pton(AF_INET6, a, c.addr) == 1) {
+        c.family = AF_INET6;
+        max = 128;
+    } else {
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "\"%.*s\": not an IPv4 (a.b.c.d) or IPv6 address", n, b);
+    }
+    long pre = max;
+    if (slash) {
+        pre = decimal(slash + 1, e, 3);
+        if (pre < 0 || pre > (long)max)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "\"%.*s\": prefix length must be 0-%u", n, b,
+                              max);
+    }
+    c.prefix = (uint8_t)pre;
+    for (unsigned bit = (unsigned)pre; bit < max; bit++)
+        if (c.addr[bit / 8] & (0x80u >> (bit % 8))) {
+            uint8_t net[16];
+            memcpy(net, c.addr, sizeof net);
+            for (unsigned k = (unsigned)pre; k < max; k++)
+                net[k / 8] &= (uint8_t) ~(0x80u >> (k % 8));
+            char ns[INET6_ADDRSTRLEN];
+            inet_ntop(c.family, net, ns, sizeof ns);
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "\"%.*s\": host bits set (did you mean %s/%ld?)", n, b, ns, pre);
+        }
+    *out = c;
+    return 0;
+}
+
 int egress_parse_cidrs(const char *text, egress_policy_t *p, char *err, size_t errlen) {
     egress_cidr_t out[EGRESS_MAX_CIDRS];
     unsigned n = 0;
@@ -55,61 +101,17 @@ int egress_parse_cidrs(const char *text, egress_policy_t *p, char *err, size_t e
     const char *b, *e;
     for (const char *at = text; at;) {
         at = entry(at, &b, &e);
-        int len = (int)(e - b);
-        if (len == 0)
+        if (e == b)
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "--source-allow-cidrs: empty entry (expected CIDRs such as "
                               "10.0.0.0/8,fd00::/8, separated by commas)");
         if (n == EGRESS_MAX_CIDRS)
             return kgs_seterr(err, errlen, KGS_EINVAL, "--source-allow-cidrs: more than %d entries",
                               EGRESS_MAX_CIDRS);
-        char a[64];
-        const char *slash = memchr(b, '/', (size_t)(e - b));
-        const char *aend = slash ? slash : e;
-        if ((size_t)(aend - b) >= sizeof a)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "--source-allow-cidrs: \"%.*s\": not an IPv4 or IPv6 address",
-                              len > 80 ? 80 : len, b);
-        memcpy(a, b, (size_t)(aend - b));
-        a[aend - b] = '\0';
-        egress_cidr_t c;
-        memset(&c, 0, sizeof c);
-        unsigned max;
-        if (inet_pton(AF_INET, a, c.addr) == 1) {
-            c.family = AF_INET;
-            max = 32;
-        } else if (strchr(a, ':') && inet_pton(AF_INET6, a, c.addr) == 1) {
-            c.family = AF_INET6;
-            max = 128;
-        } else {
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "--source-allow-cidrs: \"%.*s\": not an IPv4 (a.b.c.d) or IPv6 "
-                              "address",
-                              len > 80 ? 80 : len, b);
-        }
-        long pre = max;
-        if (slash) {
-            pre = decimal(slash + 1, e, 3);
-            if (pre < 0 || pre > (long)max)
-                return kgs_seterr(err, errlen, KGS_EINVAL,
-                                  "--source-allow-cidrs: \"%.*s\": prefix length must be 0-%u",
-                                  len > 80 ? 80 : len, b, max);
-        }
-        c.prefix = (uint8_t)pre;
-        for (unsigned bit = (unsigned)pre; bit < max; bit++)
-            if (c.addr[bit / 8] & (0x80u >> (bit % 8))) {
-                uint8_t net[16];
-                memcpy(net, c.addr, sizeof net);
-                for (unsigned k = (unsigned)pre; k < max; k++)
-                    net[k / 8] &= (uint8_t) ~(0x80u >> (k % 8));
-                char ns[INET6_ADDRSTRLEN];
-                inet_ntop(c.family, net, ns, sizeof ns);
-                return kgs_seterr(err, errlen, KGS_EINVAL,
-                                  "--source-allow-cidrs: \"%.*s\": host bits set (did you mean "
-                                  "%s/%ld?)",
-                                  len > 80 ? 80 : len, b, ns, pre);
-            }
-        out[n++] = c;
+        char why[200];
+        if (egress_cidr_parse(b, (size_t)(e - b), &out[n], why, sizeof why) != 0)
+            return kgs_seterr(err, errlen, KGS_EINVAL, "--source-allow-cidrs: %s", why);
+        n++;
     }
     memcpy(p->cidrs, out, n * sizeof out[0]);
     p->ncidrs = n;
@@ -232,6 +234,19 @@ const char *egress_addr_class(const struct sockaddr *sa, socklen_t len) {
     return "public";
 }
 
+bool egress_cidr_match(const egress_cidr_t *cidrs, unsigned n, const struct sockaddr *sa,
+                       socklen_t len) {
+    int fam;
+    uint8_t a[16];
+    uint16_t port;
+    if (!unpack(sa, len, &fam, a, &port))
+        return false;
+    for (unsigned i = 0; i < n; i++)
+        if (cidrs[i].family == fam && in_prefix(a, cidrs[i].addr, cidrs[i].prefix))
+            return true;
+    return false;
+}
+
 const char *egress_check(const egress_policy_t *p, const struct sockaddr *sa, socklen_t len,
                          char *why, size_t whylen) {
     int fam;
@@ -246,10 +261,7 @@ const char *egress_check(const egress_policy_t *p, const struct sockaddr *sa, so
     inet_ntop(fam, a, ip, sizeof ip);
     bool v6 = fam == AF_INET6;
     if (p->ncidrs) {
-        bool ok = false;
-        for (unsigned i = 0; i < p->ncidrs && !ok; i++)
-            ok = p->cidrs[i].family == fam && in_prefix(a, p->cidrs[i].addr, p->cidrs[i].prefix);
-        if (!ok) {
+        if (!egress_cidr_match(p->cidrs, p->ncidrs, sa, len)) {
             if (why && whylen)
                 snprintf(why, whylen, "%s%s%s:%u (%s) is not in --source-allow-cidrs",
                          v6 ? "[" : "", ip, v6 ? "]" : "", (unsigned)port,

@@ -51,6 +51,21 @@ typedef struct {
 int egress_parse_cidrs(const char *text, egress_policy_t *p, char *err, size_t errlen);
 
 /*
+ * Parses one CIDR, text[0..len) (not NUL-terminated; no spaces), into *out:
+ * "10.0.0.0/8", "fd00::/8", or a bare address (a /32 or /128). Refused with
+ * KGS_EINVAL and a message quoting the entry (without a flag name: the
+ * caller prefixes its own): not an address, a bad prefix, host bits set
+ * (with the network meant). *out is written only on success.
+ */
+int egress_cidr_parse(const char *text, size_t len, egress_cidr_t *out, char *err, size_t errlen);
+
+/* Whether sa (borrowed) lies in one of cidrs[0..n); an IPv4-mapped IPv6
+ * address matches as its IPv4 address. False for anything not AF_INET /
+ * AF_INET6. */
+bool egress_cidr_match(const egress_cidr_t *cidrs, unsigned n, const struct sockaddr *sa,
+                       socklen_t len);
+
+/*
  * Parses a comma-separated list of ports and ranges ("80,443,8000-8999")
  * into p->ports, replacing what was there; an empty text means "any".
  * Refused with KGS_EINVAL: a port that is not 1-65535 decimal, a range

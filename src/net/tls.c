@@ -5,11 +5,22 @@
  * grpc-go >= 1.67 refuses a TLS peer that did not negotiate "h2", so a
  * handshake without it is failed here rather than producing a connection
  * that will break later.
+ *
+ * Why files are read here and not by OpenSSL's *_file functions: those
+ * open(2) the path as they find it and read until EOF, on the event loop.
+ * A certificate, key or CA replaced by a FIFO (or a device) would block the
+ * loop for ever, and with it every RPC and /healthz. So each file is opened
+ * non-blocking, must be a regular file (fstat), is read whole into memory
+ * (at most TLS_FILE_MAX bytes) and only then handed to OpenSSL as a memory
+ * BIO; a key's bytes are wiped afterwards. As net/token_file.c does for
+ * bearer tokens.
  */
 #include "net/tls.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +30,10 @@
 #include <unistd.h>
 
 #include "core/err.h"
+
+/* The largest certificate, key or CA bundle read: a system CA bundle is
+ * about 220 KiB. */
+#define TLS_FILE_MAX (4u * 1024 * 1024)
 
 struct tls_server {
     char *cert, *key, *client_ca;
@@ -51,6 +66,160 @@ static int file_problem(const char *what, const char *path, char *err, size_t er
     int e = errno;
     return kgs_seterr(err, errlen, KGS_EIO, "%s %s: %s", what, path,
                       e == ENOENT ? "no such file (is the Secret mounted?)" : strerror(e));
+}
+
+/* A file's bytes, read whole (pem_file_read); pem_file_free wipes them. */
+typedef struct {
+    char *buf;
+    size_t len;
+} pem_file_t;
+
+static void pem_file_free(pem_file_t *f) {
+    if (f->buf)
+        explicit_bzero(f->buf, f->len);
+    free(f->buf);
+    f->buf = NULL;
+    f->len = 0;
+}
+
+/* Reads path (`what` names its role in messages) into *f: opened
+ * O_NONBLOCK, a regular file only, at most TLS_FILE_MAX bytes. Returns 0,
+ * or KGS_EIO / KGS_EINVAL / KGS_ENOMEM with a message naming the file. */
+static int pem_file_read(const char *what, const char *path, pem_file_t *f, char *err,
+                         size_t errlen) {
+    f->buf = NULL;
+    f->len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        return kgs_seterr(err, errlen, KGS_EIO, "%s %s: %s", what, path,
+                          e == ENOENT ? "no such file (is the Secret mounted?)" : strerror(e));
+    }
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        rc = kgs_seterr(err, errlen, KGS_EIO,
+                        "%s %s is not a regular file (a FIFO, socket or device would block the "
+                        "server; a Secret's files are regular files)",
+                        what, path);
+    else if ((uint64_t)st.st_size > TLS_FILE_MAX)
+        rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s %s is %lld bytes; the limit is %u", what, path,
+                        (long long)st.st_size, TLS_FILE_MAX);
+    else if (!(f->buf = malloc((size_t)st.st_size + 1)))
+        rc = kgs_seterr(err, errlen, KGS_ENOMEM, "%s %s: out of memory", what, path);
+    /* a regular file: read() never waits; it may have grown or shrunk since fstat */
+    size_t cap = rc == 0 ? (size_t)st.st_size + 1 : 0;
+    while (rc == 0 && f->len < cap) {
+        ssize_t r = read(fd, f->buf + f->len, cap - f->len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            rc = kgs_seterr(err, errlen, KGS_EIO, "%s %s: %s", what, path, strerror(errno));
+        else if (r == 0)
+            break;
+        else
+            f->len += (size_t)r;
+    }
+    if (rc == 0 && f->len == cap)
+        rc = kgs_seterr(err, errlen, KGS_EIO, "%s %s changed while it was read; tried again later",
+                        what, path);
+    close(fd);
+    if (rc != 0)
+        pem_file_free(f);
+    return rc;
+}
+
+/* f's bytes as a read-only memory BIO (borrowing them), or NULL. */
+static BIO *pem_bio(const pem_file_t *f) {
+    return BIO_new_mem_buf(f->buf, (int)f->len);
+}
+
+/* The certificate chain in path (leaf first) into ctx, as
+ * SSL_CTX_use_certificate_chain_file would, from memory. */
+static int use_cert_chain(SSL_CTX *ctx, const char *what, const char *path, char *err,
+                          size_t errlen) {
+    pem_file_t f;
+    char why[512];
+    int rc = pem_file_read(what, path, &f, err, errlen);
+    if (rc)
+        return rc;
+    BIO *b = pem_bio(&f);
+    X509 *leaf = b ? PEM_read_bio_X509_AUX(b, NULL, NULL, NULL) : NULL;
+    if (!leaf || SSL_CTX_use_certificate(ctx, leaf) != 1) {
+        rc = kgs_seterr(err, errlen, KGS_EIO, "%s %s: %s", what, path,
+                        tls_error_string(why, sizeof why));
+    } else {
+        SSL_CTX_clear_chain_certs(ctx);
+        X509 *ca;
+        while (rc == 0 && (ca = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL)
+            if (SSL_CTX_add0_chain_cert(ctx, ca) != 1) {
+                X509_free(ca);
+                rc = kgs_seterr(err, errlen, KGS_EIO, "%s %s: %s", what, path,
+                                tls_error_string(why, sizeof why));
+            }
+        unsigned long e = ERR_peek_last_error();
+        if (rc == 0 && ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE)
+            ERR_clear_error(); /* the end of the chain */
+        else if (rc == 0 && e)
+            rc = kgs_seterr(err, errlen, KGS_EIO, "%s %s: %s", what, path,
+                            tls_error_string(why, sizeof why));
+    }
+    X509_free(leaf);
+    BIO_free(b);
+    pem_file_free(&f);
+    return rc;
+}
+
+/* The private key in path into ctx (its bytes wiped after). */
+static int use_private_key(SSL_CTX *ctx, const char *what, const char *path, char *err,
+                           size_t errlen) {
+    pem_file_t f;
+    char why[512];
+    int rc = pem_file_read(what, path, &f, err, errlen);
+    if (rc)
+        return rc;
+    BIO *b = pem_bio(&f);
+    EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+    if (!k || SSL_CTX_use_PrivateKey(ctx, k) != 1)
+        rc = kgs_seterr(err, errlen, KGS_EIO, "%s %s: %s", what, path,
+                        tls_error_string(why, sizeof why));
+    EVP_PKEY_free(k);
+    BIO_free(b);
+    pem_file_free(&f);
+    return rc;
+}
+
+/* Every certificate (and CRL) of the PEM bundle in path into ctx's trust
+ * store, as SSL_CTX_load_verify_locations(ctx, path, NULL) would. */
+static int load_verify_file(SSL_CTX *ctx, const char *what, const char *path, char *err,
+                            size_t errlen) {
+    pem_file_t f;
+    char why[512];
+    int rc = pem_file_read(what, path, &f, err, errlen);
+    if (rc)
+        return rc;
+    BIO *b = pem_bio(&f);
+    STACK_OF(X509_INFO) *infos = b ? PEM_X509_INFO_read_bio(b, NULL, NULL, NULL) : NULL;
+    X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+    int certs = 0;
+    for (int i = 0; infos && store && rc == 0 && i < sk_X509_INFO_num(infos); i++) {
+        X509_INFO *in = sk_X509_INFO_value(infos, i);
+        if ((in->x509 && X509_STORE_add_cert(store, in->x509) != 1) ||
+            (in->crl && X509_STORE_add_crl(store, in->crl) != 1))
+            rc = kgs_seterr(err, errlen, KGS_EIO, "%s %s: %s", what, path,
+                            tls_error_string(why, sizeof why));
+        certs += in->x509 != NULL;
+    }
+    if (rc == 0 && !infos)
+        rc = kgs_seterr(err, errlen, KGS_EIO, "%s %s: %s", what, path,
+                        tls_error_string(why, sizeof why));
+    else if (rc == 0 && certs == 0)
+        rc = kgs_seterr(err, errlen, KGS_EIO, "%s %s: no certificate in it (PEM expected)", what,
+                        path);
+    sk_X509_INFO_pop_free(infos, X509_INFO_free);
+    BIO_free(b);
+    pem_file_free(&f);
+    return rc;
 }
 
 static void asn1_time_text(const ASN1_TIME *t, char *buf, size_t len) {
@@ -119,11 +288,8 @@ static SSL_CTX *server_ctx_build(const char *cert, const char *key, const char *
         (*code = file_problem("TLS key", key, err, errlen)) != 0 ||
         (client_ca && (*code = file_problem("TLS client CA", client_ca, err, errlen)) != 0))
         goto fail;
-    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
-        *code = kgs_seterr(err, errlen, KGS_EIO, "TLS certificate %s: %s", cert,
-                           tls_error_string(why, sizeof why));
+    if ((*code = use_cert_chain(ctx, "TLS certificate", cert, err, errlen)) != 0)
         goto fail;
-    }
     if ((*code = cert_validity(ctx, "TLS certificate", cert, err, errlen)) != 0)
         goto fail;
     /* A private key every local user can read is no longer private: refuse
@@ -136,11 +302,8 @@ static SSL_CTX *server_ctx_build(const char *cert, const char *key, const char *
                            key, (unsigned)(kst.st_mode & 07777));
         goto fail;
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-        *code = kgs_seterr(err, errlen, KGS_EIO, "TLS key %s: %s", key,
-                           tls_error_string(why, sizeof why));
+    if ((*code = use_private_key(ctx, "TLS key", key, err, errlen)) != 0)
         goto fail;
-    }
     if (SSL_CTX_check_private_key(ctx) != 1) {
         *code = kgs_seterr(err, errlen, KGS_EINVAL, "TLS key %s does not match certificate %s", key,
                            cert);
@@ -148,11 +311,8 @@ static SSL_CTX *server_ctx_build(const char *cert, const char *key, const char *
         goto fail;
     }
     if (client_ca) {
-        if (SSL_CTX_load_verify_locations(ctx, client_ca, NULL) != 1) {
-            *code = kgs_seterr(err, errlen, KGS_EIO, "TLS client CA %s: %s", client_ca,
-                               tls_error_string(why, sizeof why));
+        if ((*code = load_verify_file(ctx, "TLS client CA", client_ca, err, errlen)) != 0)
             goto fail;
-        }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
     }
     SSL_CTX_set_alpn_select_cb(ctx, alpn_select_h2, NULL);
@@ -258,10 +418,10 @@ SSL_CTX *tls_client_ctx_new(const char *ca, const char *cert, const char *key, b
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
         if (ca && file_problem("TLS CA", ca, err, errlen) != 0)
             goto fail;
-        int ok = ca ? SSL_CTX_load_verify_locations(ctx, ca, NULL)
-                    : SSL_CTX_set_default_verify_paths(ctx);
-        if (ok != 1) {
-            kgs_seterr(err, errlen, KGS_EIO, "TLS CA %s: %s", ca ? ca : "(system)",
+        if (ca && load_verify_file(ctx, "TLS CA", ca, err, errlen) != 0)
+            goto fail;
+        if (!ca && SSL_CTX_set_default_verify_paths(ctx) != 1) {
+            kgs_seterr(err, errlen, KGS_EIO, "TLS CA (system): %s",
                        tls_error_string(why, sizeof why));
             goto fail;
         }
@@ -270,18 +430,12 @@ SSL_CTX *tls_client_ctx_new(const char *ca, const char *cert, const char *key, b
         if (file_problem("TLS client certificate", cert, err, errlen) != 0 ||
             file_problem("TLS client key", key, err, errlen) != 0)
             goto fail;
-        if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
-            kgs_seterr(err, errlen, KGS_EIO, "TLS client certificate %s: %s", cert,
-                       tls_error_string(why, sizeof why));
+        if (use_cert_chain(ctx, "TLS client certificate", cert, err, errlen) != 0)
             goto fail;
-        }
         if (cert_validity(ctx, "TLS client certificate", cert, err, errlen) != 0)
             goto fail;
-        if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-            kgs_seterr(err, errlen, KGS_EIO, "TLS client key %s: %s", key,
-                       tls_error_string(why, sizeof why));
+        if (use_private_key(ctx, "TLS client key", key, err, errlen) != 0)
             goto fail;
-        }
         if (SSL_CTX_check_private_key(ctx) != 1) {
             kgs_seterr(err, errlen, KGS_EINVAL, "TLS client key %s does not match certificate %s",
                        key, cert);

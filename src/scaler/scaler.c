@@ -1132,6 +1132,13 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         goto out;
     }
     const char *ns = r && r->namespace_ ? r->namespace_ : "";
+    if (s->opts.tenant &&
+        tenant_check_trigger(s->opts.tenant, entry->config, ns, why, sizeof why) != 0) {
+        fail_call(s, call, rpc, t0, refname, entry->config->metric_name, GRPC_PERMISSION_DENIED,
+                  why);
+        config_cache_release(s->cache, entry);
+        goto out;
+    }
     config_seen(s, entry, ns, r && r->name ? r->name : "", t0);
     switch (rpc) {
     case SCALER_RPC_GET_METRIC_SPEC:

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/evaluator.h"
 #include "core/snapshot.h"
+#include "core/tenant.h"
 #include "core/trigger_config.h"
 #include "net/grpc_server.h"
 #include "net/loop.h"
@@ -72,6 +73,10 @@ typedef struct {
     size_t config_cache_bytes;   /* the cache's bound, and all open streams' together */
     size_t max_stream_bytes;     /* per connection: what its open StreamIsActive pin (and
                                   * its calls waiting for a source's first poll) */
+    /* Who may claim what (core/tenant.h), checked on every RPC before the
+     * trigger's sources start: a refusal is PERMISSION_DENIED naming the
+     * flag. Borrowed for the scaler's life; NULL: no checks (unit tests). */
+    const tenant_policy_t *tenant;
 } scaler_opts_t;
 
 #define SCALER_DEFAULT_MAX_METADATA_ENTRIES 256u

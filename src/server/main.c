@@ -20,6 +20,7 @@
  * when the last connection closes or after --shutdown-grace, whichever
  * comes first.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -92,6 +93,7 @@ typedef struct {
     bool slices_synced;            /* kube_slices' synced state at the last view change */
     kube_client_config_t kube_cfg; /* how kube was made, for kube_nodes */
     source_hub_t *sources;         /* engine and queue sources (standalone, aggregator) */
+    tenant_policy_t tenant;        /* who may claim what (--source-auth, --allow-cross-namespace) */
     demand_view_ref_t metrics_triggers[METRICS_MAX_TRIGGERS]; /* /metrics scratch */
     loop_timer_t cluster_refresh;   /* coalesces view changes into refreshes */
     mono_ns_t last_cluster_refresh; /* when the streams were last re-evaluated */
@@ -468,6 +470,45 @@ static int list_engine_pods(void *ud, const trigger_config_t *c, const char *ns,
                           kube_client_last_error(sv->kube));
     pod_scan_t x = {c, workload_namespace(c, ns), emit, emit_data, (int64_t)time(NULL)};
     pod_cache_foreach(kube_client_cache(sv->kube), scan_pod, &x);
+    return 0;
+}
+
+/* Before a poll sends a sourceAuth credential to a podSelector pod: the
+ * pod must still exist, run and hold the address (pods=own-namespace). The
+ * pod is the ScaledObject's own namespace's, so naming it tells no one
+ * anything of another namespace. */
+static int check_auth_pod(void *ud, const char *pod, const struct sockaddr *addr, socklen_t addrlen,
+                          char *why, size_t whylen) {
+    server_t *sv = ud;
+    if (!sv->kube || !kube_client_synced(sv->kube, loop_now(sv->loop)))
+        return kgs_seterr(why, whylen, KGS_ESTATE,
+                          "the pod list is not synced, so pod %s cannot be checked to still hold "
+                          "the address",
+                          pod);
+    char ns[KUBE_NAMESPACE_MAX + 1], ip[INET6_ADDRSTRLEN] = "?";
+    const char *slash = strchr(pod, '/');
+    size_t nl = slash ? (size_t)(slash - pod) : 0;
+    uint8_t want[16], have[16];
+    int fam = addr->sa_family;
+    const void *a =
+        fam == AF_INET6
+            ? (const void *)&((const struct sockaddr_in6 *)(const void *)addr)->sin6_addr
+            : (const void *)&((const struct sockaddr_in *)(const void *)addr)->sin_addr;
+    size_t alen = fam == AF_INET6 ? 16 : 4;
+    (void)addrlen;
+    memcpy(want, a, alen);
+    inet_ntop(fam, a, ip, sizeof ip);
+    if (!slash || nl >= sizeof ns)
+        return kgs_seterr(why, whylen, KGS_EINVAL, "pod %s is not namespace/name", pod);
+    memcpy(ns, pod, nl);
+    ns[nl] = '\0';
+    const pod_t *p = pod_cache_find(kube_client_cache(sv->kube), ns, slash + 1);
+    if (!p || p->phase == POD_PHASE_SUCCEEDED || p->phase == POD_PHASE_FAILED ||
+        inet_pton(fam, p->pod_ip, have) != 1 || memcmp(have, want, alen) != 0)
+        return kgs_seterr(why, whylen, KGS_ESTATE,
+                          "pod %s no longer holds %s (pods=own-namespace: only the "
+                          "ScaledObject's own pods get it)",
+                          pod, ip);
     return 0;
 }
 
@@ -949,6 +990,8 @@ int main(int argc, char **argv) {
                                 .user_data = &sv,
                                 .list_pods =
                                     sv.o.role == SERVER_ROLE_AGGREGATOR ? list_engine_pods : NULL};
+        if (sv.o.role == SERVER_ROLE_AGGREGATOR)
+            ho.auth_pod_check = check_auth_pod;
         if (source_hub_new(&ho, &sv.sources, err, sizeof err) != 0) {
             LOG_ERROR(&sv.log, "%s", err);
             goto out;
@@ -973,7 +1016,9 @@ int main(int argc, char **argv) {
                          .max_metadata_entries = sv.o.max_metadata_entries,
                          .max_metadata_bytes = sv.o.max_metadata_bytes,
                          .config_cache_bytes = sv.o.config_cache_bytes,
-                         .max_stream_bytes = sv.o.max_stream_bytes};
+                         .max_stream_bytes = sv.o.max_stream_bytes,
+                         .tenant = &sv.tenant};
+    sv.tenant = (tenant_policy_t){.auth = &sv.o.source_auth, .cross = &sv.o.cross_ns};
     if (sv.o.role == SERVER_ROLE_AGGREGATOR) {
         sco.evaluate = aggregator_evaluate;
         sco.ready = aggregator_ready;

@@ -139,9 +139,20 @@ const char server_usage_text_end[] =
     "                                token-file (a bearer token, re-read when it\n"
     "                                changes), ca-file, cert-file + key-file (mTLS)\n"
     "                                and namespaces=a|b or * (required: which\n"
-    "                                namespaces' triggers may use it), e.g.\n"
-    "                                epp:token-file=/var/run/secrets/kgs/token,\n"
-    "                                namespaces=llm\n"
+    "                                namespaces' triggers may use it); with a\n"
+    "                                token or certificate, where it may go:\n"
+    "                                hosts=NAME|*.SUFFIX, cidrs=NET|NET and/or\n"
+    "                                pods=own-namespace (podSelector pods of the\n"
+    "                                ScaledObject's namespace); http=allow lets\n"
+    "                                a token go over plain http (default: https\n"
+    "                                only), e.g. epp:token-file=/var/run/secrets/\n"
+    "                                kgs/token,namespaces=llm,hosts=epp.llm.svc\n"
+    "  --allow-cross-namespace PAIRS aggregator: ScaledObjects of namespace SRC\n"
+    "                                may select pods of namespace DST with the\n"
+    "                                trigger key namespace: DST; PAIRS is\n"
+    "                                SRC:DST,... (* for any; default: none, a\n"
+    "                                trigger selects its own namespace's pods\n"
+    "                                only), e.g. monitoring:llm,ops:*\n"
     "\n"
     "The aggregator's link to the agents (docs/operations.md, \"Security\"):\n"
     "  --agents-tls-ca FILE          dial the agents over TLS and\n"
@@ -256,6 +267,7 @@ typedef enum {
     O_SOURCE_CREATE_RATE,
     O_SOURCE_ALLOW_CIDRS,
     O_SOURCE_ALLOW_PORTS,
+    O_ALLOW_CROSS_NAMESPACE,
     O_MAX_BUFFERED_BYTES_PER_CONNECTION,
     O_MAX_BUFFERED_BYTES,
     O_COUNT
@@ -307,6 +319,7 @@ static const char *const opt_names[O_COUNT] = {
     "source-create-rate",
     "source-allow-cidrs",
     "source-allow-ports",
+    "allow-cross-namespace",
     "max-buffered-bytes-per-connection",
     "max-buffered-bytes",
 };
@@ -664,6 +677,15 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
                               r->source, why);
         return 0;
     }
+    case O_ALLOW_CROSS_NAMESPACE: {
+        char why[400];
+        if (tenant_cross_ns_parse(r->text, &o->cross_ns, why, sizeof why) != 0)
+            /* why names the flag; an environment variable is named too */
+            return r->source[0] == '-'
+                       ? kgs_seterr(err, errlen, KGS_EINVAL, "%s", why)
+                       : kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
+        return 0;
+    }
     case O_SOURCE_ALLOW_CIDRS: {
         char why[300];
         if (egress_parse_cidrs(r->text, &o->egress, why, sizeof why) != 0)
@@ -914,6 +936,10 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
                           "%s is for --role standalone and aggregator: an agent reads no engine "
                           "or queue sources",
                           src_or_flag(raw, O_SOURCE_AUTH, b1, sizeof b1));
+    if (o->role != SERVER_ROLE_AGGREGATOR && o->cross_ns.n)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s is for --role aggregator: only it selects pods (podSelector)",
+                          src_or_flag(raw, O_ALLOW_CROSS_NAMESPACE, b1, sizeof b1));
     if (o->role != SERVER_ROLE_AGGREGATOR && (o->agents || o->agents_dns || o->kube_api))
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "--agents, --agents-dns and --kube-api are for --role aggregator");

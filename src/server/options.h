@@ -19,6 +19,7 @@
 
 #include "core/egress.h"
 #include "core/source_auth.h"
+#include "core/tenant.h"
 #include "core/log.h"
 #include "env/env.h"
 
@@ -68,6 +69,7 @@ typedef struct {
     const char *source_ca_file;    /* --source-ca-file, NULL = system roots */
     size_t source_max_bytes;       /* --source-max-bytes, default 8 MiB */
     source_auth_set_t source_auth; /* --source-auth: named scrape credentials; none by default */
+    tenant_cross_ns_t cross_ns;    /* --allow-cross-namespace SRC:DST,...; none by default */
     /* Budgets against hostile callers (docs/operations.md, "Limits"). */
     size_t max_request_bytes;    /* --max-request-bytes, default 64 KiB: one gRPC request */
     size_t max_metadata_entries; /* --max-metadata-entries, default 256 per map */

@@ -23,6 +23,7 @@
 #include "core/metadata.h"
 #include "core/roles.h"
 #include "core/source_url.h"
+#include "core/tenant.h"
 #include "core/trigger_config.h"
 
 #define MAX_FILE_BYTES (16u * 1024 * 1024)
@@ -50,6 +51,14 @@ const char validate_usage_text[] =
     "  --match TEXT    the same as --scaler-address '*TEXT*'\n"
     "  --all           check every external trigger, whatever its scalerAddress\n"
     "  --strict        warnings fail too (exit status 1)\n"
+    "  --allow-cross-namespace PAIRS\n"
+    "                  the server's --allow-cross-namespace (default: none, as the\n"
+    "                  server's): a trigger's namespace other than its ScaledObject's\n"
+    "                  is a problem unless a SRC:DST pair allows it\n"
+    "  --source-auth PROFILES\n"
+    "                  the server's --source-auth: sourceAuth is checked against the\n"
+    "                  profile's namespaces and destinations (without it, only that\n"
+    "                  sourceAuth never goes with another namespace's pods)\n"
     "  --help          this text\n"
     "\n"
     "Also checked: every external trigger has a scalerAddress (KEDA needs one), metadata\n"
@@ -339,6 +348,26 @@ static void warn_standalone_model(ctx_t *x, const trigger_config_t *cfg, const y
          "URL); the aggregator role with podSelector sees the pods themselves");
 }
 
+/* Who may claim what (core/tenant.h), as the server checks it for the
+ * ScaledObject's namespace: the namespace key against --allow-cross-namespace,
+ * and with --source-auth the profile's namespaces and destinations. An object
+ * without a namespace goes wherever it is applied: only a warning then. */
+static void check_tenant(ctx_t *x, const trigger_config_t *cfg, yaml_document_t *d, yaml_node_t *md,
+                         unsigned idx, const char *type) {
+    if (!x->ns[0]) {
+        if (cfg->has_namespace)
+            warn(x, named_key(d, md, "namespace"), idx, type,
+                 "the %s names no namespace (it gets the one it is applied in): namespace %s is "
+                 "served only there, unless the server's --allow-cross-namespace allows it",
+                 x->kind, cfg->pod_namespace);
+        return;
+    }
+    tenant_policy_t p = {.auth = x->o->auth, .cross = x->o->cross};
+    char err[1024];
+    if (tenant_check_trigger(&p, cfg, x->ns, err, sizeof err) != 0)
+        report(x, named_key(d, md, err), idx, type, "%s", err);
+}
+
 static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned idx) {
     char type[64];
     scalar(map_get(d, t, "type"), type, sizeof type);
@@ -415,6 +444,7 @@ static void check_trigger(ctx_t *x, yaml_document_t *d, yaml_node_t *t, unsigned
         report(x, named_key(d, md, err), idx, type, "%s", err);
         return;
     }
+    check_tenant(x, &cfg, d, md, idx, type);
     warn_standalone_model(x, &cfg, md, idx, type);
     if (tr) {
         tr->kind = TRIG_OURS;
@@ -624,6 +654,22 @@ int validate_main(int argc, char **argv) {
                 return 2;
             }
             o.patterns[o.npatterns++] = argv[++i];
+        } else if (strcmp(a, "--source-auth") == 0 && i + 1 < argc) {
+            static source_auth_set_t auth; /* ~60 KiB: off the stack */
+            char why[600];
+            if (source_auth_parse(argv[++i], &auth, why, sizeof why) != 0) {
+                fprintf(stderr, "validate: --source-auth: %s\n", why);
+                return 2;
+            }
+            o.auth = &auth;
+        } else if (strcmp(a, "--allow-cross-namespace") == 0 && i + 1 < argc) {
+            static tenant_cross_ns_t cross;
+            char why[400];
+            if (tenant_cross_ns_parse(argv[++i], &cross, why, sizeof why) != 0) {
+                fprintf(stderr, "validate: %s\n", why);
+                return 2;
+            }
+            o.cross = &cross;
         } else if (strcmp(a, "--all") == 0) {
             o.all = true;
         } else if (strcmp(a, "--strict") == 0) {

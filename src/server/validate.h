@@ -12,7 +12,10 @@
  *   - in the standalone role, no podSelector / nodeSelector (the server
  *     refuses them there);
  *   - the trigger's own metricType is AverageValue or Value (KEDA refuses
- *     Utilization for external scalers).
+ *     Utilization for external scalers);
+ *   - who may claim what (core/tenant.h) for the object's namespace: a
+ *     namespace key other than it (unless cross allows it), and sourceAuth
+ *     against the profiles when auth is given.
  * Every problem of a trigger is reported, one line each (a value YAML reads
  * as a number no longer hides the next problem).
  *
@@ -30,6 +33,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "core/tenant.h"
 #include "core/trigger_config.h"
 
 typedef enum { VALIDATE_ROLE_AGGREGATOR, VALIDATE_ROLE_STANDALONE } validate_role_t;
@@ -49,6 +53,11 @@ typedef struct {
     const char *match;
     bool all;
     bool strict; /* --strict: warnings count as problems (exit status 1) */
+    /* The server's --source-auth (NULL: not known, the profile checks are
+     * skipped) and --allow-cross-namespace (NULL: none, the server's
+     * default); both borrowed. */
+    const source_auth_set_t *auth;
+    const tenant_cross_ns_t *cross;
 } validate_opts_t;
 
 typedef struct {

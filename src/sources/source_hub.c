@@ -119,7 +119,8 @@ struct source {
     counter_window_t counters;
     struct ns_count *charged; /* the namespace it counts against */
     int auth;                 /* index in hub->auth (sourceAuth), -1 none */
-    source_hist_t *hist;      /* latency; NULL until a trigger with latency targets reads it */
+    char *auth_pod;      /* owned; a pod's source with auth: "namespace/name" (auth_pod_check) */
+    source_hist_t *hist; /* latency; NULL until a trigger with latency targets reads it */
 };
 
 /* Live sources charged to one namespace (--max-sources-per-namespace). */
@@ -634,6 +635,22 @@ static void schedule(source_t *s, mono_ns_t now) {
 
 static SSL_CTX *hub_tls(source_hub_t *h);
 
+/* A pod's source with a sourceAuth profile: the pod must still hold the
+ * address (core/tenant.h); true when refused (the source's error says why). */
+static bool auth_pod_refused(source_hub_t *h, source_t *s, const struct sockaddr_storage *addr,
+                             socklen_t addrlen) {
+    char why[400] = "no pod check in this process";
+    if (h->o.auth_pod_check &&
+        h->o.auth_pod_check(h->o.user_data, s->auth_pod, (const struct sockaddr *)addr, addrlen,
+                            why, sizeof why) == 0)
+        return false;
+    char msg[512];
+    snprintf(msg, sizeof msg, "sourceAuth %s: credential not sent: %s", h->auth[s->auth].p->name,
+             why);
+    set_error(s, msg);
+    return true;
+}
+
 static void poll_source(source_t *s) {
     source_hub_t *h = s->hub;
     mono_ns_t now = loop_now(h->o.loop);
@@ -677,6 +694,8 @@ static void poll_source(source_t *s) {
             set_error(s, a->error);
             return;
         }
+        if (s->auth_pod && auth_pod_refused(h, s, addr, addrlen))
+            return;
         s->p.bearer = a->token_len ? a->token : NULL;
         s->p.bearer_len = a->token_len;
         if (s->tls && a->tls)
@@ -824,6 +843,7 @@ static void source_free(source_hub_t *h, source_t *s) {
     if (s->backend->release)
         s->backend->release(&s->p);
     explicit_bzero(s->p.pass, sizeof s->p.pass);
+    free(s->auth_pod);
     if (s->key)
         explicit_bzero(s->key, strlen(s->key));
     free(s->key);
@@ -875,6 +895,13 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
                 s->timeout_ns = c->demand.timeout_ns;
             if (c->demand.window_s > s->window_max_s)
                 s->window_max_s = c->demand.window_s;
+            if (s->auth_pod && t->pod && strcmp(s->auth_pod, t->pod) != 0) {
+                char *np = strdup(t->pod); /* the address went to another pod of ns */
+                if (np) {
+                    free(s->auth_pod);
+                    s->auth_pod = np;
+                }
+            }
             return s;
         }
     if ((*rc = budget_admit(h, ns, now, err, errlen)) != 0)
@@ -909,6 +936,8 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
                              ap->name, ap->cert_file[0] ? "a client certificate" : "a ca-file",
                              s->name);
     }
+    if (*rc == 0 && auth >= 0 && t->pod && !(s->auth_pod = strdup(t->pod)))
+        *rc = kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
     if (*rc != 0) {
         if (s->backend->release)
             s->backend->release(&s->p);

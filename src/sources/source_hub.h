@@ -90,6 +90,14 @@ typedef struct {
      * cannot be used (standalone), and such triggers get FAILED_PRECONDITION. */
     int (*list_pods)(void *user_data, const trigger_config_t *c, const char *ns,
                      source_pod_emit_cb emit, void *emit_data, char *err, size_t errlen);
+    /* Before each poll of a podSelector pod's source read with a sourceAuth
+     * profile (pods=own-namespace): whether pod ("namespace/name", the
+     * ScaledObject's namespace) still holds addr (borrowed), so a credential
+     * never follows a reused address to another namespace's pod. 0, or
+     * nonzero with why: the poll fails with it and nothing is sent. NULL:
+     * every such poll fails (fail closed). */
+    int (*auth_pod_check)(void *user_data, const char *pod, const struct sockaddr *addr,
+                          socklen_t addrlen, char *why, size_t whylen);
 } source_hub_opts_t;
 
 /* Returns 0, or KGS_EIO (the CA file, or a --source-auth profile's token or

@@ -1040,10 +1040,19 @@ class DemandAggregator(unittest.TestCase):
         self.servers, self.proc = [], None
 
     def start_aggregator(self):
-        """Starts an aggregator on the fake API; returns its gRPC address."""
+        """Starts an aggregator on the fake API; returns its gRPC address. The
+        triggers here come from ScaledObjects of namespace default and select
+        pods of ml (namespace: ml): an operator's grant, --allow-cross-namespace.
+        The docs' examples name the profile epp (the EPP's metrics port: plain
+        HTTP behind Kubernetes authentication, podSelector pods) and vault (an
+        https URL of vllm.llm.svc; a token stands in for its certificate)."""
         self.proc, gport, _, self.log = start_scaler(
             self.tmp.name, ["--role", "aggregator", "--agents", "127.0.0.1:%d" % free_port(),
-                            "--kube-api", self.api.url, "--kube-token-file", self.token])
+                            "--kube-api", self.api.url, "--kube-token-file", self.token,
+                            "--allow-cross-namespace", "default:ml", "--source-auth",
+                            "epp:token-file=%s,namespaces=ml,pods=own-namespace,http=allow;"
+                            "vault:token-file=%s,namespaces=ml,hosts=vllm.llm.svc" %
+                            (self.token, self.token)])
         return "127.0.0.1:%d" % gport
 
     def tearDown(self):

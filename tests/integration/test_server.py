@@ -580,6 +580,44 @@ class Tls(unittest.TestCase):
         self.assertIsNone(watch.proc.poll(), "the stream opened before the rotation was dropped")
 
     @c_only
+    def test_fifo_tls_file_is_refused_at_reload_with_healthz_answering(self):
+        """Issue 28: a TLS file replaced by a FIFO blocked the event loop for
+        ever at the next reload (open(2) of a FIFO waits for a writer), and
+        /healthz stopped answering. Now each file is opened non-blocking and
+        must be a regular file: the reload is refused, naming the file, the
+        previous certificate keeps serving, and /healthz answers throughout.
+        The certificate, then the client CA, each become a FIFO."""
+        pki = Pki()  # its own: its files are replaced
+        self.addCleanup(pki.close)
+        s = Server(four_gpus(), tls=pki, client_ca=True)
+        self.addCleanup(s.close)
+        client_ca = pki.ca + ".client"  # the client's own copy: pki.ca becomes a FIFO
+        shutil.copy(pki.ca, client_ca)
+        mtls = ["-tls", "-ca", client_ca, "-cert", pki.client_cert, "-key", pki.client_key]
+        for path in (pki.server_cert, pki.ca):
+            with self.subTest(fifo=os.path.basename(path)):
+                saved = path + ".saved"
+                os.rename(path, saved)
+                os.mkfifo(path)
+                try:
+                    # the reload check runs every 2 s: 6 s of /healthz, each answered at once
+                    end = time.monotonic() + 6 * SLOW
+                    while time.monotonic() < end:
+                        t0 = time.monotonic()
+                        code, _ = http_get(s.probe_port, "/healthz")
+                        self.assertEqual(code, 200)
+                        self.assertLess(time.monotonic() - t0, 1.0 * SLOW)
+                        time.sleep(0.2)
+                    self.assertIn("TLS reload failed, still serving the previous certificate",
+                                  s.output(20000))
+                    self.assertIn("%s is not a regular file" % path, s.output(20000))
+                    r = kc1(s, "poll", md=MD, tls=mtls)
+                    self.assertEqual(r.get("metricValueFloat"), 100, r)
+                finally:
+                    os.remove(path)
+                    os.rename(saved, path)
+
+    @c_only
     def test_query_over_mtls(self):
         s = self.start(client_ca=True)
         args = ["--metadata", "metricType=gpu_utilization", "--metadata", "targetValue=50",

@@ -10,6 +10,7 @@ No token appears in any answer or in the scaler's log.
 Runs inside its own network namespace (tests/integration/netns-run), like
 test_demand.py, whose helpers it uses; every wait is bounded."""
 import http.server
+import json
 import os
 import ssl
 import subprocess
@@ -20,7 +21,7 @@ import time
 import unittest
 
 from kgs_util import SOURCE_DIR
-from test_demand import (SERVER, SIM, SLOW, StandaloneEngineCase, fixture, http_ok,
+from test_demand import (CLIENT, SERVER, SIM, SLOW, StandaloneEngineCase, fixture, http_ok,
                          make_client_cert, make_pki, start_scaler, stop, wait_for)
 
 TOKEN_A = "kgs-test-token-AAAA.eyJzdWIiOiJrZ3MifQ.sigA"
@@ -93,6 +94,46 @@ class AuthServer:
         self.httpd.server_close()
 
 
+class EngineServerRecording:
+    """A plain-HTTP loopback server answering anything with 200 and recording
+    every Authorization header it is sent."""
+
+    def __init__(self):
+        self.seen = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, fmt, *args):
+                pass
+
+            def do_GET(self):
+                outer.seen.append(self.headers.get("Authorization"))
+                body = fixture("vllm.txt").encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def kedaclient(cmd, addr, ns, md):
+    """One kedaclient call (spec, poll, ...); its first JSON line."""
+    p = subprocess.run([CLIENT, cmd, "-addr", addr, "-namespace", ns, "-max-time", "20s"] +
+                       sum((["-metadata", "%s=%s" % kv] for kv in md.items()), []),
+                       capture_output=True, text=True, timeout=30)
+    return json.loads(p.stdout.splitlines()[0])
+
+
 def error_text(r):
     """The message of a kedaclient answer's error ("" when it has none)."""
     e = r.get("error")
@@ -126,10 +167,16 @@ class SourceAuth(StandaloneEngineCase):
         cls.bearer = AuthServer(cls.srv_cert, cls.srv_key, tokens=[TOKEN_A])
         cls.mtls = AuthServer(cls.srv_cert, cls.srv_key, client_ca=cls.ca)
         cls.answers = []
-        profiles = ("tok:token-file=%s,ca-file=%s,namespaces=llm|chat;"
-                    "mtls:ca-file=%s,cert-file=%s,key-file=%s,namespaces=*;"
-                    "plain:token-file=%s,namespaces=llm" %
-                    (cls.token_file, cls.ca, cls.ca, cls.cli_cert, cls.cli_key, cls.token_file))
+        # Each credential is bound to where it may go: tok to the name
+        # localhost only, mtls to localhost and 127.0.0.1, plain and plainok
+        # to localhost, plainok over plain http too.
+        profiles = ("tok:token-file=%s,ca-file=%s,namespaces=llm|chat,hosts=localhost;"
+                    "mtls:ca-file=%s,cert-file=%s,key-file=%s,namespaces=*,hosts=localhost,"
+                    "cidrs=127.0.0.1;"
+                    "plain:token-file=%s,namespaces=llm,hosts=localhost;"
+                    "plainok:token-file=%s,namespaces=llm,hosts=localhost,http=allow" %
+                    (cls.token_file, cls.ca, cls.ca, cls.cli_cert, cls.cli_key, cls.token_file,
+                     cls.token_file))
         return ["--source-ca-file", cls.other_ca, "--source-auth", profiles]
 
     @classmethod
@@ -203,7 +250,7 @@ class SourceAuth(StandaloneEngineCase):
             for name, engine, want in FORMATS:
                 with self.subTest(fixture=name, auth=auth):
                     md = {"metricType": "engine_queue", "engine": engine,
-                          "engineEndpoint": "https://127.0.0.1:%d/%s" % (server.port, name),
+                          "engineEndpoint": "https://localhost:%d/%s" % (server.port, name),
                           "targetValue": "4", "sourceInterval": "100ms", "sourceAuth": auth}
                     r = self.poll_until(md, self.value(want))
                     self.assertTrue(r["active"], r)
@@ -222,7 +269,7 @@ class SourceAuth(StandaloneEngineCase):
         md = self.trigger(self.bearer.url(), "nope")
         self.poll_until(md, self.error_with(
             "sourceAuth nope: the server has no --source-auth profile of that name (it has: "
-            "tok, mtls, plain)"))
+            "tok, mtls, plain, plainok)"))
 
     def test_no_credentials_says_how_to_give_them(self):
         """Without sourceAuth, the server's CA does not verify; with the right
@@ -262,13 +309,62 @@ class SourceAuth(StandaloneEngineCase):
         self.poll_until(md, self.error_with("sourceAuth mtls has a client certificate, which "
                                             "needs https"))
 
-    def test_token_over_plain_http(self):
-        """A bearer token may go over http (an EPP's metrics port is plain
-        HTTP behind Kubernetes authentication); here the server speaks TLS,
-        so only that the profile is accepted for http is checked."""
-        md = self.trigger("http://127.0.0.1:%d/metrics" % self.bearer.port, "plain")
+    def test_token_over_plain_http_only_with_http_allow(self):
+        """A bearer token over plain http crosses the network in clear: refused
+        by default, naming what to add; a profile with http=allow (an EPP's
+        metrics port is plain HTTP behind Kubernetes authentication) may.
+        Here the server speaks TLS, so only that the profile is accepted for
+        http is checked."""
+        md = self.trigger("http://localhost:%d/metrics" % self.bearer.port, "plain")
+        r = self.poll(md)
+        self.assertIn("sourceAuth plain: http://localhost:%d is plain http, and the profile's "
+                      "bearer token would cross the network in clear: use https" %
+                      self.bearer.port, error_text(r))
+        self.assertIn("or add http=allow to --source-auth plain", error_text(r))
+        self.assertEqual(r["error"]["code"], "PERMISSION_DENIED", r)
+        md = self.trigger("http://localhost:%d/metrics" % self.bearer.port, "plainok")
         r = self.poll_until(md, lambda r: "error" in r)
-        self.assertNotIn("needs https", error_text(r))
+        self.assertNotIn("plain http", error_text(r))
+
+    def test_token_never_reaches_a_url_outside_its_profile(self):
+        """Issue 28: a trigger in a permitted namespace that named its own
+        server received the profile's token (3 of 3 requests). Now GetMetricSpec
+        and every other RPC refuse it by name before any request leaves: the
+        collector (a loopback server that answers anyone and records every
+        Authorization header) sees no request at all, over https at an
+        address the profile does not list, nor over plain http at a host it
+        does."""
+        collector = AuthServer(self.srv_cert, self.srv_key)  # no token needed: it collects
+        plain = EngineServerRecording()
+        self.addCleanup(collector.close)
+        self.addCleanup(plain.close)
+        cases = [
+            (collector.url(host="127.0.0.1"),
+             "sourceAuth tok may not send its credential to https://127.0.0.1:%d: the address "
+             "is not in the profile's cidrs (--source-auth tok: hosts=localhost, cidrs=none, "
+             "pods=none)" % collector.port),
+            ("http://localhost:%d/metrics" % plain.port,
+             "sourceAuth tok has a ca-file, which needs https (an https:// URL, or engineScheme: "
+             "https for podSelector pods); http://localhost:%d is http" % plain.port),
+        ]
+        for url, want in cases:
+            with self.subTest(url=url):
+                md = self.trigger(url, "tok", model="collect")
+                spec = kedaclient("spec", self.addr, "llm", md)
+                self.assertEqual(spec["error"]["code"], "PERMISSION_DENIED", spec)
+                self.assertIn(want, error_text(spec))
+                for _ in range(3):
+                    r = self.poll(md)
+                    self.assertIn(want, error_text(r))
+                time.sleep(0.5 * SLOW)  # what a source would have polled meanwhile (100 ms)
+        self.assertEqual(collector.seen, [])
+        self.assertEqual(plain.seen, [])
+        # a demandEndpoint is a destination like any other
+        md = {"metricType": "queue_length", "demandEndpoint": collector.url(host="127.0.0.1"),
+              "demandMetric": "q", "targetValue": "5", "sourceAuth": "tok"}
+        self.assertIn("may not send its credential to https://127.0.0.1",
+                      error_text(self.poll(md)))
+        self.assertEqual(collector.seen, [])
 
 
 class StartFailures(unittest.TestCase):
@@ -286,9 +382,17 @@ class StartFailures(unittest.TestCase):
         self.assertIn("--source-auth: profile epp: token-file \"relative\" is not an absolute "
                       "path", out)
 
+    def test_profile_without_destination_says_what_to_add(self):
+        """A token bound to nowhere went to any URL before; now the server
+        refuses to start with it and says what to add."""
+        rc, out = self.run_server("--source-auth", "epp:token-file=/t,namespaces=llm")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("--source-auth: profile epp: where may its token go? A credential is bound "
+                      "to destinations: add hosts=NAME|*.SUFFIX", out)
+
     def test_unreadable_token_file(self):
         rc, out = self.run_server("--source-auth",
-                                  "epp:token-file=/nonexistent/kgs/token,namespaces=llm")
+                                  "epp:token-file=/nonexistent/kgs/token,namespaces=llm,hosts=epp.llm.svc")
         self.assertNotEqual(rc, 0)
         self.assertIn("sourceAuth epp: token file /nonexistent/kgs/token: No such file", out)
 
@@ -297,7 +401,7 @@ class StartFailures(unittest.TestCase):
             f.write("secret-part\r\nX-Injected: 1\n")
         try:
             rc, out = self.run_server("--source-auth",
-                                      "epp:token-file=%s,namespaces=llm" % f.name)
+                                      "epp:token-file=%s,namespaces=llm,hosts=epp.llm.svc" % f.name)
         finally:
             os.unlink(f.name)
         self.assertNotEqual(rc, 0)

@@ -258,6 +258,56 @@ spec:
             self.assertIn("-: empty input: no YAML document", err)
 
 
+    def test_who_may_claim_what(self):
+        """A trigger's namespace other than its ScaledObject's is a problem
+        unless --allow-cross-namespace allows the pair, as on the server;
+        with --source-auth, a URL outside the profile's destinations is one
+        too, and sourceAuth never goes with another namespace's pods."""
+        doc = """apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: peek, namespace: attacker}
+spec:
+  scaleTargetRef: {name: peek}
+  minReplicaCount: 1
+  triggers:
+    - type: external
+      metadata:
+        scalerAddress: keda-gpu-scaler.keda-gpu-scaler.svc:6000
+        metricType: gpu_utilization
+        targetValue: "50"
+        podSelector: team=finance
+        namespace: victim
+    - type: external
+      metadata:
+        scalerAddress: keda-gpu-scaler.keda-gpu-scaler.svc:6000
+        metricType: engine_queue
+        engine: vllm
+        vllmEndpoint: https://collector.attacker.example/metrics
+        sourceAuth: epp
+        targetValue: "5"
+"""
+        rc, out, err = validate("-", stdin=doc)
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(out.splitlines(), [
+            "-:14: ScaledObject attacker/peek trigger #0 (external): namespace victim: triggers "
+            "of namespace attacker may select pods of their own namespace only; the operator "
+            "allows another with --allow-cross-namespace=attacker:victim on the server"], out)
+        profiles = "epp:token-file=/t,namespaces=attacker,hosts=epp.llm.svc"
+        rc, out, err = validate("--allow-cross-namespace", "attacker:victim", "--source-auth",
+                                profiles, "-", stdin=doc)
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(out.splitlines(), [
+            "-:21: ScaledObject attacker/peek trigger #1 (external): sourceAuth epp may not send "
+            "its credential to https://collector.attacker.example:443: the host is not in the "
+            "profile's hosts (--source-auth epp: hosts=epp.llm.svc, cidrs=none, pods=none)"], out)
+        rc, out, err = validate("--allow-cross-namespace", "attacker:victim", "--source-auth",
+                                profiles.replace("epp.llm.svc", "collector.attacker.example"),
+                                "-", stdin=doc)
+        self.assertEqual((rc, out), (0, ""), err)
+        rc, out, err = validate("--allow-cross-namespace", "nope", "-", stdin=doc)
+        self.assertEqual(rc, 2)
+        self.assertIn("--allow-cross-namespace: \"nope\" is not SRC:DST", err)
+
     def test_passwords_in_urls_are_masked(self):
         """validate's lines go to CI logs: a password in a URL, ours or another
         scaler's, is masked there as in the server's answers."""

@@ -369,7 +369,7 @@ class WakeAggregator(WakeCase):
                 "sourceInterval": "%dms" % (INTERVAL_S * 1000), "sourceTimeout": "500ms"}
 
     def test_pod_selector_at_zero_pods(self):
-        md = dict(self.base("sel"), podSelector="app=llama", namespace="ml")
+        md = dict(self.base("sel"), podSelector="app=llama", namespace="default")
         ms = self.wake(md, lambda: self.redis.cmd("LPUSH", "sel", "a", "b"))
         self.assertLess(ms, (INTERVAL_S * 1000 + 150) * SLOW, "push took %.0f ms" % ms)
 

@@ -582,6 +582,16 @@ CHART_CASES = [
      "args": ["--set", "mode=standalone", "-f", os.path.join(HERE, "values-source-auth.yaml")],
      "expect": lambda d: expect_source_auth(d, "standalone"),
      "external_secrets": ["vault-metrics-client"]},
+    {"name": "mTLS KEDA-scaler by default: cert-manager present, release in KEDA's namespace",
+     "args": ["--namespace", "keda", "--api-versions", "cert-manager.io/v1"],
+     "expect": lambda d: expect_keda_mtls(d, "aggregator")},
+    {"name": "mTLS KEDA-scaler by default, standalone",
+     "args": ["--namespace", "keda", "--api-versions", "cert-manager.io/v1/Certificate",
+              "--set", "mode=standalone"],
+     "expect": lambda d: expect_keda_mtls(d, "standalone")},
+    {"name": "cert-manager present, release outside KEDA's namespace: no mTLS",
+     "args": ["--api-versions", "cert-manager.io/v1"],
+     "expect": lambda d: expect_no_keda_mtls(d)},
     {"name": "probes.type=grpc, one aggregator, release name override",
      "args": ["--set", "probes.type=grpc", "--set", "aggregator.replicaCount=1",
               "--set", r"nodeSelector.node\.kubernetes\.io/instance-type=p5.48xlarge"],
@@ -741,6 +751,19 @@ class Suite:
                            ["--set", "probes.type=grpc", "--set", "agentTLS.enabled=true",
                             "--set", "agentTLS.agentSecretName=a", "--set", "agentTLS.aggregatorSecretName=b"],
                            "cannot probe the agents' TLS port")
+        self.chart_refuses("tls.kedaClientAuth.enabled=true outside KEDA's namespace",
+                           ["--set", "tls.kedaClientAuth.enabled=true"],
+                           "tls.kedaClientAuth.enabled=true needs the release in KEDA's namespace")
+        self.chart_refuses("tls.kedaClientAuth.enabled=true with a TLS Secret of one's own",
+                           ["--namespace", "keda", "--set", "tls.kedaClientAuth.enabled=true",
+                            "--set", "tls.secretName=mine"],
+                           "leave tls.secretName and tls.certManager.enabled unset")
+        self.chart_refuses("tls.kedaClientAuth.enabled=maybe", ["--set", "tls.kedaClientAuth.enabled=maybe"],
+                           "tls.kedaClientAuth.enabled must be auto, true or false")
+        nowhere = self.write("values-nowhere.yaml", "sourceAuth:\n  profiles:\n    - name: epp\n"
+                             "      namespaces: [llm]\n      serviceAccountToken: {expirationSeconds: 3600}\n")
+        self.chart_refuses("a sourceAuth token bound to nowhere", ["-f", nowhere],
+                           "sourceAuth.profiles[0] (epp): where may its credential go?")
         self.chart_refuses("ServiceMonitor without metrics",
                            ["--set", "metrics.enabled=false", "--set", "metrics.serviceMonitor.enabled=true"],
                            "needs metrics.enabled")
@@ -1264,9 +1287,10 @@ def expect_source_auth(docs, role):
         return ["no %s scaler" % role]
     (w, c, args), = found
     d = "/var/run/secrets/kgs/source-auth"
-    want = ("epp:token-file=%s/epp/token/token,namespaces=llm|chat;"
+    want = ("epp:token-file=%s/epp/token/token,namespaces=llm|chat,hosts=epp.llm.svc|*.gw.svc,"
+            "pods=own-namespace,http=allow;"
             "vault:ca-file=%s/vault/tls/ca.crt,cert-file=%s/vault/tls/tls.crt,"
-            "key-file=%s/vault/tls/tls.key,namespaces=*" % (d, d, d, d))
+            "key-file=%s/vault/tls/tls.key,namespaces=*,cidrs=10.20.0.0/16" % (d, d, d, d))
     if arg_value(args, "--source-auth") != want:
         errs.append("--source-auth is %r, not %r" % (arg_value(args, "--source-auth"), want))
     vols = {v["name"]: v for v in pod_spec(w).get("volumes") or []}
@@ -1291,6 +1315,66 @@ def expect_source_auth(docs, role):
         sa = pod_spec(w).get("serviceAccountName")
         if not binds or not any(s.get("name") == sa for s in binds[0].get("subjects") or []):
             errs.append("metrics-reader not bound to the scaler's service account %s: %s" % (sa, binds))
+    return errs
+
+
+def expect_keda_mtls(docs, role):
+    """tls.kedaClientAuth on (the default where cert-manager is present and
+    the release is in KEDA's namespace): the link's own CA (a self-signed
+    Issuer, a CA Certificate, its Issuer), the scaler's server certificate
+    and KEDA's client certificate from it, the scaler requiring client
+    certificates of that CA, and a ClusterTriggerAuthentication giving KEDA
+    caCert, tlsClientCert and tlsClientKey from the client Secret."""
+    errs = []
+    found = scaler_args(docs, role)
+    if not found:
+        return ["no %s scaler" % role]
+    (w, c, args), = found
+    mount = "/etc/keda-gpu-scaler/tls"
+    for flag, want in (("--tls-cert", mount + "/tls.crt"), ("--tls-key", mount + "/tls.key"),
+                       ("--tls-client-ca", mount + "/ca.crt")):
+        if arg_value(args, flag) != want:
+            errs.append("%s is %r, not %r" % (flag, arg_value(args, flag), want))
+    issuers = {i["metadata"]["name"]: i["spec"] for i in by_kind(docs, "Issuer")}
+    if issuers.get("keda-gpu-scaler-selfsigned") != {"selfSigned": {}}:
+        errs.append("no self-signed Issuer keda-gpu-scaler-selfsigned: %s" % issuers)
+    if issuers.get("keda-gpu-scaler-ca") != {"ca": {"secretName": "keda-gpu-scaler-ca"}}:
+        errs.append("no CA Issuer keda-gpu-scaler-ca on Secret keda-gpu-scaler-ca: %s" % issuers)
+    certs = {x["metadata"]["name"]: x["spec"] for x in by_kind(docs, "Certificate")}
+    ca = certs.get("keda-gpu-scaler-ca") or {}
+    if not ca.get("isCA") or ca.get("issuerRef", {}).get("name") != "keda-gpu-scaler-selfsigned":
+        errs.append("the CA Certificate is not a CA from the self-signed Issuer: %s" % ca)
+    for name, secret, usage in (("keda-gpu-scaler", "keda-gpu-scaler-tls", "server auth"),
+                                ("keda-gpu-scaler-keda-client", "keda-gpu-scaler-keda-client-tls",
+                                 "client auth")):
+        x = certs.get(name) or {}
+        if x.get("secretName") != secret or usage not in (x.get("usages") or []) or \
+                x.get("issuerRef", {}).get("name") != "keda-gpu-scaler-ca":
+            errs.append("Certificate %s is not %s into %s from keda-gpu-scaler-ca: %s" % (name, usage, secret, x))
+    if "keda-gpu-scaler.keda.svc" not in (certs.get("keda-gpu-scaler") or {}).get("dnsNames", []):
+        errs.append("the server certificate lacks keda-gpu-scaler.keda.svc")
+    vols = {v["name"]: v for v in pod_spec(w).get("volumes") or []}
+    if (vols.get("tls", {}).get("secret") or {}).get("secretName") != "keda-gpu-scaler-tls":
+        errs.append("the scaler does not mount Secret keda-gpu-scaler-tls: %s" % vols.get("tls"))
+    ctas = by_kind(docs, "ClusterTriggerAuthentication")
+    want = [{"parameter": p, "name": "keda-gpu-scaler-keda-client-tls", "key": k}
+            for p, k in (("caCert", "ca.crt"), ("tlsClientCert", "tls.crt"), ("tlsClientKey", "tls.key"))]
+    if len(ctas) != 1 or ctas[0]["metadata"]["name"] != "keda-gpu-scaler" or \
+            ctas[0]["spec"].get("secretTargetRef") != want or "namespace" in ctas[0]["metadata"]:
+        errs.append("ClusterTriggerAuthentication keda-gpu-scaler (cluster-scoped) with %s: %s" % (want, ctas))
+    return errs
+
+
+def expect_no_keda_mtls(docs):
+    """cert-manager present but the release outside KEDA's namespace (KEDA
+    could not read the client Secret): no mTLS objects, no TLS flags."""
+    errs = []
+    for kind in ("Issuer", "Certificate", "ClusterTriggerAuthentication"):
+        if by_kind(docs, kind):
+            errs.append("%s rendered though the release is not in KEDA's namespace" % kind)
+    (w, c, args), = scaler_args(docs, "aggregator") or [(None, None, [])]
+    if arg_value(args, "--tls-cert") is not None or arg_value(args, "--tls-client-ca") is not None:
+        errs.append("the aggregator has TLS flags: %s" % args)
     return errs
 
 

@@ -22,6 +22,12 @@
 //    (keda.sh/docs/latest/reference/scaledjob-spec: scalingStrategy, rollout).
 //    Each such field says so. Where KEDA reads an unknown value as the
 //    default, we refuse it anyway: in what we ship, it is a typo.
+//  - ClusterTriggerAuthentication: kedacore/keda
+//    config/crd/bases/keda.sh_clustertriggerauthentications.yaml at v2.20.2
+//    (8b4f083ca8c8c2baf8477e322bd4d16ac4dfa09a is the snapshot read): spec is
+//    required; secretTargetRef items need parameter, name and key (what the
+//    chart ships); the other ways to authenticate are listed, their content
+//    not checked here.
 //  - The CRDs have no CEL (x-kubernetes-validations) rules; neither has this.
 //
 // To update for a newer KEDA: read the same two files at a newer commit (and
@@ -175,8 +181,24 @@ const scaledJobSpec = obj({
   }),
 });
 
+// ---- ClusterTriggerAuthentication (the chart's mTLS link: KEDA's client certificate)
+
+const triggerAuthenticationSpec = obj({
+  secretTargetRef: listOf(obj({ 'parameter!': string, 'name!': string, 'key!': string })),
+  configMapTargetRef: listOf(anyObject),
+  env: listOf(anyObject),
+  boundServiceAccountToken: listOf(anyObject),
+  filePath: string,
+  podIdentity: anyObject,
+  hashiCorpVault: anyObject,
+  azureKeyVault: anyObject,
+  awsSecretManager: anyObject,
+  gcpSecretManager: anyObject,
+});
+
 // "apiVersion kind" -> the kind's table.
 const KINDS = {
+  'keda.sh/v1alpha1 ClusterTriggerAuthentication': kind(triggerAuthenticationSpec, true),
   'keda.sh/v1alpha1 ScaledObject': kind(scaledObjectSpec, true),
   // KEDA's ScaledJob CRD does not mark spec required (its ScaledObject CRD does).
   'keda.sh/v1alpha1 ScaledJob': kind(scaledJobSpec, false),

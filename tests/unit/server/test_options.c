@@ -149,20 +149,56 @@ static void test_options_source_auth_profiles(void **state) {
     server_options_t o;
     assert_int_equal(parse_env(&o, NULL, (char *)NULL), 0);
     assert_int_equal(o.source_auth.n, 0);
-    assert_int_equal(
-        PARSE(&o, "--source-auth", "epp:token-file=/var/run/secrets/kgs/token,namespaces=llm|chat"),
-        0);
+    assert_int_equal(PARSE(&o, "--source-auth",
+                           "epp:token-file=/var/run/secrets/kgs/token,namespaces=llm|chat,"
+                           "hosts=epp.llm.svc"),
+                     0);
     assert_int_equal(o.source_auth.n, 1);
     assert_string_equal(o.source_auth.p[0].name, "epp");
     assert_string_equal(o.source_auth.p[0].token_file, "/var/run/secrets/kgs/token");
+    assert_string_equal(o.source_auth.p[0].hosts[0], "epp.llm.svc");
     const char *const env[] = {"KEDA_GPU_SCALER_SOURCE_AUTH", "a:ca-file=/ca,namespaces", NULL};
     expect_error(PARSE_ENV(&o, env, "--port", "6000"),
                  "KEDA_GPU_SCALER_SOURCE_AUTH: profile a: \"namespaces\" is not key=value with a "
-                 "key of token-file, ca-file, cert-file, key-file, namespaces; see --help and "
-                 "docs/configuration.md, \"Authenticated scrapes\"");
+                 "key of token-file, ca-file, cert-file, key-file, namespaces, hosts, cidrs, pods, "
+                 "http; see --help and docs/configuration.md, \"Authenticated scrapes\"");
+    /* a token bound to nowhere: what was valid before this release is refused at start,
+     * saying what to add */
+    expect_error(PARSE(&o, "--source-auth", "epp:token-file=/t,namespaces=llm"),
+                 "--source-auth: profile epp: where may its token go? A credential is bound to "
+                 "destinations: add hosts=NAME|*.SUFFIX (the URLs' host names), cidrs=NETWORK "
+                 "(IP-literal URLs) or pods=own-namespace (podSelector pods of the ScaledObject's "
+                 "namespace); see --help and docs/configuration.md, \"Authenticated scrapes\"");
     expect_error(PARSE(&o, "--role", "agent", "--source-auth", "a:ca-file=/ca,namespaces=*"),
                  "--source-auth is for --role standalone and aggregator: an agent reads no engine "
                  "or queue sources");
+}
+
+static void test_options_allow_cross_namespace(void **state) {
+    (void)state;
+    server_options_t o;
+    assert_int_equal(parse_env(&o, NULL, (char *)NULL), 0);
+    assert_int_equal(o.cross_ns.n, 0); /* default: no namespace reads another's pods */
+    assert_int_equal(PARSE(&o, "--role", "aggregator", "--agents", "a:1", "--allow-cross-namespace",
+                           "monitoring:llm, ops:*"),
+                     0);
+    assert_int_equal(o.cross_ns.n, 2);
+    assert_true(tenant_cross_ns_allows(&o.cross_ns, "monitoring", "llm"));
+    assert_false(tenant_cross_ns_allows(&o.cross_ns, "llm", "monitoring"));
+    assert_true(tenant_cross_ns_allows(&o.cross_ns, "ops", "anything"));
+    expect_error(PARSE(&o, "--role", "aggregator", "--agents", "a:1", "--allow-cross-namespace",
+                       "monitoring"),
+                 "--allow-cross-namespace: \"monitoring\" is not SRC:DST (the namespace of the "
+                 "ScaledObjects, then the namespace whose pods they may select, e.g. "
+                 "monitoring:llm)");
+    const char *const env[] = {"KEDA_GPU_SCALER_ALLOW_CROSS_NAMESPACE", "Team:llm", NULL};
+    expect_error(PARSE_ENV(&o, env, "--role", "aggregator", "--agents", "a:1"),
+                 "KEDA_GPU_SCALER_ALLOW_CROSS_NAMESPACE: --allow-cross-namespace: \"Team:llm\": "
+                 "SRC is not a namespace name (lower-case letters, digits and '-', at most 63) "
+                 "or *");
+    expect_error(PARSE(&o, "--allow-cross-namespace", "a:b"),
+                 "--allow-cross-namespace is for --role aggregator: only it selects pods "
+                 "(podSelector)");
 }
 
 static void test_options_buffered_bytes_budgets_hold_at_least_one_request(void **state) {
@@ -694,6 +730,7 @@ int main(void) {
         cmocka_unit_test(test_options_budgets_have_defaults_flags_and_ranges),
         cmocka_unit_test(test_options_source_budgets_and_allow_lists),
         cmocka_unit_test(test_options_source_auth_profiles),
+        cmocka_unit_test(test_options_allow_cross_namespace),
         cmocka_unit_test(test_options_buffered_bytes_budgets_hold_at_least_one_request),
         cmocka_unit_test(test_options_every_flag_in_every_spelling),
         cmocka_unit_test(test_options_last_flag_wins),

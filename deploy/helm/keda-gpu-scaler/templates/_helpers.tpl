@@ -91,7 +91,16 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- end }}
 
 {{- define "kgs.tlsEnabled" -}}
-{{- if or .Values.tls.secretName .Values.tls.certManager.enabled }}true{{ end }}
+{{- if or .Values.tls.secretName .Values.tls.certManager.enabled (include "kgs.kedaMTLS" .) }}true{{ end }}
+{{- end }}
+
+{{/* mTLS between KEDA and the scaler with the chart's own CA (tls.kedaClientAuth): "true" or "". */}}
+{{- define "kgs.kedaMTLS" -}}
+{{- $e := toString .Values.tls.kedaClientAuth.enabled }}
+{{- $mine := and (not .Values.tls.secretName) (not .Values.tls.certManager.enabled) (ne .Values.probes.type "grpc") (eq .Release.Namespace .Values.networkPolicy.keda.namespace) }}
+{{- if eq $e "true" }}true
+{{- else if and (eq $e "auto") $mine (.Capabilities.APIVersions.Has "cert-manager.io/v1") }}true
+{{- end }}
 {{- end }}
 
 {{- define "kgs.tlsSecretName" -}}
@@ -100,6 +109,10 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- else }}
 {{- include "kgs.subname" (dict "ctx" . "suffix" "tls") }}
 {{- end }}
+{{- end }}
+
+{{- define "kgs.kedaClientSecretName" -}}
+{{- include "kgs.subname" (dict "ctx" . "suffix" "keda-client-tls") }}
 {{- end }}
 
 {{- define "kgs.tlsMountPath" -}}
@@ -215,6 +228,18 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- if and .Values.tls.certManager.enabled (not .Values.tls.certManager.issuerRef.name) }}
 {{- required "tls.certManager.issuerRef.name is required when tls.certManager.enabled is true" .Values.tls.certManager.issuerRef.name }}
 {{- end }}
+{{- $ka := toString .Values.tls.kedaClientAuth.enabled }}
+{{- if not (has $ka (list "auto" "true" "false")) }}
+{{- fail (printf "tls.kedaClientAuth.enabled must be auto, true or false, not %s" $ka) }}
+{{- end }}
+{{- if eq $ka "true" }}
+{{- if or .Values.tls.secretName .Values.tls.certManager.enabled }}
+{{- fail "tls.kedaClientAuth.enabled=true makes the link's own CA and certificates: leave tls.secretName and tls.certManager.enabled unset (or bring your own with tls.secretName and tls.clientAuth)" }}
+{{- end }}
+{{- if ne .Release.Namespace .Values.networkPolicy.keda.namespace }}
+{{- fail (printf "tls.kedaClientAuth.enabled=true needs the release in KEDA's namespace (networkPolicy.keda.namespace: %s), where KEDA reads a ClusterTriggerAuthentication's Secrets: install with -n %s (or set networkPolicy.keda.namespace to KEDA's namespace)" .Values.networkPolicy.keda.namespace .Values.networkPolicy.keda.namespace) }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* Downward API: the node name labels metrics; pod name and namespace name the pod in logs. */}}
@@ -251,7 +276,9 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- if include "kgs.tlsEnabled" . }}
 - --tls-cert={{ include "kgs.tlsMountPath" . }}/tls.crt
 - --tls-key={{ include "kgs.tlsMountPath" . }}/tls.key
-{{- if .Values.tls.clientAuth }}
+{{- if include "kgs.kedaMTLS" . }}
+- --tls-client-ca={{ include "kgs.tlsMountPath" . }}/ca.crt
+{{- else if .Values.tls.clientAuth }}
 - --tls-client-ca={{ include "kgs.tlsMountPath" . }}/{{ .Values.tls.clientCAKey }}
 {{- end }}
 {{- end }}
@@ -366,6 +393,21 @@ bytes, a volume name may not be longer).
 {{- end }}
 {{- end }}
 {{- $kv = append $kv (printf "namespaces=%s" (join "|" $p.namespaces)) }}
+{{- if $p.hosts }}
+{{- $kv = append $kv (printf "hosts=%s" (join "|" $p.hosts)) }}
+{{- end }}
+{{- if $p.cidrs }}
+{{- $kv = append $kv (printf "cidrs=%s" (join "|" $p.cidrs)) }}
+{{- end }}
+{{- if $p.ownNamespacePods }}
+{{- $kv = append $kv "pods=own-namespace" }}
+{{- end }}
+{{- if $p.allowHttp }}
+{{- $kv = append $kv "http=allow" }}
+{{- end }}
+{{- if and (or $p.serviceAccountToken $p.certKey) (not (or $p.hosts $p.cidrs $p.ownNamespacePods)) }}
+{{- fail (printf "sourceAuth.profiles[%d] (%s): where may its credential go? give hosts, cidrs and/or ownNamespacePods: true" $i $name) }}
+{{- end }}
 {{- $parts = append $parts (printf "%s:%s" $name (join "," $kv)) }}
 {{- end }}
 {{- if $parts }}

@@ -4,7 +4,7 @@
 // on anything else (an unknown function is a parse error of text/template).
 //
 //	render [--release NAME] [--namespace NS] [-f values.yaml]... [--set k.e.y=v]...
-//	       [--set-string k=v]... [--notes] CHARTDIR
+//	       [--set-string k=v]... [--api-versions GROUP/VERSION]... [--notes] CHARTDIR
 //
 // Output: every template under CHARTDIR/templates (sorted by name; `_*` files
 // and NOTES.txt excluded; files that render to whitespace skipped) as a
@@ -15,10 +15,13 @@
 // file in order (a null removes a key), then --set (dotted keys, `\.` escapes a
 // dot, true/false/null/integers typed, {a,b} lists); .Release.{Name,Namespace,
 // Service,IsInstall,IsUpgrade,Revision}; .Chart.* from Chart.yaml with
-// capitalised keys; .Template.{Name,BasePath}; sprig's functions without
+// capitalised keys; .Template.{Name,BasePath}; .Capabilities.APIVersions.Has
+// answering true for each --api-versions given (as `helm template
+// --api-versions`: "cert-manager.io/v1", or "cert-manager.io/v1/Certificate",
+// which also makes its group/version present); sprig's functions without
 // env/expandenv; include, tpl, required, fail, toYaml, fromYaml, toJson,
 // fromJson; missingkey=zero with "<no value>" removed. Not implemented
-// (rejected at parse time): lookup, .Files, .Capabilities, subcharts.
+// (rejected at parse time): lookup, .Files, the rest of .Capabilities, subcharts.
 //
 // Built offline in GOPATH mode from Debian's golang-github-masterminds-sprig-dev
 // and golang-gopkg-yaml.v3-dev (see CMakeLists.txt next to this directory).
@@ -44,16 +47,30 @@ import (
 
 type multiFlag []string
 
+// apiVersions is .Capabilities.APIVersions: the API versions the render
+// pretends the cluster serves.
+type apiVersions []string
+
+// Has reports whether v ("group/version" or "group/version/Kind") is served.
+func (a apiVersions) Has(v string) bool {
+	for _, x := range a {
+		if x == v || strings.HasPrefix(x, v+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *multiFlag) String() string { return strings.Join(*m, ",") }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: render [--release NAME] [--namespace NS] [-f FILE]... [--set K=V]... [--set-string K=V]... [--notes] CHARTDIR")
+	fmt.Fprintln(os.Stderr, "usage: render [--release NAME] [--namespace NS] [-f FILE]... [--set K=V]... [--set-string K=V]... [--api-versions G/V]... [--notes] CHARTDIR")
 	os.Exit(2)
 }
 
 func main() {
 	release, namespace := "keda-gpu-scaler", "default"
-	var valueFiles, sets, setStrings multiFlag
+	var valueFiles, sets, setStrings, apis multiFlag
 	notes := false
 	chartDir := ""
 	args := os.Args[1:]
@@ -85,6 +102,8 @@ func main() {
 			sets = append(sets, val())
 		case "--set-string":
 			setStrings = append(setStrings, val())
+		case "--api-versions":
+			apis = append(apis, val())
 		case "--notes":
 			notes = true
 		case "-h", "--help":
@@ -100,7 +119,7 @@ func main() {
 	if chartDir == "" {
 		usage()
 	}
-	out, err := run(chartDir, release, namespace, valueFiles, sets, setStrings, notes)
+	out, err := run(chartDir, release, namespace, valueFiles, sets, setStrings, apis, notes)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "render: %v\n", err)
 		os.Exit(1)
@@ -108,7 +127,7 @@ func main() {
 	os.Stdout.WriteString(out)
 }
 
-func run(chartDir, release, namespace string, valueFiles, sets, setStrings []string, notes bool) (string, error) {
+func run(chartDir, release, namespace string, valueFiles, sets, setStrings, apis []string, notes bool) (string, error) {
 	chartMeta, err := readYAMLMap(filepath.Join(chartDir, "Chart.yaml"))
 	if err != nil {
 		return "", err
@@ -178,6 +197,7 @@ func run(chartDir, release, namespace string, valueFiles, sets, setStrings []str
 			"Name": release, "Namespace": namespace, "Service": "Helm",
 			"IsInstall": true, "IsUpgrade": false, "Revision": 1,
 		},
+		"Capabilities": map[string]interface{}{"APIVersions": apiVersions(apis)},
 	}
 	render := func(name string) (string, error) {
 		data := map[string]interface{}{}

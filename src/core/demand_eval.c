@@ -502,6 +502,18 @@ static bool engine_lacks(engine_acc_t *x, const demand_config_t *d, const demand
     why[0] = '\0';
     if (lack && r->recognised && role < EMR_COUNT)
         engine_table_missing_role(d->engine, role, -1, why, sizeof why);
+    if (lack && d->model[0] && r->other_models[0]) {
+        /* the most common mistake: a model name the page does not have */
+        if (!x->missing[0])
+            snprintf(x->missing, sizeof x->missing,
+                     "%s does not export %s for model \"%s\": no series carries that model "
+                     "name; the page's model names: %s%s (the trigger's `model` must match one "
+                     "exactly)",
+                     s->name, lack, d->model, r->other_models,
+                     r->other_models_more ? ", and more" : "");
+        x->failed++;
+        return true;
+    }
     if (lack) {
         if (!x->missing[0] && why[0])
             snprintf(x->missing, sizeof x->missing, "%s does not export %s%s%s%s: %s%s", s->name,

@@ -142,6 +142,12 @@ typedef struct {
     /* Families the engine creates on first use, absent from a recognised
      * page and read as the engine's documented zero: ENGINE_ZERO_* bits. */
     unsigned first_use_zero;
+    /* With a model filter: the other model names the page's series carry
+     * (the filter matched none of those: the most common mistake), comma
+     * separated, distinct, as many as fit; other_models_more when some did
+     * not fit. */
+    char other_models[96];
+    bool other_models_more;
 } engine_reading_t;
 
 #define ENGINE_ZERO_WAITING 1u

@@ -156,6 +156,27 @@ static const char *hist_family_name(const engine_ctx_t *x, int slot) {
 
 static const char *model_label(engine_t e);
 
+/* A model name the filter did not keep, into r->other_models (distinct,
+ * as many as fit). */
+static void note_other_model(engine_reading_t *r, const char *name) {
+    if (!name || !name[0])
+        return;
+    size_t n = strlen(name), have = strlen(r->other_models);
+    for (const char *p = r->other_models; *p;) {
+        const char *end = strstr(p, ", ");
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !memcmp(p, name, n))
+            return;
+        p += len + (end ? 2 : 0);
+    }
+    size_t need = n + (have ? 2 : 0);
+    if (have + need >= sizeof r->other_models) {
+        r->other_models_more = true;
+        return;
+    }
+    snprintf(r->other_models + have, sizeof r->other_models - have, "%s%s", have ? ", " : "", name);
+}
+
 /* A sample of latency histogram m (suf: which one). A _count above 0
  * says the engine has served requests (for any signal, wanted or not);
  * buckets and _sum of a wanted signal are merged into its slot. 1 when
@@ -552,8 +573,10 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
     }
     if (x->model[0]) {
         const char *ml = prom_sample_label(s, model_label(x->engine));
-        if (!ml || strcmp(ml, x->model) != 0)
+        if (!ml || strcmp(ml, x->model) != 0) {
+            note_other_model(x->r, ml);
             return 0;
+        }
     }
     /* A learning counter is read on the side: a sample that is not a count
      * makes that counter unknown, never 0, and leaves the gauges (which

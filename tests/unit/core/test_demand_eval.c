@@ -333,6 +333,27 @@ static void test_demand_inputs_missing_gauge_is_failed_precondition(void **state
     NEAR(r.value, 4);
 }
 
+/* A model filter the page's series do not carry: the error lists the
+ * model names the page has (the most common real mistake). */
+static void test_demand_inputs_model_filter_lists_the_pages_models(void **state) {
+    (void)state;
+    trigger_config_t c = vllm_queue(NULL);
+    snprintf(c.demand.model, sizeof c.demand.model, "llama-3-8b");
+    demand_source_t v[1] = {reading("vllm a", 0, 0, 10)};
+    v[0].reading.has_waiting = false;
+    snprintf(v[0].reading.other_models, sizeof v[0].reading.other_models,
+             "meta-llama/Llama-3.1-8B-Instruct");
+    demand_inputs_t in = engines(v, 1);
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    assert_int_equal(r.status, EVAL_FAILED_PRECONDITION);
+    assert_string_equal(r.message,
+                        "vllm a does not export the waiting-requests gauge for model "
+                        "\"llama-3-8b\": no series carries that model name; the page's model "
+                        "names: meta-llama/Llama-3.1-8B-Instruct (the trigger's `model` must "
+                        "match one exactly)");
+}
+
 /* An EPP pod's reading: its own flow-control queue, and the pool's counts
  * it computes from the model servers like every other EPP replica. */
 static demand_source_t epp_pod(const char *name, double flow, double ready, double pool_waiting,
@@ -960,6 +981,7 @@ int main(void) {
         cmocka_unit_test(test_demand_inputs_stale_reading_is_unavailable),
         cmocka_unit_test(test_demand_inputs_first_poll_is_pending),
         cmocka_unit_test(test_demand_inputs_missing_gauge_is_failed_precondition),
+        cmocka_unit_test(test_demand_inputs_model_filter_lists_the_pages_models),
         cmocka_unit_test(test_demand_inputs_triton_rates_wait_for_a_second_poll),
         cmocka_unit_test(test_demand_inputs_epp_pods_sum_queues_and_max_pool_gauges),
         cmocka_unit_test(test_demand_inputs_pods_and_queue_errors),

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/err.h"
+#include "core/strbuf.h"
 #include "support/test_support.h"
 #include "core/trigger_config.h"
 #include "sources/engine_metrics.h"
@@ -62,9 +63,32 @@ static void test_vllm_model_filter(void **state) {
     (void)state;
     engine_reading_t r = read_fixture(ENGINE_VLLM, "llama-3.1-8b", "vllm.txt");
     NEAR(r.waiting, 7);
+    assert_string_equal(r.other_models, "");
     r = read_fixture(ENGINE_VLLM, "other-model", "vllm.txt");
     assert_false(r.has_waiting || r.has_running || r.has_kv);
     assert_int_equal(r.series, 0);
+    /* what the page does have, for the error that says so */
+    assert_string_equal(r.other_models, "llama-3.1-8b");
+    assert_false(r.other_models_more);
+}
+
+/* Many model names: as many as fit, distinct, then "more". */
+static void test_other_model_names_are_bounded(void **state) {
+    (void)state;
+    strbuf_t page;
+    strbuf_init(&page);
+    for (int i = 0; i < 40; i++)
+        for (int k = 0; k < 2; k++)
+            strbuf_printf(&page, "vllm:num_requests_waiting{model_name=\"model-%02d\"} 1\n", i);
+    engine_reading_t r;
+    char err[256];
+    assert_int_equal(engine_reading_parse(ENGINE_VLLM, "x", page.s, page.len, PROM_FORMAT_TEXT, &r,
+                                          err, sizeof err),
+                     0);
+    assert_true(strncmp(r.other_models, "model-00, model-01, model-02", 28) == 0);
+    assert_true(r.other_models_more);
+    assert_true(strlen(r.other_models) < sizeof r.other_models);
+    strbuf_free(&page);
 }
 
 static void test_vllm_v0_falls_back_to_the_deprecated_cache_gauge(void **state) {
@@ -410,6 +434,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vllm_v1_sums_both_engines),
         cmocka_unit_test(test_vllm_model_filter),
+        cmocka_unit_test(test_other_model_names_are_bounded),
         cmocka_unit_test(test_vllm_v0_falls_back_to_the_deprecated_cache_gauge),
         cmocka_unit_test(test_triton_sums_models),
         cmocka_unit_test(test_tgi_and_sglang),

@@ -628,7 +628,12 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
         return;
     x->ok++;
     note_first_use(x, d, s);
-    x->members += kgs_fnv1a(s->name ? s->name : "");
+    /* which engines answered, and which processes behind them: a Service
+     * URL answered by another replica is another member set */
+    uint64_t id = kgs_fnv1a(s->name ? s->name : "");
+    if (r->has_start)
+        id = kgs_fnv1a_bytes(id, &r->start_time_s, sizeof r->start_time_s);
+    x->members += id;
     if (s->last_ok > x->newest)
         x->newest = s->last_ok;
     if (r->has_completed)

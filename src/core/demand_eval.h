@@ -148,6 +148,12 @@ typedef struct {
      * not fit. */
     char other_models[96];
     bool other_models_more;
+    /* process_start_time_seconds (the newest, when several): which process
+     * answered. A Service URL answered by another replica, or a replica
+     * restarted, shows another start: its counters do not continue the
+     * last ones (the queueing model then learns no rate from the interval). */
+    bool has_start;
+    double start_time_s;
 } engine_reading_t;
 
 #define ENGINE_ZERO_WAITING 1u

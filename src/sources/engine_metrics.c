@@ -548,10 +548,12 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
     engine_ctx_t *x = ud;
     if (x->engine == ENGINE_EPP)
         return on_epp_sample(x, s);
-    if (x->want && strcmp(s->name, "process_start_time_seconds") == 0) {
+    if (strcmp(s->name, "process_start_time_seconds") == 0) {
         if (isfinite(s->value) && s->value > 0 && (!x->has_start || s->value > x->start)) {
             x->has_start = true;
             x->start = s->value;
+            x->r->has_start = true;
+            x->r->start_time_s = s->value;
         }
         return 0;
     }

@@ -730,6 +730,38 @@ static void test_queueing_example_steady_fleet(void **state) {
     assert_true(r.active); /* requests run */
 }
 
+/* A Service URL answered by two replicas in turn (kube-proxy picks one
+ * per connection): replica A has completed 1000, replica B 400, each 1/s.
+ * Their counters do not continue each other's: told apart by
+ * process_start_time_seconds, no interval between them teaches a rate (it
+ * once read +600 completions in a second); the intervals A -> A do. */
+static void test_queueing_a_service_url_answered_by_two_replicas(void **state) {
+    (void)state;
+    trigger_config_t c =
+        CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint",
+            "http://llama.ml:8000/metrics", "capacityPerReplica", "2", "coldStartSeconds", "90");
+    demand_model_state_t st;
+    demand_model_init(&st);
+    demand_source_t v[1];
+    double a = 1000, b = 400;
+    for (int t = 100; t <= 160; t++) {
+        bool from_a = (t / 3) % 2 == 0; /* three polls each, in turn */
+        v[0] = counted("http://llama.ml:8000/metrics", (mono_ns_t)t * SEC, from_a ? a : b, 1);
+        v[0].reading.has_start = true;
+        v[0].reading.start_time_s = from_a ? 1.7e9 : 1.7e9 + 42;
+        demand_inputs_t in = engines(v, 1);
+        in.model = &st;
+        eval_result_t r;
+        demand_evaluate_inputs(&c, &in, (mono_ns_t)t * SEC, NULL, &r);
+        assert_int_equal(r.status, EVAL_OK);
+        a += 1;
+        b += 1;
+    }
+    /* each replica completes 1/s: what the URL shows is one of them at a
+     * time, never the jump between them */
+    assert_true(st.last.lambda_rps <= 1.5);
+}
+
 /* Example 3: the same lambda, capacity and cold start, 2 Ready and 2
  * starting (30 s and 60 s old: Ready in 60 s and 30 s), 100 in Redis. The
  * backlog, projected: +2/s for 30 s (160), flat for 30 s, -2/s for 40 s:
@@ -992,6 +1024,7 @@ int main(void) {
         cmocka_unit_test(test_engine_failures_keep_the_value_unknown_but_the_queue_wakes),
         cmocka_unit_test(test_engine_not_there_beside_one_that_serves),
         cmocka_unit_test(test_queueing_example_steady_fleet),
+        cmocka_unit_test(test_queueing_a_service_url_answered_by_two_replicas),
         cmocka_unit_test(test_queueing_example_starting_pods_count),
         cmocka_unit_test(test_queueing_example_queue_alone),
         cmocka_unit_test(test_queueing_replicas_that_overflow_are_an_error),

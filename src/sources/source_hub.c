@@ -56,6 +56,8 @@
 #define DEFAULT_MAX_PER_NS 64
 #define DEFAULT_CREATE_RATE 20.0
 #define DEFAULT_CREATE_BURST 50
+#define DEFAULT_MAX_READ_BYTES (32u * 1024 * 1024)
+#define DEFAULT_READ_RATE (64.0 * 1024 * 1024)
 #define CROWDED_IDLE_NS 60000000000ull /* idle expiry over 3/4 of max_sources */
 #define NS_BUCKETS 256
 /* A profile's files are looked at (stat) at most this often, from the polls
@@ -106,6 +108,12 @@ struct source {
     unsigned window_max_s;
     loop_timer_t timer;
     fetch_t *inflight;
+    /* The poll in flight's reply as its backend reads it, what it holds
+     * (counted in hub->read_held), and how the backend refused it. */
+    source_reply_t *reply;
+    size_t held;
+    int reply_rc;
+    char reply_msg[512];
     mono_ns_t created, last_used, last_ok, poll_started;
     /* outcome */
     bool polled_once, have_reading;
@@ -126,6 +134,11 @@ struct source {
 typedef struct ns_count {
     struct ns_count *next;
     unsigned n;
+    /* --source-read-rate: response bytes its sources may read a second (a
+     * bucket of one second's worth, in debt after a large page: the next
+     * polls of its sources wait until it is paid). */
+    double rtokens;
+    mono_ns_t rtokens_at;
     char ns[128];
 } ns_count_t;
 
@@ -221,6 +234,7 @@ struct source_hub {
     ns_count_t *ns_counts[NS_BUCKETS];
     double tokens; /* --source-create-rate's bucket */
     mono_ns_t tokens_at;
+    size_t read_held; /* what the replies of the polls in flight hold (--source-read-bytes) */
 };
 
 /* ---- credentials (--source-auth) ------------------------------------------------ */
@@ -371,9 +385,24 @@ static void ns_uncharge(source_hub_t *h, ns_count_t *c) {
     free(c);
 }
 
-/* Whether a new source for namespace ns fits every budget now; takes a
- * token when it does. Returns 0, or KGS_ERANGE with the limit and its flag
- * in err (counted). */
+/* Refills --source-create-rate's bucket up to now. */
+static void tokens_refill(source_hub_t *h, mono_ns_t now) {
+    double burst = (double)h->o.create_burst;
+    if (now > h->tokens_at)
+        h->tokens += (double)(now - h->tokens_at) / 1e9 * h->o.create_rate;
+    if (h->tokens > burst)
+        h->tokens = burst;
+    if (now > h->tokens_at)
+        h->tokens_at = now;
+}
+
+/* Whether a new source for namespace ns fits every budget now. Takes
+ * nothing: budget_take() takes the creation token once the source is
+ * made, so a source that could not be configured costs no token. A
+ * namespace's first source is never refused by the rate (another
+ * namespace's burst cannot keep it from being served at all); it is still
+ * bounded by --max-sources. Returns 0, or KGS_ERANGE with the limit and
+ * its flag in err (counted). */
 static int budget_admit(source_hub_t *h, const char *ns, mono_ns_t now, char *err, size_t errlen) {
     /* The namespace's own cap first: it is the one its owner can act on. */
     ns_count_t *c = *ns_slot(h, ns);
@@ -390,22 +419,22 @@ static int budget_admit(source_hub_t *h, const char *ns, mono_ns_t now, char *er
                           "demand sources: %u polled now, at most %u (--max-sources)", h->count,
                           h->o.max_sources);
     }
-    double burst = (double)h->o.create_burst;
-    if (now > h->tokens_at)
-        h->tokens += (double)(now - h->tokens_at) / 1e9 * h->o.create_rate;
-    if (h->tokens > burst)
-        h->tokens = burst;
-    if (now > h->tokens_at)
-        h->tokens_at = now;
-    if (h->tokens < 1.0) {
+    tokens_refill(h, now);
+    if (h->tokens < 1.0 && c && c->n > 0) {
         h->stats.refused_rate++;
         return kgs_seterr(err, errlen, KGS_ERANGE,
                           "demand sources: created faster than %g a second (bursts of %u) "
                           "(--source-create-rate); tried again on the next request",
                           h->o.create_rate, h->o.create_burst);
     }
-    h->tokens -= 1.0;
     return 0;
+}
+
+/* A source was created: its token (none left: a namespace's first source,
+ * which budget_admit lets through). */
+static void budget_take(source_hub_t *h) {
+    if (h->tokens >= 1.0)
+        h->tokens -= 1.0;
 }
 
 /* Charges s to namespace ns (out of memory: uncharged, still bounded by max_sources). */
@@ -416,6 +445,8 @@ static void ns_charge(source_hub_t *h, source_t *s, const char *ns) {
         if (!c)
             return;
         snprintf(c->ns, sizeof c->ns, "%s", ns);
+        c->rtokens = h->o.read_rate;
+        c->rtokens_at = loop_now(h->o.loop);
         *pp = c;
     }
     (*pp)->n++;
@@ -576,29 +607,69 @@ static void hist_read(const sub_t *u, mono_ns_t now, demand_latency_t out[SLO_SI
 
 /* ---- one poll's reply -------------------------------------------------------------- */
 
-static int poll_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
-    source_t *s = ud;
-    return s->backend->complete(&s->p, &s->hub->scratch, buf, len, why, whylen);
+/* Gives back what s's reply holds to --source-read-bytes and frees it. */
+static void reply_end(source_t *s) {
+    source_hub_t *h = s->hub;
+    if (s->reply)
+        s->backend->end(s->reply);
+    s->reply = NULL;
+    h->read_held -= s->held;
+    s->held = 0;
 }
 
-/* The end of one fetch: the backend turns the bytes into a reading; what
- * the reading means over time (failures, recovery, rates) is kept here. */
-static void poll_done(void *ud, int status, const char *buf, size_t len, bool eof,
-                      const char *error) {
+/* The bytes of a poll's reply as they arrive: counted against the
+ * namespace's read rate, parsed by the backend, and what the reply holds
+ * after them counted against the process-wide --source-read-bytes. */
+static int poll_data(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
+    source_t *s = ud;
+    source_hub_t *h = s->hub;
+    h->stats.bytes += len;
+    if (s->charged)
+        s->charged->rtokens -= (double)len;
+    int rc = s->backend->feed(s->reply, buf, len, s->reply_msg, sizeof s->reply_msg);
+    size_t held = s->backend->held(s->reply);
+    h->read_held = h->read_held - s->held + held;
+    s->held = held;
+    if (rc >= 0 && h->read_held > h->o.max_read_bytes) {
+        h->stats.refused_read_bytes++;
+        snprintf(s->reply_msg, sizeof s->reply_msg,
+                 "response bytes held by the polls in flight: %zu, at most %zu "
+                 "(--source-read-bytes)",
+                 h->read_held, h->o.max_read_bytes);
+        rc = -1;
+    }
+    if (rc < 0) {
+        s->reply_rc = rc;
+        snprintf(why, whylen, "%s", s->reply_msg);
+        return -1;
+    }
+    return rc;
+}
+
+/* The end of one fetch: the backend's reading of the reply; what the
+ * reading means over time (failures, recovery, rates) is kept here. */
+static void poll_done(void *ud, int status, bool eof, const char *error) {
     source_t *s = ud;
     source_hub_t *h = s->hub;
     mono_ns_t now = loop_now(h->o.loop);
     char msg[512];
     s->inflight = NULL;
-    h->stats.bytes += len;
+    source_reading_t r;
+    int prc = status == 0 ? s->backend->finish(s->reply, eof, &r, msg, sizeof msg) : 0;
+    reply_end(s);
+    if (status == KGS_EINVAL && s->reply_rc) {
+        /* the reply said it (the message is the source's, not the peer's) */
+        set_failure(
+            s, s->reply_rc == SOURCE_PARSE_NO_SERVER ? DEMAND_FAIL_NO_SERVER : DEMAND_FAIL_OTHER,
+            s->reply_msg);
+        return;
+    }
     if (status != 0) {
         if (s->naddrs > 1)
             s->next_addr = (s->next_addr + 1) % s->naddrs;
         set_failure(s, fetch_fail_kind(status), error);
         return;
     }
-    source_reading_t r;
-    int prc = s->backend->parse(&s->p, &h->scratch, buf, len, eof, &r, msg, sizeof msg);
     if (prc != 0) {
         set_failure(s, prc == SOURCE_PARSE_NO_SERVER ? DEMAND_FAIL_NO_SERVER : DEMAND_FAIL_OTHER,
                     msg);
@@ -634,10 +705,45 @@ static void schedule(source_t *s, mono_ns_t now) {
 
 static SSL_CTX *hub_tls(source_hub_t *h);
 
+/* --source-read-rate: whether s's namespace has read more than its share
+ * lately; then its next poll waits until the debt is paid (the timer is
+ * re-armed for then) and this returns true. A wait that outlasts the
+ * source's timeout is reported on the source, naming the flag: its
+ * readings go stale for a reason the operator can act on. */
+static bool read_rate_wait(source_t *s, mono_ns_t now) {
+    source_hub_t *h = s->hub;
+    ns_count_t *c = s->charged;
+    if (!c)
+        return false;
+    double rate = h->o.read_rate;
+    if (now > c->rtokens_at) {
+        c->rtokens += (double)(now - c->rtokens_at) / 1e9 * rate;
+        c->rtokens_at = now;
+    }
+    if (c->rtokens > rate)
+        c->rtokens = rate;
+    if (c->rtokens >= 0)
+        return false;
+    h->stats.read_rate_waits++;
+    uint64_t wait_ns = (uint64_t)(-c->rtokens / rate * 1e9) + 1;
+    loop_timer_start(h->o.loop, &s->timer, clock_add_sat(now, wait_ns));
+    if (wait_ns > s->timeout_ns) {
+        char m[400];
+        snprintf(m, sizeof m,
+                 "polls wait %.1f s: the sources of namespace \"%.100s\" read more than %.0f "
+                 "bytes a second (--source-read-rate)",
+                 (double)wait_ns / 1e9, c->ns, rate);
+        set_error(s, m);
+    }
+    return true;
+}
+
 static void poll_source(source_t *s) {
     source_hub_t *h = s->hub;
     mono_ns_t now = loop_now(h->o.loop);
     char msg[512], err[300];
+    if (!s->inflight && read_rate_wait(s, now))
+        return;
     s->poll_started = now;
     schedule(s, now);
     if (s->inflight)
@@ -700,7 +806,7 @@ static void poll_source(source_t *s) {
         .request_len = n,
         .max_bytes = h->o.max_body_bytes + 65536,
         .timeout_ns = s->timeout_ns,
-        .complete = poll_complete,
+        .data = poll_data,
         .done = poll_done,
         .user_data = s,
     };
@@ -712,10 +818,31 @@ static void poll_source(source_t *s) {
         set_error(s, m);
         return;
     }
+    s->reply_rc = 0;
+    s->reply = s->backend->begin(&s->p, &h->scratch);
+    if (!s->reply) {
+        explicit_bzero(req, n);
+        set_error(s, "out of memory");
+        return;
+    }
+    s->held = s->backend->held(s->reply);
+    h->read_held += s->held;
+    if (h->read_held > h->o.max_read_bytes) {
+        explicit_bzero(req, n);
+        h->stats.refused_read_bytes++;
+        snprintf(msg, sizeof msg,
+                 "response bytes held by the polls in flight: %zu, at most %zu "
+                 "(--source-read-bytes)",
+                 h->read_held, h->o.max_read_bytes);
+        reply_end(s);
+        set_error(s, msg);
+        return;
+    }
     int frc = fetch_start(h->o.loop, &fr, &s->inflight, err, sizeof err);
     explicit_bzero(req, n); /* it may hold a token; the fetch has its own copy */
     if (frc != 0) {
         s->inflight = NULL;
+        reply_end(s);
         set_failure(s, fetch_fail_kind(frc), err);
     }
 }
@@ -820,6 +947,7 @@ static void source_free(source_hub_t *h, source_t *s) {
     ns_uncharge(h, s->charged);
     loop_timer_stop(h->o.loop, &s->timer);
     fetch_cancel(s->inflight);
+    reply_end(s);
     resolver_free(s->resolver);
     if (s->backend->release)
         s->backend->release(&s->p);
@@ -939,6 +1067,7 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
         h->all->prev = s;
     h->all = s;
     h->count++;
+    budget_take(h);
     ns_charge(h, s, ns);
     LOG_DEBUG(h->o.log, "source %s: polling every %.3f s", s->name, (double)s->interval_ns / 1e9);
     loop_timer_start(h->o.loop, &s->timer, now);
@@ -1249,6 +1378,19 @@ static void source_view(const source_t *s, demand_source_t *v) {
     }
 }
 
+/* A shared source polls at the fastest interval and waits as long as the
+ * longest sourceTimeout of the triggers that read it; whether its reading
+ * is stale is judged with the reading trigger's own interval and timeout,
+ * so a trigger in another namespace that asked for 30 s does not keep a
+ * frozen engine's value alive past this trigger's own bound. */
+static void own_staleness(demand_source_t *v, const source_t *s, const trigger_config_t *c) {
+    if (v->state != DEMAND_SOURCE_READING)
+        return;
+    uint64_t iv = c->demand.interval_ns, to = c->demand.timeout_ns;
+    v->interval_ns = iv > s->interval_ns ? iv : s->interval_ns; /* never tighter than polled */
+    v->timeout_ns = to ? to : s->timeout_ns;
+}
+
 typedef struct {
     source_hub_t *h;
     const sub_t *u;
@@ -1311,6 +1453,7 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
     }
     w->n++;
     source_view(s, v);
+    own_staleness(v, s, x->c);
     const demand_config_t *d = &x->c->demand;
     if (v->state == DEMAND_SOURCE_READING &&
         (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE))
@@ -1405,6 +1548,7 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
         out->has_queue_source = true;
         if (q) {
             source_view(q, &out->queue);
+            own_staleness(&out->queue, q, c);
         } else {
             out->queue.name = "queue";
             out->queue.state =
@@ -1441,6 +1585,10 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
         h->o.create_rate = DEFAULT_CREATE_RATE;
     if (!h->o.create_burst)
         h->o.create_burst = DEFAULT_CREATE_BURST;
+    if (!h->o.max_read_bytes)
+        h->o.max_read_bytes = DEFAULT_MAX_READ_BYTES;
+    if (!(h->o.read_rate > 0))
+        h->o.read_rate = DEFAULT_READ_RATE;
     h->tokens = h->o.create_burst;
     h->tokens_at = loop_now(h->o.loop);
     /* the histograms of one scrape (latency targets): without it none are read */
@@ -1555,4 +1703,5 @@ size_t source_hub_views(const source_hub_t *h, demand_view_ref_t *out, size_t ma
 void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out) {
     *out = h->stats;
     out->sources = h->count;
+    out->read_held = h->read_held;
 }

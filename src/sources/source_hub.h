@@ -70,6 +70,16 @@ typedef struct {
     unsigned max_sources_per_ns; /* created for one namespace; 0 = 64 */
     double create_rate;          /* new sources per second; 0 = 20 (--source-create-rate) */
     unsigned create_burst;       /* 0 = 50 */
+    /* What the replies of every poll in flight may hold together (heads not
+     * yet whole, partial lines, parse state, Redis replies; bodies are
+     * parsed as they arrive, never held): a poll that would go beyond it
+     * fails naming --source-read-bytes. 0 = 32 MiB. */
+    size_t max_read_bytes;
+    /* Response bytes the sources charged to one namespace may read a
+     * second (--source-read-rate): a namespace past it has its sources'
+     * next polls wait, so parsing its pages takes a bounded share of the
+     * loop. 0 = 64 MiB/s. */
+    double read_rate;
     /* Egress allow-list checked right before every connect, after the SSRF
      * guard (borrowed for the hub's life; NULL or empty: any address). */
     const egress_policy_t *egress;
@@ -136,6 +146,9 @@ typedef struct {
     uint64_t bytes;    /* response bytes read */
     /* Creations refused, by limit, and polls refused by the allow-list. */
     uint64_t refused_max_sources, refused_per_ns, refused_rate, refused_egress;
+    /* Polls failed by --source-read-bytes; polls delayed by --source-read-rate. */
+    uint64_t refused_read_bytes, read_rate_waits;
+    size_t read_held; /* what the replies of the polls in flight hold now */
 } source_hub_stats_t;
 
 void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out);

@@ -175,6 +175,66 @@ static void test_source_hub_limits_the_creation_rate(void **state) {
     assert_string_equal(in.limit_error, "");
 }
 
+/* A pod list whose pods have addresses no URL can be built from: every
+ * source for them fails to configure. */
+static int bad_pods(void *ud, const trigger_config_t *c, const char *ns, source_pod_emit_cb emit,
+                    void *emit_data, char *err, size_t errlen) {
+    (void)ud, (void)c, (void)ns, (void)err, (void)errlen;
+    for (unsigned i = 0; i < 5; i++) {
+        char pod[32];
+        snprintf(pod, sizeof pod, "x/p%u", i);
+        source_pod_t p = {.pod = pod, .ip = "zz zz", .ready = true, .age_s = 100, .id = i};
+        emit(emit_data, &p);
+    }
+    return 0;
+}
+
+/* A creation token is taken only for a source that is made: five pods
+ * whose sources cannot be configured leave the bucket full. */
+static void test_source_hub_takes_a_token_only_for_a_created_source(void **state) {
+    fixture_t *f = *state;
+    source_hub_free(f->hub);
+    char err[256];
+    source_hub_opts_t o = {
+        .loop = f->loop, .create_rate = 0.001, .create_burst = 2, .list_pods = bad_pods};
+    assert_int_equal(source_hub_new(&o, &f->hub, err, sizeof err), 0);
+    mono_ns_t t = loop_now(f->loop);
+    const trigger_config_t *pods = HUB_CFG("metricType", "vllm_queue_depth", "targetValue", "5",
+                                           "engine", "vllm", "podSelector", "app=v");
+    source_hub_subscribe(f->hub, pods, 100, "x", t);
+    assert_int_equal(sources(f), 0);
+    /* namespace a: the burst of 2 is still there, a third is beyond it */
+    for (unsigned i = 1; i <= 3; i++)
+        source_hub_subscribe(f->hub, engine_at(i), i, "a", t);
+    assert_int_equal(sources(f), 2);
+    demand_inputs_t in;
+    source_hub_signals(f->hub, engine_at(3), 3, "a", t, &in);
+    assert_non_null(strstr(in.limit_error, "(--source-create-rate)"));
+}
+
+/* The bucket burned by one namespace does not refuse another namespace's
+ * first source (still counted against --max-sources). */
+static void test_source_hub_burned_bucket_spares_another_namespaces_first_source(void **state) {
+    fixture_t *f = *state;
+    source_hub_free(f->hub);
+    char err[256];
+    source_hub_opts_t o = {.loop = f->loop, .create_rate = 0.001, .create_burst = 3};
+    assert_int_equal(source_hub_new(&o, &f->hub, err, sizeof err), 0);
+    mono_ns_t t = loop_now(f->loop);
+    for (unsigned i = 1; i <= 6; i++)
+        source_hub_subscribe(f->hub, engine_at(i), i, "attacker", t);
+    assert_int_equal(sources(f), 3); /* the burst of 3 */
+    source_hub_subscribe(f->hub, engine_at(20), 20, "victim", t);
+    assert_int_equal(sources(f), 4);
+    demand_inputs_t in;
+    source_hub_signals(f->hub, engine_at(20), 20, "victim", t, &in);
+    assert_string_equal(in.limit_error, "");
+    assert_int_equal(in.engines[0].state, DEMAND_SOURCE_WAITING);
+    /* its second source waits for a token like anybody's */
+    source_hub_subscribe(f->hub, engine_at(21), 21, "victim", t);
+    assert_int_equal(sources(f), 4);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_source_hub_signals_creates_nothing, setup, teardown),
@@ -185,6 +245,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_source_hub_refuses_sources_beyond_the_caps, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_source_hub_limits_the_creation_rate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_source_hub_takes_a_token_only_for_a_created_source,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_source_hub_burned_bucket_spares_another_namespaces_first_source, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -48,6 +48,8 @@ struct config_cache {
     config_entry_t **buckets;
     config_entry_t *lru_head, *lru_tail; /* unreferenced entries, MRU first */
     uint64_t next_id;
+    void (*on_evict)(void *user_data, uint64_t id);
+    void *evict_user_data;
 };
 
 /* ---- canonical form --------------------------------------------------------- */
@@ -250,7 +252,11 @@ static void evict_over_bounds(config_cache_t *c) {
         c->size--;
         c->bytes -= e->_bytes;
         c->evictions++;
+        uint64_t id = e->id;
+        bool valid = e->status == 0;
         entry_free(e);
+        if (valid && c->on_evict)
+            c->on_evict(c->evict_user_data, id);
     }
 }
 
@@ -265,6 +271,8 @@ int config_cache_new_opts(const config_cache_opts_t *o, config_cache_t **out) {
     c->capacity = capacity;
     c->max_bytes = o->max_bytes;
     c->seed = o->seed;
+    c->on_evict = o->on_evict;
+    c->evict_user_data = o->evict_user_data;
     c->nbuckets = 16;
     while (c->nbuckets < capacity && c->nbuckets < ((size_t)1 << 20))
         c->nbuckets *= 2;

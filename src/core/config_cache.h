@@ -48,6 +48,12 @@ typedef struct {
     size_t max_entries; /* >= 1 (0 is treated as 1) */
     size_t max_bytes;   /* 0 = no byte bound */
     uint64_t seed;      /* keys the digest of cached errors; the server draws it at random */
+    /* Called with the id of each valid entry evicted (never for one in use,
+     * nor at config_cache_free), after it is freed: what was kept for that
+     * configuration elsewhere (the source hub's subscriptions) goes with
+     * it. NULL: nobody is told. The callback must not call into the cache. */
+    void (*on_evict)(void *user_data, uint64_t id);
+    void *evict_user_data;
 } config_cache_opts_t;
 
 /* Returns 0 or KGS_ENOMEM. */

@@ -1232,6 +1232,8 @@ void scaler_budget_stats(const scaler_t *s, scaler_budget_stats_t *out) {
     out->stream_bytes = s->stream_bytes;
 }
 
+static void on_config_evicted(void *ud, uint64_t id);
+
 int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
     scaler_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -1252,7 +1254,9 @@ int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
                                         : KGS_ROLE_AGENT);
     config_cache_opts_t co = {.max_entries = CONFIG_CACHE_CAPACITY,
                               .max_bytes = s->opts.config_cache_bytes,
-                              .seed = cache_seed(s)};
+                              .seed = cache_seed(s),
+                              .on_evict = s->opts.sources ? on_config_evicted : NULL,
+                              .evict_user_data = s};
     if (config_cache_new_opts(&co, &s->cache) != 0) {
         free(s);
         return KGS_ENOMEM;
@@ -1263,6 +1267,14 @@ int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
     log_ratelimit_init(&s->errors_rl, 60 * NS_PER_SEC);
     *out = s;
     return 0;
+}
+
+/* A configuration left the cache: the hub's subscriptions for it go too
+ * (their forecast, model and latency windows would otherwise wait for the
+ * idle time). */
+static void on_config_evicted(void *ud, uint64_t id) {
+    scaler_t *s = ud;
+    source_hub_forget(s->opts.sources, id);
 }
 
 unsigned scaler_stream_count(const scaler_t *s) {

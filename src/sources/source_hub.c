@@ -24,6 +24,7 @@
 #include "sources/source_hub.h"
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@
 #include "sources/source_backend.h"
 #include "core/source_url.h"
 #include "core/egress.h"
+#include "core/fair_share.h"
 #include "core/source_auth.h"
 
 #define HASH_BUCKETS 4096
@@ -58,6 +60,7 @@
 #define DEFAULT_CREATE_BURST 50
 #define DEFAULT_MAX_READ_BYTES (32u * 1024 * 1024)
 #define DEFAULT_READ_RATE (64.0 * 1024 * 1024)
+#define DEFAULT_MAX_SUB_BYTES (16u * 1024 * 1024)
 #define CROWDED_IDLE_NS 60000000000ull /* idle expiry over 3/4 of max_sources */
 #define NS_BUCKETS 256
 /* A profile's files are looked at (stat) at most this often, from the polls
@@ -139,6 +142,8 @@ typedef struct ns_count {
      * polls of its sources wait until it is paid). */
     double rtokens;
     mono_ns_t rtokens_at;
+    size_t sub_bytes; /* its subscriptions (--subscription-bytes) */
+    size_t read_held; /* its polls in flight's replies (--source-read-bytes) */
     char ns[128];
 } ns_count_t;
 
@@ -180,6 +185,9 @@ typedef struct sub {
      * nothing is started (engine_error and queue_error say why). */
     int auth;
     bool auth_denied;
+    /* What it counts against --subscription-bytes, and where. */
+    size_t bytes;
+    struct ns_count *acct;
 } sub_t;
 
 #define SUB_BUCKETS 1024
@@ -235,6 +243,9 @@ struct source_hub {
     double tokens; /* --source-create-rate's bucket */
     mono_ns_t tokens_at;
     size_t read_held; /* what the replies of the polls in flight hold (--source-read-bytes) */
+    size_t sub_bytes; /* what the subscriptions count (--subscription-bytes) */
+    unsigned nsubs;
+    size_t freed_since_trim; /* bytes freed since memory was last handed back (malloc_trim) */
 };
 
 /* ---- credentials (--source-auth) ------------------------------------------------ */
@@ -376,13 +387,36 @@ static ns_count_t **ns_slot(source_hub_t *h, const char *ns) {
     return pp;
 }
 
-static void ns_uncharge(source_hub_t *h, ns_count_t *c) {
-    if (!c || --c->n)
+/* The namespace's accounts, made when first needed (NULL: out of memory). */
+static ns_count_t *ns_get(source_hub_t *h, const char *ns) {
+    ns_count_t **pp = ns_slot(h, ns);
+    if (!*pp) {
+        ns_count_t *c = calloc(1, sizeof *c);
+        if (!c)
+            return NULL;
+        snprintf(c->ns, sizeof c->ns, "%s", ns);
+        c->rtokens = h->o.read_rate;
+        c->rtokens_at = loop_now(h->o.loop);
+        *pp = c;
+    }
+    return *pp;
+}
+
+/* Frees a namespace's accounts once nothing is charged to them. */
+static void ns_release(source_hub_t *h, ns_count_t *c) {
+    if (!c || c->n || c->sub_bytes || c->read_held)
         return;
     ns_count_t **pp = ns_slot(h, c->ns);
     if (*pp == c)
         *pp = c->next;
     free(c);
+}
+
+static void ns_uncharge(source_hub_t *h, ns_count_t *c) {
+    if (!c)
+        return;
+    c->n--;
+    ns_release(h, c);
 }
 
 /* Refills --source-create-rate's bucket up to now. */
@@ -439,18 +473,39 @@ static void budget_take(source_hub_t *h) {
 
 /* Charges s to namespace ns (out of memory: uncharged, still bounded by max_sources). */
 static void ns_charge(source_hub_t *h, source_t *s, const char *ns) {
-    ns_count_t **pp = ns_slot(h, ns);
-    if (!*pp) {
-        ns_count_t *c = calloc(1, sizeof *c);
-        if (!c)
-            return;
-        snprintf(c->ns, sizeof c->ns, "%s", ns);
-        c->rtokens = h->o.read_rate;
-        c->rtokens_at = loop_now(h->o.loop);
-        *pp = c;
-    }
-    (*pp)->n++;
-    s->charged = *pp;
+    ns_count_t *c = ns_get(h, ns);
+    if (!c)
+        return;
+    c->n++;
+    s->charged = c;
+}
+
+/* What a subscription for trigger c costs at most: itself, the copy of a
+ * podSelector trigger it keeps, and a latency window per signal (made when
+ * the first histogram arrives, counted from the start). */
+static size_t sub_cost(const trigger_config_t *c, bool pods) {
+    size_t n = sizeof(sub_t) + (pods ? sizeof(trigger_config_t) : 0);
+    for (int i = 0; i < SLO_SIGNAL_COUNT; i++)
+        if (c->demand.slo_mask & (1u << i))
+            n += sizeof(hist_window_t);
+    return n;
+}
+
+/* Whether a subscription of `cost` bytes for namespace ns fits
+ * --subscription-bytes, shared fairly between namespaces (core/fair_share.h).
+ * 0, or KGS_ERANGE with the figures and the flag in err. */
+static int sub_budget_admit(const source_hub_t *h, const char *ns, size_t cost, char *err,
+                            size_t errlen) {
+    const ns_count_t *c = *ns_slot((source_hub_t *)h, ns);
+    size_t mine = c ? c->sub_bytes : 0;
+    if (fair_share_admits(mine, h->sub_bytes, cost, h->o.max_sub_bytes))
+        return 0;
+    return kgs_seterr(err, errlen, KGS_ERANGE,
+                      "demand subscriptions of namespace \"%.100s\": %zu bytes, %zu more would "
+                      "pass its share of %zu (half of what other namespaces leave of "
+                      "--subscription-bytes %zu); triggers unused for the idle time are freed",
+                      ns, mine, cost, fair_share_cap(mine, h->sub_bytes, h->o.max_sub_bytes),
+                      h->o.max_sub_bytes);
 }
 
 /* ---- helpers ------------------------------------------------------------------- */
@@ -542,8 +597,13 @@ static void hist_feed(source_t *s, const engine_hists_t *eh, mono_ns_t now) {
             continue;
         for (unsigned i = 0; i < sh->nsubs; i++) {
             sub_t *u = sub_find(h, sh->subs[i].id, sh->subs[i].ns);
-            if (!u || !u->win[sig])
+            if (!u || !(u->slo_mask & (1u << sig)))
                 continue;
+            /* counted in the subscription's bytes from the start */
+            if (!u->win[sig] && !(u->win[sig] = calloc(1, sizeof *u->win[sig]))) {
+                u->hist_incomplete = u->retry = true;
+                continue;
+            }
             hist_window_t *w = u->win[sig];
             if (!hist_layout_equal(hist_window_layout(w), &sh->layout[sig]))
                 hist_window_reset(w, &sh->layout[sig]);
@@ -607,14 +667,37 @@ static void hist_read(const sub_t *u, mono_ns_t now, demand_latency_t out[SLO_SI
 
 /* ---- one poll's reply -------------------------------------------------------------- */
 
+/* s's reply holds `held` bytes now: counted against --source-read-bytes,
+ * shared fairly between the namespaces the sources are charged to
+ * (core/fair_share.h). A growth past the share is refused: -1 with the
+ * message, the old figure kept. */
+static int read_hold(source_t *s, size_t held, char *msg, size_t msglen) {
+    source_hub_t *h = s->hub;
+    ns_count_t *c = s->charged;
+    if (held > s->held) {
+        size_t add = held - s->held, mine = c ? c->read_held : s->held;
+        if (!fair_share_admits(mine, h->read_held, add, h->o.max_read_bytes)) {
+            h->stats.refused_read_bytes++;
+            snprintf(msg, msglen,
+                     "response bytes held by the polls in flight: %zu of namespace \"%.100s\", "
+                     "%zu in all; %zu more would pass its share of --source-read-bytes %zu",
+                     mine, c ? c->ns : "?", h->read_held, add, h->o.max_read_bytes);
+            return -1;
+        }
+    }
+    h->read_held = h->read_held - s->held + held;
+    if (c)
+        c->read_held = c->read_held - s->held + held;
+    s->held = held;
+    return 0;
+}
+
 /* Gives back what s's reply holds to --source-read-bytes and frees it. */
 static void reply_end(source_t *s) {
-    source_hub_t *h = s->hub;
     if (s->reply)
         s->backend->end(s->reply);
     s->reply = NULL;
-    h->read_held -= s->held;
-    s->held = 0;
+    (void)read_hold(s, 0, NULL, 0);
 }
 
 /* The bytes of a poll's reply as they arrive: counted against the
@@ -627,17 +710,8 @@ static int poll_data(void *ud, const char *buf, size_t len, char *why, size_t wh
     if (s->charged)
         s->charged->rtokens -= (double)len;
     int rc = s->backend->feed(s->reply, buf, len, s->reply_msg, sizeof s->reply_msg);
-    size_t held = s->backend->held(s->reply);
-    h->read_held = h->read_held - s->held + held;
-    s->held = held;
-    if (rc >= 0 && h->read_held > h->o.max_read_bytes) {
-        h->stats.refused_read_bytes++;
-        snprintf(s->reply_msg, sizeof s->reply_msg,
-                 "response bytes held by the polls in flight: %zu, at most %zu "
-                 "(--source-read-bytes)",
-                 h->read_held, h->o.max_read_bytes);
+    if (rc >= 0 && read_hold(s, s->backend->held(s->reply), s->reply_msg, sizeof s->reply_msg) != 0)
         rc = -1;
-    }
     if (rc < 0) {
         s->reply_rc = rc;
         snprintf(why, whylen, "%s", s->reply_msg);
@@ -825,17 +899,10 @@ static void poll_source(source_t *s) {
         set_error(s, "out of memory");
         return;
     }
-    s->held = s->backend->held(s->reply);
-    h->read_held += s->held;
-    if (h->read_held > h->o.max_read_bytes) {
+    if (read_hold(s, s->backend->held(s->reply), msg, sizeof msg) != 0) {
         explicit_bzero(req, n);
-        h->stats.refused_read_bytes++;
-        snprintf(msg, sizeof msg,
-                 "response bytes held by the polls in flight: %zu, at most %zu "
-                 "(--source-read-bytes)",
-                 h->read_held, h->o.max_read_bytes);
         reply_end(s);
-        set_error(s, msg);
+        set_error(s, msg); /* this poll only: the next one tries again */
         return;
     }
     int frc = fetch_start(h->o.loop, &fr, &s->inflight, err, sizeof err);
@@ -944,6 +1011,7 @@ static void source_free(source_hub_t *h, source_t *s) {
     if (s->next)
         s->next->prev = s->prev;
     h->count--;
+    h->freed_since_trim += sizeof *s;
     ns_uncharge(h, s->charged);
     loop_timer_stop(h->o.loop, &s->timer);
     fetch_cancel(s->inflight);
@@ -1076,6 +1144,28 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
 
 static void sub_free(sub_t *u);
 
+/* glibc keeps what free() gave back in its arenas (the heap's top only is
+ * returned by itself): after subscriptions and sources of a churn are
+ * freed, RSS would stay at its peak. Past TRIM_AFTER_BYTES freed,
+ * malloc_trim hands the free pages back (a walk of the heap: milliseconds,
+ * at most once a sweep). */
+#define TRIM_AFTER_BYTES (1024u * 1024)
+static void hub_trim(source_hub_t *h) {
+    if (h->freed_since_trim < TRIM_AFTER_BYTES)
+        return;
+    h->freed_since_trim = 0;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+/* The sweep runs every SWEEP_NS, or a tenth of the idle time when that is
+ * shorter (--source-idle set low), so nothing outlives it by much. */
+static uint64_t hub_sweep_ns(const source_hub_t *h) {
+    uint64_t t = h->o.idle_ns / 10;
+    return t && t < SWEEP_NS ? t : SWEEP_NS;
+}
+
 static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
     source_hub_t *h = ud;
@@ -1102,7 +1192,8 @@ static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
                 pp = &u->hnext;
             }
         }
-    loop_timer_start(loop, &h->sweep, clock_add_sat(now, SWEEP_NS));
+    hub_trim(h);
+    loop_timer_start(loop, &h->sweep, clock_add_sat(now, hub_sweep_ns(h)));
 }
 
 /* ---- identities ---------------------------------------------------------------- */
@@ -1178,11 +1269,19 @@ static sub_t *sub_find(const source_hub_t *h, uint64_t id, const char *ns) {
 }
 
 static void sub_free(sub_t *u) {
-    loop_timer_stop(u->hub->o.loop, &u->rescan);
+    source_hub_t *h = u->hub;
+    loop_timer_stop(h->o.loop, &u->rescan);
     free(u->pods_cfg);
     for (int i = 0; i < SLO_SIGNAL_COUNT; i++)
         free(u->win[i]);
     demand_view_free(&u->view);
+    h->sub_bytes -= u->bytes;
+    h->nsubs--;
+    h->freed_since_trim += u->bytes;
+    if (u->acct) {
+        u->acct->sub_bytes -= u->bytes;
+        ns_release(h, u->acct);
+    }
     free(u);
 }
 
@@ -1317,9 +1416,23 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
             sub_start(h, u, c, now);
         return;
     }
-    u = calloc(1, sizeof *u);
-    if (!u)
+    bool pods = c->demand.engine != ENGINE_NONE && !c->demand.endpoint_count && h->o.list_pods;
+    size_t cost = sub_cost(c, pods);
+    if (sub_budget_admit(h, ns, cost, NULL, 0) != 0) {
+        h->stats.refused_subscriptions++;
+        return; /* a read says why (source_hub_signals) */
+    }
+    ns_count_t *acct = ns_get(h, ns);
+    u = acct ? calloc(1, sizeof *u) : NULL;
+    if (!u) {
+        ns_release(h, acct);
         return; /* a read reports the sources as not started; the next subscribe retries */
+    }
+    u->bytes = cost;
+    u->acct = acct;
+    acct->sub_bytes += cost;
+    h->sub_bytes += cost;
+    h->nsubs++;
     u->hub = h;
     u->trigger_id = trigger_id;
     snprintf(u->ns, sizeof u->ns, "%s", ns);
@@ -1330,16 +1443,7 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
     demand_view_init(&u->view);
     /* latency targets: a window per signal */
     u->window_ns = (uint64_t)(c->demand.window_s ? c->demand.window_s : 30) * 1000000000ull;
-    for (int i = 0; i < SLO_SIGNAL_COUNT; i++)
-        if (c->demand.slo_mask & (1u << i)) {
-            if (!(u->win[i] = calloc(1, sizeof *u->win[i]))) {
-                for (int j = 0; j < i; j++)
-                    free(u->win[j]);
-                free(u);
-                return; /* as above: the next subscribe retries */
-            }
-            u->slo_mask |= 1u << i;
-        }
+    u->slo_mask = c->demand.slo_mask & ((1u << SLO_SIGNAL_COUNT) - 1);
     loop_timer_init(&u->rescan, on_rescan, u);
     sub_start(h, u, c, now);
     sub_t **head = &h->subs[trigger_id % SUB_BUCKETS];
@@ -1506,6 +1610,11 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
         out->view = &u->view;
         if (u->slo_mask)
             hist_read(u, now, out->latency);
+    } else {
+        /* not subscribed: refused by --subscription-bytes (or out of
+         * memory, which the next subscribe retries) */
+        bool pods = d->engine != ENGINE_NONE && !d->endpoint_count && h->o.list_pods;
+        sub_budget_admit(h, ns, sub_cost(c, pods), out->limit_error, sizeof out->limit_error);
     }
     read_ctx_t x = {h, u, c, ns, now};
     views_t *w = &h->views;
@@ -1589,6 +1698,8 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
         h->o.max_read_bytes = DEFAULT_MAX_READ_BYTES;
     if (!(h->o.read_rate > 0))
         h->o.read_rate = DEFAULT_READ_RATE;
+    if (!h->o.max_sub_bytes)
+        h->o.max_sub_bytes = DEFAULT_MAX_SUB_BYTES;
     h->tokens = h->o.create_burst;
     h->tokens_at = loop_now(h->o.loop);
     /* the histograms of one scrape (latency targets): without it none are read */
@@ -1622,7 +1733,7 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
     }
     loop_timer_init(&h->sweep, on_sweep, h);
     loop_timer_init(&h->notify, on_notify, h);
-    loop_timer_start(h->o.loop, &h->sweep, clock_add_sat(loop_now(h->o.loop), SWEEP_NS));
+    loop_timer_start(h->o.loop, &h->sweep, clock_add_sat(loop_now(h->o.loop), hub_sweep_ns(h)));
     *out = h;
     return 0;
 }
@@ -1649,6 +1760,18 @@ void source_hub_free(source_hub_t *h) {
     free(h->scratch.resp);
     free(h->scratch.hists);
     free(h);
+}
+
+void source_hub_forget(source_hub_t *h, uint64_t trigger_id) {
+    for (sub_t **pp = &h->subs[trigger_id % SUB_BUCKETS]; *pp;) {
+        sub_t *u = *pp;
+        if (u->trigger_id == trigger_id) {
+            *pp = u->hnext;
+            sub_free(u);
+        } else {
+            pp = &u->hnext;
+        }
+    }
 }
 
 const demand_model_state_t *source_hub_model(const source_hub_t *h, uint64_t trigger_id,
@@ -1704,4 +1827,6 @@ void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out) {
     *out = h->stats;
     out->sources = h->count;
     out->read_held = h->read_held;
+    out->sub_bytes = h->sub_bytes;
+    out->subscriptions = h->nsubs;
 }

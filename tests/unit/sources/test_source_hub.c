@@ -235,6 +235,62 @@ static void test_source_hub_burned_bucket_spares_another_namespaces_first_source
     assert_int_equal(sources(f), 4);
 }
 
+/* Subscriptions are counted against --subscription-bytes, shared fairly:
+ * one namespace's thousands of triggers stop at its share (half the
+ * budget), another namespace's triggers are still subscribed, and a
+ * configuration that leaves the cache frees its subscriptions at once. */
+static void test_source_hub_bounds_subscriptions_per_namespace(void **state) {
+    fixture_t *f = *state;
+    source_hub_free(f->hub);
+    char err[256];
+    source_hub_opts_t o = {.loop = f->loop, .max_sub_bytes = 1u << 20, .create_rate = 1e6};
+    assert_int_equal(source_hub_new(&o, &f->hub, err, sizeof err), 0);
+    mono_ns_t t = loop_now(f->loop);
+    const trigger_config_t *c = engine_at(1);
+    for (uint64_t id = 1; id <= 2000; id++)
+        source_hub_subscribe(f->hub, c, id, "attacker", t);
+    source_hub_stats_t st;
+    source_hub_stats(f->hub, &st);
+    assert_true(st.sub_bytes <= (1u << 20) / 2);
+    assert_true(st.subscriptions > 10 && st.subscriptions < 2000);
+    assert_true(st.refused_subscriptions > 0);
+    demand_inputs_t in;
+    source_hub_signals(f->hub, c, 2000, "attacker", t, &in);
+    assert_non_null(strstr(in.limit_error, "--subscription-bytes 1048576"));
+    eval_result_t r;
+    demand_evaluate_inputs(c, &in, t, NULL, &r);
+    assert_int_equal(r.status, EVAL_RESOURCE_EXHAUSTED);
+    /* another namespace is subscribed */
+    source_hub_subscribe(f->hub, c, 1, "victim", t);
+    source_hub_signals(f->hub, c, 1, "victim", t, &in);
+    assert_string_equal(in.limit_error, "");
+    assert_non_null(in.forecast);
+    /* the configurations go: so do their subscriptions, in every namespace */
+    unsigned before = st.subscriptions;
+    for (uint64_t id = 1; id <= 2000; id++)
+        source_hub_forget(f->hub, id);
+    source_hub_stats(f->hub, &st);
+    assert_int_equal(st.subscriptions, 0);
+    assert_int_equal(st.sub_bytes, 0);
+    assert_true(before > 0);
+}
+
+/* A subscription with latency targets counts its windows from the start,
+ * but makes them only when a histogram arrives: one whose engine never
+ * answered holds none. */
+static void test_source_hub_counts_latency_windows_before_making_them(void **state) {
+    fixture_t *f = *state;
+    source_hub_subscribe(f->hub, engine_at(1), 1, "ml", 1000); /* (the builder's storage is one) */
+    source_hub_stats_t a, b;
+    source_hub_stats(f->hub, &a);
+    const trigger_config_t *slo =
+        HUB_CFG("metricType", "slo", "engine", "vllm", "vllmEndpoint",
+                "http://10.0.0.1:8000/metrics", "ttftP99Target", "500ms", "e2eP99Target", "5s");
+    source_hub_subscribe(f->hub, slo, 2, "ml", 1000);
+    source_hub_stats(f->hub, &b);
+    assert_true(b.sub_bytes - a.sub_bytes >= a.sub_bytes + 2 * 20000);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_source_hub_signals_creates_nothing, setup, teardown),
@@ -249,6 +305,10 @@ int main(void) {
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_source_hub_burned_bucket_spares_another_namespaces_first_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_source_hub_bounds_subscriptions_per_namespace, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_source_hub_counts_latency_windows_before_making_them,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

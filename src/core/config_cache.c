@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/err.h"
 
 #define SMALL_N 32
@@ -244,20 +245,23 @@ static bool over_bounds(const config_cache_t *c) {
     return c->size > c->capacity || (c->max_bytes && c->bytes > c->max_bytes);
 }
 
+/* Frees unreferenced entry e and tells whoever keeps state for it. */
+static void evict_entry(config_cache_t *c, config_entry_t *e) {
+    lru_unlink(c, e);
+    table_remove(c, e);
+    c->size--;
+    c->bytes -= e->_bytes;
+    c->evictions++;
+    uint64_t id = e->id;
+    bool valid = e->status == 0;
+    entry_free(e);
+    if (valid && c->on_evict)
+        c->on_evict(c->evict_user_data, id);
+}
+
 static void evict_over_bounds(config_cache_t *c) {
-    while (over_bounds(c) && c->lru_tail) {
-        config_entry_t *e = c->lru_tail;
-        lru_unlink(c, e);
-        table_remove(c, e);
-        c->size--;
-        c->bytes -= e->_bytes;
-        c->evictions++;
-        uint64_t id = e->id;
-        bool valid = e->status == 0;
-        entry_free(e);
-        if (valid && c->on_evict)
-            c->on_evict(c->evict_user_data, id);
-    }
+    while (over_bounds(c) && c->lru_tail)
+        evict_entry(c, c->lru_tail);
 }
 
 /* ---- public ---------------------------------------------------------------- */
@@ -406,8 +410,20 @@ void config_cache_release(config_cache_t *c, const config_entry_t *ce) {
         abort(); /* released more often than acquired: a caller bug */
     if (--e->_refs > 0)
         return;
+    e->_released = clock_mono_now();
     lru_push_front(c, e);
     evict_over_bounds(c);
+}
+
+size_t config_cache_expire(config_cache_t *c, mono_ns_t now, uint64_t idle_ns) {
+    size_t freed = 0;
+    while (c && c->lru_tail && now > c->lru_tail->_released &&
+           now - c->lru_tail->_released > idle_ns) {
+        config_entry_t *e = c->lru_tail;
+        freed += e->_bytes;
+        evict_entry(c, e);
+    }
+    return freed;
 }
 
 size_t config_cache_size(const config_cache_t *c) {

@@ -29,6 +29,7 @@
  */
 #include "scaler/scaler.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -136,6 +137,7 @@ struct scaler {
      * both budgets are shared fairly between namespaces (core/fair_share.h),
      * as KEDA sends every namespace's streams over one connection. */
     struct ns_use *uses[NS_USE_BUCKETS];
+    size_t freed_since_trim;       /* bytes of expired configurations since malloc_trim */
     scaler_budget_stats_t counted; /* its refused_* counters; the rest is filled on demand */
 };
 
@@ -1287,9 +1289,25 @@ static void on_recheck(loop_t *loop, loop_timer_t *t, void *ud) {
     scaler_refresh(ud);
 }
 
+/* Configurations nobody asked for in config_idle_ns leave the cache (and
+ * the hub's subscriptions for them go too: on_config_evicted); what that
+ * freed is handed back to the system (glibc keeps freed heap pages). */
+static void expire_configs(scaler_t *s, mono_ns_t now) {
+    if (!s->opts.config_idle_ns)
+        return;
+    s->freed_since_trim += config_cache_expire(s->cache, now, s->opts.config_idle_ns);
+    if (s->freed_since_trim < 1024 * 1024)
+        return;
+    s->freed_since_trim = 0;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 void scaler_refresh(scaler_t *s) {
     snapshot_t *snap = s->opts.current_snapshot(s->opts.snapshot_user_data);
     mono_ns_t now = loop_now(s->opts.loop);
+    expire_configs(s, now);
     for (stream_group_t *g = s->groups; g; g = g->next) {
         eval_result_t prev = g->result;
         evaluate_trigger(s, g->entry, g->ns, now, snap, &g->result);

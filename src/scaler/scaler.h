@@ -74,6 +74,10 @@ typedef struct {
                                   * its calls waiting for a source's first poll); this and
                                   * the total are shared fairly by namespace
                                   * (core/fair_share.h) */
+    /* A configuration no call or stream used for this long leaves the
+     * config cache (and its demand state with it); 0: only the cache's
+     * bounds evict. The server passes --source-idle. */
+    uint64_t config_idle_ns;
 } scaler_opts_t;
 
 #define SCALER_DEFAULT_MAX_METADATA_ENTRIES 256u

@@ -979,7 +979,8 @@ int main(int argc, char **argv) {
                          .max_metadata_entries = sv.o.max_metadata_entries,
                          .max_metadata_bytes = sv.o.max_metadata_bytes,
                          .config_cache_bytes = sv.o.config_cache_bytes,
-                         .max_stream_bytes = sv.o.max_stream_bytes};
+                         .max_stream_bytes = sv.o.max_stream_bytes,
+                         .config_idle_ns = sv.o.source_idle_ns};
     if (sv.o.role == SERVER_ROLE_AGGREGATOR) {
         sco.evaluate = aggregator_evaluate;
         sco.ready = aggregator_ready;

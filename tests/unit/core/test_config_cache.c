@@ -173,6 +173,33 @@ static void test_config_cache_tells_which_configuration_went(void **state) {
     assert_int_equal(ev.n, 1);
 }
 
+/* Entries unused for the idle time are freed (and told), the least
+ * recently used first; one in use is kept whatever its age. */
+static void test_config_cache_expires_entries_unused_for_the_idle_time(void **state) {
+    (void)state;
+    evicted_t ev = {{0}, 0};
+    config_cache_opts_t o = {.max_entries = 8, .on_evict = note_evicted, .evict_user_data = &ev};
+    config_cache_t *c;
+    assert_int_equal(config_cache_new_opts(&o, &c), 0);
+    const config_entry_t *a = get(c, MAP("targetValue", "1"));
+    const config_entry_t *b = get(c, MAP("targetValue", "2"));
+    uint64_t id_a = a->id;
+    config_cache_release(c, a);
+    mono_ns_t t = clock_mono_now();
+    assert_int_equal(config_cache_expire(c, t, 60 * NS_PER_SEC), 0); /* not idle yet */
+    size_t bytes = config_cache_bytes(c);
+    size_t freed = config_cache_expire(c, t + 61 * NS_PER_SEC, 60 * NS_PER_SEC);
+    assert_true(freed > 0 && freed < bytes);
+    assert_int_equal(config_cache_size(c), 1); /* b, in use, stays */
+    assert_int_equal(ev.n, 1);
+    assert_int_equal(ev.ids[0], id_a);
+    config_cache_release(c, b);
+    assert_true(config_cache_expire(c, clock_mono_now() + 61 * NS_PER_SEC, 60 * NS_PER_SEC) > 0);
+    assert_int_equal(config_cache_size(c), 0);
+    assert_int_equal(config_cache_bytes(c), 0);
+    config_cache_free(c);
+}
+
 static void test_config_cache_never_evicts_referenced_entries(void **state) {
     (void)state;
     config_cache_t *c = new_cache(1);
@@ -380,6 +407,7 @@ int main(void) {
         cmocka_unit_test(test_config_cache_evicts_the_least_recently_used_entry),
         cmocka_unit_test(test_config_cache_never_evicts_referenced_entries),
         cmocka_unit_test(test_config_cache_tells_which_configuration_went),
+        cmocka_unit_test(test_config_cache_expires_entries_unused_for_the_idle_time),
         cmocka_unit_test(test_config_cache_respects_capacity_over_many_maps),
         cmocka_unit_test(test_config_cache_handles_large_maps),
         cmocka_unit_test(test_config_cache_rejects_bad_arguments_quietly),

@@ -207,6 +207,19 @@ static int walk(resp_scan_t *st, const char *buf, size_t len, resp_reply_t *out,
                 char *err, size_t errlen) {
     resp_node_t scratch;
     for (;;) {
+        /* A simple string or error line not ended yet: only its new bytes
+         * are looked at (a line dripped 1 KiB at a time is not searched
+         * from its start after every read). When they hold no CR or LF and
+         * the line is within bounds, read_value would say incomplete too;
+         * otherwise it runs and decides, message included. */
+        if (!out && st->_pos < len && (buf[st->_pos] == '+' || buf[st->_pos] == '-')) {
+            size_t from = st->_line_from > st->_pos + 1 ? st->_line_from : st->_pos + 1;
+            if (len - st->_pos - 1 <= RESP_MAX_BULK && !memchr(buf + from, '\r', len - from) &&
+                !memchr(buf + from, '\n', len - from)) {
+                st->_line_from = len;
+                return RESP_INCOMPLETE;
+            }
+        }
         /* Unreachable while n + owed <= RESP_MAX_NODES holds; kept as the last guard. */
         if (st->_n == RESP_MAX_NODES)
             return kgs_seterr(err, errlen, KGS_EINVAL, OP ": offset %zu: more than %d values",

@@ -84,9 +84,9 @@ int resp_parse(const char *buf, size_t len, resp_reply_t *out, size_t *consumed,
  * return for buf[0..len): RESP_COMPLETE with *consumed (the reply's length;
  * then resp_parse() gives its nodes), RESP_INCOMPLETE (*consumed 0: call
  * again with more bytes), or KGS_EINVAL with the same message. Once whole,
- * later calls return RESP_COMPLETE again. A value's own bytes are rescanned
- * while it is incomplete (a bulk string's header only; a simple string's
- * line up to RESP_MAX_BULK).
+ * later calls return RESP_COMPLETE again. An incomplete value costs its
+ * header only (a bulk string's data is measured, not searched; a simple
+ * string or error line is searched only where new bytes arrived).
  *
  * Caller-owned storage, fields private; resp_scan_init() starts a reply.
  */
@@ -96,6 +96,7 @@ typedef struct {
     uint64_t _owed;
     uint32_t _node[RESP_MAX_DEPTH];
     uint32_t _unstarted[RESP_MAX_DEPTH];
+    size_t _line_from; /* a line at _pos: where its bytes are still unsearched */
     bool _done;
 } resp_scan_t;
 

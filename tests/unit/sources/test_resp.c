@@ -702,9 +702,32 @@ static void test_resp_scan_never_rereads_a_finished_value(void **state) {
     test_free(s);
 }
 
+/* A simple string dripped a byte at a time: each call searches only the
+ * bytes that are new, and the line's end is found where it is. */
+static void test_resp_scan_searches_a_dripped_line_once(void **state) {
+    (void)state;
+    size_t n = 100000;
+    char *s = test_malloc(n + 3);
+    s[0] = '+';
+    memset(s + 1, 'v', n);
+    memcpy(s + 1 + n, "\r\n", 2);
+    resp_scan_t st;
+    resp_scan_init(&st);
+    size_t used;
+    char err[128];
+    for (size_t k = 1; k < n + 3; k += 1000) {
+        assert_int_equal(resp_scan(&st, s, k, &used, err, sizeof err), RESP_INCOMPLETE);
+        assert_int_equal(st._line_from, k);
+    }
+    assert_int_equal(resp_scan(&st, s, n + 3, &used, err, sizeof err), RESP_COMPLETE);
+    assert_int_equal(used, n + 3);
+    test_free(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resp_scan_never_rereads_a_finished_value),
+        cmocka_unit_test(test_resp_scan_searches_a_dripped_line_once),
         cmocka_unit_test_setup_teardown(test_resp_parses_each_scalar_type, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resp_node_strings_point_into_the_buffer, setup,
                                         teardown),

@@ -176,6 +176,13 @@ static void drive(fetch_t *f) {
             finish(f, 0, false, NULL);
             return;
         }
+        /* A plain socket that gave less than asked for is empty now: wait
+         * for readiness rather than spend a read on EAGAIN (a reply
+         * dripped in small pieces costs one read per piece, not two). */
+        if (!f->tr.ssl && (size_t)n < sizeof chunk) {
+            want(f, true, false);
+            return;
+        }
     }
     /* The slice is spent: the rest waits for the next turn of the loop. A
      * plain socket with more to read is ready again then; TLS may hold

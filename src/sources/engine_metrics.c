@@ -798,6 +798,9 @@ int engine_scan_finish(engine_scan_t *sc, engine_reading_t *out, engine_hists_t 
         memset(hists, 0, sizeof *hists);
     else
         sc->x.want = 0;
+    /* what finishing finds wrong (a histogram's bounds) goes to the caller */
+    sc->x.err = err;
+    sc->x.errlen = errlen;
     int rc = engine_ctx_finish(&sc->x, 0, hists, err, errlen);
     *out = sc->r;
     return rc;

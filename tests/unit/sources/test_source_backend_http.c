@@ -243,6 +243,29 @@ static void test_source_backend_http_prometheus_queue_sum(void **state) {
                              "response (a missing metric is unknown, not 0)");
 }
 
+/* What finishing a page finds wrong (a latency histogram whose series have
+ * different bounds) is named in the message (the scan kept it to itself,
+ * and the message said only "metrics (a N-byte body): "). */
+static void test_source_backend_http_names_a_histogram_problem(void **state) {
+    (void)state;
+    source_params_t p = engine_params();
+    p.slo_mask = 1u << SLO_TTFT;
+    static engine_hists_t hists;
+    source_scratch_t sc = {.hists = &hists};
+    const char *reply = "HTTP/1.1 200 OK\r\n\r\n"
+                        "vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"0.5\"} 3\n"
+                        "vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"+Inf\"} 4\n"
+                        "vllm:time_to_first_token_seconds_bucket{engine=\"1\",le=\"1\"} 3\n"
+                        "vllm:time_to_first_token_seconds_bucket{engine=\"1\",le=\"+Inf\"} 4\n";
+    char msg[512];
+    source_reading_t r;
+    assert_int_equal(source_backend_read(&source_backend_http, &p, &sc, reply, strlen(reply), 7,
+                                         true, &r, msg, sizeof msg),
+                     -1);
+    assert_non_null(strstr(msg, "vllm:time_to_first_token_seconds: its series have different "
+                                "bucket bounds"));
+}
+
 /* configure: what a new source reads, from the trigger; an engine URL of
  * the trigger is taken parsed, a pod's is parsed here, and a Prometheus
  * queue keeps a copy of its metric and matchers only. */
@@ -303,6 +326,7 @@ int main(void) {
         cmocka_unit_test(test_source_backend_http_engine_reading),
         cmocka_unit_test(test_source_backend_http_reply_errors_name_the_problem),
         cmocka_unit_test(test_source_backend_http_prometheus_queue_sum),
+        cmocka_unit_test(test_source_backend_http_names_a_histogram_problem),
         cmocka_unit_test(test_source_backend_http_configure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -291,6 +291,8 @@ class TenantBudgets(unittest.TestCase):
 
         eng = self.tcp(serve)
         s = self.server()
+        # the machine's own noise (a shared 2-core VM): the honest p99 alone
+        base = Honest(self, s, 4).result()
         url = "http://127.0.0.1:%d/metrics?i={i}" % eng.port
         r = s.spray(engine_md(url, "100ms", "2s"), "engineEndpoint", 8, namespace="pages", c=8)
         self.assertEqual(r.get("calls"), 8, r)
@@ -303,16 +305,18 @@ class TenantBudgets(unittest.TestCase):
         waits = s.metric("source_read_rate_waits_total")
         print("\n    8 x 8 MiB pages at 100 ms: %d pages served in %.1f s, scaler CPU %.2f core, "
               "%s polls waited for --source-read-rate; honest p50 %.2f ms p99 %.2f ms max "
-              "%.2f ms (%s calls)" %
+              "%.2f ms (%s calls; alone before: p99 %.2f ms)" %
               (pages, time.monotonic() - t0, cpu, waits, res.get("p50_us", 0) / 1000,
-               res.get("p99_us", 0) / 1000, res.get("max_us", 0) / 1000, res.get("calls")),
-              flush=True)
+               res.get("p99_us", 0) / 1000, res.get("max_us", 0) / 1000, res.get("calls"),
+               base.get("p99_us", 0) / 1000), flush=True)
         self.assertGreater(pages, 20, "the pages were not polled")
         self.assertGreater(waits or 0, 0, "the namespace's read rate never bounded a poll")
         self.assertEqual(res.get("errors", 1), 0, res)
         self.assertGreater(res.get("calls", 0), 500, res)
-        # the issue's bound, 10 ms (the ASan/valgrind build gets its slowness factor)
-        self.assertLess(res["p99_us"], 10000 * SLOW, res)
+        # the issue's bound, 10 ms, above what the machine's own load gives
+        # the caller alone (about 1 ms on an idle machine; the ASan/valgrind
+        # build gets its slowness factor)
+        self.assertLess(res["p99_us"], 10000 * SLOW + base.get("p99_us", 0), (res, base))
 
     def test_a_dripped_redis_reply_costs_under_5_percent_of_a_core(self):
         """Before: 0.38-0.41 core with 4 sources (the reply re-parsed from

@@ -1012,10 +1012,11 @@ static void source_free(source_hub_t *h, source_t *s) {
         s->next->prev = s->prev;
     h->count--;
     h->freed_since_trim += sizeof *s;
-    ns_uncharge(h, s->charged);
     loop_timer_stop(h->o.loop, &s->timer);
     fetch_cancel(s->inflight);
-    reply_end(s);
+    reply_end(s); /* before the namespace's account may go */
+    ns_uncharge(h, s->charged);
+    s->charged = NULL;
     resolver_free(s->resolver);
     if (s->backend->release)
         s->backend->release(&s->p);

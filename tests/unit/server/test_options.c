@@ -81,7 +81,7 @@ static void test_options_budgets_have_defaults_flags_and_ranges(void **state) {
     assert_int_equal(o.max_metadata_entries, 256);
     assert_int_equal(o.max_metadata_bytes, 32768);
     assert_int_equal(o.config_cache_bytes, 32 * 1024 * 1024);
-    assert_int_equal(o.max_stream_bytes, 16 * 1024 * 1024);
+    assert_int_equal(o.max_stream_bytes, 32 * 1024 * 1024);
     assert_int_equal(PARSE(&o, "--max-request-bytes", "4194304", "--max-metadata-entries=1",
                            "--max-metadata-bytes", "256", "--config-cache-bytes", "1048576",
                            "--max-stream-bytes", "65536"),

@@ -1162,6 +1162,7 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
     /* Counted on the wire: decoding allocates per entry. Malformed bytes
      * go on to the decoder, which names the problem. */
     metadata_wire_count_t wc;
+    size_t estimate = 0; /* what a new stream's entry would cost */
     if (metadata_wire_count(msg, len, rpc == SCALER_RPC_GET_METRICS, &wc) == 0) {
         char m[160];
         if (wc.entries > s->opts.max_metadata_entries) {
@@ -1181,9 +1182,9 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         }
         /* A stream over its budget is refused before its map is parsed
          * (and cached): the estimate is what the entry would cost. */
+        estimate = config_cache_entry_bytes_for(wc.entries, wc.bytes);
         if (rpc == SCALER_RPC_STREAM_IS_ACTIVE && !s->shutting_down &&
-            !admit_stream(s, call, NULL, config_cache_entry_bytes_for(wc.entries, wc.bytes), NULL,
-                          NULL, t0))
+            !admit_stream(s, call, NULL, estimate, NULL, NULL, t0))
             return;
     }
 
@@ -1208,6 +1209,11 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         fail_call(s, call, rpc, t0, refname, NULL, GRPC_UNAVAILABLE, "server is shutting down");
         goto out;
     }
+    /* and beyond its namespace's share, known now, still before it is parsed */
+    if (rpc == SCALER_RPC_STREAM_IS_ACTIVE && estimate &&
+        !admit_stream(s, call, NULL, estimate, r && r->namespace_ ? r->namespace_ : "", refname,
+                      t0))
+        goto out;
     const config_entry_t *entry = acquire_config(s, r);
     if (!entry) {
         fail_call(s, call, rpc, t0, refname, NULL, GRPC_RESOURCE_EXHAUSTED, "out of memory");

@@ -14,11 +14,15 @@
  *     HIST_MAX_BUCKETS strictly increasing finite bounds, cumulative finite
  *     non-negative counts under its +Inf count, and quantiles that are
  *     numbers within [min(0, first bound), last bound];
- *   - the same bytes give the same histograms.
+ *   - the same bytes give the same histograms;
+ *   - read as a poll reads them (engine_scan fed by a prom_stream, in
+ *     pieces of 1 + size % 61 bytes): the same verdict, and the same
+ *     reading and histograms, or the same message.
  */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/err.h"
@@ -62,7 +66,34 @@ static void check_hist(const hist_layout_t *l, const hist_counts_t *c) {
     }
 }
 
-static engine_hists_t h, again;
+static engine_hists_t h, again, streamed;
+
+/* The same page read as a poll reads it: samples through engine_scan from
+ * a prom_stream fed in pieces of 1 + size % 61 bytes. Returns its verdict
+ * with the reading, histograms and message. */
+static int parse_streamed(engine_t e, const char *model, unsigned want, const uint8_t *data,
+                          size_t size, prom_format_t fmt, engine_reading_t *r, char *err,
+                          size_t errlen) {
+    engine_scan_t *sc = engine_scan_new(e, model, NULL, want, true);
+    FUZZ_CHECK(sc != NULL);
+    prom_stream_t *ps = prom_stream_new(fmt, size + 1, engine_scan_sample, sc);
+    FUZZ_CHECK(ps != NULL);
+    size_t step = 1 + size % 61;
+    int rc = 0;
+    err[0] = '\0';
+    for (size_t o = 0; o < size && rc == 0; o += step)
+        rc = prom_stream_feed(ps, (const char *)data + o, size - o < step ? size - o : step, err,
+                              errlen);
+    if (rc == 0)
+        rc = prom_stream_end(ps, err, errlen);
+    if (rc != 0 && !err[0])
+        snprintf(err, errlen, "%s", engine_scan_error(sc));
+    if (rc == 0)
+        rc = engine_scan_finish(sc, r, &streamed, err, errlen);
+    prom_stream_free(ps);
+    engine_scan_free(sc);
+    return rc;
+}
 
 static void parse_one(engine_t e, const char *model, unsigned want, const uint8_t *data,
                       size_t size, prom_format_t fmt) {
@@ -74,6 +105,14 @@ static void parse_one(engine_t e, const char *model, unsigned want, const uint8_
     memset(&h, 0xa5, sizeof h);
     int rc = engine_reading_parse_full(e, model, NULL, want, (const char *)data, size, fmt, &r, &h,
                                        err, sizeof err);
+    engine_reading_t rs;
+    char serr[512];
+    int src = parse_streamed(e, model, want, data, size, fmt, &rs, serr, sizeof serr);
+    FUZZ_CHECK(src == rc);
+    if (rc == 0)
+        FUZZ_CHECK(memcmp(&rs, &r, sizeof r) == 0 && memcmp(&streamed, &h, sizeof h) == 0);
+    else
+        FUZZ_CHECK(strcmp(serr, err) == 0);
     if (rc != 0) {
         FUZZ_CHECK(rc == KGS_EINVAL || rc == KGS_ENOMEM);
         FUZZ_CHECK(memchr(err, '\0', sizeof err) != NULL && err[0] != '\0');

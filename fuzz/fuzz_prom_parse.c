@@ -18,7 +18,13 @@
  *   - text only: the input behind 5000 blanks (which text skips at the start
  *     of a line) gives the same result and samples. That first line is too
  *     long for the parser's stack buffer, so its heap path is fuzzed too,
- *     which libFuzzer's short inputs would otherwise never reach.
+ *     which libFuzzer's short inputs would otherwise never reach;
+ *   - the incremental parser (prom_stream_*) fed the input in pieces whose
+ *     sizes the input's own first bytes choose (1 to 64), and again in two
+ *     pieces cut where they say, gives what the whole parse gave: the same
+ *     return value, message and samples; and a stream whose line limit is
+ *     below the longest line fails with "longer than" exactly when a line
+ *     passes it.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -112,6 +118,64 @@ static int parse_padded(const uint8_t *data, size_t size, tally_t *t) {
     return rc;
 }
 
+/* Feeds data to a stream in pieces: sizes cycle through the input's first
+ * bytes (1 + byte % 64), or two pieces cut at `cut` when cycle is false. */
+static int stream_parse(const uint8_t *data, size_t size, prom_format_t fmt, size_t max_line,
+                        bool cycle, size_t cut, tally_t *t, char *err, size_t errlen) {
+    prom_stream_t *st = prom_stream_new(fmt, max_line, check_sample, t);
+    FUZZ_CHECK(st != NULL);
+    int rc = 0;
+    size_t o = 0, k = 0;
+    while (o < size && rc == 0) {
+        size_t n =
+            cycle ? 1 + (size_t)data[k++ % (size < 8 ? size : 8)] % 64 : (o ? size - o : cut);
+        if (n == 0 || n > size - o)
+            n = size - o;
+        rc = prom_stream_feed(st, (const char *)data + o, n, err, errlen);
+        o += n;
+    }
+    if (rc == 0)
+        rc = prom_stream_end(st, err, errlen);
+    FUZZ_CHECK(prom_stream_held(st) <= 4096 + 3 * (max_line + 1) + 1024);
+    prom_stream_free(st);
+    return rc;
+}
+
+static size_t longest_line(const uint8_t *data, size_t size) {
+    size_t most = 0, cur = 0;
+    for (size_t i = 0; i < size; i++) {
+        if (data[i] == '\n') {
+            cur = 0;
+            continue;
+        }
+        if (++cur > most)
+            most = cur;
+    }
+    return most;
+}
+
+static void check_stream(const uint8_t *data, size_t size, prom_format_t fmt, int rc,
+                         const char *err, const tally_t *whole) {
+    size_t longest = longest_line(data, size);
+    for (int way = 0; way < 2; way++) {
+        tally_t t = {0, 14695981039346656037u};
+        char e[512] = "";
+        size_t cut = size ? (size_t)data[0] * 257 % size : 0;
+        int got = stream_parse(data, size, fmt, longest + 1, way == 0, cut, &t, e, sizeof e);
+        FUZZ_CHECK(got == rc);
+        FUZZ_CHECK(strcmp(e, rc ? err : "") == 0);
+        FUZZ_CHECK(t.samples == whole->samples && t.sum == whole->sum);
+    }
+    if (longest >= 2) {
+        tally_t t = {0, 14695981039346656037u};
+        char e[512] = "";
+        int got = stream_parse(data, size, fmt, longest - 1, true, 0, &t, e, sizeof e);
+        /* the long line fails, unless the whole parse failed before it */
+        FUZZ_CHECK(got != 0);
+        FUZZ_CHECK(strstr(e, "longer than") != NULL || got == rc || got == KGS_ENOMEM);
+    }
+}
+
 static void run(const uint8_t *data, size_t size, prom_format_t fmt) {
     const char *text = (const char *)data;
     char err[512];
@@ -123,6 +187,7 @@ static void run(const uint8_t *data, size_t size, prom_format_t fmt) {
         FUZZ_CHECK(parse_padded(data, size, &padded) == rc);
         FUZZ_CHECK(padded.samples == first.samples && padded.sum == first.sum);
     }
+    check_stream(data, size, fmt, rc, err, &first);
     if (rc != 0) {
         FUZZ_CHECK(rc == KGS_EINVAL || rc == KGS_ENOMEM);
         FUZZ_CHECK(memchr(err, '\0', sizeof err) != NULL);

@@ -16,7 +16,12 @@
  *   - resp_xinfo_group() on the reply returns 0, KGS_ENOTFOUND or
  *     KGS_EINVAL with a message, and sane values on success;
  *   - resp_encode() of the input cut into arguments parses back to an array
- *     of exactly those bulk strings, and never writes past its capacity.
+ *     of exactly those bulk strings, and never writes past its capacity;
+ *   - resp_scan() fed the input in growing prefixes (steps the input's
+ *     first bytes choose), each a fresh copy (a receive buffer that moves),
+ *     answers what resp_parse() answers on the same prefix: incomplete until
+ *     the reply is whole, then complete with the same length, or the same
+ *     error with the same message.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -168,8 +173,34 @@ static void check_encode(const uint8_t *data, size_t size) {
     free(buf);
 }
 
+/* resp_scan over growing prefixes against resp_parse on each. */
+static void check_scan(const uint8_t *data, size_t size) {
+    resp_scan_t st;
+    resp_scan_init(&st);
+    size_t k = 0, step = 0;
+    int rc = RESP_INCOMPLETE;
+    while (rc == RESP_INCOMPLETE && k < size) {
+        k += 1 + (size_t)data[step++ % (size < 8 ? size : 8)] % 32;
+        if (k > size)
+            k = size;
+        char *copy = malloc(k);
+        FUZZ_CHECK(copy != NULL);
+        memcpy(copy, data, k);
+        char e1[512] = "", e2[512] = "";
+        size_t u1 = 7, u2 = 7;
+        rc = resp_scan(&st, copy, k, &u1, e1, sizeof e1);
+        int whole = resp_parse(copy, k, &again, &u2, e2, sizeof e2);
+        free(copy);
+        FUZZ_CHECK(rc == whole && u1 == u2);
+        if (rc == KGS_EINVAL)
+            FUZZ_CHECK(strcmp(e1, e2) == 0);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *buf = (const char *)data;
+    if (size <= 65536)
+        check_scan(data, size);
     char err[512];
     size_t used = 99;
     err[0] = 'x';

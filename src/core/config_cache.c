@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/err.h"
 
 #define SMALL_N 32
@@ -48,6 +49,8 @@ struct config_cache {
     config_entry_t **buckets;
     config_entry_t *lru_head, *lru_tail; /* unreferenced entries, MRU first */
     uint64_t next_id;
+    void (*on_evict)(void *user_data, uint64_t id);
+    void *evict_user_data;
 };
 
 /* ---- canonical form --------------------------------------------------------- */
@@ -242,16 +245,23 @@ static bool over_bounds(const config_cache_t *c) {
     return c->size > c->capacity || (c->max_bytes && c->bytes > c->max_bytes);
 }
 
+/* Frees unreferenced entry e and tells whoever keeps state for it. */
+static void evict_entry(config_cache_t *c, config_entry_t *e) {
+    lru_unlink(c, e);
+    table_remove(c, e);
+    c->size--;
+    c->bytes -= e->_bytes;
+    c->evictions++;
+    uint64_t id = e->id;
+    bool valid = e->status == 0;
+    entry_free(e);
+    if (valid && c->on_evict)
+        c->on_evict(c->evict_user_data, id);
+}
+
 static void evict_over_bounds(config_cache_t *c) {
-    while (over_bounds(c) && c->lru_tail) {
-        config_entry_t *e = c->lru_tail;
-        lru_unlink(c, e);
-        table_remove(c, e);
-        c->size--;
-        c->bytes -= e->_bytes;
-        c->evictions++;
-        entry_free(e);
-    }
+    while (over_bounds(c) && c->lru_tail)
+        evict_entry(c, c->lru_tail);
 }
 
 /* ---- public ---------------------------------------------------------------- */
@@ -265,6 +275,8 @@ int config_cache_new_opts(const config_cache_opts_t *o, config_cache_t **out) {
     c->capacity = capacity;
     c->max_bytes = o->max_bytes;
     c->seed = o->seed;
+    c->on_evict = o->on_evict;
+    c->evict_user_data = o->evict_user_data;
     c->nbuckets = 16;
     while (c->nbuckets < capacity && c->nbuckets < ((size_t)1 << 20))
         c->nbuckets *= 2;
@@ -398,8 +410,20 @@ void config_cache_release(config_cache_t *c, const config_entry_t *ce) {
         abort(); /* released more often than acquired: a caller bug */
     if (--e->_refs > 0)
         return;
+    e->_released = clock_mono_now();
     lru_push_front(c, e);
     evict_over_bounds(c);
+}
+
+size_t config_cache_expire(config_cache_t *c, mono_ns_t now, uint64_t idle_ns) {
+    size_t freed = 0;
+    while (c && c->lru_tail && now > c->lru_tail->_released &&
+           now - c->lru_tail->_released > idle_ns) {
+        config_entry_t *e = c->lru_tail;
+        freed += e->_bytes;
+        evict_entry(c, e);
+    }
+    return freed;
 }
 
 size_t config_cache_size(const config_cache_t *c) {

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/clock.h"
 #include "core/metadata.h"
 #include "core/trigger_config.h"
 
@@ -41,6 +42,7 @@ typedef struct config_entry {
     struct config_entry *_hnext;                /* hash chain */
     struct config_entry *_lru_prev, *_lru_next; /* unreferenced entries only, MRU first */
     size_t _key_len;                            /* of the canonical form (errors too) */
+    mono_ns_t _released;                        /* when its last reference went */
     char *_key; /* canonical form: sorted pairs, length-prefixed; NULL for errors */
 } config_entry_t;
 
@@ -48,6 +50,12 @@ typedef struct {
     size_t max_entries; /* >= 1 (0 is treated as 1) */
     size_t max_bytes;   /* 0 = no byte bound */
     uint64_t seed;      /* keys the digest of cached errors; the server draws it at random */
+    /* Called with the id of each valid entry evicted (never for one in use,
+     * nor at config_cache_free), after it is freed: what was kept for that
+     * configuration elsewhere (the source hub's subscriptions) goes with
+     * it. NULL: nobody is told. The callback must not call into the cache. */
+    void (*on_evict)(void *user_data, uint64_t id);
+    void *evict_user_data;
 } config_cache_opts_t;
 
 /* Returns 0 or KGS_ENOMEM. */
@@ -79,7 +87,13 @@ size_t config_cache_entry_bytes(const config_entry_t *e);
  * parsed, from metadata_wire_count's figures. SIZE_MAX on overflow. */
 size_t config_cache_entry_bytes_for(size_t n, size_t kv_bytes);
 
-/* Entries freed to stay within the bounds, since creation. */
+/* Frees every unreferenced entry unused for more than idle_ns at `now`
+ * (monotonic; the least recently used first, each counted as an eviction
+ * and told to on_evict): a configuration nobody asks for any more does not
+ * hold memory for ever. Returns the bytes freed. */
+size_t config_cache_expire(config_cache_t *c, mono_ns_t now, uint64_t idle_ns);
+
+/* Entries freed to stay within the bounds or expired, since creation. */
 uint64_t config_cache_evictions(const config_cache_t *c);
 
 /* Frees the cache; all entries must have been released. NULL does nothing. */

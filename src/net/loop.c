@@ -34,6 +34,7 @@ struct loop {
     void (*wake_cb)(loop_t *, void *);
     void *wake_ud;
     bool stopping;
+    bool in_timers; /* run_timers is running callbacks */
     mono_ns_t now;
     loop_io_t *dead;
 
@@ -105,6 +106,8 @@ void loop_timer_stop(loop_t *l, loop_timer_t *t) {
 
 int loop_timer_start(loop_t *l, loop_timer_t *t, mono_ns_t due) {
     loop_timer_stop(l, t);
+    if (l->in_timers && due <= l->now)
+        due = l->now + 1; /* the next iteration (run_timers) */
     if (l->heap_len == l->heap_cap) {
         size_t cap = l->heap_cap ? l->heap_cap * 2 : 64;
         loop_timer_t **nh = realloc(l->heap, cap * sizeof *nh);
@@ -121,13 +124,19 @@ int loop_timer_start(loop_t *l, loop_timer_t *t, mono_ns_t due) {
 }
 
 static void run_timers(loop_t *l) {
-    /* Bounded: a timer re-armed for "now" runs on the next iteration. */
+    /* A timer (re-)armed by a timer callback for "now" or earlier runs on
+     * the next iteration, after the descriptors that are ready by then:
+     * loop_timer_start moves it just past now while this pass runs (a
+     * callback that re-arms itself for now would otherwise run again and
+     * again in one pass, and every other descriptor would wait). */
     size_t budget = l->heap_len;
+    l->in_timers = true;
     while (l->heap_len > 0 && budget-- > 0 && l->heap[0]->_due <= l->now) {
         loop_timer_t *t = l->heap[0];
         loop_timer_stop(l, t);
         t->_cb(l, t, t->_user_data);
     }
+    l->in_timers = false;
 }
 
 /* ---- registrations ------------------------------------------------------- */

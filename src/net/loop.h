@@ -52,7 +52,10 @@ void loop_io_remove(loop_t *loop, loop_io_t *io);
 
 /* Initialises timer storage (not armed). */
 void loop_timer_init(loop_timer_t *t, loop_timer_cb cb, void *user_data);
-/* Arms (or re-arms) the timer to fire once at `due` (monotonic).
+/* Arms (or re-arms) the timer to fire once at `due` (monotonic). A timer
+ * due now that is armed from a descriptor's callback runs in the same
+ * iteration, after the descriptors; one armed from a timer's callback runs
+ * in the next iteration (never twice in one pass), with no wait for it.
  * Returns 0, or KGS_ENOMEM (the timer is then not armed). */
 int loop_timer_start(loop_t *loop, loop_timer_t *t, mono_ns_t due);
 /* Disarms; harmless when not armed. */

@@ -21,11 +21,15 @@
  *   counted on the wire (entries, key and value bytes) before protobuf-c
  *   builds it; the cache is bounded in bytes; each open stream pins its
  *   configuration, so a connection's streams may hold max_stream_bytes and
- *   all streams together config_cache_bytes. Each refusal is
- *   RESOURCE_EXHAUSTED with the value, the limit and its flag.
+ *   all streams together config_cache_bytes; both are shared fairly by
+ *   namespace (core/fair_share.h: KEDA sends every namespace's streams over
+ *   one connection, and one namespace must not fill it for the others).
+ *   Each refusal is RESOURCE_EXHAUSTED with the value, the limit and its
+ *   flag.
  */
 #include "scaler/scaler.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,6 +42,8 @@
 #include "core/demand_eval.h"
 #include "core/err.h"
 #include "core/evaluator.h"
+#include "core/fair_share.h"
+#include "core/hash.h"
 #include "core/metadata.h"
 #include "core/roles.h"
 #include "net/grpc_frame.h"
@@ -76,7 +82,7 @@ typedef struct scaler_stream {
     /* CALL_DEFERRED */
     scaler_rpc_t rpc;
     const config_entry_t *entry; /* one reference held */
-    char ns[128];
+    char ns[128];                /* CALL_DEFERRED and IS_ACTIVE: the namespace charged */
     mono_ns_t give_up;
     /* IS_ACTIVE and CALL_DEFERRED: what it counts against its connection's
      * and the total budget (max_stream_bytes, config_cache_bytes); given
@@ -95,6 +101,14 @@ struct stream_group {
 };
 
 #define SCALER_MEMO_SLOTS 64
+#define NS_USE_BUCKETS 256
+
+typedef struct ns_use {
+    struct ns_use *next;
+    const void *conn; /* grpc_call_connection_bytes() of the connection; NULL: all */
+    size_t bytes;
+    char ns[128];
+} ns_use_t;
 
 typedef struct {
     bool used;
@@ -119,6 +133,11 @@ struct scaler {
     loop_timer_t defer_timer;
     log_ratelimit_t errors_rl; /* KEDA repeats a failing call every poll: log it once a minute */
     size_t stream_bytes;       /* charged by open streams and waiting calls, all connections */
+    /* The same per namespace, on each connection and in all (conn NULL):
+     * both budgets are shared fairly between namespaces (core/fair_share.h),
+     * as KEDA sends every namespace's streams over one connection. */
+    struct ns_use *uses[NS_USE_BUCKETS];
+    size_t freed_since_trim;       /* bytes of expired configurations since malloc_trim */
     scaler_budget_stats_t counted; /* its refused_* counters; the rest is filled on demand */
 };
 
@@ -320,15 +339,101 @@ static void handle_metric_spec(scaler_t *s, grpc_call_t *call, const trigger_con
 
 /* ---- calls waiting for a source's first poll ------------------------------------- */
 
+static ns_use_t **use_slot(scaler_t *s, const void *conn, const char *ns) {
+    uint64_t h = kgs_fnv1a(ns) ^ (uint64_t)(uintptr_t)conn * 0x9e3779b97f4a7c15ull;
+    ns_use_t **pp = &s->uses[h % NS_USE_BUCKETS];
+    while (*pp && ((*pp)->conn != conn || strcmp((*pp)->ns, ns) != 0))
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static size_t use_bytes(scaler_t *s, const void *conn, const char *ns) {
+    ns_use_t *u = *use_slot(s, conn, ns);
+    return u ? u->bytes : 0;
+}
+
+/* Adds (add true) or takes back n bytes of namespace ns on conn. false:
+ * out of memory for a new account (nothing charged). */
+static bool use_change(scaler_t *s, const void *conn, const char *ns, size_t n, bool add) {
+    ns_use_t **pp = use_slot(s, conn, ns);
+    if (!*pp) {
+        if (!add)
+            return true;
+        ns_use_t *u = calloc(1, sizeof *u);
+        if (!u)
+            return false;
+        u->conn = conn;
+        snprintf(u->ns, sizeof u->ns, "%s", ns);
+        *pp = u;
+    }
+    ns_use_t *u = *pp;
+    u->bytes = add ? u->bytes + n : u->bytes > n ? u->bytes - n : 0;
+    if (!u->bytes) {
+        *pp = u->next;
+        free(u);
+    }
+    return true;
+}
+
+/* Charges a stream or a waiting call `cost` bytes of namespace ns on its
+ * connection and in all. false: out of memory (nothing charged). */
+static bool stream_charge(scaler_t *s, scaler_stream_t *st, const char *ns, size_t cost) {
+    size_t *held = grpc_call_connection_bytes(st->call);
+    if (!use_change(s, held, ns, cost, true))
+        return false;
+    if (!use_change(s, NULL, ns, cost, true)) {
+        use_change(s, held, ns, cost, false);
+        return false;
+    }
+    snprintf(st->ns, sizeof st->ns, "%s", ns);
+    st->charged = cost;
+    *held += cost;
+    s->stream_bytes += cost;
+    return true;
+}
+
 /* Gives back what a stream or a waiting call was charged; only while its
  * call is valid. */
 static void stream_refund(scaler_t *s, scaler_stream_t *st) {
     if (!st->charged)
         return;
     size_t *held = grpc_call_connection_bytes(st->call);
+    use_change(s, held, st->ns, st->charged, false);
+    use_change(s, NULL, st->ns, st->charged, false);
     *held = *held > st->charged ? *held - st->charged : 0;
     s->stream_bytes = s->stream_bytes > st->charged ? s->stream_bytes - st->charged : 0;
     st->charged = 0;
+}
+
+/* Whether namespace ns may pin `cost` more bytes with a stream on call's
+ * connection: within its fair share of --max-stream-bytes there and of
+ * --config-cache-bytes in all. Returns NULL, or the message (in m). */
+static const char *stream_share_refusal(scaler_t *s, grpc_call_t *call, const char *ns, size_t cost,
+                                        char *m, size_t mlen) {
+    size_t *held = grpc_call_connection_bytes(call);
+    size_t mine = use_bytes(s, held, ns);
+    if (!fair_share_admits(mine, *held, cost, s->opts.max_stream_bytes)) {
+        s->counted.refused_stream_bytes++;
+        snprintf(m, mlen,
+                 "StreamIsActive: namespace %.63s's open streams on this connection hold %zu "
+                 "bytes; %zu more would pass its share of %zu (half of what other namespaces "
+                 "leave of --max-stream-bytes %zu, per connection)",
+                 ns, mine, cost, fair_share_cap(mine, *held, s->opts.max_stream_bytes),
+                 s->opts.max_stream_bytes);
+        return m;
+    }
+    mine = use_bytes(s, NULL, ns);
+    if (!fair_share_admits(mine, s->stream_bytes, cost, s->opts.config_cache_bytes)) {
+        s->counted.refused_streams_total++;
+        snprintf(m, mlen,
+                 "StreamIsActive: namespace %.63s's open streams hold %zu bytes; %zu more would "
+                 "pass its share of %zu (half of what other namespaces leave of "
+                 "--config-cache-bytes %zu)",
+                 ns, mine, cost, fair_share_cap(mine, s->stream_bytes, s->opts.config_cache_bytes),
+                 s->opts.config_cache_bytes);
+        return m;
+    }
+    return NULL;
 }
 
 static void deferred_unlink(scaler_t *s, scaler_stream_t *d) {
@@ -363,17 +468,19 @@ static bool defer_call(scaler_t *s, grpc_call_t *call, scaler_rpc_t rpc,
      * budgets; beyond them it is answered now instead of waiting. */
     size_t cost = config_cache_entry_bytes(entry) + scaler_stream_overhead_bytes();
     size_t *held = grpc_call_connection_bytes(call);
-    if (*held + cost > s->opts.max_stream_bytes ||
-        s->stream_bytes + cost > s->opts.config_cache_bytes)
+    if (!fair_share_admits(use_bytes(s, held, ns), *held, cost, s->opts.max_stream_bytes) ||
+        !fair_share_admits(use_bytes(s, NULL, ns), s->stream_bytes, cost,
+                           s->opts.config_cache_bytes))
         return false;
     scaler_stream_t *d = calloc(1, sizeof *d);
     if (!d)
         return false;
-    d->charged = cost;
-    *held += cost;
-    s->stream_bytes += cost;
-    d->sc = s;
     d->call = call;
+    if (!stream_charge(s, d, ns, cost)) {
+        free(d);
+        return false;
+    }
+    d->sc = s;
     d->kind = CALL_DEFERRED;
     d->rpc = rpc;
     d->entry = entry;
@@ -382,7 +489,6 @@ static bool defer_call(scaler_t *s, grpc_call_t *call, scaler_rpc_t rpc,
     mono_ns_t deadline = grpc_call_deadline(call);
     if (deadline && deadline > t0 + 100 * NS_PER_MS && deadline - 100 * NS_PER_MS < d->give_up)
         d->give_up = deadline - 100 * NS_PER_MS;
-    snprintf(d->ns, sizeof d->ns, "%s", ns);
     snprintf(d->ref, sizeof d->ref, "%s", ref);
     loop_timer_init(&d->heartbeat, NULL, NULL);
     d->next = s->deferred;
@@ -818,12 +924,14 @@ size_t scaler_stream_overhead_bytes(void) {
  * (entry NULL: config_cache_entry_bytes_for). Returns the bytes to charge,
  * or 0 after finishing the call. */
 static size_t admit_stream(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
-                           size_t estimate, const char *ref, mono_ns_t t0) {
+                           size_t estimate, const char *ns, const char *ref, mono_ns_t t0) {
     size_t cost = (entry ? config_cache_entry_bytes(entry) : estimate);
     cost = cost > SIZE_MAX / 2 ? SIZE_MAX / 2 : cost + scaler_stream_overhead_bytes();
     size_t conn = *grpc_call_connection_bytes(call);
-    char m[256];
-    if (conn + cost > s->opts.max_stream_bytes) {
+    char m[400];
+    if (ns && stream_share_refusal(s, call, ns, cost, m, sizeof m)) {
+        /* m says which share */
+    } else if (conn + cost > s->opts.max_stream_bytes) {
         s->counted.refused_stream_bytes++;
         snprintf(m, sizeof m,
                  "StreamIsActive: this connection's open streams would hold %zu bytes, at most "
@@ -846,7 +954,7 @@ static size_t admit_stream(scaler_t *s, grpc_call_t *call, const config_entry_t 
 /* Consumes the reference to entry (always returns true). */
 static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config_entry_t *entry,
                                     const char *ns, const char *ref, mono_ns_t t0, bool may_defer) {
-    size_t cost = admit_stream(s, call, entry, 0, ref, t0);
+    size_t cost = admit_stream(s, call, entry, 0, ns, ref, t0);
     if (!cost) {
         config_cache_release(s->cache, entry);
         return true;
@@ -893,9 +1001,13 @@ static bool handle_stream_is_active(scaler_t *s, grpc_call_t *call, const config
     st->sc = s;
     st->call = call;
     st->kind = STREAM_IS_ACTIVE;
-    st->charged = cost;
-    *grpc_call_connection_bytes(call) += cost;
-    s->stream_bytes += cost;
+    if (!stream_charge(s, st, ns, cost)) {
+        free(st);
+        group_release_if_empty(s, g);
+        grpc_call_finish(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        rpc_done(s, SCALER_RPC_STREAM_IS_ACTIVE, GRPC_RESOURCE_EXHAUSTED, t0);
+        return true;
+    }
     st->group = g;
     st->last_sent = -1;
     st->started = t0;
@@ -1067,6 +1179,7 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
     /* Counted on the wire: decoding allocates per entry. Malformed bytes
      * go on to the decoder, which names the problem. */
     metadata_wire_count_t wc;
+    size_t estimate = 0; /* what a new stream's entry would cost */
     if (metadata_wire_count(msg, len, rpc == SCALER_RPC_GET_METRICS, &wc) == 0) {
         char m[160];
         if (wc.entries > s->opts.max_metadata_entries) {
@@ -1086,9 +1199,9 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         }
         /* A stream over its budget is refused before its map is parsed
          * (and cached): the estimate is what the entry would cost. */
+        estimate = config_cache_entry_bytes_for(wc.entries, wc.bytes);
         if (rpc == SCALER_RPC_STREAM_IS_ACTIVE && !s->shutting_down &&
-            !admit_stream(s, call, NULL, config_cache_entry_bytes_for(wc.entries, wc.bytes), NULL,
-                          t0))
+            !admit_stream(s, call, NULL, estimate, NULL, NULL, t0))
             return;
     }
 
@@ -1113,6 +1226,11 @@ void scaler_on_request(grpc_call_t *call, const char *path, const uint8_t *msg, 
         fail_call(s, call, rpc, t0, refname, NULL, GRPC_UNAVAILABLE, "server is shutting down");
         goto out;
     }
+    /* and beyond its namespace's share, known now, still before it is parsed */
+    if (rpc == SCALER_RPC_STREAM_IS_ACTIVE && estimate &&
+        !admit_stream(s, call, NULL, estimate, r && r->namespace_ ? r->namespace_ : "", refname,
+                      t0))
+        goto out;
     const config_entry_t *entry = acquire_config(s, r);
     if (!entry) {
         fail_call(s, call, rpc, t0, refname, NULL, GRPC_RESOURCE_EXHAUSTED, "out of memory");
@@ -1201,9 +1319,25 @@ static void on_recheck(loop_t *loop, loop_timer_t *t, void *ud) {
     scaler_refresh(ud);
 }
 
+/* Configurations nobody asked for in config_idle_ns leave the cache (and
+ * the hub's subscriptions for them go too: on_config_evicted); what that
+ * freed is handed back to the system (glibc keeps freed heap pages). */
+static void expire_configs(scaler_t *s, mono_ns_t now) {
+    if (!s->opts.config_idle_ns)
+        return;
+    s->freed_since_trim += config_cache_expire(s->cache, now, s->opts.config_idle_ns);
+    if (s->freed_since_trim < 1024 * 1024)
+        return;
+    s->freed_since_trim = 0;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 void scaler_refresh(scaler_t *s) {
     snapshot_t *snap = s->opts.current_snapshot(s->opts.snapshot_user_data);
     mono_ns_t now = loop_now(s->opts.loop);
+    expire_configs(s, now);
     for (stream_group_t *g = s->groups; g; g = g->next) {
         eval_result_t prev = g->result;
         evaluate_trigger(s, g->entry, g->ns, now, snap, &g->result);
@@ -1256,6 +1390,8 @@ void scaler_budget_stats(const scaler_t *s, scaler_budget_stats_t *out) {
     out->stream_bytes = s->stream_bytes;
 }
 
+static void on_config_evicted(void *ud, uint64_t id);
+
 int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
     scaler_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -1276,7 +1412,9 @@ int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
                                         : KGS_ROLE_AGENT);
     config_cache_opts_t co = {.max_entries = CONFIG_CACHE_CAPACITY,
                               .max_bytes = s->opts.config_cache_bytes,
-                              .seed = cache_seed(s)};
+                              .seed = cache_seed(s),
+                              .on_evict = s->opts.sources ? on_config_evicted : NULL,
+                              .evict_user_data = s};
     if (config_cache_new_opts(&co, &s->cache) != 0) {
         free(s);
         return KGS_ENOMEM;
@@ -1287,6 +1425,14 @@ int scaler_new(const scaler_opts_t *opts, scaler_t **out) {
     log_ratelimit_init(&s->errors_rl, 60 * NS_PER_SEC);
     *out = s;
     return 0;
+}
+
+/* A configuration left the cache: the hub's subscriptions for it go too
+ * (their forecast, model and latency windows would otherwise wait for the
+ * idle time). */
+static void on_config_evicted(void *ud, uint64_t id) {
+    scaler_t *s = ud;
+    source_hub_forget(s->opts.sources, id);
 }
 
 unsigned scaler_stream_count(const scaler_t *s) {
@@ -1343,5 +1489,11 @@ void scaler_free(scaler_t *s) {
         free(st);
     }
     config_cache_free(s->cache);
+    for (size_t i = 0; i < NS_USE_BUCKETS; i++)
+        while (s->uses[i]) {
+            ns_use_t *u = s->uses[i];
+            s->uses[i] = u->next;
+            free(u);
+        }
     free(s);
 }

@@ -72,17 +72,25 @@ typedef struct {
     size_t max_metadata_bytes;   /* key + value bytes per request, likewise */
     size_t config_cache_bytes;   /* the cache's bound, and all open streams' together */
     size_t max_stream_bytes;     /* per connection: what its open StreamIsActive pin (and
-                                  * its calls waiting for a source's first poll) */
+                                  * its calls waiting for a source's first poll); this and
+                                  * the total are shared fairly by namespace
+                                  * (core/fair_share.h) */
     /* Who may claim what (core/tenant.h), checked on every RPC before the
      * trigger's sources start: a refusal is PERMISSION_DENIED naming the
      * flag. Borrowed for the scaler's life; NULL: no checks (unit tests). */
     const tenant_policy_t *tenant;
+    /* A configuration no call or stream used for this long leaves the
+     * config cache (and its demand state with it); 0: only the cache's
+     * bounds evict. The server passes --source-idle. */
+    uint64_t config_idle_ns;
 } scaler_opts_t;
 
 #define SCALER_DEFAULT_MAX_METADATA_ENTRIES 256u
 #define SCALER_DEFAULT_MAX_METADATA_BYTES (32u * 1024)
 #define SCALER_DEFAULT_CONFIG_CACHE_BYTES (32u * 1024 * 1024)
-#define SCALER_DEFAULT_MAX_STREAM_BYTES (16u * 1024 * 1024)
+/* Shared fairly by namespace (core/fair_share.h): one namespace alone may
+ * pin half of it, about 580 distinct triggers. */
+#define SCALER_DEFAULT_MAX_STREAM_BYTES (32u * 1024 * 1024)
 
 /* What the budgets refused, and what the cache and the streams hold. */
 typedef struct {

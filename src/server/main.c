@@ -737,6 +737,7 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             ctx.source_refused_per_ns = hs.refused_per_ns;
             ctx.source_refused_rate = hs.refused_rate;
             ctx.source_refused_egress = hs.refused_egress;
+            ctx.source_stats = hs;
             size_t total = 0;
             ctx.ntriggers =
                 source_hub_views(sv->sources, sv->metrics_triggers, METRICS_MAX_TRIGGERS, &total);
@@ -887,6 +888,7 @@ int main(int argc, char **argv) {
         fputs(server_usage_text_more, stdout);
         fputs(server_usage_text_end, stdout);
         fputs(server_usage_text_budgets, stdout);
+        fputs(server_usage_text_tenants, stdout);
         return 0;
     }
     if (sv.o.version) {
@@ -985,6 +987,10 @@ int main(int argc, char **argv) {
                                 .max_sources_per_ns = (unsigned)sv.o.max_sources_per_ns,
                                 .create_rate = sv.o.source_create_rate,
                                 .create_burst = (unsigned)sv.o.source_create_burst,
+                                .max_read_bytes = sv.o.source_read_bytes,
+                                .read_rate = (double)sv.o.source_read_rate,
+                                .max_sub_bytes = sv.o.subscription_bytes,
+                                .idle_ns = sv.o.source_idle_ns,
                                 .egress = &sv.o.egress,
                                 .on_update = on_sources_update,
                                 .user_data = &sv,
@@ -1017,6 +1023,7 @@ int main(int argc, char **argv) {
                          .max_metadata_bytes = sv.o.max_metadata_bytes,
                          .config_cache_bytes = sv.o.config_cache_bytes,
                          .max_stream_bytes = sv.o.max_stream_bytes,
+                         .config_idle_ns = sv.o.source_idle_ns,
                          .tenant = &sv.tenant};
     sv.tenant = (tenant_policy_t){.auth = &sv.o.source_auth, .cross = &sv.o.cross_ns};
     if (sv.o.role == SERVER_ROLE_AGGREGATOR) {

@@ -359,6 +359,8 @@ static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
         {"max-sources", ctx->source_refused_max},
         {"max-sources-per-namespace", ctx->source_refused_per_ns},
         {"source-create-rate", ctx->source_refused_rate},
+        {"source-read-bytes", ctx->source_stats.refused_read_bytes},
+        {"subscription-bytes", ctx->source_stats.refused_subscriptions},
         {"max-connections", ctx->refused_max_connections},
         {"max-connections-per-peer", ctx->refused_max_connections_per_peer},
         {"rlimit-nofile", ctx->refused_out_of_descriptors},
@@ -389,6 +391,24 @@ static void render_budgets(prom_buf_t *b, const metrics_context_t *ctx) {
     one(b, NS "config_cache_evictions_total", "counter",
         "Cached configurations freed to stay within the cache's bounds.",
         (double)g->cache_evictions);
+    if (ctx->has_sources) {
+        const source_hub_stats_t *hs = &ctx->source_stats;
+        one(b, NS "source_read_held_bytes", "gauge",
+            "Bytes the replies of the demand-source polls in flight hold (heads, partial lines, "
+            "Redis replies; --source-read-bytes bounds them).",
+            (double)hs->read_held);
+        one(b, NS "source_read_rate_waits_total", "counter",
+            "Polls delayed because their namespace's sources read more than --source-read-rate "
+            "bytes a second.",
+            (double)hs->read_rate_waits);
+        one(b, NS "subscription_bytes", "gauge",
+            "Bytes the demand triggers' state costs (forecast, model, latency windows; "
+            "--subscription-bytes bounds it).",
+            (double)hs->sub_bytes);
+        one(b, NS "subscriptions", "gauge",
+            "Demand triggers with state, per namespace counted once each.",
+            (double)hs->subscriptions);
+    }
     one(b, NS "stream_pinned_bytes", "gauge",
         "Bytes open StreamIsActive streams (and calls waiting for a source's first poll) pin: "
         "configuration and bookkeeping, all connections.",

@@ -105,6 +105,7 @@ typedef struct {
      * --source-create-rate; polls refused by the egress allow-list. */
     uint64_t source_refused_max, source_refused_per_ns, source_refused_rate;
     uint64_t source_refused_egress;
+    source_hub_stats_t source_stats; /* the rest of source_hub_stats() (issue 28's budgets) */
     /* The budgets against hostile callers; has_budgets false: none exported. */
     bool has_budgets;
     uint64_t requests_too_large;   /* grpc_server_requests_too_large() */

@@ -176,8 +176,9 @@ const char server_usage_text_budgets[] =
     "                                open streams may pin in all (default\n"
     "                                33554432 = 32 MiB; at least 1048576)\n"
     "  --max-stream-bytes N          what one connection's open StreamIsActive\n"
-    "                                may pin (default 16777216 = 16 MiB, ~580\n"
-    "                                distinct triggers; at least 65536)\n"
+    "                                may pin, shared fairly by namespace: one\n"
+    "                                alone gets half (default 33554432 = 32 MiB,\n"
+    "                                ~580 distinct triggers; at least 65536)\n"
     "  --max-sources N               demand sources (engine endpoints, queues)\n"
     "                                polled at once (default 1024; 1 to 100000)\n"
     "  --max-sources-per-namespace N of them created for one namespace's\n"
@@ -198,7 +199,24 @@ const char server_usage_text_budgets[] =
     "  --max-buffered-bytes N        the same for all connections together\n"
     "                                (default 16777216 = 16 MiB, at least the\n"
     "                                per-connection budget); a connection holding\n"
-    "                                under 16 KiB is never refused by it\n"
+    "                                under 16 KiB is never refused by it\n";
+
+const char server_usage_text_tenants[] =
+    "  --source-read-bytes N         what the replies of all polls in flight may\n"
+    "                                hold (heads, partial lines, Redis replies;\n"
+    "                                bodies are parsed as they arrive), shared\n"
+    "                                fairly by namespace: one alone gets half\n"
+    "                                (default 33554432 = 32 MiB; at least 1 MiB)\n"
+    "  --source-read-rate N          response bytes a second the sources of one\n"
+    "                                namespace may read before their next polls\n"
+    "                                wait (default 67108864 = 64 MiB/s; at least\n"
+    "                                65536)\n"
+    "  --subscription-bytes N        what demand triggers' state (forecast,\n"
+    "                                model, latency windows) may cost, shared\n"
+    "                                fairly by namespace: one alone gets half\n"
+    "                                (default 16777216 = 16 MiB; at least 1 MiB)\n"
+    "  --source-idle D               a source or trigger state unused this long\n"
+    "                                is freed (default 10m; 1s to 24h)\n"
     "\n"
     "Durations: 500ms, 5s, 1m30s, 2h. An invalid value, flag or variable is an\n"
     "error (exit status 2), never a silent default. A variable set to \"\" counts\n"
@@ -270,6 +288,11 @@ typedef enum {
     O_ALLOW_CROSS_NAMESPACE,
     O_MAX_BUFFERED_BYTES_PER_CONNECTION,
     O_MAX_BUFFERED_BYTES,
+    /* issue 28: budgets shared between tenants */
+    O_SOURCE_READ_BYTES,
+    O_SOURCE_READ_RATE,
+    O_SUBSCRIPTION_BYTES,
+    O_SOURCE_IDLE,
     O_COUNT
 } opt_id_t;
 
@@ -322,6 +345,10 @@ static const char *const opt_names[O_COUNT] = {
     "allow-cross-namespace",
     "max-buffered-bytes-per-connection",
     "max-buffered-bytes",
+    "source-read-bytes",
+    "source-read-rate",
+    "subscription-bytes",
+    "source-idle",
 };
 
 #define DEFAULT_HEALTH_CHECK_INTERVAL_NS (30 * NS_PER_SEC)
@@ -710,6 +737,23 @@ static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, si
     case O_MAX_BUFFERED_BYTES:
         return parse_count(r, 65536, (unsigned long long)SIZE_MAX / 2, "byte count",
                            &o->max_buffered_bytes, err, errlen);
+    case O_SOURCE_READ_BYTES:
+        return parse_count(r, 1048576, (unsigned long long)SIZE_MAX / 2, "byte count",
+                           &o->source_read_bytes, err, errlen);
+    case O_SOURCE_READ_RATE:
+        return parse_count(r, 65536, (unsigned long long)SIZE_MAX / 2, "bytes-per-second count",
+                           &o->source_read_rate, err, errlen);
+    case O_SUBSCRIPTION_BYTES:
+        return parse_count(r, 1048576, (unsigned long long)SIZE_MAX / 2, "byte count",
+                           &o->subscription_bytes, err, errlen);
+    case O_SOURCE_IDLE:
+        if (parse_duration(r, &o->source_idle_ns, err, errlen) != 0)
+            return KGS_EINVAL;
+        if (o->source_idle_ns < NS_PER_SEC || o->source_idle_ns > 86400 * NS_PER_SEC)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: %s is out of range: 1s to 24h (default 10m)", r->source,
+                              r->text);
+        return 0;
     case O_COUNT:
         break;
     }
@@ -743,6 +787,10 @@ static void set_defaults(server_options_t *o) {
     o->max_sources_per_ns = 512;
     o->source_create_rate = 100;
     o->source_create_burst = 512;
+    o->source_read_bytes = 32u * 1024 * 1024;
+    o->source_read_rate = 64u * 1024 * 1024;
+    o->subscription_bytes = 16u * 1024 * 1024;
+    o->source_idle_ns = 600 * NS_PER_SEC;
 }
 
 static void env_name(const char *flag, char *out, size_t outlen) {

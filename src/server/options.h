@@ -85,8 +85,13 @@ typedef struct {
      * request); --max-buffered-bytes, default 16 MiB (at least that). */
     size_t max_buffered_bytes_per_connection;
     size_t max_buffered_bytes;
-    bool version; /* --version or a bare "version" argument */
-    bool help;    /* --help or -h */
+    /* Budgets shared between tenants (issue 28; docs/operations.md, "Limits"). */
+    size_t source_read_bytes;  /* --source-read-bytes, default 32 MiB, fair per namespace */
+    size_t source_read_rate;   /* --source-read-rate, bytes/s per namespace, default 64 MiB */
+    size_t subscription_bytes; /* --subscription-bytes, default 16 MiB, fair per namespace */
+    uint64_t source_idle_ns;   /* --source-idle, default 10 min */
+    bool version;              /* --version or a bare "version" argument */
+    bool help;                 /* --help or -h */
 } server_options_t;
 
 #define SERVER_DEFAULT_PORT 6000
@@ -126,5 +131,6 @@ extern const char server_usage_text[];
 extern const char server_usage_text_more[];
 extern const char server_usage_text_end[];
 extern const char server_usage_text_budgets[];
+extern const char server_usage_text_tenants[]; /* the budgets shared between tenants, and the end */
 
 #endif

@@ -695,48 +695,51 @@ int engine_reading_parse(engine_t e, const char *model, const char *text, size_t
     return engine_reading_parse_full(e, model, NULL, 0, text, len, fmt, out, NULL, err, errlen);
 }
 
-int engine_reading_parse_full(engine_t e, const char *model, const char *adapter, unsigned want,
-                              const char *text, size_t len, prom_format_t fmt,
-                              engine_reading_t *out, engine_hists_t *hists, char *err,
-                              size_t errlen) {
-    memset(out, 0, sizeof *out);
-    if (!hists)
-        want = 0;
-    want &= (1u << SLO_SIGNAL_COUNT) - 1;
-    if (hists)
-        memset(hists, 0, sizeof *hists);
-    hist_acc_t acc[H_SLOTS];
+/* Sets x up to read one scrape for engine e into x->r (zeroed): acc
+ * (H_SLOTS accumulators) and epp are the caller's storage. want is already
+ * masked to the signals that exist and to whether histograms are wanted. */
+static void engine_ctx_init(engine_ctx_t *x, hist_acc_t *acc, epp_acc_t *epp, engine_t e,
+                            const char *model, const char *adapter, unsigned want,
+                            engine_reading_t *r, char *err, size_t errlen) {
+    memset(r, 0, sizeof *r);
+    *x = (engine_ctx_t){.engine = e,
+                        .model = model ? model : "",
+                        .err = err,
+                        .errlen = errlen,
+                        .r = r,
+                        .want = want,
+                        .h = want ? acc : NULL,
+                        .adapter = adapter};
     if (want)
-        memset(acc, 0, sizeof acc);
-    engine_ctx_t x = {.engine = e,
-                      .model = model ? model : "",
-                      .err = err,
-                      .errlen = errlen,
-                      .r = out,
-                      .want = want,
-                      .h = want ? acc : NULL,
-                      .adapter = adapter};
-    epp_acc_t epp;
+        memset(acc, 0, H_SLOTS * sizeof *acc);
     if (e == ENGINE_EPP) {
-        memset(&epp, 0, sizeof epp);
-        x.epp = &epp;
-        x.want = want = 0; /* the EPP is not read for latency */
+        memset(epp, 0, sizeof *epp);
+        x->epp = epp;
+        x->want = 0; /* the EPP is not read for latency */
     }
-    int rc = prom_parse(text, len, fmt, on_engine_sample, &x, err, errlen);
-    if (rc == 0 && e == ENGINE_EPP)
-        rc = epp_finish(&x);
+}
+
+/* What the samples read into x add up to, once the page is read (rc: the
+ * parse's outcome; a failure zeroes x->r and hists and is returned). */
+static int engine_ctx_finish(engine_ctx_t *x, int rc, engine_hists_t *hists, char *err,
+                             size_t errlen) {
+    engine_reading_t *out = x->r;
+    unsigned want = x->want;
+    hist_acc_t *acc = x->h;
+    if (rc == 0 && x->engine == ENGINE_EPP)
+        rc = epp_finish(x);
     if (rc == 0 && want) {
         /* the current name wins; the older is read only without it */
         for (int s = 0; s < SLO_SIGNAL_COUNT && rc == 0; s++) {
             int slot = !acc[2 * s].seen && acc[2 * s + 1].seen ? 2 * s + 1 : 2 * s;
             if (!(want & (1u << s)) || !acc[slot].seen)
                 continue;
-            rc = hist_finish(&x, slot, &hists->layout[s], &hists->counts[s]);
+            rc = hist_finish(x, slot, &hists->layout[s], &hists->counts[s]);
             if (rc == 0)
                 hists->mask |= 1u << s;
         }
-        hists->has_start = x.has_start;
-        hists->start_time_s = x.start;
+        hists->has_start = x->has_start;
+        hists->start_time_s = x->start;
     }
     if (rc != 0) {
         memset(out, 0, sizeof *out);
@@ -744,11 +747,11 @@ int engine_reading_parse_full(engine_t e, const char *model, const char *adapter
             memset(hists, 0, sizeof *hists);
         return rc;
     }
-    reading_finish(&x, want, hists ? hists->mask : 0);
+    reading_finish(x, want, hists ? hists->mask : 0);
     out->hist_mask = hists ? hists->mask : 0;
-    if (!out->has_kv && x.has_kv_old) {
+    if (!out->has_kv && x->has_kv_old) {
         out->has_kv = true;
-        out->kv_percent = x.kv_old;
+        out->kv_percent = x->kv_old;
     }
     /* Finite samples can still sum past the largest double (two of 1e308):
      * the sum is then unknown, never the largest value KEDA can be sent. */
@@ -775,17 +778,91 @@ int engine_reading_parse_full(engine_t e, const char *model, const char *adapter
                               "%s summed over its series is not finite (the samples overflow)",
                               sums[i].what);
         }
-    if (counter_known(&x.completed)) {
+    if (counter_known(&x->completed)) {
         out->has_completed = true;
-        out->completed_total = x.completed.sum;
+        out->completed_total = x->completed.sum;
     }
     /* Both token counters or neither: the cost of a request needs both. */
-    if (counter_known(&x.prompt) && counter_known(&x.gen)) {
+    if (counter_known(&x->prompt) && counter_known(&x->gen)) {
         out->has_tokens = true;
-        out->prompt_tokens_total = x.prompt.sum;
-        out->generation_tokens_total = x.gen.sum;
+        out->prompt_tokens_total = x->prompt.sum;
+        out->generation_tokens_total = x->gen.sum;
     }
     return 0;
+}
+
+/* The latency signals to read: only those that exist, none without histograms. */
+static unsigned want_mask(unsigned want, bool has_hists) {
+    return has_hists ? want & ((1u << SLO_SIGNAL_COUNT) - 1) : 0;
+}
+
+int engine_reading_parse_full(engine_t e, const char *model, const char *adapter, unsigned want,
+                              const char *text, size_t len, prom_format_t fmt,
+                              engine_reading_t *out, engine_hists_t *hists, char *err,
+                              size_t errlen) {
+    want = want_mask(want, hists != NULL);
+    if (hists)
+        memset(hists, 0, sizeof *hists);
+    hist_acc_t acc[H_SLOTS];
+    epp_acc_t epp;
+    engine_ctx_t x;
+    engine_ctx_init(&x, acc, &epp, e, model, adapter, want, out, err, errlen);
+    int rc = prom_parse(text, len, fmt, on_engine_sample, &x, err, errlen);
+    return engine_ctx_finish(&x, rc, hists, err, errlen);
+}
+
+/* ---- a scrape read as it arrives ------------------------------------------------ */
+
+struct engine_scan {
+    engine_ctx_t x;
+    engine_reading_t r;
+    hist_acc_t acc[H_SLOTS];
+    epp_acc_t epp;
+    char model[256], adapter[256];
+    char err[512]; /* why a sample stopped the scan */
+};
+
+engine_scan_t *engine_scan_new(engine_t e, const char *model, const char *adapter, unsigned want,
+                               bool hists) {
+    engine_scan_t *sc = malloc(sizeof *sc);
+    if (!sc)
+        return NULL;
+    snprintf(sc->model, sizeof sc->model, "%s", model ? model : "");
+    snprintf(sc->adapter, sizeof sc->adapter, "%s", adapter ? adapter : "");
+    sc->err[0] = '\0';
+    engine_ctx_init(&sc->x, sc->acc, &sc->epp, e, sc->model, adapter ? sc->adapter : NULL,
+                    want_mask(want, hists), &sc->r, sc->err, sizeof sc->err);
+    return sc;
+}
+
+int engine_scan_sample(void *scan, const prom_sample_t *s) {
+    return on_engine_sample(&((engine_scan_t *)scan)->x, s);
+}
+
+const char *engine_scan_error(const engine_scan_t *sc) {
+    return sc->err;
+}
+
+int engine_scan_finish(engine_scan_t *sc, engine_reading_t *out, engine_hists_t *hists, char *err,
+                       size_t errlen) {
+    if (hists)
+        memset(hists, 0, sizeof *hists);
+    else
+        sc->x.want = 0;
+    /* what finishing finds wrong (a histogram's bounds) goes to the caller */
+    sc->x.err = err;
+    sc->x.errlen = errlen;
+    int rc = engine_ctx_finish(&sc->x, 0, hists, err, errlen);
+    *out = sc->r;
+    return rc;
+}
+
+size_t engine_scan_bytes(void) {
+    return sizeof(engine_scan_t);
+}
+
+void engine_scan_free(engine_scan_t *sc) {
+    free(sc);
 }
 
 typedef struct {
@@ -833,4 +910,44 @@ int demand_value_parse(const demand_config_t *d, const char *text, size_t len, p
     *sum = x.sum;
     *matched = x.matched;
     return 0;
+}
+
+/* ---- a generic endpoint's page read as it arrives -------------------------------- */
+
+struct demand_scan {
+    demand_ctx_t x;
+    char err[512];
+};
+
+demand_scan_t *demand_scan_new(const demand_config_t *d) {
+    demand_scan_t *sc = calloc(1, sizeof *sc);
+    if (!sc)
+        return NULL;
+    sc->x = (demand_ctx_t){.d = d, .err = sc->err, .errlen = sizeof sc->err};
+    return sc;
+}
+
+int demand_scan_sample(void *scan, const prom_sample_t *s) {
+    return on_demand_sample(&((demand_scan_t *)scan)->x, s);
+}
+
+const char *demand_scan_error(const demand_scan_t *sc) {
+    return sc->err;
+}
+
+int demand_scan_finish(const demand_scan_t *sc, double *sum, unsigned *matched, char *err,
+                       size_t errlen) {
+    *sum = 0;
+    *matched = 0;
+    if (!isfinite(sc->x.sum))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s summed over %u samples is not finite (the samples overflow)",
+                          sc->x.d->demand_metric, sc->x.matched);
+    *sum = sc->x.sum;
+    *matched = sc->x.matched;
+    return 0;
+}
+
+void demand_scan_free(demand_scan_t *sc) {
+    free(sc);
 }

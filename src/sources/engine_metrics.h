@@ -163,4 +163,36 @@ int engine_reading_parse_full(engine_t e, const char *model, const char *adapter
 int demand_value_parse(const demand_config_t *d, const char *text, size_t len, prom_format_t fmt,
                        double *sum, unsigned *matched, char *err, size_t errlen);
 
+/*
+ * The same readings from a page read as it arrives (the source hub parses
+ * each poll's body while it is received, keeping a partial line rather than
+ * the body): every sample of the page goes through engine_scan_sample() (a
+ * prom_sample_cb, e.g. from prom_stream_feed()), then engine_scan_finish()
+ * gives what engine_reading_parse_full() gives for the whole page.
+ * engine_scan_new copies model and adapter (NULL adapter: LoRA not read;
+ * hists false: no histogram read); NULL when out of memory. Returned:
+ * engine_scan_free(). When engine_scan_sample returns non-zero the scan
+ * has failed: engine_scan_error() says why (borrowed from the scan).
+ * engine_scan_bytes(): what one scan holds, for the hub's read budget.
+ */
+typedef struct engine_scan engine_scan_t;
+engine_scan_t *engine_scan_new(engine_t e, const char *model, const char *adapter, unsigned want,
+                               bool hists);
+int engine_scan_sample(void *scan, const prom_sample_t *s);
+const char *engine_scan_error(const engine_scan_t *sc);
+int engine_scan_finish(engine_scan_t *sc, engine_reading_t *out, engine_hists_t *hists, char *err,
+                       size_t errlen);
+size_t engine_scan_bytes(void);
+void engine_scan_free(engine_scan_t *sc);
+
+/* demand_value_parse() for a page read as it arrives, as above; d is
+ * borrowed for the scan's life. */
+typedef struct demand_scan demand_scan_t;
+demand_scan_t *demand_scan_new(const demand_config_t *d);
+int demand_scan_sample(void *scan, const prom_sample_t *s);
+const char *demand_scan_error(const demand_scan_t *sc);
+int demand_scan_finish(const demand_scan_t *sc, double *sum, unsigned *matched, char *err,
+                       size_t errlen);
+void demand_scan_free(demand_scan_t *sc);
+
 #endif

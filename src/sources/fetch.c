@@ -29,7 +29,7 @@ struct fetch {
      * address and TLS settings: the connector keeps its own). */
     size_t request_len, max_bytes;
     uint64_t timeout_ns;
-    fetch_complete_cb complete;
+    fetch_data_cb data;
     fetch_done_cb done;
     void *user_data;
     size_t sent;
@@ -46,9 +46,9 @@ struct fetch {
     loop_io_t *io;
     uint32_t io_events;
     loop_timer_t deadline;
+    loop_timer_t resume; /* TLS: records already decrypted after a slice */
     fetch_state_t state;
-    char *buf; /* the response so far */
-    size_t len, cap;
+    size_t len; /* response bytes read */
     char peer[64];
     char request[]; /* the copy of the request bytes, in the same allocation */
 };
@@ -68,6 +68,7 @@ static const char *state_name(const fetch_t *f) {
 /* Stops the timer and closes the socket; the fetch itself stays. */
 static void shut(fetch_t *f) {
     loop_timer_stop(f->loop, &f->deadline);
+    loop_timer_stop(f->loop, &f->resume);
     connector_cancel(f->conn);
     f->conn = NULL;
     if (f->io)
@@ -81,7 +82,6 @@ static void shut(fetch_t *f) {
 static void release(fetch_t *f) {
     shut(f);
     explicit_bzero(f->request, f->request_len); /* it may hold a bearer token */
-    free(f->buf);
     free(f);
 }
 
@@ -98,9 +98,8 @@ static void finish(fetch_t *f, int status, bool eof, const char *fmt, ...) {
     }
     /* Close first: the callback may start the next exchange at once. */
     shut(f);
-    f->done(f->user_data, status, f->buf ? f->buf : "", f->len, eof, status ? msg : NULL);
+    f->done(f->user_data, status, eof, status ? msg : NULL);
     explicit_bzero(f->request, f->request_len); /* it may hold a bearer token */
-    free(f->buf);
     free(f);
 }
 
@@ -126,24 +125,6 @@ static void want(fetch_t *f, bool rd, bool wr) {
     }
 }
 
-static bool append(fetch_t *f, const char *p, size_t n) {
-    if (f->len + n > f->cap) {
-        size_t cap = f->cap ? f->cap : 4096;
-        while (cap < f->len + n)
-            cap *= 2;
-        if (cap > f->max_bytes + 1)
-            cap = f->max_bytes + 1;
-        char *nb = realloc(f->buf, cap);
-        if (!nb)
-            return false;
-        f->buf = nb;
-        f->cap = cap;
-    }
-    memcpy(f->buf + f->len, p, n);
-    f->len += n;
-    return true;
-}
-
 /* Runs the state machine as far as it goes without blocking. Returns after
  * finish() (f is then gone) or when waiting for the socket. */
 static void drive(fetch_t *f) {
@@ -164,7 +145,7 @@ static void drive(fetch_t *f) {
         f->state = ST_READING;
     }
     char chunk[16384];
-    for (;;) {
+    for (size_t slice = 0; slice < FETCH_SLICE_BYTES;) {
         ssize_t n = transport_read(&f->tr, chunk, sizeof chunk);
         if (n == TRANSPORT_AGAIN) {
             want(f, true, false);
@@ -183,22 +164,39 @@ static void drive(fetch_t *f) {
                    f->max_bytes);
             return;
         }
-        if (!append(f, chunk, (size_t)n)) {
-            finish(f, KGS_ENOMEM, false, "%s: out of memory", f->peer);
+        f->len += (size_t)n;
+        slice += (size_t)n;
+        why[0] = '\0';
+        int c = f->data(f->user_data, chunk, (size_t)n, why, sizeof why);
+        if (c < 0) {
+            finish(f, KGS_EINVAL, false, "%s: %s", f->peer, why);
             return;
         }
-        if (f->complete) {
-            int c = f->complete(f->user_data, f->buf, f->len, why, sizeof why);
-            if (c < 0) {
-                finish(f, KGS_EINVAL, false, "%s: %s", f->peer, why);
-                return;
-            }
-            if (c > 0) {
-                finish(f, 0, false, NULL);
-                return;
-            }
+        if (c > 0) {
+            finish(f, 0, false, NULL);
+            return;
+        }
+        /* A plain socket that gave less than asked for is empty now: wait
+         * for readiness rather than spend a read on EAGAIN (a reply
+         * dripped in small pieces costs one read per piece, not two). */
+        if (!f->tr.ssl && (size_t)n < sizeof chunk) {
+            want(f, true, false);
+            return;
         }
     }
+    /* The slice is spent: the rest waits for the next turn of the loop. A
+     * plain socket with more to read is ready again then; TLS may hold
+     * records it already read from the socket, which no readiness event
+     * would announce, so those resume from a timer. */
+    want(f, true, false);
+    if (f->tr.ssl)
+        loop_timer_start(f->loop, &f->resume, loop_now(f->loop));
+}
+
+static void on_resume(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop;
+    (void)t;
+    drive(ud);
 }
 
 static void on_io(loop_t *loop, int fd, uint32_t events, void *ud) {
@@ -236,12 +234,13 @@ int fetch_start(loop_t *loop, const fetch_request_t *req, fetch_t **out, char *e
     f->request_len = req->request_len;
     f->max_bytes = req->max_bytes;
     f->timeout_ns = req->timeout_ns;
-    f->complete = req->complete;
+    f->data = req->data;
     f->done = req->done;
     f->user_data = req->user_data;
     sock_format_peer(&req->addr, f->peer, sizeof f->peer);
     memcpy(f->request, req->request, req->request_len);
     loop_timer_init(&f->deadline, on_deadline, f);
+    loop_timer_init(&f->resume, on_resume, f);
     f->state = ST_CONNECTING;
     socklen_t addrlen = req->addrlen;
     connector_opts_t co = {

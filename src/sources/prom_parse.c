@@ -761,22 +761,44 @@ prom_format_t prom_format_from_content_type(const char *content_type) {
     return PROM_FORMAT_TEXT;
 }
 
-int prom_parse(const char *text, size_t len, prom_format_t fmt, prom_sample_cb cb, void *user_data,
-               char *err, size_t errlen) {
+/* One line (without its '\n'; a '\r' before it is dropped here) whose
+ * scratch has room for n + 1 bytes: what both the whole-text parser and
+ * the stream do with it. *eof: "# EOF" was read (OpenMetrics). */
+static int line_run(parser_t *p, const char *line, size_t n, prom_sample_cb cb, void *ud,
+                    bool *eof) {
+    const char *nul = memchr(line, '\0', n);
+    if (nul)
+        return line_error(p, "NUL byte at column %zu", (size_t)(nul - line) + 1);
+    if (*eof)
+        return line_error(p, "data after # EOF");
+    if (n > 0 && line[n - 1] == '\r')
+        n--;
+    cursor_t c = {line, n, 0};
+    p->line = line;
+    return line_read(p, &c, cb, ud, eof);
+}
+
+static int format_check(const char *text, size_t len, prom_format_t fmt, char *err, size_t errlen) {
     if (err && errlen > 0)
         err[0] = '\0';
     if (!text && len > 0)
         return kgs_seterr(err, errlen, KGS_EINVAL, "parse metrics: no input buffer");
     if (fmt != PROM_FORMAT_TEXT && fmt != PROM_FORMAT_OPENMETRICS)
         return kgs_seterr(err, errlen, KGS_EINVAL, "parse metrics: unknown format %d", (int)fmt);
+    return 0;
+}
 
+int prom_parse(const char *text, size_t len, prom_format_t fmt, prom_sample_cb cb, void *user_data,
+               char *err, size_t errlen) {
+    int rc = format_check(text, len, fmt, err, errlen);
+    if (rc)
+        return rc;
     char stack_scratch[PROM_STACK_SCRATCH];
     parser_t p = {.om = fmt == PROM_FORMAT_OPENMETRICS, .err = err, .errlen = errlen};
     p.scratch = stack_scratch;
     size_t cap = sizeof stack_scratch;
     char *heap = NULL;
     bool eof = false;
-    int rc = 0;
 
     size_t pos = 0;
     while (pos < len) {
@@ -786,17 +808,6 @@ int prom_parse(const char *text, size_t len, prom_format_t fmt, prom_sample_cb c
         const char *nl = memchr(line, '\n', rest);
         size_t n = nl ? (size_t)(nl - line) : rest;
         pos += nl ? n + 1 : n;
-        const char *nul = memchr(line, '\0', n);
-        if (nul) {
-            rc = line_error(&p, "NUL byte at column %zu", (size_t)(nul - line) + 1);
-            goto out;
-        }
-        if (eof) {
-            rc = line_error(&p, "data after # EOF");
-            goto out;
-        }
-        if (n > 0 && line[n - 1] == '\r')
-            n--;
         if (n >= cap) {
             /* rest >= n for this and every later line; rest < len <= SIZE_MAX
              * bytes of input exist, so rest + 1 does not wrap unless the
@@ -814,9 +825,7 @@ int prom_parse(const char *text, size_t len, prom_format_t fmt, prom_sample_cb c
             p.scratch = heap;
             cap = rest + 1;
         }
-        cursor_t c = {line, n, 0};
-        p.line = line;
-        rc = line_read(&p, &c, cb, user_data, &eof);
+        rc = line_run(&p, line, n, cb, user_data, &eof);
         if (rc != 0)
             goto out;
     }
@@ -827,6 +836,176 @@ int prom_parse(const char *text, size_t len, prom_format_t fmt, prom_sample_cb c
 out:
     PROM_PARSE_FREE(heap);
     return rc;
+}
+
+/* ---- incremental ------------------------------------------------------------ */
+
+struct prom_stream {
+    parser_t p;
+    bool eof;          /* "# EOF" read */
+    int failed;        /* the first failure, returned again by every later call */
+    char why[300];     /* its message */
+    size_t max_line;   /* bytes before a line's '\n' */
+    prom_sample_cb cb; /* NULL: syntax only */
+    void *ud;
+    char *part; /* the line not ended yet */
+    size_t plen, pcap;
+    char *scratch; /* for lines over the stack scratch */
+    size_t scap;
+};
+
+prom_stream_t *prom_stream_new(prom_format_t fmt, size_t max_line, prom_sample_cb cb,
+                               void *user_data) {
+    if (fmt != PROM_FORMAT_TEXT && fmt != PROM_FORMAT_OPENMETRICS)
+        return NULL;
+    prom_stream_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->p.om = fmt == PROM_FORMAT_OPENMETRICS;
+    s->max_line = max_line ? max_line : PROM_STREAM_MAX_LINE;
+    s->cb = cb;
+    s->ud = user_data;
+    return s;
+}
+
+void prom_stream_free(prom_stream_t *s) {
+    if (!s)
+        return;
+    PROM_PARSE_FREE(s->part);
+    PROM_PARSE_FREE(s->scratch);
+    free(s);
+}
+
+size_t prom_stream_held(const prom_stream_t *s) {
+    return sizeof *s + s->pcap + s->scap;
+}
+
+/* Grows *buf to at least need bytes (doubling, at most max). */
+static bool stream_grow(char **buf, size_t *cap, size_t need, size_t max) {
+    if (need <= *cap)
+        return true;
+    size_t nc = *cap ? *cap : 1024;
+    while (nc < need)
+        nc *= 2;
+    if (nc > max)
+        nc = max;
+    if (nc < need)
+        return false;
+    char *nb = PROM_PARSE_MALLOC(nc);
+    if (!nb)
+        return false;
+    if (*cap)
+        memcpy(nb, *buf, *cap);
+    PROM_PARSE_FREE(*buf);
+    *buf = nb;
+    *cap = nc;
+    return true;
+}
+
+/* Records the stream's first failure (its message, or the callback's
+ * value with no message) and returns it. */
+static int stream_fail(prom_stream_t *s, int rc, char *err, size_t errlen) {
+    s->failed = rc;
+    if (err && errlen)
+        snprintf(s->why, sizeof s->why, "%s", err);
+    return rc;
+}
+
+static int stream_replay(const prom_stream_t *s, char *err, size_t errlen) {
+    if (err && errlen) {
+        size_t n = strnlen(s->why, sizeof s->why);
+        if (n >= errlen)
+            n = errlen - 1;
+        memcpy(err, s->why, n);
+        err[n] = '\0';
+    }
+    return s->failed;
+}
+
+static int stream_too_long(prom_stream_t *s, char *err, size_t errlen) {
+    s->p.err = err;
+    s->p.errlen = errlen;
+    s->p.lineno++;
+    return stream_fail(s,
+                       kgs_seterr(err, errlen, KGS_EINVAL, "line %zu: longer than %zu bytes",
+                                  s->p.lineno, s->max_line),
+                       err, errlen);
+}
+
+/* Parses one whole line (without its '\n'), scratch sized to it. */
+static int stream_line(prom_stream_t *s, const char *line, size_t n, char *err, size_t errlen) {
+    char stack_scratch[PROM_STACK_SCRATCH];
+    s->p.lineno++;
+    s->p.err = err;
+    s->p.errlen = errlen;
+    if (n < sizeof stack_scratch) {
+        s->p.scratch = stack_scratch;
+    } else {
+        if (!stream_grow(&s->scratch, &s->scap, n + 1, s->max_line + 1))
+            return kgs_seterr(err, errlen, KGS_ENOMEM, "line %zu: %zu bytes for a long line",
+                              s->p.lineno, n + 1);
+        s->p.scratch = s->scratch;
+    }
+    int rc = line_run(&s->p, line, n, s->cb, s->ud, &s->eof);
+    s->p.scratch = NULL;
+    return rc;
+}
+
+int prom_stream_feed(prom_stream_t *s, const char *in, size_t len, char *err, size_t errlen) {
+    if (err && errlen > 0)
+        err[0] = '\0';
+    if (s->failed)
+        return stream_replay(s, err, errlen);
+    if (!in && len > 0)
+        return stream_fail(s, kgs_seterr(err, errlen, KGS_EINVAL, "parse metrics: no input buffer"),
+                           err, errlen);
+    while (len > 0) {
+        const char *nl = memchr(in, '\n', len);
+        size_t n = nl ? (size_t)(nl - in) : len;
+        int rc;
+        if (s->plen + n > s->max_line)
+            return stream_too_long(s, err, errlen);
+        if (s->plen == 0 && nl) {
+            rc = stream_line(s, in, n, err, errlen); /* straight from the input */
+        } else {
+            if (!stream_grow(&s->part, &s->pcap, s->plen + n, s->max_line))
+                return stream_fail(s,
+                                   kgs_seterr(err, errlen, KGS_ENOMEM,
+                                              "line %zu: %zu bytes for a partial line",
+                                              s->p.lineno + 1, s->plen + n),
+                                   err, errlen);
+            memcpy(s->part + s->plen, in, n);
+            s->plen += n;
+            if (!nl)
+                return 0;
+            rc = stream_line(s, s->part, s->plen, err, errlen);
+            s->plen = 0;
+        }
+        if (rc != 0)
+            return stream_fail(s, rc, err, errlen);
+        in += n + 1;
+        len -= n + 1;
+    }
+    return 0;
+}
+
+int prom_stream_end(prom_stream_t *s, char *err, size_t errlen) {
+    if (err && errlen > 0)
+        err[0] = '\0';
+    if (s->failed)
+        return stream_replay(s, err, errlen);
+    int rc = 0;
+    if (s->plen > 0) {
+        rc = stream_line(s, s->part, s->plen, err, errlen);
+        s->plen = 0;
+    }
+    if (rc == 0 && s->p.om && !s->eof) {
+        s->p.err = err;
+        s->p.errlen = errlen;
+        s->p.lineno++;
+        rc = line_error(&s->p, "missing # EOF");
+    }
+    return rc ? stream_fail(s, rc, err, errlen) : 0;
 }
 
 const char *prom_sample_label(const prom_sample_t *s, const char *name) {

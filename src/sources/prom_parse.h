@@ -83,6 +83,33 @@ prom_format_t prom_format_from_content_type(const char *content_type);
 int prom_parse(const char *text, size_t len, prom_format_t fmt, prom_sample_cb cb, void *user_data,
                char *err, size_t errlen);
 
+/*
+ * The same grammar read as the bytes arrive: prom_stream_feed() parses
+ * every line a piece completes and keeps only the line not ended yet, so a
+ * page of any size costs at most one line of memory (plus the scratch that
+ * line needs). A line of more than max_line bytes before its '\n' fails
+ * ("line N: longer than M bytes"); 0 means PROM_STREAM_MAX_LINE. For input
+ * whose lines all fit, feeding it in any pieces and then calling
+ * prom_stream_end() gives what prom_parse() gives for it whole: the same
+ * samples to cb in the same order, the same return value and message.
+ *
+ * prom_stream_new: NULL when out of memory or fmt is unknown. cb may be
+ * NULL (syntax only); user_data is passed to it. Returned:
+ * prom_stream_free() (NULL does nothing).
+ * prom_stream_feed / prom_stream_end: 0, or what prom_parse() returns; a
+ * failure is final: every later call returns it again (with its message).
+ * in is borrowed for the call and may be NULL when len is 0.
+ * prom_stream_held: the heap bytes the stream holds now.
+ */
+#define PROM_STREAM_MAX_LINE (64u * 1024)
+typedef struct prom_stream prom_stream_t;
+prom_stream_t *prom_stream_new(prom_format_t fmt, size_t max_line, prom_sample_cb cb,
+                               void *user_data);
+int prom_stream_feed(prom_stream_t *s, const char *in, size_t len, char *err, size_t errlen);
+int prom_stream_end(prom_stream_t *s, char *err, size_t errlen);
+size_t prom_stream_held(const prom_stream_t *s);
+void prom_stream_free(prom_stream_t *s);
+
 /* The value of label `name` (NUL-terminated) in s, or NULL when s has no such
  * label. The result is borrowed from s. */
 const char *prom_sample_label(const prom_sample_t *s, const char *name);

@@ -118,11 +118,6 @@ static int read_line(const char *p, size_t avail, size_t at, size_t *n, size_t *
 
 /* ---- parser ---------------------------------------------------------------------------------- */
 
-typedef struct {
-    uint32_t node;      /* index of the array node */
-    uint32_t unstarted; /* elements not begun yet */
-} frame_t;
-
 /* Parses the value starting at buf[pos] into *node (everything but `next`).
  * Returns RESP_COMPLETE with *used, RESP_INCOMPLETE, or KGS_EINVAL. */
 static int read_value(const char *buf, size_t len, size_t pos, resp_node_t *node, size_t *used,
@@ -201,62 +196,115 @@ static int read_value(const char *buf, size_t len, size_t pos, resp_node_t *node
     return RESP_COMPLETE;
 }
 
+/*
+ * The walk shared by resp_parse() (a fresh state, every node written to
+ * out) and resp_scan() (a state kept between calls, out NULL: only the
+ * shape is checked, in one small node). A value that is not whole yet
+ * stops the walk at its first byte, and the next call starts again there:
+ * every value before it is never read again.
+ */
+static int walk(resp_scan_t *st, const char *buf, size_t len, resp_reply_t *out, size_t *consumed,
+                char *err, size_t errlen) {
+    resp_node_t scratch;
+    for (;;) {
+        /* A simple string or error line not ended yet: only its new bytes
+         * are looked at (a line dripped 1 KiB at a time is not searched
+         * from its start after every read). When they hold no CR or LF and
+         * the line is within bounds, read_value would say incomplete too;
+         * otherwise it runs and decides, message included. */
+        if (!out && st->_pos < len && (buf[st->_pos] == '+' || buf[st->_pos] == '-')) {
+            size_t from = st->_line_from > st->_pos + 1 ? st->_line_from : st->_pos + 1;
+            if (len - st->_pos - 1 <= RESP_MAX_BULK && !memchr(buf + from, '\r', len - from) &&
+                !memchr(buf + from, '\n', len - from)) {
+                st->_line_from = len;
+                return RESP_INCOMPLETE;
+            }
+        }
+        /* Unreachable while n + owed <= RESP_MAX_NODES holds; kept as the last guard. */
+        if (st->_n == RESP_MAX_NODES)
+            return kgs_seterr(err, errlen, KGS_EINVAL, OP ": offset %zu: more than %d values",
+                              st->_pos, RESP_MAX_NODES);
+        resp_node_t *node = out ? &out->nodes[st->_n] : &scratch;
+        size_t used = 0;
+        int rc = read_value(buf, len, st->_pos, node, &used, err, errlen);
+        if (rc != RESP_COMPLETE)
+            return rc;
+        uint32_t depth = st->_depth;
+        if (depth > 0) {
+            st->_unstarted[depth - 1]--;
+            st->_owed--;
+        }
+        uint32_t idx = st->_n++;
+        if (node->type == RESP_ARRAY) {
+            if (depth == RESP_MAX_DEPTH)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  OP ": offset %zu: arrays nested deeper than %d", st->_pos,
+                                  RESP_MAX_DEPTH);
+            if (st->_n + st->_owed + node->count > RESP_MAX_NODES)
+                return kgs_seterr(err, errlen, KGS_EINVAL,
+                                  OP ": offset %zu: array of %u elements takes the reply over "
+                                     "%d values",
+                                  st->_pos, node->count, RESP_MAX_NODES);
+        }
+        st->_pos += used;
+        if (node->type == RESP_ARRAY && node->count > 0) {
+            st->_node[depth] = idx;
+            st->_unstarted[depth] = node->count;
+            st->_depth++;
+            st->_owed += node->count;
+            continue;
+        }
+        /* A leaf (or empty array) is done; so is every open array whose last element it was. */
+        node->next = st->_n;
+        while (st->_depth > 0 && st->_unstarted[st->_depth - 1] == 0) {
+            st->_depth--;
+            if (out)
+                out->nodes[st->_node[st->_depth]].next = st->_n;
+        }
+        if (st->_depth == 0)
+            break;
+    }
+    if (out)
+        out->count = st->_n;
+    *consumed = st->_pos;
+    return RESP_COMPLETE;
+}
+
 int resp_parse(const char *buf, size_t len, resp_reply_t *out, size_t *consumed, char *err,
                size_t errlen) {
-    frame_t stack[RESP_MAX_DEPTH];
-    uint32_t depth = 0, n = 0;
-    uint64_t owed = 0; /* sum of stack[].unstarted: nodes still certain to come */
-    size_t pos = 0;
+    resp_scan_t st;
+    resp_scan_init(&st);
     *consumed = 0;
     out->count = 0;
     if (err && errlen)
         err[0] = '\0';
-    for (;;) {
-        /* Unreachable while n + owed <= RESP_MAX_NODES holds; kept as the last guard. */
-        if (n == RESP_MAX_NODES)
-            return kgs_seterr(err, errlen, KGS_EINVAL, OP ": offset %zu: more than %d values", pos,
-                              RESP_MAX_NODES);
-        resp_node_t *node = &out->nodes[n];
-        size_t used = 0;
-        int rc = read_value(buf, len, pos, node, &used, err, errlen);
-        if (rc != RESP_COMPLETE)
-            return rc;
-        if (depth > 0) {
-            stack[depth - 1].unstarted--;
-            owed--;
-        }
-        uint32_t idx = n++;
-        if (node->type == RESP_ARRAY) {
-            if (depth == RESP_MAX_DEPTH)
-                return kgs_seterr(err, errlen, KGS_EINVAL,
-                                  OP ": offset %zu: arrays nested deeper than %d", pos,
-                                  RESP_MAX_DEPTH);
-            if (n + owed + node->count > RESP_MAX_NODES)
-                return kgs_seterr(err, errlen, KGS_EINVAL,
-                                  OP ": offset %zu: array of %u elements takes the reply over "
-                                     "%d values",
-                                  pos, node->count, RESP_MAX_NODES);
-        }
-        pos += used;
-        if (node->type == RESP_ARRAY && node->count > 0) {
-            stack[depth].node = idx;
-            stack[depth].unstarted = node->count;
-            depth++;
-            owed += node->count;
-            continue;
-        }
-        /* A leaf (or empty array) is done; so is every open array whose last element it was. */
-        node->next = n;
-        while (depth > 0 && stack[depth - 1].unstarted == 0) {
-            depth--;
-            out->nodes[stack[depth].node].next = n;
-        }
-        if (depth == 0)
-            break;
+    int rc = walk(&st, buf, len, out, consumed, err, errlen);
+    if (rc != RESP_COMPLETE) {
+        out->count = 0;
+        *consumed = 0;
     }
-    out->count = n;
-    *consumed = pos;
-    return RESP_COMPLETE;
+    return rc;
+}
+
+void resp_scan_init(resp_scan_t *st) {
+    memset(st, 0, sizeof *st);
+}
+
+int resp_scan(resp_scan_t *st, const char *buf, size_t len, size_t *consumed, char *err,
+              size_t errlen) {
+    *consumed = 0;
+    if (err && errlen)
+        err[0] = '\0';
+    if (st->_done) {
+        *consumed = st->_pos;
+        return RESP_COMPLETE;
+    }
+    int rc = walk(st, buf, len, NULL, consumed, err, errlen);
+    if (rc == RESP_COMPLETE)
+        st->_done = true;
+    else
+        *consumed = 0;
+    return rc;
 }
 
 const resp_node_t *resp_child(const resp_reply_t *r, const resp_node_t *array, uint32_t i) {

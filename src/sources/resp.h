@@ -75,6 +75,35 @@ typedef struct {
 int resp_parse(const char *buf, size_t len, resp_reply_t *out, size_t *consumed, char *err,
                size_t errlen);
 
+/*
+ * Whether a reply that arrives in pieces is whole yet, without reading any
+ * byte twice: the scan keeps where it stopped (the first value not yet
+ * whole) and the open arrays, and the next call goes on from there. buf
+ * holds the reply's bytes so far from its first byte (it may move between
+ * calls; it may only grow, never change). Returns what resp_parse() would
+ * return for buf[0..len): RESP_COMPLETE with *consumed (the reply's length;
+ * then resp_parse() gives its nodes), RESP_INCOMPLETE (*consumed 0: call
+ * again with more bytes), or KGS_EINVAL with the same message. Once whole,
+ * later calls return RESP_COMPLETE again. An incomplete value costs its
+ * header only (a bulk string's data is measured, not searched; a simple
+ * string or error line is searched only where new bytes arrived).
+ *
+ * Caller-owned storage, fields private; resp_scan_init() starts a reply.
+ */
+typedef struct {
+    size_t _pos;
+    uint32_t _n, _depth;
+    uint64_t _owed;
+    uint32_t _node[RESP_MAX_DEPTH];
+    uint32_t _unstarted[RESP_MAX_DEPTH];
+    size_t _line_from; /* a line at _pos: where its bytes are still unsearched */
+    bool _done;
+} resp_scan_t;
+
+void resp_scan_init(resp_scan_t *st);
+int resp_scan(resp_scan_t *st, const char *buf, size_t len, size_t *consumed, char *err,
+              size_t errlen);
+
 /* The i-th element of array node `array` (borrowed from r), found by walking
  * `next`; NULL when `array` is not an array or i >= array->count. The result
  * is borrowed from r. */

@@ -1,16 +1,16 @@
 /*
  * source_backend.h - what one kind of demand source speaks, behind one small
  * table of functions (as nvtop's struct gpu_vendor or Redis's
- * ConnectionType): the request bytes of a poll, when the reply is whole,
- * what a new source reads from its trigger, the request bytes of a poll,
- * when the reply is whole, and the reply bytes turned into a reading. The
+ * ConnectionType): what a new source reads from its trigger, the request
+ * bytes of a poll, and the reply's bytes, as they arrive, turned into a
+ * reading. The
  * hub (source_hub.c) owns everything else: sources, addresses, the SSRF
  * guard, timers, fetches, errors over time. Adding a backend is one file
  * (source_backend_<name>.c) and one row in source_backend_for()'s table.
  *
  * Backends are pure: no sockets, no clock, no globals, no allocation beyond
- * a reply body and what configure() keeps for the source (release() frees
- * it); each function is unit-tested with byte strings
+ * a poll's reply state and what configure() keeps for the source (release()
+ * frees it); each function is unit-tested with byte strings
  * (tests/unit/sources/test_source_backend_*.c). Any thread.
  */
 #ifndef KGS_SOURCES_SOURCE_BACKEND_H
@@ -85,8 +85,13 @@ typedef struct {
     engine_hists_t *hists;
 } source_scratch_t;
 
-/* parse(): the address answered, but only to say nobody serves behind it. */
+/* feed() / finish(): the address answered, but only to say nobody serves
+ * behind it. */
 #define SOURCE_PARSE_NO_SERVER (-2)
+
+/* One poll's reply while it arrives: what a backend keeps between reads
+ * (opaque; begin() makes it, end() frees it). */
+typedef struct source_reply source_reply_t;
 
 typedef struct source_backend {
     const char *name; /* "http", "redis" */
@@ -101,18 +106,44 @@ typedef struct source_backend {
     /* The request of one poll into buf[0..cap); its length, or 0 when it
      * does not fit. */
     size_t (*request)(const source_params_t *p, char *buf, size_t cap);
-    /* Whether buf[0..len) (everything read so far) is a whole reply: 1, 0
-     * read more, -1 malformed (reason in why). */
-    int (*complete)(const source_params_t *p, source_scratch_t *sc, const char *buf, size_t len,
-                    char *why, size_t whylen);
-    /* The reply (eof: the peer closed after it) -> *out. Returns 0, or -1
-     * with the message the source reports (e.g. "HTTP 500 (want 200)",
-     * "AUTH failed: WRONGPASS ..."), or SOURCE_PARSE_NO_SERVER with its
-     * message when the reply says no server is behind the address (a
-     * proxy's 502, 503 or 504); *out is written only on success. */
-    int (*parse)(const source_params_t *p, source_scratch_t *sc, const char *buf, size_t len,
-                 bool eof, source_reading_t *out, char *msg, size_t msglen);
+    /*
+     * The reply of one poll, read as it arrives (never held whole: an HTTP
+     * body is parsed line by line, a Redis pipeline reply by reply):
+     * begin() returns the reply state for p (borrowed, with sc, until end()),
+     * or NULL when out of memory. feed() takes the next bytes (borrowed for
+     * the call) and returns 0 read more, 1 the reply is whole (bytes after
+     * it are not for it), or -1 with the message the source reports (e.g.
+     * "HTTP 500 (want 200)", "AUTH failed: WRONGPASS ..."), or
+     * SOURCE_PARSE_NO_SERVER with its message when the reply says no server
+     * is behind the address (a proxy's 502, 503 or 504); a failure is final.
+     * finish() gives the reading once feed() said 1 (eof false) or the peer
+     * closed (eof true): 0 with *out, or -1 / SOURCE_PARSE_NO_SERVER with
+     * the message; *out is written only on success. held() is what the
+     * reply holds now (the hub's --source-read-bytes counts it). end() frees
+     * it (NULL does nothing).
+     */
+    source_reply_t *(*begin)(const source_params_t *p, source_scratch_t *sc);
+    int (*feed)(source_reply_t *r, const char *buf, size_t len, char *msg, size_t msglen);
+    int (*finish)(source_reply_t *r, bool eof, source_reading_t *out, char *msg, size_t msglen);
+    size_t (*held)(const source_reply_t *r);
+    void (*end)(source_reply_t *r);
 } source_backend_t;
+
+/* The longest line of a scraped page (prom_parse.h's stream: a longer one
+ * fails the poll) and the most bytes of one Redis reply: what one poll in
+ * flight may hold beside its bookkeeping. */
+#define SOURCE_MAX_LINE_BYTES (64u * 1024)
+#define SOURCE_REDIS_MAX_REPLY_BYTES (1024u * 1024)
+
+/*
+ * A whole reply buf[0..len) read as a poll reads it: begin, feed in pieces
+ * of `piece` bytes (0: one piece), finish (eof: the peer closed after the
+ * bytes; a reply that is whole before its end is finished as whole), end.
+ * Returns what feed() or finish() returned, with msg. For tests and tools.
+ */
+int source_backend_read(const source_backend_t *b, const source_params_t *p, source_scratch_t *sc,
+                        const char *buf, size_t len, size_t piece, bool eof, source_reading_t *out,
+                        char *msg, size_t msglen);
 
 extern const source_backend_t source_backend_http;  /* ENGINE, PROM */
 extern const source_backend_t source_backend_redis; /* REDIS */

@@ -2,9 +2,14 @@
  * source_backend_redis.c - the Redis queue backend: one pipeline per poll,
  * [AUTH] [SELECT] then LLEN for a list, or XLEN [XINFO GROUPS] for a stream
  * (pending entries or consumer-group lag). Our own RESP2 client
- * (resp.c) rather than hiredis: Debian 12's hiredis has no TLS.
+ * (resp.c) rather than hiredis: Debian 12's hiredis has no TLS. Replies
+ * are read as they arrive: resp_scan() goes on where the last read
+ * stopped (a reply dripped 1 KiB at a time is checked once, not from its
+ * first byte after every read), each whole reply is parsed once and its
+ * bytes dropped.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/err.h"
@@ -61,22 +66,6 @@ static size_t redis_request(const source_params_t *p, char *buf, size_t cap) {
     return o <= cap ? o : 0;
 }
 
-static int redis_complete(const source_params_t *p, source_scratch_t *sc, const char *buf,
-                          size_t len, char *why, size_t whylen) {
-    size_t off = 0;
-    unsigned n = redis_nreplies(p);
-    for (unsigned i = 0; i < n; i++) {
-        size_t used;
-        int rc = resp_parse(buf + off, len - off, sc->resp, &used, why, whylen);
-        if (rc == RESP_INCOMPLETE)
-            return 0;
-        if (rc != RESP_COMPLETE)
-            return -1;
-        off += used;
-    }
-    return 1;
-}
-
 /* "<cmd> (key not shown): <what the reply is>" for a reply that is not the
  * integer asked for: an error by its code, anything else by its type. The
  * reply's text is never copied (resp.h says why). */
@@ -131,58 +120,138 @@ static int read_queue(const source_params_t *p, const resp_reply_t *r, int64_t x
     return 0;
 }
 
-static int redis_parse(const source_params_t *p, source_scratch_t *sc, const char *buf, size_t len,
-                       bool eof, source_reading_t *out, char *msg, size_t msglen) {
-    char why[300];
-    unsigned nreplies = redis_nreplies(p);
-    if (eof && redis_complete(p, sc, buf, len, why, sizeof why) != 1) {
-        snprintf(msg, msglen, "connection closed before every reply arrived");
-        return -1;
-    }
+/* One poll's replies: the bytes of the reply being read (each whole reply
+ * is read, then dropped), and what the earlier ones said. */
+struct source_reply {
+    const source_params_t *p;
+    source_scratch_t *sc;
+    char *buf;
+    size_t len, cap;
+    resp_scan_t scan; /* the reply at buf[0..len), as far as it was checked */
+    unsigned idx, n;  /* replies read, replies expected */
+    int64_t xlen;     /* XLEN's answer, before XINFO GROUPS */
+    double value;     /* the last reply's queue length */
+    int failed;
+};
+
+static source_reply_t *redis_begin(const source_params_t *p, source_scratch_t *sc) {
+    source_reply_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->p = p;
+    r->sc = sc;
+    r->n = redis_nreplies(p);
+    r->xlen = -1;
+    resp_scan_init(&r->scan);
+    return r;
+}
+
+static void redis_end(source_reply_t *r) {
+    if (!r)
+        return;
+    free(r->buf);
+    free(r);
+}
+
+static size_t redis_held(const source_reply_t *r) {
+    return sizeof *r + r->cap;
+}
+
+/* Reply number r->idx (whole, parsed into r->sc->resp): an AUTH or SELECT
+ * that failed, XLEN's length, or the queue length. 0, or -1 with msg. */
+static int redis_reply_read(source_reply_t *r, char *msg, size_t msglen) {
+    const source_params_t *p = r->p;
+    const resp_reply_t *rep = r->sc->resp;
+    const resp_node_t *n = &rep->nodes[0];
     const char *cmd_names[2];
     unsigned nc = 0;
     if (p->pass[0])
         cmd_names[nc++] = "AUTH";
     if (p->db)
         cmd_names[nc++] = "SELECT";
-    size_t off = 0;
-    int64_t xlen = -1;
-    resp_reply_t *r = sc->resp;
-    for (unsigned idx = 0; idx < nreplies; idx++) {
-        size_t used;
-        if (resp_parse(buf + off, len - off, r, &used, why, sizeof why) != RESP_COMPLETE) {
-            snprintf(msg, msglen, "bad reply: %s", why);
+    if (r->idx < nc) {
+        if (n->type == RESP_ERROR) {
+            snprintf(msg, msglen, "%s failed: Redis answered %s", cmd_names[r->idx],
+                     resp_error_describe(n));
             return -1;
         }
-        off += used;
-        const resp_node_t *n = &r->nodes[0];
-        if (idx < nc) {
-            if (n->type == RESP_ERROR) {
-                snprintf(msg, msglen, "%s failed: Redis answered %s", cmd_names[idx],
-                         resp_error_describe(n));
-                return -1;
-            }
-            continue;
-        }
-        if (idx + 1 < nreplies) { /* XLEN before XINFO GROUPS */
-            if (n->type != RESP_INTEGER) {
-                reply_error(msg, msglen, "XLEN", n);
-                return -1;
-            }
-            if (n->integer < 0) {
-                snprintf(msg, msglen, "XLEN (key not shown): Redis answered %lld, not a length",
-                         (long long)n->integer);
-                return -1;
-            }
-            xlen = n->integer;
-            continue;
-        }
-        double v;
-        if (read_queue(p, r, xlen, &v, msg, msglen) != 0)
-            return -1;
-        memset(out, 0, sizeof *out);
-        out->queue = v;
+        return 0;
     }
+    if (r->idx + 1 < r->n) { /* XLEN before XINFO GROUPS */
+        if (n->type != RESP_INTEGER) {
+            reply_error(msg, msglen, "XLEN", n);
+            return -1;
+        }
+        if (n->integer < 0) {
+            snprintf(msg, msglen, "XLEN (key not shown): Redis answered %lld, not a length",
+                     (long long)n->integer);
+            return -1;
+        }
+        r->xlen = n->integer;
+        return 0;
+    }
+    return read_queue(p, rep, r->xlen, &r->value, msg, msglen);
+}
+
+static int redis_feed(source_reply_t *r, const char *buf, size_t len, char *msg, size_t msglen) {
+    if (r->failed)
+        return r->failed;
+    if (r->idx == r->n)
+        return 1;
+    if (len > SOURCE_REDIS_MAX_REPLY_BYTES - r->len) {
+        snprintf(msg, msglen, "a reply larger than %u bytes: refused",
+                 SOURCE_REDIS_MAX_REPLY_BYTES);
+        return r->failed = -1;
+    }
+    if (r->len + len > r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 512;
+        while (cap < r->len + len)
+            cap *= 2;
+        char *nb = realloc(r->buf, cap);
+        if (!nb) {
+            snprintf(msg, msglen, "out of memory");
+            return r->failed = -1;
+        }
+        r->buf = nb;
+        r->cap = cap;
+    }
+    memcpy(r->buf + r->len, buf, len);
+    r->len += len;
+    /* Every reply that is whole now: checked once (resp_scan goes on where
+     * it stopped), parsed once, read, and its bytes dropped. */
+    while (r->idx < r->n) {
+        char why[300];
+        size_t used;
+        int rc = resp_scan(&r->scan, r->buf, r->len, &used, why, sizeof why);
+        if (rc == RESP_INCOMPLETE)
+            return 0;
+        if (rc == RESP_COMPLETE)
+            rc = resp_parse(r->buf, used, r->sc->resp, &used, why, sizeof why);
+        if (rc != RESP_COMPLETE) {
+            snprintf(msg, msglen, "bad reply: %s", why);
+            return r->failed = -1;
+        }
+        if (redis_reply_read(r, msg, msglen) != 0)
+            return r->failed = -1;
+        r->idx++;
+        memmove(r->buf, r->buf + used, r->len - used);
+        r->len -= used;
+        resp_scan_init(&r->scan);
+    }
+    return 1;
+}
+
+static int redis_finish(source_reply_t *r, bool eof, source_reading_t *out, char *msg,
+                        size_t msglen) {
+    (void)eof;
+    if (r->failed)
+        return r->failed;
+    if (r->idx < r->n) {
+        snprintf(msg, msglen, "connection closed before every reply arrived");
+        return r->failed = -1;
+    }
+    memset(out, 0, sizeof *out);
+    out->queue = r->value;
     return 0;
 }
 
@@ -216,6 +285,9 @@ const source_backend_t source_backend_redis = {
     .configure = redis_configure,
     .release = redis_release,
     .request = redis_request,
-    .complete = redis_complete,
-    .parse = redis_parse,
+    .begin = redis_begin,
+    .feed = redis_feed,
+    .finish = redis_finish,
+    .held = redis_held,
+    .end = redis_end,
 };

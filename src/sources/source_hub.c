@@ -24,6 +24,7 @@
 #include "sources/source_hub.h"
 
 #include <arpa/inet.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@
 #include "sources/source_backend.h"
 #include "core/source_url.h"
 #include "core/egress.h"
+#include "core/fair_share.h"
 #include "core/source_auth.h"
 
 #define HASH_BUCKETS 4096
@@ -56,6 +58,9 @@
 #define DEFAULT_MAX_PER_NS 64
 #define DEFAULT_CREATE_RATE 20.0
 #define DEFAULT_CREATE_BURST 50
+#define DEFAULT_MAX_READ_BYTES (32u * 1024 * 1024)
+#define DEFAULT_READ_RATE (64.0 * 1024 * 1024)
+#define DEFAULT_MAX_SUB_BYTES (16u * 1024 * 1024)
 #define CROWDED_IDLE_NS 60000000000ull /* idle expiry over 3/4 of max_sources */
 #define NS_BUCKETS 256
 /* A profile's files are looked at (stat) at most this often, from the polls
@@ -106,6 +111,12 @@ struct source {
     unsigned window_max_s;
     loop_timer_t timer;
     fetch_t *inflight;
+    /* The poll in flight's reply as its backend reads it, what it holds
+     * (counted in hub->read_held), and how the backend refused it. */
+    source_reply_t *reply;
+    size_t held;
+    int reply_rc;
+    char reply_msg[512];
     mono_ns_t created, last_used, last_ok, poll_started;
     /* outcome */
     bool polled_once, have_reading;
@@ -127,6 +138,13 @@ struct source {
 typedef struct ns_count {
     struct ns_count *next;
     unsigned n;
+    /* --source-read-rate: response bytes its sources may read a second (a
+     * bucket of one second's worth, in debt after a large page: the next
+     * polls of its sources wait until it is paid). */
+    double rtokens;
+    mono_ns_t rtokens_at;
+    size_t sub_bytes; /* its subscriptions (--subscription-bytes) */
+    size_t read_held; /* its polls in flight's replies (--source-read-bytes) */
     char ns[128];
 } ns_count_t;
 
@@ -168,6 +186,9 @@ typedef struct sub {
      * nothing is started (engine_error and queue_error say why). */
     int auth;
     bool auth_denied;
+    /* What it counts against --subscription-bytes, and where. */
+    size_t bytes;
+    struct ns_count *acct;
 } sub_t;
 
 #define SUB_BUCKETS 1024
@@ -222,6 +243,10 @@ struct source_hub {
     ns_count_t *ns_counts[NS_BUCKETS];
     double tokens; /* --source-create-rate's bucket */
     mono_ns_t tokens_at;
+    size_t read_held; /* what the replies of the polls in flight hold (--source-read-bytes) */
+    size_t sub_bytes; /* what the subscriptions count (--subscription-bytes) */
+    unsigned nsubs;
+    size_t freed_since_trim; /* bytes freed since memory was last handed back (malloc_trim) */
 };
 
 /* ---- credentials (--source-auth) ------------------------------------------------ */
@@ -363,8 +388,24 @@ static ns_count_t **ns_slot(source_hub_t *h, const char *ns) {
     return pp;
 }
 
-static void ns_uncharge(source_hub_t *h, ns_count_t *c) {
-    if (!c || --c->n)
+/* The namespace's accounts, made when first needed (NULL: out of memory). */
+static ns_count_t *ns_get(source_hub_t *h, const char *ns) {
+    ns_count_t **pp = ns_slot(h, ns);
+    if (!*pp) {
+        ns_count_t *c = calloc(1, sizeof *c);
+        if (!c)
+            return NULL;
+        snprintf(c->ns, sizeof c->ns, "%s", ns);
+        c->rtokens = h->o.read_rate;
+        c->rtokens_at = loop_now(h->o.loop);
+        *pp = c;
+    }
+    return *pp;
+}
+
+/* Frees a namespace's accounts once nothing is charged to them. */
+static void ns_release(source_hub_t *h, ns_count_t *c) {
+    if (!c || c->n || c->sub_bytes || c->read_held)
         return;
     ns_count_t **pp = ns_slot(h, c->ns);
     if (*pp == c)
@@ -372,9 +413,31 @@ static void ns_uncharge(source_hub_t *h, ns_count_t *c) {
     free(c);
 }
 
-/* Whether a new source for namespace ns fits every budget now; takes a
- * token when it does. Returns 0, or KGS_ERANGE with the limit and its flag
- * in err (counted). */
+static void ns_uncharge(source_hub_t *h, ns_count_t *c) {
+    if (!c)
+        return;
+    c->n--;
+    ns_release(h, c);
+}
+
+/* Refills --source-create-rate's bucket up to now. */
+static void tokens_refill(source_hub_t *h, mono_ns_t now) {
+    double burst = (double)h->o.create_burst;
+    if (now > h->tokens_at)
+        h->tokens += (double)(now - h->tokens_at) / 1e9 * h->o.create_rate;
+    if (h->tokens > burst)
+        h->tokens = burst;
+    if (now > h->tokens_at)
+        h->tokens_at = now;
+}
+
+/* Whether a new source for namespace ns fits every budget now. Takes
+ * nothing: budget_take() takes the creation token once the source is
+ * made, so a source that could not be configured costs no token. A
+ * namespace's first source is never refused by the rate (another
+ * namespace's burst cannot keep it from being served at all); it is still
+ * bounded by --max-sources. Returns 0, or KGS_ERANGE with the limit and
+ * its flag in err (counted). */
 static int budget_admit(source_hub_t *h, const char *ns, mono_ns_t now, char *err, size_t errlen) {
     /* The namespace's own cap first: it is the one its owner can act on. */
     ns_count_t *c = *ns_slot(h, ns);
@@ -391,36 +454,59 @@ static int budget_admit(source_hub_t *h, const char *ns, mono_ns_t now, char *er
                           "demand sources: %u polled now, at most %u (--max-sources)", h->count,
                           h->o.max_sources);
     }
-    double burst = (double)h->o.create_burst;
-    if (now > h->tokens_at)
-        h->tokens += (double)(now - h->tokens_at) / 1e9 * h->o.create_rate;
-    if (h->tokens > burst)
-        h->tokens = burst;
-    if (now > h->tokens_at)
-        h->tokens_at = now;
-    if (h->tokens < 1.0) {
+    tokens_refill(h, now);
+    if (h->tokens < 1.0 && c && c->n > 0) {
         h->stats.refused_rate++;
         return kgs_seterr(err, errlen, KGS_ERANGE,
                           "demand sources: created faster than %g a second (bursts of %u) "
                           "(--source-create-rate); tried again on the next request",
                           h->o.create_rate, h->o.create_burst);
     }
-    h->tokens -= 1.0;
     return 0;
+}
+
+/* A source was created: its token (none left: a namespace's first source,
+ * which budget_admit lets through). */
+static void budget_take(source_hub_t *h) {
+    if (h->tokens >= 1.0)
+        h->tokens -= 1.0;
 }
 
 /* Charges s to namespace ns (out of memory: uncharged, still bounded by max_sources). */
 static void ns_charge(source_hub_t *h, source_t *s, const char *ns) {
-    ns_count_t **pp = ns_slot(h, ns);
-    if (!*pp) {
-        ns_count_t *c = calloc(1, sizeof *c);
-        if (!c)
-            return;
-        snprintf(c->ns, sizeof c->ns, "%s", ns);
-        *pp = c;
-    }
-    (*pp)->n++;
-    s->charged = *pp;
+    ns_count_t *c = ns_get(h, ns);
+    if (!c)
+        return;
+    c->n++;
+    s->charged = c;
+}
+
+/* What a subscription for trigger c costs at most: itself, the copy of a
+ * podSelector trigger it keeps, and a latency window per signal (made when
+ * the first histogram arrives, counted from the start). */
+static size_t sub_cost(const trigger_config_t *c, bool pods) {
+    size_t n = sizeof(sub_t) + (pods ? sizeof(trigger_config_t) : 0);
+    for (int i = 0; i < SLO_SIGNAL_COUNT; i++)
+        if (c->demand.slo_mask & (1u << i))
+            n += sizeof(hist_window_t);
+    return n;
+}
+
+/* Whether a subscription of `cost` bytes for namespace ns fits
+ * --subscription-bytes, shared fairly between namespaces (core/fair_share.h).
+ * 0, or KGS_ERANGE with the figures and the flag in err. */
+static int sub_budget_admit(const source_hub_t *h, const char *ns, size_t cost, char *err,
+                            size_t errlen) {
+    const ns_count_t *c = *ns_slot((source_hub_t *)h, ns);
+    size_t mine = c ? c->sub_bytes : 0;
+    if (fair_share_admits(mine, h->sub_bytes, cost, h->o.max_sub_bytes))
+        return 0;
+    return kgs_seterr(err, errlen, KGS_ERANGE,
+                      "demand subscriptions of namespace \"%.100s\": %zu bytes, %zu more would "
+                      "pass its share of %zu (half of what other namespaces leave of "
+                      "--subscription-bytes %zu); triggers unused for the idle time are freed",
+                      ns, mine, cost, fair_share_cap(mine, h->sub_bytes, h->o.max_sub_bytes),
+                      h->o.max_sub_bytes);
 }
 
 /* ---- helpers ------------------------------------------------------------------- */
@@ -512,8 +598,13 @@ static void hist_feed(source_t *s, const engine_hists_t *eh, mono_ns_t now) {
             continue;
         for (unsigned i = 0; i < sh->nsubs; i++) {
             sub_t *u = sub_find(h, sh->subs[i].id, sh->subs[i].ns);
-            if (!u || !u->win[sig])
+            if (!u || !(u->slo_mask & (1u << sig)))
                 continue;
+            /* counted in the subscription's bytes from the start */
+            if (!u->win[sig] && !(u->win[sig] = calloc(1, sizeof *u->win[sig]))) {
+                u->hist_incomplete = u->retry = true;
+                continue;
+            }
             hist_window_t *w = u->win[sig];
             if (!hist_layout_equal(hist_window_layout(w), &sh->layout[sig]))
                 hist_window_reset(w, &sh->layout[sig]);
@@ -577,29 +668,83 @@ static void hist_read(const sub_t *u, mono_ns_t now, demand_latency_t out[SLO_SI
 
 /* ---- one poll's reply -------------------------------------------------------------- */
 
-static int poll_complete(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
-    source_t *s = ud;
-    return s->backend->complete(&s->p, &s->hub->scratch, buf, len, why, whylen);
+/* s's reply holds `held` bytes now: counted against --source-read-bytes,
+ * shared fairly between the namespaces the sources are charged to
+ * (core/fair_share.h). A growth past the share is refused: -1 with the
+ * message, the old figure kept. */
+static int read_hold(source_t *s, size_t held, char *msg, size_t msglen) {
+    source_hub_t *h = s->hub;
+    ns_count_t *c = s->charged;
+    if (held > s->held) {
+        size_t add = held - s->held, mine = c ? c->read_held : s->held;
+        if (!fair_share_admits(mine, h->read_held, add, h->o.max_read_bytes)) {
+            h->stats.refused_read_bytes++;
+            snprintf(msg, msglen,
+                     "response bytes held by the polls in flight: %zu of namespace \"%.100s\", "
+                     "%zu in all; %zu more would pass its share of --source-read-bytes %zu",
+                     mine, c ? c->ns : "?", h->read_held, add, h->o.max_read_bytes);
+            return -1;
+        }
+    }
+    h->read_held = h->read_held - s->held + held;
+    if (c)
+        c->read_held = c->read_held - s->held + held;
+    s->held = held;
+    return 0;
 }
 
-/* The end of one fetch: the backend turns the bytes into a reading; what
- * the reading means over time (failures, recovery, rates) is kept here. */
-static void poll_done(void *ud, int status, const char *buf, size_t len, bool eof,
-                      const char *error) {
+/* Gives back what s's reply holds to --source-read-bytes and frees it. */
+static void reply_end(source_t *s) {
+    if (s->reply)
+        s->backend->end(s->reply);
+    s->reply = NULL;
+    (void)read_hold(s, 0, NULL, 0);
+}
+
+/* The bytes of a poll's reply as they arrive: counted against the
+ * namespace's read rate, parsed by the backend, and what the reply holds
+ * after them counted against the process-wide --source-read-bytes. */
+static int poll_data(void *ud, const char *buf, size_t len, char *why, size_t whylen) {
+    source_t *s = ud;
+    source_hub_t *h = s->hub;
+    h->stats.bytes += len;
+    if (s->charged)
+        s->charged->rtokens -= (double)len;
+    int rc = s->backend->feed(s->reply, buf, len, s->reply_msg, sizeof s->reply_msg);
+    if (rc >= 0 && read_hold(s, s->backend->held(s->reply), s->reply_msg, sizeof s->reply_msg) != 0)
+        rc = -1;
+    if (rc < 0) {
+        s->reply_rc = rc;
+        snprintf(why, whylen, "%s", s->reply_msg);
+        return -1;
+    }
+    return rc;
+}
+
+/* The end of one fetch: the backend's reading of the reply; what the
+ * reading means over time (failures, recovery, rates) is kept here. */
+static void poll_done(void *ud, int status, bool eof, const char *error) {
     source_t *s = ud;
     source_hub_t *h = s->hub;
     mono_ns_t now = loop_now(h->o.loop);
     char msg[512];
     s->inflight = NULL;
-    h->stats.bytes += len;
+    source_reading_t r;
+    int prc = status == 0 ? s->backend->finish(s->reply, eof, &r, msg, sizeof msg) : 0;
+    reply_end(s);
+    if (status == KGS_EINVAL && s->reply_rc) {
+        /* the reply said it (the message is the source's, not the peer's) */
+        set_failure(
+            s, s->reply_rc == SOURCE_PARSE_NO_SERVER ? DEMAND_FAIL_NO_SERVER : DEMAND_FAIL_OTHER,
+            s->reply_msg);
+        return;
+    }
     if (status != 0) {
         if (s->naddrs > 1)
             s->next_addr = (s->next_addr + 1) % s->naddrs;
         set_failure(s, fetch_fail_kind(status), error);
         return;
     }
-    source_reading_t r;
-    int prc = s->backend->parse(&s->p, &h->scratch, buf, len, eof, &r, msg, sizeof msg);
     if (prc != 0) {
         set_failure(s, prc == SOURCE_PARSE_NO_SERVER ? DEMAND_FAIL_NO_SERVER : DEMAND_FAIL_OTHER,
                     msg);
@@ -651,10 +796,45 @@ static bool auth_pod_refused(source_hub_t *h, source_t *s, const struct sockaddr
     return true;
 }
 
+/* --source-read-rate: whether s's namespace has read more than its share
+ * lately; then its next poll waits until the debt is paid (the timer is
+ * re-armed for then) and this returns true. A wait that outlasts the
+ * source's timeout is reported on the source, naming the flag: its
+ * readings go stale for a reason the operator can act on. */
+static bool read_rate_wait(source_t *s, mono_ns_t now) {
+    source_hub_t *h = s->hub;
+    ns_count_t *c = s->charged;
+    if (!c)
+        return false;
+    double rate = h->o.read_rate;
+    if (now > c->rtokens_at) {
+        c->rtokens += (double)(now - c->rtokens_at) / 1e9 * rate;
+        c->rtokens_at = now;
+    }
+    if (c->rtokens > rate)
+        c->rtokens = rate;
+    if (c->rtokens >= 0)
+        return false;
+    h->stats.read_rate_waits++;
+    uint64_t wait_ns = (uint64_t)(-c->rtokens / rate * 1e9) + 1;
+    loop_timer_start(h->o.loop, &s->timer, clock_add_sat(now, wait_ns));
+    if (wait_ns > s->timeout_ns) {
+        char m[400];
+        snprintf(m, sizeof m,
+                 "polls wait %.1f s: the sources of namespace \"%.100s\" read more than %.0f "
+                 "bytes a second (--source-read-rate)",
+                 (double)wait_ns / 1e9, c->ns, rate);
+        set_error(s, m);
+    }
+    return true;
+}
+
 static void poll_source(source_t *s) {
     source_hub_t *h = s->hub;
     mono_ns_t now = loop_now(h->o.loop);
     char msg[512], err[300];
+    if (!s->inflight && read_rate_wait(s, now))
+        return;
     s->poll_started = now;
     schedule(s, now);
     if (s->inflight)
@@ -719,7 +899,7 @@ static void poll_source(source_t *s) {
         .request_len = n,
         .max_bytes = h->o.max_body_bytes + 65536,
         .timeout_ns = s->timeout_ns,
-        .complete = poll_complete,
+        .data = poll_data,
         .done = poll_done,
         .user_data = s,
     };
@@ -731,10 +911,24 @@ static void poll_source(source_t *s) {
         set_error(s, m);
         return;
     }
+    s->reply_rc = 0;
+    s->reply = s->backend->begin(&s->p, &h->scratch);
+    if (!s->reply) {
+        explicit_bzero(req, n);
+        set_error(s, "out of memory");
+        return;
+    }
+    if (read_hold(s, s->backend->held(s->reply), msg, sizeof msg) != 0) {
+        explicit_bzero(req, n);
+        reply_end(s);
+        set_error(s, msg); /* this poll only: the next one tries again */
+        return;
+    }
     int frc = fetch_start(h->o.loop, &fr, &s->inflight, err, sizeof err);
     explicit_bzero(req, n); /* it may hold a token; the fetch has its own copy */
     if (frc != 0) {
         s->inflight = NULL;
+        reply_end(s);
         set_failure(s, fetch_fail_kind(frc), err);
     }
 }
@@ -836,9 +1030,12 @@ static void source_free(source_hub_t *h, source_t *s) {
     if (s->next)
         s->next->prev = s->prev;
     h->count--;
-    ns_uncharge(h, s->charged);
+    h->freed_since_trim += sizeof *s;
     loop_timer_stop(h->o.loop, &s->timer);
     fetch_cancel(s->inflight);
+    reply_end(s); /* before the namespace's account may go */
+    ns_uncharge(h, s->charged);
+    s->charged = NULL;
     resolver_free(s->resolver);
     if (s->backend->release)
         s->backend->release(&s->p);
@@ -968,6 +1165,7 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
         h->all->prev = s;
     h->all = s;
     h->count++;
+    budget_take(h);
     ns_charge(h, s, ns);
     LOG_DEBUG(h->o.log, "source %s: polling every %.3f s", s->name, (double)s->interval_ns / 1e9);
     loop_timer_start(h->o.loop, &s->timer, now);
@@ -975,6 +1173,28 @@ static source_t *source_get(source_hub_t *h, const char *key, const source_targe
 }
 
 static void sub_free(sub_t *u);
+
+/* glibc keeps what free() gave back in its arenas (the heap's top only is
+ * returned by itself): after subscriptions and sources of a churn are
+ * freed, RSS would stay at its peak. Past TRIM_AFTER_BYTES freed,
+ * malloc_trim hands the free pages back (a walk of the heap: milliseconds,
+ * at most once a sweep). */
+#define TRIM_AFTER_BYTES (1024u * 1024)
+static void hub_trim(source_hub_t *h) {
+    if (h->freed_since_trim < TRIM_AFTER_BYTES)
+        return;
+    h->freed_since_trim = 0;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+/* The sweep runs every SWEEP_NS, or a tenth of the idle time when that is
+ * shorter (--source-idle set low), so nothing outlives it by much. */
+static uint64_t hub_sweep_ns(const source_hub_t *h) {
+    uint64_t t = h->o.idle_ns / 10;
+    return t && t < SWEEP_NS ? t : SWEEP_NS;
+}
 
 static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
@@ -1002,7 +1222,8 @@ static void on_sweep(loop_t *loop, loop_timer_t *t, void *ud) {
                 pp = &u->hnext;
             }
         }
-    loop_timer_start(loop, &h->sweep, clock_add_sat(now, SWEEP_NS));
+    hub_trim(h);
+    loop_timer_start(loop, &h->sweep, clock_add_sat(now, hub_sweep_ns(h)));
 }
 
 /* ---- identities ---------------------------------------------------------------- */
@@ -1078,11 +1299,19 @@ static sub_t *sub_find(const source_hub_t *h, uint64_t id, const char *ns) {
 }
 
 static void sub_free(sub_t *u) {
-    loop_timer_stop(u->hub->o.loop, &u->rescan);
+    source_hub_t *h = u->hub;
+    loop_timer_stop(h->o.loop, &u->rescan);
     free(u->pods_cfg);
     for (int i = 0; i < SLO_SIGNAL_COUNT; i++)
         free(u->win[i]);
     demand_view_free(&u->view);
+    h->sub_bytes -= u->bytes;
+    h->nsubs--;
+    h->freed_since_trim += u->bytes;
+    if (u->acct) {
+        u->acct->sub_bytes -= u->bytes;
+        ns_release(h, u->acct);
+    }
     free(u);
 }
 
@@ -1217,9 +1446,23 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
             sub_start(h, u, c, now);
         return;
     }
-    u = calloc(1, sizeof *u);
-    if (!u)
+    bool pods = c->demand.engine != ENGINE_NONE && !c->demand.endpoint_count && h->o.list_pods;
+    size_t cost = sub_cost(c, pods);
+    if (sub_budget_admit(h, ns, cost, NULL, 0) != 0) {
+        h->stats.refused_subscriptions++;
+        return; /* a read says why (source_hub_signals) */
+    }
+    ns_count_t *acct = ns_get(h, ns);
+    u = acct ? calloc(1, sizeof *u) : NULL;
+    if (!u) {
+        ns_release(h, acct);
         return; /* a read reports the sources as not started; the next subscribe retries */
+    }
+    u->bytes = cost;
+    u->acct = acct;
+    acct->sub_bytes += cost;
+    h->sub_bytes += cost;
+    h->nsubs++;
     u->hub = h;
     u->trigger_id = trigger_id;
     snprintf(u->ns, sizeof u->ns, "%s", ns);
@@ -1230,16 +1473,7 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
     demand_view_init(&u->view);
     /* latency targets: a window per signal */
     u->window_ns = (uint64_t)(c->demand.window_s ? c->demand.window_s : 30) * 1000000000ull;
-    for (int i = 0; i < SLO_SIGNAL_COUNT; i++)
-        if (c->demand.slo_mask & (1u << i)) {
-            if (!(u->win[i] = calloc(1, sizeof *u->win[i]))) {
-                for (int j = 0; j < i; j++)
-                    free(u->win[j]);
-                free(u);
-                return; /* as above: the next subscribe retries */
-            }
-            u->slo_mask |= 1u << i;
-        }
+    u->slo_mask = c->demand.slo_mask & ((1u << SLO_SIGNAL_COUNT) - 1);
     loop_timer_init(&u->rescan, on_rescan, u);
     sub_start(h, u, c, now);
     sub_t **head = &h->subs[trigger_id % SUB_BUCKETS];
@@ -1276,6 +1510,19 @@ static void source_view(const source_t *s, demand_source_t *v) {
         v->reading = s->reading;
         v->queue = s->queue_value;
     }
+}
+
+/* A shared source polls at the fastest interval and waits as long as the
+ * longest sourceTimeout of the triggers that read it; whether its reading
+ * is stale is judged with the reading trigger's own interval and timeout,
+ * so a trigger in another namespace that asked for 30 s does not keep a
+ * frozen engine's value alive past this trigger's own bound. */
+static void own_staleness(demand_source_t *v, const source_t *s, const trigger_config_t *c) {
+    if (v->state != DEMAND_SOURCE_READING)
+        return;
+    uint64_t iv = c->demand.interval_ns, to = c->demand.timeout_ns;
+    v->interval_ns = iv > s->interval_ns ? iv : s->interval_ns; /* never tighter than polled */
+    v->timeout_ns = to ? to : s->timeout_ns;
 }
 
 typedef struct {
@@ -1340,6 +1587,7 @@ static void read_engine(read_ctx_t *x, const char *url, const char *pod) {
     }
     w->n++;
     source_view(s, v);
+    own_staleness(v, s, x->c);
     const demand_config_t *d = &x->c->demand;
     if (v->state == DEMAND_SOURCE_READING &&
         (d->type == DEMAND_TRITON_QUEUE_WAIT_MS || d->type == DEMAND_TRITON_REQUEST_RATE))
@@ -1392,6 +1640,11 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
         out->view = &u->view;
         if (u->slo_mask)
             hist_read(u, now, out->latency);
+    } else {
+        /* not subscribed: refused by --subscription-bytes (or out of
+         * memory, which the next subscribe retries) */
+        bool pods = d->engine != ENGINE_NONE && !d->endpoint_count && h->o.list_pods;
+        sub_budget_admit(h, ns, sub_cost(c, pods), out->limit_error, sizeof out->limit_error);
     }
     read_ctx_t x = {h, u, c, ns, now};
     views_t *w = &h->views;
@@ -1434,6 +1687,7 @@ void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t tri
         out->has_queue_source = true;
         if (q) {
             source_view(q, &out->queue);
+            own_staleness(&out->queue, q, c);
         } else {
             out->queue.name = "queue";
             out->queue.state =
@@ -1470,6 +1724,12 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
         h->o.create_rate = DEFAULT_CREATE_RATE;
     if (!h->o.create_burst)
         h->o.create_burst = DEFAULT_CREATE_BURST;
+    if (!h->o.max_read_bytes)
+        h->o.max_read_bytes = DEFAULT_MAX_READ_BYTES;
+    if (!(h->o.read_rate > 0))
+        h->o.read_rate = DEFAULT_READ_RATE;
+    if (!h->o.max_sub_bytes)
+        h->o.max_sub_bytes = DEFAULT_MAX_SUB_BYTES;
     h->tokens = h->o.create_burst;
     h->tokens_at = loop_now(h->o.loop);
     /* the histograms of one scrape (latency targets): without it none are read */
@@ -1503,7 +1763,7 @@ int source_hub_new(const source_hub_opts_t *opts, source_hub_t **out, char *err,
     }
     loop_timer_init(&h->sweep, on_sweep, h);
     loop_timer_init(&h->notify, on_notify, h);
-    loop_timer_start(h->o.loop, &h->sweep, clock_add_sat(loop_now(h->o.loop), SWEEP_NS));
+    loop_timer_start(h->o.loop, &h->sweep, clock_add_sat(loop_now(h->o.loop), hub_sweep_ns(h)));
     *out = h;
     return 0;
 }
@@ -1530,6 +1790,18 @@ void source_hub_free(source_hub_t *h) {
     free(h->scratch.resp);
     free(h->scratch.hists);
     free(h);
+}
+
+void source_hub_forget(source_hub_t *h, uint64_t trigger_id) {
+    for (sub_t **pp = &h->subs[trigger_id % SUB_BUCKETS]; *pp;) {
+        sub_t *u = *pp;
+        if (u->trigger_id == trigger_id) {
+            *pp = u->hnext;
+            sub_free(u);
+        } else {
+            pp = &u->hnext;
+        }
+    }
 }
 
 const demand_model_state_t *source_hub_model(const source_hub_t *h, uint64_t trigger_id,
@@ -1584,4 +1856,7 @@ size_t source_hub_views(const source_hub_t *h, demand_view_ref_t *out, size_t ma
 void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out) {
     *out = h->stats;
     out->sources = h->count;
+    out->read_held = h->read_held;
+    out->sub_bytes = h->sub_bytes;
+    out->subscriptions = h->nsubs;
 }

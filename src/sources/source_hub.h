@@ -10,7 +10,9 @@
  * cadences; a source read with a sourceAuth profile is shared only within
  * its namespace (a profile admits only the namespaces it lists). A source
  * no RPC or stream has asked for in `idle_ns` is freed
- * (60 s while more than 3/4 of max_sources are live).
+ * (60 s while more than 3/4 of max_sources are live); so is a
+ * subscription, or at once when its configuration leaves the config cache
+ * (source_hub_forget), and freed memory is handed back to the system.
  *
  * A source is charged to the namespace of the subscription that created
  * it (max_sources_per_ns), and a creation takes a token from one bucket
@@ -70,6 +72,23 @@ typedef struct {
     unsigned max_sources_per_ns; /* created for one namespace; 0 = 64 */
     double create_rate;          /* new sources per second; 0 = 20 (--source-create-rate) */
     unsigned create_burst;       /* 0 = 50 */
+    /* What the replies of every poll in flight may hold together (heads not
+     * yet whole, partial lines, parse state, Redis replies; bodies are
+     * parsed as they arrive, never held): a poll that would go beyond it
+     * fails naming --source-read-bytes. 0 = 32 MiB. */
+    size_t max_read_bytes;
+    /* Response bytes the sources charged to one namespace may read a
+     * second (--source-read-rate): a namespace past it has its sources'
+     * next polls wait, so parsing its pages takes a bounded share of the
+     * loop. 0 = 64 MiB/s. */
+    double read_rate;
+    /* What subscriptions (a trigger's state in a namespace: forecast,
+     * queueing model, decision view, latency windows) may cost together
+     * (--subscription-bytes), shared fairly between namespaces
+     * (core/fair_share.h: one namespace alone gets half). A subscription
+     * beyond its namespace's share is not made, and its trigger gets
+     * RESOURCE_EXHAUSTED naming the flag. 0 = 16 MiB. */
+    size_t max_sub_bytes;
     /* Egress allow-list checked right before every connect, after the SSRF
      * guard (borrowed for the hub's life; NULL or empty: any address). */
     const egress_policy_t *egress;
@@ -144,9 +163,20 @@ typedef struct {
     uint64_t bytes;    /* response bytes read */
     /* Creations refused, by limit, and polls refused by the allow-list. */
     uint64_t refused_max_sources, refused_per_ns, refused_rate, refused_egress;
+    /* Polls failed by --source-read-bytes; polls delayed by --source-read-rate. */
+    uint64_t refused_read_bytes, read_rate_waits;
+    size_t read_held; /* what the replies of the polls in flight hold now */
+    size_t sub_bytes; /* what the subscriptions count now (--subscription-bytes) */
+    unsigned subscriptions;
+    uint64_t refused_subscriptions; /* subscribes refused by --subscription-bytes */
 } source_hub_stats_t;
 
 void source_hub_stats(const source_hub_t *h, source_hub_stats_t *out);
+
+/* The configuration trigger_id is gone (the config cache evicted it):
+ * its subscriptions in every namespace are freed now, rather than after
+ * the idle time. Their sources stay while other subscriptions read them. */
+void source_hub_forget(source_hub_t *h, uint64_t trigger_id);
 
 /* The decision view of subscription (trigger_id, ns): what its last
  * evaluation read and why it answered as it did (core/demand_eval.h);

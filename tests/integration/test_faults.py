@@ -383,7 +383,8 @@ class MetadataBudgets(unittest.TestCase):
 
     def test_10000_distinct_streams_on_one_connection(self):
         """Each open stream pins its configuration (~28 KiB): beyond the
-        connection's budget (--max-stream-bytes) new streams are refused;
+        namespace's share of the connection's budget (--max-stream-bytes,
+        half of it for a namespace alone) new streams are refused;
         what the accepted ones pinned is given back when they close, and
         what stays cached is bounded by --config-cache-bytes."""
         s = self.server()
@@ -402,10 +403,11 @@ class MetadataBudgets(unittest.TestCase):
             time.sleep(0.1)
         f = self.figures(s, cpu0, honest)
         refused = r.get("early_codes", {}).get("RESOURCE_EXHAUSTED", 0)
-        # 16 MiB a connection: KEDA's share (~580 distinct pushed triggers) is served
+        # 32 MiB a connection, one namespace alone half: KEDA's share (~580
+        # distinct pushed triggers) is served
         self.assertGreater(r["first_messages"], 500, r)
         self.assertEqual(r["first_messages"] + refused, 10000, r)
-        self.assertIn("at most 16777216 (--max-stream-bytes, per connection)",
+        self.assertIn("--max-stream-bytes 33554432, per connection)",
                       r.get("first_error", {}).get("message", ""))
         self.assertEqual(self.metric(s, "stream_pinned_bytes"), 0)
         self.assertEqual(self.metric(s, "limit_refusals_total", '{limit="max-stream-bytes"}'),

@@ -137,6 +137,69 @@ static void test_config_cache_evicts_the_least_recently_used_entry(void **state)
     config_cache_free(c);
 }
 
+typedef struct {
+    uint64_t ids[8];
+    unsigned n;
+} evicted_t;
+
+static void note_evicted(void *ud, uint64_t id) {
+    evicted_t *e = ud;
+    assert_true(e->n < 8);
+    e->ids[e->n++] = id;
+}
+
+/* Whoever keeps state per configuration hears of each valid entry evicted
+ * (an error entry keeps nothing anywhere: not told), never of one in use
+ * and not at the cache's own end. */
+static void test_config_cache_tells_which_configuration_went(void **state) {
+    (void)state;
+    evicted_t ev = {{0}, 0};
+    config_cache_opts_t o = {.max_entries = 2, .on_evict = note_evicted, .evict_user_data = &ev};
+    config_cache_t *c;
+    assert_int_equal(config_cache_new_opts(&o, &c), 0);
+    const config_entry_t *a = get(c, MAP("targetValue", "1"));
+    uint64_t id_a = a->id;
+    config_cache_release(c, a);
+    const config_entry_t *bad = get(c, MAP("targetvalue", "2"));
+    config_cache_release(c, bad);
+    const config_entry_t *held = get(c, MAP("targetValue", "3")); /* evicts a */
+    assert_int_equal(ev.n, 1);
+    assert_int_equal(ev.ids[0], id_a);
+    const config_entry_t *d = get(c, MAP("targetValue", "4")); /* evicts the error */
+    assert_int_equal(ev.n, 1);
+    config_cache_release(c, d);
+    config_cache_release(c, held);
+    config_cache_free(c);
+    assert_int_equal(ev.n, 1);
+}
+
+/* Entries unused for the idle time are freed (and told), the least
+ * recently used first; one in use is kept whatever its age. */
+static void test_config_cache_expires_entries_unused_for_the_idle_time(void **state) {
+    (void)state;
+    evicted_t ev = {{0}, 0};
+    config_cache_opts_t o = {.max_entries = 8, .on_evict = note_evicted, .evict_user_data = &ev};
+    config_cache_t *c;
+    assert_int_equal(config_cache_new_opts(&o, &c), 0);
+    const config_entry_t *a = get(c, MAP("targetValue", "1"));
+    const config_entry_t *b = get(c, MAP("targetValue", "2"));
+    uint64_t id_a = a->id;
+    config_cache_release(c, a);
+    mono_ns_t t = clock_mono_now();
+    assert_int_equal(config_cache_expire(c, t, 60 * NS_PER_SEC), 0); /* not idle yet */
+    size_t bytes = config_cache_bytes(c);
+    size_t freed = config_cache_expire(c, t + 61 * NS_PER_SEC, 60 * NS_PER_SEC);
+    assert_true(freed > 0 && freed < bytes);
+    assert_int_equal(config_cache_size(c), 1); /* b, in use, stays */
+    assert_int_equal(ev.n, 1);
+    assert_int_equal(ev.ids[0], id_a);
+    config_cache_release(c, b);
+    assert_true(config_cache_expire(c, clock_mono_now() + 61 * NS_PER_SEC, 60 * NS_PER_SEC) > 0);
+    assert_int_equal(config_cache_size(c), 0);
+    assert_int_equal(config_cache_bytes(c), 0);
+    config_cache_free(c);
+}
+
 static void test_config_cache_never_evicts_referenced_entries(void **state) {
     (void)state;
     config_cache_t *c = new_cache(1);
@@ -343,6 +406,8 @@ int main(void) {
         cmocka_unit_test(test_config_cache_caches_errors_too),
         cmocka_unit_test(test_config_cache_evicts_the_least_recently_used_entry),
         cmocka_unit_test(test_config_cache_never_evicts_referenced_entries),
+        cmocka_unit_test(test_config_cache_tells_which_configuration_went),
+        cmocka_unit_test(test_config_cache_expires_entries_unused_for_the_idle_time),
         cmocka_unit_test(test_config_cache_respects_capacity_over_many_maps),
         cmocka_unit_test(test_config_cache_handles_large_maps),
         cmocka_unit_test(test_config_cache_rejects_bad_arguments_quietly),

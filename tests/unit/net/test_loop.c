@@ -129,11 +129,53 @@ static void test_loop_wakeups_from_another_thread_coalesce(void **state) {
     loop_free(fx.loop);
 }
 
+/* A timer that re-arms itself for "now" runs once per iteration, however
+ * many timers the heap holds: the descriptors ready meanwhile are served
+ * between its runs (before, it ran again in the same pass, up to once per
+ * armed timer). */
+typedef struct {
+    loop_t *loop;
+    int runs;
+    loop_timer_t self, idle[100];
+} rearm_fx_t;
+
+static void on_rearm(loop_t *loop, loop_timer_t *t, void *ud) {
+    rearm_fx_t *fx = ud;
+    fx->runs++;
+    loop_timer_start(loop, t, loop_now(loop));
+}
+
+static void on_idle(loop_t *loop, loop_timer_t *t, void *ud) {
+    (void)loop, (void)t, (void)ud;
+}
+
+static void test_loop_timer_rearmed_for_now_runs_next_iteration(void **state) {
+    (void)state;
+    rearm_fx_t fx = {0};
+    char err[128];
+    assert_int_equal(loop_new(&fx.loop, err, sizeof err), 0);
+    for (int i = 0; i < 100; i++) {
+        loop_timer_init(&fx.idle[i], on_idle, &fx);
+        loop_timer_start(fx.loop, &fx.idle[i], loop_now(fx.loop) + 60 * NS_PER_SEC);
+    }
+    loop_timer_init(&fx.self, on_rearm, &fx);
+    loop_timer_start(fx.loop, &fx.self, loop_now(fx.loop));
+    for (int i = 1; i <= 3; i++) {
+        assert_true(loop_run_once(fx.loop, 1000) >= 0);
+        assert_int_equal(fx.runs, i);
+    }
+    for (int i = 0; i < 100; i++)
+        loop_timer_stop(fx.loop, &fx.idle[i]);
+    loop_timer_stop(fx.loop, &fx.self);
+    loop_free(fx.loop);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loop_timers_fire_in_due_order_and_stop_cancels),
         cmocka_unit_test(test_loop_removed_registration_is_not_called_later_in_the_batch),
         cmocka_unit_test(test_loop_wakeups_from_another_thread_coalesce),
+        cmocka_unit_test(test_loop_timer_rearmed_for_now_runs_next_iteration),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -160,19 +160,20 @@ static int setup_aggregator(void **state) {
     return setup_role(state, true);
 }
 
-/* The agent with room for about three streams on a connection (each pins
- * a configuration of ~26 KiB) and five in all. */
+/* The agent with room for about three streams of one namespace on a
+ * connection (each pins a configuration of ~26 KiB; one namespace alone
+ * gets half of the 200,000) and five in all. */
 static int setup_budget(void **state) {
-    budget_max_stream_bytes = 100 * 1000;
-    budget_cache_bytes = 160 * 1000;
+    budget_max_stream_bytes = 200 * 1000;
+    budget_cache_bytes = 320 * 1000;
     int rc = setup_role(state, false);
     budget_max_stream_bytes = budget_cache_bytes = 0;
     return rc;
 }
 
 static int setup_budget_aggregator(void **state) {
-    budget_max_stream_bytes = 100 * 1000;
-    budget_cache_bytes = 160 * 1000;
+    budget_max_stream_bytes = 200 * 1000;
+    budget_cache_bytes = 320 * 1000;
     int rc = setup_role(state, true);
     budget_max_stream_bytes = budget_cache_bytes = 0;
     return rc;
@@ -188,6 +189,9 @@ static int teardown(void **state) {
 
 /* A ScaledObjectRef "ml/so" with metadata kv (NULL-terminated pairs),
  * packed into buf, as GetMetricsRequest when get_metrics. */
+/* The ScaledObjectRef.namespace pack_ref writes ("ml" unless a test sets it). */
+static const char *ref_namespace = "ml";
+
 static size_t pack_ref(const char *const *kv, bool get_metrics, uint8_t *buf, size_t cap) {
     Externalscaler__ScaledObjectRef__ScalerMetadataEntry entries[16];
     Externalscaler__ScaledObjectRef__ScalerMetadataEntry *ptrs[16];
@@ -202,7 +206,7 @@ static size_t pack_ref(const char *const *kv, bool get_metrics, uint8_t *buf, si
     }
     Externalscaler__ScaledObjectRef ref = EXTERNALSCALER__SCALED_OBJECT_REF__INIT;
     ref.name = "so";
-    ref.namespace_ = "ml";
+    ref.namespace_ = (char *)ref_namespace;
     ref.n_scalermetadata = n;
     ref.scalermetadata = ptrs;
     size_t len;
@@ -544,37 +548,38 @@ static void test_scaler_streams_are_budgeted_per_connection_and_in_all(void **st
     scaler_budget_stats_t st;
     scaler_budget_stats(f->sc, &st);
     assert_int_equal(st.stream_bytes, one);
-    /* connection A: as many as fit in 100,000 bytes, then refused */
+    /* connection A: one namespace alone gets half of 200,000 bytes */
     size_t fit = 100 * 1000 / one;
-    assert_true(fit >= 2 && fit < 8);
+    assert_true(fit >= 1 && fit < 8);
     for (size_t i = 1; i < fit; i++) {
         open_stream(f, &a[i], &conn_a, 10 + (int)i);
         assert_int_equal(a[i].status, -1);
     }
     open_stream(f, &a[fit], &conn_a, 50);
     assert_int_equal(a[fit].status, GRPC_RESOURCE_EXHAUSTED);
-    char want[256];
+    char want[400];
     snprintf(want, sizeof want,
-             "StreamIsActive: this connection's open streams would hold %zu bytes, at most "
-             "100000 (--max-stream-bytes, per connection)",
-             (fit + 1) * one);
+             "StreamIsActive: namespace ml's open streams on this connection hold %zu bytes; %zu "
+             "more would pass its share of 100000 (half of what other namespaces leave of "
+             "--max-stream-bytes 200000, per connection)",
+             fit * one, one);
     assert_string_equal(a[fit].message, want);
     assert_int_equal(conn_a, fit * one); /* the refused one charged nothing */
     assert_int_equal(scaler_stream_count(f->sc), fit);
-    /* connection B has its own budget, until all streams hold 160,000 */
+    /* connection B has its own budget; the namespace's share of all streams
+     * is half of 320,000 */
     size_t total_fit = 160 * 1000 / one, opened_b = 0;
-    for (size_t i = 0; fit + i < total_fit; i++) {
+    for (size_t i = 0; fit + i < total_fit && i < fit; i++) {
         open_stream(f, &b[i], &conn_b, 60 + (int)i);
         assert_int_equal(b[i].status, -1);
         opened_b++;
     }
     open_stream(f, &b[opened_b], &conn_b, 99);
     assert_int_equal(b[opened_b].status, GRPC_RESOURCE_EXHAUSTED);
-    assert_non_null(strstr(b[opened_b].message, "at most 160000 (--config-cache-bytes)"));
     scaler_budget_stats(f->sc, &st);
-    assert_int_equal(st.refused_stream_bytes, 1);
-    assert_int_equal(st.refused_streams_total, 1);
-    /* refused before their maps were parsed: not cached */
+    assert_int_equal(st.refused_stream_bytes + st.refused_streams_total, 2);
+    /* refused before their maps were parsed (the namespace's share is
+     * judged on the estimate): not cached */
     assert_int_equal(st.cache_entries, fit + opened_b);
     /* a stream that ends gives its bytes back: A has room for one again */
     scaler_on_call_gone(&a[0], a[0].user_data, f->sc);
@@ -594,7 +599,34 @@ static void test_scaler_streams_are_budgeted_per_connection_and_in_all(void **st
     assert_int_equal(st.stream_bytes, 0);
     assert_int_equal(scaler_stream_count(f->sc), 0);
     /* the closed streams' entries stay cached within the byte bound */
-    assert_true(st.cache_bytes <= 160 * 1000);
+    assert_true(st.cache_bytes <= 320 * 1000);
+}
+
+/* KEDA sends every namespace's streams over one connection: one namespace
+ * that opens all it can leaves another namespace's stream served on the
+ * same connection (before, the first filled the connection's budget). */
+static void test_scaler_one_namespace_leaves_room_on_the_connection(void **state) {
+    fixture_t *f = *state;
+    static grpc_call_t c[40];
+    size_t conn = 0;
+    unsigned n = 0, refused = 0;
+    ref_namespace = "attacker";
+    for (; n < 40; n++) {
+        open_stream(f, &c[n], &conn, 100 + (int)n);
+        if (c[n].status == GRPC_RESOURCE_EXHAUSTED)
+            refused++;
+    }
+    assert_true(refused > 0);
+    ref_namespace = "victim";
+    static grpc_call_t v;
+    open_stream(f, &v, &conn, 7);
+    assert_int_equal(v.status, -1); /* open, served */
+    ref_namespace = "ml";
+    scaler_on_call_gone(&v, v.user_data, f->sc);
+    for (unsigned i = 0; i < n; i++)
+        if (c[i].status == -1)
+            scaler_on_call_gone(&c[i], c[i].user_data, f->sc);
+    assert_int_equal(conn, 0);
 }
 
 static void test_scaler_waiting_calls_are_budgeted_like_streams(void **state) {
@@ -670,6 +702,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_scaler_metadata_over_the_byte_limit_is_refused,
                                         setup_agent, teardown),
         cmocka_unit_test_setup_teardown(test_scaler_streams_are_budgeted_per_connection_and_in_all,
+                                        setup_budget, teardown),
+        cmocka_unit_test_setup_teardown(test_scaler_one_namespace_leaves_room_on_the_connection,
                                         setup_budget, teardown),
         cmocka_unit_test_setup_teardown(test_scaler_waiting_calls_are_budgeted_like_streams,
                                         setup_budget_aggregator, teardown),

@@ -81,7 +81,7 @@ static void test_options_budgets_have_defaults_flags_and_ranges(void **state) {
     assert_int_equal(o.max_metadata_entries, 256);
     assert_int_equal(o.max_metadata_bytes, 32768);
     assert_int_equal(o.config_cache_bytes, 32 * 1024 * 1024);
-    assert_int_equal(o.max_stream_bytes, 16 * 1024 * 1024);
+    assert_int_equal(o.max_stream_bytes, 32 * 1024 * 1024);
     assert_int_equal(PARSE(&o, "--max-request-bytes", "4194304", "--max-metadata-entries=1",
                            "--max-metadata-bytes", "256", "--config-cache-bytes", "1048576",
                            "--max-stream-bytes", "65536"),
@@ -142,6 +142,33 @@ static void test_options_source_budgets_and_allow_lists(void **state) {
     assert_int_equal(PARSE(&o, "--source-create-rate", "5,0"), KGS_EINVAL);
     assert_int_equal(PARSE(&o, "--source-create-rate", "5,"), KGS_EINVAL);
     assert_int_equal(PARSE(&o, "--max-sources", "0"), KGS_EINVAL);
+}
+
+/* Issue 28's budgets shared between tenants: defaults, values, refusals
+ * that name the flag and the range. */
+static void test_options_tenant_budgets(void **state) {
+    (void)state;
+    server_options_t o;
+    assert_int_equal(parse_env(&o, NULL, (char *)NULL), 0);
+    assert_int_equal(o.source_read_bytes, 32u << 20);
+    assert_int_equal(o.source_read_rate, 64u << 20);
+    assert_int_equal(o.subscription_bytes, 16u << 20);
+    assert_true(o.source_idle_ns == 600 * NS_PER_SEC);
+    assert_int_equal(PARSE(&o, "--source-read-bytes", "1048576", "--source-read-rate", "65536",
+                           "--subscription-bytes", "2097152", "--source-idle", "90s"),
+                     0);
+    assert_int_equal(o.source_read_bytes, 1048576);
+    assert_int_equal(o.source_read_rate, 65536);
+    assert_int_equal(o.subscription_bytes, 2097152);
+    assert_true(o.source_idle_ns == 90 * NS_PER_SEC);
+    assert_int_equal(PARSE(&o, "--source-read-bytes", "1000"), KGS_EINVAL);
+    assert_non_null(strstr(errbuf, "--source-read-bytes: invalid byte count \"1000\": must be a "
+                                   "whole number from 1048576 to "));
+    assert_int_equal(PARSE(&o, "--source-read-rate", "65535"), KGS_EINVAL);
+    assert_int_equal(PARSE(&o, "--subscription-bytes", "1M"), KGS_EINVAL);
+    expect_error(PARSE(&o, "--source-idle", "500ms"),
+                 "--source-idle: 500ms is out of range: 1s to 24h (default 10m)");
+    assert_int_equal(PARSE(&o, "--source-idle", "25h"), KGS_EINVAL);
 }
 
 static void test_options_source_auth_profiles(void **state) {
@@ -684,11 +711,15 @@ static void test_options_usage_teaches_flags_variables_and_examples(void **state
                            "--max-connections-per-peer",
                            "--max-buffered-bytes-per-connection",
                            "--max-buffered-bytes",
+                           "--source-read-bytes",
+                           "--source-read-rate",
+                           "--subscription-bytes",
+                           "--source-idle",
                            "KEDA_GPU_SCALER_",
                            "Examples:"};
     char usage[16384];
-    snprintf(usage, sizeof usage, "%s%s%s%s", server_usage_text, server_usage_text_more,
-             server_usage_text_end, server_usage_text_budgets);
+    snprintf(usage, sizeof usage, "%s%s%s%s%s", server_usage_text, server_usage_text_more,
+             server_usage_text_end, server_usage_text_budgets, server_usage_text_tenants);
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strstr(usage, flags[i]))
             fail_msg("usage lacks %s", flags[i]);
@@ -729,6 +760,7 @@ int main(void) {
         cmocka_unit_test(test_options_defaults_match_the_go_server),
         cmocka_unit_test(test_options_budgets_have_defaults_flags_and_ranges),
         cmocka_unit_test(test_options_source_budgets_and_allow_lists),
+        cmocka_unit_test(test_options_tenant_budgets),
         cmocka_unit_test(test_options_source_auth_profiles),
         cmocka_unit_test(test_options_allow_cross_namespace),
         cmocka_unit_test(test_options_buffered_bytes_budgets_hold_at_least_one_request),

@@ -78,6 +78,55 @@ static void setup_collect(collect_t *c) {
     memset(c, 0, sizeof *c);
 }
 
+static void same_samples(const collect_t *a, const collect_t *b, const char *how) {
+    if (a->n != b->n)
+        fail_msg("%s: %u samples, whole %u", how, b->n, a->n);
+    for (unsigned i = 0; i < a->n; i++) {
+        const got_t *x = &a->s[i], *y = &b->s[i];
+        if (strcmp(x->name, y->name) != 0 || strcmp(x->labels, y->labels) != 0 ||
+            x->has_ts != y->has_ts || memcmp(&x->value, &y->value, sizeof x->value) != 0 ||
+            (x->has_ts && x->ts != y->ts))
+            fail_msg("%s: sample %u differs from the whole parse's", how, i);
+    }
+}
+
+/* text[0..len) fed to a stream in pieces of `piece` bytes (0: two pieces
+ * split at the middle) must give what the whole parse gave: rc, message and
+ * samples. */
+static void stream_matches(const char *text, size_t len, prom_format_t fmt, int rc, const char *err,
+                           const collect_t *whole, size_t piece) {
+    collect_t c;
+    setup_collect(&c);
+    c.stop_after = whole->stop_after;
+    c.stop_rc = whole->stop_rc;
+    prom_stream_t *st = prom_stream_new(fmt, len + 1, collect, &c);
+    assert_non_null(st);
+    char e[256] = "";
+    int got = 0;
+    size_t step = piece ? piece : len / 2 + 1;
+    for (size_t o = 0; o < len && got == 0; o += step)
+        got = prom_stream_feed(st, text + o, len - o < step ? len - o : step, e, sizeof e);
+    if (got == 0)
+        got = prom_stream_end(st, e, sizeof e);
+    char how[64];
+    snprintf(how, sizeof how, "pieces of %zu", step);
+    if (got != rc || strcmp(e, err) != 0)
+        fail_msg("%s: %d \"%s\", whole %d \"%s\"", how, got, e, rc, err);
+    same_samples(whole, &c, how);
+    /* a failure is final */
+    if (rc != 0 && prom_stream_feed(st, "x 1\n", 4, e, sizeof e) != rc)
+        fail_msg("%s: a later feed forgot the failure", how);
+    prom_stream_free(st);
+}
+
+static void stream_matches_all(const char *text, size_t len, prom_format_t fmt, int rc,
+                               const char *err, const collect_t *whole) {
+    stream_matches(text, len, fmt, rc, err, whole, 1);
+    stream_matches(text, len, fmt, rc, err, whole, 0);
+    stream_matches(text, len, fmt, rc, err, whole, 7);
+    stream_matches(text, len, fmt, rc, err, whole, len ? len : 1);
+}
+
 /* Parses NUL-terminated text, which must succeed; the samples go to c. */
 static void parse_ok(const char *text, prom_format_t fmt, collect_t *c) {
     char err[256] = "";
@@ -86,6 +135,7 @@ static void parse_ok(const char *text, prom_format_t fmt, collect_t *c) {
     if (rc != 0)
         fail_msg("expected success, got %d: %s\n--- input:\n%s", rc, err, text);
     assert_string_equal(err, "");
+    stream_matches_all(text, strlen(text), fmt, rc, err, c);
 }
 
 /* Expects (text, len) to fail with KGS_EINVAL, a message starting with
@@ -102,6 +152,7 @@ static void expect_error(const char *text, size_t len, prom_format_t fmt, const 
         fail_msg("\"%.*s\": message lacks prefix \"%s\": %s", (int)len, text, line_prefix, err);
     if (needle && !strstr(err, needle))
         fail_msg("\"%.*s\": message lacks \"%s\": %s", (int)len, text, needle, err);
+    stream_matches_all(text, len, fmt, rc, err, &c);
 }
 
 #define ERR_TEXT(t, line, needle) expect_error(t, strlen(t), PROM_FORMAT_TEXT, line, needle)
@@ -120,6 +171,11 @@ static double value_of(const char *value) {
     parse_ok(text, PROM_FORMAT_TEXT, &c);
     assert_int_equal(c.n, 1);
     return c.s[0].value;
+}
+
+static int sum_values(void *ud, const prom_sample_t *s) {
+    *(double *)ud += s->value;
+    return 0;
 }
 
 static int stop_at_first(void *ud, const prom_sample_t *s) {
@@ -822,7 +878,10 @@ static void test_prom_parse_does_not_allocate_for_ordinary_lines(void **state) {
     collect_t c;
     malloc_calls = 0;
     malloc_fails = true;
-    parse_ok("a{b=\"c\"} 1\nd 2\n", PROM_FORMAT_TEXT, &c);
+    setup_collect(&c);
+    const char *t = "a{b=\"c\"} 1\nd 2\n";
+    assert_int_equal(prom_parse(t, strlen(t), PROM_FORMAT_TEXT, collect, &c, NULL, 0), 0);
+    assert_int_equal(c.n, 2);
     assert_int_equal(malloc_calls, 0);
     malloc_fails = false;
 }
@@ -843,6 +902,74 @@ static void test_prom_parse_reports_allocation_failure(void **state) {
     assert_non_null(strstr(err, "line 2: "));
     malloc_fails = false;
     free(t);
+}
+
+/* ---- incremental ------------------------------------------------------------ */
+
+/* A page fed in pieces keeps one line, not the page: 20,000 lines of a
+ * 1.3 MB page leave the stream holding its struct and no buffer larger than
+ * a line, however the page is cut. */
+static void test_prom_stream_holds_a_line_not_the_page(void **state) {
+    (void)state;
+    size_t cap = 2000000, len = 0;
+    char *page = malloc(cap);
+    assert_non_null(page);
+    for (unsigned i = 0; i < 20000; i++)
+        len += (size_t)snprintf(page + len, cap - len,
+                                "vllm:num_requests_waiting{model_name=\"m%u\",engine=\"0\"} %u\n",
+                                i, i % 7);
+    double sum = 0;
+    size_t most = 0;
+    prom_stream_t *st = prom_stream_new(PROM_FORMAT_TEXT, 0, sum_values, &sum);
+    assert_non_null(st);
+    char err[256];
+    for (size_t o = 0; o < len; o += 1000) {
+        assert_int_equal(
+            prom_stream_feed(st, page + o, len - o < 1000 ? len - o : 1000, err, sizeof err), 0);
+        if (prom_stream_held(st) > most)
+            most = prom_stream_held(st);
+    }
+    assert_int_equal(prom_stream_end(st, err, sizeof err), 0);
+    prom_stream_free(st);
+    double want = 0;
+    for (unsigned i = 0; i < 20000; i++)
+        want += i % 7;
+    assert_true(sum == want);
+    assert_true(most < 4096); /* a partial line of < 100 bytes, doubled from 1 KiB */
+    free(page);
+}
+
+static void test_prom_stream_refuses_a_line_over_its_limit(void **state) {
+    (void)state;
+    char line[300];
+    memset(line, 'a', sizeof line);
+    char err[256];
+    prom_stream_t *st = prom_stream_new(PROM_FORMAT_TEXT, 100, NULL, NULL);
+    assert_non_null(st);
+    assert_int_equal(prom_stream_feed(st, "ok 1\n", 5, err, sizeof err), 0);
+    /* cut short of its newline, 300 bytes are already too many */
+    assert_int_equal(prom_stream_feed(st, line, 60, err, sizeof err), 0);
+    assert_int_equal(prom_stream_feed(st, line, 60, err, sizeof err), KGS_EINVAL);
+    assert_string_equal(err, "line 2: longer than 100 bytes");
+    assert_true(prom_stream_held(st) < 1024 + 200);
+    assert_int_equal(prom_stream_end(st, err, sizeof err), KGS_EINVAL);
+    assert_string_equal(err, "line 2: longer than 100 bytes");
+    prom_stream_free(st);
+    assert_null(prom_stream_new((prom_format_t)7, 0, NULL, NULL));
+    prom_stream_free(NULL);
+}
+
+static void test_prom_stream_reports_allocation_failure(void **state) {
+    (void)state;
+    prom_stream_t *st = prom_stream_new(PROM_FORMAT_TEXT, 0, NULL, NULL);
+    assert_non_null(st);
+    malloc_fails = true;
+    char err[256];
+    assert_int_equal(prom_stream_feed(st, "abc", 3, err, sizeof err), KGS_ENOMEM);
+    assert_non_null(strstr(err, "line 1: "));
+    malloc_fails = false;
+    assert_int_equal(prom_stream_end(st, err, sizeof err), KGS_ENOMEM);
+    prom_stream_free(st);
 }
 
 /* ---- Content-Type and lookup ----------------------------------------------- */
@@ -940,6 +1067,9 @@ static void test_plain_decimal_is_strtod_exactly(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prom_stream_holds_a_line_not_the_page),
+        cmocka_unit_test(test_prom_stream_refuses_a_line_over_its_limit),
+        cmocka_unit_test(test_prom_stream_reports_allocation_failure),
         cmocka_unit_test(test_prom_parse_reads_vllm_output),
         cmocka_unit_test(test_prom_parse_reads_triton_output),
         cmocka_unit_test(test_prom_parse_reads_a_histogram),

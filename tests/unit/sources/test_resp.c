@@ -47,8 +47,39 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* resp_scan() fed s[0..n) one byte more each call, from a copy that moves
+ * every time (as a growing receive buffer does): the first answer that is
+ * not RESP_INCOMPLETE must be what resp_parse() says of that prefix, and
+ * is returned (with the prefix length in *at). */
+static int scan_drip(const char *s, size_t n, size_t *at, char *err, size_t errlen) {
+    resp_scan_t st;
+    resp_scan_init(&st);
+    resp_reply_t *whole = test_malloc(sizeof *whole);
+    int rc = RESP_INCOMPLETE;
+    size_t k;
+    for (k = 1; k <= n && rc == RESP_INCOMPLETE; k++) {
+        char *copy = test_malloc(k);
+        memcpy(copy, s, k);
+        size_t used = 99, wused = 99;
+        char werr[512] = "";
+        rc = resp_scan(&st, copy, k, &used, err, errlen);
+        int wrc = resp_parse(copy, k, whole, &wused, werr, sizeof werr);
+        test_free(copy);
+        if (rc != wrc || used != wused || (rc != RESP_INCOMPLETE && strcmp(err, werr) != 0))
+            fail_msg("prefix %zu: scan %d (%zu) \"%s\", parse %d (%zu) \"%s\"", k, rc, used, err,
+                     wrc, wused, werr);
+    }
+    test_free(whole);
+    *at = k - 1;
+    return rc;
+}
+
 /* Parses s[0..n), which must be exactly one complete reply. */
 static void parse_ok(resp_reply_t *r, const char *s, size_t n) {
+    size_t at;
+    char serr[256];
+    assert_int_equal(scan_drip(s, n, &at, serr, sizeof serr), RESP_COMPLETE);
+    assert_int_equal(at, n);
     char err[256] = "sentinel";
     size_t used = 12345;
     int rc = resp_parse(s, n, r, &used, err, sizeof err);
@@ -63,6 +94,9 @@ static void parse_ok(resp_reply_t *r, const char *s, size_t n) {
 
 /* Expects KGS_EINVAL with a message containing `needle`. */
 static void parse_bad(resp_reply_t *r, const char *s, size_t n, const char *needle) {
+    size_t at;
+    char serr[512];
+    assert_int_equal(scan_drip(s, n, &at, serr, sizeof serr), KGS_EINVAL);
     char err[512] = "";
     size_t used = 12345;
     int rc = resp_parse(s, n, r, &used, err, sizeof err);
@@ -642,8 +676,58 @@ static void test_resp_error_describe_names_known_codes(void **state) {
     assert_string_equal(resp_type_describe(RESP_BULK), "a bulk string");
 }
 
+/* A reply of 4,000 integers dripped a byte at a time is read once: every
+ * call starts at the first value not yet whole, so the scan's position
+ * only moves forward, and a whole reply answers the same again. */
+static void test_resp_scan_never_rereads_a_finished_value(void **state) {
+    (void)state;
+    size_t cap = 4 * 4000 + 16, n = 0;
+    char *s = test_malloc(cap);
+    n += (size_t)snprintf(s, cap, "*4000\r\n");
+    for (int i = 0; i < 4000; i++)
+        n += (size_t)snprintf(s + n, cap - n, ":%d\r\n", i % 10);
+    resp_scan_t st;
+    resp_scan_init(&st);
+    size_t used, last = 0;
+    char err[128];
+    for (size_t k = 1; k < n; k++) {
+        assert_int_equal(resp_scan(&st, s, k, &used, err, sizeof err), RESP_INCOMPLETE);
+        assert_true(st._pos >= last && st._pos <= k);
+        last = st._pos;
+    }
+    assert_int_equal(resp_scan(&st, s, n, &used, err, sizeof err), RESP_COMPLETE);
+    assert_int_equal(used, n);
+    assert_int_equal(resp_scan(&st, s, n, &used, err, sizeof err), RESP_COMPLETE);
+    assert_int_equal(used, n);
+    test_free(s);
+}
+
+/* A simple string dripped a byte at a time: each call searches only the
+ * bytes that are new, and the line's end is found where it is. */
+static void test_resp_scan_searches_a_dripped_line_once(void **state) {
+    (void)state;
+    size_t n = 100000;
+    char *s = test_malloc(n + 3);
+    s[0] = '+';
+    memset(s + 1, 'v', n);
+    memcpy(s + 1 + n, "\r\n", 2);
+    resp_scan_t st;
+    resp_scan_init(&st);
+    size_t used;
+    char err[128];
+    for (size_t k = 1; k < n + 3; k += 1000) {
+        assert_int_equal(resp_scan(&st, s, k, &used, err, sizeof err), RESP_INCOMPLETE);
+        assert_int_equal(st._line_from, k);
+    }
+    assert_int_equal(resp_scan(&st, s, n + 3, &used, err, sizeof err), RESP_COMPLETE);
+    assert_int_equal(used, n + 3);
+    test_free(s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_resp_scan_never_rereads_a_finished_value),
+        cmocka_unit_test(test_resp_scan_searches_a_dripped_line_once),
         cmocka_unit_test_setup_teardown(test_resp_parses_each_scalar_type, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resp_node_strings_point_into_the_buffer, setup,
                                         teardown),

@@ -30,9 +30,36 @@ static source_params_t engine_params(void) {
     return p;
 }
 
+/* The reply read whole (the peer closing after it), and again dripped a
+ * byte and five bytes at a time: every way must say the same. */
 static int parse(const source_params_t *p, const char *reply, source_reading_t *r, char *msg) {
     source_scratch_t sc = {0};
-    return source_backend_http.parse(p, &sc, reply, strlen(reply), true, r, msg, 512);
+    size_t n = strlen(reply);
+    int rc = source_backend_read(&source_backend_http, p, &sc, reply, n, 0, true, r, msg, 512);
+    static const size_t pieces[] = {1, 5};
+    for (size_t i = 0; i < 2; i++) {
+        char m2[512] = "";
+        source_reading_t r2;
+        memset(&r2, 0, sizeof r2);
+        int rc2 = source_backend_read(&source_backend_http, p, &sc, reply, n, pieces[i], true, &r2,
+                                      m2, sizeof m2);
+        if (rc2 != rc || (rc != 0 && strcmp(m2, msg) != 0) ||
+            (rc == 0 && memcmp(&r2, r, sizeof r2) != 0))
+            fail_msg("pieces of %zu: %d \"%s\", whole %d \"%s\"", pieces[i], rc2, m2, rc,
+                     rc ? msg : "");
+    }
+    return rc;
+}
+
+/* What feed() says of the first len bytes of a reply. */
+static int feed(const source_params_t *p, const char *reply, size_t len, char *why) {
+    source_scratch_t sc = {0};
+    source_reply_t *r = source_backend_http.begin(p, &sc);
+    assert_non_null(r);
+    int rc = source_backend_http.feed(r, reply, len, why, 256);
+    assert_true(source_backend_http.held(r) >= 64);
+    source_backend_http.end(r);
+    return rc;
 }
 
 static void test_source_backend_http_request_names_path_and_host(void **state) {
@@ -51,24 +78,61 @@ static void test_source_backend_http_request_names_path_and_host(void **state) {
     assert_null(source_backend_for(SOURCE_KIND_COUNT));
 }
 
-static void test_source_backend_http_complete_follows_content_length(void **state) {
+static void test_source_backend_http_feed_says_when_the_reply_is_whole(void **state) {
     (void)state;
     source_params_t p = engine_params();
-    source_scratch_t sc = {0};
     char why[256];
-    const char *whole = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabcde";
-    assert_int_equal(source_backend_http.complete(&p, &sc, whole, strlen(whole), why, sizeof why),
-                     1);
-    assert_int_equal(
-        source_backend_http.complete(&p, &sc, whole, strlen(whole) - 1, why, sizeof why), 0);
-    assert_int_equal(source_backend_http.complete(&p, &sc, whole, 10, why, sizeof why), 0);
-    const char *chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n";
-    assert_int_equal(
-        source_backend_http.complete(&p, &sc, chunked, strlen(chunked), why, sizeof why), 0);
+    const char *whole = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab 1\n";
+    assert_int_equal(feed(&p, whole, strlen(whole), why), 1);
+    assert_int_equal(feed(&p, whole, strlen(whole) - 1, why), 0);
+    assert_int_equal(feed(&p, whole, 10, why), 0);
+    const char *chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab 1\n\r\n";
+    assert_int_equal(feed(&p, chunked, strlen(chunked), why), 0);
+    const char *ended =
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab 1\n\r\n0\r\n\r\n";
+    assert_int_equal(feed(&p, ended, strlen(ended), why), 1);
     const char *junk = "SSH-2.0-OpenSSH_9.2\r\n\r\n";
-    assert_int_equal(source_backend_http.complete(&p, &sc, junk, strlen(junk), why, sizeof why),
-                     -1);
+    assert_int_equal(feed(&p, junk, strlen(junk), why), -1);
     assert_non_null(strstr(why, "not an HTTP response"));
+    /* a status that is not 200 fails at the head, before any body */
+    const char *err500 = "HTTP/1.1 500 Oops\r\nContent-Length: 9000000\r\n\r\n";
+    assert_int_equal(feed(&p, err500, strlen(err500), why), -1);
+    assert_string_equal(why, "HTTP 500 (want 200)");
+}
+
+/* A body is parsed as it arrives: a poll holds its head until it is whole
+ * and then one partial line, however large the page; a line over the limit
+ * fails it. */
+static void test_source_backend_http_holds_a_line_not_the_body(void **state) {
+    (void)state;
+    source_params_t p = engine_params();
+    p.max_body_bytes = 64u << 20;
+    source_scratch_t sc = {0};
+    source_reply_t *r = source_backend_http.begin(&p, &sc);
+    char why[256];
+    const char *head = "HTTP/1.1 200 OK\r\nContent-Length: 8388608\r\n\r\n";
+    assert_int_equal(source_backend_http.feed(r, head, strlen(head), why, sizeof why), 0);
+    char line[128];
+    int n = snprintf(line, sizeof line, "vllm:num_requests_waiting{model_name=\"m\"} 1\n");
+    size_t sent = 0, most = 0;
+    while (sent + (size_t)n <= 8388608 - 100) {
+        assert_int_equal(source_backend_http.feed(r, line, (size_t)n, why, sizeof why), 0);
+        sent += (size_t)n;
+        if (source_backend_http.held(r) > most)
+            most = source_backend_http.held(r);
+    }
+    assert_true(most < 64 * 1024);
+    source_backend_http.end(r);
+    /* a line longer than SOURCE_MAX_LINE_BYTES */
+    r = source_backend_http.begin(&p, &sc);
+    const char *close = "HTTP/1.1 200 OK\r\n\r\n";
+    assert_int_equal(source_backend_http.feed(r, close, strlen(close), why, sizeof why), 0);
+    static char big[SOURCE_MAX_LINE_BYTES + 1];
+    memset(big, 'a', sizeof big);
+    assert_int_equal(source_backend_http.feed(r, big, sizeof big, why, sizeof why), -1);
+    assert_string_equal(why, "metrics: line 1: longer than 65536 bytes");
+    assert_true(source_backend_http.held(r) < 2 * SOURCE_MAX_LINE_BYTES);
+    source_backend_http.end(r);
 }
 
 static void test_source_backend_http_engine_reading(void **state) {
@@ -123,7 +187,7 @@ static void test_source_backend_http_reply_errors_name_the_problem(void **state)
     assert_string_equal(msg, "bad response body: the chunked body was cut short");
     assert_int_equal(parse(&p, "HTTP/1.1 200 OK\r\n\r\nvllm:num_requests_waiting NaN\n", &r, msg),
                      -1);
-    assert_non_null(strstr(msg, "metrics (a 30-byte body): "));
+    assert_string_equal(msg, "metrics: vllm:num_requests_waiting is nan: no usable value");
     /* A page that is not metrics is described, never quoted: its bytes are
      * whatever the URL (anything a caller can name) served */
     assert_int_equal(parse(&p,
@@ -131,7 +195,7 @@ static void test_source_backend_http_reply_errors_name_the_problem(void **state)
                            "<html>token=tok_SECRET_0123456789</html>\n",
                            &r, msg),
                      -1);
-    assert_string_equal(msg, "metrics (a 41-byte body): line 1: no metric name at column 1 (is "
+    assert_string_equal(msg, "metrics: line 1: no metric name at column 1 (is "
                              "this Prometheus text?)");
     assert_int_equal(parse(&p, "HTTP/1.1 200 OK\r\n\r\ntok_SECRET_0123456789 here\n", &r, msg), -1);
     assert_null(strstr(msg, "SECRET"));
@@ -177,6 +241,29 @@ static void test_source_backend_http_prometheus_queue_sum(void **state) {
         parse(&p, "HTTP/1.1 200 OK\r\n\r\ngateway:queue_depth{pool=\"cpu\"} 1\n", &r, msg), -1);
     assert_string_equal(msg, "no sample of gateway:queue_depth matching demandLabels in the "
                              "response (a missing metric is unknown, not 0)");
+}
+
+/* What finishing a page finds wrong (a latency histogram whose series have
+ * different bounds) is named in the message (the scan kept it to itself,
+ * and the message said only "metrics (a N-byte body): "). */
+static void test_source_backend_http_names_a_histogram_problem(void **state) {
+    (void)state;
+    source_params_t p = engine_params();
+    p.slo_mask = 1u << SLO_TTFT;
+    static engine_hists_t hists;
+    source_scratch_t sc = {.hists = &hists};
+    const char *reply = "HTTP/1.1 200 OK\r\n\r\n"
+                        "vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"0.5\"} 3\n"
+                        "vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"+Inf\"} 4\n"
+                        "vllm:time_to_first_token_seconds_bucket{engine=\"1\",le=\"1\"} 3\n"
+                        "vllm:time_to_first_token_seconds_bucket{engine=\"1\",le=\"+Inf\"} 4\n";
+    char msg[512];
+    source_reading_t r;
+    assert_int_equal(source_backend_read(&source_backend_http, &p, &sc, reply, strlen(reply), 7,
+                                         true, &r, msg, sizeof msg),
+                     -1);
+    assert_non_null(strstr(msg, "vllm:time_to_first_token_seconds: its series have different "
+                                "bucket bounds"));
 }
 
 /* configure: what a new source reads, from the trigger; an engine URL of
@@ -234,10 +321,12 @@ static void test_source_backend_http_configure(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_source_backend_http_request_names_path_and_host),
-        cmocka_unit_test(test_source_backend_http_complete_follows_content_length),
+        cmocka_unit_test(test_source_backend_http_feed_says_when_the_reply_is_whole),
+        cmocka_unit_test(test_source_backend_http_holds_a_line_not_the_body),
         cmocka_unit_test(test_source_backend_http_engine_reading),
         cmocka_unit_test(test_source_backend_http_reply_errors_name_the_problem),
         cmocka_unit_test(test_source_backend_http_prometheus_queue_sum),
+        cmocka_unit_test(test_source_backend_http_names_a_histogram_problem),
         cmocka_unit_test(test_source_backend_http_configure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

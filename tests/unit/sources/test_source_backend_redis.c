@@ -41,8 +41,34 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* The reply read whole, and again dripped a byte and three bytes at a
+ * time: every way must say the same. */
 static int parse(fixture_t *f, const char *reply, source_reading_t *r, char *msg) {
-    return source_backend_redis.parse(&f->p, &f->sc, reply, strlen(reply), false, r, msg, 512);
+    size_t n = strlen(reply);
+    int rc =
+        source_backend_read(&source_backend_redis, &f->p, &f->sc, reply, n, 0, false, r, msg, 512);
+    static const size_t pieces[] = {1, 3};
+    for (size_t i = 0; i < 2; i++) {
+        char m2[512] = "";
+        source_reading_t r2;
+        memset(&r2, 0, sizeof r2);
+        int rc2 = source_backend_read(&source_backend_redis, &f->p, &f->sc, reply, n, pieces[i],
+                                      false, &r2, m2, sizeof m2);
+        if (rc2 != rc || (rc != 0 && strcmp(m2, msg) != 0) || (rc == 0 && r2.queue != r->queue))
+            fail_msg("pieces of %zu: %d \"%s\", whole %d \"%s\"", pieces[i], rc2, m2, rc,
+                     rc ? msg : "");
+    }
+    return rc;
+}
+
+/* What feed() says of reply[0..len). */
+static int feed(fixture_t *f, const char *reply, size_t len) {
+    char why[256];
+    source_reply_t *r = source_backend_redis.begin(&f->p, &f->sc);
+    assert_non_null(r);
+    int rc = source_backend_redis.feed(r, reply, len, why, sizeof why);
+    source_backend_redis.end(r);
+    return rc;
 }
 
 static void test_source_backend_redis_pipeline(void **state) {
@@ -73,11 +99,22 @@ static void test_source_backend_redis_complete_counts_replies(void **state) {
     char why[256];
     snprintf(f->p.pass, sizeof f->p.pass, "pw");
     const char *two = "+OK\r\n:7\r\n";
-    assert_int_equal(source_backend_redis.complete(&f->p, &f->sc, two, 5, why, sizeof why), 0);
-    assert_int_equal(
-        source_backend_redis.complete(&f->p, &f->sc, two, strlen(two), why, sizeof why), 1);
-    assert_int_equal(source_backend_redis.complete(&f->p, &f->sc, "?x\r\n", 4, why, sizeof why),
-                     -1);
+    assert_int_equal(feed(f, two, 5), 0);
+    assert_int_equal(feed(f, two, strlen(two)), 1);
+    assert_int_equal(feed(f, "?x\r\n", 4), -1);
+    /* a reply over SOURCE_REDIS_MAX_REPLY_BYTES is refused, whole or not */
+    source_reply_t *r = source_backend_redis.begin(&f->p, &f->sc);
+    const char *hdr = "+OK\r\n$2000000\r\n";
+    assert_int_equal(source_backend_redis.feed(r, hdr, strlen(hdr), why, sizeof why), 0);
+    static char chunk[4096];
+    memset(chunk, 'x', sizeof chunk);
+    int rc = 0;
+    for (unsigned i = 0; i < 1000 && rc == 0; i++)
+        rc = source_backend_redis.feed(r, chunk, sizeof chunk, why, sizeof why);
+    assert_int_equal(rc, -1);
+    assert_string_equal(why, "a reply larger than 1048576 bytes: refused");
+    assert_true(source_backend_redis.held(r) <= 2 * SOURCE_REDIS_MAX_REPLY_BYTES);
+    source_backend_redis.end(r);
 }
 
 static void test_source_backend_redis_list_length(void **state) {
@@ -105,7 +142,9 @@ static void test_source_backend_redis_list_length(void **state) {
     assert_int_equal(parse(f, "HTTP/1.1 400 tok_SECRET\r\n\r\n", &r, msg), -1);
     assert_null(strstr(msg, "SECRET"));
     assert_null(strstr(msg, "HTTP"));
-    assert_int_equal(source_backend_redis.parse(&f->p, &f->sc, ":4", 2, true, &r, msg, 512), -1);
+    assert_int_equal(
+        source_backend_read(&source_backend_redis, &f->p, &f->sc, ":4", 2, 0, true, &r, msg, 512),
+        -1);
     assert_string_equal(msg, "connection closed before every reply arrived");
 }
 

@@ -82,6 +82,8 @@ var (
 	maxTime    = fs.Duration("max-time", 120*time.Second, "hard limit for the whole run")
 	vary       = fs.String("vary", "targetValue", "soak, and streams/big with -distinct: the metadata key set to 10+i for object i")
 	distinct   = fs.Bool("distinct", false, "streams: stream i's metadata sets -vary to 10+i; big: -n calls, value i distinct")
+	thenNS     = fs.String("then-namespace", "", "streams: once the -n streams are answered, open one more (the base metadata) from this namespace on the same connection and report it as \"then\"")
+	nsCount    = fs.Int("namespaces", 1, "spray: call i comes from namespace <-namespace>-<i mod N> (1: -namespace itself)")
 )
 
 func init() { fs.Var(metadata, "metadata", "scalerMetadata key=value (repeatable)") }
@@ -605,6 +607,9 @@ wait:
 		}
 	}
 	res := map[string]interface{}{"opened": atomic.LoadInt32(&opened), "first_messages": k, "max_first_ms": ms(maxFirst), "t_ms": ms(time.Since(t0))}
+	if *thenNS != "" {
+		res["then"] = thenStream(ctx, c)
+	}
 	if len(earlyEnds) > 0 {
 		res["first_error"] = errObj(earlyEnds[0])
 		early := map[string]int{}
@@ -646,6 +651,81 @@ wait2:
 		res2["first_error"] = errObj(firstErr)
 	}
 	emit(res2)
+}
+
+// thenStream opens one more StreamIsActive, from -then-namespace with the
+// base metadata, on the connection the other streams use, and reports
+// whether its first message came (within 10s) or how it ended.
+func thenStream(ctx context.Context, c pb.ExternalScalerClient) map[string]interface{} {
+	r := &pb.ScaledObjectRef{Name: "then", Namespace: *thenNS, ScalerMetadata: metadata}
+	t0 := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := c.StreamIsActive(cctx, r)
+	if err == nil {
+		_, err = st.Recv()
+	}
+	if err != nil {
+		return map[string]interface{}{"error": errObj(err), "t_ms": ms(time.Since(t0))}
+	}
+	return map[string]interface{}{"first_message_ms": ms(time.Since(t0))}
+}
+
+// cmdSpray: -n GetMetrics calls, call i with -vary set to 10+i (distinct
+// configurations) from namespace -namespace (or one of -namespaces), -c in
+// flight; counts the answers by status code.
+func cmdSpray(c pb.ExternalScalerClient) map[string]interface{} {
+	n := *nStreams
+	if n <= 0 {
+		n = 1000
+	}
+	var next int64 = -1
+	var mu sync.Mutex
+	codesSeen := map[string]int{}
+	var firstErr map[string]string
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for g := 0; g < *conc; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(atomic.AddInt64(&next, 1))
+				if i >= n {
+					return
+				}
+				md := map[string]string{}
+				for k, v := range metadata {
+					md[k] = v
+				}
+				md[*vary] = varied(md[*vary], i)
+				ns := *namespace
+				if *nsCount > 1 {
+					ns = fmt.Sprintf("%s-%d", *namespace, i%*nsCount)
+				}
+				r := &pb.ScaledObjectRef{Name: fmt.Sprintf("so-%d", i), Namespace: ns, ScalerMetadata: md}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := c.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r, MetricName: "m"})
+				cancel()
+				code := "OK"
+				if err != nil {
+					code, _ = statusOf(err)
+				}
+				mu.Lock()
+				codesSeen[code]++
+				if err != nil && firstErr == nil && code != "UNAVAILABLE" {
+					firstErr = errObj(err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	res := map[string]interface{}{"calls": n, "codes": codesSeen, "elapsed_s": time.Since(t0).Seconds()}
+	if firstErr != nil {
+		res["first_error"] = firstErr
+	}
+	return res
 }
 
 // cmdMethod invokes any method path with an empty ScaledObjectRef and reads
@@ -961,7 +1041,6 @@ func cmdWatch(c pb.ExternalScalerClient) map[string]interface{} {
 	return map[string]interface{}{"end": map[string]interface{}{"reason": "timeout", "calls": calls}}
 }
 
-
 // cmdSoak: KEDA's load over one connection for -duration: -n ScaledObjects
 // (distinct metadata: the given map plus -vary KEY = 10+i), each with a
 // StreamIsActive stream kept open (re-opened 2 s after it ends, as KEDA
@@ -1090,7 +1169,7 @@ func main() {
 	}
 	known := map[string]bool{"poll": true, "rr": true, "spec": true, "metrics": true, "isactive": true, "stream": true,
 		"streams": true, "method": true, "deadline": true, "cancel": true, "health": true,
-		"health-watch": true, "big": true, "load": true, "watch": true, "soak": true}
+		"health-watch": true, "big": true, "load": true, "watch": true, "soak": true, "spray": true}
 	if !known[sub] {
 		usage("unknown subcommand " + sub)
 	}
@@ -1135,5 +1214,7 @@ func main() {
 		finish(cmdWatch(c))
 	case "soak":
 		finish(cmdSoak(c))
+	case "spray":
+		finish(cmdSpray(c))
 	}
 }

@@ -323,6 +323,8 @@ typedef struct {
     bool queue_speaks;
     unsigned not_serving;
     char first_not_serving[2048];
+    unsigned taking_turns; /* engines answered by processes taking turns */
+    char first_taking_turns[512];
     bool rates_pending;
     char first_failure[2048];
     char first_pending[2048];
@@ -636,11 +638,17 @@ static void add_engine(engine_acc_t *x, const demand_config_t *d, const demand_s
     x->members += id;
     if (s->last_ok > x->newest)
         x->newest = s->last_ok;
-    if (r->has_completed)
-        x->completed += r->completed_total;
-    else
+    if (s->taking_turns) {
+        /* one replica's counters at a time: no rate of the fleet in them */
+        if (!x->taking_turns++)
+            snprintf(x->first_taking_turns, sizeof x->first_taking_turns, "%s", s->name);
         x->no_completed = true;
-    if (r->has_tokens) {
+    } else if (r->has_completed) {
+        x->completed += r->completed_total;
+    } else {
+        x->no_completed = true;
+    }
+    if (r->has_tokens && !s->taking_turns) {
         x->prompt_tokens += r->prompt_tokens_total;
         x->generation_tokens += r->generation_tokens_total;
     } else {
@@ -784,6 +792,7 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
     st->last_starting = q.starting;
     st->last_has_counters = q.has_completed;
     st->last_has_tokens = q.has_tokens;
+    st->last_taking_turns = x->taking_turns > 0;
     out->value = 100 * st->last.replicas;
     /* a load that flows, or replicas the keep-alive holds: not idle */
     if (st->last.replicas > 0)
@@ -794,11 +803,13 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
 
 /* Clears the numbers; the strings stay until view_text() replaces them. */
 static void view_reset(demand_view_t *v) {
-    char *message = v->message, *why = v->not_serving_why, *fu = v->first_use_why;
+    char *message = v->message, *why = v->not_serving_why, *fu = v->first_use_why,
+         *turns = v->taking_turns_at;
     memset(v, 0, sizeof *v);
     v->message = message;
     v->not_serving_why = why;
     v->first_use_why = fu;
+    v->taking_turns_at = turns;
     v->decided_by = -1;
     for (int i = 0; i < DSIG_COUNT; i++)
         v->signal[i] = v->need[i] = NAN;
@@ -824,6 +835,7 @@ void demand_view_free(demand_view_t *v) {
     view_text(&v->message, NULL);
     view_text(&v->not_serving_why, NULL);
     view_text(&v->first_use_why, NULL);
+    view_text(&v->taking_turns_at, NULL);
 }
 
 static void view_engines(demand_view_t *v, const demand_inputs_t *in, const engine_acc_t *x) {
@@ -835,6 +847,8 @@ static void view_engines(demand_view_t *v, const demand_inputs_t *in, const engi
     view_text(&v->not_serving_why, x->first_not_serving);
     v->first_use = x->first_use;
     view_text(&v->first_use_why, x->first_use_why);
+    v->taking_turns = x->taking_turns;
+    view_text(&v->taking_turns_at, x->first_taking_turns);
     v->has_pods = in->has_pods;
     for (unsigned i = 0; in->has_pods && i < in->npods; i++) {
         v->ready_pods += in->pods[i].ready;

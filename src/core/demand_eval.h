@@ -274,6 +274,12 @@ typedef struct {
     /* READING: stale after max(3 x interval, interval + timeout) */
     uint64_t interval_ns, timeout_ns;
     engine_reading_t reading; /* engines, READING */
+    /* Engines, READING: the URL answered lately from processes taking turns
+     * (process_start_time_seconds went back to one it had shown before
+     * another): a load-balanced URL, a Service's replicas one per poll. Its
+     * gauges are one replica's; its counters teach the queueing model no
+     * rate (one replica's rate is not the fleet's). */
+    bool taking_turns;
     /* Triton, READING: counter increases over the trigger's window, known
      * once the window holds two polls. */
     bool rates_known;
@@ -307,6 +313,7 @@ typedef struct {
     unsigned last_ready, last_starting;
     bool last_has_counters; /* completions were read (else the queue-only fallback) */
     bool last_has_tokens;   /* the token counters were read */
+    bool last_taking_turns; /* an engine URL's processes took turns: its counters unread */
 } demand_model_state_t;
 
 void demand_model_init(demand_model_state_t *s);
@@ -352,6 +359,10 @@ typedef struct {
      * engine's zero; the first one's description (owned; NULL when none) */
     unsigned first_use;
     char *first_use_why;
+    /* engines answered from processes taking turns (demand_source_t); the
+     * first one's name (owned; NULL when none) */
+    unsigned taking_turns;
+    char *taking_turns_at;
 } demand_view_t;
 
 /* An empty view (evaluated false); demand_view_free releases its strings. */

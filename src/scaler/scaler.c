@@ -657,6 +657,8 @@ static void explain_view(explain_t *e, const demand_view_t *v) {
         explain_put(e, v->not_serving, "not_serving:%s", v->not_serving_why);
     if (v->first_use_why)
         explain_put(e, v->first_use, "first_use_zero:%s", v->first_use_why);
+    if (v->taking_turns_at)
+        explain_put(e, v->taking_turns, "taking_turns:%s", v->taking_turns_at);
     if (v->has_pods) {
         explain_put(e, v->ready_pods, "pods:ready");
         explain_put(e, v->starting_pods, "pods:starting");
@@ -671,6 +673,8 @@ static void explain_model(explain_t *e, const demand_model_state_t *st) {
     const char *lambda_from =
         st->last_has_counters || q->lambda_from == QM_FROM_LEARNED
             ? queue_model_source_name(q->lambda_from)
+        : st->last_taking_turns
+            ? "prior, the processes behind an engine URL take turns: their counters teach no rate"
         : st->last_has_tokens
             ? "prior, the engines export no completed-request counter (SGLang before 0.4): "
               "the order is bounded while capacity is a prior"
@@ -681,8 +685,9 @@ static void explain_model(explain_t *e, const demand_model_state_t *st) {
     /* the cost of one request: generated + 1/4 prompt tokens (the capacity
      * above follows it when the mix moves); unknown is not 0 */
     explain_put(e, st->m.have_work ? st->m.work_per_req : NAN, "tokens_per_request:%s",
-                st->m.have_work        ? "learned"
-                : !st->last_has_tokens ? "unknown, no token counters"
+                st->m.have_work         ? "learned"
+                : st->last_taking_turns ? "unknown, the processes behind an engine URL take turns"
+                : !st->last_has_tokens  ? "unknown, no token counters"
                 : !st->last_has_counters
                     ? "unknown, the token counters are read but no completed-request counter "
                       "divides them"

@@ -177,6 +177,17 @@ static void engines(const char *const *names, const double *values, size_t n, in
                 num(b, values[i]);
                 strbuf_printf(b, " read as the engine's zero (first: %s)", names[i] + 15);
             }
+        for (size_t i = 0; i < n; i++)
+            if (has_prefix(names[i], "taking_turns:")) {
+                strbuf_printf(b, ", ");
+                num(b, values[i]);
+                strbuf_printf(b,
+                              " answered by processes taking turns (first: %s): a load-balanced "
+                              "URL shows one replica a poll, whose counters teach the model no "
+                              "rate; list each replica's URL, or use podSelector in the "
+                              "aggregator role",
+                              names[i] + 13);
+            }
     }
     double ready = get(names, values, n, "pods:ready", &has);
     if (has) {
@@ -197,8 +208,9 @@ static void engines(const char *const *names, const double *values, size_t n, in
 
 static bool model_name(const char *nm) {
     static const char *const groups[] = {
-        "signal:",  "need:", "decided_by:",  "latency:", "latency_target:", "latency_requests:",
-        "engines:", "pods:", "not_serving:", "wake:",    "error:",          "first_use_zero:"};
+        "signal:",      "need:", "decided_by:",  "latency:", "latency_target:", "latency_requests:",
+        "engines:",     "pods:", "not_serving:", "wake:",    "error:",          "first_use_zero:",
+        "taking_turns:"};
     for (size_t k = 0; k < sizeof groups / sizeof *groups; k++)
         if (has_prefix(nm, groups[k]))
             return false;

@@ -344,8 +344,10 @@ static void warn_standalone_model(ctx_t *x, const trigger_config_t *cfg, const y
          "in the standalone role the scaler sees no pods: the queueing model (metricType demand "
          "without per-signal targets) counts the replicas it asked for as starting until their "
          "engines answer, so it does not see pods that fail to start or that something else "
-         "added, and a Service URL shows one replica's counters at a time (list each replica's "
-         "URL); the aggregator role with podSelector sees the pods themselves");
+         "added; a Service URL shows one replica a poll, so its gauges are one replica's and, once "
+         "its replicas are seen taking turns, its counters teach no rate (set capacityPerReplica "
+         "and coldStartSeconds, docs/recipe-vllm-standalone.md); the aggregator role with "
+         "podSelector sees the pods themselves");
 }
 
 /* Who may claim what (core/tenant.h), as the server checks it for the

@@ -54,6 +54,8 @@
 #define DEFAULT_NOTIFY_NS 50000000ull
 #define RESOLVE_INTERVAL_NS 30000000000ull
 #define SOURCE_MAX_ADDRS 8
+#define SOURCE_STARTS 4                 /* processes remembered per engine URL */
+#define SOURCE_TURNS_NS 600000000000ull /* taking turns: for 10 min after the last sign */
 #define DEFAULT_MAX_SOURCES 256
 #define DEFAULT_MAX_PER_NS 64
 #define DEFAULT_CREATE_RATE 20.0
@@ -128,6 +130,13 @@ struct source {
      * reads one engine, and only Triton has no token counters): prompt (a)
      * and generation (b) tokens. */
     counter_window_t counters;
+    /* Engines: the processes that answered (process_start_time_seconds),
+     * the last SOURCE_STARTS distinct ones, newest at starts[0]; and until
+     * when the URL counts as taking turns (one that answered before another
+     * answered again: a load-balanced URL; a restart never goes back). */
+    double starts[SOURCE_STARTS];
+    unsigned nstarts;
+    mono_ns_t turns_until;
     struct ns_count *charged; /* the namespace it counts against */
     int auth;                 /* index in hub->auth (sourceAuth), -1 none */
     char *auth_pod;      /* owned; a pod's source with auth: "namespace/name" (auth_pod_check) */
@@ -721,6 +730,28 @@ static int poll_data(void *ud, const char *buf, size_t len, char *why, size_t wh
     return rc;
 }
 
+/* Which process answered source s now (engine_reading_t.start_time_s): a
+ * process other than the last one starts the counter window again (one
+ * process's counters never differenced against another's), and one seen
+ * before another marks the URL as taking turns for SOURCE_TURNS_NS. */
+static void note_process(source_t *s, const engine_reading_t *r, mono_ns_t now) {
+    if (!r->has_start || (s->nstarts && s->starts[0] == r->start_time_s))
+        return;
+    unsigned seen = 0;
+    while (seen < s->nstarts && s->starts[seen] != r->start_time_s)
+        seen++;
+    if (s->nstarts)
+        memset(&s->counters, 0, sizeof s->counters);
+    if (seen < s->nstarts)
+        s->turns_until = clock_add_sat(now, SOURCE_TURNS_NS);
+    else if (s->nstarts < SOURCE_STARTS)
+        seen = s->nstarts++;
+    else
+        seen = SOURCE_STARTS - 1;
+    memmove(&s->starts[1], &s->starts[0], seen * sizeof *s->starts);
+    s->starts[0] = r->start_time_s;
+}
+
 /* The end of one fetch: the backend's reading of the reply; what the
  * reading means over time (failures, recovery, rates) is kept here. */
 static void poll_done(void *ud, int status, bool eof, const char *error) {
@@ -754,6 +785,7 @@ static void poll_done(void *ud, int status, bool eof, const char *error) {
         if (memcmp(&r.engine, &s->reading, sizeof r.engine) != 0)
             notify(h);
         s->reading = r.engine;
+        note_process(s, &r.engine, now);
         if (s->p.slo_mask && s->hist)
             hist_feed(s, h->scratch.hists, now);
         if (r.engine.has_triton)
@@ -1508,6 +1540,7 @@ static void source_view(const source_t *s, demand_source_t *v) {
         v->interval_ns = s->interval_ns;
         v->timeout_ns = s->timeout_ns;
         v->reading = s->reading;
+        v->taking_turns = s->last_ok < s->turns_until;
         v->queue = s->queue_value;
     }
 }

@@ -66,6 +66,10 @@ class FakeEngine:
         # None: LoRA off (no such metric).
         self.lora = None
         self.max_lora = 4
+        # process_start_time_seconds of prometheus_client's ProcessCollector
+        # (registered at import, so before the engine's own families); None:
+        # not exported, as where /proc is not readable
+        self.start_time = None
         self.reset()
         if completed:
             self.complete(completed)
@@ -156,6 +160,10 @@ class FakeEngine:
         lab = 'engine="0",model_name="%s"' % self.model
         stop = self.done - self.done // 10
         out = []
+        if self.start_time is not None:
+            out += ["# HELP process_start_time_seconds Start time of the process since unix "
+                    "epoch in seconds.", "# TYPE process_start_time_seconds gauge",
+                    "process_start_time_seconds %s" % py_float(self.start_time)]
         out += self._gauge("vllm:num_requests_running",
                            "Number of requests in model execution batches.", lab, self.running)
         out += self._gauge("vllm:num_requests_waiting",

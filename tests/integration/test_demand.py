@@ -682,6 +682,45 @@ class Demand(unittest.TestCase):
                                 abs(r["metricValueFloat"] - 50) < 8, timeout=8)
             e.run(0)
 
+    def test_a_url_answered_by_replicas_taking_turns(self):
+        """A Service URL in front of two vLLM replicas: each poll (a new
+        connection) may reach either. The counters of one are never
+        differenced against the other's, and once a process answers again
+        after another the URL is marked as taking turns: its counters teach
+        the queueing model no rate (one replica's rate is not the fleet's),
+        and `query` says so and what to do instead."""
+        replicas = []
+        for k in range(2):
+            e = FakeEngine("vllm", running=1)
+            e.start_time = 1764662400.0 + 42 * k  # prometheus_client's process collector
+            e.run(rate=5)
+            replicas.append(e)
+        turn = [0]
+
+        def page():
+            turn[0] += 1
+            return replicas[turn[0] % 2].text()
+
+        self.engines.pages.set("/svc", page, headers={"Content-Type": replicas[0].content_type})
+        url = self.engines.url("/svc")
+        md = {"metricType": "demand", "engine": "vllm", "engineEndpoint": url,
+              "sourceInterval": "100ms", "capacityPerReplica": "10"}
+        self.poll_until(md, lambda r: "error" not in r)
+        q = subprocess.run([SERVER, "query", "--address", self.addr, "--watch", "--count", "3",
+                            "--interval", "1s"] +
+                           sum((["--metadata", "%s=%s" % kv] for kv in md.items()), []),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(q.returncode, 0, q.stdout + q.stderr)
+        engines = [x for x in q.stdout.splitlines() if "engines:" in x]
+        model = [x for x in q.stdout.splitlines() if "queueing model:" in x]
+        self.assertTrue(engines and model, q.stdout)
+        self.assertIn("1 answered by processes taking turns (first: vllm %s)" % url, engines[-1])
+        self.assertIn("list each replica's URL", engines[-1])
+        self.assertIn("lambda_rps 0 (prior, the processes behind an engine URL take turns",
+                      model[-1])
+        for e in replicas:
+            e.run(0)
+
     def test_triton_rates_over_the_window_not_between_calls(self):
         t = Triton(rate=40, wait_ms=2.5)
         self.engines.pages.set("/triton", t.text)

@@ -226,7 +226,7 @@ spec:
                       "standalone role the scaler sees no pods: the queueing model", out)
         self.assertIn("counts the replicas it asked for as starting until their engines answer",
                       out)
-        self.assertIn("a Service URL shows one replica's counters at a time", out)
+        self.assertIn("a Service URL shows one replica a poll", out)
         self.assertIn("the aggregator role with podSelector sees the pods themselves", out)
         self.assertEqual(validate("--role", "standalone", "--strict", "-", stdin=doc)[0], 1)
         # the aggregator role sees the pods; the composite model counts no replicas

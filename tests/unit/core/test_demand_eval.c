@@ -762,6 +762,48 @@ static void test_queueing_a_service_url_answered_by_two_replicas(void **state) {
     assert_true(st.last.lambda_rps <= 1.5);
 }
 
+/* The same URL once the hub has seen a process answer again after another
+ * (taking_turns): one replica's counters are never the fleet's rate, even
+ * between two polls of one process, so the model learns no rate from them;
+ * the view names the URL. Without the mark, two polls of one replica in a
+ * row teach its rate (1/s) as the fleet's (2/s). */
+static void test_queueing_a_url_taking_turns_teaches_no_rate(void **state) {
+    (void)state;
+    trigger_config_t c =
+        CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint",
+            "http://llama.ml:8000/metrics", "capacityPerReplica", "2", "coldStartSeconds", "90");
+    for (int turns = 0; turns <= 1; turns++) {
+        demand_model_state_t st;
+        demand_model_init(&st);
+        demand_view_t view;
+        demand_view_init(&view);
+        demand_source_t v[1];
+        for (int t = 100; t <= 160; t++) {
+            v[0] = counted("http://llama.ml:8000/metrics", (mono_ns_t)t * SEC, 1000 + t, 1);
+            v[0].reading.has_start = true;
+            v[0].reading.start_time_s = 1.7e9;
+            v[0].taking_turns = turns;
+            demand_inputs_t in = engines(v, 1);
+            in.model = &st;
+            in.view = &view;
+            eval_result_t r;
+            demand_evaluate_inputs(&c, &in, (mono_ns_t)t * SEC, NULL, &r);
+            assert_int_equal(r.status, EVAL_OK);
+        }
+        if (turns) {
+            assert_int_equal(st.last.lambda_from, QM_FROM_PRIOR);
+            assert_int_equal(view.taking_turns, 1);
+            assert_string_equal(view.taking_turns_at, "http://llama.ml:8000/metrics");
+        } else {
+            assert_int_equal(st.last.lambda_from, QM_FROM_LEARNED);
+            NEAR(st.last.lambda_rps, 1);
+            assert_int_equal(view.taking_turns, 0);
+            assert_null(view.taking_turns_at);
+        }
+        demand_view_free(&view);
+    }
+}
+
 /* Example 3: the same lambda, capacity and cold start, 2 Ready and 2
  * starting (30 s and 60 s old: Ready in 60 s and 30 s), 100 in Redis. The
  * backlog, projected: +2/s for 30 s (160), flat for 30 s, -2/s for 40 s:
@@ -1025,6 +1067,7 @@ int main(void) {
         cmocka_unit_test(test_engine_not_there_beside_one_that_serves),
         cmocka_unit_test(test_queueing_example_steady_fleet),
         cmocka_unit_test(test_queueing_a_service_url_answered_by_two_replicas),
+        cmocka_unit_test(test_queueing_a_url_taking_turns_teaches_no_rate),
         cmocka_unit_test(test_queueing_example_starting_pods_count),
         cmocka_unit_test(test_queueing_example_queue_alone),
         cmocka_unit_test(test_queueing_replicas_that_overflow_are_an_error),

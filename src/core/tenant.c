@@ -108,9 +108,7 @@ bool tenant_cross_ns_allows(const tenant_cross_ns_t *x, const char *src, const c
     return false;
 }
 
-/* The profile a trigger names, admitted for ns: 0 with *out, or the
- * refusal (the same words the source hub has always used). */
-static int profile_admit(const source_auth_set_t *set, const char *name, const char *ns,
+int tenant_profile_admit(const source_auth_set_t *set, const char *name, const char *ns,
                          const source_auth_profile_t **out, char *err, size_t errlen) {
     const source_auth_profile_t *p = source_auth_find(set, name);
     if (!p) {
@@ -181,7 +179,7 @@ int tenant_check_trigger(const tenant_policy_t *p, const trigger_config_t *c, co
     if (!auth[0] || !p->auth)
         return 0;
     const source_auth_profile_t *prof = NULL;
-    int rc = profile_admit(p->auth, auth, ns, &prof, err, errlen);
+    int rc = tenant_profile_admit(p->auth, auth, ns, &prof, err, errlen);
     if (rc)
         return rc;
     return check_destinations(prof, c, err, errlen);

@@ -68,6 +68,13 @@ typedef struct {
     const tenant_cross_ns_t *cross;
 } tenant_policy_t;
 
+/* The profile named name in set, admitted for namespace ns: 0 with *out
+ * (pointing into set), or KGS_EINVAL naming the profiles the server has
+ * (never a credential) or the namespaces the profile allows. The RPC's
+ * check and the source hub's both use it. */
+int tenant_profile_admit(const source_auth_set_t *set, const char *name, const char *ns,
+                         const source_auth_profile_t **out, char *err, size_t errlen);
+
 /*
  * Whether trigger c (borrowed, a valid config) may be served to a
  * ScaledObject in namespace ns. Returns 0, or KGS_EINVAL with the message

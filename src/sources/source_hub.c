@@ -46,6 +46,7 @@
 #include "core/egress.h"
 #include "core/fair_share.h"
 #include "core/source_auth.h"
+#include "core/tenant.h"
 
 #define HASH_BUCKETS 4096
 #define SWEEP_NS 10000000000ull
@@ -357,35 +358,16 @@ static void auth_free(source_hub_t *h) {
  * with *index (-1: it names none), or KGS_EINVAL with the message. */
 static int auth_admit(const source_hub_t *h, const trigger_config_t *c, const char *ns, int *index,
                       char *err, size_t errlen) {
+    static const source_auth_set_t none;
     *index = -1;
-    const char *name = c->demand.source_auth;
-    if (!name[0])
+    if (!c->demand.source_auth[0])
         return 0;
-    for (unsigned i = 0; i < h->nauth; i++) {
-        const source_auth_profile_t *p = h->auth[i].p;
-        if (strcmp(p->name, name) != 0)
-            continue;
-        if (!source_auth_allows(p, ns)) {
-            char list[300] = "";
-            size_t o = 0;
-            for (unsigned k = 0; k < p->nns && o < sizeof list; k++)
-                o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", k ? "|" : "", p->ns[k]);
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "sourceAuth %s may not be used from namespace %s (--source-auth "
-                              "%s: namespaces=%s)",
-                              name, ns, name, list);
-        }
-        *index = (int)i;
-        return 0;
-    }
-    char names[400] = "";
-    size_t o = 0;
-    for (unsigned i = 0; i < h->nauth && o < sizeof names; i++)
-        o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "",
-                              h->auth[i].p->name);
-    return kgs_seterr(err, errlen, KGS_EINVAL,
-                      "sourceAuth %s: the server has no --source-auth profile of that name (%s%s)",
-                      name, h->nauth ? "it has: " : "it has none", names);
+    const source_auth_set_t *set = h->o.auth ? h->o.auth : &none;
+    const source_auth_profile_t *p;
+    int rc = tenant_profile_admit(set, c->demand.source_auth, ns, &p, err, errlen);
+    if (rc == 0)
+        *index = (int)(p - set->p); /* h->auth[i] is set->p[i]'s (auth_init) */
+    return rc;
 }
 
 /* ---- budgets ------------------------------------------------------------------- */

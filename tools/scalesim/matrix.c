@@ -209,6 +209,8 @@ int matrix_summarise(const matrix_case_t *cases, size_t n, matrix_summary_t *out
         return 0;
     for (size_t i = 0; i < n; i++) {
         out->overloaded += cases[i].overloaded;
+        if (cases[i].ideal.pareto_count)
+            out->ideal_reversals += cases[i].ideal.pareto[0].reversals;
         if (cases[i].ours_loses >= 0)
             out->compared++;
         if (cases[i].ours_loses > 0) {
@@ -251,6 +253,7 @@ static int sweep_ideal(const trace_t *t, const sim_model_t *m, const sim_options
         x->gpu_hours = r.gpu_hours;
         x->over_slo = r.slo_miss_share;
         x->warm_over_slo = r.warm_miss_share;
+        x->reversals = r.ideal_reversals;
         snprintf(x->knob, sizeof x->knob, "util=%.1f hold=%.0fs", p.ideal_util, p.ideal_hold_s);
         if (r.slo_miss_share < mc->best_over_slo)
             mc->best_over_slo = r.slo_miss_share;
@@ -470,9 +473,9 @@ void matrix_print_case(FILE *f, const matrix_case_t *mc) {
     ideal_note(mc, note, sizeof note);
     const report_frontier_t *fr = &mc->ideal;
     if (fr->pareto_count)
-        fprintf(f, "%-30s %-10s %7.2f %7.2f%% %9s %6s %6s %6s %4s %5s  %s\n", label, "ideal",
-                fr->pareto[0].gpu_hours, 100 * fr->pareto[0].over_slo, "-", "-", "-", "-", "-", "-",
-                note);
+        fprintf(f, "%-30s %-10s %7.2f %7.2f%% %9s %6s %6s %6s %4u %5s  %s\n", label, "ideal",
+                fr->pareto[0].gpu_hours, 100 * fr->pareto[0].over_slo, "-", "-", "-", "-",
+                fr->pareto[0].reversals, "-", note);
     for (size_t p = 0; p < mc->npol; p++) {
         const matrix_result_t *r = &mc->pol[p];
         cells_t c;
@@ -548,9 +551,12 @@ void matrix_print_summary(FILE *f, const matrix_case_t *cases, const matrix_summ
                 c.worst_ratio, c.worst, ps->below, ps->cancelled, ps->reversals, c.step,
                 ps->cold_starts);
     }
+    fprintf(f, "%-10s %6s %7s %7s %-30s %5s %9s %9u\n", "ideal", "-", "-", "-", "(its best points)",
+            "-", "-", s->ideal_reversals);
     fprintf(f, "(judged: cases not overloaded; median, worst: of the ratio over them; below: of "
                "them below the frontier; cancelled starts, reversals and cold starts: sums over "
-               "every case; max step: the largest)\n");
+               "every case; max step: the largest; ideal: the online ideal's best point, its want "
+               "read every 15 s: the traffic's own turns)\n");
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -647,8 +653,11 @@ static void json_case(FILE *f, const matrix_case_t *mc) {
         bool on = false;
         for (size_t j = 0; j < fr->pareto_count; j++)
             on |= !strcmp(fr->pareto[j].knob, x->knob);
-        fprintf(f, "%s{\"knob\": \"%s\", \"gpu_hours\": %.4f, \"over_slo\": %.6f, \"pareto\": %s}",
-                k ? ", " : "", x->knob, x->gpu_hours, x->over_slo, on ? "true" : "false");
+        fprintf(f,
+                "%s{\"knob\": \"%s\", \"gpu_hours\": %.4f, \"over_slo\": %.6f, \"reversals\": %u, "
+                "\"pareto\": %s}",
+                k ? ", " : "", x->knob, x->gpu_hours, x->over_slo, x->reversals,
+                on ? "true" : "false");
     }
     fprintf(f, "],\n   \"policies\": [");
     for (size_t p = 0; p < mc->npol; p++) {
@@ -692,7 +701,7 @@ static void json_summary(FILE *f, const matrix_case_t *cases, const matrix_summa
             fprintf(f, "null");
         fprintf(f, ", \"cold_starts\": %u}", ps->cold_starts);
     }
-    fprintf(f, "]}");
+    fprintf(f, "], \"ideal_best_reversals\": %u}", s->ideal_reversals);
 }
 
 int matrix_json(const char *path, const matrix_config_t *c, const matrix_case_t *cases, size_t n,
@@ -737,6 +746,8 @@ static void md_summary(FILE *f, const matrix_case_t *cases, const matrix_summary
                 c.median, c.worst_ratio, c.worst, ps->below, ps->cancelled, ps->reversals, c.step,
                 ps->cold_starts);
     }
+    fprintf(f, "| ideal (its best points) | - | - | - | - | - | - | %u | - | - |\n",
+            s->ideal_reversals);
 }
 
 int matrix_markdown(const char *path, const matrix_case_t *cases, size_t n,
@@ -756,8 +767,9 @@ int matrix_markdown(const char *path, const matrix_case_t *cases, size_t n,
         ideal_note(mc, note, sizeof note);
         const report_frontier_t *fr = &mc->ideal;
         if (fr->pareto_count)
-            fprintf(f, "| %s | ideal | %.2f | %.2f %% | - | - | - | - | - | - | %s |\n", label,
-                    fr->pareto[0].gpu_hours, 100 * fr->pareto[0].over_slo, note);
+            fprintf(f, "| %s | ideal | %.2f | %.2f %% | - | - | - | - | %u | - | %s |\n", label,
+                    fr->pareto[0].gpu_hours, 100 * fr->pareto[0].over_slo, fr->pareto[0].reversals,
+                    note);
         for (size_t p = 0; p < mc->npol; p++) {
             const matrix_result_t *r = &mc->pol[p];
             cells_t c;

@@ -157,6 +157,9 @@ typedef struct {
     size_t losses_judged; /* of those, not overloaded */
     size_t npol;          /* policies summarised */
     matrix_policy_summary_t pol[POLICY_COUNT];
+    /* the online ideal's best points' reversals, every case: the turns of
+     * the traffic itself, a reference for the policies' */
+    unsigned ideal_reversals;
 } matrix_summary_t;
 
 /* Summarises cases[0..n) (each with the same policies, in the same order).

@@ -46,6 +46,7 @@ int report_csv(const char *path, const sim_policy_t *p, const sim_result_t *r, s
  */
 typedef struct {
     double gpu_hours, over_slo, warm_over_slo;
+    unsigned reversals; /* the online ideal's: its want at each 15 s, as a sync would read it */
     char knob[64];
 } report_point_t;
 

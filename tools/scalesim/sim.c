@@ -76,6 +76,7 @@
 
 #define MAX_REPLICAS SIM_MAX_PODS
 #define MAX_BATCH 1024
+#define IDEAL_SYNC_S 15.0 /* the HPA's sync period, for the ideal's reversals */
 
 void sim_model_default(sim_model_t *m) {
     m->prefill_tok_s = 10000;
@@ -1412,7 +1413,9 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     }
 
     size_t steps = (size_t)ceil(end / o->dt_s), next_point = 0;
-    double next_ideal = 0;
+    double next_ideal = 0, next_ideal_sync = 0;
+    stability_t ideal_stab;
+    stability_init(&ideal_stab);
     for (size_t step = 0; step <= steps; step++) {
         double now = (double)step * o->dt_s;
         arrive(s, now);
@@ -1428,6 +1431,16 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
             if (now + 1e-9 >= next_ideal) {
                 next_ideal += 1;
                 desired = ideal_desired(s, now);
+                /* its stability as an HPA sync every 15 s would read it
+                 * (none at zero, as the HPA is off there): a reference
+                 * for the policies' reversals, the traffic's own turns */
+                if (now + 1e-9 >= next_ideal_sync) {
+                    next_ideal_sync += IDEAL_SYNC_S;
+                    if (desired > 0)
+                        stability_add(&ideal_stab, desired);
+                    else
+                        stability_break(&ideal_stab);
+                }
             }
         } else {
             desired = keda_step(s, &ctl, now, desired);
@@ -1438,6 +1451,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
             reconcile(s, desired, now);
         account(s, now, &next_point, out);
     }
+    out->ideal_reversals = ideal_stab.reversals;
     if (s->waking) {
         double d = end - s->wake_start_s;
         s->wakes++;

@@ -237,9 +237,12 @@ typedef struct {
     unsigned cancelled_starts; /* pods deleted before they were Ready, whoever lowered the count */
     stability_t stability;     /* KEDA policies: the desired count at each HPA sync (stability.h);
                                   syncs is 0 for the yardsticks, which have no HPA */
-    size_t points;             /* timeline */
-    float *replicas;           /* owned: billed replicas (starting, serving, draining) */
-    float *serving;            /* owned */
+    /* The online ideal: its want every 15 s, as a sync would read it (none at
+     * zero), the reference for the policies' reversals (the matrix). */
+    unsigned ideal_reversals;
+    size_t points;   /* timeline */
+    float *replicas; /* owned: billed replicas (starting, serving, draining) */
+    float *serving;  /* owned */
 } sim_result_t;
 
 /*

@@ -375,6 +375,21 @@ static void test_sim_online_ideal_follows_a_steady_load(void **state) {
      * SLO */
     assert_true(r.slo_miss_share > 0);
     assert_true(r.slo_miss_share <= (double)count_in(&t, 0, 300) / (double)t.count);
+    /* a steady load: the ideal's want, read every 15 s, does not turn */
+    assert_true(r.ideal_reversals <= 1);
+    sim_result_deinit(&r);
+    trace_deinit(&t);
+    /* a diurnal load, 1 -> 80 -> 1 req/s every 600 s for 1800 s: the want
+     * moves by more than one replica a sync and turns at crests and
+     * troughs (the reference the matrix gives the policies' reversals): a
+     * few times in three cycles, never every sync */
+    trace_synth_default(&g, TRACE_SYN_DIURNAL);
+    g.peak_rate = 80;
+    g.duration_s = 1800;
+    assert_int_equal(trace_synthesize(&g, &to, &t, err, sizeof err), 0);
+    assert_int_equal(sim_run(&t, &m, ideal, &o, &r, err, sizeof err), 0);
+    assert_true(r.ideal_reversals >= 2 && r.ideal_reversals <= 12);
+    assert_int_equal(r.stability.syncs, 0); /* no HPA: its own figures stay undefined */
     sim_result_deinit(&r);
     trace_deinit(&t);
 }

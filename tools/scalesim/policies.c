@@ -218,6 +218,10 @@ size_t policies_default(sim_policy_t *out, const sim_model_t *m, policy_knobs_t 
     META(p, "podSelector", "app=llama");
     latency_targets(p, k);
     recommended_scaledobject(p);
+    /* the latency clamp holds nothing itself (no keep-alive, unlike the
+     * queueing model): the 120 s scale-down window it was measured with,
+     * not the 30 s that (o) can afford */
+    p->hpa_down_window_s = 120;
     p->min_replicas = 1;
 
     p = &out[9];

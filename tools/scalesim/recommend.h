@@ -30,13 +30,15 @@
 
 /* One setting of the queueing model's ScaledObject. */
 typedef struct {
-    double util;          /* trigger key targetUtilization, (0, 1] */
+    double util;          /* trigger key targetUtilization, (0, 1]; 0: not set (the
+                             headroom the model takes from the arrivals) */
     double drain_s;       /* trigger key drainSeconds, > 0 */
     double down_window_s; /* behavior.scaleDown.stabilizationWindowSeconds */
 } recommend_setting_t;
 
-/* The model's defaults: utilisation 0.7, drain 10 s (core/queue_model.h),
- * window 120 s (policy q in policies.c). */
+/* The model's defaults: no targetUtilization (the headroom from the
+ * arrivals), drain 10 s (core/queue_model.h), the recommended 30 s
+ * scale-down window (policies.c). */
 void recommend_setting_default(recommend_setting_t *s);
 
 /*

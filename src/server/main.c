@@ -69,6 +69,16 @@
 
 /* Three stat() calls: cheap enough to notice a rotated Secret within 2 s. */
 #define TLS_RELOAD_CHECK_NS (2 * NS_PER_SEC)
+/* A reload that keeps failing the same way is logged again after this long
+ * (with how often it failed meanwhile), not at every check. */
+#define TLS_RELOAD_WARN_NS (60 * NS_PER_SEC)
+
+/* The last failed reload of one TLS context, for its WARN line. */
+typedef struct {
+    char last[512]; /* the error logged last; "" after a good check */
+    mono_ns_t at;   /* when it was logged */
+    unsigned since; /* the same failure at checks since, not logged */
+} tls_warn_t;
 
 typedef struct {
     server_options_t o;
@@ -102,6 +112,7 @@ typedef struct {
     int sigfd;
     loop_io_t *sig_io;
     loop_timer_t tls_timer, grace_timer;
+    tls_warn_t tls_warn, agents_tls_warn;
     bool shutting_down;
     bool was_ready;
     uint64_t last_seq_seen;
@@ -817,25 +828,51 @@ static void on_signal(loop_t *loop, int fd, uint32_t events, void *ud) {
         begin_shutdown(sv, si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
+/* A failed reload's WARN: at once when the failure is new, then again
+ * after TLS_RELOAD_WARN_NS with the count of checks it failed meanwhile
+ * (the check runs every 2 s; a broken file would log 30 lines a minute). */
+static void reload_failed(server_t *sv, tls_warn_t *w, const char *what, const char *err) {
+    mono_ns_t now = loop_now(sv->loop);
+    if (strcmp(w->last, err) == 0 && now - w->at < TLS_RELOAD_WARN_NS) {
+        w->since++;
+        return;
+    }
+    if (strcmp(w->last, err) == 0)
+        LOG_WARN(&sv->log, "%s: %s (still, %u more checks since the last report)", what, err,
+                 w->since);
+    else
+        LOG_WARN(&sv->log, "%s: %s", what, err);
+    snprintf(w->last, sizeof w->last, "%s", err);
+    w->at = now;
+    w->since = 0;
+}
+
 static void on_tls_check(loop_t *loop, loop_timer_t *t, void *ud) {
     server_t *sv = ud;
     bool reloaded = false;
     char err[512];
-    if (sv->tls && tls_server_reload_if_changed(sv->tls, &reloaded, err, sizeof err) != 0)
-        LOG_WARN(&sv->log, "TLS reload failed, still serving the previous certificate: %s", err);
-    else if (reloaded)
-        LOG_INFO(&sv->log, "TLS certificate reloaded from %s; new handshakes use it",
-                 sv->o.tls_cert);
+    if (sv->tls && tls_server_reload_if_changed(sv->tls, &reloaded, err, sizeof err) != 0) {
+        reload_failed(sv, &sv->tls_warn,
+                      "TLS reload failed, still serving the previous certificate", err);
+    } else {
+        sv->tls_warn.last[0] = '\0';
+        if (reloaded)
+            LOG_INFO(&sv->log, "TLS certificate reloaded from %s; new handshakes use it",
+                     sv->o.tls_cert);
+    }
     reloaded = false;
     if (sv->agents_tls &&
         tls_client_reload_if_changed(sv->agents_tls, &reloaded, err, sizeof err) != 0) {
-        LOG_WARN(&sv->log, "agents TLS reload failed, still dialling with the previous files: %s",
-                 err);
-    } else if (reloaded) {
-        agent_pool_set_tls(sv->pool, tls_client_ctx(sv->agents_tls));
-        LOG_INFO(&sv->log, "agents TLS reloaded from %s%s%s; new connections to agents use it",
-                 sv->o.agents_tls_ca, sv->o.agents_tls_cert ? " and " : "",
-                 sv->o.agents_tls_cert ? sv->o.agents_tls_cert : "");
+        reload_failed(sv, &sv->agents_tls_warn,
+                      "agents TLS reload failed, still dialling with the previous files", err);
+    } else {
+        sv->agents_tls_warn.last[0] = '\0';
+        if (reloaded) {
+            agent_pool_set_tls(sv->pool, tls_client_ctx(sv->agents_tls));
+            LOG_INFO(&sv->log, "agents TLS reloaded from %s%s%s; new connections to agents use it",
+                     sv->o.agents_tls_ca, sv->o.agents_tls_cert ? " and " : "",
+                     sv->o.agents_tls_cert ? sv->o.agents_tls_cert : "");
+        }
     }
     loop_timer_start(loop, t, clock_add_sat(loop_now(loop), TLS_RELOAD_CHECK_NS));
 }

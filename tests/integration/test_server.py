@@ -611,6 +611,9 @@ class Tls(unittest.TestCase):
                     self.assertIn("TLS reload failed, still serving the previous certificate",
                                   s.output(20000))
                     self.assertIn("%s is not a regular file" % path, s.output(20000))
+                    # three checks failed the same way: one WARN line, not one a check
+                    self.assertEqual(s.output(20000).count("%s is not a regular file" % path), 1,
+                                     s.output(20000))
                     r = kc1(s, "poll", md=MD, tls=mtls)
                     self.assertEqual(r.get("metricValueFloat"), 100, r)
                 finally:

@@ -87,9 +87,12 @@ typedef struct {
     double carry[SCENARIO_MAX_DEVICES][SIM_INT_COUNT];
     double carry_from_s[SCENARIO_MAX_DEVICES];
     /* Why the last init from refcount 0 failed because of the scenario file
-     * itself (unset, unreadable, invalid), or "" when it did not; read
-     * through nvml_sim_scenario_error(). */
+     * itself (unset, unreadable, invalid), or "" when it did not, and the
+     * code that init returned: nvmlErrorString(scenario_rc) says it, the
+     * way a driver's error reaches its caller (NVML's own error path). */
     char scenario_error[PATH_MAX + 640];
+    nvmlReturn_t scenario_rc;
+    char error_text[PATH_MAX + 1024]; /* nvmlErrorString's answer then */
 } sim_state_t;
 
 static sim_state_t sim = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -191,9 +194,22 @@ typedef struct {
     double t_s;
 } sim_target_t;
 
+/* Said on stderr with a failure of the scenario file (the stand-in's own
+ * voice; its caller sees the failure through nvmlErrorString). */
+#define STANDIN_HINT                                                                               \
+    "this library is the NVML stand-in, not a driver: point NVML_SIM_SCENARIO at a valid "         \
+    "scenario file (examples in sim/scenarios/)"
+
 static nvmlReturn_t sim_end(nvmlReturn_t rc) {
     pthread_mutex_unlock(&sim.lock);
     return rc;
+}
+
+/* An init that failed because of the scenario file (sim.scenario_error
+ * says why): rc, remembered for nvmlErrorString. Releases the lock. */
+static nvmlReturn_t scenario_failed(nvmlReturn_t rc) {
+    sim.scenario_rc = rc;
+    return sim_end(rc);
 }
 
 /* Locks and checks init. SUCCESS: lock held; otherwise released. */
@@ -305,14 +321,14 @@ static nvmlReturn_t sim_init(void) {
     if (!path || !*path) {
         snprintf(sim.scenario_error, sizeof sim.scenario_error,
                  "NVML_SIM_SCENARIO is not set; point it at a scenario file (see sim/scenarios/)");
-        fprintf(stderr, "nvml-sim: %s\n", sim.scenario_error);
-        return sim_end(NVML_ERROR_DRIVER_NOT_LOADED);
+        fprintf(stderr, "nvml-sim: %s (%s)\n", sim.scenario_error, STANDIN_HINT);
+        return scenario_failed(NVML_ERROR_DRIVER_NOT_LOADED);
     }
     if (strlen(path) >= sizeof sim.path) {
         snprintf(sim.scenario_error, sizeof sim.scenario_error,
                  "scenario path is longer than %zu bytes", sizeof sim.path);
-        fprintf(stderr, "nvml-sim: %s\n", sim.scenario_error);
-        return sim_end(NVML_ERROR_DRIVER_NOT_LOADED);
+        fprintf(stderr, "nvml-sim: %s (%s)\n", sim.scenario_error, STANDIN_HINT);
+        return scenario_failed(NVML_ERROR_DRIVER_NOT_LOADED);
     }
     sim_file_id_t id;
     int have_id = sim_file_id(path, &id) == 0;
@@ -321,8 +337,8 @@ static nvmlReturn_t sim_init(void) {
     int rc = scenario_load_file(path, &sc, err, sizeof err);
     if (rc != 0) {
         snprintf(sim.scenario_error, sizeof sim.scenario_error, "scenario %s: %s", path, err);
-        fprintf(stderr, "nvml-sim: %s\n", sim.scenario_error);
-        return sim_end(have_id ? NVML_ERROR_UNKNOWN : NVML_ERROR_DRIVER_NOT_LOADED);
+        fprintf(stderr, "nvml-sim: %s (%s)\n", sim.scenario_error, STANDIN_HINT);
+        return scenario_failed(have_id ? NVML_ERROR_UNKNOWN : NVML_ERROR_DRIVER_NOT_LOADED);
     }
     /* An init_error the scenario names is a simulated driver failure, not a
      * problem with the file: scenario_error stays empty. */
@@ -1002,21 +1018,6 @@ static nvmlReturn_t sim_nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet) {
     return sim_end(NVML_SUCCESS);
 }
 
-/* ---- the stand-in's own export ---- */
-
-/*
- * Not an NVML function: real NVML has no such symbol, so a caller that finds
- * it knows it loaded the stand-in. Returns why the last nvmlInit* that found
- * the library uninitialised failed because of the scenario file itself
- * (NVML_SIM_SCENARIO unset, the file missing or invalid), or NULL when that
- * init succeeded or failed only with the scenario's own `init_error`.
- * Borrowed: valid until the next nvmlInit*; call it from the thread that
- * called init, right after it.
- */
-SIM_EXPORT const char *nvml_sim_scenario_error(void) {
-    return sim.scenario_error[0] ? sim.scenario_error : NULL;
-}
-
 /* ---- nvmlErrorString: NVML's wording ---- */
 
 /* ---- processes ---- */
@@ -1133,7 +1134,7 @@ static nvmlReturn_t sim_nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
     return sim_end(NVML_SUCCESS);
 }
 
-SIM_EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
+static const char *nvml_wording(nvmlReturn_t result) {
     switch (result) {
     case NVML_SUCCESS:
         return "Success";
@@ -1201,6 +1202,21 @@ SIM_EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
     default:
         return "Unknown Error";
     }
+}
+
+/* NVML's wording of result; for the code the last init returned because of
+ * the scenario file, the wording and why (the stand-in's whole diagnosis,
+ * carried by the error path every caller of NVML already reads). */
+SIM_EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
+    pthread_mutex_lock(&sim.lock);
+    const char *text = nvml_wording(result);
+    if (sim.scenario_error[0] && result == sim.scenario_rc) {
+        snprintf(sim.error_text, sizeof sim.error_text, "%s, from the NVML stand-in: %s", text,
+                 sim.scenario_error);
+        text = sim.error_text;
+    }
+    pthread_mutex_unlock(&sim.lock);
+    return text;
 }
 
 /* ---- the exported IFUNC symbols ---- */

@@ -188,17 +188,12 @@ static int first_sweep(nvml_collector_t *collector, logger_t *log, nvml_loader_t
     if ((*snap)->status != SNAPSHOT_NVML_DOWN)
         return EXIT_OK;
     fprintf(stderr, "gpu-metrics: NVML unavailable: %s\n", (*snap)->error);
-    /* The stand-in failing on its scenario file has nothing to do with a
-     * driver; a failure its scenario asks for (init_error) plays one. */
-    const nvml_api_t *api = nvml_loader_api(loader);
-    if (api->nvml_sim_scenario_error && api->nvml_sim_scenario_error())
-        fprintf(stderr,
-                "gpu-metrics: hint: %s is the NVML stand-in, not a driver: point "
-                "NVML_SIM_SCENARIO at a valid scenario file (examples in sim/scenarios/).\n",
-                nvml_loader_path(loader));
-    else
-        fprintf(stderr, "gpu-metrics: hint: check that the NVIDIA driver is loaded "
-                        "(nvidia-smi) and this user may open /dev/nvidia*.\n");
+    /* What the library said is above (nvmlErrorString); the hint is the
+     * same for any library, a driver's or the stand-in's. */
+    fprintf(stderr,
+            "gpu-metrics: hint: %s could not initialise (its reason above); with the NVIDIA "
+            "driver, check that it is loaded (nvidia-smi) and this user may open /dev/nvidia*.\n",
+            nvml_loader_path(loader));
     return EXIT_NVML;
 }
 

@@ -270,13 +270,8 @@ static nvmlReturn_t ensure_init(nvml_collector_t *c, mono_ns_t now, char *why, s
     const char *which = "nvmlInit";
     nvmlReturn_t r = nvml_init(c->api, &which);
     if (r != NVML_SUCCESS) {
-        /* The stand-in says when the failure is its scenario file's, not a
-         * simulated driver's: name it, so nobody goes looking for a driver. */
-        const char *standin =
-            c->api->nvml_sim_scenario_error ? c->api->nvml_sim_scenario_error() : NULL;
-        snprintf(c->init_why, sizeof c->init_why, "%s: %s (%s)%s%s", which, nvml_code_name((int)r),
-                 nvml_error_text(c, r), standin ? " from the NVML stand-in: " : "",
-                 standin ? standin : "");
+        snprintf(c->init_why, sizeof c->init_why, "%s: %s (%s)", which, nvml_code_name((int)r),
+                 nvml_error_text(c, r));
         c->init_rc = r;
         snprintf(why, whylen, "%s", c->init_why);
         c->next_init_at = clock_add_sat(now, c->init_backoff_ns);

@@ -49,8 +49,6 @@ int nvml_loader_open(const char *path, nvml_loader_t **out, char *err, size_t er
     NVML_SYMBOLS(NVML_BIND)
 #undef NVML_BIND
     bind_symbol(l->dl, "nvmlErrorString", &l->api.nvmlErrorString, sizeof l->api.nvmlErrorString);
-    bind_symbol(l->dl, "nvml_sim_scenario_error", &l->api.nvml_sim_scenario_error,
-                sizeof l->api.nvml_sim_scenario_error);
 
     const nvml_api_t *a = &l->api;
     const char *missing = NULL;

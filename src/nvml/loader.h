@@ -19,11 +19,6 @@ typedef struct {
     NVML_SYMBOLS(NVML_API_FIELD)
 #undef NVML_API_FIELD
     const char *(*nvmlErrorString)(nvmlReturn_t result);
-    /* Not NVML: exported only by the NVML stand-in (sim/, libnvml-sim.so),
-     * so NULL with a real driver. After a failed nvmlInit* it says why the
-     * stand-in could not load its scenario file, or NULL when the failure
-     * is one the scenario itself asked for (init_error). */
-    const char *(*nvml_sim_scenario_error)(void);
 } nvml_api_t;
 
 typedef struct nvml_loader nvml_loader_t;

@@ -440,7 +440,8 @@ class Usage(unittest.TestCase):
                 self.assertIn("from the NVML stand-in: scenario " + path, r.stderr)
                 self.assertIn("is the NVML stand-in, not a driver", r.stderr)
                 self.assertIn("NVML_SIM_SCENARIO", r.stderr)
-                self.assertNotIn("NVIDIA driver", r.stderr)
+                # the hint is the same for any library; the library's words say the rest
+                self.assertIn("hint: %s could not initialise" % SIM, r.stderr)
 
     def test_zero_gpus_is_not_an_error(self):
         sim = Sim({"devices": []})

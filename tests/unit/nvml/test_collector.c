@@ -346,33 +346,32 @@ static void test_collector_init_failure_backs_off_then_recovers(void **state) {
     assert_int_equal(F.shutdown_calls, 1); /* only the successful init is undone */
 }
 
-static const char *standin_says;
-static const char *f_standin_scenario_error(void) {
-    return standin_says;
-}
+static const char *library_says;
 static const char *f_error_string(nvmlReturn_t r) {
+    if (r == NVML_ERROR_DRIVER_NOT_LOADED && library_says)
+        return library_says;
     return r == NVML_ERROR_DRIVER_NOT_LOADED ? "Driver Not Loaded" : "Unknown Error";
 }
 
-/* NVML's own error appears once; the stand-in's scenario problem, when it
- * reports one, follows it, so nobody goes looking for a driver. */
-static void test_collector_init_failure_names_the_stand_in_scenario_problem(void **state) {
+/* NVML's own error appears once, in the library's words (nvmlErrorString):
+ * a driver's wording, or the stand-in's, which says there that its scenario
+ * file failed; the collector knows no library but NVML's API. */
+static void test_collector_init_failure_carries_the_librarys_words(void **state) {
     (void)state;
     F.init_rc = NVML_ERROR_DRIVER_NOT_LOADED;
     api.nvmlErrorString = f_error_string;
-    api.nvml_sim_scenario_error = f_standin_scenario_error;
-    standin_says = "scenario /x.json: open: No such file or directory";
+    library_says = "Driver Not Loaded, from the NVML stand-in: scenario /x.json: open: No such "
+                   "file or directory";
     nvml_collector_t *c;
     assert_int_equal(nvml_collector_new(&api, NULL, "n", &c), 0);
     snapshot_t *s = sweep(c, 10 * NS_PER_SEC);
     assert_int_equal(s->status, SNAPSHOT_NVML_DOWN);
-    assert_string_equal(s->error, "nvmlInitWithFlags: DRIVER_NOT_LOADED (Driver Not Loaded) from "
+    assert_string_equal(s->error, "nvmlInitWithFlags: DRIVER_NOT_LOADED (Driver Not Loaded, from "
                                   "the NVML stand-in: scenario /x.json: open: No such file or "
-                                  "directory");
+                                  "directory)");
     snapshot_unref(s);
 
-    /* A failure the scenario asks for (init_error) plays a driver's. */
-    standin_says = NULL;
+    library_says = NULL;
     s = sweep(c, 20 * NS_PER_SEC);
     assert_string_equal(s->error, "nvmlInitWithFlags: DRIVER_NOT_LOADED (Driver Not Loaded)");
     snapshot_unref(s);
@@ -580,8 +579,7 @@ int main(void) {
                                setup),
         cmocka_unit_test_setup(test_collector_nvlink_not_supported_is_absent, setup),
         cmocka_unit_test_setup(test_collector_init_failure_backs_off_then_recovers, setup),
-        cmocka_unit_test_setup(test_collector_init_failure_names_the_stand_in_scenario_problem,
-                               setup),
+        cmocka_unit_test_setup(test_collector_init_failure_carries_the_librarys_words, setup),
         cmocka_unit_test_setup(test_collector_count_failure_reinitialises, setup),
         cmocka_unit_test_setup(test_collector_inaccessible_handle_is_an_error_not_skipped, setup),
         cmocka_unit_test_setup(test_collector_zero_gpus_is_ok, setup),

@@ -13,6 +13,8 @@ Scripts outside tests/integration put this folder on sys.path first.
 import json
 import os
 import queue
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -275,3 +277,49 @@ def proc_status_kib(pid, key, missing=0):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return missing
+
+
+class ProbedScaler(ServerProcess):
+    """A standalone scaler on one simulated GPU for the probe tests (hostile
+    sources, tenant budgets): its ports, its scenario and log in a temporary
+    directory, started and polled until its GPU trigger answers. A subclass
+    gives poll(md). close() stops it and fails on a sanitizer's report or,
+    under a wrapper, a non-zero exit."""
+
+    GPU_MD = {"metricType": "gpu_utilization", "targetValue": "50"}
+
+    def __init__(self, server, nvml_library, args=(), wrapper=(), slow=1.0):
+        from kgs_sim import Sim, device  # kgs_sim stands alone; imported where used
+        self.tmp = tempfile.mkdtemp()
+        self.sim = Sim({"devices": [device(0, gpu_util=30)]})
+        self.wrapper = list(wrapper)
+        self.port, self.probe, self.metrics = free_port(), free_port(), free_port()
+        super().__init__(scaler_command(server, self.port, self.probe, self.metrics,
+                                        nvml_library=nvml_library, extra=args),
+                         child_env(scenario=self.sim.path), wrapper=self.wrapper,
+                         log_path=os.path.join(self.tmp, "log"))
+        self.wait_tcp(self.port, 15 * slow)
+        self.stop_timeout = 10 * slow
+        deadline = time.monotonic() + 10 * slow
+        while "error" in self.poll(self.GPU_MD) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def metric(self, name, labels=""):
+        """keda_gpu_scaler_<name><labels> on /metrics, or None."""
+        status, body = http_get(self.metrics, "/metrics")
+        self.metrics_ok = status == 200
+        m = re.search(r"^keda_gpu_scaler_%s%s (\S+)$" % (name, re.escape(labels)), body or "",
+                      re.M)
+        return float(m.group(1)) if m else None
+
+    def close(self):
+        code, _ = self.stop(self.stop_timeout)
+        text = self.output(3000)
+        self.close_log()
+        self.sim.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.wrapper and code != 0:
+            raise AssertionError("server exited %s under %s:\n%s" % (code, self.wrapper[0], text))
+        if "Sanitizer" in text or "runtime error:" in text:
+            raise AssertionError("a sanitizer report in the server's output:\n" + text)
+

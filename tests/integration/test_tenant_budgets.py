@@ -32,18 +32,13 @@ Environment (CTest): KEDA_GPU_SCALER, NVML_SIM_LIBRARY, KGS_GO_CLIENT.
 """
 import json
 import os
-import re
-import shutil
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 import unittest
 
-from kgs_sim import Sim, device
-from kgs_util import (ServerProcess, child_env, cpu_seconds, free_port, http_get, md_args,
-                      proc_status_kib, scaler_command)
+from kgs_util import ProbedScaler, cpu_seconds, md_args, proc_status_kib
 
 SERVER = os.environ["KEDA_GPU_SCALER"]
 SIM = os.environ["NVML_SIM_LIBRARY"]
@@ -71,19 +66,9 @@ def page_of(size):
     return body
 
 
-class Server(ServerProcess):
+class Server(ProbedScaler):
     def __init__(self, *args):
-        self.tmp = tempfile.mkdtemp()
-        self.sim = Sim({"devices": [device(0, gpu_util=30)]})
-        self.port, self.probe, self.metrics = free_port(), free_port(), free_port()
-        super().__init__(scaler_command(SERVER, self.port, self.probe, self.metrics,
-                                        nvml_library=SIM, extra=args),
-                         child_env(scenario=self.sim.path), wrapper=WRAPPER,
-                         log_path=os.path.join(self.tmp, "log"))
-        self.wait_tcp(self.port, 15 * SLOW)
-        deadline = time.monotonic() + 10 * SLOW
-        while "error" in self.poll(GPU_MD) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        super().__init__(SERVER, SIM, args, WRAPPER, SLOW)
 
     def rss_kib(self):
         return proc_status_kib(self.proc.pid, "VmRSS")
@@ -106,23 +91,6 @@ class Server(ServerProcess):
         return self.client(["spray", "-namespace", namespace, "-n", str(n), "-c", str(c),
                             "-vary", vary, "-namespaces", str(namespaces),
                             "-max-time", "%ds" % seconds] + md_args(md), timeout=seconds + 30)
-
-    def metric(self, name, labels=""):
-        _, body = http_get(self.metrics, "/metrics")
-        m = re.search(r"^keda_gpu_scaler_%s%s (\S+)$" % (name, re.escape(labels)), body or "",
-                      re.M)
-        return float(m.group(1)) if m else None
-
-    def close(self):
-        code, _ = self.stop(10 * SLOW)
-        text = self.output(3000)
-        self.close_log()
-        self.sim.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        if WRAPPER and code != 0:
-            raise AssertionError("server exited %s under %s:\n%s" % (code, WRAPPER[0], text))
-        if "Sanitizer" in text or "runtime error:" in text:
-            raise AssertionError("a sanitizer report in the server's output:\n" + text)
 
 
 class Honest:

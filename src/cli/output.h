@@ -6,8 +6,8 @@
  * once per writer). Writers are pure formatting: they read a snapshot and
  * an env_info_t and write to a FILE*, nothing else.
  */
-#ifndef KGS_OUTPUT_H
-#define KGS_OUTPUT_H
+#ifndef KGS_CLI_OUTPUT_H
+#define KGS_CLI_OUTPUT_H
 
 #include <stdbool.h>
 #include <stdio.h>

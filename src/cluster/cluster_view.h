@@ -8,8 +8,8 @@
  * the agent's reported age into local time), so staleness is `now -
  * snap->taken_mono` with no clock synchronisation between machines.
  */
-#ifndef KGS_CLUSTER_VIEW_H
-#define KGS_CLUSTER_VIEW_H
+#ifndef KGS_CLUSTER_CLUSTER_VIEW_H
+#define KGS_CLUSTER_CLUSTER_VIEW_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,8 +2,8 @@
  * aggregate.h - folding per-GPU (or per-MIG-instance) values into the one
  * number KEDA receives.
  */
-#ifndef KGS_AGGREGATE_H
-#define KGS_AGGREGATE_H
+#ifndef KGS_CORE_AGGREGATE_H
+#define KGS_CORE_AGGREGATE_H
 
 #include <stddef.h>
 

@@ -3,8 +3,8 @@
  *
  * Pure logic takes `now` as an argument; only I/O edges call clock_mono_now().
  */
-#ifndef KGS_CLOCK_H
-#define KGS_CLOCK_H
+#ifndef KGS_CORE_CLOCK_H
+#define KGS_CORE_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>

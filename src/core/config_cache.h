@@ -16,8 +16,8 @@
  * answered for a map whose digest collides with it is the only risk, which
  * the secret seed makes a guess.
  */
-#ifndef KGS_CONFIG_CACHE_H
-#define KGS_CONFIG_CACHE_H
+#ifndef KGS_CORE_CONFIG_CACHE_H
+#define KGS_CORE_CONFIG_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -10,8 +10,8 @@
  * AverageValue arithmetic gives desired replicas = ceil(max of the
  * per-signal replica needs). Worked examples: docs/configuration.md.
  */
-#ifndef KGS_DEMAND_EVAL_H
-#define KGS_DEMAND_EVAL_H
+#ifndef KGS_CORE_DEMAND_EVAL_H
+#define KGS_CORE_DEMAND_EVAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

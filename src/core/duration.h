@@ -2,8 +2,8 @@
  * duration.h - Go-style durations as the Go tools accept them on the
  * command line: "0", "500ms", "5s", "1.5s", "2m", "1h30m", "250us".
  */
-#ifndef KGS_DURATION_H
-#define KGS_DURATION_H
+#ifndef KGS_CORE_DURATION_H
+#define KGS_CORE_DURATION_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * otherwise. Messages with context are written by the function that fails
  * into a caller-provided buffer (char *err, size_t errlen; err may be NULL).
  */
-#ifndef KGS_ERR_H
-#define KGS_ERR_H
+#ifndef KGS_CORE_ERR_H
+#define KGS_CORE_ERR_H
 
 #include <stddef.h>
 

@@ -5,8 +5,8 @@
  * An unknown value is never reported as 0: a stale snapshot, NVML down, an
  * unhealthy selected GPU or an absent field is a status with a message.
  */
-#ifndef KGS_EVALUATOR_H
-#define KGS_EVALUATOR_H
+#ifndef KGS_CORE_EVALUATOR_H
+#define KGS_CORE_EVALUATOR_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /*
  * flags.h - command-line flag matching shared by gpu-metrics and the server.
  */
-#ifndef KGS_FLAGS_H
-#define KGS_FLAGS_H
+#ifndef KGS_CORE_FLAGS_H
+#define KGS_CORE_FLAGS_H
 
 #include <stdbool.h>
 

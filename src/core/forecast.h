@@ -19,8 +19,8 @@
  * monotonic clock), no allocation. A forecast_t is caller-owned storage;
  * one writer at a time (the caller serialises updates and reads).
  */
-#ifndef KGS_FORECAST_H
-#define KGS_FORECAST_H
+#ifndef KGS_CORE_FORECAST_H
+#define KGS_CORE_FORECAST_H
 
 #include <stdbool.h>
 

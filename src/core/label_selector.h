@@ -15,8 +15,8 @@
  * Pure: no I/O, no allocation, no globals. Any thread may call any function;
  * a selector is immutable once parsed and may be shared read-only.
  */
-#ifndef KGS_LABEL_SELECTOR_H
-#define KGS_LABEL_SELECTOR_H
+#ifndef KGS_CORE_LABEL_SELECTOR_H
+#define KGS_CORE_LABEL_SELECTOR_H
 
 #include <stdbool.h>
 #include <stddef.h>

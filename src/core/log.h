@@ -14,8 +14,8 @@
  * line for a key passes, then at most one per interval, carrying the count
  * of lines suppressed in between.
  */
-#ifndef KGS_LOG_H
-#define KGS_LOG_H
+#ifndef KGS_CORE_LOG_H
+#define KGS_CORE_LOG_H
 
 #include <stdbool.h>
 #include <stdint.h>

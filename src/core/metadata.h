@@ -5,8 +5,8 @@
  * protobuf-c strings are NUL-terminated, but nothing here relies on it: every
  * consumer uses the explicit lengths, so a slice may point into any buffer.
  */
-#ifndef KGS_METADATA_H
-#define KGS_METADATA_H
+#ifndef KGS_CORE_METADATA_H
+#define KGS_CORE_METADATA_H
 
 #include <stdbool.h>
 #include <stddef.h>

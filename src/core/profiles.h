@@ -3,8 +3,8 @@
  * profiles of the Go system, with identical names and values, plus the GPM
  * profiles of this build. Constant table; order is the documented order.
  */
-#ifndef KGS_PROFILES_H
-#define KGS_PROFILES_H
+#ifndef KGS_CORE_PROFILES_H
+#define KGS_CORE_PROFILES_H
 
 #include <stdbool.h>
 #include <stddef.h>

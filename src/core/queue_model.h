@@ -53,8 +53,8 @@
  * clock), no allocation. A queue_model_t is caller-owned (about 2 KiB); one
  * writer.
  */
-#ifndef KGS_QUEUE_MODEL_H
-#define KGS_QUEUE_MODEL_H
+#ifndef KGS_CORE_QUEUE_MODEL_H
+#define KGS_CORE_QUEUE_MODEL_H
 
 #include <stdbool.h>
 

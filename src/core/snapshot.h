@@ -10,8 +10,8 @@
  * snapshot is never written again; readers take references with
  * snapshot_ref() and drop them with snapshot_unref(), from any thread.
  */
-#ifndef KGS_SNAPSHOT_H
-#define KGS_SNAPSHOT_H
+#ifndef KGS_CORE_SNAPSHOT_H
+#define KGS_CORE_SNAPSHOT_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

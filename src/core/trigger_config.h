@@ -5,8 +5,8 @@
  * Pure: no I/O, no globals except constant tables. docs/configuration.md is
  * the user-facing reference for every key, default and error.
  */
-#ifndef KGS_TRIGGER_CONFIG_H
-#define KGS_TRIGGER_CONFIG_H
+#ifndef KGS_CORE_TRIGGER_CONFIG_H
+#define KGS_CORE_TRIGGER_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>

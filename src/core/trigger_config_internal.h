@@ -13,8 +13,8 @@
  *                     resolves the general and scope keys, then calls
  *                     trigger_demand.c.
  */
-#ifndef KGS_TRIGGER_CONFIG_INTERNAL_H
-#define KGS_TRIGGER_CONFIG_INTERNAL_H
+#ifndef KGS_CORE_TRIGGER_CONFIG_INTERNAL_H
+#define KGS_CORE_TRIGGER_CONFIG_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -5,8 +5,8 @@
  * Pure: environment variables are read through a getter so tests pass a
  * table; nothing here touches NVML or the file system.
  */
-#ifndef KGS_ENV_H
-#define KGS_ENV_H
+#ifndef KGS_ENV_ENV_H
+#define KGS_ENV_ENV_H
 
 #include <stdbool.h>
 #include <stddef.h>

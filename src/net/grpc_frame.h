@@ -5,8 +5,8 @@
  * check. No sockets, no system calls, no allocation, no state: every
  * function may be called from any thread.
  */
-#ifndef KGS_GRPC_FRAME_H
-#define KGS_GRPC_FRAME_H
+#ifndef KGS_NET_GRPC_FRAME_H
+#define KGS_NET_GRPC_FRAME_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -10,8 +10,8 @@
  * followed by LF is a bad request. Empty lines before the request line are
  * skipped (RFC 9112 section 2.2) and counted in *consumed.
  */
-#ifndef KGS_HTTP1_H
-#define KGS_HTTP1_H
+#ifndef KGS_NET_HTTP1_H
+#define KGS_NET_HTTP1_H
 
 #include <stdbool.h>
 #include <stddef.h>

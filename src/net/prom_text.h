@@ -10,8 +10,8 @@
  * with snprintf, so the process must keep LC_NUMERIC as "C" (the default).
  * No state outside the buffer: a buffer belongs to one thread at a time.
  */
-#ifndef KGS_PROM_TEXT_H
-#define KGS_PROM_TEXT_H
+#ifndef KGS_NET_PROM_TEXT_H
+#define KGS_NET_PROM_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>

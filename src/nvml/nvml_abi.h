@@ -10,8 +10,8 @@
  *
  * Target: x86-64 / aarch64 Linux, LP64. Every NVML enum is a 4-byte int.
  */
-#ifndef KGS_NVML_ABI_H
-#define KGS_NVML_ABI_H
+#ifndef KGS_NVML_NVML_ABI_H
+#define KGS_NVML_NVML_ABI_H
 
 #include <limits.h>
 

@@ -7,8 +7,8 @@
  * group per snapshot, pushed to every stream of the group whose state
  * changed, plus a `true` every pollIntervalSeconds while active.
  */
-#ifndef KGS_SCALER_H
-#define KGS_SCALER_H
+#ifndef KGS_SCALER_SCALER_H
+#define KGS_SCALER_SCALER_H
 
 #include <stdbool.h>
 #include <stddef.h>

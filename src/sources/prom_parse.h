@@ -15,8 +15,8 @@
  * any function. Numbers are read with strtod, so LC_NUMERIC must stay "C"
  * (the default).
  */
-#ifndef KGS_PROM_PARSE_H
-#define KGS_PROM_PARSE_H
+#ifndef KGS_SOURCES_PROM_PARSE_H
+#define KGS_SOURCES_PROM_PARSE_H
 
 #include <stdbool.h>
 #include <stddef.h>

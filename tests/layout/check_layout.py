@@ -5,7 +5,11 @@
                       SRC/core only ("core/..."); system headers are fine.
   include-cycles SRC  no circular includes: the graph of project includes
                       between the files under SRC has no cycle.
-  self-test           runs both checks on temporary trees, clean and with a
+  header-guards SRC   every header under SRC is guarded by one pattern,
+                      KGS_<FOLDER>_<FILE>_H from its path (core/err.h:
+                      KGS_CORE_ERR_H), so a guard names its file and two
+                      headers never share one.
+  self-test           runs every check on temporary trees, clean and with a
                       planted violation, and fails if a check does not fail
                       where it must (or fails where it must not).
 
@@ -194,6 +198,30 @@ def check_include_cycles(root):
     return ["circular include: " + " -> ".join(c) for c in cycles(include_graph(root))]
 
 
+GUARD_RE = re.compile(r"^#ifndef[ \t]+(\w+)[ \t]*\n#define[ \t]+(\w+)", re.M)
+
+
+def guard_for(rel):
+    """core/err.h -> KGS_CORE_ERR_H"""
+    return "KGS_" + re.sub(r"[^A-Za-z0-9]", "_", rel[:-2]).upper() + "_H"
+
+
+def check_header_guards(root):
+    problems = []
+    for rel in source_files(root):
+        if not rel.endswith(".h"):
+            continue
+        with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+            text = BLOCK_COMMENT_RE.sub("", f.read())
+        want = guard_for(rel)
+        m = GUARD_RE.search(text)
+        if not m:
+            problems.append("%s: no include guard (#ifndef %s, #define %s)" % (rel, want, want))
+        elif m.group(1) != want or m.group(2) != want:
+            problems.append("%s: include guard %s, want %s" % (rel, m.group(1), want))
+    return problems
+
+
 # ---- self-test: each check must fail on a tree that breaks its rule ----
 
 def _tree(files):
@@ -245,6 +273,20 @@ def self_test():
         expect("allowed include", [p for p in problems if "core/a.c" in p], [])
         expect("allowed include leaves the others", problems, ["core/b.h:2"])
 
+    guarded = {"core/a.h": "/* a */\n#ifndef KGS_CORE_A_H\n#define KGS_CORE_A_H\n#endif\n",
+               "net/x.h": "#ifndef KGS_NET_X_H\n#define KGS_NET_X_H\n#endif\n",
+               "net/x.c": "int x;\n"}
+    with _tree(guarded) as root:
+        expect("guarded headers", check_header_guards(root), [])
+    misguarded = dict(guarded)
+    misguarded["net/x.h"] = "#ifndef KGS_X_H\n#define KGS_X_H\n#endif\n"
+    misguarded["net/y.h"] = "int y;\n"
+    with _tree(misguarded) as root:
+        problems = check_header_guards(root)
+        expect("a guard of the other pattern", problems,
+               ["net/x.h: include guard KGS_X_H, want KGS_NET_X_H"])
+        expect("no guard", problems, ["net/y.h: no include guard"])
+
     loop = dict(clean)
     loop["net/y.h"] = '#include "net/z.h"\n'
     loop["net/z.h"] = '#include "core/a.h"\n#include "net/y.h"\n'
@@ -270,7 +312,7 @@ def self_test():
 def main(argv):
     if len(argv) == 2 and argv[1] == "self-test":
         return self_test()
-    if len(argv) != 3 or argv[1] not in ("core-includes", "include-cycles"):
+    if len(argv) != 3 or argv[1] not in ("core-includes", "include-cycles", "header-guards"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     root = argv[2]
@@ -280,6 +322,8 @@ def main(argv):
         return 2
     if argv[1] == "core-includes":
         problems = check_core_includes(root, CORE_ALLOWED)
+    elif argv[1] == "header-guards":
+        problems = check_header_guards(root)
     else:
         problems = check_include_cycles(root)
     for p in problems:

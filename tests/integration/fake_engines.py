@@ -66,9 +66,12 @@ class FakeEngine:
         # None: LoRA off (no such metric).
         self.lora = None
         self.max_lora = 4
-        # process_start_time_seconds of prometheus_client's ProcessCollector
-        # (registered at import, so before the engine's own families); None:
-        # not exported, as where /proc is not readable
+        # process_start_time_seconds as prometheus_client's ProcessCollector
+        # writes it (prometheus/client_python, prometheus_client/
+        # process_collector.py at 038b5bd: a gauge, no labels, /proc/self/stat's
+        # start ticks / SC_CLK_TCK + btime; PROCESS_COLLECTOR is registered in
+        # the default REGISTRY at import, before the engine's own families);
+        # None: not exported, as with /proc unreadable or multiprocess mode
         self.start_time = None
         self.reset()
         if completed:

@@ -153,6 +153,7 @@ static int set_hosts(source_auth_profile_t *pr, span_t v, char *err, size_t errl
             return kgs_seterr(err, errlen, KGS_EINVAL,
                               "profile %s: more than %d hosts (use a *.suffix pattern)", pr->name,
                               SOURCE_AUTH_MAX_HOSTS);
+        _Static_assert(sizeof pr->hosts[0] >= SOURCE_AUTH_HOST_MAX + 3, "\"*.\", a name, NUL");
         memcpy(pr->hosts[pr->nhosts], h.p, h.n);
         pr->hosts[pr->nhosts][h.n] = '\0';
         pr->nhosts++;

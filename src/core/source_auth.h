@@ -73,7 +73,8 @@ typedef struct {
     char ns[SOURCE_AUTH_MAX_NAMESPACES][SOURCE_AUTH_NS_MAX + 1];
     /* destinations (a credential goes nowhere else) */
     unsigned nhosts;
-    char hosts[SOURCE_AUTH_MAX_HOSTS][SOURCE_AUTH_HOST_MAX + 1]; /* lower case; "*.x" wildcard */
+    /* lower case; "*.x" wildcard: the name (up to SOURCE_AUTH_HOST_MAX) after "*." */
+    char hosts[SOURCE_AUTH_MAX_HOSTS][SOURCE_AUTH_HOST_MAX + 3];
     unsigned ncidrs;
     egress_cidr_t cidrs[SOURCE_AUTH_MAX_CIDRS];
     bool pods_own_namespace; /* pods=own-namespace */

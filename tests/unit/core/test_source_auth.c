@@ -115,6 +115,21 @@ static void test_destinations_parse_and_are_required(void **state) {
     assert_int_equal(p->cidrs[2].prefix, 32);
     assert_true(p->pods_own_namespace);
     assert_true(p->allow_http);
+    /* "*." and a name of the longest a DNS name may be (253), stored whole,
+     * and the next host untouched (the slot once held the name alone) */
+    char longest[253 + 1], spec[700];
+    memset(longest, 'a', 253);
+    for (int i = 63; i < 253; i += 64)
+        longest[i] = '.';
+    longest[253] = '\0';
+    snprintf(spec, sizeof spec, "w:token-file=/t,namespaces=a,hosts=*.%s|b.svc", longest);
+    assert_int_equal(source_auth_parse(spec, &set, err, sizeof err), 0);
+    p = source_auth_find(&set, "w");
+    assert_non_null(p);
+    assert_int_equal(p->nhosts, 2);
+    assert_int_equal(strlen(p->hosts[0]), 255);
+    assert_memory_equal(p->hosts[0] + 2, longest, 253);
+    assert_string_equal(p->hosts[1], "b.svc");
     /* a ca-file alone is no credential: no destination needed */
     assert_int_equal(source_auth_parse("ca:ca-file=/ca.pem,namespaces=*", &set, err, sizeof err),
                      0);

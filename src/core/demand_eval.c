@@ -1080,6 +1080,8 @@ void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         view_text(&v->not_serving_why, NULL);
     if (!v->first_use)
         view_text(&v->first_use_why, NULL);
+    if (!v->taking_turns)
+        view_text(&v->taking_turns_at, NULL);
     v->evaluated = true;
     v->at = now;
     v->status = out->status;

@@ -919,6 +919,10 @@ struct demand_scan {
     char err[512];
 };
 
+size_t demand_scan_bytes(void) {
+    return sizeof(struct demand_scan);
+}
+
 demand_scan_t *demand_scan_new(const demand_config_t *d) {
     demand_scan_t *sc = calloc(1, sizeof *sc);
     if (!sc)

@@ -193,6 +193,8 @@ int demand_scan_sample(void *scan, const prom_sample_t *s);
 const char *demand_scan_error(const demand_scan_t *sc);
 int demand_scan_finish(const demand_scan_t *sc, double *sum, unsigned *matched, char *err,
                        size_t errlen);
+/* What one demand scan holds, for the hub's read budget. */
+size_t demand_scan_bytes(void);
 void demand_scan_free(demand_scan_t *sc);
 
 #endif

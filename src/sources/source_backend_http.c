@@ -78,7 +78,7 @@ static void http_end(source_reply_t *r) {
 
 static size_t http_held(const source_reply_t *r) {
     return sizeof *r + r->hcap + (r->ps ? prom_stream_held(r->ps) : 0) +
-           (r->es ? engine_scan_bytes() : 0) + (r->ds ? 64 : 0);
+           (r->es ? engine_scan_bytes() : 0) + (r->ds ? demand_scan_bytes() : 0);
 }
 
 static int fail(source_reply_t *r, int rc, char *msg, size_t msglen, const char *fmt, ...)

@@ -340,6 +340,7 @@ static void test_cuda_index_several_mig_instances_need_r570(void **st) {
     cuda_index_map_deinit(&m);
 
     s->mig[1].gpu_instance_id = 1; /* two compute instances of GPU instance 1 */
+    s->mig[1].compute_instance_id = 1;
     m = build(s, "GPU-aa11,MIG-1f000000,MIG-1f000001", NULL);
     expect_gpu(&m, 0, CUDA_INDEX_KNOWN, 0);
     expect_mig(&m, 0, CUDA_INDEX_UNKNOWN, 0);

@@ -14,9 +14,10 @@
  *      target d (a fluid queue): arrivals at the arrival rate (rising, if it
  *      rose over the last T, by no more than it rose), served by the Ready
  *      replicas and, from the moment each is Ready, by the starting ones.
- *   2. A starting pod is kept while the projection says it will find work
- *      when it is Ready (backlog then, or load the others cannot carry at
- *      the target utilisation); only when that work is gone is it released.
+ *   2. A starting pod is kept until it is Ready, unless the demand it was
+ *      ordered for vanished (no arrivals over the rate window, nothing
+ *      waiting, nothing running); Ready replicas are never released while
+ *      new ones are ordered.
  *   3. New replicas are ordered only for what the kept pods leave: the
  *      projected backlog at T drained within d, and the load at T carried
  *      at the target utilisation.
@@ -50,7 +51,7 @@
  * engines (a pod appeared or went), teach no rate for that interval.
  *
  * Pure: no I/O, no clock reads (times are arguments, seconds on a monotonic
- * clock), no allocation. A queue_model_t is caller-owned (about 2 KiB); one
+ * clock), no allocation. A queue_model_t is caller-owned (about 4 KiB); one
  * writer.
  */
 #ifndef KGS_CORE_QUEUE_MODEL_H
@@ -64,7 +65,7 @@
 #define QUEUE_MODEL_BUCKETS 64    /* ... over 640 s */
 #define QUEUE_MODEL_LEVELS 128    /* replica levels whose last need is remembered */
 #define QUEUE_MODEL_STEP_PODS 4   /* the HPA's default scale-up: 4 pods or 100 % a sync */
-#define QUEUE_MODEL_GAP_BINS 16   /* keep-alive: gaps from 5 s to ~45 min, log-spaced */
+#define QUEUE_MODEL_GAP_BINS 16   /* keep-alive: gaps from 5 s to ~2.5 h, log-spaced */
 
 /* Priors and defaults (docs/configuration.md, "The queueing model"). */
 #define QUEUE_MODEL_PRIOR_CAPACITY_RPS 1.0   /* requests/s per replica, nothing learned */

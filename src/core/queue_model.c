@@ -568,7 +568,10 @@ static unsigned inferred_starting(queue_model_t *m, const queue_model_sample_t *
 static unsigned learn_ceiling(queue_model_t *m, unsigned pods, double now) {
     if (m->ceiling && (pods > m->ceiling || now - m->ceiling_at > CEILING_FORGET_S))
         m->ceiling = 0;
-    if (!m->decided || m->last_answer <= pods || pods == 0) {
+    /* asked for more than the HPA acts on: within its tolerance (the value
+     * over the pods within 10 % of the target) it leaves the fleet alone,
+     * and a fleet that did not grow then met no ceiling */
+    if (!m->decided || !(m->last.replicas > pods * (1 + QUEUE_MODEL_HPA_TOLERANCE)) || pods == 0) {
         m->above_since = -1;
     } else if (m->above_since < 0 || pods != m->above_pods) {
         m->above_since = now;

@@ -65,7 +65,10 @@
 #define QUEUE_MODEL_BUCKETS 64    /* ... over 640 s */
 #define QUEUE_MODEL_LEVELS 128    /* replica levels whose last need is remembered */
 #define QUEUE_MODEL_STEP_PODS 4   /* the HPA's default scale-up: 4 pods or 100 % a sync */
-#define QUEUE_MODEL_GAP_BINS 16   /* keep-alive: gaps from 5 s to ~2.5 h, log-spaced */
+/* kube-controller-manager's --horizontal-pod-autoscaler-tolerance default:
+ * a ratio within 10 % of 1 changes nothing */
+#define QUEUE_MODEL_HPA_TOLERANCE 0.1
+#define QUEUE_MODEL_GAP_BINS 16 /* keep-alive: gaps from 5 s to ~2.5 h, log-spaced */
 
 /* Priors and defaults (docs/configuration.md, "The queueing model"). */
 #define QUEUE_MODEL_PRIOR_CAPACITY_RPS 1.0   /* requests/s per replica, nothing learned */

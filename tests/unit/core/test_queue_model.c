@@ -471,6 +471,38 @@ static void test_the_hpa_step_and_a_learned_ceiling(void **state) {
     NEAR(d.replicas, 14, 1e-9);
 }
 
+/* An answer a little above the pods (5.15 for 5: arrivals at 4.95/s, 5
+ * waiting, 5 replicas completing 1/s each) is inside the HPA's 10 %
+ * tolerance: the HPA leaves the fleet as it is, and that is no ceiling.
+ * (Learned from it, the ceiling capped every later answer at 5 for ten
+ * minutes, however the load rose.) */
+static void test_an_answer_within_the_hpa_tolerance_is_no_ceiling(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 1;
+    p.cold_start_s = 60;
+    p.target_utilisation = 1;
+    queue_model_t m;
+    queue_model_init(&m);
+    queue_model_decision_t d;
+    for (double t = 0; t <= 120; t++) {
+        queue_model_sample_t s = engine(t, 4.95 * t, 5, 5, 5);
+        queue_model_observe(&m, &s);
+        queue_model_decide(&m, &p, &s, &d);
+    }
+    assert_true(d.replicas > 5 && d.replicas <= 5.5);
+    assert_int_equal(d.ceiling, 0);
+    /* the load rises: the answer follows it, one HPA step at a time */
+    double done = 4.95 * 120;
+    for (double t = 121; t <= 160; t++) {
+        done += 20;
+        queue_model_sample_t s = engine(t, done, 5, 5, 5);
+        queue_model_observe(&m, &s);
+        queue_model_decide(&m, &p, &s, &d);
+    }
+    assert_true(d.replicas > 8.9);
+}
+
 /* A wake onto a warm node: the same backlog, one pod starting 10 s ago;
  * on a new node it is Ready in 50 s, on a node already up (the seam for
  * the cold start by stage says: in 5 s) it serves 45 s sooner, and fewer
@@ -624,6 +656,7 @@ int main(void) {
         cmocka_unit_test(test_a_young_capacity_bounds_the_order),
         cmocka_unit_test(test_the_hold_is_counted_at_todays_capacity),
         cmocka_unit_test(test_the_hpa_step_and_a_learned_ceiling),
+        cmocka_unit_test(test_an_answer_within_the_hpa_tolerance_is_no_ceiling),
         cmocka_unit_test(test_a_wake_onto_a_warm_node),
         cmocka_unit_test(test_an_overflowing_need_is_nan_not_zero),
         cmocka_unit_test(test_keepalive_holds_through_short_pauses),

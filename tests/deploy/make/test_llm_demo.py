@@ -10,12 +10,17 @@ import os
 import re
 import socket
 import subprocess
+import tempfile
 import time
 import unittest
 
 SOURCE = os.environ["KGS_SOURCE_DIR"]
 BUILD = os.environ["KGS_BUILD_DIR"]
 DEMO = os.path.join(SOURCE, "scripts", "run-demo")
+# The demo writes its log and node file to KGS_DEMO_DIR: this test and its
+# neighbour run at once on one build tree and must not share them.
+DEMO_DIR = tempfile.TemporaryDirectory(prefix="kgs-demo-")
+os.environ["KGS_DEMO_DIR"] = DEMO_DIR.name
 SLOW = float(os.environ.get("KGS_TEST_TIMEOUT_MULTIPLIER", "1") or 1)
 
 HEADER = re.compile(r"^\s+time\s+queue\s+wait\s+run\s+repl\s+ready\s+start\s+active\s+value\s+"

@@ -16,6 +16,10 @@ import unittest
 SOURCE = os.environ["KGS_SOURCE_DIR"]
 BUILD = os.environ["KGS_BUILD_DIR"]
 INSTALL_DEPS = os.path.join(SOURCE, "scripts", "install-deps")
+# The demo writes its log and node file to KGS_DEMO_DIR: this test and its
+# neighbour run at once on one build tree and must not share them.
+DEMO_DIR = tempfile.TemporaryDirectory(prefix="kgs-demo-")
+os.environ["KGS_DEMO_DIR"] = DEMO_DIR.name
 
 
 def bash_array(name):

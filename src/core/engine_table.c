@@ -51,8 +51,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* n "" : a name is a string literal, so its length is known here */
 #define ROW(e, n, k, r, sig, rk, u, lab, s, un, per, pres, nd)                                     \
-    { e, n, k, r, sig, rk, u, lab, s, un, per, pres, nd }
+    { e, n, k, r, sig, rk, u, lab, s, un, per, pres, nd, sizeof(n "") - 1 }
 
 /* slo_signal_t values (core/demand_eval.h; a test checks they agree) */
 enum { S_TTFT = 0, S_TPOT = 1, S_E2E = 2, S_QUEUE = 3, S_ITL = 4 };
@@ -213,7 +214,7 @@ const engine_metric_t *engine_table_rows(size_t *count) {
 
 const engine_metric_t *engine_table_find(engine_t e, const char *name, size_t n) {
     for (size_t i = 0; i < NROWS; i++)
-        if (rows[i].engine == e && strlen(rows[i].name) == n && memcmp(rows[i].name, name, n) == 0)
+        if (rows[i].engine == e && rows[i].name_len == n && memcmp(rows[i].name, name, n) == 0)
             return &rows[i];
     return NULL;
 }

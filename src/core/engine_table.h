@@ -81,6 +81,7 @@ typedef struct {
     engine_metric_obs_t per;
     engine_metric_presence_t presence;
     const char *needs; /* EMP_FLAG: the option that turns it on; else "" */
+    size_t name_len;   /* strlen(name), counted when the table is compiled */
 } engine_metric_t;
 
 /* Every row, in the order the docs show them; *count set. */

@@ -82,6 +82,9 @@ static epp_gauge_t epp_gauge_of(engine_metric_role_t role) {
     }
 }
 
+/* Which sample of a histogram a sample name is. */
+typedef enum { SUF_NONE, SUF_BUCKET, SUF_SUM, SUF_COUNT } sample_suffix_t;
+
 /* One pool's gauges, both generations of names, as read. */
 typedef struct {
     char name[EPP_POOL_NAME_MAX + 1];
@@ -120,12 +123,17 @@ typedef struct {
     const char *adapter; /* loraAdapter; NULL or "": vllm:lora_requests_info is not read */
     double lora_newest;  /* the newest lora_requests_info series' value so far */
     epp_acc_t *epp;      /* engine epp: what its samples add up to */
+    /* The last sample name looked up in the table and what it was: a
+     * page's samples come a family at a time (a histogram's 10 to 30
+     * buckets, a gauge's series per model or engine), so most lookups are
+     * this one again. Names longer than the buffer are looked up each time. */
+    char last_name[96];
+    const engine_metric_t *last_row;
+    sample_suffix_t last_suf;
 } engine_ctx_t;
 
 /* What a sample name is: the table's row (core/engine_table.c, which
  * cites each engine's source) and, for a histogram, which sample. */
-typedef enum { SUF_NONE, SUF_BUCKET, SUF_SUM, SUF_COUNT } sample_suffix_t;
-
 static const engine_metric_t *row_of(engine_t e, const char *name, sample_suffix_t *suf) {
     size_t n = strlen(name);
     *suf = SUF_NONE;
@@ -558,7 +566,21 @@ static int on_engine_sample(void *ud, const prom_sample_t *s) {
         return 0;
     }
     sample_suffix_t suf;
-    const engine_metric_t *m = row_of(x->engine, s->name, &suf);
+    const engine_metric_t *m;
+    if (x->last_name[0] && strcmp(s->name, x->last_name) == 0) {
+        m = x->last_row;
+        suf = x->last_suf;
+    } else {
+        m = row_of(x->engine, s->name, &suf);
+        size_t n = strlen(s->name);
+        if (n < sizeof x->last_name) {
+            memcpy(x->last_name, s->name, n + 1);
+            x->last_row = m;
+            x->last_suf = suf;
+        } else {
+            x->last_name[0] = '\0';
+        }
+    }
     if (!m)
         return 0;
     x->recognised = true; /* whatever the model filter keeps: the page is the engine's */

@@ -199,34 +199,74 @@ static bool rising(const queue_model_t *m, double now, double lambda) {
     return rise_beyond_noise(rate_over(m, now - w, w, now), lambda) > 0;
 }
 
+/* The arrival rate over the i-th window of whole buckets back from the
+ * ring's newest point (window 0 ends there), and its length; false when
+ * the ring does not reach that far. Whole buckets, never interpolated
+ * within one: a burst that begins inside a bucket is in that bucket only,
+ * where interpolation would have spread a share of it over the seconds
+ * before it began (and a step would read as a rise across one more
+ * window). */
+static bool window_rate(const queue_model_t *m, unsigned i, double *rate, double *span) {
+    unsigned per = (unsigned)lround(QUEUE_MODEL_RATE_WINDOW_S / QUEUE_MODEL_BUCKET_S);
+    unsigned newer = i * per, older = (i + 1) * per;
+    if (older >= m->nbuckets)
+        return false;
+    unsigned a = ring_index(m, newer), b = ring_index(m, older);
+    double d = m->bucket_t[a] - m->bucket_t[b];
+    if (!(d > 0))
+        return false;
+    double r = (m->bucket_a[a] - m->bucket_a[b]) / d;
+    *rate = r > 0 ? r : 0;
+    *span = d;
+    return true;
+}
+
+/* Whether the rate `later` (over span_l s) exceeds `earlier` (over span_e
+ * s) by more than `sd` standard deviations of Poisson noise on their
+ * difference. */
+static bool above_noise(double earlier, double span_e, double later, double span_l, double sd) {
+    return later - earlier > sd * sqrt(earlier / span_e + later / span_l);
+}
+
 /* The rise of the arrival rate to extrapolate over the next cold start:
  * only a ramp's. A ramp begins when the rate over each of the last
- * RAMP_WINDOWS adjacent windows exceeds the one before it by more than one
- * standard deviation of Poisson noise (a steady stream passes three such
- * tests in a row about once in a few hundred reads): a step (a burst
- * beginning) is smeared over one window only, so at least one difference is
- * flat and it is never taken for a ramp. A ramp lasts while the rate rose
- * across the windows by more than twice the noise (one flat difference
- * does not end it). The slope is the rise across the windows, and the rise
- * over a cold start never exceeds what the rate rose over the last one. */
+ * RAMP_WINDOWS adjacent windows (whole buckets) exceeds the one before it
+ * by more than one standard deviation of Poisson noise (a steady stream
+ * passes three such tests in a row about once in a few hundred reads). A
+ * step (a burst beginning) lies in one bucket, so it rises across at most
+ * two windows (the one it began in, the first one after it) and one
+ * difference is flat: it is not a ramp. A ramp lasts while the rate rose
+ * across the windows by more than twice the noise and one of the last two
+ * differences still rises (one flat difference does not end it; a step
+ * that passed for a ramp ends two windows after it). The slope is the
+ * rise across the windows, and the rise over a cold start never exceeds
+ * what the rate rose over the last one. */
 static double ramp_rise(queue_model_t *m, double t, double lambda, double cold, double now) {
     double w = QUEUE_MODEL_RATE_WINDOW_S;
     bool was = m->in_ramp;
     m->in_ramp = false;
     if (now < RAMP_WINDOWS * w || now < cold + w)
         return 0;
-    double later = lambda, first = lambda;
-    bool each = true;
-    for (int i = 1; i < RAMP_WINDOWS; i++) {
-        first = rate_over(m, t - i * w, w, t);
-        if (!(later - first > sqrt((first + later) / w)))
-            each = false;
-        later = first;
+    double r[RAMP_WINDOWS], d[RAMP_WINDOWS];
+    for (unsigned i = 0; i < RAMP_WINDOWS; i++)
+        if (!window_rate(m, i, &r[i], &d[i]))
+            return 0;
+    bool each = true, recent = false;
+    for (unsigned i = 0; i + 1 < RAMP_WINDOWS; i++) {
+        bool up = above_noise(r[i + 1], d[i + 1], r[i], d[i], 1);
+        each = each && up;
+        if (i < 2)
+            recent = recent || up;
     }
-    if (!(each || (was && lambda - first > 2 * sqrt((first + lambda) / w))))
+    unsigned last = RAMP_WINDOWS - 1;
+    if (!(each || (was && recent && above_noise(r[last], d[last], r[0], d[0], 2))))
         return 0;
     m->in_ramp = true;
-    double rise = (lambda - first) / ((RAMP_WINDOWS - 1) * w) * cold;
+    /* the windows' middles are (d[0] + d[last]) / 2 + the windows between apart */
+    double between = (d[0] + d[last]) / 2;
+    for (unsigned i = 1; i < last; i++)
+        between += d[i];
+    double rise = (r[0] - r[last]) / between * cold;
     double seen = lambda - rate_over(m, t - cold, w, t);
     return rise < seen ? rise : seen > 0 ? seen : 0;
 }
@@ -761,10 +801,13 @@ void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
     out->ordered = ordered;
 
     /* Without a pod list, the pods asked for are the orders counted as
-     * starting until they answer. */
+     * starting until they answer: the levels above the last answer (a
+     * level below it was asked for before: an engine that answered and
+     * misses a poll is no new order, nor is one forgotten as failed). */
     unsigned answer = isfinite(out->replicas) ? (unsigned)ceil(out->replicas - 1e-9) : 0;
     for (unsigned j = 0; j < QUEUE_MODEL_LEVELS; j++) {
-        if (j < answer && j >= s.ready && m->level_ordered_s[j] < 0 && !s.has_pods)
+        if (j < answer && j >= s.ready && j >= m->last_answer && m->level_ordered_s[j] < 0 &&
+            !s.has_pods)
             m->level_ordered_s[j] = (float)now;
         else if (j >= answer)
             m->level_ordered_s[j] = -1;

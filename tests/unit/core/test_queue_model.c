@@ -1,9 +1,9 @@
 /* test_queue_model.c - the queueing demand model on hand-computed cases:
  * each estimator (the arrival rate from the ring, a counter reset, a pod
  * appearing mid-interval, a backlog draining, one burst, a ramp against a
- * step, capacity learned while saturated and derived before, the cold
- * start), the plan (a first wake with no history, a wake onto a warm node,
- * starting pods kept while demand remains and released when it vanished,
+ * step and a burst inside one of the ring's buckets, capacity learned
+ * while saturated and derived before, the cold start), the plan (a first wake with no history, a
+ * wake onto a warm node, starting pods kept while demand remains and released when it vanished,
  * never an order counted twice, Ready replicas carrying a ramp before
  * anything is ordered, a young capacity's bounded order, the HPA's step
  * and a learned ceiling), the keep-alive on on/off and diurnal traffic
@@ -204,6 +204,33 @@ static void test_a_ramp_is_extrapolated_a_step_is_not(void **state) {
      * cold start is 3/s */
     NEAR(dr.rise_rps, 3, 0.05);
     NEAR(ds.rise_rps, 0, 0);
+}
+
+/* A burst that begins inside one of the ring's 10 s buckets (7 s after its
+ * first second) lies in that bucket only: at no decision over the next two
+ * minutes does it read as a ramp. Interpolating within the bucket spread a
+ * share of it over the seconds before it began, three windows rose, and
+ * each burst of on/off traffic ordered replicas for a rise that never came
+ * (cancelled when the burst ended). */
+static void test_a_burst_inside_a_bucket_is_no_ramp(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.cold_start_s = 135;
+    for (double begin = 241; begin < 250; begin += 3) {
+        queue_model_t m;
+        queue_model_init(&m);
+        double done = 0;
+        for (double t = 0; t <= begin + 120; t++) {
+            queue_model_sample_t s = engine(t, done, 0, 4, 4);
+            queue_model_observe(&m, &s);
+            if (t >= begin) {
+                queue_model_decision_t d;
+                queue_model_decide(&m, &p, &s, &d);
+                NEAR(d.rise_rps, 0, 0);
+            }
+            done += t >= begin ? 16 : 0;
+        }
+    }
 }
 
 /* Saturated: 3 Ready replicas, work waits throughout, 6 completions/s of
@@ -636,6 +663,31 @@ static void test_without_a_pod_list_the_orders_count_as_starting(void **state) {
     assert_int_equal(m.cold_count, 1);
     NEAR(m.cold_samples[0], 70, 1e-6);
     assert_int_equal(d.starting, 3);
+    /* all four answer: four cold starts learned; the queue grows to more
+     * than they drain, so four more are asked for (the HPA's step: 8) */
+    s.t_s = 75;
+    s.ready = 4;
+    s.queue = 36000;
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &d);
+    assert_int_equal(m.cold_count, 4);
+    NEAR(d.replicas, 8, 1e-9);
+    assert_int_equal(d.starting, 0);
+    /* one engine misses one poll: that is no new order (the four asked
+     * for still start), and its answer at the next poll is no 15 s cold
+     * start */
+    s.t_s = 90;
+    s.ready = 3;
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &d);
+    assert_int_equal(d.starting, 4);
+    unsigned asked = (unsigned)ceil(d.replicas - 1e-9); /* the HPA's next step */
+    s.t_s = 105;
+    s.ready = 4;
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &d);
+    assert_int_equal(m.cold_count, 4);
+    assert_int_equal(d.starting, asked - 4);
 }
 
 int main(void) {
@@ -647,6 +699,7 @@ int main(void) {
         cmocka_unit_test(test_a_backlog_draining_is_not_arrivals),
         cmocka_unit_test(test_one_burst_is_a_backlog_not_a_rate),
         cmocka_unit_test(test_a_ramp_is_extrapolated_a_step_is_not),
+        cmocka_unit_test(test_a_burst_inside_a_bucket_is_no_ramp),
         cmocka_unit_test(test_capacity_learned_while_saturated_follows_the_mix),
         cmocka_unit_test(test_first_wake_with_no_history_is_a_bounded_order),
         cmocka_unit_test(test_orders_are_kept_and_never_counted_twice),

@@ -426,26 +426,23 @@ static double rate_ahead(double lambda, double rise, double cold, double tau) {
 }
 
 typedef struct {
-    double lambda, rise, cold, cap, headroom, backlog;
+    double lambda, rise, cold, cap, backlog;
     double ready;          /* Ready replicas kept (fractional: the load's share) */
     const double *arrival; /* seconds until each starting pod is Ready, ascending */
     unsigned nstarting;
 } plan_in_t;
 
 /* The fluid queue over [0, until] with the Ready replicas and the first k
- * starting pods; the backlog at each starting pod's arrival in at[] (when
- * not NULL) and at `until`. Integrated between the events (a pod becoming
- * Ready, the end of the rise), each segment in steps of at most
- * until / PROJECTION_STEPS at its midpoint rate: exact while the backlog
- * does not reach 0 inside a step. */
-static double project(const plan_in_t *in, unsigned k, double until, double *at) {
+ * starting pods: the backlog left at `until`. Integrated between the
+ * events (a pod becoming Ready, the end of the rise), each segment in steps
+ * of at most until / PROJECTION_STEPS at its midpoint rate: exact while the
+ * backlog does not reach 0 inside a step. */
+static double project(const plan_in_t *in, unsigned k, double until) {
     double b = in->backlog, tau = 0, max_step = until / PROJECTION_STEPS;
     double serving = in->ready;
     unsigned next = 0;
     for (;;) {
         while (next < k && in->arrival[next] <= tau + 1e-9) {
-            if (at)
-                at[next] = b;
             serving++;
             next++;
         }
@@ -476,11 +473,11 @@ static double fewest_ready(const plan_in_t *in, double low, double horizon) {
     plan_in_t p = *in;
     double lo = low > 0 ? low : 0, hi = in->ready;
     p.ready = lo;
-    if (!(project(&p, p.nstarting, horizon, NULL) > LEFT_NONE))
+    if (!(project(&p, p.nstarting, horizon) > LEFT_NONE))
         return lo;
     for (int i = 0; i < 30 && hi - lo > 0.01; i++) {
         p.ready = (lo + hi) / 2;
-        if (project(&p, p.nstarting, horizon, NULL) > LEFT_NONE)
+        if (project(&p, p.nstarting, horizon) > LEFT_NONE)
             lo = p.ready;
         else
             hi = p.ready;
@@ -494,13 +491,12 @@ static double gap_bin_low(unsigned b) {
     return GAP_MIN_S * pow(GAP_BIN_FACTOR, b);
 }
 
-static void record_gap(queue_model_t *m, double gap, double now) {
+static void record_gap(queue_model_t *m, double gap) {
     if (!(gap >= GAP_MIN_S))
         return;
     unsigned b = 0;
     while (b + 1 < QUEUE_MODEL_GAP_BINS && gap >= gap_bin_low(b + 1))
         b++;
-    (void)now;
     m->gap_weight[b] += 1;
     m->gaps_seen += 1;
 }
@@ -552,7 +548,7 @@ static unsigned levels_update(queue_model_t *m, unsigned n, double load, double 
     for (unsigned j = 0; j < n; j++) {
         /* not asked at the previous decision: the need had fallen below j */
         if (m->level_last_s[j] >= 0 && m->level_last_s[j] < (float)before - 1e-3f)
-            record_gap(m, now - m->level_last_s[j], now);
+            record_gap(m, now - m->level_last_s[j]);
         m->level_last_s[j] = (float)now;
         m->level_load[j] = (float)load;
     }
@@ -711,8 +707,8 @@ void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
      * now (the rest is the keep-alive's to hold). Ready replicas are never
      * released while new ones are ordered: they serve at once, a new one
      * after a cold start. */
-    plan_in_t plan = {lambda, rise, cold, cap, headroom, backlog, s.ready, arrival, keep};
-    double left = project(&plan, keep, horizon, NULL);
+    plan_in_t plan = {lambda, rise, cold, cap, backlog, s.ready, arrival, keep};
+    double left = project(&plan, keep, horizon);
     if (keep == 0 && !(backlog > 0) && !(left > LEFT_NONE) && !rising(m, s.t_s, lambda) &&
         steady < s.ready)
         plan.ready = fewest_ready(&plan, steady, horizon);

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "core/engine_table.h"
 #include "core/err.h"
 #include "core/trigger_config.h"
 #include "support/test_support.h"
@@ -221,6 +222,38 @@ static void test_trigger_problems_engine_native_names_suggest_our_metric_type(vo
     assert_null(strstr(probs.msg[0], "did you mean"));
 }
 
+/* Every family the engine table reads as a signal (queue, running, KV,
+ * token counters, latency histograms, the EPP's pool gauges), typed as a
+ * metricType, gets the metricType that reads it: the hints and the table
+ * are two lists, and a family added to the table without a hint would be
+ * met by the bare list of metric types. Identity and completion counters
+ * are read for other triggers' sake and are not asked for. */
+static void test_trigger_problems_every_engine_signal_gets_a_hint(void **state) {
+    (void)state;
+    size_t n;
+    const engine_metric_t *rows = engine_table_rows(&n);
+    unsigned checked = 0;
+    for (size_t i = 0; i < n; i++) {
+        switch (rows[i].role) {
+        case EMR_IDENTITY:
+        case EMR_COMPLETED:
+        case EMR_SUCCESS:
+        case EMR_EPP_READY:
+            continue;
+        default:
+            break;
+        }
+        if (strlen(rows[i].name) > 63)
+            continue; /* longer than any metricType is read for a hint */
+        if (PROBLEMS("metricType", rows[i].name) != 1 ||
+            !strstr(probs.msg[0], "did you mean metricType: "))
+            fail_msg("%s (%s) typed as metricType gets no hint: %s", rows[i].name,
+                     engine_table_product(rows[i].engine), probs.stored ? probs.msg[0] : "");
+        checked++;
+    }
+    assert_true(checked >= 40);
+}
+
 /* A message over 480 bytes (issue 27 saw them cut at ~480) comes whole. */
 static void test_trigger_problems_long_messages_are_whole(void **state) {
     (void)state;
@@ -248,6 +281,7 @@ int main(void) {
         cmocka_unit_test(test_trigger_problems_format_summarises_instead_of_cutting),
         cmocka_unit_test(test_trigger_problems_many_unknown_keys_are_counted),
         cmocka_unit_test(test_trigger_problems_engine_native_names_suggest_our_metric_type),
+        cmocka_unit_test(test_trigger_problems_every_engine_signal_gets_a_hint),
         cmocka_unit_test(test_trigger_problems_long_messages_are_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -282,6 +282,9 @@ void queue_model_observe(queue_model_t *m, const queue_model_sample_t *in) {
         m->prev = s;
         m->have_prev = true;
         m->t0_s = s.t_s;
+        /* when the fleet last changed size is not known: as if now, so
+         * the first seconds are not read as a settled fleet */
+        m->ready_since = s.t_s;
         ring_push(m, s.t_s);
         return;
     }

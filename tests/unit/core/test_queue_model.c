@@ -271,6 +271,29 @@ static void test_capacity_learned_while_saturated_follows_the_mix(void **state) 
     NEAR(d.capacity_rps, 1, 0.02);
 }
 
+/* A model that starts beside a fleet already running (the scaler restarted,
+ * the trigger first asked for at t = 5000 s) does not know when that fleet
+ * last changed size: its first seconds are not a settled fleet, and no
+ * capacity is learned from them; once 10 s have passed, it is. */
+static void test_a_model_started_late_waits_for_a_settled_fleet(void **state) {
+    (void)state;
+    queue_model_t m;
+    queue_model_init(&m);
+    double done = 0;
+    for (double t = 5000; t <= 5009; t++) {
+        queue_model_sample_t s = engine(t, done, 50, 48, 3);
+        queue_model_observe(&m, &s);
+        done += 6;
+    }
+    assert_false(m.have_capacity);
+    for (double t = 5010; t <= 5030; t++) {
+        queue_model_sample_t s = engine(t, done, 50, 48, 3);
+        queue_model_observe(&m, &s);
+        done += 6;
+    }
+    assert_true(m.have_capacity);
+}
+
 /* ---- the plan ------------------------------------------------------------------ */
 
 static queue_model_sample_t queued(double t, double queue, unsigned ready, unsigned starting,
@@ -701,6 +724,7 @@ int main(void) {
         cmocka_unit_test(test_a_ramp_is_extrapolated_a_step_is_not),
         cmocka_unit_test(test_a_burst_inside_a_bucket_is_no_ramp),
         cmocka_unit_test(test_capacity_learned_while_saturated_follows_the_mix),
+        cmocka_unit_test(test_a_model_started_late_waits_for_a_settled_fleet),
         cmocka_unit_test(test_first_wake_with_no_history_is_a_bounded_order),
         cmocka_unit_test(test_orders_are_kept_and_never_counted_twice),
         cmocka_unit_test(test_a_starting_pod_whose_work_is_gone_is_released),

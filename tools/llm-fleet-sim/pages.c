@@ -116,17 +116,36 @@ size_t pages_vllm(char *buf, size_t n, const fleet_slot_t *s, double kv) {
     return p.full ? 0 : p.len;
 }
 
+/* Go's strconv.FormatFloat(v, 'g', -1, 64), as client_golang writes a
+ * sample: the shortest digits that read back as v, in %e form only when
+ * the exponent is below -4 or at least 6 ("shortest" decides with
+ * precision 6: 100 is "100", 1e6 is "1e+06"; C's shortest %g would give
+ * "1e+02"). Finite v only. */
+static void go_float(char *buf, size_t n, double v) {
+    if (v == 0) {
+        snprintf(buf, n, "0");
+        return;
+    }
+    char e[48];
+    int prec = 0;
+    for (; prec < 17; prec++) {
+        snprintf(e, sizeof e, "%.*e", prec, v);
+        if (strtod(e, NULL) == v)
+            break;
+    }
+    int exp = atoi(strchr(e, 'e') + 1);
+    if (exp < -4 || exp >= 6) {
+        snprintf(buf, n, "%s", e);
+        return;
+    }
+    snprintf(buf, n, "%.*f", prec > exp ? prec - exp : 0, v);
+}
+
 /* One EPP gauge family with one series. */
 static void epp_family(page_t *p, const char *name, const char *deprecated_for, const char *help,
                        const char *labels, double v) {
     char num[64];
-    /* Go's strconv 'g' -1 (client_golang): prom_text's shortest form */
-    snprintf(num, sizeof num, "%.17g", v);
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(num, sizeof num, "%.*g", prec, v);
-        if (strtod(num, NULL) == v)
-            break;
-    }
+    go_float(num, sizeof num, v);
     if (deprecated_for)
         put(p, "# HELP %s [ALPHA] [Deprecated: Use %s] %s\n", name, deprecated_for, help);
     else

@@ -122,6 +122,16 @@ static void test_pages_gateway_queue_is_counted_once(void **state) {
                                  "# TYPE llm_d_epp_average_kv_cache_utilization gauge\n"
                                  "llm_d_epp_average_kv_cache_utilization{name=\"" PAGES_POOL
                                  "\"} 0.45\n"));
+    /* numbers as Go's strconv 'g' -1 writes them: 100 is "100" (C's
+     * shortest %g wrote "1e+02"), a million "1e+06" */
+    pool = (pages_pool_t){100, 3, 2, 16, 0.45};
+    assert_true(pages_gateway(page, sizeof page, &pool) > 0);
+    assert_non_null(strstr(page, "llm_d_epp_flow_control_queue_size{"));
+    assert_non_null(strstr(page, "} 100\n"));
+    assert_null(strstr(page, "e+02"));
+    pool.queue = 1000000;
+    assert_true(pages_gateway(page, sizeof page, &pool) > 0);
+    assert_non_null(strstr(page, "} 1e+06\n"));
     /* at zero replicas the queue still exists, at 0 */
     pool = (pages_pool_t){0, 0, 0, 0, 0};
     n = pages_gateway(page, sizeof page, &pool);

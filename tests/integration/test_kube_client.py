@@ -368,20 +368,34 @@ class KubeClient(unittest.TestCase):
         self.wait_line(lambda l: l["event"] == "synced", "the first sync")
         self.wait_watching()
         t0 = time.monotonic()
-        self.api.add_pod("inference", "vllm-1")  # the silent watch never tells
+        # The silent watch never tells of the new pod; and the relists fail
+        # (403) until the test lifts it, so "not synced" lasts long enough to
+        # be seen by a tick, however fast a relist would otherwise be.
+        self.api.add_pod("inference", "vllm-1")
+        self.api.forbid("Pod")
         line = self.wait_line(lambda l: l["event"] == "tick" and not l["synced"],
                               "not synced after a silent watch")
         took = time.monotonic() - t0
         print("    a silent watch read as not synced after %.2f s (limit 1.5 s)" % took,
               flush=True)
         self.assertLess(took, 1.5 + 1.5 * MULT)
-        self.assertIn("no event, no bookmark", line["error"])
+        self.assertIn("nothing (no event, no bookmark) for 1500 ms", self.stderr())
         self.assertEqual(line["stats"]["idle_watches"], 1)
+        self.assertNotEqual(line["error"], "")
         self.assertEqual(self.names(line), ["inference/vllm-0"])  # stale, and flagged so
-        # The API speaks again: the relist brings the missed pod, synced again.
+        # Not synced until a relist succeeds: every line until then says so.
+        time.sleep(1.0)
+        self.api.forbid()
         self.api.watch_mode = "normal"
-        line = self.wait_line(lambda l: l["synced"] and self.pod(l, "inference", "vllm-1"),
-                              "the relist after the silent watch")
+        seen_unsynced = 0
+        while True:
+            line = self.wait_line(lambda l: True, "the relist after the silent watch")
+            if self.pod(line, "inference", "vllm-1"):
+                break
+            self.assertFalse(line["synced"], "a stale pod list read as synced: %s" % line)
+            seen_unsynced += 1
+        self.assertTrue(line["synced"])
+        self.assertGreaterEqual(seen_unsynced, 5)  # the ticks of the second spent forbidden
         self.assertGreaterEqual(line["stats"]["lists"], 2)
         self.assertEqual(line["error"], "")
 

@@ -6,18 +6,35 @@
  * close): a list page, or a watch. The phases follow each other:
  *
  *   LIST page 1..n ──► cache replaced, on_synced ──► WATCH ──► events ──► on_change
- *        ▲                                             │
- *        └──────── 410 Gone / lost event ──────────────┤ stream ended: WATCH again
- *                                                      │ failure: backoff, then WATCH
- *                                                      ▼ (LIST if never listed)
+ *     │  ▲  (over list_max_items/pages:               │
+ *     │  │   pages dropped, backoff, LIST)             │ ended after it lived: WATCH at once
+ *     │  │                                             │ ended, not lived: backoff, WATCH
+ *     │  └── backoff ◄── 410 Gone (HTTP or event) ◄────┤ failure, or ended within 1 s with no
+ *     │                  silent for watch_idle_ns ◄────┤   change (a bookmark is none): backoff,
+ *     │                  (not synced until LIST)       ▼   WATCH (LIST if never listed)
+ *     └── failure: backoff, LIST from page 1
+ *
+ * Backoff (kube/kube_backoff.h): every relist and every re-watch but the
+ * one after a watch that lived waits a jittered delay that doubles from
+ * backoff_min to backoff_max. Only a watch that lived resets it: data (an
+ * event, a bookmark, the clean end) came watch_min_life_ns (30 s) or more
+ * after it was requested. A LIST alone never does, so "LIST ok, WATCH
+ * 410" or "WATCH: one BOOKMARK, close" loops slow down to one try per
+ * backoff_max.
  *
  * Timers: `retry` starts the next request (after a backoff, or at once on
  * the next loop turn, so nothing recurses and no callback runs inside
  * kube_client_new); `idle` fails a connection that has been silent for
- * io_timeout (connect, handshake, a list), or for timeoutSeconds + 60 s on
- * a watch (the server ends it at timeoutSeconds, and sends bookmarks in
- * between). The idle deadline is checked lazily: reads only store the
- * time, and the timer re-arms itself for what is left.
+ * io_timeout (connect, handshake, a list), or for watch_idle_ns (120 s:
+ * two bookmark periods) on a watch. A watch given up for silence leaves the
+ * cache "not synced" (kube_client_synced) until a relist succeeds: nothing
+ * says what it missed. The idle deadline is checked lazily: reads only
+ * store the time, and the timer re-arms itself for what is left. TCP
+ * keepalive (30 s idle, 10 s interval, 3 probes) fails a dead path sooner.
+ *
+ * Memory: a list's pages are assembled until its continue chain ends; a
+ * chain over list_max_items items or list_max_pages pages is refused, its
+ * pages freed, and retried after the backoff.
  *
  * Connecting: net/connector.c opens each connection (the API host is an
  * IP literal, so nothing is resolved), with TLS from a fresh client context
@@ -37,6 +54,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +65,7 @@
 
 #include "core/err.h"
 #include "core/source_url.h"
+#include "kube/kube_backoff.h"
 #include "net/connector.h"
 #include "net/http_resp.h"
 #include "net/tls.h"
@@ -88,7 +107,10 @@ struct kube_client {
     char *buf; /* list body, watch line or error body */
     size_t buf_len, buf_cap;
     mono_ns_t last_io, conn_started;
-    bool watch_saw_event;
+    bool watch_saw_change;     /* an ADDED/MODIFIED/DELETED arrived on this watch */
+    bool watch_answered;       /* this watch was answered 200 (its life is judged on close) */
+    bool watch_lived;          /* the last watch closed lived (kube_watch_lived) */
+    mono_ns_t watch_last_data; /* the last complete line or clean end of this watch */
 
     /* the list being assembled across pages */
     pod_t *acc;
@@ -96,13 +118,14 @@ struct kube_client {
     dra_slice_t *sacc; /* resourceslices */
     size_t sacc_n, sacc_cap;
     char cont[KUBE_CONTINUE_MAX + 1];
+    uint32_t chain_pages; /* pages of the list being assembled */
     bool relist_needed;
     bool changed;
 
     loop_timer_t retry, idle;
-    uint64_t backoff_ns;
-    uint64_t rng;
+    kube_backoff_t backoff;
     bool listed, failing;
+    bool blind; /* a watch went silent since the last list: not synced */
     mono_ns_t failing_since;
     char last_error[512];
     kube_client_stats_t stats;
@@ -126,6 +149,10 @@ void kube_client_config_init(kube_client_config_t *cfg) {
     cfg->io_timeout_ns = 30 * NS_PER_SEC;
     cfg->backoff_min_ns = 500 * NS_PER_MS;
     cfg->backoff_max_ns = 30 * NS_PER_SEC;
+    cfg->watch_idle_ns = 120 * NS_PER_SEC;
+    cfg->watch_min_life_ns = 30 * NS_PER_SEC;
+    cfg->list_max_items = 20000;
+    cfg->list_max_pages = 1000;
 }
 
 int kube_url_parse(const char *url, kube_url_t *out, char *err, size_t errlen) {
@@ -328,14 +355,6 @@ static int buf_append(kube_client_t *c, const char *data, size_t len, size_t max
     return 0;
 }
 
-/* xorshift64*: per-client jitter source (no global state). */
-static uint64_t rng_next(kube_client_t *c) {
-    c->rng ^= c->rng >> 12;
-    c->rng ^= c->rng << 25;
-    c->rng ^= c->rng >> 27;
-    return c->rng * UINT64_C(2685821657736338717);
-}
-
 /* Runs a callback; returns true when the client was freed inside it (the
  * caller must then return without touching c). */
 static bool notify(kube_client_t *c, void (*cb)(void *)) {
@@ -357,6 +376,15 @@ static bool notify(kube_client_t *c, void (*cb)(void *)) {
 static void conn_close(kube_client_t *c) {
     if (c->cstate == CONN_NONE)
         return;
+    if (c->phase == PHASE_WATCH && c->watch_answered) {
+        /* The reset rule (kube_backoff.h): judged once per watch, before
+         * whoever closes it asks for the next delay. */
+        c->watch_answered = false;
+        c->watch_lived =
+            kube_watch_lived(c->conn_started, c->watch_last_data, c->cfg.watch_min_life_ns);
+        if (c->watch_lived)
+            kube_backoff_reset(&c->backoff);
+    }
     connector_cancel(c->conn);
     c->conn = NULL;
     SSL_CTX_free(c->conn_ctx);
@@ -384,9 +412,12 @@ static void update_poll(kube_client_t *c) {
         c->io_events = ev;
 }
 
+/* A watch gets watch_idle_ns (bookmarks arrive about every minute; see
+ * kube_client_config_t), not timeoutSeconds + a margin: a silent path must
+ * not serve a stale cache for minutes. */
 static uint64_t idle_limit(const kube_client_t *c) {
     if (c->phase == PHASE_WATCH && (c->cstate == CONN_HEAD || c->cstate == CONN_BODY))
-        return ((uint64_t)c->cfg.watch_timeout_s + 60) * NS_PER_SEC;
+        return c->cfg.watch_idle_ns;
     return c->cfg.io_timeout_ns;
 }
 
@@ -398,11 +429,24 @@ static void on_idle(loop_t *loop, loop_timer_t *t, void *ud) {
         loop_timer_start(loop, &c->idle, due);
         return;
     }
-    client_fail(c, "%s %s: no answer for %llu s", phase_name(c), c->url.host_header,
-                (unsigned long long)(idle_limit(c) / NS_PER_SEC));
+    if (c->phase == PHASE_WATCH && (c->cstate == CONN_HEAD || c->cstate == CONN_BODY)) {
+        /* Changes may have been missed while the path was silent, and
+         * nothing says the cache is current: answer "not synced" until a
+         * relist has made it so. */
+        c->blind = true;
+        c->relist_needed = true;
+        c->stats.idle_watches++;
+        client_fail(c,
+                    "watch %s %s: nothing (no event, no bookmark) for %llu ms; the cache may "
+                    "miss changes until a relist",
+                    res(c), c->url.host_header, (unsigned long long)(idle_limit(c) / NS_PER_MS));
+        return;
+    }
+    client_fail(c, "%s %s: no answer for %llu ms", phase_name(c), c->url.host_header,
+                (unsigned long long)(idle_limit(c) / NS_PER_MS));
 }
 
-/* Backoff: "equal jitter", half fixed and half random, then double. */
+/* Every failure goes through the backoff (kube_backoff.h). */
 static void client_fail(kube_client_t *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -415,18 +459,32 @@ static void client_fail(kube_client_t *c, const char *fmt, ...) {
     }
     c->stats.failures++;
     conn_close(c);
-    uint64_t b = c->backoff_ns ? c->backoff_ns : c->cfg.backoff_min_ns;
-    uint64_t delay = b / 2 + (b / 2 ? rng_next(c) % (b / 2 + 1) : 0);
-    c->backoff_ns = b >= c->cfg.backoff_max_ns / 2 ? c->cfg.backoff_max_ns : b * 2;
+    uint64_t delay = kube_backoff_next(&c->backoff);
     LOG_WARN(c->log, "kube %s: %s; retrying in %llu ms", c->url.host_header, c->last_error,
              (unsigned long long)(delay / NS_PER_MS));
     schedule(c, delay);
 }
 
+/* A list completed or a watch was answered: no longer failing. This does
+ * not reset the backoff; only a watch that lived does (conn_close). */
 static void succeeded(kube_client_t *c) {
     c->failing = false;
     c->last_error[0] = '\0';
-    c->backoff_ns = 0;
+}
+
+/* 410 Gone (by status or by an ERROR event, on a watch or an expired
+ * continue token): relist, after the backoff like every relist, so an
+ * API that answers 410 to everything is not asked thousands of times a
+ * second. */
+static void relist_after_gone(kube_client_t *c, const char *why) {
+    c->stats.gone++;
+    conn_close(c);
+    c->cont[0] = '\0';
+    c->relist_needed = true;
+    uint64_t delay = kube_backoff_next(&c->backoff);
+    LOG_INFO(c->log, "kube %s: %s; relisting in %llu ms", c->url.host_header, why,
+             (unsigned long long)(delay / NS_PER_MS));
+    schedule(c, delay);
 }
 
 static void on_connected(void *ud, int status, transport_t *tr, const char *error);
@@ -500,7 +558,9 @@ static void conn_open(kube_client_t *c, const char *path) {
     c->conn_started = c->last_io = loop_now(c->loop);
     c->head_len = 0;
     c->buf_len = 0;
-    c->watch_saw_event = false;
+    c->watch_saw_change = false;
+    c->watch_answered = false;
+    c->watch_last_data = 0;
     loop_timer_start(c->loop, &c->idle, clock_add_sat(c->last_io, c->cfg.io_timeout_ns));
     LOG_DEBUG(c->log, "kube %s: GET %s", c->url.host_header, path);
     return;
@@ -532,6 +592,7 @@ static void start_list(kube_client_t *c) {
     c->phase = PHASE_LIST;
     if (!c->cont[0]) {
         c->acc_n = 0;
+        c->chain_pages = 0;
         sacc_clear(c);
     }
     field_selector_arg(c, fs, sizeof fs);
@@ -613,11 +674,7 @@ static int watch_line_slices(kube_client_t *c, const char *line, size_t len) {
     }
     if (type == KUBE_EVENT_ERROR) {
         if (code == 410) {
-            c->stats.gone++;
-            LOG_INFO(c->log, "kube %s: %s; relisting", c->url.host_header, why);
-            conn_close(c);
-            c->relist_needed = true;
-            schedule(c, 0);
+            relist_after_gone(c, why);
         } else {
             client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
         }
@@ -632,7 +689,8 @@ static int watch_line_slices(kube_client_t *c, const char *line, size_t len) {
         return 1;
     }
     c->stats.events++;
-    c->watch_saw_event = true;
+    c->watch_last_data = loop_now(c->loop);
+    c->watch_saw_change |= type != KUBE_EVENT_BOOKMARK;
     c->changed |= changed;
     return 0;
 }
@@ -674,11 +732,7 @@ static int watch_line(kube_client_t *c, const char *line, size_t len) {
     if (type == KUBE_EVENT_ERROR) {
         free(pod);
         if (code == 410) {
-            c->stats.gone++;
-            LOG_INFO(c->log, "kube %s: %s; relisting", c->url.host_header, why);
-            conn_close(c);
-            c->relist_needed = true;
-            schedule(c, 0);
+            relist_after_gone(c, why);
         } else {
             client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
         }
@@ -693,7 +747,8 @@ static int watch_line(kube_client_t *c, const char *line, size_t len) {
         return 1;
     }
     c->stats.events++;
-    c->watch_saw_event = true;
+    c->watch_last_data = loop_now(c->loop);
+    c->watch_saw_change |= type != KUBE_EVENT_BOOKMARK;
     c->changed |= changed;
     return 0;
 }
@@ -747,6 +802,43 @@ static void error_body_message(const kube_client_t *c, char *out, size_t cap) {
 
 static bool list_done(kube_client_t *c);
 
+/*
+ * Checks a page against the caps before it joins the list being assembled
+ * (items: what is held so far plus this page's; more: the page has a
+ * continue token). Over a cap, the list is dropped, what it held is freed,
+ * and a fresh list is tried after the backoff: a server that never ends its
+ * continue chain costs bounded memory and a bounded rate of requests.
+ * Returns true when refused (the connection is already closed).
+ */
+static bool list_over_cap(kube_client_t *c, size_t items, bool more) {
+    c->chain_pages++;
+    bool too_many = items > c->cfg.list_max_items;
+    bool too_long = more && c->chain_pages >= c->cfg.list_max_pages;
+    if (!too_many && !too_long)
+        return false;
+    c->stats.refused_lists++;
+    c->cont[0] = '\0';
+    c->acc_n = 0;
+    free(c->acc);
+    c->acc = NULL;
+    c->acc_cap = 0;
+    sacc_clear(c);
+    free(c->sacc);
+    c->sacc = NULL;
+    c->sacc_cap = 0;
+    if (too_many)
+        client_fail(c,
+                    "list %s %s: refused: %zu items after %u pages, over the cap of %u items "
+                    "(list_max_items); the pages are dropped",
+                    res(c), c->url.host_header, items, c->chain_pages, c->cfg.list_max_items);
+    else
+        client_fail(c,
+                    "list %s %s: refused: the continue chain goes on past %u pages (%zu items), "
+                    "the cap (list_max_pages); the pages are dropped",
+                    res(c), c->url.host_header, c->chain_pages, items);
+    return true;
+}
+
 /* list_page_done() for resourceslices. */
 static bool list_page_done_slices(kube_client_t *c) {
     dra_slice_list_t page;
@@ -763,6 +855,10 @@ static bool list_page_done_slices(kube_client_t *c) {
     if (page.skipped)
         LOG_WARN(c->log, "kube %s: list %s: %zu ignored, first: %s", c->url.host_header, res(c),
                  page.skipped, page.skip_reason);
+    if (list_over_cap(c, c->sacc_n + page.count, page.continue_token[0] != '\0')) {
+        dra_slice_list_deinit(&page);
+        return false;
+    }
     if (page.count > c->sacc_cap - c->sacc_n) {
         size_t cap = c->sacc_cap ? c->sacc_cap : 64;
         while (cap < c->sacc_n + page.count)
@@ -808,6 +904,7 @@ static bool list_page_done_slices(kube_client_t *c) {
 /* The last page of a list is in the cache: watch from its version. */
 static bool list_done(kube_client_t *c) {
     c->listed = true;
+    c->blind = false;
     c->stats.lists++;
     succeeded(c);
     start_watch(c);
@@ -832,6 +929,10 @@ static bool list_page_done(kube_client_t *c) {
     if (page.skipped)
         LOG_WARN(c->log, "kube %s: list %s: %zu ignored, first: %s", c->url.host_header, res(c),
                  page.skipped, page.skip_reason);
+    if (list_over_cap(c, c->acc_n + page.count, page.continue_token[0] != '\0')) {
+        kube_pod_list_deinit(&page);
+        return false;
+    }
     if (page.count > c->acc_cap - c->acc_n) {
         size_t cap = c->acc_cap ? c->acc_cap : 512;
         while (cap < c->acc_n + page.count)
@@ -877,16 +978,15 @@ static bool list_page_done(kube_client_t *c) {
 static int head_done(kube_client_t *c) {
     int st = c->resp.status;
     if (st == 410) {
-        c->stats.gone++;
-        LOG_INFO(c->log, "kube %s: %s: 410 Gone; relisting", c->url.host_header, phase_name(c));
-        conn_close(c);
-        c->cont[0] = '\0'; /* an expired continue token also answers 410 */
-        c->relist_needed = true;
-        schedule(c, 0);
+        /* an expired continue token also answers 410 */
+        char why[64];
+        snprintf(why, sizeof why, "%s: HTTP 410 Gone", phase_name(c));
+        relist_after_gone(c, why);
         return 1;
     }
     if (st == 200 && c->phase == PHASE_WATCH) {
         c->stats.watches++;
+        c->watch_answered = true;
         succeeded(c);
     }
     return 0;
@@ -904,16 +1004,24 @@ static bool body_done(kube_client_t *c) {
     if (c->phase == PHASE_LIST)
         return list_page_done(c);
     /* The watch ended (timeoutSeconds, or the server closed it): resume
-     * from the last resourceVersion. A watch that ends at once without an
-     * event is treated as a failure, so a misbehaving server cannot spin us. */
-    bool quick = loop_now(c->loop) - c->conn_started < NS_PER_SEC && !c->watch_saw_event;
+     * from the last resourceVersion. A watch that ends within a second
+     * without a change (a bookmark is no change) is a failure; one that
+     * did not live (kube_backoff.h) resumes after the backoff; only one
+     * that lived resumes at once. So a misbehaving server cannot spin us,
+     * bookmark or not. */
+    mono_ns_t now = loop_now(c->loop);
+    if (c->body.done)
+        c->watch_last_data = now; /* a clean end is a sign of life */
+    bool quick = now - c->conn_started < NS_PER_SEC && !c->watch_saw_change;
     if (quick) {
         client_fail(c, "watch %s %s: stream ended at once", res(c), c->url.host_header);
         return false;
     }
-    LOG_DEBUG(c->log, "kube %s: watch ended; resuming at %s", c->url.host_header, cache_rv(c));
-    conn_close(c);
-    schedule(c, 0);
+    conn_close(c); /* judges the watch's life */
+    uint64_t delay = c->watch_lived ? 0 : kube_backoff_next(&c->backoff);
+    LOG_DEBUG(c->log, "kube %s: watch ended; resuming at %s in %llu ms", c->url.host_header,
+              cache_rv(c), (unsigned long long)(delay / NS_PER_MS));
+    schedule(c, delay);
     return false;
 }
 
@@ -1045,6 +1153,9 @@ static void on_connected(void *ud, int status, transport_t *tr, const char *erro
         return;
     }
     c->tr = *tr;
+    char why[200];
+    if (kube_tcp_keepalive(c->tr.fd, why, sizeof why) != 0) /* a watch still has its idle limit */
+        LOG_WARN(c->log, "kube %s: %s", c->url.host_header, why);
     c->io_events = EPOLLOUT;
     c->io = loop_io_add(c->loop, c->tr.fd, EPOLLOUT, on_io, c);
     if (!c->io) {
@@ -1066,10 +1177,12 @@ int kube_client_new(loop_t *loop, const kube_client_config_t *cfg,
     if (rc)
         return rc;
     if (cfg->page_limit == 0 || cfg->watch_timeout_s == 0 || cfg->io_timeout_ns == 0 ||
-        cfg->backoff_min_ns == 0 || cfg->backoff_max_ns < cfg->backoff_min_ns)
+        cfg->backoff_min_ns == 0 || cfg->backoff_max_ns < cfg->backoff_min_ns ||
+        cfg->watch_idle_ns == 0 || cfg->list_max_items == 0 || cfg->list_max_pages == 0)
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "kube client: page_limit, watch_timeout_s, io_timeout_ns and backoff "
-                          "must be > 0 (use kube_client_config_init)");
+                          "kube client: page_limit, watch_timeout_s, io_timeout_ns, backoff, "
+                          "watch_idle_ns, list_max_items and list_max_pages must be > 0 (use "
+                          "kube_client_config_init)");
     if (cfg->resource[0] && strcmp(cfg->resource, "pods") != 0 &&
         strcmp(cfg->resource, "nodes") != 0 && strcmp(cfg->resource, "resourceslices") != 0)
         return kgs_seterr(err, errlen, KGS_EINVAL,
@@ -1100,9 +1213,10 @@ int kube_client_new(loop_t *loop, const kube_client_config_t *cfg,
         c->cbs = *cbs;
     c->log = log;
     c->tr.fd = -1;
-    c->rng = clock_mono_now() ^ (uint64_t)(uintptr_t)c ^ UINT64_C(0x9E3779B97F4A7C15);
-    if (!c->rng)
-        c->rng = 1;
+    uint64_t seed = cfg->jitter_seed;
+    if (!seed) /* replicas spread their retries apart */
+        seed = clock_mono_now() ^ (uint64_t)(uintptr_t)c ^ UINT64_C(0x9E3779B97F4A7C15);
+    kube_backoff_init(&c->backoff, cfg->backoff_min_ns, cfg->backoff_max_ns, seed);
     loop_timer_init(&c->retry, on_retry, c);
     loop_timer_init(&c->idle, on_idle, c);
     schedule(c, 0);
@@ -1138,7 +1252,7 @@ dra_index_t *kube_client_slices(const kube_client_t *c) {
 }
 
 bool kube_client_synced(const kube_client_t *c, mono_ns_t now) {
-    if (!c->listed)
+    if (!c->listed || c->blind)
         return false;
     return !c->failing || now - c->failing_since < c->cfg.stale_after_ns;
 }
@@ -1149,4 +1263,21 @@ const char *kube_client_last_error(const kube_client_t *c) {
 
 void kube_client_stats(const kube_client_t *c, kube_client_stats_t *out) {
     *out = c->stats;
+}
+
+int kube_tcp_keepalive(int fd, char *err, size_t errlen) {
+    static const struct {
+        int level, name, value;
+        const char *what;
+    } opts[] = {
+        {SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE"},
+        {IPPROTO_TCP, TCP_KEEPIDLE, 30, "TCP_KEEPIDLE"},
+        {IPPROTO_TCP, TCP_KEEPINTVL, 10, "TCP_KEEPINTVL"},
+        {IPPROTO_TCP, TCP_KEEPCNT, 3, "TCP_KEEPCNT"},
+    };
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        if (setsockopt(fd, opts[i].level, opts[i].name, &opts[i].value, sizeof opts[i].value) != 0)
+            return kgs_seterr(err, errlen, KGS_EIO, "setsockopt %s %d: %s", opts[i].what,
+                              opts[i].value, strerror(errno));
+    return 0;
 }

@@ -6,10 +6,14 @@
  * Flow: LIST /api/v1/pods?limit=N (following metadata.continue), replace
  * the cache, then WATCH from the list's resourceVersion with bookmarks.
  * A watch that ends is resumed from the last resourceVersion seen (no
- * relist); "410 Gone" (HTTP 410, or an ERROR event with code 410) relists;
- * any other failure reconnects after a jittered exponential backoff
- * (0.5 s doubling to 30 s). The bearer token file is re-read for every
- * request, as projected service-account tokens rotate.
+ * relist); "410 Gone" (HTTP 410, or an ERROR event with code 410) relists.
+ * Every relist, and every re-watch after a failure or after a watch that
+ * did not live (kube/kube_backoff.h), waits a jittered exponential backoff
+ * (0.5 s doubling to 30 s) that only a watch that lived resets. A watch
+ * silent for watch_idle_ns is given up, and the cache reads as not synced
+ * until a relist succeeds. A list longer than list_max_items items or
+ * list_max_pages pages is refused. The bearer token file is re-read for
+ * every request, as projected service-account tokens rotate.
  *
  * Addresses: the API host must be an IP literal ("https://10.96.0.1:443",
  * "http://127.0.0.1:8080", "https://[fd00::1]:443"); in a cluster
@@ -50,6 +54,25 @@ typedef struct {
     uint64_t stale_after_ns;                 /* see kube_client_synced(); default 60 s */
     uint64_t io_timeout_ns;                  /* connect/handshake/list silence; default 30 s */
     uint64_t backoff_min_ns, backoff_max_ns; /* default 0.5 s and 30 s */
+    /* A watch that sends nothing (no event, no bookmark) for this long is
+     * given up: the cache reads as not synced until a relist succeeds.
+     * Default 120 s: the API server sends a bookmark about every minute to
+     * a watch that asks for them, so this is two bookmark periods, and one
+     * late or dropped bookmark costs no relist. */
+    uint64_t watch_idle_ns;
+    /* A watch lived (and resets the backoff) when data came this long after
+     * it was requested (kube_watch_lived). Default 30 s. */
+    uint64_t watch_min_life_ns;
+    /* The most items (pods, nodes, slices) and pages one list may assemble
+     * across its continue chain; beyond either the list is refused, its
+     * pages freed, and retried after the backoff. Default 20,000 items (a
+     * pod is held in 2,960 bytes: 57 MiB assembled, and a relist briefly
+     * holds the assembled list, the new cache and the old one, ~170 MiB,
+     * inside the chart's 256 Mi limit) and 1,000 pages (a selector may
+     * make the server answer short pages). */
+    uint32_t list_max_items;
+    uint32_t list_max_pages;
+    uint64_t jitter_seed; /* 0: seeded from the clock; else reproducible delays */
 } kube_client_config_t;
 
 /* Fills *cfg with the defaults above and empty strings. */
@@ -95,13 +118,15 @@ typedef struct {
 } kube_client_callbacks_t;
 
 typedef struct {
-    uint64_t lists;        /* completed (re)lists */
-    uint64_t list_pages;   /* pages fetched */
-    uint64_t watches;      /* watch requests answered 200 */
-    uint64_t events;       /* watch events applied (bookmarks included) */
-    uint64_t gone;         /* 410 Gone seen (relist forced) */
-    uint64_t failures;     /* connection/protocol/HTTP failures */
-    uint64_t skipped_pods; /* pods refused for over-long fields */
+    uint64_t lists;         /* completed (re)lists */
+    uint64_t list_pages;    /* pages fetched */
+    uint64_t watches;       /* watch requests answered 200 */
+    uint64_t events;        /* watch events applied (bookmarks included) */
+    uint64_t gone;          /* 410 Gone seen (relist forced) */
+    uint64_t failures;      /* connection/protocol/HTTP failures */
+    uint64_t skipped_pods;  /* pods refused for over-long fields */
+    uint64_t refused_lists; /* lists refused at list_max_items / list_max_pages */
+    uint64_t idle_watches;  /* watches given up after watch_idle_ns of silence */
 } kube_client_stats_t;
 
 /*
@@ -129,8 +154,11 @@ const pod_cache_t *kube_client_cache(const kube_client_t *c);
  * apply events to it. */
 dra_index_t *kube_client_slices(const kube_client_t *c);
 
-/* For /readyz: true once a list completed, unless the client has been
- * failing (no successful list or watch since) for stale_after_ns. */
+/* For /readyz and every answer that reads the cache: true once a list
+ * completed, unless the client has been failing (no successful list or
+ * watch since) for stale_after_ns, or a watch went silent for
+ * watch_idle_ns since the last successful list (the cache may miss
+ * changes: only a relist makes it current again). */
 bool kube_client_synced(const kube_client_t *c, mono_ns_t now);
 
 /* The last failure, "list pods 10.0.0.1:443: HTTP 403: pods is forbidden:
@@ -139,5 +167,14 @@ bool kube_client_synced(const kube_client_t *c, mono_ns_t now);
 const char *kube_client_last_error(const kube_client_t *c);
 
 void kube_client_stats(const kube_client_t *c, kube_client_stats_t *out);
+
+/*
+ * Turns on TCP keepalive on a connected socket: first probe after 30 s of
+ * silence, then every 10 s, given up after 3 unanswered probes, so a path
+ * that died (a node or a NAT that forgot us) fails the connection in about
+ * a minute even while the watch's idle limit has not run out. Returns 0,
+ * or KGS_EIO naming the option that failed.
+ */
+int kube_tcp_keepalive(int fd, char *err, size_t errlen);
 
 #endif

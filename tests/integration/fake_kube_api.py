@@ -16,10 +16,16 @@ As a library (tests):
     sid = api.add_resource_slice("node-a-gpu", "gpu.nvidia.com", "node-a", node="node-a",
                                  devices=[("gpu-0", "GPU-..."), ("gpu-1-mig-9-4-4", "MIG-...")])
     api.forbid("ResourceSlice")   # lists and watches of it answer 403
+    api.watch_mode = "gone_event"   # misbehaving watches, see WATCH_MODES
+    api.list_mode = "endless_continue"  # every list page has a continue token
+
+A watch that asks for bookmarks gets one every `bookmark_period` seconds
+(60, as kube-apiserver sends them), besides those bookmark() sends.
 
 Standalone: python3 fake_kube_api.py --port P --token T, with a control API
 on the same port (no token needed): POST /_control/<op> with a JSON body,
-op one of add, modify, delete, bookmark, break, compact, tokens, gone_mode.
+op one of add, modify, delete, bookmark, break, compact, tokens, gone_mode,
+watch_mode, list_mode.
 
 Loopback only; plain HTTP (TLS is tested elsewhere). Every wait is bounded.
 """
@@ -31,6 +37,17 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+
+# Misbehaving watches (FakeKubeAPI.watch_mode), each whatever the
+# resourceVersion asked for: "gone_event": 200, an ERROR event with code 410,
+# the end; "gone_http": HTTP 410; "bookmark_close": 200, one BOOKMARK, the
+# end; "silent": 200 and then nothing (the socket stays open until stop(),
+# break_watches() or timeoutSeconds). "normal": the real API's behaviour.
+WATCH_MODES = ("normal", "gone_event", "gone_http", "bookmark_close", "silent")
+# "endless_continue": every list page is `limit` made-up items with a new
+# continue token, so the chain never ends.
+LIST_MODES = ("normal", "endless_continue")
 
 
 def status_object(code, reason, message):
@@ -49,6 +66,9 @@ class FakeKubeAPI:
         self.requests = []      # dicts: kind, query, token, status
         self.break_gen = 0
         self.gone_mode = "event"  # "event": 200 + ERROR event 410; "http": HTTP 410
+        self.watch_mode = "normal"  # see WATCH_MODES
+        self.list_mode = "normal"   # see LIST_MODES
+        self.bookmark_period = 60.0
         self.snapshots = {}     # continue token -> (rv, items, offset)
         self.forbidden = set()  # object kinds answered 403 (RBAC missing)
         self.stopping = False
@@ -338,6 +358,10 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
             api.set_tokens(*arg["tokens"])
         elif op == "gone_mode":
             api.gone_mode = arg["mode"]
+        elif op == "watch_mode" and arg.get("mode") in WATCH_MODES:
+            api.watch_mode = arg["mode"]
+        elif op == "list_mode" and arg.get("mode") in LIST_MODES:
+            api.list_mode = arg["mode"]
         else:
             return self._json(404, status_object(404, "NotFound", "unknown op " + op))
         self._json(200, {"result": result})
@@ -382,10 +406,34 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
             return self._watch(q, token, kinds[parts.path])
         return self._list(q, token, kinds[parts.path])
 
+    def _endless_page(self, q, token, obj_kind, limit):
+        """list_mode "endless_continue": limit made-up items and a continue token."""
+        api = self.api
+        with api.cond:
+            n = api.endless_served = getattr(api, "endless_served", 0) + 1
+            rv = api.rv
+            api.requests.append(dict(kind="list", query=q, token=token, status=200,
+                                     obj=obj_kind, endless=True))
+            api.cond.notify_all()
+        items = []
+        for i in range(limit or 500):
+            items.append({"kind": obj_kind, "apiVersion": "v1",
+                          "metadata": {"name": "endless-%d-%d" % (n, i), "namespace": "flood",
+                                       "uid": "00000000-0000-4000-8000-%012d" % (n * 100000 + i),
+                                       "resourceVersion": str(rv),
+                                       "labels": {"app": "flood"}},
+                          "spec": {"nodeName": "node-a"}, "status": {"phase": "Running"}})
+        meta = {"resourceVersion": str(rv), "continue": "endless-%d" % n,
+                "remainingItemCount": 1000000}
+        self._json(200, {"kind": obj_kind + "List", "apiVersion": "v1", "metadata": meta,
+                         "items": items})
+
     def _list(self, q, token, obj_kind="Pod"):
         api = self.api
         limit = int(q.get("limit", "0") or 0)
         cont = q.get("continue")
+        if api.list_mode == "endless_continue":
+            return self._endless_page(q, token, obj_kind, limit)
         with api.cond:
             if cont:
                 snap = api.snapshots.get(cont)
@@ -439,6 +487,8 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
             since = -1
         timeout_s = int(q.get("timeoutSeconds", "300") or 300)
         bookmarks = q.get("allowWatchBookmarks") == "true"
+        if api.watch_mode != "normal":
+            return self._misbehave(q, token, api.watch_mode, timeout_s)
         with api.cond:
             gone = since < api.compacted_rv
             if gone and api.gone_mode == "http":
@@ -469,16 +519,22 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
             while idx < len(api.history) and api.history[idx][0] <= since:
                 idx += 1
         deadline = time.monotonic() + timeout_s
+        next_bookmark = time.monotonic() + api.bookmark_period
         try:
             while True:
                 with api.cond:
                     while (idx >= len(api.history) and api.break_gen == gen
-                           and not api.stopping and time.monotonic() < deadline):
+                           and not api.stopping and time.monotonic() < deadline
+                           and not (bookmarks and time.monotonic() >= next_bookmark)):
                         api.cond.wait(min(0.2, max(0.0, deadline - time.monotonic())))
                     if api.break_gen != gen or api.stopping:
                         return  # cut: no terminal chunk
                     batch = api.history[idx:]
                     idx = len(api.history)
+                    if bookmarks and time.monotonic() >= next_bookmark:
+                        # the periodic bookmark, at the RV of everything in batch
+                        batch = batch + [(api.rv, "BOOKMARK", None)]
+                        next_bookmark = time.monotonic() + api.bookmark_period
                     ended = time.monotonic() >= deadline and not batch
                 if ended:
                     self.wfile.write(b"0\r\n\r\n")
@@ -503,6 +559,48 @@ class FakeKubeHandler(BaseHTTPRequestHandler):
                     out += json.dumps({"type": typ, "object": obj}).encode() + b"\n"
                 if out:
                     self._chunks(out)
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+
+    def _misbehave(self, q, token, mode, timeout_s):
+        """A watch answered as WATCH_MODES says (not as the real API would)."""
+        api = self.api
+        with api.cond:
+            api.requests.append(dict(kind="watch", query=q, token=token,
+                                     status=410 if mode == "gone_http" else 200, mode=mode))
+            api.cond.notify_all()
+            gen = api.break_gen
+            rv = api.rv
+        if mode == "gone_http":
+            return self._json(410, status_object(410, "Expired", "too old resource version"))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            if mode == "gone_event":
+                ev = {"type": "ERROR", "object": status_object(
+                    410, "Expired", "too old resource version: %s (%d)"
+                    % (q.get("resourceVersion"), rv))}
+                self._chunks(json.dumps(ev).encode() + b"\n")
+            elif mode == "bookmark_close":
+                ev = {"type": "BOOKMARK", "object": {
+                    "kind": "Pod", "apiVersion": "v1",
+                    "metadata": {"resourceVersion": str(rv), "creationTimestamp": None},
+                    "spec": {"containers": None}, "status": {}}}
+                self._chunks(json.dumps(ev).encode() + b"\n")
+            elif mode == "silent":
+                self.wfile.flush()
+                deadline = time.monotonic() + timeout_s
+                with api.cond:
+                    while (api.break_gen == gen and not api.stopping
+                           and time.monotonic() < deadline):
+                        api.cond.wait(min(0.2, max(0.0, deadline - time.monotonic())))
+                return  # cut, or the server stops: no terminal chunk
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             return
 

@@ -3,7 +3,9 @@
 fake_kube_api.py on loopback: initial paged list, add/modify/delete events,
 a broken watch resumed without a relist, 410 Gone (as an ERROR event and as
 HTTP 410) forcing a relist, and a rotated bearer token picked up on the next
-reconnect. Every wait is bounded."""
+reconnect; and a misbehaving API (issue 32): 410 to every watch, a watch that
+sends one BOOKMARK and closes, a watch that goes silent, a continue chain
+that never ends. Every wait is bounded."""
 import json
 import os
 import queue
@@ -17,11 +19,14 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_kube_api import FakeKubeAPI  # noqa: E402
-from kgs_util import stop_process, timeout_multiplier  # noqa: E402
+from kgs_util import proc_status_kib, stop_process, timeout_multiplier  # noqa: E402
 
 TOOL = os.environ.get("KUBE_WATCH_TOOL")
 MULT = timeout_multiplier()
 WAIT = 10.0 * MULT
+# ASan's own memory (shadow, quarantine): RSS is not the client's there; the
+# release build asserts it, every build asserts the rest.
+SANITIZED = os.environ.get("KGS_SANITIZE", "") in ("ON", "1", "TRUE", "YES")
 
 
 @unittest.skipUnless(TOOL and os.path.exists(TOOL), "KUBE_WATCH_TOOL not built")
@@ -92,6 +97,16 @@ class KubeClient(unittest.TestCase):
             self.last = line
             if pred(line):
                 return line
+
+    def fresh_tick(self):
+        """The first tick line printed from now on (older queued lines are dropped)."""
+        while True:
+            try:
+                if self.lines.get_nowait() is None:
+                    self.fail("tool exited; stderr:\n" + self.stderr())
+            except queue.Empty:
+                break
+        return self.wait_line(lambda l: l["event"] == "tick", "a tick")
 
     @staticmethod
     def names(line):
@@ -310,6 +325,116 @@ class KubeClient(unittest.TestCase):
             time.sleep(0.1)
         self.assertIn("IP address mismatch", self.stderr())
         self.assertEqual(self.api.requests, [])
+
+    # ---- a misbehaving API (issue 32) ----
+
+    def _loop_backs_off(self, mode, kind):
+        """The API answers every watch as `mode` says; after 4 s of backoff
+        growth (50 ms doubling to 4 s), count `kind` requests over 6 s.
+        Before the backoff covered these paths: 693-3,180 a second."""
+        self.api.add_pod("inference", "vllm-0")
+        self.api.watch_mode = mode
+        self.start_tool(extra=["--backoff-max-ms", "4000", "--seed", "7"])
+        self.wait_line(lambda l: l["event"] == "synced", "the first sync")
+        time.sleep(4.0)
+        n0 = len(self.api.requests_of(kind))
+        time.sleep(6.0)
+        n1 = len(self.api.requests_of(kind))
+        print("    %s: %d %s requests in the first 4 s, %d in the next 6 s"
+              % (mode, n0, kind, n1 - n0), flush=True)
+        # steady delays are 2-4 s; the bound is under 1 a second with room
+        self.assertLessEqual(n1 - n0, 5, self.stderr())
+        self.assertGreaterEqual(n1 - n0, 1, "the client stopped retrying")
+        self.assertLessEqual(n0, 14, "the backoff did not grow in 4 s")
+        return n1
+
+    def test_410_event_loop_relists_with_backoff(self):
+        self._loop_backs_off("gone_event", "list")
+        self.assertIn("relisting in", self.stderr())
+
+    def test_http_410_loop_relists_with_backoff(self):
+        self._loop_backs_off("gone_http", "list")
+
+    def test_bookmark_then_close_loop_rewatches_with_backoff(self):
+        self._loop_backs_off("bookmark_close", "watch")
+        self.assertIn("stream ended at once", self.stderr())
+        # the watch resumes from the bookmark; no relist was needed
+        self.assertEqual(len(self.api.requests_of("list")), 1)
+
+    def test_silent_watch_reads_not_synced_within_the_idle_limit(self):
+        self.api.add_pod("inference", "vllm-0")
+        self.api.watch_mode = "silent"
+        self.start_tool(extra=["--watch-idle-ms", "1500", "--tick-ms", "100"])
+        self.wait_line(lambda l: l["event"] == "synced", "the first sync")
+        self.wait_watching()
+        t0 = time.monotonic()
+        # The silent watch never tells of the new pod; and the relists fail
+        # (403) until the test lifts it, so "not synced" lasts long enough to
+        # be seen by a tick, however fast a relist would otherwise be.
+        self.api.add_pod("inference", "vllm-1")
+        self.api.forbid("Pod")
+        line = self.wait_line(lambda l: l["event"] == "tick" and not l["synced"],
+                              "not synced after a silent watch")
+        took = time.monotonic() - t0
+        print("    a silent watch read as not synced after %.2f s (limit 1.5 s)" % took,
+              flush=True)
+        self.assertLess(took, 1.5 + 1.5 * MULT)
+        self.assertIn("nothing (no event, no bookmark) for 1500 ms", self.stderr())
+        self.assertEqual(line["stats"]["idle_watches"], 1)
+        self.assertNotEqual(line["error"], "")
+        self.assertEqual(self.names(line), ["inference/vllm-0"])  # stale, and flagged so
+        # Not synced until a relist succeeds: every line until then says so.
+        time.sleep(1.0)
+        self.api.forbid()
+        self.api.watch_mode = "normal"
+        seen_unsynced = 0
+        while True:
+            line = self.wait_line(lambda l: True, "the relist after the silent watch")
+            if self.pod(line, "inference", "vllm-1"):
+                break
+            self.assertFalse(line["synced"], "a stale pod list read as synced: %s" % line)
+            seen_unsynced += 1
+        self.assertTrue(line["synced"])
+        self.assertGreaterEqual(seen_unsynced, 5)  # the ticks of the second spent forbidden
+        self.assertGreaterEqual(line["stats"]["lists"], 2)
+        self.assertEqual(line["error"], "")
+
+    def _endless_chain(self, extra, want):
+        self.api.list_mode = "endless_continue"
+        self.start_tool(page_limit=100, extra=["--backoff-max-ms", "1000", "--tick-ms", "250"]
+                        + extra)
+        deadline = time.monotonic() + WAIT
+        peak = 0
+        while want not in self.stderr():
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.fail("no refusal naming the cap; stderr:\n" + self.stderr())
+            peak = max(peak, proc_status_kib(self.proc.pid, "VmRSS"))
+            time.sleep(0.05)
+        end = time.monotonic() + 4.0
+        while time.monotonic() < end:
+            peak = max(peak, proc_status_kib(self.proc.pid, "VmRSS"))
+            time.sleep(0.05)
+        lists = len(self.api.requests_of("list"))
+        line = self.fresh_tick()
+        print("    endless continue chain: %d list requests, %d refused lists, peak RSS %d KiB"
+              % (lists, line["stats"]["refused_lists"], peak), flush=True)
+        self.assertFalse(line["synced"])
+        self.assertGreaterEqual(line["stats"]["refused_lists"], 2)
+        self.assertEqual(line["stats"]["lists"], 0)
+        self.assertEqual(line["pods"], [])
+        # every chain stops at the cap, and chains come after the backoff
+        self.assertLessEqual(lists, (line["stats"]["refused_lists"] + 1) * 11)
+        if not SANITIZED:
+            # the cap holds 1,000 pods of 2,960 bytes; unbounded it grew 600 MiB in 8 s
+            self.assertLess(peak, 48 * 1024, "peak RSS %d KiB" % peak)
+
+    def test_endless_continue_chain_is_refused_at_the_item_cap(self):
+        self._endless_chain(["--list-max-items", "1000"],
+                            "refused: 1100 items after 11 pages, over the cap of 1000 items")
+
+    def test_endless_continue_chain_is_refused_at_the_page_cap(self):
+        self._endless_chain(["--list-max-pages", "11"],
+                            "the continue chain goes on past 11 pages (1100 items)")
 
 
 if __name__ == "__main__":

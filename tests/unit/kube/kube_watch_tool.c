@@ -4,8 +4,14 @@
  *
  *   kube_watch_tool --api http://127.0.0.1:PORT [--token-file F] [--ca F]
  *                   [--page-limit N] [--watch-timeout S] [--backoff-ms MS]
+ *                   [--backoff-max-ms MS] [--watch-idle-ms MS] [--min-life-ms MS]
+ *                   [--list-max-items N] [--list-max-pages N] [--seed N] [--tick-ms MS]
  *
- * A line: {"event":"synced"|"change","rv":"..","synced":true,"error":"..",
+ * The options set the kube_client_config_t field of the same name, so the
+ * tests can shorten the limits. --tick-ms also prints a "tick" line every
+ * MS ms (the synced flag as an RPC would read it, between events).
+ *
+ * A line: {"event":"synced"|"change"|"tick","rv":"..","synced":true,"error":"..",
  * "stats":{...},"pods":[{"namespace","name","uid","node","pod_ip","phase",
  * "deleting","resource_version","labels":{}}...]} with pods sorted by
  * namespace/name. Logs go to stderr. SIGTERM/SIGINT exit 0.
@@ -38,6 +44,8 @@ static void on_wakeup(loop_t *loop, void *ud) {
 typedef struct {
     kube_client_t *client;
     loop_t *loop;
+    loop_timer_t tick;
+    uint64_t tick_ns;
 } tool_t;
 
 static bool collect(const pod_t *p, void *ud) {
@@ -79,14 +87,16 @@ static void print_state(tool_t *t, const char *event) {
     free(v);
     kube_client_stats_t st;
     kube_client_stats(t->client, &st);
-    json_t *line = json_pack("{s:s, s:s, s:b, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o}",
-                             "event", event, "rv", pod_cache_resource_version(cache), "synced",
-                             kube_client_synced(t->client, loop_now(t->loop)), "error",
-                             kube_client_last_error(t->client), "stats", "lists",
-                             (json_int_t)st.lists, "list_pages", (json_int_t)st.list_pages,
-                             "watches", (json_int_t)st.watches, "events", (json_int_t)st.events,
-                             "gone", (json_int_t)st.gone, "failures", (json_int_t)st.failures,
-                             "skipped_pods", (json_int_t)st.skipped_pods, "pods", pods);
+    json_t *line = json_pack(
+        "{s:s, s:s, s:b, s:s, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+        "s:I}, s:o}",
+        "event", event, "rv", pod_cache_resource_version(cache), "synced",
+        kube_client_synced(t->client, loop_now(t->loop)), "error",
+        kube_client_last_error(t->client), "stats", "lists", (json_int_t)st.lists, "list_pages",
+        (json_int_t)st.list_pages, "watches", (json_int_t)st.watches, "events",
+        (json_int_t)st.events, "gone", (json_int_t)st.gone, "failures", (json_int_t)st.failures,
+        "skipped_pods", (json_int_t)st.skipped_pods, "refused_lists", (json_int_t)st.refused_lists,
+        "idle_watches", (json_int_t)st.idle_watches, "pods", pods);
     char *s = json_dumps(line, JSON_COMPACT);
     printf("%s\n", s);
     fflush(stdout);
@@ -102,15 +112,24 @@ static void on_change(void *ud) {
     print_state(ud, "change");
 }
 
+static void on_tick(loop_t *loop, loop_timer_t *timer, void *ud) {
+    tool_t *t = ud;
+    print_state(t, "tick");
+    loop_timer_start(loop, timer, clock_add_sat(loop_now(loop), t->tick_ns));
+}
+
 static int usage(void) {
     fprintf(stderr, "usage: kube_watch_tool --api URL [--token-file F] [--ca F] "
-                    "[--page-limit N] [--watch-timeout S] [--backoff-ms MS]\n");
+                    "[--page-limit N] [--watch-timeout S] [--backoff-ms MS] [--backoff-max-ms MS] "
+                    "[--watch-idle-ms MS] [--min-life-ms MS] [--list-max-items N] "
+                    "[--list-max-pages N] [--seed N] [--tick-ms MS]\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
     kube_client_config_t cfg;
     kube_client_config_init(&cfg);
+    tool_t t = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (i + 1 >= argc)
@@ -128,6 +147,20 @@ int main(int argc, char **argv) {
             cfg.watch_timeout_s = (uint32_t)strtoul(v, NULL, 10);
         else if (strcmp(a, "--backoff-ms") == 0)
             cfg.backoff_min_ns = strtoull(v, NULL, 10) * NS_PER_MS;
+        else if (strcmp(a, "--backoff-max-ms") == 0)
+            cfg.backoff_max_ns = strtoull(v, NULL, 10) * NS_PER_MS;
+        else if (strcmp(a, "--watch-idle-ms") == 0)
+            cfg.watch_idle_ns = strtoull(v, NULL, 10) * NS_PER_MS;
+        else if (strcmp(a, "--min-life-ms") == 0)
+            cfg.watch_min_life_ns = strtoull(v, NULL, 10) * NS_PER_MS;
+        else if (strcmp(a, "--list-max-items") == 0)
+            cfg.list_max_items = (uint32_t)strtoul(v, NULL, 10);
+        else if (strcmp(a, "--list-max-pages") == 0)
+            cfg.list_max_pages = (uint32_t)strtoul(v, NULL, 10);
+        else if (strcmp(a, "--seed") == 0)
+            cfg.jitter_seed = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--tick-ms") == 0)
+            t.tick_ns = strtoull(v, NULL, 10) * NS_PER_MS;
         else
             return usage();
     }
@@ -135,7 +168,6 @@ int main(int argc, char **argv) {
         return usage();
     logger_t log = {.level = LOG_DEBUG, .out = stderr, .format = LOG_FORMAT_TEXT};
     char err[512];
-    tool_t t = {0};
     if (loop_new(&t.loop, err, sizeof err)) {
         fprintf(stderr, "kube_watch_tool: %s\n", err);
         return 1;
@@ -153,7 +185,11 @@ int main(int argc, char **argv) {
         loop_free(t.loop);
         return 1;
     }
+    loop_timer_init(&t.tick, on_tick, &t);
+    if (t.tick_ns)
+        loop_timer_start(t.loop, &t.tick, clock_add_sat(loop_now(t.loop), t.tick_ns));
     int rc = loop_run(t.loop);
+    loop_timer_stop(t.loop, &t.tick);
     kube_client_free(t.client);
     loop_free(t.loop);
     return rc ? 1 : 0;

@@ -1,5 +1,6 @@
-/* test_kube_client.c - API URL parsing, the in-cluster configuration, and
- * the client's failure path on a real loop (nothing listening). The full
+/* test_kube_client.c - API URL parsing, the in-cluster configuration, the
+ * retry backoff and its reset rule (kube_backoff.h), TCP keepalive, and the
+ * client's failure path on a real loop (nothing listening). The full
  * list/watch flow runs against a fake API server in integration_kube_client. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,12 +12,14 @@
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "kube/kube_client.h"
+#include "kube/kube_backoff.h"
 #include "core/err.h"
 
 static void test_kube_client_parses_https_and_http_ip_urls(void **state) {
@@ -224,6 +227,135 @@ static void test_kube_client_new_rejects_bad_config(void **state) {
     loop_free(loop);
 }
 
+/* ---- backoff (pure) ---------------------------------------------------------------- */
+
+static void test_kube_backoff_doubles_to_the_cap_each_delay_in_half_to_full(void **state) {
+    (void)state;
+    kube_backoff_t b;
+    kube_backoff_init(&b, 100 * NS_PER_MS, 1600 * NS_PER_MS, 42);
+    const uint64_t base_ms[] = {100, 200, 400, 800, 1600, 1600, 1600, 1600};
+    for (size_t i = 0; i < sizeof base_ms / sizeof base_ms[0]; i++) {
+        uint64_t base = base_ms[i] * NS_PER_MS;
+        uint64_t d = kube_backoff_next(&b);
+        if (d < base / 2 || d > base)
+            fail_msg("delay %zu: %llu ns, want %llu..%llu", i, (unsigned long long)d,
+                     (unsigned long long)(base / 2), (unsigned long long)base);
+        assert_int_equal(b.attempts, i + 1);
+    }
+}
+
+static void test_kube_backoff_is_reproducible_from_its_seed(void **state) {
+    (void)state;
+    kube_backoff_t a, b, c;
+    kube_backoff_init(&a, NS_PER_SEC, 30 * NS_PER_SEC, 7);
+    kube_backoff_init(&b, NS_PER_SEC, 30 * NS_PER_SEC, 7);
+    kube_backoff_init(&c, NS_PER_SEC, 30 * NS_PER_SEC, 8);
+    int differ = 0;
+    for (int i = 0; i < 10; i++) {
+        uint64_t x = kube_backoff_next(&a);
+        assert_true(x == kube_backoff_next(&b));
+        differ += x != kube_backoff_next(&c);
+    }
+    assert_true(differ > 0);
+    /* seed 0 is a fixed seed too, not "no jitter" */
+    kube_backoff_init(&a, NS_PER_SEC, NS_PER_SEC, 0);
+    kube_backoff_init(&b, NS_PER_SEC, NS_PER_SEC, 0);
+    assert_true(kube_backoff_next(&a) == kube_backoff_next(&b));
+}
+
+static void test_kube_backoff_jitter_spreads_over_the_upper_half_only(void **state) {
+    (void)state;
+    kube_backoff_t b;
+    kube_backoff_init(&b, 1000, 1000, 99); /* base stays 1000 ns */
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint64_t d = kube_backoff_next(&b);
+        lo = d < lo ? d : lo;
+        hi = d > hi ? d : hi;
+    }
+    assert_true(lo >= 500 && lo < 600);
+    assert_true(hi <= 1000 && hi > 900);
+    /* a 1 ns base cannot be halved: the delay is the base */
+    kube_backoff_init(&b, 1, 1, 5);
+    assert_true(kube_backoff_next(&b) == 1);
+}
+
+static void test_kube_backoff_reset_starts_again_from_the_minimum(void **state) {
+    (void)state;
+    kube_backoff_t b;
+    kube_backoff_init(&b, 100, 100000, 3);
+    for (int i = 0; i < 11; i++) /* 100 ns doubled 10 times passes the cap */
+        kube_backoff_next(&b);
+    assert_true(kube_backoff_next(&b) >= 100000 / 2);
+    kube_backoff_reset(&b);
+    assert_int_equal(b.attempts, 0);
+    uint64_t d = kube_backoff_next(&b);
+    assert_true(d >= 50 && d <= 100);
+}
+
+/* Only a watch that lived resets the backoff: data 30 s or more after it
+ * was requested. A LIST is no watch; a watch that got its head and then
+ * nothing (last data 0) never lived, however long it stayed open. */
+static void test_kube_watch_lived_needs_data_after_the_minimum_life(void **state) {
+    (void)state;
+    mono_ns_t start = 100 * NS_PER_SEC, life = 30 * NS_PER_SEC;
+    assert_false(kube_watch_lived(start, 0, life));
+    assert_false(kube_watch_lived(start, start, life));
+    assert_false(kube_watch_lived(start, start + life - 1, life));
+    assert_true(kube_watch_lived(start, start + life, life));
+    assert_true(kube_watch_lived(start, start + 300 * NS_PER_SEC, life));
+    assert_false(kube_watch_lived(start, start - 1, life));
+}
+
+static void test_kube_client_config_defaults_bound_idle_and_lists(void **state) {
+    (void)state;
+    kube_client_config_t cfg;
+    kube_client_config_init(&cfg);
+    assert_true(cfg.watch_idle_ns <= 120 * NS_PER_SEC);
+    assert_true(cfg.watch_idle_ns >= 60 * NS_PER_SEC); /* one bookmark period at least */
+    assert_true(cfg.watch_min_life_ns == 30 * NS_PER_SEC);
+    assert_int_equal(cfg.list_max_items, 20000);
+    assert_int_equal(cfg.list_max_pages, 1000);
+    /* the assembled list, the new cache and the old one fit in the chart's 256 Mi */
+    assert_true(3 * (uint64_t)cfg.list_max_items * sizeof(pod_t) < (uint64_t)200 << 20);
+    loop_t *loop;
+    char err[256];
+    assert_int_equal(loop_new(&loop, err, sizeof err), 0);
+    snprintf(cfg.api_url, sizeof cfg.api_url, "http://127.0.0.1:1");
+    kube_client_t *c = NULL;
+    cfg.watch_idle_ns = 0;
+    assert_int_equal(kube_client_new(loop, &cfg, NULL, NULL, &c, err, sizeof err), KGS_EINVAL);
+    assert_non_null(strstr(err, "watch_idle_ns"));
+    kube_client_config_init(&cfg);
+    snprintf(cfg.api_url, sizeof cfg.api_url, "http://127.0.0.1:1");
+    cfg.list_max_items = 0;
+    assert_int_equal(kube_client_new(loop, &cfg, NULL, NULL, &c, err, sizeof err), KGS_EINVAL);
+    assert_non_null(strstr(err, "list_max_items"));
+    assert_null(c);
+    loop_free(loop);
+}
+
+static void test_kube_tcp_keepalive_sets_idle_interval_and_count(void **state) {
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    char err[200];
+    assert_int_equal(kube_tcp_keepalive(fd, err, sizeof err), 0);
+    int v = 0;
+    socklen_t vl = sizeof v;
+    assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, &vl), 0);
+    assert_int_equal(v, 1);
+    assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v, &vl), 0);
+    assert_int_equal(v, 30);
+    assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v, &vl), 0);
+    assert_int_equal(v, 10);
+    assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &v, &vl), 0);
+    assert_int_equal(v, 3);
+    close(fd);
+    assert_int_equal(kube_tcp_keepalive(-1, err, sizeof err), KGS_EIO);
+    assert_non_null(strstr(err, "setsockopt SO_KEEPALIVE 1: Bad file descriptor"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kube_client_parses_https_and_http_ip_urls),
@@ -232,6 +364,13 @@ int main(void) {
                                         setup_sa, teardown_sa),
         cmocka_unit_test(test_kube_client_reports_connection_refused_and_backs_off),
         cmocka_unit_test(test_kube_client_new_rejects_bad_config),
+        cmocka_unit_test(test_kube_backoff_doubles_to_the_cap_each_delay_in_half_to_full),
+        cmocka_unit_test(test_kube_backoff_is_reproducible_from_its_seed),
+        cmocka_unit_test(test_kube_backoff_jitter_spreads_over_the_upper_half_only),
+        cmocka_unit_test(test_kube_backoff_reset_starts_again_from_the_minimum),
+        cmocka_unit_test(test_kube_watch_lived_needs_data_after_the_minimum_life),
+        cmocka_unit_test(test_kube_client_config_defaults_bound_idle_and_lists),
+        cmocka_unit_test(test_kube_tcp_keepalive_sets_idle_interval_and_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

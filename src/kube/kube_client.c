@@ -151,7 +151,7 @@ void kube_client_config_init(kube_client_config_t *cfg) {
     cfg->backoff_max_ns = 30 * NS_PER_SEC;
     cfg->watch_idle_ns = 120 * NS_PER_SEC;
     cfg->watch_min_life_ns = 30 * NS_PER_SEC;
-    cfg->list_max_items = 20000;
+    cfg->list_max_items = 150000;
     cfg->list_max_pages = 1000;
 }
 

@@ -65,11 +65,16 @@ typedef struct {
     uint64_t watch_min_life_ns;
     /* The most items (pods, nodes, slices) and pages one list may assemble
      * across its continue chain; beyond either the list is refused, its
-     * pages freed, and retried after the backoff. Default 20,000 items (a
-     * pod is held in 2,960 bytes: 57 MiB assembled, and a relist briefly
-     * holds the assembled list, the new cache and the old one, ~170 MiB,
-     * inside the chart's 256 Mi limit) and 1,000 pages (a selector may
-     * make the server answer short pages). */
+     * pages freed, and retried after the backoff. Default 150,000 items,
+     * Kubernetes' own largest supported cluster ("no more than 150,000
+     * total pods", kubernetes.io/docs/setup/best-practices/cluster-large):
+     * a chain longer than any real cluster is an API that misbehaves. It
+     * bounds memory against that API, not a large cluster's needs: a pod
+     * is held in 2,960 bytes, and a relist briefly holds the assembled
+     * list, the new cache and the old one (~9 KiB a pod; the chart's
+     * 256 Mi fits ~20,000 pods, docs/operations.md "Limits"). And 1,000
+     * pages (a selector may make the server answer short pages; 150,000
+     * at the 500-item page is 300). */
     uint32_t list_max_items;
     uint32_t list_max_pages;
     uint64_t jitter_seed; /* 0: seeded from the clock; else reproducible delays */

@@ -18,13 +18,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/duration.h"
 #include "core/err.h"
 #include "core/flags.h"
 #include "core/roles.h"
 #include "core/suggest.h"
-#include "nvml/sampler.h"
-#include "scaler/scaler.h"
+#include "nvml/sampler_limits.h"
+#include "scaler/scaler_limits.h"
 
 const char server_usage_text[] =
     "Usage: keda-gpu-scaler [flags]\n"

@@ -17,9 +17,7 @@
 #include "core/log.h"
 #include "core/snapshot.h"
 #include "nvml/collector.h"
-
-#define SAMPLER_MIN_INTERVAL_NS (100 * NS_PER_MS)
-#define SAMPLER_DEFAULT_INTERVAL_NS (1 * NS_PER_SEC)
+#include "nvml/sampler_limits.h"
 
 typedef struct sampler sampler_t;
 

@@ -21,6 +21,7 @@
 #include "core/trigger_config.h"
 #include "net/grpc_server.h"
 #include "net/loop.h"
+#include "scaler/scaler_limits.h"
 #include "sources/source_hub.h"
 
 typedef struct scaler scaler_t;
@@ -84,13 +85,6 @@ typedef struct {
      * bounds evict. The server passes --source-idle. */
     uint64_t config_idle_ns;
 } scaler_opts_t;
-
-#define SCALER_DEFAULT_MAX_METADATA_ENTRIES 256u
-#define SCALER_DEFAULT_MAX_METADATA_BYTES (32u * 1024)
-#define SCALER_DEFAULT_CONFIG_CACHE_BYTES (32u * 1024 * 1024)
-/* Shared fairly by namespace (core/fair_share.h): one namespace alone may
- * pin half of it, about 580 distinct triggers. */
-#define SCALER_DEFAULT_MAX_STREAM_BYTES (32u * 1024 * 1024)
 
 /* What the budgets refused, and what the cache and the streams hold. */
 typedef struct {

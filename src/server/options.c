@@ -12,18 +12,20 @@
 #include "server/options.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/duration.h"
 #include "core/err.h"
 #include "core/flags.h"
 #include "core/roles.h"
 #include "core/suggest.h"
-#include "nvml/sampler.h"
-#include "scaler/scaler.h"
+#include "nvml/sampler_limits.h"
+#include "scaler/scaler_limits.h"
 
 const char server_usage_text[] =
     "Usage: keda-gpu-scaler [flags]\n"
@@ -240,120 +242,7 @@ const char server_usage_text_tenants[] =
     "calls a scaler as KEDA does and shows the replicas KEDA would choose\n"
     "(keda-gpu-scaler query --help).\n";
 
-typedef enum {
-    O_ROLE,
-    O_LISTEN_ADDRESS,
-    O_PORT,
-    O_METRICS_PORT,
-    O_PROBE_PORT,
-    O_SAMPLE_INTERVAL,
-    O_STALE_AFTER,
-    O_HEALTH_CHECK_INTERVAL,
-    O_NVML_LIBRARY,
-    O_NODE_NAME,
-    O_TLS_CERT,
-    O_TLS_KEY,
-    O_TLS_CLIENT_CA,
-    O_LOG_LEVEL,
-    O_LOG_FORMAT,
-    O_MAX_CONNECTIONS,
-    O_MAX_CONNECTIONS_PER_PEER,
-    O_IDLE_TIMEOUT,
-    O_SHUTDOWN_GRACE,
-    O_HANDSHAKE_TIMEOUT,
-    O_KUBELET_SOCKET,
-    O_PROC_ROOT,
-    O_AGENTS,
-    O_AGENTS_DNS,
-    O_AGENTS_TLS_CA,
-    O_AGENTS_TLS_CERT,
-    O_AGENTS_TLS_KEY,
-    O_AGENTS_TLS_SERVER_NAME,
-    O_KUBE_API,
-    O_KUBE_TOKEN_FILE,
-    O_KUBE_CA_FILE,
-    O_SOURCE_CA_FILE,
-    O_SOURCE_MAX_BYTES,
-    O_SOURCE_AUTH,
-    O_MAX_REQUEST_BYTES,
-    O_MAX_METADATA_ENTRIES,
-    O_MAX_METADATA_BYTES,
-    O_CONFIG_CACHE_BYTES,
-    O_MAX_STREAM_BYTES,
-    O_MAX_SOURCES,
-    O_MAX_SOURCES_PER_NS,
-    O_SOURCE_CREATE_RATE,
-    O_SOURCE_ALLOW_CIDRS,
-    O_SOURCE_ALLOW_PORTS,
-    O_ALLOW_CROSS_NAMESPACE,
-    O_MAX_BUFFERED_BYTES_PER_CONNECTION,
-    O_MAX_BUFFERED_BYTES,
-    /* issue 28: budgets shared between tenants */
-    O_SOURCE_READ_BYTES,
-    O_SOURCE_READ_RATE,
-    O_SUBSCRIPTION_BYTES,
-    O_SOURCE_IDLE,
-    O_COUNT
-} opt_id_t;
-
-/* Flag names, in opt_id_t order; the variable is derived from the name. */
-static const char *const opt_names[O_COUNT] = {
-    "role",
-    "listen-address",
-    "port",
-    "metrics-port",
-    "probe-port",
-    "sample-interval",
-    "stale-after",
-    "health-check-interval",
-    "nvml-library",
-    "node-name",
-    "tls-cert",
-    "tls-key",
-    "tls-client-ca",
-    "log-level",
-    "log-format",
-    "max-connections",
-    "max-connections-per-peer",
-    "idle-timeout",
-    "shutdown-grace",
-    "handshake-timeout",
-    "kubelet-socket",
-    "proc-root",
-    "agents",
-    "agents-dns",
-    "agents-tls-ca",
-    "agents-tls-cert",
-    "agents-tls-key",
-    "agents-tls-server-name",
-    "kube-api",
-    "kube-token-file",
-    "kube-ca-file",
-    "source-ca-file",
-    "source-max-bytes",
-    "source-auth",
-    "max-request-bytes",
-    "max-metadata-entries",
-    "max-metadata-bytes",
-    "config-cache-bytes",
-    "max-stream-bytes",
-    "max-sources",
-    "max-sources-per-namespace",
-    "source-create-rate",
-    "source-allow-cidrs",
-    "source-allow-ports",
-    "allow-cross-namespace",
-    "max-buffered-bytes-per-connection",
-    "max-buffered-bytes",
-    "source-read-bytes",
-    "source-read-rate",
-    "subscription-bytes",
-    "source-idle",
-};
-
 #define DEFAULT_HEALTH_CHECK_INTERVAL_NS (30 * NS_PER_SEC)
-#define DEFAULT_IDLE_TIMEOUT_NS (600 * NS_PER_SEC)
-#define DEFAULT_SHUTDOWN_GRACE_NS (5 * NS_PER_SEC)
 #define MIN_HEALTH_CHECK_INTERVAL_NS (100 * NS_PER_MS)
 
 /* Where one option's text came from: "--port" or "KEDA_GPU_SCALER_PORT". */
@@ -362,22 +251,41 @@ typedef struct {
     char source[64];
 } raw_t;
 
-static int unknown_flag(const char *arg, char *err, size_t errlen) {
-    const char *name = arg + (arg[1] == '-' ? 2 : 1);
-    size_t len = strcspn(name, "=");
-    const char *names[O_COUNT + 2];
-    for (int i = 0; i < O_COUNT; i++)
-        names[i] = opt_names[i];
-    names[O_COUNT] = "version"; /* the flags that take no value */
-    names[O_COUNT + 1] = "help";
-    const char *best = suggest_name(name, len, names, O_COUNT + 2);
-    if (best)
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "unknown flag %.*s (did you mean --%s?); see --help",
-                          (int)(len + (size_t)(name - arg)), arg, best);
-    return kgs_seterr(err, errlen, KGS_EINVAL, "unknown flag %.*s; see --help",
-                      (int)(len + (size_t)(name - arg)), arg);
-}
+/*
+ * What kind of value a flag takes, which says how its text is checked and
+ * what type its field in server_options_t has (the row's offset points at
+ * it). The few flags with rules of their own are OPT_CUSTOM.
+ */
+typedef enum {
+    OPT_PORT,         /* uint16_t, 0..65535 */
+    OPT_DURATION,     /* uint64_t ns, from min to max (0 = no max); hint tells the range */
+    OPT_UINT,         /* unsigned, from min to max; noun names it, hint ends the message */
+    OPT_COUNT,        /* size_t, from min to max; noun names the unit */
+    OPT_PATH,         /* const char *, not empty; noun names what the path is */
+    OPT_STRING,       /* const char *, taken as given */
+    OPT_ADDRESS,      /* const char *, a numeric IPv4 or IPv6 address */
+    OPT_PATH_OR_NONE, /* const char *, an absolute path, or "none" stored as NULL */
+    OPT_CUSTOM        /* parse() checks and stores it */
+} opt_kind_t;
+
+typedef int (*opt_parse_fn)(const raw_t *r, server_options_t *o, char *err, size_t errlen);
+
+/*
+ * One flag, in the spirit of Redis's standardConfig table (config.c): its
+ * name (the variable is derived from it), kind, field and default, and what
+ * its kind needs to check it and to word the error.
+ */
+typedef struct {
+    const char *name;
+    opt_kind_t kind;
+    size_t off;                  /* offsetof(server_options_t, field) */
+    unsigned long long def;      /* numeric kinds: the default (0 when absent) */
+    const char *def_text;        /* string kinds: the default; OPT_CUSTOM: text parse() takes */
+    unsigned long long min, max; /* OPT_DURATION (ns), OPT_UINT, OPT_COUNT */
+    const char *noun;            /* the value in messages: "byte count", "CA file" */
+    const char *hint;            /* the end of a range message (see the kinds) */
+    opt_parse_fn parse;          /* OPT_CUSTOM only */
+} opt_def_t;
 
 static int parse_bool(const char *v, const char *flag, bool *out, char *err, size_t errlen) {
     if (!v || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) {
@@ -425,6 +333,21 @@ static int parse_duration(const raw_t *r, uint64_t *out, char *err, size_t errle
     return 0;
 }
 
+/* A duration from d->min to d->max (0 = no max). Out of range, the message
+ * ends in d->hint, or without one names the minimum. */
+static int parse_duration_in(const opt_def_t *d, const raw_t *r, uint64_t *out, char *err,
+                             size_t errlen) {
+    char sub[192];
+    if (parse_duration(r, out, err, errlen))
+        return KGS_EINVAL;
+    if (*out >= d->min && (!d->max || *out <= d->max))
+        return 0;
+    if (d->hint)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s %s", r->source, r->text, d->hint);
+    return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s is too short: the minimum is %s", r->source,
+                      r->text, duration_format(d->min, sub, sizeof sub));
+}
+
 static int parse_nonempty(const raw_t *r, const char **out, const char *what, char *err,
                           size_t errlen) {
     if (!r->text[0])
@@ -453,18 +376,25 @@ static int parse_address(const raw_t *r, const char **out, char *err, size_t err
     return 0;
 }
 
-static int parse_node_name(const raw_t *r, const char **out, char *err, size_t errlen) {
-    size_t n = strlen(r->text);
-    if (n == 0 || n > 253)
+static int parse_path_or_none(const opt_def_t *d, const raw_t *r, const char **out, char *err,
+                              size_t errlen) {
+    if (!r->text[0] || (strcmp(r->text, "none") != 0 && r->text[0] != '/'))
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "%s: invalid node name (%zu bytes): must be 1 to 253 bytes", r->source,
-                          n);
-    for (const unsigned char *p = (const unsigned char *)r->text; *p; p++)
-        if (*p < 0x20 || *p == 0x7f)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: invalid node name: control character at byte %zu", r->source,
-                              (size_t)(p - (const unsigned char *)r->text));
-    *out = r->text;
+                          "%s: invalid %s \"%s\": must be an absolute path%s or none", r->source,
+                          d->noun, r->text, d->hint ? d->hint : "");
+    *out = strcmp(r->text, "none") == 0 ? NULL : r->text;
+    return 0;
+}
+
+/* A whole number from min to max, with no sign and no spaces; the
+ * message ends in d->hint. */
+static int parse_unsigned(const opt_def_t *d, const raw_t *r, unsigned *out, char *err,
+                          size_t errlen) {
+    unsigned long v;
+    if (!parse_uint(r->text, (unsigned long)d->max, &v) || v < d->min)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: invalid %s \"%s\": must be %llu..%llu%s",
+                          r->source, d->noun, r->text, d->min, d->max, d->hint ? d->hint : "");
+    *out = (unsigned)v;
     return 0;
 }
 
@@ -483,314 +413,366 @@ static int parse_count(const raw_t *r, unsigned long long min, unsigned long lon
     return 0;
 }
 
-static int apply(opt_id_t id, const raw_t *r, server_options_t *o, char *err, size_t errlen) {
-    char sub[192];
-    unsigned long v;
-    switch (id) {
-    case O_ROLE:
-        if (strcmp(r->text, "standalone") == 0) {
-            o->role = SERVER_ROLE_STANDALONE;
-            return 0;
-        }
-        if (strcmp(r->text, "agent") == 0) {
-            o->role = SERVER_ROLE_AGENT;
-            return 0;
-        }
-        if (strcmp(r->text, "aggregator") == 0) {
-            o->role = SERVER_ROLE_AGGREGATOR;
-            return 0;
-        }
+/* The custom rows. */
+
+static int parse_role(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    if (strcmp(r->text, "standalone") == 0) {
+        o->role = SERVER_ROLE_STANDALONE;
+        return 0;
+    }
+    if (strcmp(r->text, "agent") == 0) {
+        o->role = SERVER_ROLE_AGENT;
+        return 0;
+    }
+    if (strcmp(r->text, "aggregator") == 0) {
+        o->role = SERVER_ROLE_AGGREGATOR;
+        return 0;
+    }
+    return kgs_seterr(err, errlen, KGS_EINVAL,
+                      "%s: invalid role \"%s\": must be standalone, agent or aggregator", r->source,
+                      r->text);
+}
+
+static int parse_health_check_interval(const raw_t *r, server_options_t *o, char *err,
+                                       size_t errlen) {
+    if (parse_duration(r, &o->health_check_interval_ns, err, errlen))
+        return KGS_EINVAL;
+    if (o->health_check_interval_ns == 0) /* as the Go server: 0 means 30s */
+        o->health_check_interval_ns = DEFAULT_HEALTH_CHECK_INTERVAL_NS;
+    if (o->health_check_interval_ns < MIN_HEALTH_CHECK_INTERVAL_NS)
         return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "%s: invalid role \"%s\": must be standalone, agent or aggregator",
+                          "%s: %s is too short: the minimum is 100ms (0 means 30s)", r->source,
+                          r->text);
+    return 0;
+}
+
+static int parse_node_name(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    size_t n = strlen(r->text);
+    if (n == 0 || n > 253)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: invalid node name (%zu bytes): must be 1 to 253 bytes", r->source,
+                          n);
+    for (const unsigned char *p = (const unsigned char *)r->text; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return kgs_seterr(err, errlen, KGS_EINVAL,
+                              "%s: invalid node name: control character at byte %zu", r->source,
+                              (size_t)(p - (const unsigned char *)r->text));
+    o->node_name = r->text;
+    return 0;
+}
+
+static int parse_log_level(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    /* The Go server silently took anything unknown as info. */
+    if (strcmp(r->text, "off") == 0 || log_level_parse(r->text, &o->log_level, NULL, 0))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: invalid log level \"%s\": must be debug, info, warn or error",
                           r->source, r->text);
-    case O_LISTEN_ADDRESS:
-        return parse_address(r, &o->listen_address, err, errlen);
-    case O_PORT:
-        return parse_port(r, &o->port, err, errlen);
-    case O_METRICS_PORT:
-        return parse_port(r, &o->metrics_port, err, errlen);
-    case O_PROBE_PORT:
-        return parse_port(r, &o->probe_port, err, errlen);
-    case O_SAMPLE_INTERVAL:
-        if (parse_duration(r, &o->sample_interval_ns, err, errlen))
-            return KGS_EINVAL;
-        if (o->sample_interval_ns < SAMPLER_MIN_INTERVAL_NS)
-            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s is too short: the minimum is %s",
-                              r->source, r->text,
-                              duration_format(SAMPLER_MIN_INTERVAL_NS, sub, sizeof sub));
-        return 0;
-    case O_STALE_AFTER:
-        return parse_duration(r, &o->stale_after_ns, err, errlen);
-    case O_HEALTH_CHECK_INTERVAL:
-        if (parse_duration(r, &o->health_check_interval_ns, err, errlen))
-            return KGS_EINVAL;
-        if (o->health_check_interval_ns == 0) /* as the Go server: 0 means 30s */
-            o->health_check_interval_ns = DEFAULT_HEALTH_CHECK_INTERVAL_NS;
-        if (o->health_check_interval_ns < MIN_HEALTH_CHECK_INTERVAL_NS)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: %s is too short: the minimum is 100ms (0 means 30s)", r->source,
-                              r->text);
-        return 0;
-    case O_NVML_LIBRARY:
-        return parse_nonempty(r, &o->nvml_library, "library path", err, errlen);
-    case O_NODE_NAME:
-        return parse_node_name(r, &o->node_name, err, errlen);
-    case O_TLS_CERT:
-        return parse_nonempty(r, &o->tls_cert, "certificate file", err, errlen);
-    case O_TLS_KEY:
-        return parse_nonempty(r, &o->tls_key, "key file", err, errlen);
-    case O_TLS_CLIENT_CA:
-        return parse_nonempty(r, &o->tls_client_ca, "CA file", err, errlen);
-    case O_LOG_LEVEL:
-        /* The Go server silently took anything unknown as info. */
-        if (strcmp(r->text, "off") == 0 || log_level_parse(r->text, &o->log_level, NULL, 0))
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: invalid log level \"%s\": must be debug, info, warn or error",
-                              r->source, r->text);
-        return 0;
-    case O_LOG_FORMAT:
-        if (log_format_parse(r->text, &o->log_format, sub, sizeof sub))
-            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, sub);
-        return 0;
-    case O_MAX_CONNECTIONS:
-        if (!parse_uint(r->text, SERVER_MAX_MAX_CONNECTIONS, &v) || v == 0)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: invalid connection limit \"%s\": must be 1..%u", r->source,
-                              r->text, SERVER_MAX_MAX_CONNECTIONS);
-        o->max_connections = (unsigned)v;
-        return 0;
-    case O_MAX_CONNECTIONS_PER_PEER:
-        if (!parse_uint(r->text, SERVER_MAX_MAX_CONNECTIONS, &v) || v == 0)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: invalid connection limit \"%s\": must be 1..%u (default: "
-                              "half of --max-connections)",
-                              r->source, r->text, SERVER_MAX_MAX_CONNECTIONS);
-        o->max_connections_per_peer = (unsigned)v;
-        return 0;
-    case O_IDLE_TIMEOUT:
-        return parse_duration(r, &o->idle_timeout_ns, err, errlen);
-    case O_SHUTDOWN_GRACE:
-        return parse_duration(r, &o->shutdown_grace_ns, err, errlen);
-    case O_HANDSHAKE_TIMEOUT:
-        if (parse_duration(r, &o->handshake_timeout_ns, err, errlen) != 0)
-            return KGS_EINVAL;
-        if (o->handshake_timeout_ns < 100 * NS_PER_MS)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: %s is too short: a TLS handshake and the first request need "
-                              "at least 100ms (default 10s)",
-                              r->source, r->text);
-        return 0;
-    case O_KUBELET_SOCKET:
-        if (!r->text[0] || (strcmp(r->text, "none") != 0 && r->text[0] != '/'))
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: invalid kubelet socket \"%s\": must be an absolute path or "
-                              "none",
-                              r->source, r->text);
-        o->kubelet_socket = strcmp(r->text, "none") == 0 ? NULL : r->text;
-        return 0;
-    case O_PROC_ROOT:
-        if (!r->text[0] || (strcmp(r->text, "none") != 0 && r->text[0] != '/'))
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: invalid proc root \"%s\": must be an absolute path (/proc "
-                              "with hostPID) or none",
-                              r->source, r->text);
-        o->proc_root = strcmp(r->text, "none") == 0 ? NULL : r->text;
-        return 0;
-    case O_AGENTS:
-        if (!r->text[0])
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: needs a comma-separated list of HOST:PORT", r->source);
-        o->agents = r->text;
-        return 0;
-    case O_AGENTS_DNS:
-        if (!strchr(r->text, ':'))
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: invalid \"%s\": expected NAME:PORT (e.g. "
-                              "keda-gpu-scaler-agents.keda.svc:6000)",
-                              r->source, r->text);
-        o->agents_dns = r->text;
-        return 0;
-    case O_AGENTS_TLS_CA:
-        return parse_nonempty(r, &o->agents_tls_ca, "CA file", err, errlen);
-    case O_AGENTS_TLS_CERT:
-        return parse_nonempty(r, &o->agents_tls_cert, "certificate file", err, errlen);
-    case O_AGENTS_TLS_KEY:
-        return parse_nonempty(r, &o->agents_tls_key, "key file", err, errlen);
-    case O_AGENTS_TLS_SERVER_NAME: {
-        size_t n = strlen(r->text);
-        bool ok = n > 0 && n <= 253;
-        for (const char *c = r->text; ok && *c; c++)
-            ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-                 *c == '-' || *c == '.' || *c == ':' || *c == '*';
-        if (!ok)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: invalid name \"%s\": must be the DNS name (or IP) on the "
-                              "agents' certificate, e.g. keda-gpu-scaler-agents.keda.svc",
-                              r->source, r->text);
-        o->agents_tls_server_name = r->text;
-        return 0;
+    return 0;
+}
+
+static int parse_log_format(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    char sub[192];
+    if (log_format_parse(r->text, &o->log_format, sub, sizeof sub))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, sub);
+    return 0;
+}
+
+static int parse_agents(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    if (!r->text[0])
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: needs a comma-separated list of HOST:PORT",
+                          r->source);
+    o->agents = r->text;
+    return 0;
+}
+
+static int parse_agents_dns(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    if (!strchr(r->text, ':'))
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: invalid \"%s\": expected NAME:PORT (e.g. "
+                          "keda-gpu-scaler-agents.keda.svc:6000)",
+                          r->source, r->text);
+    o->agents_dns = r->text;
+    return 0;
+}
+
+static int parse_agents_tls_server_name(const raw_t *r, server_options_t *o, char *err,
+                                        size_t errlen) {
+    size_t n = strlen(r->text);
+    bool ok = n > 0 && n <= 253;
+    for (const char *c = r->text; ok && *c; c++)
+        ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+             *c == '-' || *c == '.' || *c == ':' || *c == '*';
+    if (!ok)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: invalid name \"%s\": must be the DNS name (or IP) on the "
+                          "agents' certificate, e.g. keda-gpu-scaler-agents.keda.svc",
+                          r->source, r->text);
+    o->agents_tls_server_name = r->text;
+    return 0;
+}
+
+/* Not OPT_COUNT: strtoull's leading spaces and '+' were always taken here,
+ * and the message names 256 MiB. */
+static int parse_source_max_bytes(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long bytes = strtoull(r->text, &end, 10);
+    if (!r->text[0] || *end || errno || r->text[0] == '-' || bytes < 4096 || bytes > 268435456ull)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: invalid byte count \"%s\": must be a whole number from 4096 "
+                          "to 268435456 (256 MiB)",
+                          r->source, r->text);
+    o->source_max_bytes = (size_t)bytes;
+    return 0;
+}
+
+static int parse_source_create_rate(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    char *end = NULL;
+    errno = 0;
+    double rate = strtod(r->text, &end);
+    unsigned long long burst = o->source_create_burst;
+    bool ok = end != r->text && !errno && rate >= 0.1 && rate <= 100000;
+    if (ok && strncmp(end, "/s", 2) == 0)
+        end += 2;
+    if (ok && *end == ',') {
+        char *bend = NULL;
+        burst = strtoull(end + 1, &bend, 10);
+        ok = bend != end + 1 && !*bend && end[1] >= '0' && end[1] <= '9' && burst >= 1 &&
+             burst <= 100000;
+    } else if (ok) {
+        ok = !*end;
     }
-    case O_KUBE_API:
-        o->kube_api = r->text;
+    if (!ok)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: invalid rate \"%s\": expected RATE[/s][,BURST], RATE 0.1 to "
+                          "100000 sources per second, BURST 1 to 100000 (e.g. 20/s,50)",
+                          r->source, r->text);
+    o->source_create_rate = rate;
+    o->source_create_burst = (size_t)burst;
+    return 0;
+}
+
+static int parse_source_auth(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    char why[400];
+    if (source_auth_parse(r->text, &o->source_auth, why, sizeof why) != 0)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "%s: %s; see --help and docs/configuration.md, \"Authenticated "
+                          "scrapes\"",
+                          r->source, why);
+    return 0;
+}
+
+/* The parsers of these lists name the flag in their message already; an
+ * environment variable is named in front of it. */
+static int why_names_flag(const raw_t *r, const char *why, char *err, size_t errlen) {
+    return r->source[0] == '-' ? kgs_seterr(err, errlen, KGS_EINVAL, "%s", why)
+                               : kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
+}
+
+static int parse_cross_ns(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    char why[400];
+    if (tenant_cross_ns_parse(r->text, &o->cross_ns, why, sizeof why) != 0)
+        return why_names_flag(r, why, err, errlen);
+    return 0;
+}
+
+static int parse_allow_cidrs(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    char why[300];
+    if (egress_parse_cidrs(r->text, &o->egress, why, sizeof why) != 0)
+        return why_names_flag(r, why, err, errlen);
+    return 0;
+}
+
+static int parse_allow_ports(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    char why[300];
+    if (egress_parse_ports(r->text, &o->egress, why, sizeof why) != 0)
+        return why_names_flag(r, why, err, errlen);
+    return 0;
+}
+
+#define F(field) offsetof(server_options_t, field)
+#define BIG ((unsigned long long)SIZE_MAX / 2)
+#define MIB (1024u * 1024)
+
+/*
+ * Every flag, in the order the flags and variables are applied (and so in
+ * which their errors are reported). The --help text is prose and written
+ * by hand; a unit test keeps it and this table naming the same flags.
+ * --version and --help take no value and are matched before the table.
+ */
+static const opt_def_t opt_table[] = {
+    {"role", OPT_CUSTOM, F(role), .def_text = "standalone", .parse = parse_role},
+    {"listen-address", OPT_ADDRESS, F(listen_address), .def_text = "0.0.0.0"},
+    {"port", OPT_PORT, F(port), .def = SERVER_DEFAULT_PORT},
+    {"metrics-port", OPT_PORT, F(metrics_port), .def = SERVER_DEFAULT_METRICS_PORT},
+    {"probe-port", OPT_PORT, F(probe_port), .def = SERVER_DEFAULT_PROBE_PORT},
+    {"sample-interval", OPT_DURATION, F(sample_interval_ns), .def = SAMPLER_DEFAULT_INTERVAL_NS,
+     .min = SAMPLER_MIN_INTERVAL_NS},
+    {"stale-after", OPT_DURATION, F(stale_after_ns)}, /* 0: 3 x --sample-interval */
+    {"health-check-interval", OPT_CUSTOM, F(health_check_interval_ns), .def_text = "30s",
+     .parse = parse_health_check_interval},
+    {"nvml-library", OPT_PATH, F(nvml_library), .noun = "library path"},
+    {"node-name", OPT_CUSTOM, F(node_name), .parse = parse_node_name},
+    {"tls-cert", OPT_PATH, F(tls_cert), .noun = "certificate file"},
+    {"tls-key", OPT_PATH, F(tls_key), .noun = "key file"},
+    {"tls-client-ca", OPT_PATH, F(tls_client_ca), .noun = "CA file"},
+    {"log-level", OPT_CUSTOM, F(log_level), .def_text = "info", .parse = parse_log_level},
+    {"log-format", OPT_CUSTOM, F(log_format), .def_text = "text", .parse = parse_log_format},
+    {"max-connections", OPT_UINT, F(max_connections), .def = SERVER_DEFAULT_MAX_CONNECTIONS,
+     .min = 1, .max = SERVER_MAX_MAX_CONNECTIONS, .noun = "connection limit"},
+    {"max-connections-per-peer", OPT_UINT, F(max_connections_per_peer), /* 0: half the cap */
+     .min = 1, .max = SERVER_MAX_MAX_CONNECTIONS, .noun = "connection limit",
+     .hint = " (default: half of --max-connections)"},
+    {"idle-timeout", OPT_DURATION, F(idle_timeout_ns), .def = 600 * NS_PER_SEC},
+    {"shutdown-grace", OPT_DURATION, F(shutdown_grace_ns), .def = 5 * NS_PER_SEC},
+    {"handshake-timeout", OPT_DURATION, F(handshake_timeout_ns), .def = 10 * NS_PER_SEC,
+     .min = 100 * NS_PER_MS,
+     .hint = "is too short: a TLS handshake and the first request need at least 100ms "
+             "(default 10s)"},
+    {"kubelet-socket", OPT_PATH_OR_NONE, F(kubelet_socket),
+     .def_text = "/var/lib/kubelet/pod-resources/kubelet.sock", .noun = "kubelet socket"},
+    {"proc-root", OPT_PATH_OR_NONE, F(proc_root), .noun = "proc root",
+     .hint = " (/proc with hostPID)"},
+    {"agents", OPT_CUSTOM, F(agents), .parse = parse_agents},
+    {"agents-dns", OPT_CUSTOM, F(agents_dns), .parse = parse_agents_dns},
+    {"agents-tls-ca", OPT_PATH, F(agents_tls_ca), .noun = "CA file"},
+    {"agents-tls-cert", OPT_PATH, F(agents_tls_cert), .noun = "certificate file"},
+    {"agents-tls-key", OPT_PATH, F(agents_tls_key), .noun = "key file"},
+    {"agents-tls-server-name", OPT_CUSTOM, F(agents_tls_server_name),
+     .parse = parse_agents_tls_server_name},
+    {"kube-api", OPT_STRING, F(kube_api)},
+    {"kube-token-file", OPT_STRING, F(kube_token_file)},
+    {"kube-ca-file", OPT_STRING, F(kube_ca_file)},
+    {"source-ca-file", OPT_PATH, F(source_ca_file), .noun = "CA file"},
+    {"source-max-bytes", OPT_CUSTOM, F(source_max_bytes), .def_text = "8388608",
+     .parse = parse_source_max_bytes},
+    {"source-auth", OPT_CUSTOM, F(source_auth), .parse = parse_source_auth},
+    {"max-request-bytes", OPT_COUNT, F(max_request_bytes), .def = SERVER_DEFAULT_MAX_REQUEST_BYTES,
+     .min = 1024, .max = 4194304, .noun = "byte count"},
+    {"max-metadata-entries", OPT_COUNT, F(max_metadata_entries),
+     .def = SCALER_DEFAULT_MAX_METADATA_ENTRIES, .min = 1, .max = 100000, .noun = "entry count"},
+    {"max-metadata-bytes", OPT_COUNT, F(max_metadata_bytes),
+     .def = SCALER_DEFAULT_MAX_METADATA_BYTES, .min = 256, .max = 4194304, .noun = "byte count"},
+    {"config-cache-bytes", OPT_COUNT, F(config_cache_bytes),
+     .def = SCALER_DEFAULT_CONFIG_CACHE_BYTES, .min = MIB, .max = BIG, .noun = "byte count"},
+    {"max-stream-bytes", OPT_COUNT, F(max_stream_bytes), .def = SCALER_DEFAULT_MAX_STREAM_BYTES,
+     .min = 65536, .max = BIG, .noun = "byte count"},
+    {"max-sources", OPT_COUNT, F(max_sources), .def = 1024, .min = 1, .max = 100000,
+     .noun = "source count"},
+    {"max-sources-per-namespace", OPT_COUNT, F(max_sources_per_ns), .def = 512, .min = 1,
+     .max = 100000, .noun = "source count"},
+    {"source-create-rate", OPT_CUSTOM, F(source_create_rate), .def_text = "100/s,512",
+     .parse = parse_source_create_rate}, /* and source_create_burst */
+    {"source-allow-cidrs", OPT_CUSTOM, F(egress), .parse = parse_allow_cidrs},
+    {"source-allow-ports", OPT_CUSTOM, F(egress), .parse = parse_allow_ports},
+    {"allow-cross-namespace", OPT_CUSTOM, F(cross_ns), .parse = parse_cross_ns},
+    /* 0: derived from --max-request-bytes after all are parsed */
+    {"max-buffered-bytes-per-connection", OPT_COUNT, F(max_buffered_bytes_per_connection),
+     .min = 65536, .max = 2147483647, .noun = "byte count"},
+    {"max-buffered-bytes", OPT_COUNT, F(max_buffered_bytes), .min = 65536, .max = BIG,
+     .noun = "byte count"},
+    /* issue 28: budgets shared between tenants */
+    {"source-read-bytes", OPT_COUNT, F(source_read_bytes), .def = 32 * MIB, .min = MIB, .max = BIG,
+     .noun = "byte count"},
+    {"source-read-rate", OPT_COUNT, F(source_read_rate), .def = 64 * MIB, .min = 65536, .max = BIG,
+     .noun = "bytes-per-second count"},
+    {"subscription-bytes", OPT_COUNT, F(subscription_bytes), .def = 16 * MIB, .min = MIB,
+     .max = BIG, .noun = "byte count"},
+    {"source-idle", OPT_DURATION, F(source_idle_ns), .def = 600 * NS_PER_SEC, .min = NS_PER_SEC,
+     .max = 86400 * NS_PER_SEC, .hint = "is out of range: 1s to 24h (default 10m)"},
+};
+
+#undef F
+#undef BIG
+#undef MIB
+
+#define OPT_N (sizeof opt_table / sizeof opt_table[0])
+
+const char *server_options_flag_name(size_t i) {
+    return i < OPT_N ? opt_table[i].name : NULL;
+}
+
+static int unknown_flag(const char *arg, char *err, size_t errlen) {
+    const char *name = arg + (arg[1] == '-' ? 2 : 1);
+    size_t len = strcspn(name, "=");
+    const char *names[OPT_N + 2];
+    for (size_t i = 0; i < OPT_N; i++)
+        names[i] = opt_table[i].name;
+    names[OPT_N] = "version"; /* the flags that take no value */
+    names[OPT_N + 1] = "help";
+    const char *best = suggest_name(name, len, names, OPT_N + 2);
+    if (best)
+        return kgs_seterr(err, errlen, KGS_EINVAL,
+                          "unknown flag %.*s (did you mean --%s?); see --help",
+                          (int)(len + (size_t)(name - arg)), arg, best);
+    return kgs_seterr(err, errlen, KGS_EINVAL, "unknown flag %.*s; see --help",
+                      (int)(len + (size_t)(name - arg)), arg);
+}
+
+/* Checks r's text as row d says and stores it in its field of *o. */
+static int apply(const opt_def_t *d, const raw_t *r, server_options_t *o, char *err,
+                 size_t errlen) {
+    void *field = (char *)o + d->off;
+    switch (d->kind) {
+    case OPT_PORT:
+        return parse_port(r, field, err, errlen);
+    case OPT_DURATION:
+        return parse_duration_in(d, r, field, err, errlen);
+    case OPT_UINT:
+        return parse_unsigned(d, r, field, err, errlen);
+    case OPT_COUNT:
+        return parse_count(r, d->min, d->max, d->noun, field, err, errlen);
+    case OPT_PATH:
+        return parse_nonempty(r, field, d->noun, err, errlen);
+    case OPT_STRING:
+        *(const char **)field = r->text;
         return 0;
-    case O_KUBE_TOKEN_FILE:
-        o->kube_token_file = r->text;
-        return 0;
-    case O_KUBE_CA_FILE:
-        o->kube_ca_file = r->text;
-        return 0;
-    case O_SOURCE_CA_FILE:
-        return parse_nonempty(r, &o->source_ca_file, "CA file", err, errlen);
-    case O_SOURCE_MAX_BYTES: {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long bytes = strtoull(r->text, &end, 10);
-        if (!r->text[0] || *end || errno || r->text[0] == '-' || bytes < 4096 ||
-            bytes > 268435456ull)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: invalid byte count \"%s\": must be a whole number from 4096 "
-                              "to 268435456 (256 MiB)",
-                              r->source, r->text);
-        o->source_max_bytes = (size_t)bytes;
-        return 0;
-    }
-    case O_MAX_REQUEST_BYTES:
-        return parse_count(r, 1024, 4194304, "byte count", &o->max_request_bytes, err, errlen);
-    case O_MAX_METADATA_ENTRIES:
-        return parse_count(r, 1, 100000, "entry count", &o->max_metadata_entries, err, errlen);
-    case O_MAX_METADATA_BYTES:
-        return parse_count(r, 256, 4194304, "byte count", &o->max_metadata_bytes, err, errlen);
-    case O_CONFIG_CACHE_BYTES:
-        return parse_count(r, 1048576, (unsigned long long)SIZE_MAX / 2, "byte count",
-                           &o->config_cache_bytes, err, errlen);
-    case O_MAX_STREAM_BYTES:
-        return parse_count(r, 65536, (unsigned long long)SIZE_MAX / 2, "byte count",
-                           &o->max_stream_bytes, err, errlen);
-    case O_MAX_SOURCES:
-        return parse_count(r, 1, 100000, "source count", &o->max_sources, err, errlen);
-    case O_MAX_SOURCES_PER_NS:
-        return parse_count(r, 1, 100000, "source count", &o->max_sources_per_ns, err, errlen);
-    case O_SOURCE_CREATE_RATE: {
-        char *end = NULL;
-        errno = 0;
-        double rate = strtod(r->text, &end);
-        unsigned long long burst = o->source_create_burst;
-        bool ok = end != r->text && !errno && rate >= 0.1 && rate <= 100000;
-        if (ok && strncmp(end, "/s", 2) == 0)
-            end += 2;
-        if (ok && *end == ',') {
-            char *bend = NULL;
-            burst = strtoull(end + 1, &bend, 10);
-            ok = bend != end + 1 && !*bend && end[1] >= '0' && end[1] <= '9' && burst >= 1 &&
-                 burst <= 100000;
-        } else if (ok) {
-            ok = !*end;
-        }
-        if (!ok)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: invalid rate \"%s\": expected RATE[/s][,BURST], RATE 0.1 to "
-                              "100000 sources per second, BURST 1 to 100000 (e.g. 20/s,50)",
-                              r->source, r->text);
-        o->source_create_rate = rate;
-        o->source_create_burst = (size_t)burst;
-        return 0;
-    }
-    case O_SOURCE_AUTH: {
-        char why[400];
-        if (source_auth_parse(r->text, &o->source_auth, why, sizeof why) != 0)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: %s; see --help and docs/configuration.md, \"Authenticated "
-                              "scrapes\"",
-                              r->source, why);
-        return 0;
-    }
-    case O_ALLOW_CROSS_NAMESPACE: {
-        char why[400];
-        if (tenant_cross_ns_parse(r->text, &o->cross_ns, why, sizeof why) != 0)
-            /* why names the flag; an environment variable is named too */
-            return r->source[0] == '-'
-                       ? kgs_seterr(err, errlen, KGS_EINVAL, "%s", why)
-                       : kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
-        return 0;
-    }
-    case O_SOURCE_ALLOW_CIDRS: {
-        char why[300];
-        if (egress_parse_cidrs(r->text, &o->egress, why, sizeof why) != 0)
-            /* why names the flag; an environment variable is named too */
-            return r->source[0] == '-'
-                       ? kgs_seterr(err, errlen, KGS_EINVAL, "%s", why)
-                       : kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
-        return 0;
-    }
-    case O_SOURCE_ALLOW_PORTS: {
-        char why[300];
-        if (egress_parse_ports(r->text, &o->egress, why, sizeof why) != 0)
-            /* why names the flag; an environment variable is named too */
-            return r->source[0] == '-'
-                       ? kgs_seterr(err, errlen, KGS_EINVAL, "%s", why)
-                       : kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, why);
-        return 0;
-    }
-    case O_MAX_BUFFERED_BYTES_PER_CONNECTION:
-        return parse_count(r, 65536, 2147483647, "byte count",
-                           &o->max_buffered_bytes_per_connection, err, errlen);
-    case O_MAX_BUFFERED_BYTES:
-        return parse_count(r, 65536, (unsigned long long)SIZE_MAX / 2, "byte count",
-                           &o->max_buffered_bytes, err, errlen);
-    case O_SOURCE_READ_BYTES:
-        return parse_count(r, 1048576, (unsigned long long)SIZE_MAX / 2, "byte count",
-                           &o->source_read_bytes, err, errlen);
-    case O_SOURCE_READ_RATE:
-        return parse_count(r, 65536, (unsigned long long)SIZE_MAX / 2, "bytes-per-second count",
-                           &o->source_read_rate, err, errlen);
-    case O_SUBSCRIPTION_BYTES:
-        return parse_count(r, 1048576, (unsigned long long)SIZE_MAX / 2, "byte count",
-                           &o->subscription_bytes, err, errlen);
-    case O_SOURCE_IDLE:
-        if (parse_duration(r, &o->source_idle_ns, err, errlen) != 0)
-            return KGS_EINVAL;
-        if (o->source_idle_ns < NS_PER_SEC || o->source_idle_ns > 86400 * NS_PER_SEC)
-            return kgs_seterr(err, errlen, KGS_EINVAL,
-                              "%s: %s is out of range: 1s to 24h (default 10m)", r->source,
-                              r->text);
-        return 0;
-    case O_COUNT:
-        break;
+    case OPT_ADDRESS:
+        return parse_address(r, field, err, errlen);
+    case OPT_PATH_OR_NONE:
+        return parse_path_or_none(d, r, field, err, errlen);
+    case OPT_CUSTOM:
+        return d->parse(r, o, err, errlen);
     }
     return 0;
 }
 
 static void set_defaults(server_options_t *o) {
     memset(o, 0, sizeof *o);
-    o->role = SERVER_ROLE_STANDALONE;
-    o->kubelet_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
-    o->listen_address = "0.0.0.0";
-    o->port = SERVER_DEFAULT_PORT;
-    o->metrics_port = SERVER_DEFAULT_METRICS_PORT;
-    o->probe_port = SERVER_DEFAULT_PROBE_PORT;
-    o->sample_interval_ns = SAMPLER_DEFAULT_INTERVAL_NS;
-    o->stale_after_ns = 0;
-    o->health_check_interval_ns = DEFAULT_HEALTH_CHECK_INTERVAL_NS;
-    o->log_level = LOG_INFO;
-    o->log_format = LOG_FORMAT_TEXT;
-    o->max_connections = SERVER_DEFAULT_MAX_CONNECTIONS;
-    o->idle_timeout_ns = DEFAULT_IDLE_TIMEOUT_NS;
-    o->shutdown_grace_ns = DEFAULT_SHUTDOWN_GRACE_NS;
-    o->handshake_timeout_ns = 10 * NS_PER_SEC;
-    o->source_max_bytes = 8u * 1024 * 1024;
-    o->max_request_bytes = SERVER_DEFAULT_MAX_REQUEST_BYTES;
-    o->max_metadata_entries = SCALER_DEFAULT_MAX_METADATA_ENTRIES;
-    o->max_metadata_bytes = SCALER_DEFAULT_MAX_METADATA_BYTES;
-    o->config_cache_bytes = SCALER_DEFAULT_CONFIG_CACHE_BYTES;
-    o->max_stream_bytes = SCALER_DEFAULT_MAX_STREAM_BYTES;
-    o->max_sources = 1024;
-    o->max_sources_per_ns = 512;
-    o->source_create_rate = 100;
-    o->source_create_burst = 512;
-    o->source_read_bytes = 32u * 1024 * 1024;
-    o->source_read_rate = 64u * 1024 * 1024;
-    o->subscription_bytes = 16u * 1024 * 1024;
-    o->source_idle_ns = 600 * NS_PER_SEC;
+    for (size_t i = 0; i < OPT_N; i++) {
+        const opt_def_t *d = &opt_table[i];
+        void *field = (char *)o + d->off;
+        switch (d->kind) {
+        case OPT_PORT:
+            *(uint16_t *)field = (uint16_t)d->def;
+            break;
+        case OPT_DURATION:
+            *(uint64_t *)field = (uint64_t)d->def;
+            break;
+        case OPT_UINT:
+            *(unsigned *)field = (unsigned)d->def;
+            break;
+        case OPT_COUNT:
+            *(size_t *)field = (size_t)d->def;
+            break;
+        case OPT_PATH:
+        case OPT_STRING:
+        case OPT_ADDRESS:
+        case OPT_PATH_OR_NONE:
+            *(const char **)field = d->def_text;
+            break;
+        case OPT_CUSTOM:
+            /* The default is text the row's own parser takes, so it is
+             * checked like a flag's; failing would be a bug in the table. */
+            if (d->def_text) {
+                raw_t r = {.text = d->def_text, .source = "default"};
+                int rc = d->parse(&r, o, NULL, 0);
+                assert(rc == 0);
+                (void)rc;
+            }
+            break;
+        }
+    }
 }
 
 static void env_name(const char *flag, char *out, size_t outlen) {
@@ -800,17 +782,20 @@ static void env_name(const char *flag, char *out, size_t outlen) {
     out[n] = '\0';
 }
 
-static const char *src_or_flag(const raw_t *raw, opt_id_t id, char *buf, size_t buflen) {
-    if (raw[id].text)
-        return raw[id].source;
-    snprintf(buf, buflen, "--%s", opt_names[id]);
+/* The name an error should give for the flag `name`: where its text came
+ * from ("--port" or "KEDA_GPU_SCALER_PORT"), or "--NAME" when not given. */
+static const char *src_or_flag(const raw_t *raw, const char *name, char *buf, size_t buflen) {
+    for (size_t k = 0; k < OPT_N; k++)
+        if (raw[k].text && strcmp(opt_table[k].name, name) == 0)
+            return raw[k].source;
+    snprintf(buf, buflen, "--%s", name);
     return buf;
 }
 
 /* Two ports that are both enabled must differ, or the second bind fails
  * later with a less helpful message. */
 static int check_ports(const server_options_t *o, const raw_t *raw, char *err, size_t errlen) {
-    static const opt_id_t ids[] = {O_PORT, O_METRICS_PORT, O_PROBE_PORT};
+    static const char *const names[] = {"port", "metrics-port", "probe-port"};
     const uint16_t vals[] = {o->port, o->metrics_port, o->probe_port};
     char b1[64], b2[64];
     for (size_t i = 0; i < 3; i++)
@@ -819,15 +804,15 @@ static int check_ports(const server_options_t *o, const raw_t *raw, char *err, s
                 return kgs_seterr(err, errlen, KGS_EINVAL,
                                   "%s and %s are both %u: use different ports (0 disables "
                                   "--metrics-port or --probe-port)",
-                                  src_or_flag(raw, ids[i], b1, sizeof b1),
-                                  src_or_flag(raw, ids[j], b2, sizeof b2), (unsigned)vals[i]);
+                                  src_or_flag(raw, names[i], b1, sizeof b1),
+                                  src_or_flag(raw, names[j], b2, sizeof b2), (unsigned)vals[i]);
     return 0;
 }
 
 int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, server_options_t *o,
                          char *err, size_t errlen) {
     set_defaults(o);
-    raw_t raw[O_COUNT];
+    raw_t raw[OPT_N];
     memset(raw, 0, sizeof raw);
     int first_err = 0;
     char first_msg[512] = "", first_text[512] = "";
@@ -853,20 +838,20 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
             rc = parse_bool(iv, "help", &o->help, first_msg, sizeof first_msg);
             matched = true;
         }
-        for (int k = 0; !matched && k < O_COUNT; k++) {
-            if (!flag_match(a, opt_names[k], &iv))
+        for (size_t k = 0; !matched && k < OPT_N; k++) {
+            if (!flag_match(a, opt_table[k].name, &iv))
                 continue;
             matched = true;
             if (!iv) {
                 if (i + 1 >= argc) {
                     rc = kgs_seterr(first_msg, sizeof first_msg, KGS_EINVAL,
-                                    "flag --%s needs a value", opt_names[k]);
+                                    "flag --%s needs a value", opt_table[k].name);
                     break;
                 }
                 iv = argv[++i];
             }
             raw[k].text = iv;
-            snprintf(raw[k].source, sizeof raw[k].source, "--%s", opt_names[k]);
+            snprintf(raw[k].source, sizeof raw[k].source, "--%s", opt_table[k].name);
         }
         if (!matched) {
             if (a[0] == '-' && a[1] != '\0')
@@ -889,10 +874,10 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
         return kgs_seterr(err, errlen, first_err, "%s", first_text);
 
     /* Pass 2: variables fill what no flag gave, then everything is checked. */
-    for (int k = 0; k < O_COUNT; k++) {
+    for (size_t k = 0; k < OPT_N; k++) {
         if (!raw[k].text && get) {
             char name[64];
-            env_name(opt_names[k], name, sizeof name);
+            env_name(opt_table[k].name, name, sizeof name);
             const char *v = get(name, ud);
             if (v && v[0]) {
                 raw[k].text = v;
@@ -900,7 +885,7 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
             }
         }
         if (raw[k].text) {
-            int rc = apply((opt_id_t)k, &raw[k], o, err, errlen);
+            int rc = apply(&opt_table[k], &raw[k], o, err, errlen);
             if (rc)
                 return rc;
         }
@@ -915,9 +900,9 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s %s must be longer than %s %s: a snapshot is that old "
                           "just before the next one",
-                          src_or_flag(raw, O_STALE_AFTER, b1, sizeof b1),
+                          src_or_flag(raw, "stale-after", b1, sizeof b1),
                           duration_format(o->stale_after_ns, d1, sizeof d1),
-                          src_or_flag(raw, O_SAMPLE_INTERVAL, b2, sizeof b2),
+                          src_or_flag(raw, "sample-interval", b2, sizeof b2),
                           duration_format(o->sample_interval_ns, d2, sizeof d2));
     }
     /* The buffered-bytes budgets hold at least one request: defaults grow
@@ -931,7 +916,7 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s %zu is less than one request message: at least %zu "
                           "(--max-request-bytes %zu + 5 bytes of gRPC framing)",
-                          src_or_flag(raw, O_MAX_BUFFERED_BYTES_PER_CONNECTION, b1, sizeof b1),
+                          src_or_flag(raw, "max-buffered-bytes-per-connection", b1, sizeof b1),
                           o->max_buffered_bytes_per_connection, one, o->max_request_bytes);
     if (!o->max_buffered_bytes)
         o->max_buffered_bytes = o->max_buffered_bytes_per_connection > SERVER_DEFAULT_MAX_BUFFERED
@@ -940,40 +925,40 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
     else if (o->max_buffered_bytes < o->max_buffered_bytes_per_connection)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s %zu is less than the per-connection budget %zu: at least that",
-                          src_or_flag(raw, O_MAX_BUFFERED_BYTES, b1, sizeof b1),
+                          src_or_flag(raw, "max-buffered-bytes", b1, sizeof b1),
                           o->max_buffered_bytes, o->max_buffered_bytes_per_connection);
     if (o->tls_cert && !o->tls_key)
         return kgs_seterr(err, errlen, KGS_EINVAL, "%s needs --tls-key: give both or neither",
-                          src_or_flag(raw, O_TLS_CERT, b1, sizeof b1));
+                          src_or_flag(raw, "tls-cert", b1, sizeof b1));
     if (o->tls_key && !o->tls_cert)
         return kgs_seterr(err, errlen, KGS_EINVAL, "%s needs --tls-cert: give both or neither",
-                          src_or_flag(raw, O_TLS_KEY, b1, sizeof b1));
+                          src_or_flag(raw, "tls-key", b1, sizeof b1));
     if (o->tls_client_ca && !o->tls_cert)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s needs --tls-cert and --tls-key: client certificates are checked "
                           "only on a TLS listener",
-                          src_or_flag(raw, O_TLS_CLIENT_CA, b1, sizeof b1));
+                          src_or_flag(raw, "tls-client-ca", b1, sizeof b1));
     if (o->role == SERVER_ROLE_AGENT && o->tls_cert && !o->tls_client_ca)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "--role agent with %s needs --tls-client-ca: an agent's Watch gives "
                           "every pod's name on the node to whoever calls it, so with TLS the "
                           "aggregators must prove themselves with client certificates "
                           "(--agents-tls-cert on the aggregator)",
-                          src_or_flag(raw, O_TLS_CERT, b1, sizeof b1));
+                          src_or_flag(raw, "tls-cert", b1, sizeof b1));
     if (o->agents_tls_cert && !o->agents_tls_key)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s needs --agents-tls-key: give both or neither",
-                          src_or_flag(raw, O_AGENTS_TLS_CERT, b1, sizeof b1));
+                          src_or_flag(raw, "agents-tls-cert", b1, sizeof b1));
     if (o->agents_tls_key && !o->agents_tls_cert)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s needs --agents-tls-cert: give both or neither",
-                          src_or_flag(raw, O_AGENTS_TLS_KEY, b1, sizeof b1));
+                          src_or_flag(raw, "agents-tls-key", b1, sizeof b1));
     if (!o->agents_tls_ca && (o->agents_tls_cert || o->agents_tls_server_name))
         return kgs_seterr(
             err, errlen, KGS_EINVAL,
             "%s needs --agents-tls-ca: TLS to the agents is on only with the CA "
             "that signed the agents' certificates",
-            src_or_flag(raw, o->agents_tls_cert ? O_AGENTS_TLS_CERT : O_AGENTS_TLS_SERVER_NAME, b1,
+            src_or_flag(raw, o->agents_tls_cert ? "agents-tls-cert" : "agents-tls-server-name", b1,
                         sizeof b1));
     if (o->role == SERVER_ROLE_AGGREGATOR && !o->agents && !o->agents_dns)
         return kgs_seterr(err, errlen, KGS_EINVAL,
@@ -983,11 +968,11 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s is for --role standalone and aggregator: an agent reads no engine "
                           "or queue sources",
-                          src_or_flag(raw, O_SOURCE_AUTH, b1, sizeof b1));
+                          src_or_flag(raw, "source-auth", b1, sizeof b1));
     if (o->role != SERVER_ROLE_AGGREGATOR && o->cross_ns.n)
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s is for --role aggregator: only it selects pods (podSelector)",
-                          src_or_flag(raw, O_ALLOW_CROSS_NAMESPACE, b1, sizeof b1));
+                          src_or_flag(raw, "allow-cross-namespace", b1, sizeof b1));
     if (o->role != SERVER_ROLE_AGGREGATOR && (o->agents || o->agents_dns || o->kube_api))
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "--agents, --agents-dns and --kube-api are for --role aggregator");
@@ -995,7 +980,7 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "%s is for --role aggregator (how it dials the agents); an agent "
                           "takes --tls-cert, --tls-key and --tls-client-ca",
-                          src_or_flag(raw, O_AGENTS_TLS_CA, b1, sizeof b1));
+                          src_or_flag(raw, "agents-tls-ca", b1, sizeof b1));
     return check_ports(o, raw, err, errlen);
 }
 

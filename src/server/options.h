@@ -126,6 +126,11 @@ int server_options_parse(int argc, char **argv, env_getter_fn get, void *ud, ser
 void server_options_start_line(const server_options_t *o, const char *version, const char *node,
                                unsigned port, bool tls, char *buf, size_t len);
 
+/* The name of the i-th flag that takes a value ("metrics-port", no dashes),
+ * in the order they are applied; NULL past the last. For tests that check
+ * the --help text against the flags. */
+const char *server_options_flag_name(size_t i);
+
 /* The --help text, in parts (print all, in this order). */
 extern const char server_usage_text[];
 extern const char server_usage_text_more[];

@@ -1,8 +1,11 @@
 /* test_options.c - keda-gpu-scaler flags and KEDA_GPU_SCALER_* variables. */
+#include <ctype.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -733,6 +736,49 @@ static void test_options_usage_teaches_flags_variables_and_examples(void **state
 
 /* The aggregator reads no NVML: its start-up line must not claim to sample
  * it, nor name a sampling interval for GPUs it does not read. */
+/* Every flag in the table appears in --help, and every --flag that --help
+ * names is in the table, so the hand-written text and the table cannot
+ * drift apart. --help and --version take no value and are not rows;
+ * --address and --metadata belong to the query subcommand's synopsis. */
+static void test_options_usage_and_flag_table_name_the_same_flags(void **state) {
+    (void)state;
+    static const char *const not_rows[] = {"help", "version", "address", "metadata"};
+    char usage[16384];
+    snprintf(usage, sizeof usage, "%s%s%s%s%s", server_usage_text, server_usage_text_more,
+             server_usage_text_end, server_usage_text_budgets, server_usage_text_tenants);
+    assert_true(strlen(usage) < sizeof usage - 1);
+
+    size_t rows = 0;
+    for (const char *name; (name = server_options_flag_name(rows)) != NULL; rows++) {
+        bool found = false;
+        size_t n = strlen(name);
+        for (const char *p = usage; !found && (p = strstr(p, "--")) != NULL; p += 2)
+            found = strncmp(p + 2, name, n) == 0 &&
+                    !(p[2 + n] == '-' || islower((unsigned char)p[2 + n]));
+        if (!found)
+            fail_msg("--%s is a flag but --help does not name it", name);
+    }
+    assert_true(rows > 40);
+
+    size_t named = 0;
+    for (const char *p = usage; (p = strstr(p, "--")) != NULL; p += 2) {
+        const char *name = p + 2;
+        size_t n = strspn(name, "abcdefghijklmnopqrstuvwxyz-");
+        if (n == 0)
+            continue;
+        bool known = false;
+        for (size_t i = 0; !known && i < sizeof not_rows / sizeof not_rows[0]; i++)
+            known = strlen(not_rows[i]) == n && strncmp(not_rows[i], name, n) == 0;
+        for (size_t i = 0; !known && server_options_flag_name(i); i++)
+            known = strlen(server_options_flag_name(i)) == n &&
+                    strncmp(server_options_flag_name(i), name, n) == 0;
+        if (!known)
+            fail_msg("--help names --%.*s, which is not a flag", (int)n, name);
+        named++;
+    }
+    assert_true(named >= rows);
+}
+
 static void test_options_start_line_says_what_the_role_reads(void **state) {
     (void)state;
     server_options_t o;
@@ -787,6 +833,7 @@ int main(void) {
         cmocka_unit_test(test_options_empty_variable_counts_as_unset),
         cmocka_unit_test(test_options_null_getter_reads_no_environment),
         cmocka_unit_test(test_options_usage_teaches_flags_variables_and_examples),
+        cmocka_unit_test(test_options_usage_and_flag_table_name_the_same_flags),
         cmocka_unit_test(test_options_start_line_says_what_the_role_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

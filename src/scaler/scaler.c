@@ -159,14 +159,18 @@ static int eval_grpc_code(eval_status_t st) {
                                            : GRPC_FAILED_PRECONDITION;
 }
 
-/* Finishes a call with an error and logs it, naming the ScaledObject. */
+/* The call's name in a log line. SCALER_RPC_OTHER reaches fail_call()
+ * only from Explain (an unknown method is answered UNIMPLEMENTED before
+ * anything is logged): its line said "unknown method" for Explain's
+ * refusals, as a real driver's first run showed. */
 static const char *rpc_name(scaler_rpc_t rpc) {
     static const char *const names[] = {"IsActive",     "StreamIsActive",   "GetMetricSpec",
                                         "GetMetrics",   "StreamMetricSpec", "Health/Check",
-                                        "Health/Watch", "unknown method"};
+                                        "Health/Watch", "Explain"};
     return (unsigned)rpc < sizeof names / sizeof names[0] ? names[rpc] : "?";
 }
 
+/* Finishes a call with an error and logs it, naming the ScaledObject. */
 static void fail_call(scaler_t *s, grpc_call_t *call, scaler_rpc_t rpc, mono_ns_t t0,
                       const char *ref, const char *metric, int code, const char *msg) {
     const char *who = ref && ref[0] ? ref : "(no ScaledObject)";

@@ -25,7 +25,7 @@ typedef struct {
     nvmlReturn_t nvl_rc;
     unsigned long long nvl_tx_kib, nvl_rx_kib;
     long long nvl_ts_us;
-    unsigned calls;
+    unsigned calls, pcie_calls, pcie_tx_kbps;
 } fake_gpu_t;
 
 static struct {
@@ -116,7 +116,8 @@ static nvmlReturn_t f_pcie(nvmlDevice_t d, nvmlPcieUtilCounter_t c, unsigned *v)
     fake_gpu_t *g = G(d);
     if (g->all_rc)
         return g->all_rc;
-    *v = c == NVML_PCIE_UTIL_TX_BYTES ? 100 : 200;
+    g->pcie_calls++;
+    *v = c == NVML_PCIE_UTIL_TX_BYTES ? (g->pcie_tx_kbps ? g->pcie_tx_kbps : 100) : 200;
     return NVML_SUCCESS;
 }
 static nvmlReturn_t f_fields(nvmlDevice_t d, int n, nvmlFieldValue_t *fv) {
@@ -290,6 +291,33 @@ static void test_collector_nvlink_rate_needs_two_readings_and_survives_reset(voi
     s = sweep(c, 3 * NS_PER_SEC);
     assert_false(gpu_has(&s->gpus[0], GPU_F_NVLINK_TX));
     assert_true(gpu_has(&s->gpus[0], GPU_F_NVLINK_RX));
+    snapshot_unref(s);
+    nvml_collector_free(c);
+}
+
+/* PCIe throughput blocks 20 ms a call on a real driver (42 of 48 ms of an
+ * H100's sweep): it is read at the first sweep and then at most every
+ * 10 s, the last reading kept in the snapshots between. */
+static void test_collector_pcie_is_read_every_10_s_and_kept_between(void **state) {
+    (void)state;
+    nvml_collector_t *c;
+    assert_int_equal(nvml_collector_new(&api, NULL, "n", &c), 0);
+    snapshot_t *s = sweep(c, NS_PER_SEC);
+    assert_int_equal(F.gpu[0].pcie_calls, 2); /* TX and RX */
+    assert_true(gpu_has(&s->gpus[0], GPU_F_PCIE_TX));
+    assert_float_equal(s->gpus[0].pcie_tx_bytes_per_s, 100.0 * 1024, 1e-9);
+    snapshot_unref(s);
+    F.gpu[0].pcie_tx_kbps = 300;
+    for (int i = 2; i <= 10; i++) { /* sweeps every second: the reading is kept */
+        s = sweep(c, (mono_ns_t)i * NS_PER_SEC);
+        assert_true(gpu_has(&s->gpus[0], GPU_F_PCIE_TX));
+        assert_float_equal(s->gpus[0].pcie_tx_bytes_per_s, 100.0 * 1024, 1e-9);
+        snapshot_unref(s);
+    }
+    assert_int_equal(F.gpu[0].pcie_calls, 2);
+    s = sweep(c, 11 * NS_PER_SEC); /* 10 s after the first read */
+    assert_int_equal(F.gpu[0].pcie_calls, 4);
+    assert_float_equal(s->gpus[0].pcie_tx_bytes_per_s, 300.0 * 1024, 1e-9);
     snapshot_unref(s);
     nvml_collector_free(c);
 }
@@ -577,6 +605,7 @@ int main(void) {
                                setup),
         cmocka_unit_test_setup(test_collector_nvlink_rate_needs_two_readings_and_survives_reset,
                                setup),
+        cmocka_unit_test_setup(test_collector_pcie_is_read_every_10_s_and_kept_between, setup),
         cmocka_unit_test_setup(test_collector_nvlink_not_supported_is_absent, setup),
         cmocka_unit_test_setup(test_collector_init_failure_backs_off_then_recovers, setup),
         cmocka_unit_test_setup(test_collector_init_failure_carries_the_librarys_words, setup),

@@ -693,9 +693,14 @@ static void procs_merge(nvml_collector_t *c, proc_list_t *pl, unsigned n) {
     }
 }
 
-/* Per-process utilisation since the last sweep: the mean of each pid's
- * samples newer than *last_seen_us. NOT_FOUND (no sample newer) is a known
- * "every process idle". A listed process without a sample was idle too. */
+/* Per-process utilisation: the mean of each pid's samples since the last
+ * sweep, and never over less than the last second. The driver samples a
+ * process every 1/6 s to 1 s, so a window shorter than that (a one-shot
+ * run's second sweep comes 150 ms after its first) may hold no sample
+ * while a process runs flat out: on an H100 a matmul at 99 % read 0.
+ * Over a second, NOT_FOUND (no sample newer) is a known "every process
+ * idle", and a listed process without a sample was idle too. */
+#define PROC_UTIL_MIN_WINDOW_US 1000000ull
 static void sample_process_util(nvml_collector_t *c, nvmlDevice_t dev, proc_list_t *pl,
                                 unsigned long long *last_seen_us) {
     const nvml_api_t *a = c->api;
@@ -703,13 +708,15 @@ static void sample_process_util(nvml_collector_t *c, nvmlDevice_t dev, proc_list
         pl->util_code = 0;
         return;
     }
-    if (*last_seen_us == 0) { /* first sweep: the last second, not the whole ring buffer */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        *last_seen_us =
-            (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000u;
-        *last_seen_us = *last_seen_us > 1000000ull ? *last_seen_us - 1000000ull : 0;
-    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unsigned long long now_us =
+        (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000u;
+    unsigned long long window_start =
+        now_us > PROC_UTIL_MIN_WINDOW_US ? now_us - PROC_UTIL_MIN_WINDOW_US : 0;
+    /* the first sweep: the last second, not the whole ring buffer */
+    if (*last_seen_us == 0 || *last_seen_us > window_start)
+        *last_seen_us = window_start;
     unsigned count = 0;
     nvmlReturn_t r = NVML_ERROR_INSUFFICIENT_SIZE;
     for (int attempt = 0; attempt < 4 && r == NVML_ERROR_INSUFFICIENT_SIZE; attempt++) {

@@ -732,8 +732,11 @@ static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t 
                  "Explain shows the decision of a trigger that reads engines or queues; this "
                  "trigger is metricType %s, whose value is the GPU metric itself",
                  metric_type_name(cfg->metric_type));
-        fail_call(s, call, SCALER_RPC_OTHER, t0, ref, cfg->metric_name, GRPC_FAILED_PRECONDITION,
-                  m);
+        /* answered, not logged: `query` asks every trigger for its
+         * decision, and a GPU trigger has none to show (a WARN a call, on
+         * a real driver's first run, for a legitimate question) */
+        grpc_call_finish(call, GRPC_FAILED_PRECONDITION, m);
+        rpc_done(s, SCALER_RPC_OTHER, GRPC_FAILED_PRECONDITION, t0);
         return;
     }
     /* The decision of the last evaluation (the answer KEDA, or this

@@ -633,6 +633,21 @@ class Tls(unittest.TestCase):
         self.assertIn("replicas: 2 (AverageValue)", out)
 
     @c_only
+    def test_query_of_a_gpu_trigger_logs_nothing(self):
+        """query asks Explain for every trigger; a GPU trigger has no decision
+        to show and is told so, but that legitimate question is no WARN in the
+        server's log (a real driver's first run logged one per call)."""
+        s = self.start()
+        rc, out, err = query(s, "--metadata", "metricType=gpu_utilization", "--metadata",
+                             "targetValue=50", "--tls", "--ca", self.pki.ca, "--server-name",
+                             "localhost")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("replicas: 2 (AverageValue)", out)
+        log = s.output()
+        self.assertNotIn("Explain ScaledObject", log)
+        self.assertNotIn("FAILED_PRECONDITION", log)
+
+    @c_only
     def test_plaintext_client_on_the_tls_port_is_told_to_use_tls(self):
         s = self.start()
         md = ["--metadata", "metricType=gpu_utilization", "--metadata", "targetValue=50"]

@@ -21,20 +21,30 @@
 
 static void on_kube_event(void *ud);
 
+/* A list + watch of one more resource beside the pods, calling `on` at
+ * its sync and every change; false (logged as `what`, *out NULL) when it
+ * could not start: retried when a call next needs it. */
+static bool start_watch(server_t *sv, const kube_client_config_t *kc, void (*on)(void *),
+                        kube_client_t **out, const char *what) {
+    kube_client_callbacks_t kcb = {.on_synced = on, .on_change = on, .user_data = sv};
+    char err[256];
+    if (kube_client_new(sv->loop, kc, &kcb, &sv->log, out, err, sizeof err) != 0) {
+        LOG_WARN(&sv->log, "%s: %s", what, err);
+        *out = NULL;
+        return false;
+    }
+    return true;
+}
+
 /* Nodes are watched only once a trigger selects them by label: clusters
  * that never do need no RBAC on nodes and see no 403s in the log. A failure
  * to start is logged and retried when a call next brings such a trigger. */
 static void start_node_watch(server_t *sv) {
     kube_client_config_t kc = sv->kube_cfg;
     snprintf(kc.resource, sizeof kc.resource, "nodes");
-    kube_client_callbacks_t kcb = {
-        .on_synced = on_kube_event, .on_change = on_kube_event, .user_data = sv};
-    char err[256];
-    if (kube_client_new(sv->loop, &kc, &kcb, &sv->log, &sv->kube_nodes, err, sizeof err) != 0) {
-        LOG_WARN(&sv->log, "node watch for nodeSelector label selectors: %s", err);
-        sv->kube_nodes = NULL;
+    if (!start_watch(sv, &kc, on_kube_event, &sv->kube_nodes,
+                     "node watch for nodeSelector label selectors"))
         return;
-    }
     LOG_INFO(&sv->log, "watching nodes at %s (a nodeSelector label selector is in use)",
              kc.api_url);
 }
@@ -73,14 +83,9 @@ static void start_slice_watch(server_t *sv) {
      * of every GPU, with attributes: tens of KiB a node): small pages keep
      * the list's transient JSON small. */
     kc.page_limit = kc.page_limit < 50 ? kc.page_limit : 50;
-    kube_client_callbacks_t kcb = {
-        .on_synced = on_slices_event, .on_change = on_slices_event, .user_data = sv};
-    char err[256];
-    if (kube_client_new(sv->loop, &kc, &kcb, &sv->log, &sv->kube_slices, err, sizeof err) != 0) {
-        LOG_WARN(&sv->log, "ResourceSlice watch for DRA devices: %s", err);
-        sv->kube_slices = NULL;
+    if (!start_watch(sv, &kc, on_slices_event, &sv->kube_slices,
+                     "ResourceSlice watch for DRA devices"))
         return;
-    }
     LOG_INFO(&sv->log,
              "watching resource.k8s.io/v1 ResourceSlices at %s (an agent reported DRA "
              "devices)",

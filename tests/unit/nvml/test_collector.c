@@ -517,6 +517,20 @@ static nvmlReturn_t f_proc_util(nvmlDevice_t d, nvmlProcessUtilizationSample_t *
     return NVML_SUCCESS;
 }
 
+/* One GPU whose process calls are the fakes above: n processes, their
+ * utilisation from util. */
+static void use_process_fakes(unsigned n,
+                              nvmlReturn_t (*util)(nvmlDevice_t, nvmlProcessUtilizationSample_t *,
+                                                   unsigned *, unsigned long long)) {
+    memset(&P, 0, sizeof P);
+    P.n = n;
+    F.count = 1;
+    api.nvmlDeviceGetComputeRunningProcesses_v3 = f_compute_v3;
+    api.nvmlDeviceGetComputeRunningProcesses_v2 = f_compute_v2;
+    api.nvmlDeviceGetGraphicsRunningProcesses_v3 = f_graphics_v3;
+    api.nvmlDeviceGetProcessUtilization = util;
+}
+
 static const gpu_record_t *only_gpu0(snapshot_t *s) {
     assert_int_equal(s->status, SNAPSHOT_OK);
     return &s->gpus[0];
@@ -524,13 +538,7 @@ static const gpu_record_t *only_gpu0(snapshot_t *s) {
 
 static void test_collector_processes_with_utilisation_and_memory(void **state) {
     (void)state;
-    memset(&P, 0, sizeof P);
-    P.n = 3;
-    F.count = 1;
-    api.nvmlDeviceGetComputeRunningProcesses_v3 = f_compute_v3;
-    api.nvmlDeviceGetComputeRunningProcesses_v2 = f_compute_v2;
-    api.nvmlDeviceGetGraphicsRunningProcesses_v3 = f_graphics_v3;
-    api.nvmlDeviceGetProcessUtilization = f_proc_util;
+    use_process_fakes(3, f_proc_util);
     nvml_collector_t *c;
     assert_int_equal(nvml_collector_new(&api, NULL, "n", &c), 0);
     snapshot_t *s = sweep(c, NS_PER_SEC);
@@ -585,13 +593,7 @@ static nvmlReturn_t f_proc_util_fixed(nvmlDevice_t d, nvmlProcessUtilizationSamp
 
 static void test_collector_process_utilisation_spans_at_least_a_second(void **state) {
     (void)state;
-    memset(&P, 0, sizeof P);
-    P.n = 1;
-    F.count = 1;
-    api.nvmlDeviceGetComputeRunningProcesses_v3 = f_compute_v3;
-    api.nvmlDeviceGetComputeRunningProcesses_v2 = f_compute_v2;
-    api.nvmlDeviceGetGraphicsRunningProcesses_v3 = f_graphics_v3;
-    api.nvmlDeviceGetProcessUtilization = f_proc_util_fixed;
+    use_process_fakes(1, f_proc_util_fixed);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     fixed_sample_us = (unsigned long long)ts.tv_sec * 1000000ull +

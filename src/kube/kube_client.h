@@ -56,8 +56,9 @@ typedef struct {
     uint64_t backoff_min_ns, backoff_max_ns; /* default 0.5 s and 30 s */
     /* A watch that sends nothing (no event, no bookmark) for this long is
      * given up: the cache reads as not synced until a relist succeeds.
-     * Default 120 s: the API server sends a bookmark about every minute to
-     * a watch that asks for them, so this is two bookmark periods, and one
+     * Default 120 s: the API server's watch cache sends a bookmark every
+     * minute to a watch that asks for them (apiserver storage/cacher/
+     * cacher.go, defaultBookmarkFrequency), so this is two periods, and one
      * late or dropped bookmark costs no relist. */
     uint64_t watch_idle_ns;
     /* A watch lived (and resets the backoff) when data came this long after

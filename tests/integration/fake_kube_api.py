@@ -20,7 +20,10 @@ As a library (tests):
     api.list_mode = "endless_continue"  # every list page has a continue token
 
 A watch that asks for bookmarks gets one every `bookmark_period` seconds
-(60, as kube-apiserver sends them), besides those bookmark() sends.
+(60, as kube-apiserver sends them: kubernetes/kubernetes
+staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go, defaultBookmarkFrequency =
+time.Minute, "in addition to sending a bookmark right before watch deadline"), besides those
+bookmark() sends.
 
 Standalone: python3 fake_kube_api.py --port P --token T, with a control API
 on the same port (no token needed): POST /_control/<op> with a JSON body,

@@ -46,6 +46,11 @@ const char *grpc_status_name(int code) {
  * are in. So the answer for a prefix is INCOMPLETE or the final answer, and
  * an oversized message is refused before any of its body is buffered.
  */
+uint32_t grpc_frame_declared_length(const uint8_t prefix[5]) {
+    return (uint32_t)prefix[1] << 24 | (uint32_t)prefix[2] << 16 | (uint32_t)prefix[3] << 8 |
+           (uint32_t)prefix[4];
+}
+
 int grpc_frame_decode(const uint8_t *buf, size_t len, size_t max_len, const uint8_t **msg,
                       size_t *msg_len, size_t *consumed) {
     *msg = NULL;
@@ -59,8 +64,7 @@ int grpc_frame_decode(const uint8_t *buf, size_t len, size_t max_len, const uint
         return GRPC_FRAME_COMPRESSED;
     if (len < 5)
         return GRPC_FRAME_INCOMPLETE;
-    uint32_t n =
-        (uint32_t)buf[1] << 24 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 8 | (uint32_t)buf[4];
+    uint32_t n = grpc_frame_declared_length(buf);
     if (n > max_len) {
         *msg_len = n;
         return GRPC_FRAME_TOO_LARGE;

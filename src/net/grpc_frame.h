@@ -67,6 +67,11 @@ typedef enum {
 int grpc_frame_decode(const uint8_t *buf, size_t len, size_t max_len, const uint8_t **msg,
                       size_t *msg_len, size_t *consumed);
 
+/* The message length a 5-byte prefix declares, whatever its flag byte says
+ * (grpc_frame_decode reads it so; a server weighs it against its cap as
+ * soon as the prefix is in). */
+uint32_t grpc_frame_declared_length(const uint8_t prefix[5]);
+
 /* Writes the 5-byte prefix of an uncompressed message of msg_len bytes. */
 void grpc_frame_prefix(uint8_t out[5], uint32_t msg_len);
 

@@ -667,9 +667,13 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, 
          * also reset the stream once the answer is queued. The declared
          * length, when this chunk completes the prefix, names the size. */
         uint64_t declared = 0;
-        if (!c->prefix_checked && c->req_len < 5 && c->req_len + len >= 5)
-            for (size_t i = 1; i < 5; i++)
-                declared = declared << 8 | (i < c->req_len ? c->req[i] : data[i - c->req_len]);
+        if (!c->prefix_checked && c->req_len < 5 && c->req_len + len >= 5) {
+            uint8_t prefix[5];
+            if (c->req_len)
+                memcpy(prefix, c->req, c->req_len);
+            memcpy(prefix + c->req_len, data, 5 - c->req_len);
+            declared = grpc_frame_declared_length(prefix);
+        }
         call_refuse_too_large(c, declared > max ? declared : 0);
         return 0; /* RST_STREAM(NO_ERROR) follows once the status is out: on_frame_send */
     }
@@ -681,11 +685,9 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, 
         /* The declared length decides at once: a 4 MiB message is refused
          * after its first frame, not after 64 KiB of it. */
         c->prefix_checked = true;
-        uint32_t declared = (uint32_t)c->req[1] << 24 | (uint32_t)c->req[2] << 16 |
-                            (uint32_t)c->req[3] << 8 | c->req[4];
-        c->declared = declared;
-        if (declared > max)
-            call_refuse_too_large(c, declared);
+        c->declared = grpc_frame_declared_length(c->req);
+        if (c->declared > max)
+            call_refuse_too_large(c, c->declared);
     }
     return 0;
 }

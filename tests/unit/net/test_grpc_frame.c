@@ -55,6 +55,17 @@ static void test_grpc_frame_prefix_is_flag_zero_and_big_endian_length(void **sta
     assert_memory_equal(p, want_max, 5);
 }
 
+static void test_grpc_frame_declared_length_reads_any_flag_byte(void **state) {
+    (void)state;
+    uint8_t p[5];
+    grpc_frame_prefix(p, 0x01020304u);
+    assert_int_equal(grpc_frame_declared_length(p), 0x01020304u);
+    p[0] = 1; /* compressed: the length is still what a server weighs */
+    assert_int_equal(grpc_frame_declared_length(p), 0x01020304u);
+    const uint8_t max[5] = {0xff, 0xff, 0xff, 0xff, 0xff};
+    assert_int_equal(grpc_frame_declared_length(max), UINT32_MAX);
+}
+
 static void test_grpc_frame_decode_is_incomplete_at_every_split_point_then_complete(void **state) {
     (void)state;
     uint8_t buf[5 + 11];
@@ -464,6 +475,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grpc_status_name_covers_every_code_and_flags_others),
         cmocka_unit_test(test_grpc_frame_prefix_is_flag_zero_and_big_endian_length),
+        cmocka_unit_test(test_grpc_frame_declared_length_reads_any_flag_byte),
         cmocka_unit_test(test_grpc_frame_decode_is_incomplete_at_every_split_point_then_complete),
         cmocka_unit_test(test_grpc_frame_decode_accepts_an_empty_buffer_pointer_as_incomplete),
         cmocka_unit_test(test_grpc_frame_decode_returns_a_zero_length_message),

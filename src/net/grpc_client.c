@@ -5,8 +5,9 @@
  * The connection is opened by net/connector.c (a host name resolved on the
  * DNS thread, each address tried in turn, TLS with ALPN "h2" required).
  * Requests are submitted to the nghttp2 session at once, even while the
- * connector is still at work: nghttp2 queues the frames
- * and they go out on the first flush after the transport is ready. Every
+ * connector is still at work: nghttp2 queues the frames and they go out on
+ * the first flush after the transport is ready. The bytes between nghttp2
+ * and the transport go through net/h2_pump.c, as the server's do. Every
  * completion (trailers, RST, deadline, connection loss) is delivered from a
  * zero-delay timer, so on_done never runs inside nghttp2 or inside
  * grpc_client_call(), and a handler may start new calls or free the client.
@@ -24,6 +25,7 @@
 #include "net/connector.h"
 #include "net/first_bytes.h"
 #include "net/grpc_frame.h"
+#include "net/h2_pump.h"
 #include "net/transport.h"
 
 typedef enum { CLIENT_CONNECTING, CLIENT_READY, CLIENT_CLOSED } client_state_t;
@@ -33,8 +35,7 @@ struct grpc_client_call {
     int32_t stream_id;
     uint8_t *req;
     size_t req_len, req_off;
-    uint8_t *resp;
-    size_t resp_len, resp_cap;
+    strbuf_t resp; /* response bytes not yet a whole message */
     int http_status;
     int grpc_status; /* -1 until seen */
     char grpc_message[512];
@@ -60,9 +61,7 @@ struct grpc_client {
     loop_io_t *io;
     uint32_t io_events;
     nghttp2_session *h2;
-    uint8_t *out;
-    size_t out_len, out_off, out_cap;
-    bool in_recv;
+    h2_pump_t pump; /* h2 to and from tr */
     bool got_bytes; /* anything read from the server yet */
     grpc_client_mode_hint_t mode_hint;
     char goaway_reason[300]; /* a GOAWAY with an error and debug data, said as such */
@@ -89,7 +88,7 @@ static void call_free(grpc_client_call_t *k) {
     if (k->next)
         k->next->prev = k->prev;
     free(k->req);
-    free(k->resp);
+    strbuf_free(&k->resp);
     free(k);
 }
 
@@ -190,6 +189,7 @@ int grpc_client_call(grpc_client_t *c, const char *path, const uint8_t *req, siz
     if (len)
         memcpy(k->req + 5, req, len);
     k->req_len = len + 5;
+    strbuf_init(&k->resp);
     k->client = c;
     k->grpc_status = -1;
     k->on_message = on_message;
@@ -272,26 +272,18 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, 
     grpc_client_call_t *k = nghttp2_session_get_stream_user_data(h2, stream_id);
     if (!k || k->completed)
         return 0;
-    if (k->resp_len + len > k->resp_cap) {
-        size_t cap = k->resp_cap ? k->resp_cap : 256;
-        while (cap < k->resp_len + len)
-            cap *= 2;
-        uint8_t *nb = realloc(k->resp, cap);
-        if (!nb) {
-            nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
-            call_complete(k, GRPC_RESOURCE_EXHAUSTED, "out of memory");
-            return 0;
-        }
-        k->resp = nb;
-        k->resp_cap = cap;
+    strbuf_append(&k->resp, (const char *)data, len);
+    if (k->resp.failed) {
+        nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+        call_complete(k, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return 0;
     }
-    memcpy(k->resp + k->resp_len, data, len);
-    k->resp_len += len;
+    const uint8_t *resp = (const uint8_t *)k->resp.s;
     size_t off = 0;
     for (;;) {
         const uint8_t *msg;
         size_t mlen, used;
-        int r = grpc_frame_decode(k->resp + off, k->resp_len - off, GRPC_MAX_MESSAGE_BYTES, &msg,
+        int r = grpc_frame_decode(resp + off, k->resp.len - off, GRPC_MAX_MESSAGE_BYTES, &msg,
                                   &mlen, &used);
         if (r == GRPC_FRAME_INCOMPLETE)
             break;
@@ -304,8 +296,19 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, 
             k->on_message(k->user_data, msg, mlen);
         off += used;
     }
-    memmove(k->resp, k->resp + off, k->resp_len - off);
-    k->resp_len -= off;
+    if (off == k->resp.len) {
+        strbuf_clear(&k->resp);
+    } else if (off > 0) { /* keep the start of the next message */
+        strbuf_t rest;
+        strbuf_init(&rest);
+        strbuf_append(&rest, k->resp.s + off, k->resp.len - off);
+        strbuf_free(&k->resp);
+        k->resp = rest;
+        if (rest.failed) {
+            nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+            call_complete(k, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        }
+    }
     return 0;
 }
 
@@ -355,9 +358,10 @@ static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *
 static void client_update_events(grpc_client_t *c) {
     if (!c->io || c->state == CLIENT_CLOSED)
         return;
-    uint32_t ev = transport_poll_events(
-        &c->tr, true,
-        c->state == CLIENT_READY && (c->out_len > c->out_off || nghttp2_session_want_write(c->h2)));
+    uint32_t ev =
+        transport_poll_events(&c->tr, true,
+                              c->state == CLIENT_READY &&
+                                  (h2_pump_pending(&c->pump) || nghttp2_session_want_write(c->h2)));
     if (ev != c->io_events && loop_io_modify(c->loop, c->io, ev) == 0)
         c->io_events = ev;
 }
@@ -380,54 +384,30 @@ static void client_fail(grpc_client_t *c, const char *reason) {
 }
 
 static void client_flush(grpc_client_t *c) {
-    if (c->state != CLIENT_READY || c->in_recv)
+    if (c->state != CLIENT_READY || c->pump.in_recv)
         return;
-    for (;;) {
-        while (c->out_off < c->out_len) {
-            ssize_t n = transport_write(&c->tr, c->out + c->out_off, c->out_len - c->out_off);
-            if (n == TRANSPORT_AGAIN)
-                goto blocked;
-            if (n <= 0) {
-                /* A server that refused us may have said why (a GOAWAY)
-                 * before our write found the connection gone: read it. */
-                char werr[sizeof c->tr.error];
-                snprintf(werr, sizeof werr, "%s", c->tr.error[0] ? c->tr.error : "write failed");
-                uint8_t buf[4096];
-                ssize_t r;
-                for (int i = 0; i < 16 && (r = transport_read(&c->tr, buf, sizeof buf)) > 0; i++) {
-                    c->in_recv = true;
-                    ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)r);
-                    c->in_recv = false;
-                    if (used < 0)
-                        break;
-                }
-                client_fail(c, c->goaway_reason[0] ? c->goaway_reason : werr);
-                return;
-            }
-            c->out_off += (size_t)n;
-        }
-        c->out_off = c->out_len = 0;
-        const uint8_t *data;
-        ssize_t n = nghttp2_session_mem_send(c->h2, &data);
-        if (n < 0) {
-            client_fail(c, nghttp2_strerror((int)n));
-            return;
-        }
-        if (n == 0)
-            break;
-        if ((size_t)n > c->out_cap) {
-            uint8_t *nb = realloc(c->out, (size_t)n);
-            if (!nb) {
-                client_fail(c, "out of memory");
-                return;
-            }
-            c->out = nb;
-            c->out_cap = (size_t)n;
-        }
-        memcpy(c->out, data, (size_t)n);
-        c->out_len = (size_t)n;
+    int r = h2_pump_flush(&c->pump);
+    if (r == H2_PUMP_WRITE_FAILED) {
+        /* A server that refused us may have said why (a GOAWAY) before our
+         * write found the connection gone: read it. */
+        char werr[sizeof c->tr.error];
+        snprintf(werr, sizeof werr, "%s", c->tr.error[0] ? c->tr.error : "write failed");
+        uint8_t buf[4096];
+        ssize_t n;
+        for (int i = 0; i < 16 && (n = transport_read(&c->tr, buf, sizeof buf)) > 0; i++)
+            if (h2_pump_feed(&c->pump, buf, (size_t)n) < 0)
+                break;
+        client_fail(c, c->goaway_reason[0] ? c->goaway_reason : werr);
+        return;
     }
-blocked:
+    if (r == H2_PUMP_H2_FAILED) {
+        client_fail(c, nghttp2_strerror(c->pump.h2_error));
+        return;
+    }
+    if (r == H2_PUMP_OUT_OF_MEMORY) {
+        client_fail(c, "out of memory");
+        return;
+    }
     client_update_events(c);
 }
 
@@ -454,9 +434,7 @@ static void on_client_io(loop_t *loop, int fd, uint32_t events, void *ud) {
             return;
         }
         c->got_bytes = true;
-        c->in_recv = true;
-        ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)n);
-        c->in_recv = false;
+        ssize_t used = h2_pump_feed(&c->pump, buf, (size_t)n);
         if (used < 0) {
             client_fail(c, nghttp2_strerror((int)used));
             return;
@@ -532,6 +510,7 @@ int grpc_client_connect(loop_t *loop, const grpc_client_opts_t *opts, grpc_clien
         return kgs_seterr(err, errlen, KGS_ENOMEM, "grpc client: nghttp2: %s",
                           nghttp2_strerror(rv));
     }
+    h2_pump_init(&c->pump, c->h2, &c->tr);
     nghttp2_settings_entry iv[1] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20}};
     nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 1);
     c->state = CLIENT_CONNECTING;
@@ -569,7 +548,7 @@ void grpc_client_free(grpc_client_t *c) {
         cb(cud, st, "client closed");
     }
     nghttp2_session_del(c->h2);
-    free(c->out);
+    h2_pump_free(&c->pump);
     free(c);
 }
 

@@ -2,11 +2,11 @@
  * grpc_server.c - gRPC server on nghttp2, one event-loop thread.
  *
  * DESIGN
- * - nghttp2 never sees a socket: bytes read from the transport go in with
- *   nghttp2_session_mem_recv(), bytes come out of nghttp2_session_mem_send()
- *   into a bounded per-connection output buffer that is written to the
- *   transport. Above OUT_HIGH_WATER we stop pulling from nghttp2 until the
- *   socket drains (backpressure).
+ * - nghttp2 never sees a socket: net/h2_pump.c (shared with the client)
+ *   feeds it what the transport read and writes what it sends, through a
+ *   bounded per-connection output buffer. Above H2_PUMP_HIGH_WATER we stop
+ *   pulling from nghttp2, and stop reading, until the socket drains
+ *   (backpressure).
  * - A call is created in on_begin_headers and freed in on_stream_close, and
  *   nowhere else (nghttp2_session_del does not report stream closes, so
  *   connection teardown walks its own call list).
@@ -53,10 +53,10 @@
 #include "net/conn_limits.h"
 #include "net/first_bytes.h"
 #include "net/grpc_frame.h"
+#include "net/h2_pump.h"
 #include "net/sock.h"
 #include "net/transport.h"
 
-#define OUT_HIGH_WATER (256 * 1024)
 #define READ_CHUNK 16384
 #define MAX_PATH 256
 #define ACCEPT_BATCH 64
@@ -89,8 +89,8 @@ struct grpc_call {
     int status;
     char *status_message; /* percent-encoded */
 
-    uint8_t *out;
-    size_t out_len, out_off, out_cap;
+    strbuf_t out; /* response messages, framed; out.s[out_off..len) not yet given to nghttp2 */
+    size_t out_off;
     bool deferred; /* the data provider is parked: resume on new data */
 
     loop_timer_t deadline_timer;
@@ -105,9 +105,7 @@ struct grpc_conn {
     uint32_t io_events;
     nghttp2_session *h2;
     char peer[64];
-
-    uint8_t *out;
-    size_t out_len, out_off, out_cap;
+    h2_pump_t pump; /* h2 to and from tr */
 
     grpc_call_t *calls;
     unsigned ncalls;
@@ -125,7 +123,6 @@ struct grpc_conn {
     bool first_read_done;
     bool sniffed;      /* TLS port: the first bytes were checked for plaintext */
     bool refused;      /* answered a plaintext client: input is discarded until it closes */
-    bool in_recv;      /* inside nghttp2_session_mem_recv: no mem_send from callbacks */
     bool peer_counted; /* peer_key is counted in srv->peers */
     peer_key_t peer_key;
     grpc_conn_t *next, *prev;
@@ -165,23 +162,7 @@ struct grpc_server {
 static void conn_flush(grpc_conn_t *c);
 static void conn_schedule_close(grpc_conn_t *c);
 
-/* ---- small buffers ----------------------------------------------------------- */
-
-static int buf_append(uint8_t **buf, size_t *len, size_t *cap, const void *data, size_t n) {
-    if (*len + n > *cap) {
-        size_t nc = *cap ? *cap : 256;
-        while (nc < *len + n)
-            nc *= 2;
-        uint8_t *nb = realloc(*buf, nc);
-        if (!nb)
-            return KGS_ENOMEM;
-        *buf = nb;
-        *cap = nc;
-    }
-    memcpy(*buf + *len, data, n);
-    *len += n;
-    return 0;
-}
+/* ---- headers ------------------------------------------------------------------ */
 
 static nghttp2_nv make_nv(const char *name, const char *value) {
     nghttp2_nv nv = {(uint8_t *)(uintptr_t)name, (uint8_t *)(uintptr_t)value, strlen(name),
@@ -211,7 +192,7 @@ static void call_buffer_release(grpc_call_t *c) {
 
 static void call_free(grpc_call_t *call) {
     call_buffer_release(call);
-    free(call->out);
+    strbuf_free(&call->out);
     free(call->status_message);
     free(call);
 }
@@ -321,17 +302,19 @@ static ssize_t call_read_cb(nghttp2_session *s, int32_t id, uint8_t *buf, size_t
                             uint32_t *flags, nghttp2_data_source *src, void *ud) {
     (void)ud;
     grpc_call_t *c = src->ptr;
-    size_t avail = c->out_len - c->out_off;
+    size_t avail = c->out.len - c->out_off;
     if (avail == 0 && !c->finished) {
         c->deferred = true;
         return NGHTTP2_ERR_DEFERRED;
     }
     size_t n = avail < len ? avail : len;
-    memcpy(buf, c->out + c->out_off, n);
+    memcpy(buf, c->out.s + c->out_off, n);
     c->out_off += n;
-    if (c->out_off == c->out_len)
-        c->out_off = c->out_len = 0;
-    if (c->out_len == 0 && c->finished) {
+    if (c->out_off == c->out.len) {
+        strbuf_clear(&c->out);
+        c->out_off = 0;
+    }
+    if (c->out.len == 0 && c->finished) {
         /* Everything sent: end the stream with trailers, not END_STREAM on DATA. */
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         char code[12];
@@ -361,11 +344,13 @@ int grpc_call_send(grpc_call_t *c, const uint8_t *msg, size_t len, bool latest_o
     if (len > GRPC_MAX_MESSAGE_BYTES)
         return KGS_ERANGE;
     if (latest_only && c->out_off == 0)
-        c->out_len = 0; /* the older message never started: the newest replaces it */
+        strbuf_clear(&c->out); /* the older message never started: the newest replaces it */
     uint8_t prefix[5];
     grpc_frame_prefix(prefix, (uint32_t)len);
-    if (buf_append(&c->out, &c->out_len, &c->out_cap, prefix, 5) != 0 ||
-        (len && buf_append(&c->out, &c->out_len, &c->out_cap, msg, len) != 0))
+    strbuf_append(&c->out, (const char *)prefix, 5);
+    if (len)
+        strbuf_append(&c->out, (const char *)msg, len);
+    if (c->out.failed)
         return KGS_ENOMEM;
     if (!c->response_submitted) {
         if (call_submit_headers(c) != 0)
@@ -555,6 +540,7 @@ static int on_begin_headers(nghttp2_session *h2, const nghttp2_frame *frame, voi
     c->conn = conn;
     c->stream_id = frame->hd.stream_id;
     c->started = loop_now(conn->srv->loop);
+    strbuf_init(&c->out);
     loop_timer_init(&c->deadline_timer, on_deadline, c);
     c->next = conn->calls;
     if (conn->calls)
@@ -744,7 +730,7 @@ static void conn_update_events(grpc_conn_t *c) {
         return;
     /* Nothing goes out before the client's first bytes (see conn_flush). */
     bool want_write =
-        c->first_read_done && (c->out_len > c->out_off || nghttp2_session_want_write(c->h2));
+        c->first_read_done && (h2_pump_pending(&c->pump) || nghttp2_session_want_write(c->h2));
     uint32_t ev = transport_poll_events(&c->tr, true, want_write);
     if (ev != c->io_events && loop_io_modify(c->srv->loop, c->io, ev) == 0)
         c->io_events = ev;
@@ -755,7 +741,7 @@ static void conn_update_events(grpc_conn_t *c) {
 static void conn_flush(grpc_conn_t *c) {
     /* nghttp2 forbids mem_send inside its own callbacks; the reader flushes
      * once mem_recv returns. */
-    if (c->closing || c->in_recv)
+    if (c->closing || c->pump.in_recv)
         return;
     /* The server preface waits for the client's: a plain HTTP/1.1 request on
      * this port then gets a readable 400 instead of binary SETTINGS. */
@@ -763,45 +749,14 @@ static void conn_flush(grpc_conn_t *c) {
         conn_update_events(c);
         return;
     }
-    for (;;) {
-        /* Write what is buffered. */
-        while (c->out_off < c->out_len) {
-            ssize_t n = transport_write(&c->tr, c->out + c->out_off, c->out_len - c->out_off);
-            if (n == TRANSPORT_AGAIN)
-                goto blocked;
-            if (n <= 0) {
-                LOG_DEBUG(c->srv->opts.log, "grpc %s: %s", c->peer, c->tr.error);
-                conn_schedule_close(c);
-                return;
-            }
-            c->out_off += (size_t)n;
-        }
-        c->out_off = c->out_len = 0;
-        /* Refill from nghttp2, up to the high-water mark. */
-        bool got = false;
-        while (c->out_len < OUT_HIGH_WATER) {
-            const uint8_t *data;
-            ssize_t n = nghttp2_session_mem_send(c->h2, &data);
-            if (n < 0) {
-                conn_schedule_close(c);
-                return;
-            }
-            if (n == 0)
-                break;
-            if (buf_append(&c->out, &c->out_len, &c->out_cap, data, (size_t)n) != 0) {
-                conn_schedule_close(c);
-                return;
-            }
-            got = true;
-        }
-        if (!got)
-            break;
-    }
-    if (!nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2)) {
-        conn_schedule_close(c); /* GOAWAY done and no streams left */
+    int r = h2_pump_flush(&c->pump);
+    if (r == H2_PUMP_WRITE_FAILED)
+        LOG_DEBUG(c->srv->opts.log, "grpc %s: %s", c->peer, c->tr.error);
+    if (r < 0 || (r == H2_PUMP_DONE && !nghttp2_session_want_read(c->h2) &&
+                  !nghttp2_session_want_write(c->h2))) {
+        conn_schedule_close(c); /* broken, or GOAWAY done and no streams left */
         return;
     }
-blocked:
     conn_update_events(c);
 }
 
@@ -830,7 +785,7 @@ static void conn_destroy(grpc_conn_t *c) {
     s->nconns--;
     if (c->peer_counted)
         peer_table_remove(&s->peers, &c->peer_key);
-    free(c->out);
+    h2_pump_free(&c->pump);
     free(c);
     if (s->shutting_down && s->nconns == 0 && s->shutdown_done)
         loop_timer_start(s->loop, &s->shutdown_timer, loop_now(s->loop));
@@ -992,9 +947,7 @@ static void on_conn_io(loop_t *loop, int fd, uint32_t events, void *ud) {
             conn_schedule_close(c);
             return;
         }
-        c->in_recv = true;
-        ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)n);
-        c->in_recv = false;
+        ssize_t used = h2_pump_feed(&c->pump, buf, (size_t)n);
         if (used < 0) {
             if (!c->first_read_done && used == NGHTTP2_ERR_BAD_CLIENT_MAGIC &&
                 looks_like_http1(buf, (size_t)n))
@@ -1015,7 +968,7 @@ static void on_conn_io(loop_t *loop, int fd, uint32_t events, void *ud) {
          * responses do not pile up inside nghttp2 while a busy client keeps
          * the socket readable (that queue is what peak memory is made of). */
         conn_flush(c);
-        if (c->closing || c->out_len - c->out_off > OUT_HIGH_WATER)
+        if (c->closing || h2_pump_pending(&c->pump) > H2_PUMP_HIGH_WATER)
             return; /* the peer is not reading our answers: stop reading its requests */
         /* A short read on plain TCP drained the socket: skip the recv that
          * would only say EAGAIN (epoll is level-triggered, nothing is lost).
@@ -1093,6 +1046,7 @@ static int conn_session_new(grpc_conn_t *c) {
         c->h2 = NULL;
         return -1;
     }
+    h2_pump_init(&c->pump, c->h2, &c->tr);
     return 0;
 }
 

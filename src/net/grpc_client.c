@@ -164,12 +164,6 @@ static ssize_t req_read_cb(nghttp2_session *s, int32_t id, uint8_t *buf, size_t 
     return (ssize_t)n;
 }
 
-static nghttp2_nv nv(const char *name, const char *value) {
-    nghttp2_nv x = {(uint8_t *)(uintptr_t)name, (uint8_t *)(uintptr_t)value, strlen(name),
-                    strlen(value), NGHTTP2_NV_FLAG_NONE};
-    return x;
-}
-
 int grpc_client_call(grpc_client_t *c, const char *path, const uint8_t *req, size_t len,
                      uint64_t timeout_ns, grpc_client_message_cb on_message,
                      grpc_client_done_cb on_done, void *user_data, grpc_client_call_t **out) {
@@ -202,14 +196,14 @@ int grpc_client_call(grpc_client_t *c, const char *path, const uint8_t *req, siz
     if (timeout_ns)
         grpc_timeout_format(timeout_ns, timeout, sizeof timeout);
     const char *authority = c->server_name[0] ? c->server_name : c->address;
-    nghttp2_nv hdrs[8] = {nv(":method", "POST"),
-                          nv(":scheme", c->tls ? "https" : "http"),
-                          nv(":path", path),
-                          nv(":authority", authority),
-                          nv("content-type", "application/grpc"),
-                          nv("te", "trailers"),
-                          nv("user-agent", "keda-gpu-scaler-query"),
-                          nv("grpc-timeout", timeout)};
+    nghttp2_nv hdrs[8] = {h2_nv(":method", "POST"),
+                          h2_nv(":scheme", c->tls ? "https" : "http"),
+                          h2_nv(":path", path),
+                          h2_nv(":authority", authority),
+                          h2_nv("content-type", "application/grpc"),
+                          h2_nv("te", "trailers"),
+                          h2_nv("user-agent", "keda-gpu-scaler-query"),
+                          h2_nv("grpc-timeout", timeout)};
     nghttp2_data_provider dp = {.source.ptr = k, .read_callback = req_read_cb};
     int32_t id = nghttp2_submit_request(c->h2, NULL, hdrs, timeout_ns ? 8 : 7, &dp, k);
     if (id < 0) {

@@ -162,14 +162,6 @@ struct grpc_server {
 static void conn_flush(grpc_conn_t *c);
 static void conn_schedule_close(grpc_conn_t *c);
 
-/* ---- headers ------------------------------------------------------------------ */
-
-static nghttp2_nv make_nv(const char *name, const char *value) {
-    nghttp2_nv nv = {(uint8_t *)(uintptr_t)name, (uint8_t *)(uintptr_t)value, strlen(name),
-                     strlen(value), NGHTTP2_NV_FLAG_NONE};
-    return nv;
-}
-
 /* ---- calls ------------------------------------------------------------------ */
 
 /* Gives the peer back the connection window for bytes we are done with. */
@@ -319,17 +311,17 @@ static ssize_t call_read_cb(nghttp2_session *s, int32_t id, uint8_t *buf, size_t
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         char code[12];
         snprintf(code, sizeof code, "%d", c->status);
-        nghttp2_nv tr[2] = {make_nv("grpc-status", code), {0}};
+        nghttp2_nv tr[2] = {h2_nv("grpc-status", code), {0}};
         size_t ntr = 1;
         if (c->status_message && c->status_message[0])
-            tr[ntr++] = make_nv("grpc-message", c->status_message);
+            tr[ntr++] = h2_nv("grpc-message", c->status_message);
         nghttp2_submit_trailer(s, id, tr, ntr);
     }
     return (ssize_t)n;
 }
 
 static int call_submit_headers(grpc_call_t *c) {
-    nghttp2_nv hdrs[2] = {make_nv(":status", "200"), make_nv("content-type", "application/grpc")};
+    nghttp2_nv hdrs[2] = {h2_nv(":status", "200"), h2_nv("content-type", "application/grpc")};
     nghttp2_data_provider dp = {.source.ptr = c, .read_callback = call_read_cb};
     int rv = nghttp2_submit_response(c->conn->h2, c->stream_id, hdrs, 2, &dp);
     if (rv != 0)
@@ -379,13 +371,13 @@ void grpc_call_finish(grpc_call_t *c, int status, const char *message) {
         /* Trailers-Only: one HEADERS frame with END_STREAM. */
         char code[12];
         snprintf(code, sizeof code, "%d", status);
-        nghttp2_nv h[4] = {make_nv(":status", "200"),
-                           make_nv("content-type", "application/grpc"),
-                           make_nv("grpc-status", code),
+        nghttp2_nv h[4] = {h2_nv(":status", "200"),
+                           h2_nv("content-type", "application/grpc"),
+                           h2_nv("grpc-status", code),
                            {0}};
         size_t nh = 3;
         if (c->status_message && c->status_message[0])
-            h[nh++] = make_nv("grpc-message", c->status_message);
+            h[nh++] = h2_nv("grpc-message", c->status_message);
         c->trailers_only = true;
         c->response_submitted = true;
         nghttp2_submit_response(c->conn->h2, c->stream_id, h, nh, NULL);
@@ -444,7 +436,7 @@ static void call_dispatch(grpc_call_t *c) {
         return; /* already answered RESOURCE_EXHAUSTED */
     if (!c->method_post || !c->content_type_ok) {
         /* Not gRPC: the spec's answer is HTTP 415 (405 for a wrong method). */
-        nghttp2_nv h[1] = {make_nv(":status", c->method_post ? "415" : "405")};
+        nghttp2_nv h[1] = {h2_nv(":status", c->method_post ? "415" : "405")};
         c->finished = c->response_submitted = true;
         nghttp2_submit_response(c->conn->h2, c->stream_id, h, 1, NULL);
         return;

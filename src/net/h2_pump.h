@@ -3,7 +3,8 @@
  * by the gRPC server and client. nghttp2 never sees a socket: what is read
  * goes in through h2_pump_feed() (nghttp2_session_mem_recv), and
  * h2_pump_flush() pulls frames out of nghttp2_session_mem_send() into a
- * buffer and writes what the transport takes. Loop thread only.
+ * buffer and writes what the transport takes; h2_nv() builds the header
+ * fields both submit. Loop thread only.
  *
  * The owner keeps the session and the transport (both borrowed here) and
  * decides what a failure means; the pump never closes anything.
@@ -14,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include <nghttp2/nghttp2.h>
@@ -59,5 +61,13 @@ int h2_pump_flush(h2_pump_t *p);
 
 /* Bytes buffered and not yet written. */
 size_t h2_pump_pending(const h2_pump_t *p);
+
+/* A header field for nghttp2_submit_*: borrows both strings, which must
+ * live until the submit call returns (nghttp2 copies them). */
+static inline nghttp2_nv h2_nv(const char *name, const char *value) {
+    nghttp2_nv nv = {(uint8_t *)(uintptr_t)name, (uint8_t *)(uintptr_t)value, strlen(name),
+                     strlen(value), NGHTTP2_NV_FLAG_NONE};
+    return nv;
+}
 
 #endif

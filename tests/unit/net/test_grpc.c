@@ -26,6 +26,7 @@
 #include "net/grpc_client.h"
 #include "net/grpc_frame.h"
 #include "net/grpc_server.h"
+#include "net/h2_pump.h"
 #include "net/loop.h"
 
 #define MS UINT64_C(1000000)
@@ -377,12 +378,6 @@ static ssize_t raw_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len
     return (ssize_t)n;
 }
 
-static nghttp2_nv nv(const char *name, const char *value) {
-    nghttp2_nv x = {(uint8_t *)(uintptr_t)name, (uint8_t *)(uintptr_t)value, strlen(name),
-                    strlen(value), NGHTTP2_NV_FLAG_NONE};
-    return x;
-}
-
 /* Connects a raw client to the server over a socketpair and sends one
  * request on /t.S/Echo with body[0..len) (END_STREAM after it if end). */
 static void raw_start(fixture_t *f, raw_t *r, const uint8_t *body, size_t len, bool end) {
@@ -403,12 +398,12 @@ static void raw_start(fixture_t *f, raw_t *r, const uint8_t *body, size_t len, b
     assert_int_equal(nghttp2_session_client_new(&r->h2, cbs, r), 0);
     nghttp2_session_callbacks_del(cbs);
     assert_int_equal(nghttp2_submit_settings(r->h2, NGHTTP2_FLAG_NONE, NULL, 0), 0);
-    nghttp2_nv h[] = {nv(":method", "POST"),
-                      nv(":scheme", "http"),
-                      nv(":path", "/t.S/Echo"),
-                      nv(":authority", "test"),
-                      nv("content-type", "application/grpc"),
-                      nv("te", "trailers")};
+    nghttp2_nv h[] = {h2_nv(":method", "POST"),
+                      h2_nv(":scheme", "http"),
+                      h2_nv(":path", "/t.S/Echo"),
+                      h2_nv(":authority", "test"),
+                      h2_nv("content-type", "application/grpc"),
+                      h2_nv("te", "trailers")};
     nghttp2_data_provider dp = {.source.ptr = r, .read_callback = raw_body};
     r->stream = nghttp2_submit_request(r->h2, NULL, h, sizeof h / sizeof h[0], &dp, r);
     assert_true(r->stream > 0);

@@ -5,8 +5,8 @@
  * IP:127.0.0.1, not a CA) serves as the server's certificate and as a
  * client's for mTLS.
  */
-#ifndef KGS_TESTS_NET_TEST_PKI_H
-#define KGS_TESTS_NET_TEST_PKI_H
+#ifndef KGS_TEST_PKI_H
+#define KGS_TEST_PKI_H
 
 typedef struct {
     char dir[64];

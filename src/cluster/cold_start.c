@@ -12,6 +12,7 @@
 #include "cluster/cold_start.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,4 +198,55 @@ uint64_t cold_start_failed_total(const cold_start_t *r) {
     for (int t = 0; t < POD_TROUBLE_COUNT; t++)
         n += r->failed[t];
     return n;
+}
+
+/* ---- the workloads' records --------------------------------------------------------- */
+
+void cold_start_book_init(cold_start_book_t *b) {
+    memset(b, 0, sizeof *b);
+}
+
+void cold_start_book_deinit(cold_start_book_t *b) {
+    for (size_t i = 0; i < b->n; i++) {
+        cold_start_deinit(&b->w[i]->rec);
+        free(b->w[i]);
+    }
+    memset(b, 0, sizeof *b);
+}
+
+const cold_start_workload_t *cold_start_book_find(const cold_start_book_t *b, const char *ns,
+                                                  const char *selector) {
+    for (size_t i = 0; i < b->n; i++)
+        if (strcmp(b->w[i]->ns, ns) == 0 && strcmp(b->w[i]->selector, selector) == 0)
+            return b->w[i];
+    return NULL;
+}
+
+cold_start_workload_t *cold_start_book_get(cold_start_book_t *b, const char *ns,
+                                           const char *selector, mono_ns_t now) {
+    cold_start_workload_t *w = (cold_start_workload_t *)cold_start_book_find(b, ns, selector);
+    if (w) {
+        w->last_used = now;
+        return w;
+    }
+    if (strlen(ns) > KUBE_NAMESPACE_MAX || strlen(selector) > LABEL_SELECTOR_MAX_LEN)
+        return NULL;
+    if (b->n == COLD_START_WORKLOADS) {
+        size_t lru = 0;
+        for (size_t i = 1; i < b->n; i++)
+            if (b->w[i]->last_used < b->w[lru]->last_used)
+                lru = i;
+        w = b->w[lru];
+        cold_start_deinit(&w->rec);
+        b->w[lru] = b->w[--b->n];
+    } else if (!(w = malloc(sizeof *w))) {
+        return NULL;
+    }
+    memset(w, 0, sizeof *w);
+    snprintf(w->ns, sizeof w->ns, "%s", ns);
+    snprintf(w->selector, sizeof w->selector, "%s", selector);
+    cold_start_init(&w->rec);
+    w->last_used = now;
+    b->w[b->n++] = w;
+    return w;
 }

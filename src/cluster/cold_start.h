@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/clock.h"
+#include "core/label_selector.h"
 #include "kube/kube_pods.h"
 #include "kube/pod_start.h"
 
@@ -84,5 +86,41 @@ unsigned cold_start_mean(const cold_start_t *r, double mean_s[POD_STAGE_COUNT]);
 
 /* Failed starts since init, all reasons. */
 uint64_t cold_start_failed_total(const cold_start_t *r);
+
+/* ---- the workloads' records --------------------------------------------------------- */
+
+/* Workloads (namespace + podSelector) with a record; the least recently
+ * used one makes room for a new one beyond this (its series leave
+ * /metrics). Each holds ~2.7 KiB. */
+#define COLD_START_WORKLOADS 64
+
+typedef struct {
+    char ns[KUBE_NAMESPACE_MAX + 1];
+    char selector[LABEL_SELECTOR_MAX_LEN + 1]; /* label_selector_format()'s canonical text */
+    cold_start_t rec;
+    mono_ns_t last_round; /* read-write for the caller: when it last ran a round */
+    mono_ns_t last_used;  /* private */
+} cold_start_workload_t;
+
+/* Storage is the caller's: zero it (or cold_start_book_init), free with
+ * cold_start_book_deinit. */
+typedef struct {
+    cold_start_workload_t *w[COLD_START_WORKLOADS]; /* read-only: n of them */
+    size_t n;
+} cold_start_book_t;
+
+void cold_start_book_init(cold_start_book_t *b);
+void cold_start_book_deinit(cold_start_book_t *b);
+
+/* The record of workload (ns, selector) (borrowed strings, copied), made
+ * when new, marked used at now. Borrowed: valid until the next _get that
+ * makes a record, or _deinit. NULL: out of memory, or a string over its
+ * bound. */
+cold_start_workload_t *cold_start_book_get(cold_start_book_t *b, const char *ns,
+                                           const char *selector, mono_ns_t now);
+
+/* The record of (ns, selector), or NULL; makes and marks nothing. */
+const cold_start_workload_t *cold_start_book_find(const cold_start_book_t *b, const char *ns,
+                                                  const char *selector);
 
 #endif

@@ -208,6 +208,30 @@ static void test_cold_start_a_restarted_pod_is_no_figure(void **state) {
     assert_true(isnan(m[0]));
 }
 
+/* Records by workload; the least recently used makes room. */
+static void test_cold_start_book_keeps_a_record_per_workload(void **state) {
+    (void)state;
+    cold_start_book_t b;
+    cold_start_book_init(&b);
+    cold_start_workload_t *w = cold_start_book_get(&b, "inference", "app=vllm", 1);
+    assert_non_null(w);
+    w->rec.completed = 7;
+    assert_ptr_equal(cold_start_book_get(&b, "inference", "app=vllm", 2), w);
+    assert_null(cold_start_book_find(&b, "other", "app=vllm"));
+    for (int i = 0; i < COLD_START_WORKLOADS - 1; i++) {
+        char sel[32];
+        snprintf(sel, sizeof sel, "app=w%d", i);
+        assert_non_null(cold_start_book_get(&b, "inference", sel, 10 + (mono_ns_t)i));
+    }
+    assert_int_equal(b.n, COLD_START_WORKLOADS);
+    /* full: the one used last at 2 ("app=vllm") goes */
+    assert_non_null(cold_start_book_get(&b, "inference", "app=new", 1000));
+    assert_int_equal(b.n, COLD_START_WORKLOADS);
+    assert_null(cold_start_book_find(&b, "inference", "app=vllm"));
+    assert_non_null(cold_start_book_find(&b, "inference", "app=w0"));
+    cold_start_book_deinit(&b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cold_start_records_a_completed_start_once, setup,
@@ -225,6 +249,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cold_start_a_restarted_pod_is_no_figure, setup,
                                         teardown),
+        cmocka_unit_test(test_cold_start_book_keeps_a_record_per_workload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -608,10 +608,10 @@ static void render_nvml(prom_buf_t *out, const snapshot_t *snap, const server_st
 
 _Static_assert(COLD_START_BUCKETS <= METRICS_RPC_BUCKETS, "write_hist's copy holds the buckets");
 
-/* Per workload (namespace, pod_selector): each stage's histogram (stage
- * "node", "image", "weights"), failed starts by reason (a fixed set, so
- * every reason has a series from the start and rate() sees the first one),
- * and the pods waiting for a node now. 64 workloads at most. */
+/* Per workload (pod_namespace, pod_selector: not `namespace`, which Prometheus gives every target
+ * for the scaler's own pod): each stage's histogram (stage "node", "image", "weights"), failed
+ * starts by reason (a fixed set, so every reason has a series from the start and rate() sees the
+ * first one), and the pods waiting for a node now. 64 workloads at most. */
 static void render_cold_starts(prom_buf_t *b, const cold_start_book_t *book) {
     if (!book || book->n == 0)
         return;
@@ -624,7 +624,7 @@ static void render_cold_starts(prom_buf_t *b, const cold_start_book_t *book) {
                 "model load and warm-up).");
     for (size_t i = 0; i < book->n; i++) {
         const cold_start_workload_t *w = book->w[i];
-        l[0] = (prom_label_t){"namespace", w->ns};
+        l[0] = (prom_label_t){"pod_namespace", w->ns};
         l[1] = (prom_label_t){"pod_selector", w->selector};
         for (int k = 0; k < POD_STAGE_COUNT; k++) {
             l[2] = (prom_label_t){"stage", pod_stage_name((pod_stage_t)k)};
@@ -639,7 +639,7 @@ static void render_cold_starts(prom_buf_t *b, const cold_start_book_t *book) {
                 "waiting for a node), other.");
     for (size_t i = 0; i < book->n; i++) {
         const cold_start_workload_t *w = book->w[i];
-        l[0] = (prom_label_t){"namespace", w->ns};
+        l[0] = (prom_label_t){"pod_namespace", w->ns};
         l[1] = (prom_label_t){"pod_selector", w->selector};
         for (int t = 1; t < POD_TROUBLE_COUNT; t++) {
             l[2] = (prom_label_t){"reason", pod_trouble_name((pod_trouble_t)t)};
@@ -651,7 +651,7 @@ static void render_cold_starts(prom_buf_t *b, const cold_start_book_t *book) {
                 "Pods of a podSelector workload Unschedulable now (waiting for a node).");
     for (size_t i = 0; i < book->n; i++) {
         const cold_start_workload_t *w = book->w[i];
-        l[0] = (prom_label_t){"namespace", w->ns};
+        l[0] = (prom_label_t){"pod_namespace", w->ns};
         l[1] = (prom_label_t){"pod_selector", w->selector};
         prom_sample(b, g, NULL, l, 2, NULL, w->rec.waiting_for_node);
     }

@@ -29,7 +29,7 @@ from kgs_util import timeout_multiplier, wait_for
 SERVER = os.environ["KEDA_GPU_SCALER"]
 TOKEN = "cold-start-token"
 MD = {"metricType": "gpu_utilization", "targetValue": "50", "podSelector": "app=vllm"}
-SEL = 'namespace="ml",pod_selector="app=vllm"'
+SEL = 'pod_namespace="ml",pod_selector="app=vllm"'
 MESSAGE = ("0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are "
            "available: 3 No preemption victims found for incoming pod.")
 

@@ -631,7 +631,7 @@ static void test_metrics_cold_start_stages_and_failures(void **state) {
     server_stats_t st;
     server_stats_init(&st);
     char *t = render(NULL, &st, &c);
-#define L "{namespace=\"inference\",pod_selector=\"app=vllm\""
+#define L "{pod_namespace=\"inference\",pod_selector=\"app=vllm\""
     expect_line(t, NS "cold_start_stage_seconds_bucket" L ",stage=\"node\",le=\"60\"} 0");
     expect_line(t, NS "cold_start_stage_seconds_bucket" L ",stage=\"node\",le=\"90\"} 1");
     expect_line(t, NS "cold_start_stage_seconds_bucket" L ",stage=\"image\",le=\"45\"} 1");

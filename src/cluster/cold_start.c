@@ -153,7 +153,8 @@ int cold_start_round_end(cold_start_t *r) {
         r->_ncur = 0;
         return KGS_ENOMEM;
     }
-    qsort(r->_cur, r->_ncur, sizeof *r->_cur, by_id);
+    if (r->_ncur) /* qsort wants a non-NULL base even for 0 items */
+        qsort(r->_cur, r->_ncur, sizeof *r->_cur, by_id);
     unsigned waiting = 0;
     for (size_t i = 0; i < r->_ncur; i++) {
         const struct cold_start_pod *e = &r->_cur[i];

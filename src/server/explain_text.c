@@ -214,8 +214,12 @@ static bool model_name(const char *nm) {
     for (size_t k = 0; k < sizeof groups / sizeof *groups; k++)
         if (has_prefix(nm, groups[k]))
             return false;
-    if (has_prefix(nm, "cold_start"))
-        return false;
+    /* the cold-start line's; the model's own "cold_start_s:<from>" stays */
+    static const char *const cold[] = {
+        "cold_start:", "cold_start_failed:", "cold_start_waiting:", "cold_start_scheduler:"};
+    for (size_t k = 0; k < sizeof cold / sizeof *cold; k++)
+        if (has_prefix(nm, cold[k]))
+            return false;
     return strcmp(nm, "value") != 0 && strcmp(nm, "active") != 0;
 }
 

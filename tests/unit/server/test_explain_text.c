@@ -128,6 +128,16 @@ static void test_cold_start_line_as_issue_33_writes_it(void **state) {
     /* nothing of it in the queueing model's line */
     assert_string_equal(out[EXPLAIN_MODEL].s, "");
     done(out);
+    /* beside the queueing model's own cold_start_s, which stays its own
+     * (integration_demand failed when every "cold_start" name was left out) */
+    const char *both[] = {"cold_start:pods", "cold_start:node", "cold_start:image",
+                          "cold_start:weights", "cold_start_s:prior"};
+    const double bv[] = {1, 1, 2, 3, 120};
+    render(both, bv, 5, 0, out);
+    assert_string_equal(out[EXPLAIN_MODEL].s, "queueing model: cold_start_s 120 (prior)");
+    assert_string_equal(out[EXPLAIN_COLD_START].s,
+                        "cold start 6 s: node 1 s, image 2 s, weights 3 s, last 1 pod");
+    done(out);
 }
 
 /* Several reasons with their counts; Unschedulable with the scheduler's

@@ -28,6 +28,16 @@ static void check_pod(const pod_t *p) {
     FUZZ_CHECK((p->gpu_claims > 0) == ((p->gpu_asks & POD_ASK_CLAIM) != 0));
     FUZZ_CHECK(p->gpu_ask_count == 0 || (p->gpu_asks & nvidia));
     FUZZ_CHECK(!(p->gpu_asks & nvidia) || p->gpu_ask_count > 0);
+    /* The start: a known trouble, a bounded one-line message, stages only
+     * in order. */
+    FUZZ_CHECK(p->start.trouble < POD_TROUBLE_COUNT);
+    FUZZ_CHECK(strlen(p->start.message) <= POD_START_MESSAGE_MAX);
+    for (const char *m = p->start.message; *m; m++)
+        FUZZ_CHECK((unsigned char)*m >= 0x20 && *m != 0x7f);
+    double st[POD_STAGE_COUNT];
+    if (pod_start_stages(p->created_unix, &p->start, st))
+        for (int i = 0; i < POD_STAGE_COUNT; i++)
+            FUZZ_CHECK(st[i] >= 0);
     char d[40];
     memset(d, 'x', sizeof d);
     pod_gpu_ask_describe(p, d, sizeof d - 8);

@@ -404,6 +404,7 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
     const json_t *stt = status ? json_object_get(status, "startTime") : NULL;
     if (!json_is_string(stt) || !kube_time_parse(json_string_value(stt), &p->started_unix))
         p->started_unix = 0;
+    pod_start_parse(status, &p->start);
     gpu_asks_parse(spec, p);
     const json_t *dt = json_object_get(meta, "deletionTimestamp");
     p->deleting = dt && !json_is_null(dt);
@@ -784,7 +785,11 @@ int pod_cache_replace_all(pod_cache_t *c, const pod_t *pods, size_t n, const cha
 static bool pod_equal(const pod_t *a, const pod_t *b) {
     if (a->ready != b->ready || a->created_unix != b->created_unix ||
         a->started_unix != b->started_unix || a->gpu_asks != b->gpu_asks ||
-        a->gpu_claims != b->gpu_claims || a->gpu_ask_count != b->gpu_ask_count)
+        a->gpu_claims != b->gpu_claims || a->gpu_ask_count != b->gpu_ask_count ||
+        a->start.scheduled_unix != b->start.scheduled_unix ||
+        a->start.running_unix != b->start.running_unix ||
+        a->start.ready_unix != b->start.ready_unix || a->start.trouble != b->start.trouble ||
+        a->start.restarted != b->start.restarted || strcmp(a->start.message, b->start.message) != 0)
         return false;
     return strcmp(a->namespace, b->namespace) == 0 && strcmp(a->name, b->name) == 0 &&
            strcmp(a->uid, b->uid) == 0 && strcmp(a->node, b->node) == 0 &&

@@ -21,6 +21,8 @@
 
 #include <jansson.h>
 
+#include "kube/pod_start.h"
+
 /* Bounds, without the NUL. Kubernetes: namespace is a DNS label (63), a pod
  * name and a node name DNS subdomains (253), a uid a 36-char UUID, an IP
  * at most an IPv6 text form (45). resourceVersion is opaque; etcd's are
@@ -78,6 +80,7 @@ typedef struct {
                                not RFC 3339 (the pod is kept: only its age is unknown) */
     int64_t started_unix;   /* status.startTime (the kubelet acknowledged the pod, on the node's
                                clock), seconds since 1970; 0 when absent or not RFC 3339 */
+    pod_start_t start;      /* how far its start got (pod_start.h): the cold-start stages */
     uint8_t gpu_asks;       /* POD_ASK_* bits; 0: the pod asks for no GPU */
     uint8_t gpu_claims;     /* entries of spec.resourceClaims, at most 255 */
     uint16_t gpu_ask_count; /* sum of the nvidia.com/<name> quantities, at most 65535 */
@@ -128,7 +131,8 @@ int pod_label_at(const pod_t *p, size_t i, const char **key, const char **value)
  * metadata.labels, metadata.deletionTimestamp (set and not null means
  * deleting), spec.nodeName, status.phase, status.podIP, status.startTime,
  * status.conditions (only the Ready condition is read; entries of another
- * shape are skipped), and for gpu_asks spec.containers[].resources,
+ * shape are skipped), the start (pod_start_parse: conditions and container
+ * statuses, read leniently), and for gpu_asks spec.containers[].resources,
  * spec.initContainers[] (restartPolicy "Always" only) and
  * spec.resourceClaims: a container's ask for a resource is the larger of
  * its limit and request; entries of another shape are skipped. Unknown

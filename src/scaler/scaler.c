@@ -669,6 +669,18 @@ static void explain_view(explain_t *e, const demand_view_t *v) {
     }
 }
 
+static void explain_put_name(void *ud, double v, const char *name) {
+    explain_put(ud, v, "%s", name);
+}
+
+/* What the server adds (explain_more), after the decision. */
+static void explain_more(scaler_t *s, explain_t *e, const trigger_config_t *cfg, const char *ns) {
+    if (s->opts.explain_more)
+        s->opts.explain_more(s->opts.eval_user_data, cfg, ns, explain_put_name, e);
+}
+
+static void explain_send(scaler_t *s, grpc_call_t *call, explain_t *e, mono_ns_t t0);
+
 /* demandModel queueing: its inputs (where each came from after the colon). */
 static void explain_model(explain_t *e, const demand_model_state_t *st) {
     const queue_model_decision_t *q = &st->last;
@@ -727,6 +739,12 @@ static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t 
     const trigger_config_t *cfg = entry->config;
     const demand_config_t *d = &cfg->demand;
     if (d->type == DEMAND_NONE) {
+        explain_t more = {.n = 0};
+        explain_more(s, &more, cfg, ns);
+        if (more.n > 0 || more.oom) {
+            explain_send(s, call, &more, t0);
+            return;
+        }
         char m[256];
         snprintf(m, sizeof m,
                  "Explain shows the decision of a trigger that reads engines or queues; this "
@@ -773,20 +791,26 @@ static void handle_explain(scaler_t *s, grpc_call_t *call, const config_entry_t 
             : NULL;
     if (st && r.status == EVAL_OK)
         explain_model(&e, st);
+    explain_more(s, &e, cfg, ns);
+    explain_send(s, call, &e, t0);
+}
+
+/* Sends e's names and frees them. */
+static void explain_send(scaler_t *s, grpc_call_t *call, explain_t *e, mono_ns_t t0) {
     Externalscaler__MetricValue v_[EXPLAIN_MAX], *pv[EXPLAIN_MAX];
-    for (unsigned i = 0; i < e.n; i++) {
+    for (unsigned i = 0; i < e->n; i++) {
         externalscaler__metric_value__init(&v_[i]);
-        v_[i].metricname = e.names[i];
-        v_[i].metricvalue = metric_value_int(e.vals[i]);
-        v_[i].metricvaluefloat = e.vals[i];
+        v_[i].metricname = e->names[i];
+        v_[i].metricvalue = metric_value_int(e->vals[i]);
+        v_[i].metricvaluefloat = e->vals[i];
         pv[i] = &v_[i];
     }
     Externalscaler__GetMetricsResponse resp = EXTERNALSCALER__GET_METRICS_RESPONSE__INIT;
-    resp.n_metricvalues = e.n;
+    resp.n_metricvalues = e->n;
     resp.metricvalues = pv;
-    int rc = e.oom ? -1 : send_message(call, &resp.base, false);
-    for (unsigned i = 0; i < e.n; i++)
-        free(e.names[i]);
+    int rc = e->oom ? -1 : send_message(call, &resp.base, false);
+    for (unsigned i = 0; i < e->n; i++)
+        free(e->names[i]);
     grpc_call_finish(call, rc ? GRPC_INTERNAL : GRPC_OK, rc ? "out of memory" : NULL);
     rpc_done(s, SCALER_RPC_OTHER, rc ? GRPC_INTERNAL : GRPC_OK, t0);
 }

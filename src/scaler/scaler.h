@@ -60,6 +60,13 @@ typedef struct {
      * what the configuration needs, since evaluations start nothing.
      * Repeated for each call: it must be cheap when already done. May be NULL. */
     void (*on_config)(void *user_data, const trigger_config_t *c, const char *so_namespace);
+    /* More of Explain's answer for a trigger: each put(put_ud, value, name)
+     * adds a name (copied) with its value, after the decision's (the
+     * aggregator's cold starts, issue 33). With names to say, a trigger
+     * without a decision (a GPU trigger) answers them instead of
+     * FAILED_PRECONDITION. May be NULL. */
+    void (*explain_more)(void *user_data, const trigger_config_t *c, const char *so_namespace,
+                         void (*put)(void *put_ud, double value, const char *name), void *put_ud);
     void *eval_user_data;
     /* With `evaluate`: unary calls reuse an evaluation of the same trigger and
      * namespace this recent (0 = never). Streams always re-evaluate. */

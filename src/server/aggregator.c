@@ -118,6 +118,92 @@ static void aggregator_on_config(void *ud, const trigger_config_t *c, const char
         start_node_watch(sv);
 }
 
+/* ---- cold starts (issue 33) ------------------------------------------------------- */
+
+typedef struct {
+    const trigger_config_t *c;
+    const char *ns;
+    cold_start_t *rec;
+} cold_start_scan_t;
+
+static bool cold_start_scan(const pod_t *p, void *ud) {
+    cold_start_scan_t *x = ud;
+    if (workload_pod_selected(x->c, x->ns, p))
+        cold_start_round_pod(x->rec, p);
+    return true;
+}
+
+/* The record of c's workload, or NULL (no podSelector, or no memory). */
+static cold_start_workload_t *cold_start_workload(server_t *sv, const trigger_config_t *c,
+                                                  const char *so_namespace, mono_ns_t now) {
+    if (!c->has_pod_selector)
+        return NULL;
+    char sel[LABEL_SELECTOR_MAX_LEN + 1];
+    label_selector_format(&c->pod_selector, sel, sizeof sel);
+    return cold_start_book_get(&sv->cold_starts, workload_namespace(c, so_namespace), sel, now);
+}
+
+/* A round of c's workload's pods for its cold-start record, at most every
+ * COLD_START_ROUND_NS, and only over a synced pod list (a partial one
+ * would read as pods deleted while they started). */
+static void observe_cold_starts(server_t *sv, const trigger_config_t *c, const char *so_namespace,
+                                mono_ns_t now) {
+    if (!c->has_pod_selector || !sv->kube || !kube_client_synced(sv->kube, now))
+        return;
+    cold_start_workload_t *w = cold_start_workload(sv, c, so_namespace, now);
+    if (!w || (w->last_round && now - w->last_round < COLD_START_ROUND_NS))
+        return;
+    w->last_round = now;
+    cold_start_scan_t x = {c, w->ns, &w->rec};
+    cold_start_round_begin(&w->rec);
+    pod_cache_foreach(kube_client_cache(sv->kube), cold_start_scan, &x);
+    if (cold_start_round_end(&w->rec) != 0)
+        LOG_WARN(&sv->log, "cold starts of %s/%s: out of memory, the round is dropped", w->ns,
+                 w->selector);
+}
+
+/* Explain's cold-start names (explain_text.c renders them as one line):
+ * cold_start:pods (the completed starts averaged), cold_start:<stage> (the
+ * mean seconds), cold_start_failed:<reason> (failed starts since this
+ * aggregator began), cold_start_waiting:pods (Unschedulable now) and
+ * cold_start_scheduler:<its message>. Nothing when nothing was seen. */
+static void aggregator_explain_more(void *ud, const trigger_config_t *c, const char *so_namespace,
+                                    void (*put)(void *, double, const char *), void *put_ud) {
+    server_t *sv = ud;
+    if (!c->has_pod_selector)
+        return;
+    char sel[LABEL_SELECTOR_MAX_LEN + 1];
+    label_selector_format(&c->pod_selector, sel, sizeof sel);
+    const cold_start_workload_t *w =
+        cold_start_book_find(&sv->cold_starts, workload_namespace(c, so_namespace), sel);
+    if (!w)
+        return;
+    const cold_start_t *r = &w->rec;
+    uint64_t failed = cold_start_failed_total(r);
+    if (r->nlast == 0 && failed == 0 && r->waiting_for_node == 0)
+        return;
+    double mean[POD_STAGE_COUNT];
+    unsigned n = cold_start_mean(r, mean);
+    char name[64 + POD_START_MESSAGE_MAX];
+    put(put_ud, n, "cold_start:pods");
+    for (int k = 0; n > 0 && k < POD_STAGE_COUNT; k++) {
+        snprintf(name, sizeof name, "cold_start:%s", pod_stage_name((pod_stage_t)k));
+        put(put_ud, mean[k], name);
+    }
+    for (int t = 1; t < POD_TROUBLE_COUNT; t++)
+        if (r->failed[t]) {
+            snprintf(name, sizeof name, "cold_start_failed:%s", pod_trouble_name((pod_trouble_t)t));
+            put(put_ud, (double)r->failed[t], name);
+        }
+    if (r->waiting_for_node)
+        put(put_ud, r->waiting_for_node, "cold_start_waiting:pods");
+    if ((r->waiting_for_node || r->failed[POD_TROUBLE_UNSCHEDULABLE]) &&
+        r->unschedulable_message[0]) {
+        snprintf(name, sizeof name, "cold_start_scheduler:%s", r->unschedulable_message);
+        put(put_ud, 0, name);
+    }
+}
+
 static void aggregator_evaluate(void *ud, const trigger_config_t *c, const char *so_namespace,
                                 mono_ns_t now, eval_result_t *out) {
     server_t *sv = ud;
@@ -132,6 +218,7 @@ static void aggregator_evaluate(void *ud, const trigger_config_t *c, const char 
         .stale_after_ns = sv->o.stale_after_ns,
     };
     workload_evaluate(c, so_namespace, &in, out, NULL);
+    observe_cold_starts(sv, c, so_namespace, now);
 }
 
 /* ---- demand sources --------------------------------------------------------------- */
@@ -378,6 +465,7 @@ int server_aggregator_start(server_t *sv, char *err, size_t errlen) {
 
 void server_aggregator_init(server_t *sv) {
     loop_timer_init(&sv->cluster_refresh, on_cluster_refresh_timer, sv);
+    cold_start_book_init(&sv->cold_starts);
 }
 
 void server_aggregator_hub_opts(server_t *sv, source_hub_opts_t *ho) {
@@ -390,6 +478,7 @@ void server_aggregator_scaler_opts(server_t *sv, scaler_opts_t *so) {
     so->evaluate = aggregator_evaluate;
     so->ready = aggregator_ready;
     so->on_config = aggregator_on_config;
+    so->explain_more = aggregator_explain_more;
     so->eval_user_data = sv;
     /* GetMetrics then IsActive, then the HPA's GetMetrics: one evaluation
      * over the workload serves them all. The window is the streams'

@@ -74,6 +74,7 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             ctx.triggers = sv->metrics_triggers;
             ctx.triggers_omitted = total - ctx.ntriggers;
         }
+        ctx.cold_starts = &sv->cold_starts;
         prom_buf_reset(scratch);
         metrics_render(scratch, snap, &sv->stats, &ctx);
         snapshot_unref(snap);

@@ -214,6 +214,12 @@ static bool model_name(const char *nm) {
     for (size_t k = 0; k < sizeof groups / sizeof *groups; k++)
         if (has_prefix(nm, groups[k]))
             return false;
+    /* the cold-start line's; the model's own "cold_start_s:<from>" stays */
+    static const char *const cold[] = {
+        "cold_start:", "cold_start_failed:", "cold_start_waiting:", "cold_start_scheduler:"};
+    for (size_t k = 0; k < sizeof cold / sizeof *cold; k++)
+        if (has_prefix(nm, cold[k]))
+            return false;
     return strcmp(nm, "value") != 0 && strcmp(nm, "active") != 0;
 }
 
@@ -233,10 +239,84 @@ static void model(const char *const *names, const double *values, size_t n, strb
     }
 }
 
+/* The aggregator's cold starts of a podSelector workload: the mean stages
+ * of the last completed starts, the failed starts by reason, and the pods
+ * waiting for a node with the scheduler's word on why. */
+static void cold_start(const char *const *names, const double *values, size_t n, strbuf_t *b) {
+    bool has;
+    double pods = get(names, values, n, "cold_start:pods", &has);
+    if (!has)
+        return;
+    static const char *const stages[] = {"node", "image", "weights"};
+    if (pods > 0) {
+        double total = 0;
+        for (size_t k = 0; k < 3; k++) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "cold_start:%s", stages[k]);
+            total += get(names, values, n, nm, NULL);
+        }
+        strbuf_printf(b, "cold start ");
+        num(b, total);
+        strbuf_printf(b, " s:");
+        for (size_t k = 0; k < 3; k++) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "cold_start:%s", stages[k]);
+            strbuf_printf(b, "%s %s ", k ? "," : "", stages[k]);
+            num(b, get(names, values, n, nm, NULL));
+            strbuf_printf(b, " s");
+        }
+        strbuf_printf(b, ", last ");
+        num(b, pods);
+        strbuf_printf(b, " pod%s", pods == 1 ? "" : "s");
+    } else {
+        strbuf_printf(b, "cold start: no completed start seen yet");
+    }
+    double failed = 0;
+    unsigned reasons = 0;
+    for (size_t i = 0; i < n; i++)
+        if (has_prefix(names[i], "cold_start_failed:")) {
+            failed += values[i];
+            reasons++;
+        }
+    const char *why = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (has_prefix(names[i], "cold_start_scheduler:"))
+            why = names[i] + 21;
+    if (failed > 0) {
+        strbuf_printf(b, "; ");
+        num(b, failed);
+        strbuf_printf(b, " failed start%s: ", failed == 1 ? "" : "s");
+        bool first = true;
+        for (size_t i = 0; i < n; i++) {
+            if (!has_prefix(names[i], "cold_start_failed:"))
+                continue;
+            const char *reason = names[i] + 18;
+            strbuf_printf(b, "%s", first ? "" : ", ");
+            first = false;
+            if (reasons > 1) {
+                num(b, values[i]);
+                strbuf_printf(b, " ");
+            }
+            strbuf_printf(b, "%s", reason);
+            if (why && strcmp(reason, "Unschedulable") == 0)
+                strbuf_printf(b, " (%s)", why);
+        }
+    }
+    double waiting = get(names, values, n, "cold_start_waiting:pods", &has);
+    if (has && waiting > 0) {
+        strbuf_printf(b, "; ");
+        num(b, waiting);
+        strbuf_printf(b, " pod%s waiting for a node", waiting == 1 ? "" : "s");
+        if (why)
+            strbuf_printf(b, " (%s)", why);
+    }
+}
+
 void explain_text(const char *const *names, const double *values, size_t n, int queueing,
                   strbuf_t out[EXPLAIN_LINES]) {
     signals(names, values, n, &out[EXPLAIN_SIGNALS]);
     latency(names, values, n, &out[EXPLAIN_LATENCY]);
     engines(names, values, n, queueing, &out[EXPLAIN_ENGINES]);
     model(names, values, n, &out[EXPLAIN_MODEL]);
+    cold_start(names, values, n, &out[EXPLAIN_COLD_START]);
 }

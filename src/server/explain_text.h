@@ -15,6 +15,9 @@ typedef enum {
     EXPLAIN_LATENCY, /* "latency: ttft p90 0.82 s against 0.5 s (40 requests), ..." */
     EXPLAIN_ENGINES, /* "engines: 0 of 1 answering, 1 not serving (...)" */
     EXPLAIN_MODEL,   /* "queueing model: replicas 3.2, lambda_rps 4 (learned), ..." */
+    /* "cold start 128 s: node 61 s, image 38 s, weights 29 s, last 8 pods; 2 failed starts:
+     * ImagePullBackOff" */
+    EXPLAIN_COLD_START,
     EXPLAIN_LINES
 } explain_line_t;
 

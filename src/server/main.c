@@ -471,6 +471,7 @@ out:
     kube_client_free(sv.kube_nodes);
     kube_client_free(sv.kube_slices);
     cluster_view_free(sv.view);
+    cold_start_book_deinit(&sv.cold_starts);
     http_server_free(sv.metrics_http);
     http_server_free(sv.probe_http);
     if (sv.loop) {

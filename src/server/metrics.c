@@ -606,6 +606,57 @@ static void render_nvml(prom_buf_t *out, const snapshot_t *snap, const server_st
                METRICS_SAMPLE_BUCKETS, st->_sample_counts, st->_sample_sum, st->_sample_count);
 }
 
+_Static_assert(COLD_START_BUCKETS <= METRICS_RPC_BUCKETS, "write_hist's copy holds the buckets");
+
+/* Per workload (pod_namespace, pod_selector: not `namespace`, which Prometheus gives every target
+ * for the scaler's own pod): each stage's histogram (stage "node", "image", "weights"), failed
+ * starts by reason (a fixed set, so every reason has a series from the start and rate() sees the
+ * first one), and the pods waiting for a node now. 64 workloads at most. */
+static void render_cold_starts(prom_buf_t *b, const cold_start_book_t *book) {
+    if (!book || book->n == 0)
+        return;
+    prom_label_t l[3];
+    const char *h = NS "cold_start_stage_seconds";
+    prom_family(b, h, "histogram",
+                "Completed pod starts of a podSelector workload by stage, seconds: node "
+                "(created to scheduled: the wait for a node), image (scheduled to every "
+                "container running: image pulls, init containers), weights (running to Ready: "
+                "model load and warm-up).");
+    for (size_t i = 0; i < book->n; i++) {
+        const cold_start_workload_t *w = book->w[i];
+        l[0] = (prom_label_t){"pod_namespace", w->ns};
+        l[1] = (prom_label_t){"pod_selector", w->selector};
+        for (int k = 0; k < POD_STAGE_COUNT; k++) {
+            l[2] = (prom_label_t){"stage", pod_stage_name((pod_stage_t)k)};
+            write_hist(b, h, l, 3, cold_start_bucket_bounds(), COLD_START_BUCKETS, w->rec.hist[k],
+                       w->rec.hist_sum[k], w->rec.completed);
+        }
+    }
+    const char *f = NS "cold_start_failures_total";
+    prom_family(b, f, "counter",
+                "Pod starts of a podSelector workload that failed, by reason: ImagePullBackOff, "
+                "ErrImagePull, CrashLoopBackOff, OOMKilled, Unschedulable (deleted while "
+                "waiting for a node), other.");
+    for (size_t i = 0; i < book->n; i++) {
+        const cold_start_workload_t *w = book->w[i];
+        l[0] = (prom_label_t){"pod_namespace", w->ns};
+        l[1] = (prom_label_t){"pod_selector", w->selector};
+        for (int t = 1; t < POD_TROUBLE_COUNT; t++) {
+            l[2] = (prom_label_t){"reason", pod_trouble_name((pod_trouble_t)t)};
+            prom_sample(b, f, NULL, l, 3, NULL, (double)w->rec.failed[t]);
+        }
+    }
+    const char *g = NS "cold_start_waiting_for_node";
+    prom_family(b, g, "gauge",
+                "Pods of a podSelector workload Unschedulable now (waiting for a node).");
+    for (size_t i = 0; i < book->n; i++) {
+        const cold_start_workload_t *w = book->w[i];
+        l[0] = (prom_label_t){"pod_namespace", w->ns};
+        l[1] = (prom_label_t){"pod_selector", w->selector};
+        prom_sample(b, g, NULL, l, 2, NULL, w->rec.waiting_for_node);
+    }
+}
+
 void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_t *st,
                     const metrics_context_t *ctx) {
     const char *node = ctx->node ? ctx->node : snap ? snap->node_name : "";
@@ -647,6 +698,7 @@ void metrics_render(prom_buf_t *out, const snapshot_t *snap, const server_stats_
         render_budgets(out, ctx);
     if (ctx->has_sources)
         render_triggers(out, ctx);
+    render_cold_starts(out, ctx->cold_starts);
 
     if (!ctx->no_nvml && snap && snap->status == SNAPSHOT_OK)
         render_gpus(out, snap, node);

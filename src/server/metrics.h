@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cluster/cold_start.h"
 #include "core/clock.h"
 #include "core/demand_eval.h"
 #include "core/snapshot.h"
@@ -122,6 +123,9 @@ typedef struct {
      * there are that are left out to bound the series. */
     const demand_view_ref_t *triggers;
     size_t ntriggers, triggers_omitted;
+    /* The aggregator's cold-start records of its podSelector workloads
+     * (issue 33); NULL: none exported. */
+    const cold_start_book_t *cold_starts;
 } metrics_context_t;
 
 /* Triggers whose decision /metrics shows (the most recently evaluated):

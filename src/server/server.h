@@ -17,6 +17,7 @@
 #include "cluster/agent_pool.h"
 #include "cluster/agent_service.h"
 #include "cluster/cluster_view.h"
+#include "cluster/cold_start.h"
 #include "cluster/node_pods.h"
 #include "core/log.h"
 #include "kube/kube_client.h"
@@ -43,6 +44,9 @@
  * at most every CLUSTER_REFRESH_NS keeps that cost flat while a change still
  * reaches the streams within one sample interval plus 50 ms. */
 #define CLUSTER_REFRESH_NS (50 * NS_PER_MS)
+/* A workload's pods are passed to its cold-start record at most this often
+ * (at its evaluations): a round walks the whole pod cache. */
+#define COLD_START_ROUND_NS (1 * NS_PER_SEC)
 
 /* The last failed reload of one TLS context, for its WARN line. */
 typedef struct {
@@ -73,6 +77,7 @@ typedef struct {
     kube_client_t *kube_slices;    /* DRA ResourceSlices, started by the first DRA device */
     bool slices_synced;            /* kube_slices' synced state at the last view change */
     kube_client_config_t kube_cfg; /* how kube was made, for kube_nodes */
+    cold_start_book_t cold_starts; /* podSelector workloads' cold starts (issue 33) */
     source_hub_t *sources;         /* engine and queue sources (standalone, aggregator) */
     tenant_policy_t tenant;        /* who may claim what (--source-auth, --allow-cross-namespace) */
     demand_view_ref_t metrics_triggers[METRICS_MAX_TRIGGERS]; /* /metrics scratch */

@@ -12,6 +12,7 @@ As a library (tests):
     api = FakeKubeAPI(token="t1"); api.start()
     uid = api.add_pod("inference", "vllm-0", labels={"app": "vllm"})
     api.modify_pod(uid, phase="Running", node="gpu-1", pod_ip="10.244.0.5")
+    api.set_pod_status(uid, {"phase": "Pending", "conditions": [...]}, node="gpu-1")
     api.delete_pod(uid); api.break_watches(); api.compact(); api.stop()
     sid = api.add_resource_slice("node-a-gpu", "gpu.nvidia.com", "node-a", node="node-a",
                                  devices=[("gpu-0", "GPU-..."), ("gpu-1-mig-9-4-4", "MIG-...")])
@@ -193,6 +194,17 @@ class FakeKubeAPI:
             if deleting:
                 pod["metadata"]["deletionTimestamp"] = "2026-11-29T11:00:30Z"
                 pod["metadata"]["deletionGracePeriodSeconds"] = 30
+            self._bump("MODIFIED", pod)
+
+    def set_pod_status(self, uid, status, node=None):
+        """Replaces the pod's whole status (a v1 PodStatus as the scheduler and
+        the kubelet write it: conditions, containerStatuses, ...) and, given
+        node, its spec.nodeName: a test walks a pod through its start."""
+        with self.cond:
+            pod = self.pods[uid]
+            pod["status"] = json.loads(json.dumps(status))
+            if node is not None:
+                pod["spec"]["nodeName"] = node
             self._bump("MODIFIED", pod)
 
     def add_node(self, name, labels=None):

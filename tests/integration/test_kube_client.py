@@ -425,7 +425,7 @@ class KubeClient(unittest.TestCase):
         # every chain stops at the cap, and chains come after the backoff
         self.assertLessEqual(lists, (line["stats"]["refused_lists"] + 1) * 11)
         if not SANITIZED:
-            # the cap holds 1,000 pods of 2,960 bytes; unbounded it grew 600 MiB in 8 s
+            # the cap holds 1,000 pods of 3,184 bytes; unbounded it grew 600 MiB in 8 s
             self.assertLess(peak, 48 * 1024, "peak RSS %d KiB" % peak)
 
     def test_endless_continue_chain_is_refused_at_the_item_cap(self):

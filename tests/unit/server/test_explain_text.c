@@ -113,9 +113,63 @@ static void test_engines_not_serving_and_the_model(void **state) {
     done(out);
 }
 
+/* Issue 33's line: the mean stages of the last starts, and failed starts by
+ * reason (one reason: its name alone). */
+static void test_cold_start_line_as_issue_33_writes_it(void **state) {
+    (void)state;
+    const char *names[] = {"cold_start:pods", "cold_start:node", "cold_start:image",
+                           "cold_start:weights", "cold_start_failed:ImagePullBackOff"};
+    const double values[] = {8, 61, 38, 29, 2};
+    strbuf_t out[EXPLAIN_LINES];
+    render(names, values, 5, 0, out);
+    assert_string_equal(out[EXPLAIN_COLD_START].s,
+                        "cold start 128 s: node 61 s, image 38 s, weights 29 s, last 8 pods; 2 "
+                        "failed starts: ImagePullBackOff");
+    /* nothing of it in the queueing model's line */
+    assert_string_equal(out[EXPLAIN_MODEL].s, "");
+    done(out);
+    /* beside the queueing model's own cold_start_s, which stays its own
+     * (integration_demand failed when every "cold_start" name was left out) */
+    const char *both[] = {"cold_start:pods", "cold_start:node", "cold_start:image",
+                          "cold_start:weights", "cold_start_s:prior"};
+    const double bv[] = {1, 1, 2, 3, 120};
+    render(both, bv, 5, 0, out);
+    assert_string_equal(out[EXPLAIN_MODEL].s, "queueing model: cold_start_s 120 (prior)");
+    assert_string_equal(out[EXPLAIN_COLD_START].s,
+                        "cold start 6 s: node 1 s, image 2 s, weights 3 s, last 1 pod");
+    done(out);
+}
+
+/* Several reasons with their counts; Unschedulable with the scheduler's
+ * message; pods waiting for a node; no start completed yet. */
+static void test_cold_start_line_reasons_and_waiting_pods(void **state) {
+    (void)state;
+    const char *names[] = {"cold_start:pods", "cold_start_failed:CrashLoopBackOff",
+                           "cold_start_failed:Unschedulable", "cold_start_waiting:pods",
+                           "cold_start_scheduler:0/3 nodes are available: 3 Insufficient "
+                           "nvidia.com/gpu."};
+    const double values[] = {0, 2, 1, 1, 0};
+    strbuf_t out[EXPLAIN_LINES];
+    render(names, values, 5, 0, out);
+    assert_string_equal(out[EXPLAIN_COLD_START].s,
+                        "cold start: no completed start seen yet; 3 failed starts: 2 "
+                        "CrashLoopBackOff, 1 Unschedulable (0/3 nodes are available: 3 "
+                        "Insufficient nvidia.com/gpu.); 1 pod waiting for a node (0/3 nodes are "
+                        "available: 3 Insufficient nvidia.com/gpu.)");
+    done(out);
+    /* no cold-start names: no line */
+    const char *none[] = {"value"};
+    const double v0[] = {1};
+    render(none, v0, 1, 0, out);
+    assert_string_equal(out[EXPLAIN_COLD_START].s, "");
+    done(out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_signals_name_the_one_that_decided),
+        cmocka_unit_test(test_cold_start_line_as_issue_33_writes_it),
+        cmocka_unit_test(test_cold_start_line_reasons_and_waiting_pods),
         cmocka_unit_test(test_latency_against_targets_and_unknowns),
         cmocka_unit_test(test_engines_not_serving_and_the_model),
     };

@@ -595,8 +595,72 @@ static void test_metrics_trigger_decisions(void **state) {
     demand_view_free(&view_b);
 }
 
+/* ---- cold starts (issue 33) ---------------------------------------------------- */
+
+/* Issue 33's example start (node 61 s, image 38 s, weights 29 s) and two
+ * failed starts, as the aggregator's record of one workload shows them. */
+static void test_metrics_cold_start_stages_and_failures(void **state) {
+    (void)state;
+    cold_start_book_t book;
+    cold_start_book_init(&book);
+    cold_start_workload_t *w = cold_start_book_get(&book, "inference", "app=vllm", 1);
+    assert_non_null(w);
+    pod_t p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.uid, sizeof p.uid, "u-1");
+    p.phase = POD_PHASE_RUNNING;
+    p.ready = true;
+    p.created_unix = 1795946400;
+    p.start.scheduled_unix = p.created_unix + 61;
+    p.start.running_unix = p.start.scheduled_unix + 38;
+    p.start.ready_unix = p.start.running_unix + 29;
+    pod_t q = p, r = p;
+    snprintf(q.uid, sizeof q.uid, "u-2");
+    q.ready = false;
+    q.start.trouble = POD_TROUBLE_IMAGE_PULL_BACKOFF;
+    snprintf(r.uid, sizeof r.uid, "u-3");
+    r.ready = false;
+    r.start.trouble = POD_TROUBLE_UNSCHEDULABLE;
+    cold_start_round_begin(&w->rec);
+    cold_start_round_pod(&w->rec, &p);
+    cold_start_round_pod(&w->rec, &q);
+    cold_start_round_pod(&w->rec, &r);
+    assert_int_equal(cold_start_round_end(&w->rec), 0);
+    metrics_context_t c = ctx_default();
+    c.cold_starts = &book;
+    server_stats_t st;
+    server_stats_init(&st);
+    char *t = render(NULL, &st, &c);
+#define L "{pod_namespace=\"inference\",pod_selector=\"app=vllm\""
+    expect_line(t, NS "cold_start_stage_seconds_bucket" L ",stage=\"node\",le=\"60\"} 0");
+    expect_line(t, NS "cold_start_stage_seconds_bucket" L ",stage=\"node\",le=\"90\"} 1");
+    expect_line(t, NS "cold_start_stage_seconds_bucket" L ",stage=\"image\",le=\"45\"} 1");
+    expect_line(t, NS "cold_start_stage_seconds_bucket" L ",stage=\"weights\",le=\"30\"} 1");
+    expect_line(t, NS "cold_start_stage_seconds_bucket" L ",stage=\"weights\",le=\"+Inf\"} 1");
+    expect_line(t, NS "cold_start_stage_seconds_sum" L ",stage=\"node\"} 61");
+    expect_line(t, NS "cold_start_stage_seconds_count" L ",stage=\"image\"} 1");
+    expect_line(t, NS "cold_start_failures_total" L ",reason=\"ImagePullBackOff\"} 1");
+    expect_line(t, NS "cold_start_failures_total" L ",reason=\"CrashLoopBackOff\"} 0");
+    expect_line(t, NS "cold_start_failures_total" L ",reason=\"other\"} 0");
+    expect_line(t, NS "cold_start_waiting_for_node" L "} 1");
+#undef L
+    if (access("/usr/bin/promtool", X_OK) == 0 || !system("command -v promtool >/dev/null 2>&1")) {
+        char out[8192];
+        int rc = promtool_check(t, out, sizeof out);
+        if (rc != 0 || out[0])
+            fail_msg("promtool check metrics: exit %d:\n%s\n--- exposition ---\n%s", rc, out, t);
+    }
+    free(t);
+    /* no workload, no family */
+    cold_start_book_deinit(&book);
+    t = render(NULL, &st, &c);
+    assert_null(strstr(t, "cold_start"));
+    free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_metrics_cold_start_stages_and_failures),
         cmocka_unit_test(test_metrics_gpu_gauges_keep_the_go_names_with_a_node_label),
         cmocka_unit_test(test_metrics_new_gpu_gauges),
         cmocka_unit_test(test_metrics_absent_fields_give_no_sample),

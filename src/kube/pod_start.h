@@ -7,12 +7,14 @@
  * ContainerStateRunning.StartedAt, ContainerStateWaiting.Reason,
  * PodReasonUnschedulable; the kubelet's conditions in
  * pkg/kubelet/status/generate.go):
- *   metadata.creationTimestamp                      created
- *   PodScheduled False reason Unschedulable         waiting for a node (cluster autoscaler,
- * Karpenter) PodScheduled True, lastTransitionTime           scheduled            -> stage "node"
- *   containerStatuses[].state.running.startedAt     every container runs -> stage "image"
- *     (the latest; init containers ran before, so their pulls count here)
- *   Ready True, lastTransitionTime                  Ready                -> stage "weights"
+ *   created: metadata.creationTimestamp
+ *   waiting for a node: PodScheduled False, reason Unschedulable (the
+ *     cluster autoscaler or Karpenter adds one)
+ *   scheduled: PodScheduled True, lastTransitionTime       -> stage "node"
+ *   every container runs: the latest containerStatuses[].state.running.
+ *     startedAt (init containers ran before: their pulls count here)
+ *                                                          -> stage "image"
+ *   Ready: Ready True, lastTransitionTime                  -> stage "weights"
  * A start that goes wrong shows as a waiting container's reason
  * (ErrImagePull, ImagePullBackOff: pkg/kubelet/images/types.go;
  * CrashLoopBackOff: pkg/kubelet/container/sync_result.go) or a terminated

@@ -25,7 +25,7 @@
 #include "env/env.h"
 #include "nvml/collector.h"
 #include "nvml/loader.h"
-#include "nvml/sampler.h"
+#include "gpu/sampler.h"
 
 #ifndef KGS_VERSION
 #define KGS_VERSION "0.0.0"
@@ -174,12 +174,12 @@ static void sleep_ns(uint64_t ns) {
  * and promise a retry that never comes, so the sweep runs with warnings
  * held back. Later sweeps warn as usual. EXIT_OK and *snap, or EXIT_NVML.
  */
-static int first_sweep(nvml_collector_t *collector, logger_t *log, nvml_loader_t *loader,
+static int first_sweep(gpu_backend_t *backend, logger_t *log, nvml_loader_t *loader,
                        snapshot_t **snap) {
     log_level_t level = log->level;
     if (log->level < LOG_ERROR)
         log->level = LOG_ERROR;
-    int sampled = nvml_collector_sample(collector, clock_mono_now(), snap);
+    int sampled = gpu_backend_sample(backend, clock_mono_now(), snap);
     log->level = level;
     if (sampled != 0) {
         fprintf(stderr, "gpu-metrics: out of memory\n");
@@ -311,19 +311,21 @@ int main(int argc, char **argv) {
     }
 
     int exit_code = EXIT_OK;
-    nvml_collector_t *collector = NULL;
+    gpu_backend_t backend = {0};
     sampler_t *sampler = NULL;
     snapshot_t *snap = NULL;
     FILE *out = stdout;
     device_selection_t sel;
 
+    nvml_collector_t *collector = NULL;
     if (nvml_collector_new(nvml_loader_api(loader), &log, env.node, &collector) != 0) {
         fprintf(stderr, "gpu-metrics: out of memory\n");
         exit_code = EXIT_NVML;
         goto done;
     }
+    backend = nvml_collector_backend(collector);
 
-    if ((exit_code = first_sweep(collector, &log, loader, &snap)) != EXIT_OK)
+    if ((exit_code = first_sweep(&backend, &log, loader, &snap)) != EXIT_OK)
         goto done;
     if ((exit_code = select_devices(&o, &env, snap, &sel)) != EXIT_OK)
         goto done;
@@ -344,13 +346,13 @@ int main(int argc, char **argv) {
     sample_ctx_t sc = {.env = &env, .sel = &sel, .quiet = o.quiet};
     proc_lookup_init(&sc.lookup, "/proc");
 
-    if (nvml_collector_wants_second_sample(collector))
+    if (gpu_backend_wants_second_sample(&backend))
         sleep_ns(COLLECTOR_RATE_WINDOW_NS);
 
     if (o.interval_ns == 0) {
         snapshot_unref(snap);
         snap = NULL;
-        if (nvml_collector_sample(collector, clock_mono_now(), &snap) != 0) {
+        if (gpu_backend_sample(&backend, clock_mono_now(), &snap) != 0) {
             exit_code = EXIT_NVML;
             goto done;
         }
@@ -367,7 +369,7 @@ int main(int argc, char **argv) {
         goto done;
     }
 
-    /* Continuous: the sampler thread owns the collector from here. */
+    /* Continuous: the sampler thread owns the backend from here. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -376,8 +378,8 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     sampler_opts_t so = {.interval_ns = o.interval_ns, .log = &log};
-    nvml_collector_t *handed = collector;
-    collector = NULL;
+    gpu_backend_t handed = backend;
+    backend = (gpu_backend_t){0};
     if (sampler_start(handed, &so, &sampler, err, sizeof err) != 0) {
         fprintf(stderr, "gpu-metrics: %s\n", err);
         exit_code = EXIT_NVML;
@@ -387,7 +389,7 @@ int main(int argc, char **argv) {
 
 done:
     sampler_stop(sampler);
-    nvml_collector_free(collector);
+    gpu_backend_deinit(&backend);
     snapshot_unref(snap);
     if (out != stdout && fclose(out) != 0 && exit_code == EXIT_OK) {
         fprintf(stderr, "gpu-metrics: close --output %s: %s\n", out_path, strerror(errno));

@@ -742,6 +742,8 @@ static json_t *json_device(json_build_t *b, const snapshot_t *snap, const gpu_re
     jset(b, o, "uuid", jstr_or_null(g->uuid, sizeof g->uuid));
     jset(b, o, "name", jstr_or_null(g->name, sizeof g->name));
     jset(b, o, "pci_bus_id", jstr_or_null(g->pci_bus_id, sizeof g->pci_bus_id));
+    jset(b, o, "vendor",
+         gpu_vendor_name(g->vendor) ? json_string(gpu_vendor_name(g->vendor)) : json_null());
     jset(b, o, "health", json_string(gpu_health_name(g->health)));
     jset(b, o, "health_error",
          g->health != GPU_HEALTH_OK && g->health_nvml_code != 0

@@ -327,7 +327,8 @@ int main(int argc, char **argv) {
                              .before_publish = on_sample_taken,
                              .user_data = &sv,
                              .log = &sv.log};
-        if (sampler_start(collector, &so, &sv.sampler, err, sizeof err) != 0) {
+        if (sampler_start(nvml_collector_backend(collector), &so, &sv.sampler, err, sizeof err) !=
+            0) {
             LOG_ERROR(&sv.log, "%s", err);
             goto out;
         }

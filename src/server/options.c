@@ -24,7 +24,7 @@
 #include "core/flags.h"
 #include "core/roles.h"
 #include "core/suggest.h"
-#include "nvml/sampler_limits.h"
+#include "gpu/sampler_limits.h"
 #include "scaler/scaler_limits.h"
 
 const char server_usage_text[] =

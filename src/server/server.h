@@ -27,7 +27,7 @@
 #include "net/resolver.h"
 #include "net/tls.h"
 #include "nvml/loader.h"
-#include "nvml/sampler.h"
+#include "gpu/sampler.h"
 #include "scaler/scaler.h"
 #include "server/metrics.h"
 #include "server/options.h"

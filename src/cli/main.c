@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "env/cuda_index.h"
 #include "env/env.h"
+#include "gpu/select.h"
 #include "nvml/collector.h"
 #include "nvml/loader.h"
 #include "gpu/sampler.h"
@@ -84,6 +85,7 @@ static void print_dry_run(FILE *out, const cli_options_t *o, const env_info_t *e
             o->interval_ns ? duration_format(o->interval_ns, dur, sizeof dur) : "one shot");
     if (o->count)
         fprintf(out, "Count:         %llu\n", (unsigned long long)o->count);
+    fprintf(out, "GPU backend:   %s\n", gpu_backend_kind_name(o->gpu_backend));
     fprintf(out, "NVML library:  %s\n", o->nvml_library ? o->nvml_library : NVML_DEFAULT_LIBRARY);
     fprintf(out, "Output:        %s\n", output_path ? output_path : "stdout");
 }
@@ -174,7 +176,7 @@ static void sleep_ns(uint64_t ns) {
  * and promise a retry that never comes, so the sweep runs with warnings
  * held back. Later sweeps warn as usual. EXIT_OK and *snap, or EXIT_NVML.
  */
-static int first_sweep(gpu_backend_t *backend, logger_t *log, nvml_loader_t *loader,
+static int first_sweep(gpu_backend_t *backend, logger_t *log, const nvml_loader_t *loader,
                        snapshot_t **snap) {
     log_level_t level = log->level;
     if (log->level < LOG_ERROR)
@@ -187,6 +189,10 @@ static int first_sweep(gpu_backend_t *backend, logger_t *log, nvml_loader_t *loa
     }
     if ((*snap)->status != SNAPSHOT_NVML_DOWN)
         return EXIT_OK;
+    if (!loader) { /* the amdgpu sysfs reader: its message says where it looked */
+        fprintf(stderr, "gpu-metrics: %s\n", (*snap)->error);
+        return EXIT_NVML;
+    }
     fprintf(stderr, "gpu-metrics: NVML unavailable: %s\n", (*snap)->error);
     /* What the library said is above (nvmlErrorString); the hint is the
      * same for any library, a driver's or the stand-in's. */
@@ -300,30 +306,36 @@ int main(int argc, char **argv) {
         return EXIT_OK;
     }
 
-    nvml_loader_t *loader = NULL;
-    if (nvml_loader_open(o.nvml_library, &loader, err, sizeof err) != 0) {
+    /* A library named with --nvml-library is a request for NVML. */
+    gpu_select_opts_t so_gpu = {.kind = o.gpu_backend == GPU_BACKEND_AUTO && o.nvml_library
+                                            ? GPU_BACKEND_NVML
+                                            : o.gpu_backend,
+                                .nvml_library = o.nvml_library,
+                                .sys_root = o.sys_root,
+                                .proc_root = o.proc_root,
+                                .node_name = env.node,
+                                .log = &log};
+    gpu_selection_t gpu;
+    if (gpu_backend_select(&so_gpu, &gpu, err, sizeof err) != 0) {
         fprintf(stderr, "gpu-metrics: %s\n", err);
-        fprintf(stderr, "gpu-metrics: hint: is the NVIDIA driver installed and its library on "
-                        "the library path? In a container, run with the NVIDIA runtime "
-                        "(NVIDIA_DRIVER_CAPABILITIES=utility); or name the library with "
-                        "--nvml-library PATH.\n");
+        if (so_gpu.kind != GPU_BACKEND_AMDGPU_SYSFS)
+            fprintf(stderr, "gpu-metrics: hint: is the NVIDIA driver installed and its library on "
+                            "the library path? In a container, run with the NVIDIA runtime "
+                            "(NVIDIA_DRIVER_CAPABILITIES=utility); or name the library with "
+                            "--nvml-library PATH. On AMD GPUs without ROCm: --gpu-backend "
+                            "amdgpu-sysfs (docs/amd.md).\n");
         return EXIT_NVML;
     }
+    nvml_loader_t *loader = gpu.loader;
+    LOG_DEBUG(&log, "GPU backend %s", gpu.why);
 
     int exit_code = EXIT_OK;
-    gpu_backend_t backend = {0};
+    gpu_backend_t backend = gpu.backend;
+    gpu.backend = (gpu_backend_t){0};
     sampler_t *sampler = NULL;
     snapshot_t *snap = NULL;
     FILE *out = stdout;
     device_selection_t sel;
-
-    nvml_collector_t *collector = NULL;
-    if (nvml_collector_new(nvml_loader_api(loader), &log, env.node, &collector) != 0) {
-        fprintf(stderr, "gpu-metrics: out of memory\n");
-        exit_code = EXIT_NVML;
-        goto done;
-    }
-    backend = nvml_collector_backend(collector);
 
     if ((exit_code = first_sweep(&backend, &log, loader, &snap)) != EXIT_OK)
         goto done;
@@ -357,7 +369,7 @@ int main(int argc, char **argv) {
             goto done;
         }
         if (snap->status == SNAPSHOT_NVML_DOWN) {
-            fprintf(stderr, "gpu-metrics: NVML unavailable: %s\n", snap->error);
+            fprintf(stderr, "gpu-metrics: %s%s\n", loader ? "NVML unavailable: " : "", snap->error);
             exit_code = EXIT_NVML;
             goto done;
         }
@@ -395,6 +407,6 @@ done:
         fprintf(stderr, "gpu-metrics: close --output %s: %s\n", out_path, strerror(errno));
         exit_code = EXIT_USAGE;
     }
-    nvml_loader_free(loader);
+    gpu_selection_deinit(&gpu); /* the library, now that nothing calls it */
     return exit_code;
 }

@@ -434,7 +434,8 @@ static const cuda_index_t cuda_unknown = {CUDA_INDEX_UNKNOWN, 0};
 static cuda_index_t cuda_of_gpu(const output_extra_t *x, const snapshot_t *snap,
                                 const gpu_record_t *g) {
     size_t pos = (size_t)(g - snap->gpus);
-    if (!x || !x->cuda || pos >= x->cuda->gpu_count)
+    /* CUDA does not enumerate AMD GPUs: no CUDA index, nor a note about one. */
+    if (!x || !x->cuda || pos >= x->cuda->gpu_count || g->vendor == GPU_VENDOR_AMD)
         return cuda_unknown;
     return x->cuda->gpu[pos];
 }
@@ -452,7 +453,7 @@ static const char *cuda_note(const output_extra_t *x, const snapshot_t *snap,
         return NULL;
     for (unsigned i = 0; i < snap->gpu_count; i++) {
         const gpu_record_t *g = &snap->gpus[i];
-        if (!gpu_shown(sel, snap, g))
+        if (!gpu_shown(sel, snap, g) || g->vendor == GPU_VENDOR_AMD)
             continue;
         cuda_index_state_t st = cuda_of_gpu(x, snap, g).state;
         bool open = st == CUDA_INDEX_UNKNOWN || st == CUDA_INDEX_VISIBLE;

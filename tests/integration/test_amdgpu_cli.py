@@ -54,6 +54,12 @@ class AmdgpuJson(unittest.TestCase):
         self.assertIsNone(self.devs[1]["uuid"])
         self.assertEqual([d["health"] for d in self.devs], ["ok", "ok"])
 
+    def test_no_cuda_index_or_cuda_note_for_amd_gpus(self):
+        for d in self.devs:
+            self.assertIsNone(d["cuda_index"])
+            self.assertIsNone(d["cuda_visible"])
+        self.assertIsNone(self.doc["cuda_index_note"])
+
     def test_values_from_sysfs_and_hwmon(self):
         d = self.devs[0]
         self.assertEqual(d["gpu_utilization_percent"], 37)

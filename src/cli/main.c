@@ -306,10 +306,7 @@ int main(int argc, char **argv) {
         return EXIT_OK;
     }
 
-    /* A library named with --nvml-library is a request for NVML. */
-    gpu_select_opts_t so_gpu = {.kind = o.gpu_backend == GPU_BACKEND_AUTO && o.nvml_library
-                                            ? GPU_BACKEND_NVML
-                                            : o.gpu_backend,
+    gpu_select_opts_t so_gpu = {.kind = o.gpu_backend,
                                 .nvml_library = o.nvml_library,
                                 .sys_root = o.sys_root,
                                 .proc_root = o.proc_root,
@@ -318,7 +315,7 @@ int main(int argc, char **argv) {
     gpu_selection_t gpu;
     if (gpu_backend_select(&so_gpu, &gpu, err, sizeof err) != 0) {
         fprintf(stderr, "gpu-metrics: %s\n", err);
-        if (so_gpu.kind != GPU_BACKEND_AMDGPU_SYSFS)
+        if (o.gpu_backend != GPU_BACKEND_AMDGPU_SYSFS)
             fprintf(stderr, "gpu-metrics: hint: is the NVIDIA driver installed and its library on "
                             "the library path? In a container, run with the NVIDIA runtime "
                             "(NVIDIA_DRIVER_CAPABILITIES=utility); or name the library with "

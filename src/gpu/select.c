@@ -41,11 +41,15 @@ int gpu_backend_select(const gpu_select_opts_t *o, gpu_selection_t *out, char *e
     char nvml_err[256] = "";
     int rc;
 
-    switch (o->kind) {
+    /* A library named with --nvml-library is a request for NVML. */
+    gpu_backend_kind_t kind =
+        o->kind == GPU_BACKEND_AUTO && o->nvml_library ? GPU_BACKEND_NVML : o->kind;
+    switch (kind) {
     case GPU_BACKEND_NVML:
         if ((rc = open_nvml(o, out, err, errlen)) != 0)
             return rc;
-        snprintf(out->why, sizeof out->why, "nvml: %s loaded (--gpu-backend nvml)", lib);
+        snprintf(out->why, sizeof out->why, "nvml: %s loaded (--gpu-backend %s)", lib,
+                 gpu_backend_kind_name(o->kind));
         return 0;
     case GPU_BACKEND_AMDGPU_SYSFS:
         if ((rc = open_amdgpu(o, out, err, errlen)) != 0)

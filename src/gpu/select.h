@@ -3,7 +3,8 @@
  * amdgpu sysfs reader, or the first of them that works ("auto").
  *
  * "auto" tries NVML first (it loads only where the NVIDIA driver is), then
- * the amdgpu sysfs reader if any amdgpu card is under <sys>/class/drm. The
+ * the amdgpu sysfs reader if any amdgpu card is under <sys>/class/drm; a
+ * library named in nvml_library makes "auto" mean NVML. The
  * choice and the reason come back as one sentence for the caller to log
  * once. Room is left for more backends (amd-smi) between the two.
  */

@@ -305,10 +305,7 @@ int main(int argc, char **argv) {
             goto out;
         }
     } else {
-        /* A library named with --nvml-library is a request for NVML. */
-        gpu_select_opts_t go = {.kind = sv.o.gpu_backend == GPU_BACKEND_AUTO && sv.o.nvml_library
-                                            ? GPU_BACKEND_NVML
-                                            : sv.o.gpu_backend,
+        gpu_select_opts_t go = {.kind = sv.o.gpu_backend,
                                 .nvml_library = sv.o.nvml_library,
                                 .sys_root = sv.o.sys_root,
                                 .proc_root = sv.o.proc_root,
@@ -317,7 +314,7 @@ int main(int argc, char **argv) {
         gpu_selection_t gpu;
         if (gpu_backend_select(&go, &gpu, err, sizeof err) != 0) {
             LOG_ERROR(&sv.log, "%s", err);
-            if (go.kind != GPU_BACKEND_AMDGPU_SYSFS)
+            if (sv.o.gpu_backend != GPU_BACKEND_AMDGPU_SYSFS)
                 LOG_ERROR(&sv.log,
                           "hint: run on a GPU node with the NVIDIA driver (in Kubernetes: the "
                           "NVIDIA container runtime, NVIDIA_DRIVER_CAPABILITIES=utility), or "

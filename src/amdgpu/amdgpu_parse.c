@@ -145,6 +145,15 @@ static int value_with_unit(const char *p, size_t n, uint64_t *out, const char **
     return 0;
 }
 
+/* A <str> of drm-usage-stats.rst: no whitespace; we also refuse control
+ * bytes and NUL, which no driver name has and which would cut the copy. */
+static bool is_word(const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)p[i] <= ' ' || p[i] == 0x7f)
+            return false;
+    return true;
+}
+
 static bool word_is(const char *p, size_t n, const char *w) {
     return n == strlen(w) && memcmp(p, w, n) == 0;
 }
@@ -199,7 +208,8 @@ int amdgpu_fdinfo_parse(const char *text, size_t len, amdgpu_fdinfo_t *out) {
         trim(&val, &vn);
 
         if (word_is(key, kn, "drm-driver")) {
-            if (vn == 0 || vn >= sizeof out->driver)
+            /* "Neither keys or values are allowed to contain whitespace". */
+            if (vn == 0 || vn >= sizeof out->driver || !is_word(val, vn))
                 continue;
             memcpy(out->driver, val, vn);
             out->driver[vn] = '\0';

@@ -183,6 +183,12 @@ static void test_amdgpu_fdinfo_parse_tells_non_drm_and_other_drivers(void **stat
     assert_int_equal(amdgpu_fdinfo_parse(S("drm-driver:\ti915\ndrm-engine-render:\t900 ns\n"), &fi),
                      0);
     assert_string_equal(fi.driver, "i915");
+    /* A driver name with whitespace inside is not one (found by the fuzz
+     * target: "drm-driver:PCI_SLOT_NAME=\tamdgpu" was taken whole). */
+    assert_int_equal(amdgpu_fdinfo_parse(S("drm-driver:PCI_SLOT_NAME=\tamdgpu\n"), &fi),
+                     KGS_ENOTFOUND);
+    /* Nor one of NUL bytes (the fuzz target again: an empty driver name). */
+    assert_int_equal(amdgpu_fdinfo_parse(S("drm-driver:\0\0\0\0\n"), &fi), KGS_ENOTFOUND);
     /* Cut mid-line (a 4 KiB read): what came before still counts. */
     assert_int_equal(amdgpu_fdinfo_parse(amdgpu_fdinfo_text, 150, &fi), 0);
     assert_string_equal(fi.driver, "amdgpu");

@@ -323,6 +323,7 @@ int main(int argc, char **argv) {
             goto out;
         }
         sv.loader = gpu.loader;
+        sv.gpu_backend = gpu_backend_name(&gpu.backend);
         LOG_INFO(&sv.log, "GPU backend %s", gpu.why);
         char missing[2048];
         if (sv.loader && nvml_loader_missing(sv.loader, missing, sizeof missing) > 0)

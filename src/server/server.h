@@ -57,6 +57,7 @@ typedef struct {
     char node[256];
     loop_t *loop;
     nvml_loader_t *loader;
+    const char *gpu_backend; /* the chosen backend's name (static); NULL on the aggregator */
     sampler_t *sampler;
     tls_server_t *tls;
     tls_client_t *agents_tls; /* --agents-tls-ca: the aggregator's context for its agents */

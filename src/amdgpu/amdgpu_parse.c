@@ -6,6 +6,7 @@
  */
 #include "amdgpu/amdgpu_parse.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -264,4 +265,119 @@ bool amdgpu_uevent_parse(const char *text, size_t len, char slot[AMDGPU_BDF_MAX]
     if (!amdgpu)
         slot[0] = '\0';
     return amdgpu;
+}
+
+/* ---- gpu_metrics ------------------------------------------------------------ */
+
+/* The leading fields of the kernel's tables, with its types in its order,
+ * so offsetof() gives the kernel's offsets (natural alignment, no packing,
+ * as kgd_pp_interface.h declares them; NUM_VCN 4, NUM_JPEG_ENG 32). Only
+ * the prefix we read is mirrored. */
+struct gm_header {
+    uint16_t structure_size;
+    uint8_t format_revision;
+    uint8_t content_revision;
+};
+
+struct gm_v1_1 { /* v1_1, v1_2, v1_3 share this prefix */
+    struct gm_header common_header;
+    uint16_t temperature_edge, temperature_hotspot, temperature_mem;
+    uint16_t temperature_vrgfx, temperature_vrsoc, temperature_vrmem;
+    uint16_t average_gfx_activity, average_umc_activity, average_mm_activity;
+    uint16_t average_socket_power;
+    uint64_t energy_accumulator; /* unit not documented before v1_4: not read */
+};
+
+struct gm_v1_4 {
+    struct gm_header common_header;
+    uint16_t temperature_hotspot, temperature_mem, temperature_vrsoc;
+    uint16_t curr_socket_power;
+    uint16_t average_gfx_activity, average_umc_activity;
+    uint16_t vcn_activity[4];
+    uint64_t energy_accumulator; /* 15.259 uJ (2^-16 J) units */
+};
+
+struct gm_v1_5 { /* v1_5, v1_6 */
+    struct gm_header common_header;
+    uint16_t temperature_hotspot, temperature_mem, temperature_vrsoc;
+    uint16_t curr_socket_power;
+    uint16_t average_gfx_activity, average_umc_activity;
+    uint16_t vcn_activity[4];
+    uint16_t jpeg_activity[32];
+    uint64_t energy_accumulator;
+};
+
+static uint16_t gm_u16(const unsigned char *b, size_t off) {
+    uint16_t v;
+    memcpy(&v, b + off, sizeof v); /* the table is in the host's byte order */
+    return v;
+}
+
+static uint64_t gm_u64(const unsigned char *b, size_t off) {
+    uint64_t v;
+    memcpy(&v, b + off, sizeof v);
+    return v;
+}
+
+/* A 16-bit field: present unless all ones (not supported). */
+static bool gm_field16(const unsigned char *b, size_t off, unsigned *out) {
+    uint16_t v = gm_u16(b, off);
+    if (v == UINT16_MAX)
+        return false;
+    *out = v;
+    return true;
+}
+
+int amdgpu_gpu_metrics_parse(const void *buf, size_t len, amdgpu_gpu_metrics_t *out) {
+    const unsigned char *b = buf;
+    memset(out, 0, sizeof *out);
+    if (len < sizeof(struct gm_header))
+        return KGS_EINVAL;
+    size_t size = gm_u16(b, offsetof(struct gm_header, structure_size));
+    out->format_revision = b[offsetof(struct gm_header, format_revision)];
+    out->content_revision = b[offsetof(struct gm_header, content_revision)];
+    if (size > len || size < sizeof(struct gm_header))
+        return KGS_EINVAL;
+    if (out->format_revision != 1 || out->content_revision < 1 || out->content_revision > 6)
+        return KGS_ENOTFOUND;
+
+    size_t gfx, umc, power, hot, energy = 0, need;
+    if (out->content_revision <= 3) {
+        gfx = offsetof(struct gm_v1_1, average_gfx_activity);
+        umc = offsetof(struct gm_v1_1, average_umc_activity);
+        power = offsetof(struct gm_v1_1, average_socket_power);
+        hot = offsetof(struct gm_v1_1, temperature_hotspot);
+        need = power + sizeof(uint16_t);
+    } else if (out->content_revision == 4) {
+        gfx = offsetof(struct gm_v1_4, average_gfx_activity);
+        umc = offsetof(struct gm_v1_4, average_umc_activity);
+        power = offsetof(struct gm_v1_4, curr_socket_power);
+        hot = offsetof(struct gm_v1_4, temperature_hotspot);
+        energy = offsetof(struct gm_v1_4, energy_accumulator);
+        need = energy + sizeof(uint64_t);
+    } else {
+        gfx = offsetof(struct gm_v1_5, average_gfx_activity);
+        umc = offsetof(struct gm_v1_5, average_umc_activity);
+        power = offsetof(struct gm_v1_5, curr_socket_power);
+        hot = offsetof(struct gm_v1_5, temperature_hotspot);
+        energy = offsetof(struct gm_v1_5, energy_accumulator);
+        need = energy + sizeof(uint64_t);
+    }
+    if (size < need)
+        return KGS_EINVAL;
+    out->has_gfx_activity =
+        gm_field16(b, gfx, &out->gfx_activity_pct) && out->gfx_activity_pct <= 100;
+    out->has_umc_activity =
+        gm_field16(b, umc, &out->umc_activity_pct) && out->umc_activity_pct <= 100;
+    out->has_socket_power = gm_field16(b, power, &out->socket_power_w);
+    out->has_hotspot = gm_field16(b, hot, &out->hotspot_c);
+    if (energy) {
+        uint64_t acc = gm_u64(b, energy);
+        if (acc != UINT64_MAX) {
+            /* 2^-16 J a count: mJ = acc * 1000 / 65536, without overflow. */
+            out->energy_mj = (acc >> 16) * 1000u + ((acc & 0xffffu) * 1000u >> 16);
+            out->has_energy = true;
+        }
+    }
+    return 0;
 }

@@ -74,4 +74,28 @@ int amdgpu_fdinfo_parse(const char *text, size_t len, amdgpu_fdinfo_t *out);
  * `slot` (else slot is ""). */
 bool amdgpu_uevent_parse(const char *text, size_t len, char slot[AMDGPU_BDF_MAX]);
 
+/* What the binary gpu_metrics table says (device/gpu_metrics; layouts from
+ * drivers/gpu/drm/amd/include/kgd_pp_interface.h, struct gpu_metrics_v1_1
+ * to v1_6). A field is meaningful only when its has_ flag is set; the SMU
+ * driver fills a field it does not support with all ones
+ * (smu_cmn_init_soft_gpu_metrics), and such a field is absent here. */
+typedef struct {
+    uint8_t format_revision, content_revision;
+    bool has_gfx_activity, has_umc_activity, has_socket_power, has_hotspot, has_energy;
+    unsigned gfx_activity_pct; /* average_gfx_activity */
+    unsigned umc_activity_pct; /* average_umc_activity (memory controller) */
+    unsigned socket_power_w;   /* v1_1-v1_3 average_socket_power; v1_4+ curr_socket_power */
+    unsigned hotspot_c;        /* temperature_hotspot, degrees Celsius */
+    uint64_t energy_mj;        /* v1_4+: energy_accumulator (15.259 uJ units) in mJ */
+} amdgpu_gpu_metrics_t;
+
+/*
+ * Parses a gpu_metrics table of `len` bytes (any alignment). Returns 0 for
+ * format 1, content 1 to 6 (the dGPU tables: MI100, MI200, MI300, Navi),
+ * KGS_ENOTFOUND for a revision we do not know (APU tables, newer ones: the
+ * caller keeps its other sources), or KGS_EINVAL (shorter than its header
+ * says or than the fields of its revision). *out is reset first.
+ */
+int amdgpu_gpu_metrics_parse(const void *buf, size_t len, amdgpu_gpu_metrics_t *out);
+
 #endif

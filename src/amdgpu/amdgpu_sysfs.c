@@ -284,6 +284,40 @@ static void read_text(const char *dir, const char *name, char *out, size_t outle
     snprintf(out, outlen, "%.*s", (int)n, buf);
 }
 
+/* device/gpu_metrics, parsed; false when absent or of a revision we do
+ * not read. */
+static bool read_gpu_metrics(const char *device, amdgpu_gpu_metrics_t *gm) {
+    char path[CARD_PATH_MAX + 32];
+    char buf[4096];
+    snprintf(path, sizeof path, "%s/gpu_metrics", device);
+    ssize_t n = read_small(path, buf, sizeof buf);
+    return n > 0 && amdgpu_gpu_metrics_parse(buf, (size_t)n, gm) == 0;
+}
+
+static void sample_hwmon(const card_t *c, gpu_record_t *g) {
+    uint64_t v;
+    /* power1_average on older SMUs, power1_input on newer ones. */
+    int16_t code = read_u64(c->hwmon, "power1_average", &v);
+    if (code == CODE_NOT_SUPPORTED)
+        code = read_u64(c->hwmon, "power1_input", &v);
+    g->power_w = (double)v / 1e6;
+    field_result(g, GPU_F_POWER, code);
+    code = read_u64(c->hwmon, "power1_cap", &v);
+    g->power_limit_w = (double)v / 1e6;
+    field_result(g, GPU_F_POWER_LIMIT, code);
+    /* temp1 is the edge sensor; MI200/MI300 have none and show junction as
+     * temp2. */
+    int64_t mc;
+    code = read_i64(c->hwmon, "temp1_input", &mc);
+    if (code == CODE_NOT_SUPPORTED)
+        code = read_i64(c->hwmon, "temp2_input", &mc);
+    g->temperature_c = (int)(mc / 1000);
+    field_result(g, GPU_F_TEMPERATURE, code);
+    code = read_u64(c->hwmon, "freq1_input", &v);
+    g->sm_clock_mhz = (unsigned)(v / 1000000u);
+    field_result(g, GPU_F_SM_CLOCK, code);
+}
+
 static void sample_card(const card_t *c, unsigned index, gpu_record_t *g) {
     memset(g, 0, sizeof *g);
     g->index = index;
@@ -310,46 +344,41 @@ static void sample_card(const card_t *c, unsigned index, gpu_record_t *g) {
 
     /* NVML-only fields: say "not supported" so they show as null, not as an
      * error. */
-    static const gpu_field_t nvidia_only[] = {GPU_F_MEM_RESERVED,
-                                              GPU_F_ENERGY,
-                                              GPU_F_PCIE_TX,
-                                              GPU_F_PCIE_RX,
-                                              GPU_F_NVLINK_TX,
-                                              GPU_F_NVLINK_RX,
-                                              GPU_F_CLOCK_EVENT_REASONS,
-                                              GPU_F_SM_ACTIVE,
-                                              GPU_F_SM_OCCUPANCY,
-                                              GPU_F_DRAM_BW_UTIL};
+    static const gpu_field_t nvidia_only[] = {
+        GPU_F_MEM_RESERVED, GPU_F_PCIE_TX,      GPU_F_PCIE_RX,
+        GPU_F_NVLINK_TX,    GPU_F_NVLINK_RX,    GPU_F_SM_ACTIVE,
+        GPU_F_SM_OCCUPANCY, GPU_F_DRAM_BW_UTIL, GPU_F_CLOCK_EVENT_REASONS,
+    };
     for (size_t i = 0; i < sizeof nvidia_only / sizeof nvidia_only[0]; i++)
         g->field_error[nvidia_only[i]] = CODE_NOT_SUPPORTED;
 
-    if (!c->hwmon[0]) {
+    if (c->hwmon[0]) {
+        sample_hwmon(c, g);
+    } else {
         field_result(g, GPU_F_POWER, CODE_NOT_SUPPORTED);
         field_result(g, GPU_F_POWER_LIMIT, CODE_NOT_SUPPORTED);
         field_result(g, GPU_F_TEMPERATURE, CODE_NOT_SUPPORTED);
         field_result(g, GPU_F_SM_CLOCK, CODE_NOT_SUPPORTED);
-        return;
     }
-    /* power1_average on older SMUs, power1_input on newer ones. */
-    code = read_u64(c->hwmon, "power1_average", &v);
-    if (code == CODE_NOT_SUPPORTED)
-        code = read_u64(c->hwmon, "power1_input", &v);
-    g->power_w = (double)v / 1e6;
-    field_result(g, GPU_F_POWER, code);
-    code = read_u64(c->hwmon, "power1_cap", &v);
-    g->power_limit_w = (double)v / 1e6;
-    field_result(g, GPU_F_POWER_LIMIT, code);
-    /* temp1 is the edge sensor; MI200/MI300 have none and show junction as
-     * temp2. */
-    int64_t mc;
-    code = read_i64(c->hwmon, "temp1_input", &mc);
-    if (code == CODE_NOT_SUPPORTED)
-        code = read_i64(c->hwmon, "temp2_input", &mc);
-    g->temperature_c = (int)(mc / 1000);
-    field_result(g, GPU_F_TEMPERATURE, code);
-    code = read_u64(c->hwmon, "freq1_input", &v);
-    g->sm_clock_mhz = (unsigned)(v / 1000000u);
-    field_result(g, GPU_F_SM_CLOCK, code);
+
+    /* The binary metrics table: the energy counter (v1_4+), and power and
+     * the hotspot temperature where hwmon has none. */
+    amdgpu_gpu_metrics_t gm;
+    bool have_gm = read_gpu_metrics(c->device, &gm);
+    if (have_gm && gm.has_energy) {
+        g->energy_mj = gm.energy_mj;
+        field_result(g, GPU_F_ENERGY, 0);
+    } else {
+        g->field_error[GPU_F_ENERGY] = CODE_NOT_SUPPORTED;
+    }
+    if (have_gm && !gpu_has(g, GPU_F_POWER) && gm.has_socket_power) {
+        g->power_w = gm.socket_power_w;
+        field_result(g, GPU_F_POWER, 0);
+    }
+    if (have_gm && !gpu_has(g, GPU_F_TEMPERATURE) && gm.has_hotspot) {
+        g->temperature_c = (int)gm.hotspot_c;
+        field_result(g, GPU_F_TEMPERATURE, 0);
+    }
 }
 
 /* ---- processes ----------------------------------------------------------------- */

@@ -70,6 +70,7 @@ class AmdgpuJson(unittest.TestCase):
         self.assertEqual(d["power_limit_watts"], 750.0)
         self.assertEqual(d["temperature_celsius"], 51)
         self.assertEqual(d["sm_clock_mhz"], 2100)
+        self.assertEqual(d["energy_joules"], 123456.0)  # gpu_metrics v1_5
         d = self.devs[1]
         self.assertEqual(d["gpu_utilization_percent"], 0)  # a real 0
         self.assertEqual(d["memory_used_bytes"], 1073741824)
@@ -77,7 +78,7 @@ class AmdgpuJson(unittest.TestCase):
         self.assertEqual(d["temperature_celsius"], 38)
 
     def test_what_sysfs_cannot_tell_is_null_not_zero(self):
-        nvidia_only = ["memory_reserved_bytes", "energy_joules", "pcie_tx_bytes_per_second",
+        nvidia_only = ["memory_reserved_bytes", "pcie_tx_bytes_per_second",
                        "pcie_rx_bytes_per_second", "nvlink_tx_bytes_per_second",
                        "nvlink_rx_bytes_per_second", "clock_event_reasons",
                        "sm_active_percent", "sm_occupancy_percent",
@@ -86,7 +87,8 @@ class AmdgpuJson(unittest.TestCase):
             for k in nvidia_only:
                 self.assertIsNone(d[k], k)
             self.assertEqual(d["field_errors"], {})  # absent files are not errors
-        d = self.devs[1]  # no mem_busy_percent, power1_cap, freq1_input
+        d = self.devs[1]  # no mem_busy_percent, power1_cap, freq1_input, gpu_metrics
+        self.assertIsNone(d["energy_joules"])
         self.assertIsNone(d["memory_utilization_percent"])
         self.assertIsNone(d["power_limit_watts"])
         self.assertIsNone(d["sm_clock_mhz"])

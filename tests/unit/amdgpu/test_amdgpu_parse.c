@@ -208,6 +208,98 @@ static void test_amdgpu_uevent_parse_finds_driver_and_slot(void **state) {
     assert_false(amdgpu_uevent_parse(S("DRIVER=amdgpu2\n"), slot));
 }
 
+/* A table as the SMU driver starts one (all ones: not supported), with
+ * its header; fields are put at offsets computed by hand from
+ * kgd_pp_interface.h (NUM_VCN 4, NUM_JPEG_ENG 32, natural alignment). */
+static void gm_init(unsigned char *b, size_t size, unsigned content) {
+    memset(b, 0xff, size);
+    b[0] = (unsigned char)(size & 0xff);
+    b[1] = (unsigned char)(size >> 8);
+    b[2] = 1;
+    b[3] = (unsigned char)content;
+}
+
+static void put16(unsigned char *b, size_t off, uint16_t v) {
+    memcpy(b + off, &v, sizeof v);
+}
+
+static void put64(unsigned char *b, size_t off, uint64_t v) {
+    memcpy(b + off, &v, sizeof v);
+}
+
+static void test_amdgpu_gpu_metrics_v1_3_reads_activity_power_and_hotspot(void **state) {
+    (void)state;
+    unsigned char b[128];
+    gm_init(b, 128, 3);
+    put16(b, 6, 66);   /* temperature_hotspot: after the header and edge */
+    put16(b, 16, 87);  /* average_gfx_activity: header 4 + six temperatures */
+    put16(b, 18, 40);  /* average_umc_activity */
+    put16(b, 22, 290); /* average_socket_power */
+    put64(b, 24, 1);   /* energy_accumulator: no documented unit before v1_4 */
+    amdgpu_gpu_metrics_t m;
+    assert_int_equal(amdgpu_gpu_metrics_parse(b, sizeof b, &m), 0);
+    assert_int_equal(m.content_revision, 3);
+    assert_true(m.has_gfx_activity);
+    assert_int_equal(m.gfx_activity_pct, 87);
+    assert_int_equal(m.umc_activity_pct, 40);
+    assert_int_equal(m.socket_power_w, 290);
+    assert_int_equal(m.hotspot_c, 66);
+    assert_false(m.has_energy);
+}
+
+static void test_amdgpu_gpu_metrics_v1_4_and_v1_5_place_energy_apart(void **state) {
+    (void)state;
+    unsigned char b[360];
+    amdgpu_gpu_metrics_t m;
+    /* v1_4: vcn_activity[4] at 16, energy at 24. */
+    gm_init(b, 200, 4);
+    put16(b, 4, 70);                              /* temperature_hotspot */
+    put16(b, 10, 650);                            /* curr_socket_power */
+    put16(b, 12, 99);                             /* average_gfx_activity */
+    put64(b, 24, (uint64_t)65536 * 1000 + 32768); /* 1000.5 J */
+    assert_int_equal(amdgpu_gpu_metrics_parse(b, 200, &m), 0);
+    assert_int_equal(m.hotspot_c, 70);
+    assert_int_equal(m.socket_power_w, 650);
+    assert_int_equal(m.gfx_activity_pct, 99);
+    assert_false(m.has_umc_activity); /* all ones: not supported */
+    assert_true(m.has_energy);
+    assert_int_equal(m.energy_mj, 1000500);
+    /* v1_5: jpeg_activity[32] after vcn, so energy at 88. */
+    gm_init(b, 360, 5);
+    put64(b, 24, 7); /* inside jpeg_activity now: not the counter */
+    put64(b, 88, (uint64_t)65536 * 123456);
+    assert_int_equal(amdgpu_gpu_metrics_parse(b, 360, &m), 0);
+    assert_int_equal(m.energy_mj, 123456000ull);
+    assert_false(m.has_gfx_activity);
+    /* The counter all ones: unknown. */
+    put64(b, 88, UINT64_MAX);
+    assert_int_equal(amdgpu_gpu_metrics_parse(b, 360, &m), 0);
+    assert_false(m.has_energy);
+}
+
+static void test_amdgpu_gpu_metrics_refuses_short_and_unknown_tables(void **state) {
+    (void)state;
+    unsigned char b[360];
+    amdgpu_gpu_metrics_t m;
+    gm_init(b, 360, 5);
+    assert_int_equal(amdgpu_gpu_metrics_parse(b, 359, &m), KGS_EINVAL); /* says 360 */
+    assert_int_equal(amdgpu_gpu_metrics_parse(b, 3, &m), KGS_EINVAL);
+    gm_init(b, 90, 5); /* too short for the energy counter at 88 */
+    assert_int_equal(amdgpu_gpu_metrics_parse(b, 360, &m), KGS_EINVAL);
+    gm_init(b, 2, 5); /* shorter than its own header */
+    assert_int_equal(amdgpu_gpu_metrics_parse(b, 360, &m), KGS_EINVAL);
+    gm_init(b, 360, 7); /* a revision we have not read the layout of */
+    assert_int_equal(amdgpu_gpu_metrics_parse(b, 360, &m), KGS_ENOTFOUND);
+    gm_init(b, 360, 1);
+    b[2] = 2; /* an APU table (v2_x) */
+    assert_int_equal(amdgpu_gpu_metrics_parse(b, 360, &m), KGS_ENOTFOUND);
+    /* An activity above 100 % is not one. */
+    gm_init(b, 128, 3);
+    put16(b, 16, 101);
+    assert_int_equal(amdgpu_gpu_metrics_parse(b, 128, &m), 0);
+    assert_false(m.has_gfx_activity);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_amdgpu_parse_u64_reads_sysfs_values_and_rejects_junk),
@@ -219,6 +311,9 @@ int main(void) {
         cmocka_unit_test(test_amdgpu_fdinfo_parse_skips_malformed_values_keeps_the_rest),
         cmocka_unit_test(test_amdgpu_fdinfo_parse_tells_non_drm_and_other_drivers),
         cmocka_unit_test(test_amdgpu_uevent_parse_finds_driver_and_slot),
+        cmocka_unit_test(test_amdgpu_gpu_metrics_v1_3_reads_activity_power_and_hotspot),
+        cmocka_unit_test(test_amdgpu_gpu_metrics_v1_4_and_v1_5_place_energy_apart),
+        cmocka_unit_test(test_amdgpu_gpu_metrics_refuses_short_and_unknown_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,7 +68,10 @@ static void test_amdgpu_sysfs_reads_the_fixture_cards_in_pci_order(void **state)
     /* NVIDIA-only fields: absent, as "not supported" (no error to show). */
     assert_false(gpu_has(g, GPU_F_SM_ACTIVE));
     assert_int_equal(g->field_error[GPU_F_SM_ACTIVE], 3);
-    assert_false(gpu_has(g, GPU_F_ENERGY));
+    /* gpu_metrics v1_5: the energy counter; hwmon's power and junction
+     * temperature win over the table's. */
+    assert_true(gpu_has(g, GPU_F_ENERGY));
+    assert_int_equal(g->energy_mj, 123456000ull);
     assert_false(gpu_has(g, GPU_F_PCIE_TX));
 
     g = &s->gpus[1]; /* card0, 0000:C1:00.0 in its uevent */
@@ -84,6 +87,8 @@ static void test_amdgpu_sysfs_reads_the_fixture_cards_in_pci_order(void **state)
     assert_false(gpu_has(g, GPU_F_POWER_LIMIT));
     assert_int_equal(g->temperature_c, 38);
     assert_false(gpu_has(g, GPU_F_SM_CLOCK));
+    assert_false(gpu_has(g, GPU_F_ENERGY)); /* no gpu_metrics */
+    assert_int_equal(g->field_error[GPU_F_ENERGY], 3);
     snapshot_unref(s);
     amdgpu_sysfs_free(r);
 }

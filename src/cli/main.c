@@ -23,9 +23,10 @@
 #include "core/log.h"
 #include "env/cuda_index.h"
 #include "env/env.h"
+#include "gpu/select.h"
 #include "nvml/collector.h"
 #include "nvml/loader.h"
-#include "nvml/sampler.h"
+#include "gpu/sampler.h"
 
 #ifndef KGS_VERSION
 #define KGS_VERSION "0.0.0"
@@ -84,6 +85,7 @@ static void print_dry_run(FILE *out, const cli_options_t *o, const env_info_t *e
             o->interval_ns ? duration_format(o->interval_ns, dur, sizeof dur) : "one shot");
     if (o->count)
         fprintf(out, "Count:         %llu\n", (unsigned long long)o->count);
+    fprintf(out, "GPU backend:   %s\n", gpu_backend_kind_name(o->gpu_backend));
     fprintf(out, "NVML library:  %s\n", o->nvml_library ? o->nvml_library : NVML_DEFAULT_LIBRARY);
     fprintf(out, "Output:        %s\n", output_path ? output_path : "stdout");
 }
@@ -174,12 +176,12 @@ static void sleep_ns(uint64_t ns) {
  * and promise a retry that never comes, so the sweep runs with warnings
  * held back. Later sweeps warn as usual. EXIT_OK and *snap, or EXIT_NVML.
  */
-static int first_sweep(nvml_collector_t *collector, logger_t *log, nvml_loader_t *loader,
+static int first_sweep(gpu_backend_t *backend, logger_t *log, const nvml_loader_t *loader,
                        snapshot_t **snap) {
     log_level_t level = log->level;
     if (log->level < LOG_ERROR)
         log->level = LOG_ERROR;
-    int sampled = nvml_collector_sample(collector, clock_mono_now(), snap);
+    int sampled = gpu_backend_sample(backend, clock_mono_now(), snap);
     log->level = level;
     if (sampled != 0) {
         fprintf(stderr, "gpu-metrics: out of memory\n");
@@ -187,6 +189,10 @@ static int first_sweep(nvml_collector_t *collector, logger_t *log, nvml_loader_t
     }
     if ((*snap)->status != SNAPSHOT_NVML_DOWN)
         return EXIT_OK;
+    if (!loader) { /* the amdgpu sysfs reader: its message says where it looked */
+        fprintf(stderr, "gpu-metrics: %s\n", (*snap)->error);
+        return EXIT_NVML;
+    }
     fprintf(stderr, "gpu-metrics: NVML unavailable: %s\n", (*snap)->error);
     /* What the library said is above (nvmlErrorString); the hint is the
      * same for any library, a driver's or the stand-in's. */
@@ -300,30 +306,35 @@ int main(int argc, char **argv) {
         return EXIT_OK;
     }
 
-    nvml_loader_t *loader = NULL;
-    if (nvml_loader_open(o.nvml_library, &loader, err, sizeof err) != 0) {
+    gpu_select_opts_t so_gpu = {.kind = o.gpu_backend,
+                                .nvml_library = o.nvml_library,
+                                .sys_root = o.sys_root,
+                                .proc_root = o.proc_root,
+                                .node_name = env.node,
+                                .log = &log};
+    gpu_selection_t gpu;
+    if (gpu_backend_select(&so_gpu, &gpu, err, sizeof err) != 0) {
         fprintf(stderr, "gpu-metrics: %s\n", err);
-        fprintf(stderr, "gpu-metrics: hint: is the NVIDIA driver installed and its library on "
-                        "the library path? In a container, run with the NVIDIA runtime "
-                        "(NVIDIA_DRIVER_CAPABILITIES=utility); or name the library with "
-                        "--nvml-library PATH.\n");
+        if (o.gpu_backend != GPU_BACKEND_AMDGPU_SYSFS)
+            fprintf(stderr, "gpu-metrics: hint: is the NVIDIA driver installed and its library on "
+                            "the library path? In a container, run with the NVIDIA runtime "
+                            "(NVIDIA_DRIVER_CAPABILITIES=utility); or name the library with "
+                            "--nvml-library PATH. On AMD GPUs without ROCm: --gpu-backend "
+                            "amdgpu-sysfs (docs/amd.md).\n");
         return EXIT_NVML;
     }
+    nvml_loader_t *loader = gpu.loader;
+    LOG_DEBUG(&log, "GPU backend %s", gpu.why);
 
     int exit_code = EXIT_OK;
-    nvml_collector_t *collector = NULL;
+    gpu_backend_t backend = gpu.backend;
+    gpu.backend = (gpu_backend_t){0};
     sampler_t *sampler = NULL;
     snapshot_t *snap = NULL;
     FILE *out = stdout;
     device_selection_t sel;
 
-    if (nvml_collector_new(nvml_loader_api(loader), &log, env.node, &collector) != 0) {
-        fprintf(stderr, "gpu-metrics: out of memory\n");
-        exit_code = EXIT_NVML;
-        goto done;
-    }
-
-    if ((exit_code = first_sweep(collector, &log, loader, &snap)) != EXIT_OK)
+    if ((exit_code = first_sweep(&backend, &log, loader, &snap)) != EXIT_OK)
         goto done;
     if ((exit_code = select_devices(&o, &env, snap, &sel)) != EXIT_OK)
         goto done;
@@ -344,18 +355,18 @@ int main(int argc, char **argv) {
     sample_ctx_t sc = {.env = &env, .sel = &sel, .quiet = o.quiet};
     proc_lookup_init(&sc.lookup, "/proc");
 
-    if (nvml_collector_wants_second_sample(collector))
+    if (gpu_backend_wants_second_sample(&backend))
         sleep_ns(COLLECTOR_RATE_WINDOW_NS);
 
     if (o.interval_ns == 0) {
         snapshot_unref(snap);
         snap = NULL;
-        if (nvml_collector_sample(collector, clock_mono_now(), &snap) != 0) {
+        if (gpu_backend_sample(&backend, clock_mono_now(), &snap) != 0) {
             exit_code = EXIT_NVML;
             goto done;
         }
         if (snap->status == SNAPSHOT_NVML_DOWN) {
-            fprintf(stderr, "gpu-metrics: NVML unavailable: %s\n", snap->error);
+            fprintf(stderr, "gpu-metrics: %s%s\n", loader ? "NVML unavailable: " : "", snap->error);
             exit_code = EXIT_NVML;
             goto done;
         }
@@ -367,7 +378,7 @@ int main(int argc, char **argv) {
         goto done;
     }
 
-    /* Continuous: the sampler thread owns the collector from here. */
+    /* Continuous: the sampler thread owns the backend from here. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -376,8 +387,8 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
 
     sampler_opts_t so = {.interval_ns = o.interval_ns, .log = &log};
-    nvml_collector_t *handed = collector;
-    collector = NULL;
+    gpu_backend_t handed = backend;
+    backend = (gpu_backend_t){0};
     if (sampler_start(handed, &so, &sampler, err, sizeof err) != 0) {
         fprintf(stderr, "gpu-metrics: %s\n", err);
         exit_code = EXIT_NVML;
@@ -387,12 +398,12 @@ int main(int argc, char **argv) {
 
 done:
     sampler_stop(sampler);
-    nvml_collector_free(collector);
+    gpu_backend_deinit(&backend);
     snapshot_unref(snap);
     if (out != stdout && fclose(out) != 0 && exit_code == EXIT_OK) {
         fprintf(stderr, "gpu-metrics: close --output %s: %s\n", out_path, strerror(errno));
         exit_code = EXIT_USAGE;
     }
-    nvml_loader_free(loader);
+    gpu_selection_deinit(&gpu); /* the library, now that nothing calls it */
     return exit_code;
 }

@@ -8,12 +8,14 @@
 #include "core/err.h"
 #include "core/flags.h"
 #include "core/suggest.h"
+#include "gpu/backend_kind.h"
 
 const char cli_usage_text[] =
     "Usage: gpu-metrics [flags]\n"
     "\n"
-    "Print NVIDIA GPU metrics (read through NVML) on bare metal, SLURM, Flux,\n"
-    "Kubernetes and containers, in one schema for every output format.\n"
+    "Print GPU metrics (NVIDIA through NVML, AMD through the amdgpu driver's\n"
+    "sysfs files) on bare metal, SLURM, Flux, Kubernetes and containers, in one\n"
+    "schema for every output format.\n"
     "\n"
     "Flags:\n"
     "  --format table|json|jsonl|csv  output format (default table); jsonl is one\n"
@@ -32,6 +34,14 @@ const char cli_usage_text[] =
     "                                 %n = node name, %t = task rank, %% = %\n"
     "  --nvml-library PATH            NVML library to load (default\n"
     "                                 libnvidia-ml.so.1 from the library path)\n"
+    "  --gpu-backend auto|nvml|amdgpu-sysfs\n"
+    "                                 how GPUs are read (default auto: NVML if it\n"
+    "                                 loads, else amdgpu sysfs if an amdgpu card\n"
+    "                                 is there)\n"
+    "  --sys-root DIR                 amdgpu-sysfs: where class/drm is (default\n"
+    "                                 /sys)\n"
+    "  --proc-root DIR                amdgpu-sysfs: where PID/fdinfo is, for\n"
+    "                                 per-process use (default /proc)\n"
     "  --processes                    table: list each GPU's processes under it;\n"
     "                                 csv: one row per process instead of per GPU\n"
     "                                 (json and jsonl always carry them)\n"
@@ -89,8 +99,9 @@ static int parse_bool(const char *v, const char *name, bool *out, char *err, siz
 
 /* Every flag name, for "did you mean" (the server's flags use the same rules). */
 static const char *const cli_flag_names[] = {
-    "format", "interval", "count",   "device",  "env",  "nvml-library",
-    "output", "quiet",    "dry-run", "version", "help", "processes",
+    "format",       "interval",    "count",    "device",    "env",
+    "nvml-library", "gpu-backend", "sys-root", "proc-root", "output",
+    "quiet",        "dry-run",     "version",  "help",      "processes",
 };
 
 /* "unknown flag --formt (did you mean --format?)"; a bare word close to a
@@ -163,6 +174,21 @@ int cli_options_parse(int argc, char **argv, cli_options_t *o, char *err, size_t
             if ((rc =
                      take_value(argc, argv, &i, iv, "nvml-library", &o->nvml_library, err, errlen)))
                 return rc;
+        } else if (flag_match(a, "gpu-backend", &iv)) {
+            if ((rc = take_value(argc, argv, &i, iv, "gpu-backend", &v, err, errlen)))
+                return rc;
+            if (gpu_backend_kind_parse(v, &o->gpu_backend, sub, sizeof sub))
+                return kgs_seterr(err, errlen, KGS_EINVAL, "--gpu-backend: %s", sub);
+        } else if (flag_match(a, "sys-root", &iv)) {
+            if ((rc = take_value(argc, argv, &i, iv, "sys-root", &o->sys_root, err, errlen)))
+                return rc;
+            if (!o->sys_root[0])
+                return kgs_seterr(err, errlen, KGS_EINVAL, "--sys-root needs a directory");
+        } else if (flag_match(a, "proc-root", &iv)) {
+            if ((rc = take_value(argc, argv, &i, iv, "proc-root", &o->proc_root, err, errlen)))
+                return rc;
+            if (!o->proc_root[0])
+                return kgs_seterr(err, errlen, KGS_EINVAL, "--proc-root needs a directory");
         } else if (flag_match(a, "output", &iv)) {
             if ((rc = take_value(argc, argv, &i, iv, "output", &o->output, err, errlen)))
                 return rc;

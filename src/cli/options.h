@@ -12,6 +12,7 @@
 
 #include "cli/output.h"
 #include "env/env.h"
+#include "gpu/backend_kind.h"
 
 typedef struct {
     output_format_t format;
@@ -24,8 +25,11 @@ typedef struct {
     bool dry_run;
     bool version;
     bool help;
-    const char *nvml_library; /* NULL = libnvidia-ml.so.1 */
-    const char *output;       /* template, NULL = stdout */
+    const char *nvml_library;       /* NULL = libnvidia-ml.so.1 */
+    gpu_backend_kind_t gpu_backend; /* --gpu-backend, default auto */
+    const char *sys_root;           /* --sys-root, NULL = /sys (amdgpu-sysfs) */
+    const char *proc_root;          /* --proc-root, NULL = /proc (amdgpu-sysfs fdinfo) */
+    const char *output;             /* template, NULL = stdout */
 } cli_options_t;
 
 /*

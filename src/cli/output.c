@@ -434,7 +434,8 @@ static const cuda_index_t cuda_unknown = {CUDA_INDEX_UNKNOWN, 0};
 static cuda_index_t cuda_of_gpu(const output_extra_t *x, const snapshot_t *snap,
                                 const gpu_record_t *g) {
     size_t pos = (size_t)(g - snap->gpus);
-    if (!x || !x->cuda || pos >= x->cuda->gpu_count)
+    /* CUDA does not enumerate AMD GPUs: no CUDA index, nor a note about one. */
+    if (!x || !x->cuda || pos >= x->cuda->gpu_count || g->vendor == GPU_VENDOR_AMD)
         return cuda_unknown;
     return x->cuda->gpu[pos];
 }
@@ -452,7 +453,7 @@ static const char *cuda_note(const output_extra_t *x, const snapshot_t *snap,
         return NULL;
     for (unsigned i = 0; i < snap->gpu_count; i++) {
         const gpu_record_t *g = &snap->gpus[i];
-        if (!gpu_shown(sel, snap, g))
+        if (!gpu_shown(sel, snap, g) || g->vendor == GPU_VENDOR_AMD)
             continue;
         cuda_index_state_t st = cuda_of_gpu(x, snap, g).state;
         bool open = st == CUDA_INDEX_UNKNOWN || st == CUDA_INDEX_VISIBLE;
@@ -742,6 +743,8 @@ static json_t *json_device(json_build_t *b, const snapshot_t *snap, const gpu_re
     jset(b, o, "uuid", jstr_or_null(g->uuid, sizeof g->uuid));
     jset(b, o, "name", jstr_or_null(g->name, sizeof g->name));
     jset(b, o, "pci_bus_id", jstr_or_null(g->pci_bus_id, sizeof g->pci_bus_id));
+    jset(b, o, "vendor",
+         gpu_vendor_name(g->vendor) ? json_string(gpu_vendor_name(g->vendor)) : json_null());
     jset(b, o, "health", json_string(gpu_health_name(g->health)));
     jset(b, o, "health_error",
          g->health != GPU_HEALTH_OK && g->health_nvml_code != 0

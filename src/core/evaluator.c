@@ -262,6 +262,15 @@ static void absent_hint(const snapshot_t *s, metric_type_t t, const gpu_record_t
     gpm_state_t gpm = gpu_gpm_state(s, g);
     size_t o = 0;
     buf[0] = '\0';
+    if (g->vendor == GPU_VENDOR_AMD) {
+        /* The NVIDIA hints (Hopper, MIG, drivers) would mislead here. */
+        if (t == METRIC_SM_ACTIVE || t == METRIC_SM_OCCUPANCY || t == METRIC_DRAM_BANDWIDTH)
+            append(buf, len, &o,
+                   "sm_active, sm_occupancy and dram_bandwidth_utilization are NVIDIA GPM "
+                   "metrics, which an AMD GPU (%s) has not: use metricType gpu_utilization",
+                   name);
+        return;
+    }
     switch (t) {
     case METRIC_GPU_UTILIZATION:
     case METRIC_MEMORY_UTILIZATION:
@@ -534,9 +543,9 @@ static void set_absent(eval_result_t *out, const snapshot_t *s, const trigger_co
         ((valid >> GPU_F_MEM_TOTAL) & 1u))
         code = 0; /* both present, total is 0 */
     set(out, permanent_absence(code) ? EVAL_FAILED_PRECONDITION : EVAL_UNAVAILABLE,
-        "metricType %s: %s on node %s has no %s value (NVML %s)%s%s", metric_type_name(t), who,
-        node_of(s), gpu_field_name(f), code ? nvml_code_name(code) : "gave none",
-        hint[0] ? "; " : "", hint);
+        "metricType %s: %s on node %s has no %s value (%s %s)%s%s", metric_type_name(t), who,
+        node_of(s), gpu_field_name(f), g->vendor == GPU_VENDOR_AMD ? "amdgpu sysfs" : "NVML",
+        code ? nvml_code_name(code) : "gave none", hint[0] ? "; " : "", hint);
 }
 
 /*

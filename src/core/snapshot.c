@@ -34,6 +34,18 @@ const char *gpu_health_name(gpu_health_t h) {
     return "error";
 }
 
+const char *gpu_vendor_name(gpu_vendor_t v) {
+    switch (v) {
+    case GPU_VENDOR_NVIDIA:
+        return "nvidia";
+    case GPU_VENDOR_AMD:
+        return "amd";
+    case GPU_VENDOR_UNKNOWN:
+        break;
+    }
+    return NULL;
+}
+
 snapshot_t *snapshot_new(unsigned gpus, unsigned migs) {
     return snapshot_new_with_procs(gpus, migs, 0);
 }

@@ -61,6 +61,13 @@ typedef enum {
 /* "ok", "lost", "reset_required", "error". */
 const char *gpu_health_name(gpu_health_t h);
 
+/* Who made the GPU, as the backend that read it knows. UNKNOWN (0) where
+ * nobody said: a record decoded from an agent that does not send it. */
+typedef enum { GPU_VENDOR_UNKNOWN = 0, GPU_VENDOR_NVIDIA, GPU_VENDOR_AMD } gpu_vendor_t;
+
+/* "nvidia", "amd"; NULL for UNKNOWN or an out-of-range value. */
+const char *gpu_vendor_name(gpu_vendor_t v);
+
 #define SNAPSHOT_UUID_MAX 96
 #define SNAPSHOT_NAME_MAX 96
 #define SNAPSHOT_BUSID_MAX 32
@@ -116,7 +123,8 @@ typedef struct {
  * valid; NVML_ERROR_NOT_SUPPORTED = 3 when the device does not support it).
  */
 typedef struct {
-    unsigned index; /* NVML enumeration index (not the CUDA index) */
+    unsigned index; /* the backend's enumeration index (not the CUDA index) */
+    gpu_vendor_t vendor;
     char uuid[SNAPSHOT_UUID_MAX];
     char name[SNAPSHOT_NAME_MAX];
     char pci_bus_id[SNAPSHOT_BUSID_MAX];

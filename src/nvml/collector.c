@@ -234,6 +234,31 @@ bool nvml_collector_wants_second_sample(const nvml_collector_t *c) {
     return c->wants_second;
 }
 
+/* ---- the GPU backend table ------------------------------------------------ */
+
+static int backend_sample(void *self, mono_ns_t now, snapshot_t **out) {
+    return nvml_collector_sample(self, now, out);
+}
+
+static bool backend_wants_second_sample(const void *self) {
+    return nvml_collector_wants_second_sample(self);
+}
+
+static void backend_free(void *self) {
+    nvml_collector_free(self);
+}
+
+static const gpu_backend_ops_t nvml_backend_ops = {
+    .name = "nvml",
+    .sample = backend_sample,
+    .wants_second_sample = backend_wants_second_sample,
+    .free = backend_free,
+};
+
+gpu_backend_t nvml_collector_backend(nvml_collector_t *c) {
+    return (gpu_backend_t){.ops = &nvml_backend_ops, .self = c};
+}
+
 /* ---- NVML initialisation ----------------------------------------------- */
 
 static nvmlReturn_t nvml_init(const nvml_api_t *a, const char **which) {
@@ -925,6 +950,7 @@ static unsigned sample_gpu(nvml_collector_t *c, unsigned idx, gpu_record_t *g, m
     gpu_state_t *st = &c->st[idx];
     memset(g, 0, sizeof *g);
     g->index = idx;
+    g->vendor = GPU_VENDOR_NVIDIA;
 
     nvmlDevice_t dev;
     nvmlReturn_t r = handle_by_index(a, idx, &dev);

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/snapshot.h"
+#include "gpu/backend.h"
 #include "nvml/loader.h"
 
 #define COLLECTOR_MAX_GPUS 64
@@ -57,6 +58,10 @@ int nvml_collector_sample(nvml_collector_t *c, mono_ns_t now, snapshot_t **out);
  */
 bool nvml_collector_wants_second_sample(const nvml_collector_t *c);
 #define COLLECTOR_RATE_WINDOW_NS (150 * NS_PER_MS) /* GPM needs > 100 ms */
+
+/* The collector as a GPU backend ("nvml"): `c` is taken by whoever
+ * deinitialises the backend (gpu_backend_deinit frees it). */
+gpu_backend_t nvml_collector_backend(nvml_collector_t *c);
 
 /* Frees GPM buffers and calls nvmlShutdown if NVML was initialised.
  * NULL does nothing. */

@@ -33,6 +33,7 @@ static void on_http(const http1_request_t *req, http_response_t *resp, prom_buf_
             .node = sv->node,
             .version = KGS_VERSION,
             .commit = KGS_GIT_DESCRIBE,
+            .gpu_backend = sv->gpu_backend,
             .now = clock_mono_now(),
             .stale_after_ns = sv->o.stale_after_ns,
             .sampler_overruns = sv->sampler ? sampler_overruns(sv->sampler) : 0,

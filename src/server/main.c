@@ -38,7 +38,7 @@
 #include "env/env.h"
 #include "kube/proc_cgroup.h"
 #include "net/conn_limits.h"
-#include "nvml/collector.h"
+#include "gpu/select.h"
 #include "server/query.h"
 #include "server/server.h"
 #include "server/validate.h"
@@ -305,29 +305,37 @@ int main(int argc, char **argv) {
             goto out;
         }
     } else {
-        if (nvml_loader_open(sv.o.nvml_library, &sv.loader, err, sizeof err) != 0) {
+        gpu_select_opts_t go = {.kind = sv.o.gpu_backend,
+                                .nvml_library = sv.o.nvml_library,
+                                .sys_root = sv.o.sys_root,
+                                .proc_root = sv.o.proc_root,
+                                .node_name = sv.node,
+                                .log = &sv.log};
+        gpu_selection_t gpu;
+        if (gpu_backend_select(&go, &gpu, err, sizeof err) != 0) {
             LOG_ERROR(&sv.log, "%s", err);
-            LOG_ERROR(&sv.log, "hint: run on a GPU node with the NVIDIA driver (in Kubernetes: the "
-                               "NVIDIA container runtime, NVIDIA_DRIVER_CAPABILITIES=utility), or "
-                               "name the library with --nvml-library PATH");
+            if (sv.o.gpu_backend != GPU_BACKEND_AMDGPU_SYSFS)
+                LOG_ERROR(&sv.log,
+                          "hint: run on a GPU node with the NVIDIA driver (in Kubernetes: the "
+                          "NVIDIA container runtime, NVIDIA_DRIVER_CAPABILITIES=utility), or "
+                          "name the library with --nvml-library PATH; on AMD GPUs: "
+                          "--gpu-backend amdgpu-sysfs (docs/amd.md)");
             goto out;
         }
+        sv.loader = gpu.loader;
+        sv.gpu_backend = gpu_backend_name(&gpu.backend);
+        LOG_INFO(&sv.log, "GPU backend %s", gpu.why);
         char missing[2048];
-        if (nvml_loader_missing(sv.loader, missing, sizeof missing) > 0)
+        if (sv.loader && nvml_loader_missing(sv.loader, missing, sizeof missing) > 0)
             LOG_INFO(&sv.log, "NVML %s lacks %s; those fields are reported absent",
                      nvml_loader_path(sv.loader), missing);
 
-        nvml_collector_t *collector;
-        if (nvml_collector_new(nvml_loader_api(sv.loader), &sv.log, sv.node, &collector) != 0) {
-            LOG_ERROR(&sv.log, "out of memory");
-            goto out;
-        }
         sampler_opts_t so = {.interval_ns = sv.o.sample_interval_ns,
                              .on_publish = on_sample_published,
                              .before_publish = on_sample_taken,
                              .user_data = &sv,
                              .log = &sv.log};
-        if (sampler_start(collector, &so, &sv.sampler, err, sizeof err) != 0) {
+        if (sampler_start(gpu.backend, &so, &sv.sampler, err, sizeof err) != 0) {
             LOG_ERROR(&sv.log, "%s", err);
             goto out;
         }

@@ -577,6 +577,12 @@ static void render_nvml(prom_buf_t *out, const snapshot_t *snap, const server_st
     one(out, NS "nvml_up", "gauge",
         "1 when the latest sample reached NVML, 0 when NVML is down or not sampled yet.",
         nvml_ok ? 1 : 0);
+    if (ctx->gpu_backend) {
+        prom_label_t gl[2] = {{"backend", ctx->gpu_backend}, {"node", node}};
+        prom_family(out, NS "gpu_backend_info", "gauge",
+                    "Always 1; labels carry the GPU backend (--gpu-backend) this node reads.");
+        prom_sample(out, NS "gpu_backend_info", NULL, gl, 2, NULL, 1);
+    }
     if (nvml_ok && snap->driver_version[0]) {
         prom_label_t dl[2] = {{"driver_version", snap->driver_version}, {"node", node}};
         prom_family(out, NS "nvml_driver_info", "gauge", "Always 1; labels carry the driver.");

@@ -84,9 +84,12 @@ void server_stats_record_rpc(server_stats_t *st, rpc_method_t m, int grpc_status
 void server_stats_record_snapshot(server_stats_t *st, const snapshot_t *s);
 
 typedef struct {
-    const char *node;          /* node label on GPU series; NULL = the snapshot's node_name */
-    const char *version;       /* build_info labels; NULL = "unknown" */
-    const char *commit;        /* NULL = "unknown" */
+    const char *node;    /* node label on GPU series; NULL = the snapshot's node_name */
+    const char *version; /* build_info labels; NULL = "unknown" */
+    const char *commit;  /* NULL = "unknown" */
+    /* The GPU backend that samples this node ("nvml", "amdgpu-sysfs");
+     * NULL: none (not chosen yet, or the aggregator). */
+    const char *gpu_backend;
     mono_ns_t now;             /* for snapshot_age_seconds */
     uint64_t stale_after_ns;   /* informational: exported as snapshot_stale_after_seconds */
     uint64_t sampler_overruns; /* sampler_overruns() */

@@ -24,7 +24,8 @@
 #include "core/flags.h"
 #include "core/roles.h"
 #include "core/suggest.h"
-#include "nvml/sampler_limits.h"
+#include "gpu/backend_kind.h"
+#include "gpu/sampler_limits.h"
 #include "scaler/scaler_limits.h"
 
 const char server_usage_text[] =
@@ -98,6 +99,13 @@ const char server_usage_text_more[] =
     "                                GPU processes to pods on shared GPUs (DIR\n"
     "                                /proc needs the host PID namespace; default\n"
     "                                none = no per-process attribution)\n"
+    "  --gpu-backend auto|nvml|amdgpu-sysfs\n"
+    "                                standalone, agent: how GPUs are read (default\n"
+    "                                auto: NVML if it loads, else amdgpu sysfs if\n"
+    "                                an amdgpu card is there; docs/amd.md); the\n"
+    "                                amdgpu reader takes per-process use from\n"
+    "                                --proc-root (default /proc)\n"
+    "  --sys-root DIR                amdgpu-sysfs: where class/drm is (default /sys)\n"
     "  --tls-cert FILE               serve gRPC over TLS with this certificate\n"
     "                                chain (PEM); needs --tls-key\n"
     "  --tls-key FILE                the certificate's private key (PEM)\n"
@@ -477,6 +485,13 @@ static int parse_log_format(const raw_t *r, server_options_t *o, char *err, size
     return 0;
 }
 
+static int parse_gpu_backend(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
+    char sub[192];
+    if (gpu_backend_kind_parse(r->text, &o->gpu_backend, sub, sizeof sub))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s", r->source, sub);
+    return 0;
+}
+
 static int parse_agents(const raw_t *r, server_options_t *o, char *err, size_t errlen) {
     if (!r->text[0])
         return kgs_seterr(err, errlen, KGS_EINVAL, "%s: needs a comma-separated list of HOST:PORT",
@@ -633,6 +648,8 @@ static const opt_def_t opt_table[] = {
      .def_text = "/var/lib/kubelet/pod-resources/kubelet.sock", .noun = "kubelet socket"},
     {"proc-root", OPT_PATH_OR_NONE, F(proc_root), .noun = "proc root",
      .hint = " (/proc with hostPID)"},
+    {"gpu-backend", OPT_CUSTOM, F(gpu_backend), .def_text = "auto", .parse = parse_gpu_backend},
+    {"sys-root", OPT_PATH, F(sys_root), .noun = "sysfs root"},
     {"agents", OPT_CUSTOM, F(agents), .parse = parse_agents},
     {"agents-dns", OPT_CUSTOM, F(agents_dns), .parse = parse_agents_dns},
     {"agents-tls-ca", OPT_PATH, F(agents_tls_ca), .noun = "CA file"},

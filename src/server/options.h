@@ -22,6 +22,7 @@
 #include "core/tenant.h"
 #include "core/log.h"
 #include "env/env.h"
+#include "gpu/backend_kind.h"
 
 #define SERVER_ENV_PREFIX "KEDA_GPU_SCALER_"
 
@@ -55,10 +56,12 @@ typedef struct {
     uint64_t idle_timeout_ns;          /* --idle-timeout, default 10m; 0 = never */
     uint64_t shutdown_grace_ns;        /* --shutdown-grace, default 5s */
     uint64_t handshake_timeout_ns;     /* --handshake-timeout, default 10s */
-    const char *kubelet_socket;  /* --kubelet-socket (agent), NULL = no pod attribution ("none") */
-    const char *proc_root;       /* --proc-root (agent), NULL = no per-process pods ("none") */
-    const char *agents;          /* --agents HOST:PORT,... (aggregator) */
-    const char *agents_dns;      /* --agents-dns NAME:PORT (aggregator) */
+    const char *kubelet_socket; /* --kubelet-socket (agent), NULL = no pod attribution ("none") */
+    const char *proc_root;      /* --proc-root (agent), NULL = no per-process pods ("none") */
+    gpu_backend_kind_t gpu_backend; /* --gpu-backend, default auto */
+    const char *sys_root;           /* --sys-root, NULL = /sys (amdgpu-sysfs) */
+    const char *agents;             /* --agents HOST:PORT,... (aggregator) */
+    const char *agents_dns;         /* --agents-dns NAME:PORT (aggregator) */
     const char *agents_tls_ca;   /* --agents-tls-ca (aggregator): TLS to the agents; NULL = h2c */
     const char *agents_tls_cert; /* --agents-tls-cert: the client certificate shown to agents */
     const char *agents_tls_key;  /* --agents-tls-key */

@@ -28,7 +28,7 @@
 #include "net/resolver.h"
 #include "net/tls.h"
 #include "nvml/loader.h"
-#include "nvml/sampler.h"
+#include "gpu/sampler.h"
 #include "scaler/scaler.h"
 #include "server/metrics.h"
 #include "server/options.h"
@@ -61,6 +61,7 @@ typedef struct {
     char node[256];
     loop_t *loop;
     nvml_loader_t *loader;
+    const char *gpu_backend; /* the chosen backend's name (static); NULL on the aggregator */
     sampler_t *sampler;
     tls_server_t *tls;
     tls_client_t *agents_tls; /* --agents-tls-ca: the aggregator's context for its agents */

@@ -671,7 +671,7 @@ class DocClaims(unittest.TestCase):
 
 # ---- the shell commands of README.md, the quick start and the pages beside them ----
 
-COMMAND_DOCS = ["README.md", "docs/quickstart.md", "docs/image.md", "sim/README.md",
+COMMAND_DOCS = ["README.md", "docs/quickstart.md", "docs/image.md", "docs/amd.md", "sim/README.md",
                 "deploy/helm/keda-gpu-scaler/README.md"]
 SHELL_FENCE = re.compile(r"^```(?:sh|bash|shell|console)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 STEP_S = 30        # the bound of one command (times KGS_TEST_TIMEOUT_MULTIPLIER)

@@ -47,6 +47,7 @@ static void gpu_full(gpu_record_t *g) {
     strcpy(g->uuid, "GPU-11111111-2222-3333-4444-555555555555");
     strcpy(g->name, "NVIDIA H100 80GB HBM3");
     strcpy(g->pci_bus_id, "00000000:17:00.0");
+    g->vendor = GPU_VENDOR_NVIDIA;
     g->valid = ALL_FIELDS;
     g->gpu_util_pct = 87;
     g->mem_util_pct = 45;
@@ -431,6 +432,7 @@ static void test_output_json_has_every_field_with_units_in_names(void **st) {
     assert_json_str(d, "uuid", "GPU-11111111-2222-3333-4444-555555555555");
     assert_json_str(d, "name", "NVIDIA H100 80GB HBM3");
     assert_json_str(d, "pci_bus_id", "00000000:17:00.0");
+    assert_json_str(d, "vendor", "nvidia");
     assert_json_str(d, "health", "ok");
     assert_json_null(d, "health_error");
     assert_json_int(d, "gpu_utilization_percent", 87);
@@ -618,6 +620,7 @@ static void test_output_json_nests_mig_instances_and_reports_lost_gpu(void **st)
     assert_json_int(m, "gpu_instance_id", 13);
 
     d = json_array_get(devs, 1);
+    assert_json_null(d, "vendor"); /* nobody said: null, never a guess */
     assert_json_str(d, "health", "lost");
     assert_json_str(d, "health_error", "GPU_IS_LOST");
     assert_json_null(d, "memory_used_bytes");

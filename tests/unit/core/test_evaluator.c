@@ -256,6 +256,25 @@ static void test_evaluator_never_skips_a_lost_gpu(void **state) {
     snapshot_unref(s);
 }
 
+/* An AMD GPU read by the amdgpu sysfs reader: the message names that
+ * source, and a GPM metric gets no NVIDIA advice (Hopper, drivers). */
+static void test_evaluator_absent_field_of_an_amd_gpu_names_its_source(void **state) {
+    (void)state;
+    snapshot_t *s = node(1, 0);
+    gpu_record_t *g = &s->gpus[0];
+    g->vendor = GPU_VENDOR_AMD;
+    strcpy(g->name, "AMD Instinct MI300X");
+    g->valid &= ~(1u << GPU_F_SM_ACTIVE);
+    g->field_error[GPU_F_SM_ACTIVE] = 3; /* NOT_SUPPORTED */
+    trigger_config_t c = CFG("metricType", "sm_active");
+    eval_result_t r = run(&c, s, T0);
+    expect_err(r, EVAL_FAILED_PRECONDITION, "has no sm_active value (amdgpu sysfs NOT_SUPPORTED)",
+               "NVIDIA GPM metrics, which an AMD GPU (AMD Instinct MI300X) has not: use "
+               "metricType gpu_utilization");
+    assert_null(strstr(r.message, "Hopper"));
+    snapshot_unref(s);
+}
+
 static void test_evaluator_reports_an_absent_field_with_the_gpu_and_field(void **state) {
     (void)state;
     snapshot_t *s = node(2, 0);
@@ -729,6 +748,7 @@ int main(void) {
         cmocka_unit_test(test_evaluator_reports_a_missing_snapshot_or_config),
         cmocka_unit_test(test_evaluator_never_skips_a_lost_gpu),
         cmocka_unit_test(test_evaluator_reports_an_absent_field_with_the_gpu_and_field),
+        cmocka_unit_test(test_evaluator_absent_field_of_an_amd_gpu_names_its_source),
         cmocka_unit_test(test_evaluator_hints_at_gpm_when_utilisation_is_absent_with_mig),
         cmocka_unit_test(test_evaluator_converts_each_metric_type_to_its_unit),
         cmocka_unit_test(test_evaluator_memory_percent_needs_a_nonzero_total),

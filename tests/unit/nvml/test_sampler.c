@@ -18,7 +18,7 @@
 #include "core/snapshot.h"
 #include "nvml/collector.h"
 #include "nvml/loader.h"
-#include "nvml/sampler.h"
+#include "gpu/sampler.h"
 
 static char scenario_path[256];
 
@@ -81,7 +81,8 @@ static void start(fixture_t *fx, uint64_t interval_ns) {
     assert_int_equal(nvml_collector_new(nvml_loader_api(fx->loader), NULL, "sim-node", &c), 0);
     sampler_opts_t o = {.interval_ns = interval_ns};
     char err[256];
-    assert_int_equal(sampler_start(c, &o, &fx->sampler, err, sizeof err), 0);
+    assert_int_equal(sampler_start(nvml_collector_backend(c), &o, &fx->sampler, err, sizeof err),
+                     0);
 }
 
 static void test_sampler_publishes_snapshots_from_the_real_loader(void **state) {
@@ -164,7 +165,8 @@ static void test_sampler_rejects_interval_below_minimum(void **state) {
     sampler_opts_t o = {.interval_ns = 50 * NS_PER_MS};
     char err[256] = "";
     sampler_t *s = NULL;
-    assert_int_equal(sampler_start(c, &o, &s, err, sizeof err), -2 /* KGS_EINVAL */);
+    assert_int_equal(sampler_start(nvml_collector_backend(c), &o, &s, err, sizeof err),
+                     -2 /* KGS_EINVAL */);
     assert_null(s);
     assert_non_null(strstr(err, "100 ms"));
 }
@@ -203,7 +205,8 @@ static void test_sampler_reads_processes_through_the_stand_in(void **state) {
     nvml_collector_t *c;
     assert_int_equal(nvml_collector_new(nvml_loader_api(fx->loader), NULL, "sim-node", &c), 0);
     sampler_opts_t o = {.interval_ns = 100 * NS_PER_MS, .before_publish = mark_pods};
-    assert_int_equal(sampler_start(c, &o, &fx->sampler, err, sizeof err), 0);
+    assert_int_equal(sampler_start(nvml_collector_backend(c), &o, &fx->sampler, err, sizeof err),
+                     0);
     snapshot_t *s = sampler_wait_newer(fx->sampler, 0, 5 * NS_PER_SEC);
     assert_non_null(s);
     const proc_list_t *pl = &s->gpus[0].procs;

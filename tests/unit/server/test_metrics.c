@@ -356,6 +356,11 @@ static void test_metrics_server_gauges_and_build_info(void **state) {
     c.commit = NULL;
     t = render(s, &st, &c);
     expect_line(t, NS "build_info{version=\"unknown\",commit=\"unknown\"} 1");
+    expect_no(t, "gpu_backend_info"); /* no backend named */
+    free(t);
+    c.gpu_backend = "amdgpu-sysfs";
+    t = render(s, &st, &c);
+    expect_line(t, NS "gpu_backend_info{backend=\"amdgpu-sysfs\",node=\"node-from-snapshot\"} 1");
     free(t);
     snapshot_unref(s);
 }

@@ -1,14 +1,15 @@
 /*
- * sampler.h - the sampler thread: sweeps NVML on a fixed cadence and
- * publishes each snapshot for lock-short, NVML-free reading.
+ * sampler.h - the sampler thread: sweeps the GPU backend (NVML, amdgpu
+ * sysfs, ...) on a fixed cadence and publishes each snapshot for lock-short,
+ * backend-free reading.
  *
  * Readers (any thread) call sampler_current() and get a reference to the
  * latest snapshot; that takes a mutex held only for a pointer copy and a
- * refcount increment, never across an NVML call, so a hung driver call can
+ * refcount increment, never across a backend call, so a hung driver call can
  * delay the *next* snapshot but never a reader.
  */
-#ifndef KGS_NVML_SAMPLER_H
-#define KGS_NVML_SAMPLER_H
+#ifndef KGS_GPU_SAMPLER_H
+#define KGS_GPU_SAMPLER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,8 +17,8 @@
 
 #include "core/log.h"
 #include "core/snapshot.h"
-#include "nvml/collector.h"
-#include "nvml/sampler_limits.h"
+#include "gpu/backend.h"
+#include "gpu/sampler_limits.h"
 
 typedef struct sampler sampler_t;
 
@@ -36,13 +37,13 @@ typedef struct {
 } sampler_opts_t;
 
 /*
- * Starts the thread. `collector` is taken: the sampler owns it from now on
+ * Starts the thread. `backend` is taken: the sampler owns it from now on
  * (even on failure) and frees it in sampler_stop(). The first sweep starts
  * at once. Returns 0, KGS_EINVAL (interval below the minimum; message says
  * so), or KGS_ENOMEM / KGS_EIO (thread creation failed).
  */
-int sampler_start(nvml_collector_t *collector, const sampler_opts_t *opts, sampler_t **out,
-                  char *err, size_t errlen);
+int sampler_start(gpu_backend_t backend, const sampler_opts_t *opts, sampler_t **out, char *err,
+                  size_t errlen);
 
 /* The latest snapshot (returned: one reference, release with
  * snapshot_unref), or NULL before the first sweep finished. Any thread. */
@@ -56,13 +57,14 @@ snapshot_t *sampler_wait_newer(sampler_t *s, uint64_t after_seq, uint64_t timeou
 uint64_t sampler_overruns(sampler_t *s);
 
 /* Stops and joins the thread (waits for a sweep in progress), frees the
- * collector and the last snapshot. NULL does nothing. */
+ * backend and the last snapshot. NULL does nothing. */
 void sampler_stop(sampler_t *s);
 
 /* As sampler_stop, but waits at most timeout_ns for a sweep in progress.
- * Returns false when the thread is still inside NVML (a hung call): then
- * nothing is freed -- the thread may still use it -- and the caller should
- * let process exit reclaim it, and not unload NVML. 0 = wait forever. */
+ * Returns false when the thread is still inside the backend (a hung driver
+ * call): then nothing is freed -- the thread may still use it -- and the
+ * caller should let process exit reclaim it, and not unload the driver's
+ * library. 0 = wait forever. */
 bool sampler_stop_within(sampler_t *s, uint64_t timeout_ns);
 
 #endif

@@ -1,16 +1,17 @@
 /*
- * sampler.c - the one thread that calls NVML.
+ * sampler.c - the one thread that calls the GPU backend (NVML, sysfs).
  *
  * DESIGN
- * NVML calls can block (a GPU falling off the bus, a driver stuck in a
- * reset), so no other thread ever makes one: this thread sweeps at ticks
+ * Driver calls can block (a GPU falling off the bus, a driver stuck in a
+ * reset; an amdgpu sysfs read waits on the GPU too), so no other thread ever
+ * makes one: this thread sweeps at ticks
  * t0 + k * interval and publishes an immutable snapshot. Readers copy a
- * pointer under a mutex that is never held across NVML. A sweep that
+ * pointer under a mutex that is never held across a backend call. A sweep that
  * overruns its interval is counted and logged, and the ticks it overran are
  * skipped rather than queued, so a slow driver cannot cause a burst of
  * back-to-back sweeps.
  */
-#include "nvml/sampler.h"
+#include "gpu/sampler.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -20,7 +21,7 @@
 #include "core/err.h"
 
 struct sampler {
-    nvml_collector_t *collector;
+    gpu_backend_t backend;
     sampler_opts_t opts;
     pthread_t thread;
     bool thread_started;
@@ -55,7 +56,7 @@ static void *sampler_main(void *arg) {
     for (;;) {
         mono_ns_t start = clock_mono_now();
         snapshot_t *snap = NULL;
-        if (nvml_collector_sample(s->collector, start, &snap) == 0) {
+        if (gpu_backend_sample(&s->backend, start, &snap) == 0) {
             if (s->opts.before_publish)
                 s->opts.before_publish(snap, s->opts.user_data);
             publish(s, snap);
@@ -94,20 +95,20 @@ static void *sampler_main(void *arg) {
     return NULL;
 }
 
-int sampler_start(nvml_collector_t *collector, const sampler_opts_t *opts, sampler_t **out,
-                  char *err, size_t errlen) {
+int sampler_start(gpu_backend_t backend, const sampler_opts_t *opts, sampler_t **out, char *err,
+                  size_t errlen) {
     if (opts->interval_ns < SAMPLER_MIN_INTERVAL_NS) {
-        nvml_collector_free(collector);
+        gpu_backend_deinit(&backend);
         return kgs_seterr(err, errlen, KGS_EINVAL,
                           "sampling interval %.0f ms is below the minimum of 100 ms",
                           (double)opts->interval_ns / 1e6);
     }
     sampler_t *s = calloc(1, sizeof *s);
     if (!s) {
-        nvml_collector_free(collector);
+        gpu_backend_deinit(&backend);
         return kgs_seterr(err, errlen, KGS_ENOMEM, "start sampler: out of memory");
     }
-    s->collector = collector;
+    s->backend = backend;
     s->opts = *opts;
     pthread_mutex_init(&s->lock, NULL);
     pthread_condattr_t ca;
@@ -171,7 +172,7 @@ bool sampler_stop_within(sampler_t *s, uint64_t timeout_ns) {
             uint64_t ns = (uint64_t)deadline.tv_nsec + timeout_ns % NS_PER_SEC;
             deadline.tv_sec += (time_t)(timeout_ns / NS_PER_SEC + ns / NS_PER_SEC);
             deadline.tv_nsec = (long)(ns % NS_PER_SEC);
-            /* A thread stuck in a hung NVML call cannot be stopped: leave it
+            /* A thread stuck in a hung driver call cannot be stopped: leave it
              * (and everything it may touch) to process exit. */
             if (pthread_timedjoin_np(s->thread, NULL, &deadline) != 0)
                 return false;
@@ -179,7 +180,7 @@ bool sampler_stop_within(sampler_t *s, uint64_t timeout_ns) {
             pthread_join(s->thread, NULL);
         }
     }
-    nvml_collector_free(s->collector);
+    gpu_backend_deinit(&s->backend);
     snapshot_unref(s->current);
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->lock);

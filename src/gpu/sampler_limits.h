@@ -3,8 +3,8 @@
  * so that code which only checks or defaults the flag (server/options.c)
  * needs neither the sampler's thread nor NVML's types.
  */
-#ifndef KGS_NVML_SAMPLER_LIMITS_H
-#define KGS_NVML_SAMPLER_LIMITS_H
+#ifndef KGS_GPU_SAMPLER_LIMITS_H
+#define KGS_GPU_SAMPLER_LIMITS_H
 
 #include "core/clock.h"
 

@@ -63,6 +63,10 @@
 #define RISE_NOISE_SD 2.0
 /* A ramp is a rate that rose across this many adjacent rate windows. */
 #define RAMP_WINDOWS 4
+/* rule 5 (queue_model.h): a fall of at most this share of the last answer,
+ * or of WALK_MIN_REPLICAS, is walked down one replica per HPA sync */
+#define WALK_SHARE 0.25
+#define WALK_MIN_REPLICAS 2.0
 
 static bool ok(double v) {
     return isfinite(v) && v >= 0;
@@ -772,6 +776,19 @@ void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
     out->step_limited = replicas > step;
     if (replicas > step)
         replicas = step;
+    /* A small fall is walked (rule 5): one replica per HPA sync from the
+     * last answer. A first answer, or one after a long silence, has no walk
+     * to continue (the floor is then below anything asked). */
+    if (m->decided && isfinite(m->last.replicas) && isfinite(replicas)) {
+        double last = m->last.replicas, fall = last - replicas;
+        double small =
+            WALK_SHARE * last > WALK_MIN_REPLICAS ? WALK_SHARE * last : WALK_MIN_REPLICAS;
+        double floor_now = last - (s.t_s - m->last_decide_t) / QUEUE_MODEL_HPA_SYNC_S;
+        if (fall > 0 && fall <= small && replicas < floor_now - 1e-9) {
+            replicas = floor_now;
+            out->walking = true;
+        }
+    }
     unsigned ceiling = s.has_pods ? learn_ceiling(m, (unsigned)pods, now) : 0;
     out->ceiling = ceiling;
     if (ceiling > 0 && replicas > ceiling)

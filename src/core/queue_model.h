@@ -28,6 +28,15 @@
  *      expected idle time plus the expected cold starts), so on/off traffic
  *      keeps its replicas through its pauses and steady traffic releases
  *      soon.
+ *   5. A small fall is walked: when the answer would fall by no more than
+ *      a quarter of the last one (at least 2 replicas), it goes down one
+ *      replica per HPA sync instead. A fall that small is what the
+ *      estimates' noise, the rounding of the need and the rest of an order
+ *      that arrived make; walked, each release waits for the next readings,
+ *      and demand that comes back stops the walk where it is instead of
+ *      turning the answer back up. A fall of g replicas costs at most
+ *      g^2 x 15 s / 2 replica-seconds more; a larger fall (the demand went)
+ *      is taken at once.
  *
  * What it learns (each estimate says whether it is learned, configured or a
  * prior, so `query` can show it; a quantity never learned is a documented
@@ -68,6 +77,9 @@
 /* kube-controller-manager's --horizontal-pod-autoscaler-tolerance default:
  * a ratio within 10 % of 1 changes nothing */
 #define QUEUE_MODEL_HPA_TOLERANCE 0.1
+/* its --horizontal-pod-autoscaler-sync-period default: the HPA reads the
+ * metric and acts every 15 s */
+#define QUEUE_MODEL_HPA_SYNC_S 15.0
 #define QUEUE_MODEL_GAP_BINS 16 /* keep-alive: gaps from 5 s to ~2.5 h, log-spaced */
 
 /* Priors and defaults (docs/configuration.md, "The queueing model"). */
@@ -156,7 +168,8 @@ typedef struct {
     double ordered;         /* new replicas for what the kept pods leave */
     /* the keep-alive: */
     double keepalive_s; /* the hold K chosen */
-    double held;        /* replicas the hold keeps beyond the need */
+    double held;        /* replicas the hold keeps beyond the need (the keep-alive, the walk) */
+    bool walking;       /* a small fall walked down one replica per HPA sync (rule 5) */
     bool step_limited;  /* the answer was cut to one HPA scale-up step */
     unsigned ceiling;   /* the fleet's learned ceiling (maxReplicaCount, quota); 0 none */
 } queue_model_decision_t;

@@ -726,6 +726,8 @@ static void explain_model(explain_t *e, const demand_model_state_t *st) {
     explain_put(e, q->keepalive_s, "keepalive_s:%s",
                 st->m.gaps_seen > 0 ? "learned" : "prior, three cold starts");
     explain_put(e, q->held, "held");
+    if (q->walking)
+        explain_put(e, q->replicas, "walking:a small fall, one replica per HPA sync");
     if (q->step_limited)
         explain_put(e, q->replicas, "step_limited:one HPA scale-up step, 4 pods or 100 %%");
     if (q->ceiling)

@@ -652,6 +652,56 @@ static void test_keepalive_releases_on_a_slow_fall(void **state) {
     assert_true(d.keepalive_s <= 3 * 135);
 }
 
+/* Rule 5: a small fall is walked, a large one taken. 120 requests/s on
+ * replicas of 10/s want 12.35 (13 with the keep-alive's level); 14 Ready
+ * and 2 starting are all kept (16). When the two are Ready the answer
+ * would fall to 13: 3 replicas, at most a quarter of 16, so it goes down
+ * one replica per HPA sync (15 at +15 s, 14 at +30 s, 13 at +45 s and
+ * there it stays). With 25 requests/s the same fleet wants 3: a fall of
+ * 13, taken at once. */
+static void test_a_small_fall_is_walked_a_large_one_taken(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 10;
+    p.cold_start_s = 60;
+    const double rate[] = {120, 25};
+    for (int k = 0; k < 2; k++) {
+        queue_model_t m;
+        queue_model_init(&m);
+        queue_model_decision_t d;
+        double done = steady(&m, 0, 60, rate[k], 5, 14, 0);
+        queue_model_sample_t s = engine(61, done, 0, 5, 14);
+        s.starting = 2;
+        s.starting_ages = 2;
+        s.starting_age_s[0] = s.starting_age_s[1] = 50;
+        queue_model_observe(&m, &s);
+        queue_model_decide(&m, &p, &s, &d);
+        NEAR(d.replicas, 16, 1e-9);
+        assert_false(d.walking);
+        done += rate[k];
+        for (double t = 62; t <= 62 + 60; t++) {
+            s = engine(t, done, 0, 5, 16);
+            queue_model_observe(&m, &s);
+            queue_model_decide(&m, &p, &s, &d);
+            done += rate[k];
+            if (k == 1) { /* taken at once */
+                NEAR(d.replicas, 3, 1e-9);
+                assert_false(d.walking);
+                continue;
+            }
+            double want = 16 - (t - 61) / QUEUE_MODEL_HPA_SYNC_S;
+            if (want > 13) {
+                NEAR(d.replicas, want, 1e-9);
+                assert_true(d.walking);
+                assert_true(d.held > 0);
+            } else {
+                NEAR(d.replicas, 13, 1e-9);
+                assert_false(d.walking);
+            }
+        }
+    }
+}
+
 /* ---- without a pod list ---------------------------------------------------- */
 
 /* The standalone role sees engines answering, not pods: the 3 replicas the
@@ -738,6 +788,7 @@ int main(void) {
         cmocka_unit_test(test_an_overflowing_need_is_nan_not_zero),
         cmocka_unit_test(test_keepalive_holds_through_short_pauses),
         cmocka_unit_test(test_keepalive_releases_on_a_slow_fall),
+        cmocka_unit_test(test_a_small_fall_is_walked_a_large_one_taken),
         cmocka_unit_test(test_without_a_pod_list_the_orders_count_as_starting),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

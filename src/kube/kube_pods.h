@@ -73,7 +73,8 @@ const char *pod_phase_name(pod_phase_t phase);
  * by hand may leave them NULL, which the cache stores as "".
  * Who owns the strings: a pod decoded by kube_pod_from_json() (or
  * kube_watch_event_parse()) owns them in _storage, released with
- * pod_deinit(); a copy of that value borrows them. A pod from the cache
+ * pod_deinit() (on that value only: a copy of it borrows them, valid until
+ * then, and is never pod_deinit'ed itself). A pod from the cache
  * borrows the cache's (see pod_cache_get). A hand-built value points at
  * whatever its builder chose and needs no pod_deinit().
  */

@@ -58,6 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(pod_cache_size(cache) <= l.count);
         for (size_t i = 0; i < l.count; i++)
             FUZZ_CHECK(pod_cache_get(cache, l.items[i].uid) != NULL);
+        for (size_t i = 0; i < pod_cache_size(cache) && i < l.count; i++) {
+            const pod_t *held = pod_cache_get(cache, l.items[i].uid);
+            check_pod(held);
+        }
         kube_pod_list_deinit(&l);
     } else {
         FUZZ_CHECK(l.items == NULL && l.count == 0);
@@ -85,9 +89,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (type == KUBE_EVENT_DELETED)
                 FUZZ_CHECK(pod_cache_get(cache, pod.uid) == NULL &&
                            pod_cache_size(cache) + (changed ? 1 : 0) == before);
-            else if (type != KUBE_EVENT_BOOKMARK)
-                FUZZ_CHECK(pod_cache_get(cache, pod.uid) != NULL);
+            else if (type != KUBE_EVENT_BOOKMARK) {
+                /* the cache's packed copy reads as the decoded pod */
+                const pod_t *held = pod_cache_get(cache, pod.uid);
+                FUZZ_CHECK(held != NULL && held->label_count == pod.label_count);
+                check_pod(held);
+            }
         }
+        pod_deinit(&pod);
         p += n + 1;
     }
     pod_cache_free(cache);

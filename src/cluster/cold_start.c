@@ -94,8 +94,8 @@ void cold_start_round_pod(cold_start_t *r, const pod_t *p) {
         return;
     }
     pod_trouble_t t = (pod_trouble_t)p->start.trouble;
-    if (t == POD_TROUBLE_UNSCHEDULABLE && p->start.message[0])
-        memcpy(r->unschedulable_message, p->start.message, sizeof r->unschedulable_message);
+    if (t == POD_TROUBLE_UNSCHEDULABLE && p->start.message && p->start.message[0])
+        snprintf(r->unschedulable_message, sizeof r->unschedulable_message, "%s", p->start.message);
     bool gone = p->deleting || p->phase == POD_PHASE_FAILED || p->phase == POD_PHASE_SUCCEEDED;
     double st[POD_STAGE_COUNT];
     if (t != POD_TROUBLE_NONE && t != POD_TROUBLE_UNSCHEDULABLE) {

@@ -32,9 +32,13 @@
  * store the time, and the timer re-arms itself for what is left. TCP
  * keepalive (30 s idle, 10 s interval, 3 probes) fails a dead path sooner.
  *
- * Memory: a list's pages are assembled until its continue chain ends; a
- * chain over list_max_items items or list_max_pages pages is refused, its
- * pages freed, and retried after the backoff.
+ * Memory: a list's pages go into a second cache as they arrive (each page
+ * freed once its pods are in), which replaces the cache when the continue
+ * chain ends: a relist holds the old pods and the new, never a third copy
+ * in an assembled list. A chain over list_max_items items or
+ * list_max_pages pages is refused, its pods freed, and retried after the
+ * backoff. A relist that replaced many pods hands the freed pages back to
+ * the system (release_replaced).
  *
  * Connecting: net/connector.c opens each connection (the API host is an
  * IP literal, so nothing is resolved), with TLS from a fresh client context
@@ -52,6 +56,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdarg.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -113,8 +120,8 @@ struct kube_client {
     mono_ns_t watch_last_data; /* the last complete line or clean end of this watch */
 
     /* the list being assembled across pages */
-    pod_t *acc;
-    size_t acc_n, acc_cap;
+    pod_cache_t *next; /* its pods so far; NULL between lists */
+    size_t acc_n;      /* items its pages held (the cap counts these) */
     dra_slice_t *sacc; /* resourceslices */
     size_t sacc_n, sacc_cap;
     char cont[KUBE_CONTINUE_MAX + 1];
@@ -592,6 +599,8 @@ static void start_list(kube_client_t *c) {
     c->phase = PHASE_LIST;
     if (!c->cont[0]) {
         c->acc_n = 0;
+        pod_cache_free(c->next); /* a list that failed half-way */
+        c->next = NULL;
         c->chain_pages = 0;
         sacc_clear(c);
     }
@@ -705,14 +714,10 @@ static int watch_line(kube_client_t *c, const char *line, size_t len) {
     if (is_slices(c))
         return watch_line_slices(c, line, len);
     kube_event_type_t type;
-    pod_t *pod = malloc(sizeof *pod); /* 3 KiB: off the stack */
+    pod_t pod_value;
+    pod_t *pod = &pod_value;
     char rv[KUBE_RV_MAX + 1], why[400];
     int code = 0;
-    if (!pod) {
-        c->relist_needed = true;
-        client_fail(c, "watch %s: out of memory", res(c));
-        return 1;
-    }
     int rc = kube_watch_event_parse(line, len, &type, pod, rv, sizeof rv, &code, why, sizeof why);
     if (rc == KGS_ERANGE && pod->uid[0]) {
         /* Unrepresentable now: drop any old copy rather than keep stale labels. */
@@ -720,17 +725,17 @@ static int watch_line(kube_client_t *c, const char *line, size_t len) {
         if (pod_cache_remove(c->cache, pod->uid))
             c->changed = true;
         LOG_WARN(c->log, "kube %s: %s (ignored)", c->url.host_header, why);
-        free(pod);
+        pod_deinit(pod);
         return 0;
     }
     if (rc) {
-        free(pod);
+        pod_deinit(pod);
         c->relist_needed = true; /* an event is lost: only a relist is consistent again */
         client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
         return 1;
     }
     if (type == KUBE_EVENT_ERROR) {
-        free(pod);
+        pod_deinit(pod);
         if (code == 410) {
             relist_after_gone(c, why);
         } else {
@@ -740,7 +745,7 @@ static int watch_line(kube_client_t *c, const char *line, size_t len) {
     }
     bool changed = false;
     rc = pod_cache_apply(c->cache, type, pod, rv, &changed);
-    free(pod);
+    pod_deinit(pod);
     if (rc) {
         c->relist_needed = true;
         client_fail(c, "watch %s: applying an event: %s", res(c), kgs_err_str(rc));
@@ -819,9 +824,8 @@ static bool list_over_cap(kube_client_t *c, size_t items, bool more) {
     c->stats.refused_lists++;
     c->cont[0] = '\0';
     c->acc_n = 0;
-    free(c->acc);
-    c->acc = NULL;
-    c->acc_cap = 0;
+    pod_cache_free(c->next);
+    c->next = NULL;
     sacc_clear(c);
     free(c->sacc);
     c->sacc = NULL;
@@ -911,6 +915,19 @@ static bool list_done(kube_client_t *c) {
     return notify(c, c->cbs.on_synced);
 }
 
+/* glibc keeps what free() gave back in its arenas: after a relist freed
+ * the old pods, RSS would stay near the relist's peak (50,000 pods: 46 MiB
+ * after it, 25 MiB with the trim; bench/kube-relist.py). A relist that dropped RELIST_TRIM_PODS or
+ * more hands the free pages back (a walk of the heap: milliseconds, once a relist). */
+#define RELIST_TRIM_PODS 1000
+static void release_replaced(size_t pods) {
+    if (pods < RELIST_TRIM_PODS)
+        return;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 /* A list page arrived whole. Returns true if the client was freed. */
 static bool list_page_done(kube_client_t *c) {
     if (is_slices(c))
@@ -933,22 +950,16 @@ static bool list_page_done(kube_client_t *c) {
         kube_pod_list_deinit(&page);
         return false;
     }
-    if (page.count > c->acc_cap - c->acc_n) {
-        size_t cap = c->acc_cap ? c->acc_cap : 512;
-        while (cap < c->acc_n + page.count)
-            cap *= 2;
-        pod_t *na = realloc(c->acc, cap * sizeof *na);
-        if (!na) {
-            kube_pod_list_deinit(&page);
-            c->cont[0] = '\0';
-            client_fail(c, "list %s: out of memory", res(c));
-            return false;
-        }
-        c->acc = na;
-        c->acc_cap = cap;
+    rc = c->next ? 0 : pod_cache_new(&c->next);
+    /* ADDED into a cache of its own: a uid listed twice keeps the last copy */
+    for (size_t i = 0; i < page.count && rc == 0; i++)
+        rc = pod_cache_apply(c->next, KUBE_EVENT_ADDED, &page.items[i], NULL, NULL);
+    if (rc) {
+        kube_pod_list_deinit(&page);
+        c->cont[0] = '\0';
+        client_fail(c, "list %s: out of memory", res(c));
+        return false;
     }
-    if (page.count)
-        memcpy(c->acc + c->acc_n, page.items, page.count * sizeof *page.items);
     c->acc_n += page.count;
     snprintf(c->cont, sizeof c->cont, "%s", page.continue_token);
     if (c->cont[0]) {
@@ -956,14 +967,14 @@ static bool list_page_done(kube_client_t *c) {
         start_list(c);
         return false;
     }
-    rc = pod_cache_replace_all(c->cache, c->acc, c->acc_n, page.resource_version);
+    size_t replaced = pod_cache_size(c->cache);
+    rc = pod_cache_replace_with(c->cache, c->next, page.resource_version);
     kube_pod_list_deinit(&page);
     c->acc_n = 0;
-    if (c->acc_cap > 4096) { /* do not keep a big cluster's list around */
-        free(c->acc);
-        c->acc = NULL;
-        c->acc_cap = 0;
-    }
+    pod_cache_free(c->next); /* do not keep a big cluster's buckets around */
+    c->next = NULL;
+    if (rc == 0)
+        release_replaced(replaced);
     if (rc) {
         client_fail(c, "list %s: replacing the cache: %s", res(c), kgs_err_str(rc));
         return false;
@@ -1238,7 +1249,7 @@ void kube_client_free(kube_client_t *c) {
     dra_index_free(c->slices);
     sacc_clear(c);
     free(c->sacc);
-    free(c->acc);
+    pod_cache_free(c->next);
     free(c->buf);
     free(c);
 }

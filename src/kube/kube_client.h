@@ -71,9 +71,10 @@ typedef struct {
      * total pods", kubernetes.io/docs/setup/best-practices/cluster-large):
      * a chain longer than any real cluster is an API that misbehaves. It
      * bounds memory against that API, not a large cluster's needs: a pod
-     * is held in 2,960 bytes, and a relist briefly holds the assembled
-     * list, the new cache and the old one (~9 KiB a pod; the chart's
-     * 256 Mi fits ~20,000 pods, docs/operations.md "Limits"). And 1,000
+     * is held in what its strings and labels need (416 bytes for a pod
+     * with six labels), and a relist holds the old cache and the new one
+     * it assembles, no more (~0.9 KiB a pod at its peak: 50,000 pods
+     * 48 MiB, bench/README.md "What the pod cache is made of"). And 1,000
      * pages (a selector may make the server answer short pages; 150,000
      * at the 500-item page is 300). */
     uint32_t list_max_items;

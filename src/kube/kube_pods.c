@@ -6,8 +6,15 @@
  * (what watch events identify pods by: a pod recreated under the same name
  * is a new uid) and by namespace/name (what the agents report). A relist
  * builds a complete new table set and swaps it in, so an allocation failure
- * half-way leaves the old content untouched. Apply allocates before it
+ * half-way leaves the old content untouched: replace_all from an array,
+ * replace_with from a second cache filled page by page (so the pods are
+ * never held a third time, in an array). Apply allocates before it
  * unlinks anything for the same reason.
+ *
+ * Memory: the aggregator holds every pod of the cluster, so an entry is
+ * one allocation of the pod's record followed by its strings and labels,
+ * packed with their NULs: a pod costs what it holds (416 bytes for one with
+ * six labels, against 3,200 when every field had its worst-case size).
  */
 #include "kube/kube_pods.h"
 
@@ -79,19 +86,29 @@ const char *kube_event_type_name(kube_event_type_t t) {
     return event_names[t];
 }
 
+/* Labels are packed "key\0value\0" pairs: walked, not indexed. A pod has
+ * at most KUBE_LABELS_MAX of them, a few in practice, so a walk costs what
+ * an offset table did and keeps the table's 128 bytes off every pod. */
 const char *pod_label(const pod_t *p, const char *key) {
-    for (size_t i = 0; i < p->label_count && i < KUBE_LABELS_MAX; i++) {
-        const char *k = p->_label_bytes + p->_label_off[i];
+    const char *k = p->_labels;
+    for (size_t i = 0; i < p->label_count; i++) {
+        size_t klen = strlen(k);
+        const char *v = k + klen + 1;
         if (strcmp(k, key) == 0)
-            return k + strlen(k) + 1;
+            return v;
+        k = v + strlen(v) + 1;
     }
     return NULL;
 }
 
 int pod_label_at(const pod_t *p, size_t i, const char **key, const char **value) {
-    if (i >= p->label_count || i >= KUBE_LABELS_MAX)
+    if (i >= p->label_count)
         return KGS_ERANGE;
-    const char *k = p->_label_bytes + p->_label_off[i];
+    const char *k = p->_labels;
+    for (size_t j = 0; j < i; j++) {
+        k += strlen(k) + 1;
+        k += strlen(k) + 1;
+    }
     if (key)
         *key = k;
     if (value)
@@ -99,14 +116,93 @@ int pod_label_at(const pod_t *p, size_t i, const char **key, const char **value)
     return 0;
 }
 
+static const char *str_or_empty(const char *s) {
+    return s ? s : "";
+}
+
+/* Every string "", nothing owned. */
+static void pod_clear(pod_t *p) {
+    memset(p, 0, sizeof *p);
+    p->namespace = p->name = p->uid = p->node = p->pod_ip = p->resource_version = "";
+    p->start.message = "";
+}
+
+void pod_deinit(pod_t *p) {
+    free(p->_storage);
+    pod_clear(p);
+}
+
+/* The strings a pod holds, in the order they are packed. */
+enum {
+    POD_STR_NS,
+    POD_STR_NAME,
+    POD_STR_UID,
+    POD_STR_NODE,
+    POD_STR_IP,
+    POD_STR_RV,
+    POD_STR_MSG,
+    POD_STR_COUNT
+};
+
+static const char **pod_str_slot(pod_t *p, int k) {
+    switch (k) {
+    case POD_STR_NS:
+        return &p->namespace;
+    case POD_STR_NAME:
+        return &p->name;
+    case POD_STR_UID:
+        return &p->uid;
+    case POD_STR_NODE:
+        return &p->node;
+    case POD_STR_IP:
+        return &p->pod_ip;
+    case POD_STR_RV:
+        return &p->resource_version;
+    default:
+        return &p->start.message;
+    }
+}
+
+/* Bytes pod_pack_into needs for src's strings and labels. */
+static size_t pod_packed_size(const pod_t *src) {
+    size_t n = src->_labels ? src->_labels_len : 0;
+    for (int k = 0; k < POD_STR_COUNT; k++)
+        n += strlen(str_or_empty(*pod_str_slot((pod_t *)src, k))) + 1;
+    return n;
+}
+
+/* *dst = *src with every string and the labels copied into
+ * buf[0..pod_packed_size(src)); dst owns nothing (_storage NULL). */
+static void pod_pack_into(pod_t *dst, const pod_t *src, char *buf) {
+    pod_t tmp = *src;
+    tmp._storage = NULL;
+    for (int k = 0; k < POD_STR_COUNT; k++) {
+        const char *s = str_or_empty(*pod_str_slot((pod_t *)src, k));
+        size_t n = strlen(s) + 1;
+        memcpy(buf, s, n);
+        *pod_str_slot(&tmp, k) = buf;
+        buf += n;
+    }
+    if (src->_labels && src->_labels_len) {
+        memcpy(buf, src->_labels, src->_labels_len);
+        tmp._labels = buf;
+    } else {
+        tmp._labels = NULL;
+        tmp._labels_len = 0;
+        tmp.label_count = 0;
+    }
+    *dst = tmp;
+}
+
 /* ---- decoding ---------------------------------------------------------------------- */
 
-/* Copies a JSON string into dst[cap]. `what` names the field in messages.
- * A missing or null member is "" when optional. */
-static int copy_string(const json_t *parent, const char *key, bool required, char *dst, size_t cap,
-                       const char *who, const char *what, char *err, size_t errlen) {
+/* Points *dst at a JSON string (borrowed from parent) of under cap bytes.
+ * `what` names the field in messages. A missing or null member is "" when
+ * optional. */
+static int get_string(const json_t *parent, const char *key, bool required, const char **dst,
+                      size_t cap, const char *who, const char *what, char *err, size_t errlen) {
     const json_t *v = parent ? json_object_get(parent, key) : NULL;
-    dst[0] = '\0';
+    *dst = "";
     if (!v || json_is_null(v)) {
         if (required)
             return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: missing", who, what);
@@ -123,8 +219,17 @@ static int copy_string(const json_t *parent, const char *key, bool required, cha
                           cap - 1);
     if (required && n == 0)
         return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: empty", who, what);
-    memcpy(dst, s, n + 1);
+    *dst = s;
     return 0;
+}
+
+/* Copies a JSON string into dst[cap], as get_string checks it. */
+static int copy_string(const json_t *parent, const char *key, bool required, char *dst, size_t cap,
+                       const char *who, const char *what, char *err, size_t errlen) {
+    const char *s;
+    int rc = get_string(parent, key, required, &s, cap, who, what, err, errlen);
+    snprintf(dst, cap, "%s", rc ? "" : s);
+    return rc;
 }
 
 /* Returns the member if it is an object, NULL if absent or null; sets *bad
@@ -147,8 +252,12 @@ static pod_phase_t phase_parse(const char *s) {
     return POD_PHASE_UNKNOWN;
 }
 
-static int labels_parse(const json_t *labels, pod_t *out, const char *who, char *err,
-                        size_t errlen) {
+/* Checks the labels and counts them and their bytes ("key\0value\0" each)
+ * into *count and *bytes; labels_copy then packs them. */
+static int labels_parse(const json_t *labels, uint16_t *count, uint16_t *bytes, const char *who,
+                        char *err, size_t errlen) {
+    *count = 0;
+    *bytes = 0;
     if (!labels || json_is_null(labels))
         return 0;
     if (!json_is_object(labels))
@@ -175,16 +284,29 @@ static int labels_parse(const json_t *labels, pod_t *out, const char *who, char 
                               "%s: label %.80s: value of %zu bytes, limit %d", who, key, vlen,
                               KUBE_LABEL_VALUE_MAX);
         size_t need = klen + 1 + vlen + 1;
-        if (need > (size_t)KUBE_LABEL_BYTES - out->_label_used)
+        if (need > (size_t)KUBE_LABEL_BYTES - *bytes)
             return kgs_seterr(err, errlen, KGS_ERANGE, "%s: metadata.labels: more than %d bytes",
                               who, KUBE_LABEL_BYTES);
-        char *dst = out->_label_bytes + out->_label_used;
-        memcpy(dst, key, klen + 1);
-        memcpy(dst + klen + 1, v, vlen + 1);
-        out->_label_off[out->label_count++] = out->_label_used;
-        out->_label_used = (uint16_t)(out->_label_used + need);
+        (*count)++;
+        *bytes = (uint16_t)(*bytes + need);
     }
     return 0;
+}
+
+/* Packs labels that labels_parse accepted into dst, in the same order. */
+static void labels_copy(const json_t *labels, char *dst) {
+    if (!json_is_object(labels))
+        return;
+    const char *key;
+    size_t klen;
+    json_t *value;
+    json_object_keylen_foreach((json_t *)labels, key, klen, value) {
+        size_t vlen = json_string_length(value);
+        memcpy(dst, key, klen);
+        dst[klen] = '\0';
+        memcpy(dst + klen + 1, json_string_value(value), vlen + 1);
+        dst += klen + 1 + vlen + 1;
+    }
 }
 
 /* ---- GPU asks ---------------------------------------------------------------------- */
@@ -356,12 +478,41 @@ const char *pod_gpu_ask_describe(const pod_t *p, char *buf, size_t len) {
     return buf;
 }
 
+/* Gives *p its own copy of every string it points at (borrowed from the
+ * JSON until now) and of labels (labels_parse'd, label_bytes long), in one
+ * allocation. Returns 0 or KGS_ENOMEM (*p then cleared). */
+static int pod_own(pod_t *p, const json_t *labels, size_t label_bytes) {
+    size_t n = label_bytes;
+    for (int k = 0; k < POD_STR_COUNT; k++)
+        n += strlen(*pod_str_slot(p, k)) + 1;
+    char *buf = malloc(n);
+    if (!buf) {
+        pod_clear(p);
+        return KGS_ENOMEM;
+    }
+    char *at = buf;
+    for (int k = 0; k < POD_STR_COUNT; k++) {
+        const char **slot = pod_str_slot(p, k);
+        size_t len = strlen(*slot) + 1;
+        memcpy(at, *slot, len);
+        *slot = at;
+        at += len;
+    }
+    p->_labels = label_bytes ? at : NULL;
+    p->_labels_len = (uint16_t)label_bytes;
+    if (label_bytes)
+        labels_copy(labels, at);
+    p->_storage = buf;
+    return 0;
+}
+
 /*
  * Identity first (so a KGS_ERANGE later still names the pod), then the rest.
- * `who` grows from "pod" to "pod NS/NAME" as soon as those are known.
+ * `who` grows from "pod" to "pod NS/NAME" as soon as those are known. The
+ * strings are borrowed from obj until pod_own copies them, all at once.
  */
 int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
+    pod_clear(out);
     if (!json_is_object(obj))
         return kgs_seterr(err, errlen, KGS_EINVAL, "pod: not a JSON object");
     bool bad = false;
@@ -375,23 +526,22 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
     int rc;
     pod_t *p = out;
     /* Optional: nodes, read with the same parser for their labels, have none. */
-    if ((rc = copy_string(meta, "namespace", false, p->namespace, sizeof p->namespace, "pod",
-                          "metadata.namespace", err, errlen)) ||
-        (rc = copy_string(meta, "name", true, p->name, sizeof p->name, "pod", "metadata.name", err,
-                          errlen)))
+    if ((rc = get_string(meta, "namespace", false, &p->namespace, KUBE_NAMESPACE_MAX + 1, "pod",
+                         "metadata.namespace", err, errlen)) ||
+        (rc = get_string(meta, "name", true, &p->name, KUBE_NAME_MAX + 1, "pod", "metadata.name",
+                         err, errlen)))
         goto fail;
     char who[KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 8];
     snprintf(who, sizeof who, "pod %s/%s", p->namespace, p->name);
-    if ((rc = copy_string(meta, "uid", true, p->uid, sizeof p->uid, who, "metadata.uid", err,
-                          errlen)))
+    if ((rc = get_string(meta, "uid", true, &p->uid, KUBE_UID_MAX + 1, who, "metadata.uid", err,
+                         errlen)))
         goto fail;
-    if ((rc = copy_string(meta, "resourceVersion", true, p->resource_version,
-                          sizeof p->resource_version, who, "metadata.resourceVersion", err,
-                          errlen)) ||
-        (rc = copy_string(spec, "nodeName", false, p->node, sizeof p->node, who, "spec.nodeName",
-                          err, errlen)) ||
-        (rc = copy_string(status, "podIP", false, p->pod_ip, sizeof p->pod_ip, who, "status.podIP",
-                          err, errlen)))
+    if ((rc = get_string(meta, "resourceVersion", true, &p->resource_version, KUBE_RV_MAX + 1, who,
+                         "metadata.resourceVersion", err, errlen)) ||
+        (rc = get_string(spec, "nodeName", false, &p->node, KUBE_NODE_MAX + 1, who, "spec.nodeName",
+                         err, errlen)) ||
+        (rc = get_string(status, "podIP", false, &p->pod_ip, KUBE_POD_IP_MAX + 1, who,
+                         "status.podIP", err, errlen)))
         goto fail_keep_identity;
     char phase[32];
     if ((rc = copy_string(status, "phase", false, phase, sizeof phase, who, "status.phase", err,
@@ -404,7 +554,8 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
     const json_t *stt = status ? json_object_get(status, "startTime") : NULL;
     if (!json_is_string(stt) || !kube_time_parse(json_string_value(stt), &p->started_unix))
         p->started_unix = 0;
-    pod_start_parse(status, &p->start);
+    char message[POD_START_MESSAGE_MAX + 1];
+    pod_start_parse(status, &p->start, message);
     gpu_asks_parse(spec, p);
     const json_t *dt = json_object_get(meta, "deletionTimestamp");
     p->deleting = dt && !json_is_null(dt);
@@ -421,24 +572,27 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
                 p->ready = strcmp(json_string_value(st), "True") == 0;
         }
     }
-    if ((rc = labels_parse(json_object_get(meta, "labels"), p, who, err, errlen)))
+    const json_t *labels = json_object_get(meta, "labels");
+    uint16_t label_bytes;
+    if ((rc = labels_parse(labels, &p->label_count, &label_bytes, who, err, errlen)))
         goto fail_keep_identity;
+    if (pod_own(p, labels, label_bytes))
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "%s: out of memory", who);
     return 0;
 
 fail_keep_identity : {
     /* Keep only what the header promises: the identity. */
-    char ns[sizeof p->namespace], name[sizeof p->name], uid[sizeof p->uid];
-    memcpy(ns, p->namespace, sizeof ns);
-    memcpy(name, p->name, sizeof name);
-    memcpy(uid, p->uid, sizeof uid);
-    memset(p, 0, sizeof *p);
-    memcpy(p->namespace, ns, sizeof ns);
-    memcpy(p->name, name, sizeof name);
-    memcpy(p->uid, uid, sizeof uid);
+    const char *ns = p->namespace, *name = p->name, *uid = p->uid;
+    pod_clear(p);
+    p->namespace = ns;
+    p->name = name;
+    p->uid = uid;
+    if (pod_own(p, NULL, 0))
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "%s: out of memory", who);
     return rc;
 }
 fail:
-    memset(p, 0, sizeof *p);
+    pod_clear(p);
     return rc;
 }
 
@@ -470,6 +624,8 @@ static json_t *load(const char *buf, size_t len, const char *what, char *err, si
 }
 
 void kube_pod_list_deinit(kube_pod_list_t *l) {
+    for (size_t i = 0; i < l->count; i++)
+        pod_deinit(&l->items[i]);
     free(l->items);
     memset(l, 0, sizeof *l);
 }
@@ -516,6 +672,8 @@ int kube_pod_list_parse(const char *buf, size_t len, kube_pod_list_t *out, char 
     for (size_t i = 0; i < n; i++) {
         char why[300];
         rc = kube_pod_from_json(json_array_get(items, i), &out->items[out->count], why, sizeof why);
+        if (rc)
+            pod_deinit(&out->items[out->count]); /* the identity an error leaves */
         if (rc == KGS_ERANGE) {
             if (out->skipped++ == 0)
                 snprintf(out->skip_reason, sizeof out->skip_reason, "%.255s", why);
@@ -597,7 +755,7 @@ int kube_watch_event_parse(const char *line, size_t len, kube_event_type_t *type
                            char *rv, size_t rvlen, int *error_code, char *err, size_t errlen) {
     pod_t scratch;
     pod_t *p = pod ? pod : &scratch;
-    memset(p, 0, sizeof *p);
+    pod_clear(p);
     if (rv && rvlen)
         rv[0] = '\0';
     json_t *root;
@@ -606,22 +764,35 @@ int kube_watch_event_parse(const char *line, size_t len, kube_event_type_t *type
     int rc = kube_watch_envelope(line, len, &root, type, &obj, rvbuf, error_code, err, errlen);
     if (rc == 0 && obj) {
         rc = kube_pod_from_json(obj, p, err, errlen);
-        if (rc == 0)
-            memcpy(rvbuf, p->resource_version, sizeof rvbuf);
+        if (rc == 0) /* checked against KUBE_RV_MAX by the decoder */
+            snprintf(rvbuf, sizeof rvbuf, "%s", p->resource_version);
     }
     if (rc == 0 && *type != KUBE_EVENT_ERROR)
         rc = kube_watch_rv_out(rvbuf, rv, rvlen, err, errlen);
     json_decref(root);
+    if (p == &scratch)
+        pod_deinit(&scratch);
     return rc;
 }
 
 /* ---- cache ------------------------------------------------------------------------- */
 
+/* One allocation per pod: its value, then its strings and labels packed
+ * (pod_pack_into), so a pod costs what it holds. */
 typedef struct entry {
-    pod_t pod;
     struct entry *next_uid; /* chain in by_uid */
     struct entry *next_nn;  /* chain in by_name */
+    pod_t pod;              /* its strings point into bytes[] */
+    char bytes[];
 } entry_t;
+
+static entry_t *entry_new(const pod_t *src) {
+    size_t n = pod_packed_size(src);
+    entry_t *e = malloc(sizeof *e + n);
+    if (e)
+        pod_pack_into(&e->pod, src, e->bytes);
+    return e;
+}
 
 typedef struct {
     entry_t **by_uid, **by_name;
@@ -755,7 +926,7 @@ int pod_cache_replace_all(pod_cache_t *c, const pod_t *pods, size_t n, const cha
     if (rv_check(rv))
         return KGS_EINVAL;
     for (size_t i = 0; i < n; i++)
-        if (!pods[i].uid[0])
+        if (!str_or_empty(pods[i].uid)[0])
             return KGS_EINVAL;
     table_t t;
     if (table_init(&t, n))
@@ -767,12 +938,11 @@ int pod_cache_replace_all(pod_cache_t *c, const pod_t *pods, size_t n, const cha
             unlink_entry(&t, dup);
             free(dup);
         }
-        entry_t *e = malloc(sizeof *e);
+        entry_t *e = entry_new(&pods[i]);
         if (!e) {
             table_deinit(&t);
             return KGS_ENOMEM;
         }
-        e->pod = pods[i];
         link_entry(&t, e);
     }
     table_deinit(&c->t);
@@ -781,7 +951,29 @@ int pod_cache_replace_all(pod_cache_t *c, const pod_t *pods, size_t n, const cha
     return 0;
 }
 
-/* Field-wise equality: label bytes past _label_used are not compared. */
+int pod_cache_replace_with(pod_cache_t *c, pod_cache_t *next, const char *rv) {
+    if (rv_check(rv))
+        return KGS_EINVAL;
+    table_t empty;
+    if (table_init(&empty, 16))
+        return KGS_ENOMEM;
+    table_deinit(&c->t);
+    c->t = next->t;
+    next->t = empty;
+    next->rv[0] = '\0';
+    snprintf(c->rv, sizeof c->rv, "%s", rv ? rv : "");
+    return 0;
+}
+
+static bool str_eq(const char *a, const char *b) {
+    return strcmp(str_or_empty(a), str_or_empty(b)) == 0;
+}
+
+static size_t labels_len(const pod_t *p) {
+    return p->_labels && p->label_count ? p->_labels_len : 0;
+}
+
+/* Field-wise equality. */
 static bool pod_equal(const pod_t *a, const pod_t *b) {
     if (a->ready != b->ready || a->created_unix != b->created_unix ||
         a->started_unix != b->started_unix || a->gpu_asks != b->gpu_asks ||
@@ -789,16 +981,15 @@ static bool pod_equal(const pod_t *a, const pod_t *b) {
         a->start.scheduled_unix != b->start.scheduled_unix ||
         a->start.running_unix != b->start.running_unix ||
         a->start.ready_unix != b->start.ready_unix || a->start.trouble != b->start.trouble ||
-        a->start.restarted != b->start.restarted || strcmp(a->start.message, b->start.message) != 0)
+        a->start.restarted != b->start.restarted || !str_eq(a->start.message, b->start.message))
         return false;
-    return strcmp(a->namespace, b->namespace) == 0 && strcmp(a->name, b->name) == 0 &&
-           strcmp(a->uid, b->uid) == 0 && strcmp(a->node, b->node) == 0 &&
-           strcmp(a->pod_ip, b->pod_ip) == 0 &&
-           strcmp(a->resource_version, b->resource_version) == 0 && a->phase == b->phase &&
-           a->deleting == b->deleting && a->label_count == b->label_count &&
-           a->_label_used == b->_label_used &&
-           memcmp(a->_label_off, b->_label_off, a->label_count * sizeof a->_label_off[0]) == 0 &&
-           memcmp(a->_label_bytes, b->_label_bytes, a->_label_used) == 0;
+    size_t la = labels_len(a);
+    return str_eq(a->namespace, b->namespace) && str_eq(a->name, b->name) &&
+           str_eq(a->uid, b->uid) && str_eq(a->node, b->node) && str_eq(a->pod_ip, b->pod_ip) &&
+           str_eq(a->resource_version, b->resource_version) && a->phase == b->phase &&
+           a->deleting == b->deleting &&
+           (la ? a->label_count : 0) == (labels_len(b) ? b->label_count : 0) &&
+           la == labels_len(b) && (la == 0 || memcmp(a->_labels, b->_labels, la) == 0);
 }
 
 int pod_cache_apply(pod_cache_t *c, kube_event_type_t type, const pod_t *pod, const char *rv,
@@ -807,7 +998,7 @@ int pod_cache_apply(pod_cache_t *c, kube_event_type_t type, const pod_t *pod, co
         *changed = false;
     if (rv_check(rv) || type == KUBE_EVENT_ERROR || (unsigned)type > KUBE_EVENT_ERROR)
         return KGS_EINVAL;
-    if (type != KUBE_EVENT_BOOKMARK && (!pod || !pod->uid[0]))
+    if (type != KUBE_EVENT_BOOKMARK && (!pod || !str_or_empty(pod->uid)[0]))
         return KGS_EINVAL;
     switch (type) {
     case KUBE_EVENT_ADDED:
@@ -816,10 +1007,9 @@ int pod_cache_apply(pod_cache_t *c, kube_event_type_t type, const pod_t *pod, co
         entry_t *old = *pp;
         if (old && pod_equal(&old->pod, pod))
             break;
-        entry_t *e = malloc(sizeof *e);
+        entry_t *e = entry_new(pod);
         if (!e)
             return KGS_ENOMEM;
-        e->pod = *pod;
         if (old) {
             unlink_entry(&c->t, old);
             free(old);

@@ -7,7 +7,9 @@
  * Only the fields the aggregator uses are kept: identity, labels, node,
  * phase, deletion, readiness, creation and start time, pod IP,
  * resourceVersion, and what the pod asks of GPUs (a few bits and counts, no
- * strings: the aggregator holds every pod of the cluster). Every field has a fixed
+ * strings: the aggregator holds every pod of the cluster). A pod's strings
+ * and labels are packed into one allocation of the size they need (the
+ * bounds below are limits, not reservations). Every field has a
  * bound taken from Kubernetes' own validation; input over a bound is
  * rejected with KGS_ERANGE, never truncated (a cut label value would match
  * the wrong selector).
@@ -38,7 +40,7 @@
 #define KUBE_LABEL_VALUE_MAX 63
 #define KUBE_LABELS_MAX 64
 /* All keys and values of one pod, each with its NUL. Real pods carry a few
- * hundred bytes of labels; this bounds a pod_t at about 3 KiB. */
+ * hundred bytes of labels; this bounds what one pod may hold. */
 #define KUBE_LABEL_BYTES 2048
 /* A list page's continue token (opaque base64; a few hundred bytes). */
 #define KUBE_CONTINUE_MAX 4095
@@ -64,15 +66,25 @@ const char *pod_phase_name(pod_phase_t phase);
 #define POD_ASK_NVIDIA_OTHER 0x04u /* another "nvidia.com/<name>" (a renamed shared GPU, ...) */
 #define POD_ASK_CLAIM 0x08u        /* spec.resourceClaims (Dynamic Resource Allocation) */
 
-/* One pod. Plain value: copy it freely. Public fields are read-only for
- * everyone but the parser; labels go through pod_label()/pod_label_at(). */
+/*
+ * One pod. Public fields are read-only for everyone but the parser; labels
+ * go through pod_label()/pod_label_at(). The strings (and start.message)
+ * are never NULL in a decoded or cached pod ("" when absent); a value built
+ * by hand may leave them NULL, which the cache stores as "".
+ * Who owns the strings: a pod decoded by kube_pod_from_json() (or
+ * kube_watch_event_parse()) owns them in _storage, released with
+ * pod_deinit() (on that value only: a copy of it borrows them, valid until
+ * then, and is never pod_deinit'ed itself). A pod from the cache
+ * borrows the cache's (see pod_cache_get). A hand-built value points at
+ * whatever its builder chose and needs no pod_deinit().
+ */
 typedef struct {
-    char namespace[KUBE_NAMESPACE_MAX + 1];
-    char name[KUBE_NAME_MAX + 1];
-    char uid[KUBE_UID_MAX + 1];
-    char node[KUBE_NODE_MAX + 1];     /* spec.nodeName; "" when unscheduled */
-    char pod_ip[KUBE_POD_IP_MAX + 1]; /* status.podIP; "" when none yet */
-    char resource_version[KUBE_RV_MAX + 1];
+    const char *namespace;
+    const char *name;
+    const char *uid;
+    const char *node;   /* spec.nodeName; "" when unscheduled */
+    const char *pod_ip; /* status.podIP; "" when none yet */
+    const char *resource_version;
     pod_phase_t phase;
     bool deleting;          /* metadata.deletionTimestamp is set */
     bool ready;             /* status.conditions has type Ready with status "True" */
@@ -85,11 +97,15 @@ typedef struct {
     uint8_t gpu_claims;     /* entries of spec.resourceClaims, at most 255 */
     uint16_t gpu_ask_count; /* sum of the nvidia.com/<name> quantities, at most 65535 */
     uint16_t label_count;
-    /* private: label i is _label_bytes + _label_off[i] ("key\0value\0") */
-    uint16_t _label_off[KUBE_LABELS_MAX];
-    uint16_t _label_used;
-    char _label_bytes[KUBE_LABEL_BYTES];
+    /* private: label_count pairs "key\0value\0" in _labels[0.._labels_len) */
+    uint16_t _labels_len;
+    const char *_labels;
+    char *_storage; /* owned by a decoded pod: every string above, packed */
 } pod_t;
+
+/* Frees what a decoded pod owns (its _storage) and leaves every string "".
+ * Safe on a zeroed, hand-built or already released pod. */
+void pod_deinit(pod_t *p);
 
 /* Whether p asks for a GPU (any POD_ASK_* bit). */
 bool pod_asks_gpu(const pod_t *p);
@@ -126,7 +142,10 @@ const char *pod_label(const pod_t *p, const char *key);
 int pod_label_at(const pod_t *p, size_t i, const char **key, const char **value);
 
 /*
- * Decodes one Pod object (a parsed JSON object, borrowed) into *out.
+ * Decodes one Pod object (a parsed JSON object, borrowed) into *out, whose
+ * strings are then in one allocation of their size: release *out with
+ * pod_deinit() after every call, whatever it returned (on failure it holds
+ * at most the identity).
  * Required: metadata.namespace, .name, .uid, .resourceVersion. Optional:
  * metadata.labels, metadata.deletionTimestamp (set and not null means
  * deleting), spec.nodeName, status.phase, status.podIP, status.startTime,
@@ -137,6 +156,7 @@ int pod_label_at(const pod_t *p, size_t i, const char **key, const char **value)
  * spec.resourceClaims: a container's ask for a resource is the larger of
  * its limit and request; entries of another shape are skipped. Unknown
  * fields are ignored. Returns 0, or with "pod NS/NAME: <field>: <reason>" in err:
+ *   KGS_ENOMEM  out of memory (*out then holds nothing);
  *   KGS_EINVAL  a required field missing, a field of the wrong JSON type,
  *               or a string holding a NUL;
  *   KGS_ERANGE  a field or the labels over their bound. The pod's identity
@@ -149,7 +169,7 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen);
 /* A decoded PodList page. Storage is the caller's; kube_pod_list_deinit()
  * frees the items. */
 typedef struct {
-    pod_t *items; /* owned: count pods */
+    pod_t *items; /* owned: count pods, each owning its strings (pod_deinit) */
     size_t count;
     char resource_version[KUBE_RV_MAX + 1];     /* metadata.resourceVersion */
     char continue_token[KUBE_CONTINUE_MAX + 1]; /* metadata.continue; "" on the last page */
@@ -170,7 +190,8 @@ typedef struct {
 int kube_pod_list_parse(const char *buf, size_t len, kube_pod_list_t *out, char *err,
                         size_t errlen);
 
-/* Frees the items and empties *l. Safe on an empty or failed list. */
+/* Frees the items (pod_deinit on each) and empties *l. Safe on an empty or
+ * failed list. */
 void kube_pod_list_deinit(kube_pod_list_t *l);
 
 typedef enum {
@@ -193,6 +214,7 @@ const char *kube_event_type_name(kube_event_type_t t);
  *   ERROR: *error_code = the Status object's code (410: the requested
  *     resourceVersion is gone, relist), rv = "", and err holds the Status
  *     message. Returns 0: the event parsed fine, it reports an error.
+ * A non-NULL pod is to be released with pod_deinit() after every call.
  * rv (rvlen > KUBE_RV_MAX recommended) and pod may be NULL when unwanted;
  * error_code may be NULL. *error_code is 0 for other types.
  * Returns 0, KGS_EINVAL (malformed, unknown type) or KGS_ERANGE (see
@@ -221,7 +243,8 @@ int kube_watch_rv_out(const char *rvbuf, char *rv, size_t rvlen, char *err, size
 
 /*
  * Pods by uid (and by namespace/name), plus the resourceVersion the cache
- * reflects. Opaque; one owner thread. The cache owns copies of its pods.
+ * reflects. Opaque; one owner thread. The cache owns copies of its pods,
+ * each in one allocation sized to its strings and labels.
  */
 typedef struct pod_cache pod_cache_t;
 
@@ -250,6 +273,17 @@ int pod_cache_replace_all(pod_cache_t *c, const pod_t *pods, size_t n, const cha
  */
 int pod_cache_apply(pod_cache_t *c, kube_event_type_t type, const pod_t *pod, const char *rv,
                     bool *changed);
+
+/*
+ * A relist assembled page by page: the pods of each page are added to
+ * `next` (a second cache, with pod_cache_apply ADDED) as they arrive, and
+ * once the last page is in, c takes next's content as of resourceVersion
+ * rv (borrowed; NULL or "" leaves it empty): pods no longer listed are
+ * gone, and next is left empty. So a relist holds the old content and the
+ * new, never a third copy in a list being assembled. Returns 0,
+ * KGS_EINVAL (rv too long) or KGS_ENOMEM; on failure both are unchanged.
+ */
+int pod_cache_replace_with(pod_cache_t *c, pod_cache_t *next, const char *rv);
 
 /* Removes the pod with this uid if present. Returns true if it was. */
 bool pod_cache_remove(pod_cache_t *c, const char *uid);

@@ -118,8 +118,9 @@ static void message_copy(char *dst, const char *src) {
     dst[n] = '\0';
 }
 
-void pod_start_parse(const json_t *status, pod_start_t *out) {
+void pod_start_parse(const json_t *status, pod_start_t *out, char *message_buf) {
     memset(out, 0, sizeof *out);
+    out->message = "";
     if (!json_is_object(status))
         return;
     size_t i;
@@ -138,7 +139,8 @@ void pod_start_parse(const json_t *status, pod_start_t *out) {
                 } else if (reason && strcmp(reason, "Unschedulable") == 0) {
                     trouble_raise(out, POD_TROUBLE_UNSCHEDULABLE);
                     const char *msg = str_member(e, "message");
-                    message_copy(out->message, msg ? msg : "");
+                    message_copy(message_buf, msg ? msg : "");
+                    out->message = message_buf;
                 }
             } else if (strcmp(type, "Ready") == 0 && is_true) {
                 out->ready_unix = time_member(e, "lastTransitionTime");

@@ -51,24 +51,29 @@ const char *pod_trouble_name(pod_trouble_t t);
 #define POD_START_MESSAGE_MAX 191
 
 /* What a pod's status says of its start: wall-clock seconds since 1970,
- * 0 for not yet (or not RFC 3339). Plain value, ~220 bytes. */
+ * 0 for not yet (or not RFC 3339). Plain value of 40 bytes; the message is
+ * borrowed (see pod_start_parse), so the aggregator keeps its bytes only
+ * for the pods that have one. */
 typedef struct {
-    int64_t scheduled_unix;                  /* PodScheduled True: lastTransitionTime */
-    int64_t running_unix;                    /* every container running: the latest startedAt */
-    int64_t ready_unix;                      /* Ready True: lastTransitionTime */
-    uint8_t trouble;                         /* pod_trouble_t, the worst seen now */
-    bool restarted;                          /* a container restarted: the times above describe a
-                                                restart, not the first start */
-    char message[POD_START_MESSAGE_MAX + 1]; /* Unschedulable: the scheduler's message */
+    int64_t scheduled_unix; /* PodScheduled True: lastTransitionTime */
+    int64_t running_unix;   /* every container running: the latest startedAt */
+    int64_t ready_unix;     /* Ready True: lastTransitionTime */
+    uint8_t trouble;        /* pod_trouble_t, the worst seen now */
+    bool restarted;         /* a container restarted: the times above describe a
+                               restart, not the first start */
+    const char *message;    /* Unschedulable: the scheduler's message; "" when none. NULL only
+                               in a zeroed value, read as "" */
 } pod_start_t;
 
 /*
  * Reads status (a Pod's status object, borrowed; NULL or not an object:
  * nothing known) into *out, which it fills in full. Entries of another
  * shape are skipped: a status is the kubelet's, read for display and
- * statistics, and one odd entry must not drop the pod.
+ * statistics, and one odd entry must not drop the pod. The message is
+ * written to message_buf (POD_START_MESSAGE_MAX + 1 bytes, the caller's)
+ * and out->message points at it, or at a static "" when there is none.
  */
-void pod_start_parse(const json_t *status, pod_start_t *out);
+void pod_start_parse(const json_t *status, pod_start_t *out, char *message_buf);
 
 /* The three stages of a completed start, in seconds. */
 typedef enum {

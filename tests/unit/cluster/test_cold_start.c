@@ -20,9 +20,9 @@
 static pod_t pod(const char *uid) {
     pod_t p;
     memset(&p, 0, sizeof p);
-    snprintf(p.namespace, sizeof p.namespace, "inference");
-    snprintf(p.name, sizeof p.name, "vllm-%s", uid);
-    snprintf(p.uid, sizeof p.uid, "%s", uid);
+    p.namespace = "inference";
+    p.name = uid; /* borrowed, like uid: the caller's string outlives the pod */
+    p.uid = uid;
     p.phase = POD_PHASE_PENDING;
     p.created_unix = T0;
     return p;
@@ -30,13 +30,13 @@ static pod_t pod(const char *uid) {
 
 static void unschedulable(pod_t *p, const char *msg) {
     p->start.trouble = POD_TROUBLE_UNSCHEDULABLE;
-    snprintf(p->start.message, sizeof p->start.message, "%s", msg);
+    p->start.message = msg;
 }
 
 /* Scheduled after node_s, running image_s later, Ready weights_s later. */
 static void ready(pod_t *p, int node_s, int image_s, int weights_s) {
     p->start.trouble = POD_TROUBLE_NONE;
-    p->start.message[0] = '\0';
+    p->start.message = "";
     p->start.scheduled_unix = p->created_unix + node_s;
     p->start.running_unix = p->start.scheduled_unix + image_s;
     p->start.ready_unix = p->start.running_unix + weights_s;
@@ -87,10 +87,10 @@ static void test_cold_start_records_a_completed_start_once(void **state) {
 static void test_cold_start_keeps_the_last_eight(void **state) {
     cold_start_t *r = *state;
     pod_t pods[10];
+    char uids[10][8];
     for (int i = 0; i < 10; i++) {
-        char uid[8];
-        snprintf(uid, sizeof uid, "p%d", i);
-        pods[i] = pod(uid);
+        snprintf(uids[i], sizeof uids[i], "p%d", i);
+        pods[i] = pod(uids[i]);
     }
     /* two slow ones first, then eight of 10 + 20 + 30 s */
     for (int i = 0; i < 10; i++) {

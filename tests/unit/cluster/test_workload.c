@@ -54,6 +54,8 @@ static int teardown(void **state) {
     fx_t *f = *state;
     cluster_view_free(f->view);
     pod_cache_free(f->cache);
+    for (size_t i = 0; i < f->npods; i++)
+        pod_deinit(&f->pods[i]);
     free(f->pods);
     free(f);
     return 0;
@@ -953,6 +955,8 @@ static void test_workload_node_label_selector_counts_the_matching_nodes(void **s
     pod_cache_t *nodes = NULL;
     assert_int_equal(pod_cache_new(&nodes), 0);
     assert_int_equal(pod_cache_replace_all(nodes, objs, n, "7"), 0);
+    for (size_t i = 0; i < n; i++)
+        pod_deinit(&objs[i]); /* the cache holds copies */
     workload_stats_t st;
 
     /* n4 matches but no agent reports for it: a gap, as for a named node */

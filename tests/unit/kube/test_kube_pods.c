@@ -60,6 +60,12 @@ static const char pod_list[] =
     "\"continue\":\"eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIwMDc3LCJzdGFydCI6InRyYWluaW5nL3QifQ\","
     "\"remainingItemCount\":12},\"items\":[" POD_RUNNING "," POD_PENDING "," POD_SUCCEEDED "]}";
 
+/* kube_pod_from_json into a pod that may hold an earlier decode's strings. */
+static int decode(const json_t *j, pod_t *p, char *err, size_t errlen) {
+    pod_deinit(p);
+    return kube_pod_from_json(j, p, err, errlen);
+}
+
 static json_t *load(const char *s) {
     json_error_t je;
     json_t *j = json_loads(s, JSON_ALLOW_NUL, &je);
@@ -71,9 +77,9 @@ static json_t *load(const char *s) {
 static void test_kube_pods_decodes_a_running_pod_with_labels(void **state) {
     (void)state;
     json_t *j = load(POD_RUNNING);
-    pod_t p;
+    pod_t p = {0};
     char err[256] = "sentinel";
-    assert_int_equal(kube_pod_from_json(j, &p, err, sizeof err), 0);
+    assert_int_equal(decode(j, &p, err, sizeof err), 0);
     assert_string_equal(p.namespace, "inference");
     assert_string_equal(p.name, "vllm-7d9f8-abcde");
     assert_string_equal(p.uid, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
@@ -94,6 +100,7 @@ static void test_kube_pods_decodes_a_running_pod_with_labels(void **state) {
     assert_string_equal(v, "vllm");
     assert_int_equal(pod_label_at(&p, 3, &k, &v), KGS_ERANGE);
     json_decref(j);
+    pod_deinit(&p);
 }
 
 /* creationTimestamp as Kubernetes writes it: what the queueing model ages
@@ -126,20 +133,20 @@ static void test_kube_time_parse_rfc3339(void **state) {
 
 static void test_kube_pods_decodes_pending_succeeded_and_terminating(void **state) {
     (void)state;
-    pod_t p;
+    pod_t p = {0};
     json_t *j = load(POD_PENDING);
-    assert_int_equal(kube_pod_from_json(j, &p, NULL, 0), 0);
+    assert_int_equal(decode(j, &p, NULL, 0), 0);
     assert_int_equal(p.phase, POD_PHASE_PENDING);
     assert_string_equal(p.node, "");
     assert_string_equal(p.pod_ip, "");
     json_decref(j);
     j = load(POD_SUCCEEDED);
-    assert_int_equal(kube_pod_from_json(j, &p, NULL, 0), 0);
+    assert_int_equal(decode(j, &p, NULL, 0), 0);
     assert_int_equal(p.phase, POD_PHASE_SUCCEEDED);
     assert_string_equal(pod_phase_name(p.phase), "Succeeded");
     json_decref(j);
     j = load(POD_TERMINATING);
-    assert_int_equal(kube_pod_from_json(j, &p, NULL, 0), 0);
+    assert_int_equal(decode(j, &p, NULL, 0), 0);
     assert_true(p.deleting);
     assert_int_equal(p.phase, POD_PHASE_RUNNING);
     json_decref(j);
@@ -147,39 +154,41 @@ static void test_kube_pods_decodes_pending_succeeded_and_terminating(void **stat
     j = load(
         "{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\",\"uid\":\"u\","
         "\"resourceVersion\":\"1\",\"deletionTimestamp\":null},\"status\":{\"phase\":\"Weird\"}}");
-    assert_int_equal(kube_pod_from_json(j, &p, NULL, 0), 0);
+    assert_int_equal(decode(j, &p, NULL, 0), 0);
     assert_false(p.deleting);
     assert_int_equal(p.phase, POD_PHASE_UNKNOWN);
     json_decref(j);
+    pod_deinit(&p);
 }
 
 static void test_kube_pods_rejects_missing_identity_with_a_message(void **state) {
     (void)state;
-    pod_t p;
+    pod_t p = {0};
     char err[256];
     json_t *j =
         load("{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\",\"resourceVersion\":\"1\"}}");
-    assert_int_equal(kube_pod_from_json(j, &p, err, sizeof err), KGS_EINVAL);
+    assert_int_equal(decode(j, &p, err, sizeof err), KGS_EINVAL);
     assert_string_equal(err, "pod b/a: metadata.uid: missing");
     json_decref(j);
     j = load(
         "{\"metadata\":{\"name\":7,\"namespace\":\"b\",\"uid\":\"u\",\"resourceVersion\":\"1\"}}");
-    assert_int_equal(kube_pod_from_json(j, &p, err, sizeof err), KGS_EINVAL);
+    assert_int_equal(decode(j, &p, err, sizeof err), KGS_EINVAL);
     assert_string_equal(err, "pod: metadata.name: not a string");
     json_decref(j);
     j = load("[1]");
-    assert_int_equal(kube_pod_from_json(j, &p, err, sizeof err), KGS_EINVAL);
+    assert_int_equal(decode(j, &p, err, sizeof err), KGS_EINVAL);
     json_decref(j);
     j = load("{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\",\"uid\":\"u\","
              "\"resourceVersion\":\"1\",\"labels\":{\"x\":\"a\\u0000b\"}}}");
-    assert_int_equal(kube_pod_from_json(j, &p, err, sizeof err), KGS_EINVAL);
+    assert_int_equal(decode(j, &p, err, sizeof err), KGS_EINVAL);
     json_decref(j);
+    pod_deinit(&p);
 }
 
 static void test_kube_pods_refuses_over_long_fields_instead_of_truncating(void **state) {
     (void)state;
     char big[400], doc[1200], err[300];
-    pod_t p;
+    pod_t p = {0};
     memset(big, 'v', 64);
     big[64] = '\0';
     snprintf(doc, sizeof doc,
@@ -187,7 +196,7 @@ static void test_kube_pods_refuses_over_long_fields_instead_of_truncating(void *
              "\"resourceVersion\":\"1\",\"labels\":{\"k\":\"%s\"}}}",
              big);
     json_t *j = load(doc);
-    assert_int_equal(kube_pod_from_json(j, &p, err, sizeof err), KGS_ERANGE);
+    assert_int_equal(decode(j, &p, err, sizeof err), KGS_ERANGE);
     assert_non_null(strstr(err, "pod b/a: label k: value of 64 bytes, limit 63"));
     /* The identity survives, so a caller can drop a stale cached copy. */
     assert_string_equal(p.uid, "u1");
@@ -201,7 +210,7 @@ static void test_kube_pods_refuses_over_long_fields_instead_of_truncating(void *
              "\"resourceVersion\":\"1\",\"labels\":{\"k\":\"%s\"}}}",
              big);
     j = load(doc);
-    assert_int_equal(kube_pod_from_json(j, &p, err, sizeof err), 0);
+    assert_int_equal(decode(j, &p, err, sizeof err), 0);
     assert_int_equal(strlen(pod_label(&p, "k")), 63);
     json_decref(j);
     /* A 64-byte namespace. */
@@ -212,7 +221,7 @@ static void test_kube_pods_refuses_over_long_fields_instead_of_truncating(void *
              "\"resourceVersion\":\"1\"}}",
              big);
     j = load(doc);
-    assert_int_equal(kube_pod_from_json(j, &p, err, sizeof err), KGS_ERANGE);
+    assert_int_equal(decode(j, &p, err, sizeof err), KGS_ERANGE);
     json_decref(j);
     /* 65 labels. */
     json_t *labels = json_object();
@@ -224,10 +233,10 @@ static void test_kube_pods_refuses_over_long_fields_instead_of_truncating(void *
     j = load("{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\",\"uid\":\"u\","
              "\"resourceVersion\":\"1\"}}");
     json_object_set_new(json_object_get(j, "metadata"), "labels", labels);
-    assert_int_equal(kube_pod_from_json(j, &p, err, sizeof err), KGS_ERANGE);
+    assert_int_equal(decode(j, &p, err, sizeof err), KGS_ERANGE);
     /* 64 labels fit, but 64 labels of 40-byte keys do not fit the byte budget. */
     json_object_del(labels, "l64");
-    assert_int_equal(kube_pod_from_json(j, &p, err, sizeof err), 0);
+    assert_int_equal(decode(j, &p, err, sizeof err), 0);
     assert_int_equal(p.label_count, 64);
     assert_string_equal(pod_label(&p, "l63"), "x");
     json_t *wide = json_object();
@@ -237,9 +246,10 @@ static void test_kube_pods_refuses_over_long_fields_instead_of_truncating(void *
         json_object_set_new(wide, k, json_string("value"));
     }
     json_object_set_new(json_object_get(j, "metadata"), "labels", wide);
-    assert_int_equal(kube_pod_from_json(j, &p, err, sizeof err), KGS_ERANGE);
+    assert_int_equal(decode(j, &p, err, sizeof err), KGS_ERANGE);
     assert_non_null(strstr(err, "more than 2048 bytes"));
     json_decref(j);
+    pod_deinit(&p);
 }
 
 static void test_kube_pods_parses_a_pod_list_page(void **state) {
@@ -308,7 +318,7 @@ static void test_kube_pods_list_skips_an_over_long_pod_but_fails_on_a_broken_one
 static void test_kube_pods_parses_watch_events_of_every_type(void **state) {
     (void)state;
     kube_event_type_t type = (kube_event_type_t)99;
-    pod_t p;
+    pod_t p = {0};
     char rv[KUBE_RV_MAX + 1] = "sentinel", err[256];
     int code = 123;
     const char added[] = "{\"type\":\"ADDED\",\"object\":" POD_RUNNING "}\n";
@@ -321,6 +331,7 @@ static void test_kube_pods_parses_watch_events_of_every_type(void **state) {
     assert_string_equal(p.name, "vllm-7d9f8-abcde");
 
     const char modified[] = "{\"type\":\"MODIFIED\",\"object\":" POD_TERMINATING "}\r\n";
+    pod_deinit(&p);
     assert_int_equal(kube_watch_event_parse(modified, sizeof modified - 1, &type, &p, rv, sizeof rv,
                                             &code, err, sizeof err),
                      0);
@@ -329,6 +340,7 @@ static void test_kube_pods_parses_watch_events_of_every_type(void **state) {
     assert_string_equal(rv, "120101");
 
     const char deleted[] = "{\"type\":\"DELETED\",\"object\":" POD_SUCCEEDED "}";
+    pod_deinit(&p);
     assert_int_equal(kube_watch_event_parse(deleted, sizeof deleted - 1, &type, &p, rv, sizeof rv,
                                             &code, err, sizeof err),
                      0);
@@ -339,6 +351,7 @@ static void test_kube_pods_parses_watch_events_of_every_type(void **state) {
         "\"metadata\":{\"resourceVersion\":\"120500\",\"creationTimestamp\":null,"
         "\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}},"
         "\"spec\":{\"containers\":null},\"status\":{}}}";
+    pod_deinit(&p);
     assert_int_equal(kube_watch_event_parse(bookmark, sizeof bookmark - 1, &type, &p, rv, sizeof rv,
                                             &code, err, sizeof err),
                      0);
@@ -350,6 +363,7 @@ static void test_kube_pods_parses_watch_events_of_every_type(void **state) {
         "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
         "\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: "
         "120045 (120400)\",\"reason\":\"Expired\",\"code\":410}}";
+    pod_deinit(&p);
     assert_int_equal(kube_watch_event_parse(gone, sizeof gone - 1, &type, &p, rv, sizeof rv, &code,
                                             err, sizeof err),
                      0);
@@ -361,6 +375,7 @@ static void test_kube_pods_parses_watch_events_of_every_type(void **state) {
     /* pod, rv and error_code may be NULL. */
     assert_int_equal(
         kube_watch_event_parse(added, sizeof added - 1, &type, NULL, NULL, 0, NULL, NULL, 0), 0);
+    pod_deinit(&p);
 }
 
 static void test_kube_pods_rejects_malformed_watch_events(void **state) {
@@ -390,12 +405,11 @@ static void test_kube_pods_rejects_malformed_watch_events(void **state) {
 
 static pod_t mk(const char *ns, const char *name, const char *uid, const char *rv,
                 pod_phase_t phase) {
-    pod_t p;
-    memset(&p, 0, sizeof p);
-    snprintf(p.namespace, sizeof p.namespace, "%s", ns);
-    snprintf(p.name, sizeof p.name, "%s", name);
-    snprintf(p.uid, sizeof p.uid, "%s", uid);
-    snprintf(p.resource_version, sizeof p.resource_version, "%s", rv);
+    pod_t p = {0}; /* its strings borrow the arguments: the cache copies them */
+    p.namespace = ns;
+    p.name = name;
+    p.uid = uid;
+    p.resource_version = rv;
     p.phase = phase;
     return p;
 }
@@ -432,7 +446,7 @@ static void test_kube_pods_cache_adds_modifies_and_deletes(void **state) {
     assert_int_equal(pod_cache_get(c, "uid-a")->phase, POD_PHASE_PENDING);
 
     a.phase = POD_PHASE_RUNNING;
-    snprintf(a.node, sizeof a.node, "gpu-node-1");
+    a.node = "gpu-node-1";
     assert_int_equal(pod_cache_apply(c, KUBE_EVENT_MODIFIED, &a, "11", &changed), 0);
     assert_true(changed);
     assert_int_equal(pod_cache_size(c), 1);
@@ -490,6 +504,79 @@ static void test_kube_pods_cache_relist_drops_vanished_pods(void **state) {
     assert_int_equal(pod_cache_replace_all(c, &nouid, 1, "1"), KGS_EINVAL);
 }
 
+/* The cache keeps its own packed copy: the decoded pod (and the JSON it
+ * came from) can go at once, and every string and label reads the same. A
+ * hand-built pod's NULL strings are kept as "". */
+static void test_kube_pods_cache_keeps_its_own_packed_copy_of_a_pod(void **state) {
+    pod_cache_t *c = *state;
+    json_t *j = load(POD_RUNNING);
+    pod_t p = {0};
+    assert_int_equal(decode(j, &p, NULL, 0), 0);
+    json_decref(j);
+    assert_int_equal(pod_cache_apply(c, KUBE_EVENT_ADDED, &p, "1", NULL), 0);
+    pod_deinit(&p);
+    assert_string_equal(p.uid, ""); /* released, every string "" */
+    const pod_t *held = pod_cache_find(c, "inference", "vllm-7d9f8-abcde");
+    assert_non_null(held);
+    assert_string_equal(held->uid, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
+    assert_string_equal(held->node, "gpu-node-1");
+    assert_string_equal(held->pod_ip, "10.244.1.17");
+    assert_string_equal(held->resource_version, "120045");
+    assert_string_equal(held->start.message, "");
+    assert_int_equal(held->label_count, 3);
+    assert_string_equal(pod_label(held, "pod-template-hash"), "7d9f8");
+    const char *k, *v;
+    assert_int_equal(pod_label_at(held, 2, &k, &v), 0);
+    assert_non_null(pod_label(held, k));
+    assert_string_equal(pod_label(held, k), v);
+    assert_int_equal(pod_label_at(held, 3, &k, &v), KGS_ERANGE);
+
+    pod_t bare = {0};
+    bare.uid = "uid-bare";
+    assert_int_equal(pod_cache_apply(c, KUBE_EVENT_ADDED, &bare, NULL, NULL), 0);
+    held = pod_cache_get(c, "uid-bare");
+    assert_non_null(held);
+    assert_string_equal(held->namespace, "");
+    assert_string_equal(held->node, "");
+    assert_string_equal(held->start.message, "");
+    assert_null(pod_label(held, "app"));
+    assert_non_null(pod_cache_find(c, "", ""));
+}
+
+/* A relist assembled in a second cache replaces the content in one step:
+ * pods not listed are gone, the second cache is left empty and usable. */
+static void test_kube_pods_cache_replace_with_takes_the_assembled_list(void **state) {
+    pod_cache_t *c = *state;
+    pod_t a = mk("ns", "a", "uid-a", "1", POD_PHASE_RUNNING);
+    pod_t b = mk("ns", "b", "uid-b", "2", POD_PHASE_RUNNING);
+    assert_int_equal(pod_cache_apply(c, KUBE_EVENT_ADDED, &a, "2", NULL), 0);
+    assert_int_equal(pod_cache_apply(c, KUBE_EVENT_ADDED, &b, "2", NULL), 0);
+    pod_cache_t *next;
+    assert_int_equal(pod_cache_new(&next), 0);
+    pod_t listed[3] = {mk("ns", "a", "uid-a", "5", POD_PHASE_SUCCEEDED),
+                       mk("ns", "c", "uid-c", "6", POD_PHASE_PENDING),
+                       mk("ns", "c", "uid-c", "7", POD_PHASE_RUNNING)};
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(pod_cache_apply(next, KUBE_EVENT_ADDED, &listed[i], NULL, NULL), 0);
+    char long_rv[KUBE_RV_MAX + 2];
+    memset(long_rv, '9', sizeof long_rv - 1);
+    long_rv[sizeof long_rv - 1] = '\0';
+    assert_int_equal(pod_cache_replace_with(c, next, long_rv), KGS_EINVAL);
+    assert_int_equal(pod_cache_size(c), 2); /* unchanged */
+    assert_int_equal(pod_cache_size(next), 2);
+    assert_int_equal(pod_cache_replace_with(c, next, "100"), 0);
+    assert_int_equal(pod_cache_size(c), 2);
+    assert_null(pod_cache_get(c, "uid-b"));
+    assert_int_equal(pod_cache_get(c, "uid-a")->phase, POD_PHASE_SUCCEEDED);
+    assert_int_equal(pod_cache_find(c, "ns", "c")->phase, POD_PHASE_RUNNING); /* last copy */
+    assert_string_equal(pod_cache_resource_version(c), "100");
+    assert_int_equal(pod_cache_size(next), 0);
+    assert_string_equal(pod_cache_resource_version(next), "");
+    assert_int_equal(pod_cache_apply(next, KUBE_EVENT_ADDED, &b, NULL, NULL), 0);
+    assert_non_null(pod_cache_get(next, "uid-b"));
+    pod_cache_free(next);
+}
+
 static void test_kube_pods_cache_grows_and_keeps_every_pod_reachable(void **state) {
     pod_cache_t *c = *state;
     enum { N = 5000 };
@@ -529,12 +616,13 @@ static void test_kube_pods_cache_applies_parsed_events_end_to_end(void **state) 
     };
     for (size_t i = 0; i < 2; i++) {
         kube_event_type_t t;
-        pod_t p;
+        pod_t p = {0};
         char rv[KUBE_RV_MAX + 1];
         assert_int_equal(kube_watch_event_parse(events[i], strlen(events[i]), &t, &p, rv, sizeof rv,
                                                 NULL, NULL, 0),
                          0);
         assert_int_equal(pod_cache_apply(c, t, &p, rv, NULL), 0);
+        pod_deinit(&p);
     }
     assert_int_equal(pod_cache_size(c), 2);
     assert_true(pod_cache_find(c, "inference", "vllm-7d9f8-abcde")->deleting);
@@ -556,9 +644,9 @@ static pod_t pod_with_spec(const char *spec, const char *start) {
              "\"status\":{\"phase\":\"Running\",%s%s%s\"qosClass\":\"BestEffort\"}}",
              spec, start[0] ? "\"startTime\":\"" : "", start, start[0] ? "\"," : "");
     json_t *j = load(buf);
-    pod_t p;
+    pod_t p = {0};
     char err[256] = "";
-    if (kube_pod_from_json(j, &p, err, sizeof err) != 0)
+    if (decode(j, &p, err, sizeof err) != 0)
         fail_msg("pod did not parse: %s\n%s", err, buf);
     json_decref(j);
     return p;
@@ -567,8 +655,8 @@ static pod_t pod_with_spec(const char *spec, const char *start) {
 static void test_kube_pods_reads_nvidia_limits_and_requests_as_gpu_asks(void **state) {
     (void)state;
     json_t *j = load(POD_RUNNING);
-    pod_t p;
-    assert_int_equal(kube_pod_from_json(j, &p, NULL, 0), 0);
+    pod_t p = {0};
+    assert_int_equal(decode(j, &p, NULL, 0), 0);
     json_decref(j);
     assert_true(pod_asks_gpu(&p));
     assert_int_equal(p.gpu_asks, POD_ASK_NVIDIA_GPU);
@@ -577,6 +665,7 @@ static void test_kube_pods_reads_nvidia_limits_and_requests_as_gpu_asks(void **s
 
     /* Two containers, a limit and a request-only ask (requests default to
      * limits for extended resources; a request alone is read too). */
+    pod_deinit(&p);
     p = pod_with_spec("\"containers\":[{\"name\":\"vllm\",\"image\":\"vllm/vllm-openai:v0.6.3\","
                       "\"resources\":{\"limits\":{\"cpu\":\"8\",\"memory\":\"64Gi\","
                       "\"nvidia.com/gpu\":\"2\"},\"requests\":{\"cpu\":\"4\",\"memory\":\"64Gi\","
@@ -588,11 +677,13 @@ static void test_kube_pods_reads_nvidia_limits_and_requests_as_gpu_asks(void **s
     assert_int_equal(p.started_unix, p.created_unix + 5);
 
     /* The mixed MIG strategy's resources, and a renamed shared GPU. */
+    pod_deinit(&p);
     p = pod_with_spec("\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{"
                       "\"nvidia.com/mig-1g.10gb\":\"1\",\"nvidia.com/gpu.shared\":\"1\"}}}]",
                       "");
     assert_int_equal(p.gpu_asks, POD_ASK_NVIDIA_MIG | POD_ASK_NVIDIA_OTHER);
     assert_int_equal(p.gpu_ask_count, 2);
+    pod_deinit(&p);
 }
 
 static void test_kube_pods_a_pod_without_a_positive_nvidia_quantity_asks_for_no_gpu(void **state) {
@@ -620,6 +711,7 @@ static void test_kube_pods_a_pod_without_a_positive_nvidia_quantity_asks_for_no_
         assert_int_equal(p.gpu_ask_count, 0);
         char d[64];
         assert_string_equal(pod_gpu_ask_describe(&p, d, sizeof d), "nothing");
+        pod_deinit(&p);
     }
 }
 
@@ -636,6 +728,7 @@ static void test_kube_pods_sidecars_and_resource_claims_ask_for_gpus(void **stat
     assert_string_equal(pod_gpu_ask_describe(&p, d, sizeof d), "1 nvidia.com/gpu");
 
     /* DRA: the pod's claims, referenced by its containers. */
+    pod_deinit(&p);
     p = pod_with_spec("\"containers\":[{\"name\":\"a\",\"resources\":{\"claims\":[{\"name\":"
                       "\"gpu\"}]}}],\"resourceClaims\":[{\"name\":\"gpu\","
                       "\"resourceClaimTemplateName\":\"single-gpu\"},{\"name\":\"mig\","
@@ -645,6 +738,7 @@ static void test_kube_pods_sidecars_and_resource_claims_ask_for_gpus(void **stat
     assert_int_equal(p.gpu_claims, 2);
     assert_string_equal(pod_gpu_ask_describe(&p, d, sizeof d), "2 resource claims (DRA)");
 
+    pod_deinit(&p);
     p = pod_with_spec("\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{"
                       "\"nvidia.com/gpu\":\"2\",\"nvidia.com/mig-3g.40gb\":\"1\"}}}],"
                       "\"resourceClaims\":[{\"name\":\"x\",\"resourceClaimName\":\"c\"}]",
@@ -653,6 +747,7 @@ static void test_kube_pods_sidecars_and_resource_claims_ask_for_gpus(void **stat
                         "3 of nvidia.com/gpu, nvidia.com/mig-* and 1 resource claim (DRA)");
     /* Cut to the buffer, NUL-terminated. */
     assert_string_equal(pod_gpu_ask_describe(&p, d, 6), "3 of ");
+    pod_deinit(&p);
 }
 
 static void test_kube_quantity_positive_reads_kubernetes_quantities(void **state) {
@@ -694,6 +789,8 @@ static void test_kube_pods_cache_sees_a_changed_start_time_or_ask(void **state) 
     assert_int_equal(pod_cache_apply(c, KUBE_EVENT_MODIFIED, &b, "7", &changed), 0);
     assert_true(changed);
     assert_int_equal(pod_cache_get(c, "u-1")->started_unix, b.started_unix);
+    pod_deinit(&a);
+    pod_deinit(&b);
 }
 
 int main(void) {
@@ -710,6 +807,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_kube_pods_cache_adds_modifies_and_deletes, setup_cache,
                                         teardown_cache),
         cmocka_unit_test_setup_teardown(test_kube_pods_cache_relist_drops_vanished_pods,
+                                        setup_cache, teardown_cache),
+        cmocka_unit_test_setup_teardown(test_kube_pods_cache_keeps_its_own_packed_copy_of_a_pod,
+                                        setup_cache, teardown_cache),
+        cmocka_unit_test_setup_teardown(test_kube_pods_cache_replace_with_takes_the_assembled_list,
                                         setup_cache, teardown_cache),
         cmocka_unit_test_setup_teardown(test_kube_pods_cache_grows_and_keeps_every_pod_reachable,
                                         setup_cache, teardown_cache),

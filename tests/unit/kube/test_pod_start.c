@@ -74,8 +74,9 @@ static void test_pod_start_reads_the_three_stages_of_a_ready_pod(void **state) {
     (void)state;
     json_t *j = sq(STATUS_READY);
     pod_start_t s;
+    char msg[POD_START_MESSAGE_MAX + 1];
     memset(&s, 0x5a, sizeof s);
-    pod_start_parse(j, &s);
+    pod_start_parse(j, &s, msg);
     assert_true(s.scheduled_unix == T0 + 61);
     /* the later of the two containers' starts */
     assert_true(s.running_unix == T0 + 99);
@@ -105,7 +106,8 @@ static void test_pod_start_unschedulable_keeps_the_schedulers_message(void **sta
                    "nvidia.com/gpu. preemption: 0/3 nodes are available: 3 No preemption victims "
                    "found for incoming pod.'}],'qosClass':'Burstable'}");
     pod_start_t s;
-    pod_start_parse(j, &s);
+    char msg[POD_START_MESSAGE_MAX + 1];
+    pod_start_parse(j, &s, msg);
     assert_int_equal(s.trouble, POD_TROUBLE_UNSCHEDULABLE);
     assert_string_equal(pod_trouble_name((pod_trouble_t)s.trouble), "Unschedulable");
     assert_true(s.scheduled_unix == 0 && s.running_unix == 0 && s.ready_unix == 0);
@@ -128,7 +130,8 @@ static void test_pod_start_container_creating_is_no_trouble(void **state) {
                    "'containerStatuses':[{'name':'vllm','restartCount':0,'ready':false,"
                    "'state':{'waiting':{'reason':'ContainerCreating'}}}]}");
     pod_start_t s;
-    pod_start_parse(j, &s);
+    char msg[POD_START_MESSAGE_MAX + 1];
+    pod_start_parse(j, &s, msg);
     assert_int_equal(s.trouble, POD_TROUBLE_NONE);
     assert_true(s.scheduled_unix == T0 + 2);
     assert_true(s.running_unix == 0 && s.ready_unix == 0);
@@ -145,7 +148,8 @@ static void test_pod_start_running_needs_every_container(void **state) {
                    "{'name':'b','restartCount':0,'state':{'waiting':{'reason':"
                    "'ContainerCreating'}}}]}");
     pod_start_t s;
-    pod_start_parse(j, &s);
+    char msg[POD_START_MESSAGE_MAX + 1];
+    pod_start_parse(j, &s, msg);
     assert_true(s.running_unix == 0);
     json_decref(j);
 }
@@ -181,7 +185,8 @@ static void test_pod_start_image_pull_failures(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         json_t *j = sq(cases[i].status);
         pod_start_t s;
-        pod_start_parse(j, &s);
+        char msg[POD_START_MESSAGE_MAX + 1];
+        pod_start_parse(j, &s, msg);
         assert_int_equal(s.trouble, cases[i].want);
         assert_true(s.running_unix == 0);
         json_decref(j);
@@ -205,7 +210,8 @@ static void test_pod_start_crash_loop_and_oom_killed(void **state) {
                    "'lastState':{'terminated':{'exitCode':1,'reason':'Error','startedAt':"
                    "'2026-11-29T10:01:10Z','finishedAt':'2026-11-29T10:01:30Z'}}}]}");
     pod_start_t s;
-    pod_start_parse(j, &s);
+    char msg[POD_START_MESSAGE_MAX + 1];
+    pod_start_parse(j, &s, msg);
     assert_int_equal(s.trouble, POD_TROUBLE_CRASH_LOOP_BACKOFF);
     assert_true(s.restarted);
     assert_true(s.running_unix == 0);
@@ -215,7 +221,7 @@ static void test_pod_start_crash_loop_and_oom_killed(void **state) {
            "'restartCount':1,'state':{'waiting':{'reason':'CrashLoopBackOff'}},"
            "'lastState':{'terminated':{'exitCode':137,'reason':'OOMKilled','startedAt':"
            "'2026-11-29T10:01:10Z','finishedAt':'2026-11-29T10:01:50Z'}}}]}");
-    pod_start_parse(j, &s);
+    pod_start_parse(j, &s, msg);
     assert_int_equal(s.trouble, POD_TROUBLE_OOM_KILLED);
     assert_string_equal(pod_trouble_name(POD_TROUBLE_OOM_KILLED), "OOMKilled");
     json_decref(j);
@@ -226,7 +232,7 @@ static void test_pod_start_crash_loop_and_oom_killed(void **state) {
            "'lastTransitionTime':'2026-11-29T10:03:00Z'}],'containerStatuses':[{'name':'vllm',"
            "'restartCount':1,'state':{'running':{'startedAt':'2026-11-29T10:02:00Z'}},"
            "'lastState':{'terminated':{'reason':'OOMKilled'}}}]}");
-    pod_start_parse(j, &s);
+    pod_start_parse(j, &s, msg);
     assert_int_equal(s.trouble, POD_TROUBLE_OOM_KILLED);
     assert_true(s.running_unix == T0 + 120 && s.ready_unix == T0 + 180);
     double st[POD_STAGE_COUNT];
@@ -247,7 +253,8 @@ static void test_pod_start_message_is_cut_at_a_character_and_kept_on_one_line(vo
                                "status", "False", "reason", "Unschedulable", "message", msg);
     assert_non_null(status);
     pod_start_t s;
-    pod_start_parse(status, &s);
+    char kept[POD_START_MESSAGE_MAX + 1];
+    pod_start_parse(status, &s, kept);
     assert_int_equal(strlen(s.message), 190);
     assert_int_equal(s.message[3], ' ');
     assert_int_equal(s.message[189], 'x');
@@ -268,14 +275,16 @@ static void test_pod_start_skips_entries_of_another_shape(void **state) {
     for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
         json_t *j = sq(odd[i]);
         pod_start_t s;
-        pod_start_parse(j, &s);
+        char msg[POD_START_MESSAGE_MAX + 1];
+        pod_start_parse(j, &s, msg);
         assert_true(s.scheduled_unix == 0 && s.running_unix == 0 && s.ready_unix == 0);
         assert_int_equal(s.trouble, POD_TROUBLE_NONE);
         assert_false(s.restarted);
         json_decref(j);
     }
     pod_start_t s;
-    pod_start_parse(NULL, &s);
+    char msg[POD_START_MESSAGE_MAX + 1];
+    pod_start_parse(NULL, &s, msg);
     assert_int_equal(s.trouble, POD_TROUBLE_NONE);
 }
 
@@ -329,6 +338,8 @@ static void test_pod_start_is_read_with_the_pod_and_a_change_is_a_change(void **
     assert_true(changed);
     assert_true(pod_cache_get(c, "u-1")->start.scheduled_unix == T0 + 61);
     pod_cache_free(c);
+    pod_deinit(&a);
+    pod_deinit(&b);
     json_decref(pending);
     json_decref(bound);
 }

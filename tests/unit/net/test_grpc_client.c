@@ -107,6 +107,15 @@ static int srv_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *
         r->cuts[2] = 22; /* defg, and the last prefix */
         r->ncuts = 3;
         nghttp2_submit_response(s, id, ok, 2, &dp);
+    } else if (strcmp(r->req_path, "/raw/Whole") == 0) {
+        /* Two whole messages in one DATA frame, then one more in a
+         * second: read where they arrive, nothing left over. */
+        const uint8_t m[] = {0, 0,   0, 0, 2, 'a', 'b', 0,   0,   0,  0,
+                             1, 'c', 0, 0, 0, 0,   3,   'd', 'e', 'f'};
+        body_set(r, m, sizeof m);
+        r->cuts[0] = 13;
+        r->ncuts = 1;
+        nghttp2_submit_response(s, id, ok, 2, &dp);
     } else if (strcmp(r->req_path, "/raw/Compressed") == 0) {
         const uint8_t m[] = {1, 0, 0, 0, 1, 'x'};
         body_set(r, m, sizeof m);
@@ -248,6 +257,16 @@ static void test_messages_cut_across_frames_arrive_whole_and_in_order(void **sta
     assert_string_equal(res.text[2], "hi");
 }
 
+static void test_whole_messages_in_one_frame_arrive_whole_and_in_order(void **state) {
+    result_t res;
+    call(*state, "/raw/Whole", &res);
+    assert_int_equal(res.status, GRPC_OK);
+    assert_int_equal(res.messages, 3);
+    assert_string_equal(res.text[0], "ab");
+    assert_string_equal(res.text[1], "c");
+    assert_string_equal(res.text[2], "def");
+}
+
 static void test_a_compressed_response_is_internal(void **state) {
     result_t res;
     call(*state, "/raw/Compressed", &res);
@@ -281,6 +300,8 @@ static void test_a_goaway_with_an_error_is_the_calls_reason(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_messages_cut_across_frames_arrive_whole_and_in_order,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_whole_messages_in_one_frame_arrive_whole_and_in_order,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_compressed_response_is_internal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_http_status_that_is_not_grpc_maps_to_a_code, setup,

@@ -612,7 +612,7 @@ static void test_metrics_cold_start_stages_and_failures(void **state) {
     assert_non_null(w);
     pod_t p;
     memset(&p, 0, sizeof p);
-    snprintf(p.uid, sizeof p.uid, "u-1");
+    p.uid = "u-1";
     p.phase = POD_PHASE_RUNNING;
     p.ready = true;
     p.created_unix = 1795946400;
@@ -620,10 +620,10 @@ static void test_metrics_cold_start_stages_and_failures(void **state) {
     p.start.running_unix = p.start.scheduled_unix + 38;
     p.start.ready_unix = p.start.running_unix + 29;
     pod_t q = p, r = p;
-    snprintf(q.uid, sizeof q.uid, "u-2");
+    q.uid = "u-2";
     q.ready = false;
     q.start.trouble = POD_TROUBLE_IMAGE_PULL_BACKOFF;
-    snprintf(r.uid, sizeof r.uid, "u-3");
+    r.uid = "u-3";
     r.ready = false;
     r.start.trouble = POD_TROUBLE_UNSCHEDULABLE;
     cold_start_round_begin(&w->rec);

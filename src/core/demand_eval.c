@@ -755,11 +755,21 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
                 q.ready++;
                 if (tracked(st, p->id) && p->age_s > 0)
                     queue_model_observe_cold_start(&st->m, p->age_s);
+                if (tracked(st, p->id) && p->has_stages)
+                    queue_model_observe_stages(&st->m, p->stage_s);
                 continue;
             }
             q.starting++;
-            if (q.starting_ages < QUEUE_MODEL_MAX_STARTING)
+            if (p->waiting_for_node)
+                q.waiting_for_node++;
+            if (q.starting_ages < QUEUE_MODEL_MAX_STARTING) {
+                /* a stage said for every pod before it, or for none after */
+                if (q.starting_stages == q.starting_ages && p->stage != QM_STAGE_UNKNOWN) {
+                    q.starting_stage[q.starting_stages] = p->stage;
+                    q.starting_stage_age_s[q.starting_stages++] = p->stage_age_s;
+                }
                 q.starting_age_s[q.starting_ages++] = p->age_s > 0 ? p->age_s : 0;
+            }
             /* tracked until seen Ready: its age then is its create -> Ready
              * time, whenever we first saw it (a pod Ready at first sight is
              * not observed: when it turned Ready is not known) */

@@ -299,6 +299,15 @@ typedef struct {
     uint64_t id;  /* stable for the pod's life (a hash of namespace/name/uid) */
     bool ready;   /* the Ready condition is True */
     double age_s; /* seconds since metadata.creationTimestamp; < 0 unknown */
+    /* Not Ready: where its start is (a queue_model_stage_t; 0 not known),
+     * since when (seconds), and whether the scheduler found no node for it
+     * (Unschedulable). Ready: its completed start by stage (node, image,
+     * weights) when the status tells them (has_stages). */
+    unsigned char stage;
+    double stage_age_s;
+    bool waiting_for_node;
+    bool has_stages;
+    double stage_s[QUEUE_MODEL_STAGES];
 } demand_pod_t;
 
 /* demandModel: queueing's state for one trigger and namespace: the

@@ -114,6 +114,10 @@ static void sanitise(const queue_model_sample_t *in, queue_model_sample_t *s) {
             s->starting_age_s[i] = 0;
     if (s->starting_etas > s->starting_ages)
         s->starting_etas = s->starting_ages;
+    if (s->starting_stages > s->starting_ages)
+        s->starting_stages = s->starting_ages;
+    if (s->waiting_for_node > s->starting)
+        s->waiting_for_node = s->starting;
 }
 
 /* Requests present (waiting anywhere, or running) in s, and whether that is
@@ -380,6 +384,31 @@ void queue_model_observe_cold_start(queue_model_t *m, double seconds) {
     m->cold_count++;
 }
 
+void queue_model_observe_stages(queue_model_t *m, const double stage_s[QUEUE_MODEL_STAGES]) {
+    for (unsigned k = 0; k < QUEUE_MODEL_STAGES; k++)
+        if (!isfinite(stage_s[k]) || stage_s[k] < 0)
+            return;
+    memcpy(m->stage_samples[m->stage_count % QUEUE_MODEL_COLD_SAMPLES], stage_s,
+           sizeof m->stage_samples[0]);
+    m->stage_count++;
+    m->last_node_s = stage_s[0];
+}
+
+/* The mean of each stage over the starts seen; false when none was. */
+static bool stage_means(const queue_model_t *m, double mean[QUEUE_MODEL_STAGES]) {
+    unsigned n =
+        m->stage_count < QUEUE_MODEL_COLD_SAMPLES ? m->stage_count : QUEUE_MODEL_COLD_SAMPLES;
+    if (n == 0)
+        return false;
+    for (unsigned k = 0; k < QUEUE_MODEL_STAGES; k++) {
+        double sum = 0;
+        for (unsigned i = 0; i < n; i++)
+            sum += m->stage_samples[i][k];
+        mean[k] = sum / n;
+    }
+    return true;
+}
+
 /* ---- the estimates ----------------------------------------------------------- */
 
 /* Requests per second one Ready replica completes. The capacity was
@@ -404,11 +433,26 @@ static double capacity_of(const queue_model_t *m, const queue_model_params_t *p,
     return QUEUE_MODEL_PRIOR_CAPACITY_RPS;
 }
 
+/* The cold start a pod ordered now pays. Configured, it is that. Learned
+ * by stage: the image and the weights, and the node unless the newest start
+ * found one up and no pod of the workload waits for one now (*stages 1 or
+ * 2). Else the mean create -> Ready of the pods seen starting, else the
+ * prior. */
 static double cold_start_of(const queue_model_t *m, const queue_model_params_t *p,
-                            queue_model_source_t *from) {
+                            const queue_model_sample_t *s, queue_model_source_t *from,
+                            unsigned char *stages) {
+    *stages = 0;
     if (p->cold_start_s > 0) {
         *from = QM_FROM_OVERRIDE;
         return p->cold_start_s;
+    }
+    double mean[QUEUE_MODEL_STAGES];
+    if (stage_means(m, mean)) {
+        bool warm = m->last_node_s <= QUEUE_MODEL_WARM_NODE_S && s->waiting_for_node == 0;
+        *from = QM_FROM_LEARNED;
+        *stages = warm ? 1 : 2;
+        double t = mean[1] + mean[2] + (warm ? 0 : mean[0]);
+        return t > 0 ? t : 1; /* a start of 0 s still takes a sync to be seen */
     }
     unsigned n =
         m->cold_count < QUEUE_MODEL_COLD_SAMPLES ? m->cold_count : QUEUE_MODEL_COLD_SAMPLES;
@@ -421,6 +465,21 @@ static double cold_start_of(const queue_model_t *m, const queue_model_params_t *
         sum += m->cold_samples[i];
     *from = QM_FROM_LEARNED;
     return sum / n;
+}
+
+/* Seconds until a starting pod is Ready, from its stage and its time in it:
+ * what the stage has left of its mean (a stage overdue has OVERDUE_SHARE of
+ * it left), then the later stages' means; < 0 when the stage is not known. */
+static double stage_left(const double mean[QUEUE_MODEL_STAGES], unsigned stage, double age) {
+    if (stage < QM_STAGE_NODE || stage > QM_STAGE_WEIGHTS || !isfinite(age) || age < 0)
+        return -1;
+    unsigned k = stage - QM_STAGE_NODE;
+    double left = mean[k] - age;
+    if (left < OVERDUE_SHARE * mean[k])
+        left = OVERDUE_SHARE * mean[k];
+    for (unsigned j = k + 1; j < QUEUE_MODEL_STAGES; j++)
+        left += mean[j];
+    return left;
 }
 
 /* ---- the plan ------------------------------------------------------------------ */
@@ -647,7 +706,9 @@ void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
     double now = isfinite(s.t_s) ? s.t_s - m->t0_s : 0;
 
     double cap = capacity_of(m, p, &out->capacity_from);
-    double cold = cold_start_of(m, p, &out->cold_start_from);
+    double cold = cold_start_of(m, p, &s, &out->cold_start_from, &out->cold_start_stages);
+    double stage_mean[QUEUE_MODEL_STAGES];
+    bool by_stage = out->cold_start_from == QM_FROM_LEARNED && stage_means(m, stage_mean);
     /* A capacity never measured nor configured orders as if each new
      * replica drained its share over a cold start, not the drain target: a
      * prior that is wrong then costs a bounded order. */
@@ -680,7 +741,11 @@ void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
     for (unsigned i = 0; i < nstart; i++) {
         bool eta = s.has_pods && i < s.starting_etas && s.starting_eta_s[i] >= 0 &&
                    isfinite(s.starting_eta_s[i]);
+        double left = -1;
+        if (!eta && by_stage && s.has_pods && i < s.starting_stages)
+            left = stage_left(stage_mean, s.starting_stage[i], s.starting_stage_age_s[i]);
         arrival[i] = eta              ? s.starting_eta_s[i]
+                     : left >= 0      ? left
                      : ages[i] < cold ? cold - ages[i]
                                       : OVERDUE_SHARE * cold;
     }

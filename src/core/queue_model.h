@@ -53,9 +53,13 @@
  *                 the whole interval (saturated); before one was seen, what
  *                 Little's law gives with a concurrency prior; before any
  *                 reading, the prior. Remembered across scale to zero;
- *   cold start    create -> Ready of the pods seen starting (mean of the
- *                 last 8), else the prior; without a pod list, from the
- *                 model's own orders to the engines answering.
+ *   cold start    what a pod ordered now pays: by stage when the pod list
+ *                 tells the stages (queue_model_observe_stages: image +
+ *                 weights, + the node unless the newest start found one
+ *                 up and none waits for one), else create -> Ready of the
+ *                 pods seen starting (mean of the last 8), else the prior;
+ *                 without a pod list, from the model's own orders to the
+ *                 engines answering.
  * Counters that went backwards (a restart), or sums over a different set of
  * engines (a pod appeared or went), teach no rate for that interval.
  *
@@ -70,6 +74,19 @@
 
 #define QUEUE_MODEL_MAX_STARTING 64 /* starting pods whose age is tracked */
 #define QUEUE_MODEL_COLD_SAMPLES 8
+/* A pod's start in three stages: waiting for a node (the cluster autoscaler
+ * or Karpenter provisions one), the image (pulled and started), the weights
+ * (loaded until the readiness probe passes). */
+#define QUEUE_MODEL_STAGES 3
+typedef enum {
+    QM_STAGE_UNKNOWN = 0, /* not said (no pod list with statuses) */
+    QM_STAGE_NODE,        /* created, not scheduled onto a node */
+    QM_STAGE_IMAGE,       /* scheduled, its containers not all running */
+    QM_STAGE_WEIGHTS,     /* running, not Ready */
+} queue_model_stage_t;
+/* a start scheduled within this long of its creation found a node up (the
+ * scheduler binds in about a second; a node provisioned takes minutes) */
+#define QUEUE_MODEL_WARM_NODE_S 10.0
 #define QUEUE_MODEL_BUCKET_S 10.0 /* arrivals history: one bucket per 10 s */
 #define QUEUE_MODEL_BUCKETS 64    /* ... over 640 s */
 #define QUEUE_MODEL_LEVELS 128    /* replica levels whose last need is remembered */
@@ -133,6 +150,16 @@ typedef struct {
      * node); < 0 not known. */
     double starting_eta_s[QUEUE_MODEL_MAX_STARTING];
     unsigned starting_etas;
+    /* Where starting pod i < starting_stages is in its start (a
+     * queue_model_stage_t) and for how long it has been there (seconds);
+     * with the stages learned (queue_model_observe_stages), a pod's time
+     * until Ready is what its stage has left plus the later stages. */
+    unsigned char starting_stage[QUEUE_MODEL_MAX_STARTING];
+    double starting_stage_age_s[QUEUE_MODEL_MAX_STARTING];
+    unsigned starting_stages;
+    /* starting pods the scheduler found no node for (Unschedulable): the
+     * next pods ordered wait for a node too */
+    unsigned waiting_for_node;
     /* Which engines the counters and gauges were summed over (any value
      * that changes when the set does, e.g. a sum of their names' hashes). */
     unsigned long long members;
@@ -155,8 +182,12 @@ typedef struct {
     double capacity_rps;
     queue_model_source_t capacity_from;
     double work_per_req; /* weighted tokens per request; 0 when not known */
-    double cold_start_s;
+    double cold_start_s; /* what a pod ordered now pays, create -> Ready */
     queue_model_source_t cold_start_from;
+    /* learned by stage (cold_start_from LEARNED): 1 the new pods find a node
+     * up and pay the image and the weights, 2 they wait for a node too;
+     * 0 not by stage (one create -> Ready figure) */
+    unsigned char cold_start_stages;
     double backlog;      /* requests waiting now (engines + queue) */
     double work_due;     /* backlog + arrivals over one cold start and the drain, requests */
     double can_do;       /* what the Ready and kept starting pods complete in that time */
@@ -202,6 +233,11 @@ typedef struct {
     double ready_since; /* when the Ready count last changed (a transient follows) */
     double cold_samples[QUEUE_MODEL_COLD_SAMPLES];
     unsigned cold_count; /* samples observed (ring) */
+    /* completed starts by stage (node, image, weights), the last
+     * QUEUE_MODEL_COLD_SAMPLES (ring), and the newest one's node stage */
+    double stage_samples[QUEUE_MODEL_COLD_SAMPLES][QUEUE_MODEL_STAGES];
+    unsigned stage_count;
+    double last_node_s;
     /* keep-alive: per replica level j (1-based), the last time the need
      * asked for at least j replicas (seconds since t0; < 0 never), and the
      * gaps between a fall below j and the return to it */
@@ -244,6 +280,13 @@ void queue_model_observe(queue_model_t *m, const queue_model_sample_t *s);
 
 /* One observed create -> Ready duration, seconds (ignored unless finite, > 0). */
 void queue_model_observe_cold_start(queue_model_t *m, double seconds);
+
+/* Takes in one completed start's stages, seconds each (node, image,
+ * weights; any negative or not finite: the start is not taken). From then
+ * on the cold start a new pod will pay is counted by stage: the image and
+ * the weights, and the node unless the newest start found one up
+ * (scheduled within QUEUE_MODEL_WARM_NODE_S) and no pod waits for one. */
+void queue_model_observe_stages(queue_model_t *m, const double stage_s[QUEUE_MODEL_STAGES]);
 
 /* The desired replicas for the latest reading s (the one just observed),
  * with every input in *out: >= 0, or NaN when finite inputs overflow a

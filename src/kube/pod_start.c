@@ -190,3 +190,22 @@ bool pod_start_stages(int64_t created_unix, const pod_start_t *s, double stage_s
     stage_s[POD_STAGE_WEIGHTS] = (double)(s->ready_unix - s->running_unix);
     return true;
 }
+
+bool pod_start_where(int64_t created_unix, const pod_start_t *s, int64_t now_unix,
+                     pod_stage_t *stage, double *in_stage_s) {
+    if (created_unix <= 0 || s->restarted || s->ready_unix > 0)
+        return false;
+    int64_t since;
+    if (s->scheduled_unix <= 0) {
+        *stage = POD_STAGE_NODE;
+        since = created_unix;
+    } else if (s->running_unix <= 0) {
+        *stage = POD_STAGE_IMAGE;
+        since = s->scheduled_unix;
+    } else {
+        *stage = POD_STAGE_WEIGHTS;
+        since = s->running_unix;
+    }
+    *in_stage_s = now_unix > since ? (double)(now_unix - since) : 0;
+    return true;
+}

@@ -96,4 +96,14 @@ const char *pod_stage_name(pod_stage_t s);
  */
 bool pod_start_stages(int64_t created_unix, const pod_start_t *s, double stage_s[POD_STAGE_COUNT]);
 
+/*
+ * Where a start that has not completed is at now_unix: *stage, and the
+ * seconds it has spent there (from creation for the node stage, from
+ * scheduling for the image, from the containers running for the weights).
+ * false when that is not known: no creation time, Ready already, or a
+ * container restarted (its times describe the restart).
+ */
+bool pod_start_where(int64_t created_unix, const pod_start_t *s, int64_t now_unix,
+                     pod_stage_t *stage, double *in_stage_s);
+
 #endif

@@ -697,7 +697,13 @@ static void explain_model(explain_t *e, const demand_model_state_t *st) {
             : "prior, a queue alone while replicas serve";
     explain_put(e, q->lambda_rps, "lambda_rps:%s", lambda_from);
     explain_put(e, q->capacity_rps, "capacity_rps:%s", queue_model_source_name(q->capacity_from));
-    explain_put(e, q->cold_start_s, "cold_start_s:%s", queue_model_source_name(q->cold_start_from));
+    explain_put(e, q->cold_start_s, "cold_start_s:%s",
+                q->cold_start_stages == 1
+                    ? "learned by stage, image + weights: the newest start found a node up"
+                : q->cold_start_stages == 2
+                    ? "learned by stage, node + image + weights: the newest start waited for a "
+                      "node, or a pod waits for one now"
+                    : queue_model_source_name(q->cold_start_from));
     /* the cost of one request: generated + 1/4 prompt tokens (the capacity
      * above follows it when the mix moves); unknown is not 0 */
     explain_put(e, st->m.have_work ? st->m.work_per_req : NAN, "tokens_per_request:%s",

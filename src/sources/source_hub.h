@@ -54,6 +54,12 @@ typedef struct {
     bool draining;   /* being deleted, still Running with an IP: finishing its requests */
     double age_s;    /* seconds since its creationTimestamp; < 0 unknown */
     uint64_t id;     /* stable for the pod's life (e.g. a hash of its uid) */
+    /* its start by stage, as demand_pod_t says it (0 / false: not known) */
+    unsigned char stage;
+    double stage_age_s;
+    bool waiting_for_node;
+    bool has_stages;
+    double stage_s[QUEUE_MODEL_STAGES];
 } source_pod_t;
 
 typedef void (*source_pod_emit_cb)(void *emit_data, const source_pod_t *pod);

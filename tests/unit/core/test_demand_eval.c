@@ -906,6 +906,50 @@ static void test_queueing_learns_the_cold_start_from_the_pod_list(void **state) 
     NEAR(st.last.cold_start_s, 95);
 }
 
+/* The cold start by stage through the pod list (issue 33): a pod seen
+ * loading its weights, then Ready with its start told by stage (node 2 s,
+ * image 40 s, weights 30 s: it found a node up) teaches a cold start of
+ * 70 s for the next pod, image and weights; once a pod of the workload
+ * waits for a node, the node stage is paid too. */
+static void test_queueing_learns_the_cold_start_by_stage(void **state) {
+    (void)state;
+    trigger_config_t c = CFG("metricType", "demand", "engine", "vllm", "podSelector", "app=llama");
+    demand_model_state_t st;
+    demand_model_init(&st);
+    demand_source_t v[1] = {counted("a", 100 * SEC, 10, 1)};
+    demand_pod_t pods[2] = {{1, true, 4000}, {2, false, 50}};
+    pods[1].stage = QM_STAGE_WEIGHTS;
+    pods[1].stage_age_s = 8;
+    demand_inputs_t in = engines(v, 1);
+    in.has_pods = true;
+    in.pods = pods;
+    in.npods = 2;
+    in.model = &st;
+    eval_result_t r;
+    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    assert_int_equal(st.last.cold_start_stages, 0);
+    pods[1] = (demand_pod_t){
+        .id = 2, .ready = true, .age_s = 72, .has_stages = true, .stage_s = {2, 40, 30}};
+    v[0] = counted("a", 122 * SEC, 20, 1);
+    demand_evaluate_inputs(&c, &in, 122 * SEC, NULL, &r);
+    assert_int_equal(st.last.cold_start_from, QM_FROM_LEARNED);
+    assert_int_equal(st.last.cold_start_stages, 1);
+    NEAR(st.last.cold_start_s, 70);
+    demand_pod_t more[3] = {pods[0],
+                            pods[1],
+                            {.id = 3,
+                             .age_s = 20,
+                             .stage = QM_STAGE_NODE,
+                             .stage_age_s = 20,
+                             .waiting_for_node = true}};
+    in.pods = more;
+    in.npods = 3;
+    v[0] = counted("a", 123 * SEC, 21, 1);
+    demand_evaluate_inputs(&c, &in, 123 * SEC, NULL, &r);
+    assert_int_equal(st.last.cold_start_stages, 2);
+    NEAR(st.last.cold_start_s, 72);
+}
+
 /* A draining pod (deleted, finishing its requests) is read while it
  * answers; once it stops answering that is not a failure. */
 static void test_queueing_reads_draining_pods_and_ignores_their_end(void **state) {
@@ -1072,6 +1116,7 @@ int main(void) {
         cmocka_unit_test(test_queueing_example_queue_alone),
         cmocka_unit_test(test_queueing_replicas_that_overflow_are_an_error),
         cmocka_unit_test(test_queueing_learns_the_cold_start_from_the_pod_list),
+        cmocka_unit_test(test_queueing_learns_the_cold_start_by_stage),
         cmocka_unit_test(test_queueing_engine_without_counters),
         cmocka_unit_test(test_queueing_reads_draining_pods_and_ignores_their_end),
     };

@@ -702,6 +702,92 @@ static void test_a_small_fall_is_walked_a_large_one_taken(void **state) {
     }
 }
 
+/* The cold start by stage (issue 33): starts seen taking 60 s for a node,
+ * 40 s for the image and 30 s for the weights. A pod ordered when the
+ * newest start found a node up (scheduled at once) pays the image and the
+ * weights, 70 s; when the newest waited for a node, or a pod of the
+ * workload waits for one now, all three, 130 s. A wake onto a warm node is
+ * shorter than one onto a new node. */
+static void test_a_warm_node_wake_is_shorter_than_a_cold_node_wake(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 10;
+    const double cold_start[3] = {60, 40, 30}, warm_start[3] = {1, 40, 30};
+    queue_model_decision_t d;
+    queue_model_t m;
+
+    queue_model_init(&m); /* the newest start found a node up */
+    queue_model_observe_stages(&m, cold_start);
+    queue_model_observe_stages(&m, warm_start);
+    queue_model_sample_t s = queued(100, 50, 0, 0, 0);
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &d);
+    assert_int_equal(d.cold_start_from, QM_FROM_LEARNED);
+    assert_int_equal(d.cold_start_stages, 1);
+    NEAR(d.cold_start_s, 70, 1e-9);
+    double warm = d.cold_start_s;
+
+    queue_model_init(&m); /* ... and one pod waits for a node now */
+    queue_model_observe_stages(&m, cold_start);
+    queue_model_observe_stages(&m, warm_start);
+    s = queued(100, 50, 0, 1, 5);
+    s.waiting_for_node = 1;
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &d);
+    assert_int_equal(d.cold_start_stages, 2);
+    NEAR(d.cold_start_s, (60 + 1) / 2.0 + 70, 1e-9);
+
+    queue_model_init(&m); /* the newest start waited for a node */
+    queue_model_observe_stages(&m, warm_start);
+    queue_model_observe_stages(&m, cold_start);
+    s = queued(100, 50, 0, 0, 0);
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &d);
+    assert_int_equal(d.cold_start_stages, 2);
+    assert_true(d.cold_start_s > warm);
+
+    /* a start with a stage that is not a duration teaches nothing */
+    queue_model_init(&m);
+    const double bad[3] = {-1, 40, 30};
+    queue_model_observe_stages(&m, bad);
+    queue_model_decide(&m, &p, &s, &d);
+    assert_int_equal(d.cold_start_from, QM_FROM_PRIOR);
+    assert_int_equal(d.cold_start_stages, 0);
+}
+
+/* A starting pod's time until Ready from its stage: 20 s into loading its
+ * weights (30 s on average) it is Ready in 10 s, where "the cold start (130
+ * s) minus its age (100 s)" said 30. What it completes by the horizon is
+ * counted from then: 20 s more of 10/s = 200 requests more. */
+static void test_a_starting_pod_is_counted_from_its_stage(void **state) {
+    (void)state;
+    queue_model_params_t p = params();
+    p.capacity_rps = 10;
+    const double start[3] = {60, 40, 30};
+    queue_model_decision_t by_age, by_stage;
+    queue_model_t m;
+    queue_model_init(&m);
+    queue_model_observe_stages(&m, start);
+    queue_model_sample_t s = queued(100, 500, 0, 1, 100);
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &by_age);
+    queue_model_init(&m);
+    queue_model_observe_stages(&m, start);
+    s.starting_stages = 1;
+    s.starting_stage[0] = QM_STAGE_WEIGHTS;
+    s.starting_stage_age_s[0] = 20;
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &by_stage);
+    NEAR(by_stage.can_do - by_age.can_do, 200, 1e-6);
+    /* overdue in its stage: a tenth of the stage is left, then nothing */
+    queue_model_init(&m);
+    queue_model_observe_stages(&m, start);
+    s.starting_stage_age_s[0] = 300;
+    queue_model_observe(&m, &s);
+    queue_model_decide(&m, &p, &s, &by_stage);
+    NEAR(by_stage.can_do - by_age.can_do, 10 * (30 - 3), 1e-6);
+}
+
 /* ---- without a pod list ---------------------------------------------------- */
 
 /* The standalone role sees engines answering, not pods: the 3 replicas the
@@ -785,6 +871,8 @@ int main(void) {
         cmocka_unit_test(test_the_hpa_step_and_a_learned_ceiling),
         cmocka_unit_test(test_an_answer_within_the_hpa_tolerance_is_no_ceiling),
         cmocka_unit_test(test_a_wake_onto_a_warm_node),
+        cmocka_unit_test(test_a_warm_node_wake_is_shorter_than_a_cold_node_wake),
+        cmocka_unit_test(test_a_starting_pod_is_counted_from_its_stage),
         cmocka_unit_test(test_an_overflowing_need_is_nan_not_zero),
         cmocka_unit_test(test_keepalive_holds_through_short_pauses),
         cmocka_unit_test(test_keepalive_releases_on_a_slow_fall),

@@ -307,6 +307,35 @@ static void test_pod_start_stages_need_every_time_in_order(void **state) {
     assert_true(st[0] == 0 && st[1] == 0 && st[2] == 0);
 }
 
+/* Where an unfinished start is: waiting for a node since creation, pulling
+ * since it was scheduled, loading weights since its containers run; a
+ * Ready pod, a restarted one or one with no creation time is nowhere. */
+static void test_pod_start_where_an_unfinished_start_is(void **state) {
+    (void)state;
+    pod_stage_t st;
+    double in;
+    pod_start_t s = {0};
+    assert_true(pod_start_where(T0, &s, T0 + 70, &st, &in));
+    assert_int_equal(st, POD_STAGE_NODE);
+    assert_true(in == 70);
+    s.scheduled_unix = T0 + 60;
+    assert_true(pod_start_where(T0, &s, T0 + 70, &st, &in));
+    assert_int_equal(st, POD_STAGE_IMAGE);
+    assert_true(in == 10);
+    s.running_unix = T0 + 100;
+    assert_true(pod_start_where(T0, &s, T0 + 120, &st, &in));
+    assert_int_equal(st, POD_STAGE_WEIGHTS);
+    assert_true(in == 20);
+    assert_true(pod_start_where(T0, &s, T0 + 90, &st, &in)); /* a clock behind: 0 s in it */
+    assert_true(in == 0);
+    assert_false(pod_start_where(0, &s, T0 + 120, &st, &in));
+    s.restarted = true;
+    assert_false(pod_start_where(T0, &s, T0 + 120, &st, &in));
+    s.restarted = false;
+    s.ready_unix = T0 + 130;
+    assert_false(pod_start_where(T0, &s, T0 + 140, &st, &in));
+}
+
 /* Through the pod decoder: the start is part of the pod, and the cache
  * sees a pod whose start moved on as changed. */
 static void test_pod_start_is_read_with_the_pod_and_a_change_is_a_change(void **state) {
@@ -355,6 +384,7 @@ int main(void) {
         cmocka_unit_test(test_pod_start_message_is_cut_at_a_character_and_kept_on_one_line),
         cmocka_unit_test(test_pod_start_skips_entries_of_another_shape),
         cmocka_unit_test(test_pod_start_stages_need_every_time_in_order),
+        cmocka_unit_test(test_pod_start_where_an_unfinished_start_is),
         cmocka_unit_test(test_pod_start_is_read_with_the_pod_and_a_change_is_a_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,8 +12,10 @@ This test keeps ours honest:
       name in it; a name outside keda_gpu_scaler_*, or an unknown function,
       is an error;
   (c) the real keda-gpu-scaler runs on the simulated NVML (GPM, NVLink, MIG,
-      a demand source, RPCs) and every metric the dashboard queries must be in
-      its /metrics; counters may only be read through rate/irate/increase,
+      a demand source, RPCs), and an aggregator on the fake Kubernetes API
+      with a pod whose start completed (the cold-start series exist only
+      there), and every metric the dashboard queries must be in their
+      /metrics; counters may only be read through rate/irate/increase,
       and rate/irate/increase only of counters and histogram series;
   (d) a bogus metric injected into a copy of the dashboard is reported.
 
@@ -35,6 +37,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "integration"))
 from kgs_util import SOURCE_DIR, child_env, free_port, http_get  # noqa: E402
 from kgs_util import scaler_command, stop_process, timeout_multiplier  # noqa: E402
 from latency_hist import LatencyEngine  # noqa: E402
+from fake_kube_api import FakeKubeAPI  # noqa: E402
+from test_cold_start import ready as pod_ready  # noqa: E402
 
 DASHBOARD = os.path.join(SOURCE_DIR, "deploy", "dashboards", "keda-gpu-scaler.json")
 SERVER = os.environ.get("KEDA_GPU_SCALER")
@@ -461,7 +465,8 @@ class Static(unittest.TestCase):
 
     def test_the_sections_are_there(self):
         rows = [p["title"] for p in self.dash["panels"] if p["type"] == "row"]
-        for want in ("Fleet", "Per node", "Scaling signals", "Scaler health", "RPC latency"):
+        for want in ("Fleet", "Per node", "Scaling signals", "Scaler health", "RPC latency",
+                     "Cold starts"):
             self.assertTrue(any(r.startswith(want) for r in rows), (want, rows))
 
     def test_extractor(self):
@@ -578,6 +583,50 @@ class Live(unittest.TestCase):
                                      % (sorted(want - set(samples)), text[-3000:], cls._log_tail()))
             time.sleep(0.1)
         cls.text, cls.samples, cls.types = text, samples, types
+        cls._aggregator()
+
+    @classmethod
+    def _aggregator(cls):
+        """The Cold starts row's families: an aggregator reading one pod whose
+        start completed (node 61 s, image 38 s, weights 29 s) from the fake
+        API; a query with its podSelector makes the round that counts it."""
+        cls.api = FakeKubeAPI(token="dash-token")
+        cls.api.start()
+        token = os.path.join(cls.tmp.name, "token")
+        with open(token, "w") as f:
+            f.write("dash-token")
+        uid = cls.api.add_pod("ml", "vllm-a", labels={"app": "vllm"}, phase="Running",
+                              node="gpu-node-4", pod_ip="10.244.3.4")
+        cls.api.set_pod_status(uid, pod_ready(61, 99, 128), node="gpu-node-4")
+        port, pport, mport = free_port(), free_port(), free_port()
+        cls.agg = subprocess.Popen(
+            scaler_command(SERVER, port, pport, mport, role="aggregator",
+                           extra=["--agents", "127.0.0.1:%d" % free_port(), "--kube-api",
+                                  cls.api.url, "--kube-token-file", token]),
+            env=child_env(), stdout=cls.log, stderr=subprocess.STDOUT)
+        md = {"metricType": "gpu_utilization", "targetValue": "50", "podSelector": "app=vllm"}
+        want = "keda_gpu_scaler_cold_start_stage_seconds"
+        deadline = time.monotonic() + 15 * SLOW
+        while True:
+            if http_get(pport, "/readyz")[0] == 200 or http_get(mport, "/metrics")[0] == 200:
+                cmd = [SERVER, "query", "--address", "127.0.0.1:%d" % port, "--namespace", "ml",
+                       "--timeout", "%ds" % int(5 * SLOW)]
+                for k, v in md.items():
+                    cmd += ["--metadata", "%s=%s" % (k, v)]
+                subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               timeout=30 * SLOW)
+            status, text = http_get(mport, "/metrics")
+            samples, types = parse_exposition(text) if status == 200 else ({}, {})
+            if want + "_count" in samples:
+                break
+            if cls.agg.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError("the aggregator never exported %s:\n%s" % (want,
+                                                                              cls._log_tail()))
+            time.sleep(0.2)
+        for name, rows in samples.items():
+            cls.samples.setdefault(name, rows)
+        for name, typ in types.items():
+            cls.types.setdefault(name, typ)
 
     @classmethod
     def _query(cls, addr, md):
@@ -597,6 +646,10 @@ class Live(unittest.TestCase):
     @classmethod
     def _stop(cls):
         stop_process(cls.proc, 10 * SLOW)
+        if getattr(cls, "agg", None):
+            stop_process(cls.agg, 10 * SLOW)
+        if getattr(cls, "api", None):
+            cls.api.stop()
         if getattr(cls, "engine", None):
             cls.engine.shutdown()
             cls.engine.server_close()

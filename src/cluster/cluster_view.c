@@ -23,7 +23,6 @@ struct cluster_view {
     bool shared_names; /* two entries name one node (an agent moved): ties can flip */
     node_pods_resolve_fn resolve;
     void *resolve_ud;
-    char dra_status[256];
     bool has_dra;
     uint64_t resolve_epoch; /* bumped by reresolve and set_resolver */
     /* Address -> entry index, the same kind of table, rebuilt when an agent
@@ -271,14 +270,6 @@ void cluster_view_reresolve(cluster_view_t *v) {
         }
     if (any)
         v->generation++;
-}
-
-void cluster_view_set_dra_status(cluster_view_t *v, const char *status) {
-    snprintf(v->dra_status, sizeof v->dra_status, "%s", status ? status : "");
-}
-
-const char *cluster_view_dra_status(const cluster_view_t *v) {
-    return v->dra_status;
 }
 
 bool cluster_view_has_dra(const cluster_view_t *v) {

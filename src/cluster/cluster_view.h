@@ -75,12 +75,6 @@ void cluster_view_set_resolver(cluster_view_t *v, node_pods_resolve_fn resolve, 
  * attribution saying so. */
 void cluster_view_reresolve(cluster_view_t *v);
 
-/* Why a DRA device may not resolve, for the gap message: "ResourceSlices
- * not listed yet: ..." or "" when they are (then an unresolved device is
- * one no slice lists). Copied (cut to 255 bytes); NULL = "". */
-void cluster_view_set_dra_status(cluster_view_t *v, const char *status);
-const char *cluster_view_dra_status(const cluster_view_t *v);
-
 /* Whether any agent has reported DRA devices (the aggregator starts its
  * ResourceSlice watch only then: clusters without DRA need no RBAC on it). */
 bool cluster_view_has_dra(const cluster_view_t *v);

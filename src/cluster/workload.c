@@ -86,6 +86,7 @@ typedef struct {
     const pod_cache_t *nodes; /* Node objects (labels), for nodeSelector label selectors */
     mono_ns_t now;
     uint64_t stale_after_ns;
+    const char *dra_status; /* workload_inputs_t's: never NULL here */
     workload_stats_t *st;
     bool mig_metric; /* the metric exists per MIG instance */
 
@@ -635,7 +636,7 @@ static void dra_gap(wl_ctx_t *x, const pod_eval_t *pe, const node_pod_entry_t *e
             d = &ent->dra[i];
     if (!d)
         return;
-    const char *status = x->view ? cluster_view_dra_status(x->view) : "";
+    const char *status = x->dra_status;
     gap(x, pe->pod->name,
         "%s: DRA device %s/%s/%s (container %s) is not resolved to a GPU UUID: %s", pe->who,
         d->driver, d->pool, d->device, ent->container,
@@ -1069,6 +1070,7 @@ void workload_evaluate(const trigger_config_t *c, const char *scaled_object_name
     x.nodes = in->nodes;
     x.now = in->now;
     x.stale_after_ns = in->stale_after_ns;
+    x.dra_status = in->dra_status ? in->dra_status : "";
     x.st = st;
     x.mig_metric = metric_exists_per_mig(c->metric_type);
     /* Only the GPU part: evaluator_run() reads no demand field, and the

@@ -62,6 +62,11 @@ typedef struct {
     bool nodes_synced;
     mono_ns_t now;
     uint64_t stale_after_ns; /* a snapshot older than this is stale */
+    /* why a DRA device cannot be resolved to a GPU now (the ResourceSlice
+     * watch not started, not listed, failing); NULL or "": no reason known,
+     * the device's slice is just not there yet. Read at this evaluation,
+     * never kept. */
+    const char *dra_status;
 } workload_inputs_t;
 
 /*

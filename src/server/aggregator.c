@@ -92,21 +92,21 @@ static void start_slice_watch(server_t *sv) {
              kc.api_url);
 }
 
-/* What an unresolved DRA device's gap says about the slices. */
-static void update_dra_status(server_t *sv, mono_ns_t now) {
-    char st[256];
+/* What an unresolved DRA device's gap says about the slices now, into st
+ * ("" when the watch is listed and up). An input of each evaluation: the
+ * evaluation reads it, nothing keeps it. */
+static void dra_status(const server_t *sv, mono_ns_t now, char *st, size_t stlen) {
     if (!sv->kube)
-        snprintf(st, sizeof st,
+        snprintf(st, stlen,
                  "this aggregator has no Kubernetes API (--kube-api none) to read ResourceSlices");
     else if (!sv->kube_slices)
-        snprintf(st, sizeof st, "the ResourceSlice watch has not started");
+        snprintf(st, stlen, "the ResourceSlice watch has not started");
     else if (!kube_client_synced(sv->kube_slices, now))
-        snprintf(st, sizeof st, "ResourceSlices not listed%s%.200s",
+        snprintf(st, stlen, "ResourceSlices not listed%s%.200s",
                  kube_client_last_error(sv->kube_slices)[0] ? ": " : " yet",
                  kube_client_last_error(sv->kube_slices));
     else
         st[0] = '\0';
-    cluster_view_set_dra_status(sv->view, st);
 }
 
 /* A configuration reached the scaler: a nodeSelector label selector needs
@@ -207,7 +207,8 @@ static void aggregator_explain_more(void *ud, const trigger_config_t *c, const c
 static void aggregator_evaluate(void *ud, const trigger_config_t *c, const char *so_namespace,
                                 mono_ns_t now, eval_result_t *out) {
     server_t *sv = ud;
-    update_dra_status(sv, now);
+    char dra[256];
+    dra_status(sv, now, dra, sizeof dra);
     workload_inputs_t in = {
         .view = sv->view,
         .pods = sv->kube ? kube_client_cache(sv->kube) : NULL,
@@ -216,6 +217,7 @@ static void aggregator_evaluate(void *ud, const trigger_config_t *c, const char 
         .nodes_synced = sv->kube_nodes && kube_client_synced(sv->kube_nodes, now),
         .now = now,
         .stale_after_ns = sv->o.stale_after_ns,
+        .dra_status = dra,
     };
     workload_evaluate(c, so_namespace, &in, out, NULL);
     observe_cold_starts(sv, c, so_namespace, now);

@@ -556,8 +556,11 @@ static void test_workload_unresolved_dra_device_is_a_gap_naming_pod_and_device(v
     expect_error(eval(f, &c), EVAL_UNAVAILABLE,
                  "node n1 (pod ml/p2): DRA device gpu.nvidia.com/n1/gpu-7 (container main) is "
                  "not resolved to a GPU UUID: no ResourceSlice lists it yet");
-    cluster_view_set_dra_status(f->view, "ResourceSlices not listed: HTTP 403");
-    expect_error(eval(f, &c), EVAL_UNAVAILABLE, "GPU UUID: ResourceSlices not listed: HTTP 403");
+    workload_inputs_t in = *IN(f->view, f->cache, true, NOW);
+    in.dra_status = "ResourceSlices not listed: HTTP 403";
+    eval_result_t r403;
+    workload_evaluate(&c, "ml", &in, &r403, NULL);
+    expect_error(r403, EVAL_UNAVAILABLE, "GPU UUID: ResourceSlices not listed: HTTP 403");
     c = CFG("podSelector", "app=vllm", "partialData", "ignore");
     workload_stats_t st;
     eval_result_t r = eval_st(f, &c, &st);

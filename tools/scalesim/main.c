@@ -106,7 +106,8 @@ static int recommend_cli(const trace_t *t, sim_model_t *m, const sim_options_t *
     }
     double cpu_s = (double)(clock() - c0) / CLOCKS_PER_SEC;
     recommend_print(txt, &r);
-    fprintf(txt, "(%zu simulations in %.1f s of CPU)\n", r.count + 1, cpu_s);
+    fprintf(txt, "(%zu simulations in %.1f s of CPU)\n",
+            r.count + 1 + (r.stage_count ? r.stage_count - 1 : 0), cpu_s);
     if (json && recommend_json(json, &r, err, sizeof err)) {
         fprintf(stderr, "scalesim: %s\n", err);
         return 1;

@@ -42,7 +42,7 @@ static void usage(FILE *f) {
         "       scalesim matrix [options]: the operating-point matrix (scalesim matrix --help)\n"
         "recommend: the queueing demand model's ScaledObject settings for this trace: cold\n"
         "         start S s (%d..%d: node, image and weights scaled to sum to S); simulates\n"
-        "         util 0.6/0.7/0.8 x drain 5/10/20 s x scale-down window 60/120/180/300 s and\n"
+        "         util auto/0.7/0.8 x drain 5/10/20 s x scale-down window 30/60/120/300 s and\n"
         "         the online ideal; recommends the fewest GPU-h within max(%.1f points, %.0f%%)\n"
         "         of the best share over the SLO; prints the figures and a ScaledObject snippet,\n"
         "         then which stage to attack: the recommended setting with a warm pool of 1\n"

@@ -42,9 +42,11 @@ static void usage(FILE *f) {
         "       scalesim matrix [options]: the operating-point matrix (scalesim matrix --help)\n"
         "recommend: the queueing demand model's ScaledObject settings for this trace: cold\n"
         "         start S s (%d..%d: node, image and weights scaled to sum to S); simulates\n"
-        "         util 0.6/0.7/0.8 x drain 5/10/20 s x scale-down window 60/120/180/300 s and\n"
+        "         util auto/0.7/0.8 x drain 5/10/20 s x scale-down window 30/60/120/300 s and\n"
         "         the online ideal; recommends the fewest GPU-h within max(%.1f points, %.0f%%)\n"
-        "         of the best share over the SLO; prints the figures and a ScaledObject snippet\n"
+        "         of the best share over the SLO; prints the figures and a ScaledObject snippet,\n"
+        "         then which stage to attack: the recommended setting with a warm pool of 1\n"
+        "         and 2 nodes, the image or the weights stage halved, a 600 s node linger\n"
         "trace:   --format auto|csv|jsonl (auto: JSON Lines when it starts with '{')\n"
         "         --syn-rate R (5)  --syn-peak R (10, diurnal)  --syn-duration S (600)\n"
         "         --syn-on S (60)  --syn-off S (120)  --syn-period S (600)  --syn-ctx N (1000)\n"
@@ -56,7 +58,8 @@ static void usage(FILE *f) {
         "model:   --prefill TOK/S (10000)  --decode TOK/S (2500)  --seq-decode TOK/S (100)\n"
         "         --batch N (64)  --kv TOKENS (400000)  --kv-block N (16)  --node-s S (60)\n"
         "         --image-s S (45)\n"
-        "         --weights-s S (30)  --warm-pool N (0)\n"
+        "         --weights-s S (30)  --warm-pool N (0)  --node-linger S (0: how long a node\n"
+        "         stays, billed, after its pod leaves; a new pod then pays the weights only)\n"
         "run:     --max-replicas N (32)  --slo S (2)  --dt S (0.1)  --tail S (900)\n"
         "         --ttft-slo S (the --slo value)  --tpot-slo S (2 / --seq-decode: half the\n"
         "         speed alone)  objectives of the TTFT/TPOT ok columns and the slo policies'\n"
@@ -103,7 +106,8 @@ static int recommend_cli(const trace_t *t, sim_model_t *m, const sim_options_t *
     }
     double cpu_s = (double)(clock() - c0) / CLOCKS_PER_SEC;
     recommend_print(txt, &r);
-    fprintf(txt, "(%zu simulations in %.1f s of CPU)\n", r.count + 1, cpu_s);
+    fprintf(txt, "(%zu simulations in %.1f s of CPU)\n",
+            r.count + 1 + (r.stage_count ? r.stage_count - 1 : 0), cpu_s);
     if (json && recommend_json(json, &r, err, sizeof err)) {
         fprintf(stderr, "scalesim: %s\n", err);
         return 1;
@@ -197,6 +201,7 @@ static int parse_flag(cli_t *c, const char *a, const char *v) {
         {"--image-s", 0, 86400, &c->m.image_s},
         {"--weights-s", 0, 86400, &c->m.weights_s},
         {"--warm-pool", 0, 64, &c->warm},
+        {"--node-linger", 0, 86400, &c->m.node_linger_s},
         {"--max-replicas", 1, 256, &c->max_rep},
         {"--slo", 0, 3600, &c->so.slo_wait_s},
         {"--ttft-slo", 0.001, 3600, &c->so.ttft_slo_s},

@@ -115,6 +115,40 @@ size_t recommend_choose(const recommend_point_t *pts, size_t n, double *best_ove
     return pick; /* the best point itself is within the limit: pick < n */
 }
 
+void recommend_stage_models(const sim_model_t *m, recommend_stage_t *out) {
+    static const char *const keys[RECOMMEND_STAGE_COUNT] = {"as_given",       "warm_pool_1",
+                                                            "warm_pool_2",    "image_halved",
+                                                            "weights_halved", "node_linger_600"};
+    for (size_t i = 0; i < RECOMMEND_STAGE_COUNT; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].key = keys[i];
+        out[i].m = *m;
+    }
+    out[1].m.warm_pool = 1;
+    out[2].m.warm_pool = 2;
+    out[3].m.image_s = m->image_s / 2;
+    out[4].m.weights_s = m->weights_s / 2;
+    out[5].m.node_linger_s = RECOMMEND_STAGE_LINGER_S;
+    snprintf(out[0].what, sizeof out[0].what, "as recommended above");
+    snprintf(out[1].what, sizeof out[1].what, "warm pool of 1 node (always up)");
+    snprintf(out[2].what, sizeof out[2].what, "warm pool of 2 nodes (always up)");
+    snprintf(out[3].what, sizeof out[3].what, "image stage halved (%.1f s)", out[3].m.image_s);
+    snprintf(out[4].what, sizeof out[4].what, "weights stage halved (%.1f s)", out[4].m.weights_s);
+    snprintf(out[5].what, sizeof out[5].what, "nodes linger %d s (CA default)",
+             RECOMMEND_STAGE_LINGER_S);
+}
+
+static void stage_fill(recommend_stage_t *x, double gpu_hours, double over_slo,
+                       double warm_over_slo, double wait_p99_s, unsigned cold_starts,
+                       unsigned peak_replicas) {
+    x->gpu_hours = gpu_hours;
+    x->over_slo = over_slo;
+    x->warm_over_slo = warm_over_slo;
+    x->wait_p99_s = wait_p99_s;
+    x->cold_starts = cold_starts;
+    x->peak_replicas = peak_replicas;
+}
+
 static void point_fill(recommend_point_t *x, const sim_result_t *r) {
     x->gpu_hours = r->gpu_hours;
     x->over_slo = r->slo_miss_share;
@@ -197,6 +231,25 @@ int recommend_run(const trace_t *t, const sim_model_t *m, const sim_options_t *o
     out->ideal.s.util = ideal->ideal_util;
     out->ideal.s.drain_s = ideal->ideal_drain_s;
     out->ideal.s.down_window_s = ideal->ideal_hold_s;
+
+    /* which stage to attack: the chosen setting on each changed model */
+    recommend_stage_models(m, out->stage);
+    const recommend_point_t *c = &out->grid[out->chosen];
+    stage_fill(&out->stage[0], c->gpu_hours, c->over_slo, c->warm_over_slo, c->wait_p99_s,
+               c->cold_starts, c->peak_replicas);
+    for (size_t i = 1; i < RECOMMEND_STAGE_COUNT; i++) {
+        recommend_stage_t *x = &out->stage[i];
+        rc = recommend_policy_build(&x->m, k, &c->s, &rp, err, errlen);
+        if (rc)
+            return rc;
+        rc = sim_run(t, &x->m, &rp.p, o, &res, err, errlen);
+        if (rc)
+            return rc;
+        stage_fill(x, res.gpu_hours, res.slo_miss_share, res.warm_miss_share, res.wait_p99_s,
+                   res.cold_starts, res.peak_replicas);
+        sim_result_deinit(&res);
+    }
+    out->stage_count = RECOMMEND_STAGE_COUNT;
     return 0;
 }
 
@@ -255,6 +308,34 @@ static void knobs_text(char *buf, size_t len, const recommend_setting_t *s) {
         snprintf(buf, len, "util=auto drain=%gs window=%gs", s->drain_s, s->down_window_s);
 }
 
+/* The stage table: each change beside the model as given. */
+static void recommend_print_stages(FILE *f, const recommend_t *r) {
+    if (r->stage_count == 0)
+        return;
+    const recommend_stage_t *b = &r->stage[0];
+    fprintf(f,
+            "\nwhich stage to attack: the recommended setting with one change each (node %.1f + "
+            "image %.1f + weights %.1f s; a pod on a warm or lingering node pays the weights "
+            "only)\n",
+            b->m.node_s, b->m.image_s, b->m.weights_s);
+    fprintf(f, "%-34s %7s %8s %8s %8s %6s %5s %8s %8s\n", "change", "GPU-h", "> SLO", "warm>SLO",
+            "p99 (s)", "cold", "peak", "d GPU-h", "d > SLO");
+    for (size_t i = 0; i < r->stage_count; i++) {
+        const recommend_stage_t *x = &r->stage[i];
+        fprintf(f, "%-34s %7.2f %7.2f%% %7.2f%% %8.1f %6u %5u", x->what, x->gpu_hours,
+                100 * x->over_slo, 100 * x->warm_over_slo, x->wait_p99_s, x->cold_starts,
+                x->peak_replicas);
+        if (i == 0)
+            fprintf(f, "\n");
+        else
+            fprintf(f, " %+8.2f %+7.2fp\n", x->gpu_hours - b->gpu_hours,
+                    100 * (x->over_slo - b->over_slo));
+    }
+    fprintf(f, "(d: the change against the first row; p: percentage points; the warm pools "
+               "are billed while idle, a lingering node until the cluster autoscaler removes "
+               "it)\n");
+}
+
 void recommend_print(FILE *f, const recommend_t *r) {
     char kb[64];
     fprintf(f,
@@ -291,6 +372,7 @@ void recommend_print(FILE *f, const recommend_t *r) {
     }
     fprintf(f, "\n");
     recommend_snippet(f, r);
+    recommend_print_stages(f, r);
 }
 
 static void json_point(FILE *f, const recommend_point_t *x, bool ideal) {
@@ -338,6 +420,18 @@ int recommend_json(const char *path, const recommend_t *r, char *err, size_t err
     for (size_t i = 0; i < r->count; i++) {
         fprintf(f, "%s\n  ", i ? "," : "");
         json_point(f, &r->grid[i], false);
+    }
+    fprintf(f, "\n ],\n \"stages\": [");
+    for (size_t i = 0; i < r->stage_count; i++) {
+        const recommend_stage_t *x = &r->stage[i];
+        fprintf(f,
+                "%s\n  {\"change\": \"%s\", \"node_s\": %g, \"image_s\": %g, \"weights_s\": "
+                "%g, \"warm_pool\": %u, \"node_linger_s\": %g, \"gpu_hours\": %.4f, "
+                "\"over_slo\": %.6f, \"warm_over_slo\": %.6f, \"wait_p99_s\": %.3f, "
+                "\"cold_starts\": %u, \"peak_replicas\": %u}",
+                i ? "," : "", x->key, x->m.node_s, x->m.image_s, x->m.weights_s, x->m.warm_pool,
+                x->m.node_linger_s, x->gpu_hours, x->over_slo, x->warm_over_slo, x->wait_p99_s,
+                x->cold_starts, x->peak_replicas);
     }
     const recommend_setting_t *s = &r->grid[r->chosen].s;
     fprintf(f,

@@ -89,6 +89,34 @@ typedef struct {
 size_t recommend_choose(const recommend_point_t *pts, size_t n, double *best_over_slo,
                         double *limit_over_slo);
 
+/*
+ * Which stage of the cold start to attack: the recommended setting
+ * re-simulated with one change to the model each, beside the model as given
+ * (stage 0). The warm pools are a node group's minimum size (N GPU nodes
+ * always up and billed; the cluster autoscaler's --nodes min:max): 1 spares
+ * a wake from zero its node and image stages, 2 the second pod of a wake
+ * too. The linger is the cluster autoscaler's default
+ * --scale-down-unneeded-time (sim_model_t.node_linger_s).
+ */
+#define RECOMMEND_STAGE_COUNT 6
+#define RECOMMEND_STAGE_LINGER_S 600
+
+typedef struct {
+    const char *key; /* the --json "change": "as_given", "warm_pool_1", ... */
+    char what[40];   /* the table's label */
+    sim_model_t m;   /* the model simulated */
+    double gpu_hours;
+    double over_slo, warm_over_slo; /* shares, [0, 1] */
+    double wait_p99_s;
+    unsigned cold_starts, peak_replicas;
+} recommend_stage_t;
+
+/* The models of the stage table from m (its cold start already set), into
+ * out[0..RECOMMEND_STAGE_COUNT): m itself; warm pool 1; warm pool 2; the
+ * image stage halved; the weights stage halved; nodes lingering
+ * RECOMMEND_STAGE_LINGER_S. Sets key, what and m only. Pure. */
+void recommend_stage_models(const sim_model_t *m, recommend_stage_t *out);
+
 typedef struct {
     size_t requests;
     double slo_s;
@@ -108,10 +136,14 @@ typedef struct {
     int min_replicas, max_replicas;
     double cooldown_s;
     int push; /* the trigger is external-push */
+    /* which stage to attack (recommend_stage_models), the chosen setting's
+     * figures in each; stage 0 is grid[chosen] itself, not run again */
+    size_t stage_count;
+    recommend_stage_t stage[RECOMMEND_STAGE_COUNT];
 } recommend_t;
 
 /*
- * Simulates the grid and the online ideal on trace t (at least one request)
+ * Simulates the grid, the online ideal and the stage table on trace t (at least one request)
  * with model m (its cold start already set) and options o, knobs k; fills
  * *out, the floor counting wakes after floor_idle_s without arrivals (as
  * scalesim's --floor-idle). All arguments borrowed. Returns 0, KGS_EINVAL
@@ -127,13 +159,13 @@ int recommend_run(const trace_t *t, const sim_model_t *m, const sim_options_t *o
 void recommend_snippet(FILE *f, const recommend_t *r);
 
 /* Writes the rule, the chosen setting against the defaults and the online
- * ideal (GPU-h, share over SLO, p99 wait), the floor, the grid, and the
- * snippet. */
+ * ideal (GPU-h, share over SLO, p99 wait), the floor, the grid, the
+ * snippet, and then which stage to attack (when r has the stages). */
 void recommend_print(FILE *f, const recommend_t *r);
 
 /*
  * Writes the same as JSON to path ("-": stdout): {"trace", "rule",
- * "recommended", "defaults", "online_ideal", "floor", "grid",
+ * "recommended", "defaults", "online_ideal", "floor", "grid", "stages",
  * "scaled_object"};
  * shares as fractions in [0, 1]. Returns 0 or KGS_EIO naming the path.
  */

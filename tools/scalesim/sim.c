@@ -89,6 +89,7 @@ void sim_model_default(sim_model_t *m) {
     m->image_s = 45;
     m->weights_s = 30;
     m->warm_pool = 0;
+    m->node_linger_s = 0;
 }
 
 void sim_options_default(sim_options_t *o) {
@@ -249,6 +250,10 @@ typedef struct {
     sim_latency_state_t *lat; /* the scaler's histogram windows (slo policies) */
     size_t next_arrival, qhead;
     unsigned pool_free; /* warm nodes idle in the pool */
+    /* nodes whose pod left, until the cluster autoscaler removes them
+     * (m->node_linger_s): when each goes, the newest last */
+    double linger_until[MAX_REPLICAS];
+    unsigned linger_n;
     sim_signals_t *ring;
     unsigned ring_cap, ring_n, ring_head; /* ring_head: next write */
     unsigned rr;                          /* node-local round robin */
@@ -318,7 +323,15 @@ static void replica_create(sim_t *s, double now) {
         r->completed = r->prompt_tok = r->gen_tok = 0;
         memset(&r->ttft, 0, sizeof r->ttft);
         memset(&r->itl, 0, sizeof r->itl);
-        if (s->pool_free > 0) {
+        if (s->linger_n > 0) {
+            /* a lingering node (taken before the pool's, which stays
+             * anyway; the one that left last, nothing else in the
+             * simulator depends on which) has the node and the image the
+             * pod before ran: weights only */
+            s->linger_n--;
+            r->state = R_LOAD;
+            r->phase_end_s = now + s->m->weights_s;
+        } else if (s->pool_free > 0) {
             /* a pool node has the node and the cached image: weights only */
             s->pool_free--;
             r->state = R_LOAD;
@@ -344,11 +357,22 @@ static void replica_create_ready(sim_t *s, double now) {
     s->cold_starts--; /* not a cold start: it was there before */
 }
 
-static void replica_release(sim_t *s, replica_t *r) {
+static void replica_release(sim_t *s, replica_t *r, double now) {
     bool node = r->state != R_PROVISION;
     r->state = R_FREE;
     if (node && s->pool_free < s->m->warm_pool)
         s->pool_free++; /* the node goes back to the pool */
+    else if (node && s->m->node_linger_s > 0 && s->linger_n < MAX_REPLICAS)
+        s->linger_until[s->linger_n++] = now + s->m->node_linger_s; /* unneeded, not yet gone */
+}
+
+/* The cluster autoscaler removes the nodes unneeded for node_linger_s. */
+static void linger_expire(sim_t *s, double now) {
+    unsigned keep = 0;
+    for (unsigned i = 0; i < s->linger_n; i++)
+        if (now < s->linger_until[i] - 1e-9)
+            s->linger_until[keep++] = s->linger_until[i];
+    s->linger_n = keep;
 }
 
 /* splitmix64: stands in for the order of Kubernetes' random uid strings. */
@@ -429,7 +453,7 @@ static void reconcile(sim_t *s, int desired, double now) {
             r->state = R_DRAIN;
         } else {
             s->cancelled_starts++;
-            replica_release(s, r);
+            replica_release(s, r, now);
         }
         live--;
     }
@@ -985,7 +1009,10 @@ static int *oracle_schedule(const sim_t *s, double end_s, size_t *len) {
 }
 
 size_t sim_floor(const trace_t *t, const sim_model_t *m, double slo_s, double idle_s) {
-    double cs = m->warm_pool > 0 ? m->weights_s : m->node_s + m->image_s + m->weights_s;
+    /* a policy that scaled to zero just before a wake may find its node
+     * lingering: with a linger the wake can pay the weights only */
+    double cs = m->warm_pool > 0 || m->node_linger_s > 0 ? m->weights_s
+                                                         : m->node_s + m->image_s + m->weights_s;
     double window = cs - slo_s;
     size_t n = 0;
     if (!(window > 0))
@@ -1056,7 +1083,8 @@ static int check_run(const sim_model_t *m, const sim_policy_t *p, const sim_opti
     if (m->batch < 1 || m->batch > MAX_BATCH || !(m->prefill_tok_s > 0) || !(m->decode_tok_s > 0) ||
         !(m->decode_seq_tok_s > 0) || m->kv_block < 1 || !(m->kv_tokens >= m->kv_block) ||
         !(m->kv_tokens / m->kv_block < 1e9) || !(o->dt_s > 0) || p->max_replicas < 1 ||
-        p->max_replicas > MAX_REPLICAS / 2 || !(p->signal_period_s >= o->dt_s))
+        p->max_replicas > MAX_REPLICAS / 2 || !(p->signal_period_s >= o->dt_s) ||
+        !(m->node_linger_s >= 0 && m->node_linger_s <= 86400))
         return kgs_seterr(err, errlen, KGS_EINVAL, "policy %c: parameter out of range", p->id);
     if (p->kind == SIM_POLICY_IDEAL &&
         (!(p->ideal_util > 0 && p->ideal_util <= 1) || !(p->ideal_drain_s > 0) ||
@@ -1301,7 +1329,7 @@ static void serve(sim_t *s, double now) {
         /* a draining pod ends when its engine is empty: nothing running and
          * nothing preempted waiting in its own queue */
         if (r->state == R_DRAIN && r->running == 0 && r->nwait == 0)
-            replica_release(s, r);
+            replica_release(s, r, now);
     }
 }
 
@@ -1362,7 +1390,7 @@ static int wait_results(sim_t *s, double end, sim_result_t *out) {
 
 /* Bills the step and writes the timeline point it falls on. */
 static void account(sim_t *s, double now, size_t *next_point, sim_result_t *out) {
-    unsigned billed = count_state(s, is_billed) + s->pool_free;
+    unsigned billed = count_state(s, is_billed) + s->pool_free + s->linger_n;
     s->gpu_s += billed * s->o->dt_s;
     unsigned all = count_state(s, is_billed);
     if (all > out->peak_replicas)
@@ -1419,6 +1447,7 @@ int sim_run(const trace_t *t, const sim_model_t *m, const sim_policy_t *p, const
     for (size_t step = 0; step <= steps; step++) {
         double now = (double)step * o->dt_s;
         arrive(s, now);
+        linger_expire(s, now);
         start_up(s, now);
         serve(s, now);
         int live = (int)count_state(s, is_live);

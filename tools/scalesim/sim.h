@@ -38,6 +38,16 @@ typedef struct {
     double image_s;          /* cold start: image pull */
     double weights_s;        /* cold start: weights into VRAM */
     unsigned warm_pool;      /* provisioned nodes kept idle (billed) for new replicas */
+    /* How long a node stays after its pod leaves: the cluster autoscaler's
+     * --scale-down-unneeded-time, "How long a node should be unneeded before
+     * it is eligible for scale down", 10 min by default (kubernetes/autoscaler
+     * cluster-autoscaler/main.go, flag.Duration(..., 10*time.Minute)); 0: it
+     * goes at once, as the simulator modelled it before. A lingering node is
+     * billed (a provisioned GPU node costs money, used or not), and a new pod
+     * in that time lands on it and finds the node and the image the pod
+     * before ran (kubelet removes images only under disk pressure): it pays
+     * the weights only, as on a warm-pool node. */
+    double node_linger_s;
 } sim_model_t;
 
 /* Llama-3.1-8B on one H100 (bench/README.md documents each number). */

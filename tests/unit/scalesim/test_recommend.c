@@ -196,6 +196,18 @@ static void test_recommend_run_chooses_the_cheapest_setting_within_the_tolerance
     assert_float_equal(r.cooldown_s, 60, 1e-12);
     assert_true(r.push);
 
+    /* which stage to attack: the chosen setting itself first (not run
+     * again), then each changed model re-simulated with it */
+    assert_int_equal(r.stage_count, RECOMMEND_STAGE_COUNT);
+    assert_float_equal(r.stage[0].gpu_hours, c->gpu_hours, 0);
+    assert_float_equal(r.stage[0].over_slo, c->over_slo, 0);
+    for (size_t i = 1; i < r.stage_count; i++) {
+        assert_true(r.stage[i].gpu_hours > 0);
+        assert_true(r.stage[i].over_slo >= 0 && r.stage[i].over_slo <= 1);
+    }
+    /* an idle warm node is billed: a pool costs more than none here */
+    assert_true(r.stage[2].gpu_hours > r.stage[0].gpu_hours);
+
     /* deterministic: the same again */
     static recommend_t r2;
     assert_int_equal(recommend_run(&t, &m, &o, &k, 300, &r2, err, sizeof err), 0);
@@ -212,7 +224,12 @@ static void test_recommend_run_chooses_the_cheapest_setting_within_the_tolerance
                                         "grid (",
                                         "stabilizationWindowSeconds: ",
                                         "minReplicaCount: 0",
-                                        "metricType: demand"};
+                                        "metricType: demand",
+                                        "which stage to attack",
+                                        "warm pool of 1 node",
+                                        "image stage halved (10.0 s)",
+                                        "weights stage halved",
+                                        "nodes linger 600 s"};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         if (!strstr(text, parts[i]))
             fail_msg("text lacks %s:\n%s", parts[i], text);
@@ -221,6 +238,33 @@ static void test_recommend_run_chooses_the_cheapest_setting_within_the_tolerance
     assert_non_null(strstr(text, want));
     free(text);
     trace_deinit(&t);
+}
+
+static void test_recommend_stage_models_change_one_stage_each(void **state) {
+    (void)state;
+    sim_model_t m;
+    sim_model_default(&m); /* node 60 + image 45 + weights 30 s, no pool, no linger */
+    m.kv_tokens = 123456;
+    recommend_stage_t st[RECOMMEND_STAGE_COUNT];
+    recommend_stage_models(&m, st);
+    static const char *const keys[] = {"as_given",     "warm_pool_1",    "warm_pool_2",
+                                       "image_halved", "weights_halved", "node_linger_600"};
+    /* {node, image, weights, pool, linger} */
+    static const double want[][5] = {{60, 45, 30, 0, 0}, {60, 45, 30, 1, 0},
+                                     {60, 45, 30, 2, 0}, {60, 22.5, 30, 0, 0},
+                                     {60, 45, 15, 0, 0}, {60, 45, 30, 0, 600}};
+    for (size_t i = 0; i < RECOMMEND_STAGE_COUNT; i++) {
+        assert_string_equal(st[i].key, keys[i]);
+        assert_float_equal(st[i].m.node_s, want[i][0], 0);
+        assert_float_equal(st[i].m.image_s, want[i][1], 0);
+        assert_float_equal(st[i].m.weights_s, want[i][2], 0);
+        assert_int_equal(st[i].m.warm_pool, (unsigned)want[i][3]);
+        assert_float_equal(st[i].m.node_linger_s, want[i][4], 0);
+        assert_float_equal(st[i].m.kv_tokens, 123456, 0); /* the rest is the model's */
+        assert_true(st[i].what[0] != '\0');
+    }
+    assert_string_equal(st[3].what, "image stage halved (22.5 s)");
+    assert_string_equal(st[4].what, "weights stage halved (15.0 s)");
 }
 
 /* A result with a known choice (util 0.8, drain 10 s, window 180 s). */
@@ -305,6 +349,7 @@ static void test_recommend_json_has_every_key_and_fractions(void **state) {
         "\"online_ideal\": {\"util\": 0.5, \"drain_s\": 10, \"hold_s\": 60,",
         "\"floor\": {\"over_slo\": 0.050000}",
         "\"grid\": [",
+        "\"stages\": [",
         "\"wait_p99_s\"",
         "\"scaled_object\": {\"minReplicaCount\": 0, \"maxReplicaCount\": 32, "
         "\"cooldownPeriod\": 300, \"stabilizationWindowSeconds\": 180, \"trigger_type\": "
@@ -330,6 +375,7 @@ int main(void) {
         cmocka_unit_test(test_recommend_run_chooses_the_cheapest_setting_within_the_tolerance),
         cmocka_unit_test(test_recommend_snippet_lists_only_the_non_default_keys),
         cmocka_unit_test(test_recommend_json_has_every_key_and_fractions),
+        cmocka_unit_test(test_recommend_stage_models_change_one_stage_each),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,7 +25,7 @@ class Recommend(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         d = json.loads(r.stdout)
         self.assertEqual(sorted(d), ["defaults", "floor", "grid", "online_ideal", "recommended",
-                                     "rule", "scaled_object", "trace"])
+                                     "rule", "scaled_object", "stages", "trace"])
         self.assertAlmostEqual(d["trace"]["cold_start_s"], 60)
         grid = d["grid"]
         self.assertEqual(len(grid), 36)
@@ -48,10 +48,31 @@ class Recommend(unittest.TestCase):
         self.assertEqual(so["metadata"]["metricType"], "demand")
         self.assertEqual("targetUtilization" in so["metadata"], rec["target_utilization"] != 0)
         self.assertEqual("drainSeconds" in so["metadata"], rec["drain_s"] != 10)
+        # which stage to attack: the recommended setting as given, then one
+        # change each, the stage times as simulated
+        st = d["stages"]
+        self.assertEqual([x["change"] for x in st],
+                         ["as_given", "warm_pool_1", "warm_pool_2", "image_halved",
+                          "weights_halved", "node_linger_600"])
+        self.assertEqual(st[0]["gpu_hours"], rec["gpu_hours"])
+        self.assertEqual(st[0]["over_slo"], rec["over_slo"])
+        self.assertEqual([x["warm_pool"] for x in st], [0, 1, 2, 0, 0, 0])
+        self.assertAlmostEqual(st[3]["image_s"], st[0]["image_s"] / 2, places=3)
+        self.assertAlmostEqual(st[4]["weights_s"], st[0]["weights_s"] / 2, places=3)
+        self.assertEqual(st[5]["node_linger_s"], 600)
+        for x in st:
+            self.assertGreater(x["gpu_hours"], 0)
+            self.assertTrue(0 <= x["over_slo"] <= 1)
         # the text went to stderr, snippet included
         self.assertIn("recommended", r.stderr)
         self.assertIn("stabilizationWindowSeconds: %d\n" % rec["stabilization_window_s"],
                       r.stderr)
+        # and the stage table after it, one row per change
+        table = r.stderr[r.stderr.index("which stage to attack"):]
+        for row in ["as recommended above", "warm pool of 1 node", "warm pool of 2 nodes",
+                    "image stage halved", "weights stage halved", "nodes linger 600 s"]:
+            self.assertIn(row, table)
+        self.assertIn("%.2f" % st[1]["gpu_hours"], table)
 
     def test_usage_errors_name_the_value_and_the_range(self):
         cases = [

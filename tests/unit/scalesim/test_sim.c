@@ -1,7 +1,9 @@
 /* test_sim.c - the simulator end to end on short synthetic traces: every
  * policy runs, the output is the same twice, the trace readers (CSV, JSON
  * Lines) and generators work, paged KV admits and preempts like vLLM, the
- * online ideal follows the load, the floor and the JSON are right. */
+ * online ideal follows the load, the floor and the JSON are right, a node
+ * lingering after its pod is billed and spares a quick re-wake its node
+ * and image stages. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -408,6 +410,10 @@ static void test_sim_floor_counts_arrivals_within_a_cold_start_of_a_wake(void **
     assert_int_equal(sim_floor(&t, &m, 2, 500), 3);
     /* an SLO longer than the cold start: no floor */
     assert_int_equal(sim_floor(&t, &m, 200, 300), 0);
+    /* a node lingering after a scale to zero leaves the weights, 30 s: a
+     * wake's first 28 s (0, 10; 600) */
+    m.node_linger_s = 600;
+    assert_int_equal(sim_floor(&t, &m, 2, 300), 3);
     trace_deinit(&t);
 }
 
@@ -577,6 +583,58 @@ static void test_report_pareto_keeps_the_non_dominated_points(void **state) {
     assert_float_equal(report_frontier_at(&f, 0.5), 5, 1e-9);
 }
 
+/* One short request at 0 and one at a1 through the online ideal (hold 60 s):
+ * each wakes a pod from zero, which leaves after the hold. */
+static void linger_run(double linger_s, double a1, double tail_s, sim_result_t *res) {
+    sim_model_t m;
+    sim_model_default(&m); /* node 60 + image 45 + weights 30 s */
+    m.node_linger_s = linger_s;
+    sim_options_t o;
+    sim_options_default(&o);
+    o.tail_s = tail_s;
+    policy_knobs_t k;
+    policy_knobs_default(&k);
+    sim_policy_t p[POLICY_COUNT];
+    policies_default(p, &m, &k);
+    assert_int_equal(p[6].kind, SIM_POLICY_IDEAL);
+    const trace_request_t r[] = {{0, 100, 1}, {a1, 100, 1}};
+    trace_t t = make_trace(r, 2);
+    char err[256];
+    assert_int_equal(sim_run(&t, &m, &p[6], &o, res, err, sizeof err), 0);
+    assert_int_equal(res->completed, 2);
+    assert_int_equal(res->cold_starts, 2);
+    assert_int_equal(res->wakes, 2);
+    free(t.reqs);
+}
+
+static void test_sim_node_linger_skips_the_node_stage_and_is_billed(void **state) {
+    (void)state;
+    sim_result_t r0, rl;
+    /* the first pod: created at 0, on its node at 60 (billed from then),
+     * Ready at 135, serves at once, the ideal releases it after its 60 s
+     * hold; the second request comes 600 s later */
+    linger_run(0, 600, 2000, &r0);
+    assert_true(fabs(r0.wake_max_s - 135) < 0.2);
+    assert_true(fabs(2 * r0.wake_mean_s - 270) < 0.2);
+    /* a 300 s linger is over by then: the second wake pays all 135 s, the
+     * pods are the same, and each of the two left nodes is billed 300 s
+     * more (the run ends 2000 s after the last arrival, past both) */
+    linger_run(300, 600, 2000, &rl);
+    assert_true(fabs(2 * rl.wake_mean_s - 270) < 0.2);
+    assert_true(fabs(3600 * (rl.gpu_hours - r0.gpu_hours) - 2 * 300) < 0.2);
+    sim_result_deinit(&rl);
+    /* a 900 s linger is not: the second pod lands on the first one's node
+     * and pays the weights only, 30 s; the node is billed without a break
+     * from 60 s to the end of the run (600 + 300: the second pod's node
+     * lingers past it) */
+    linger_run(900, 600, 300, &rl);
+    assert_true(fabs(rl.wake_max_s - 135) < 0.2);
+    assert_true(fabs(2 * rl.wake_mean_s - (135 + 30)) < 0.2);
+    assert_true(fabs(3600 * rl.gpu_hours - (900 - 60)) < 0.2);
+    sim_result_deinit(&rl);
+    sim_result_deinit(&r0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim_runs_every_policy_deterministically),
@@ -591,6 +649,7 @@ int main(void) {
         cmocka_unit_test(test_sim_victim_order_follows_the_replicaset_controller),
         cmocka_unit_test(test_sim_counts_a_start_cancelled_before_ready),
         cmocka_unit_test(test_report_pareto_keeps_the_non_dominated_points),
+        cmocka_unit_test(test_sim_node_linger_skips_the_node_stage_and_is_billed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

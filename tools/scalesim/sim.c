@@ -215,7 +215,10 @@ typedef struct {
     double phase_end_s; /* when the current start-up phase ends */
     double created_s;
     double ready_s; /* when it turned Ready (R_SERVE and R_DRAIN) */
-    uint64_t uid;   /* metadata.uid: one per pod ever created */
+    /* when it was scheduled onto a node and when its container started
+     * (PodScheduled, containerStatuses' startedAt); < 0 not yet */
+    double scheduled_s, running_s;
+    uint64_t uid; /* metadata.uid: one per pod ever created */
     unsigned running;
     unsigned *run; /* request indices, scheduling order (the newest last) */
     unsigned nwait;
@@ -323,6 +326,7 @@ static void replica_create(sim_t *s, double now) {
         r->completed = r->prompt_tok = r->gen_tok = 0;
         memset(&r->ttft, 0, sizeof r->ttft);
         memset(&r->itl, 0, sizeof r->itl);
+        r->scheduled_s = r->running_s = -1;
         if (s->linger_n > 0) {
             /* a lingering node (taken before the pool's, which stays
              * anyway; the one that left last, nothing else in the
@@ -330,11 +334,13 @@ static void replica_create(sim_t *s, double now) {
              * pod before ran: weights only */
             s->linger_n--;
             r->state = R_LOAD;
+            r->scheduled_s = r->running_s = now;
             r->phase_end_s = now + s->m->weights_s;
         } else if (s->pool_free > 0) {
             /* a pool node has the node and the cached image: weights only */
             s->pool_free--;
             r->state = R_LOAD;
+            r->scheduled_s = r->running_s = now;
             r->phase_end_s = now + s->m->weights_s;
         } else {
             r->state = R_PROVISION;
@@ -648,6 +654,9 @@ static void take_sample(sim_t *s, double now) {
         sim_pod_t *pd = &x->pods[x->pod_count++];
         memset(pd, 0, sizeof *pd);
         pd->created_s = r->created_s;
+        pd->scheduled_s = r->scheduled_s;
+        pd->running_s = r->running_s;
+        pd->ready_s = r->state == R_SERVE || r->state == R_DRAIN ? r->ready_s : -1;
         pd->uid = r->uid;
         pd->ready = r->state == R_SERVE;
         pd->scheduled = has_node(r->state);
@@ -717,9 +726,29 @@ static void evaluate_queueing(sim_t *s, const sim_signals_t *x, eval_result_t *o
         const sim_pod_t *pd = &x->pods[i];
         bool draining = pd->engine_up && !pd->ready; /* deleted, finishing its requests */
         uint64_t id = pd->uid;
-        if (!draining)
-            pods[np++] =
-                (demand_pod_t){.id = id, .ready = pd->ready, .age_s = x->t_s - pd->created_s};
+        if (!draining) {
+            demand_pod_t *dp = &pods[np++];
+            *dp = (demand_pod_t){.id = id, .ready = pd->ready, .age_s = x->t_s - pd->created_s};
+            /* its start by stage, as the aggregator reads it from the pod's
+             * status (src/server/aggregator.c scan_pod) */
+            if (pd->ready && pd->scheduled_s >= 0 && pd->running_s >= 0 && pd->ready_s >= 0) {
+                dp->has_stages = true;
+                dp->stage_s[0] = pd->scheduled_s - pd->created_s;
+                dp->stage_s[1] = pd->running_s - pd->scheduled_s;
+                dp->stage_s[2] = pd->ready_s - pd->running_s;
+            } else if (!pd->ready) {
+                double since = pd->scheduled_s < 0 ? pd->created_s
+                               : pd->running_s < 0 ? pd->scheduled_s
+                                                   : pd->running_s;
+                dp->stage = pd->scheduled_s < 0 ? QM_STAGE_NODE
+                            : pd->running_s < 0 ? QM_STAGE_IMAGE
+                                                : QM_STAGE_WEIGHTS;
+                dp->stage_age_s = x->t_s > since ? x->t_s - since : 0;
+                /* waiting for a node the cluster autoscaler provisions:
+                 * the scheduler says Unschedulable meanwhile */
+                dp->waiting_for_node = pd->scheduled_s < 0;
+            }
+        }
         if (!pd->ready && !draining)
             continue;
         demand_source_t *v = &engines[ne++];
@@ -1299,9 +1328,11 @@ static void start_up(sim_t *s, double now) {
         while (r->state >= R_PROVISION && r->state <= R_LOAD && now >= r->phase_end_s) {
             if (r->state == R_PROVISION) {
                 r->state = R_PULL;
+                r->scheduled_s = r->phase_end_s;
                 r->phase_end_s += m->image_s;
             } else if (r->state == R_PULL) {
                 r->state = R_LOAD;
+                r->running_s = r->phase_end_s;
                 r->phase_end_s += m->weights_s;
             } else {
                 r->state = R_SERVE;

@@ -57,7 +57,10 @@ typedef enum { SIM_POLICY_KEDA, SIM_POLICY_ORACLE, SIM_POLICY_IDEAL } sim_policy
 
 /* What one pod exposes, as a real aggregator sees it. */
 typedef struct {
-    double created_s;     /* creationTimestamp */
+    double created_s; /* creationTimestamp */
+    /* the start's times, as the pod's status tells them (PodScheduled,
+     * the container's startedAt, Ready); < 0 not yet */
+    double scheduled_s, running_s, ready_s;
     uint64_t uid;         /* metadata.uid */
     bool ready;           /* Ready: serving (a terminating, draining pod is not Ready) */
     bool scheduled;       /* on a node: its GPU exists for NVML */

@@ -563,7 +563,7 @@ int amdgpu_sysfs_sample(amdgpu_sysfs_t *r, mono_ns_t now, snapshot_t **out) {
     }
     r->ncards = (unsigned)n;
     bool procs_ok = scan_processes(r);
-    if (procs_ok)
+    if (procs_ok && r->nuse > 0) /* no process: r->use may be NULL, and qsort's base must not */
         qsort(r->use, r->nuse, sizeof *r->use, use_cmp);
 
     /* Kept per card, at most AMDGPU_SYSFS_MAX_PROCS_PER_GPU each. */

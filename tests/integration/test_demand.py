@@ -1209,6 +1209,47 @@ class DemandAggregator(unittest.TestCase):
         self.assertEqual(q.returncode, 0, q.stdout + q.stderr)
         self.assertNotIn("queueing model:", q.stdout)
 
+    def test_queueing_model_plans_the_cold_start_by_stage(self):
+        """The cold start by stage (issue 33) through the aggregator: a pod
+        seen loading its weights, then Ready with a start that waited 61 s
+        for a node, pulled 38 s and loaded 29 s (the pod status as the
+        scheduler and the kubelet write it), teaches the model that the next
+        pod pays all three: `query` says cold_start_s 128, learned by stage."""
+        from test_cold_start import ready as status_ready, scheduled as status_scheduled
+        api = self.api
+        port = free_port("127.0.0.41")
+        for ip in ("127.0.0.41", "127.0.0.42"):
+            e = FakeEngine("vllm", running=2)
+            e.run(rate=10)
+            srv = EngineServer(ip, port)
+            srv.pages.set("/metrics", e.text, headers={"Content-Type": e.content_type})
+            self.servers.append(srv)
+        api.add_pod("ml", "stage-0", labels={"app": "stage"}, phase="Running",
+                    pod_ip="127.0.0.41", node="n1")
+        late = api.add_pod("ml", "stage-1", labels={"app": "stage"}, phase="Pending")
+        api.set_pod_status(late, status_scheduled(61, running_at=99), node="n2")
+        addr = self.start_aggregator()
+        md = {"metricType": "demand", "engine": "vllm", "podSelector": "app=stage",
+              "namespace": "ml", "enginePort": str(port), "capacityPerReplica": "10"}
+
+        def model_line():
+            q = subprocess.run([SERVER, "query", "--address", addr, "--namespace", "ml",
+                                "--name", "stage"] +
+                               sum((["--metadata", "%s=%s" % kv] for kv in md.items()), []),
+                               capture_output=True, text=True, timeout=30)
+            lines = [x for x in q.stdout.splitlines() if "queueing model:" in x]
+            return lines[-1] if lines else q.stdout + q.stderr
+
+        self.assertIsNotNone(wait_for(lambda: "starting 1" in model_line(), 15 * SLOW, 0.5))
+        self.assertIn("cold_start_s 120 (prior)", model_line())
+        st = status_ready(61, 99, 128)
+        st["podIP"] = "127.0.0.42"
+        api.set_pod_status(late, st, node="n2")
+        want = "cold_start_s 128 (learned by stage, node + image + weights"
+        line = wait_for(lambda: (lambda x: x if want in x else None)(model_line()), 15 * SLOW, 0.5)
+        self.assertIsNotNone(line, model_line())
+        self.assertIn("ready 2", line)
+
 if __name__ == "__main__":
     if os.environ.get("KGS_IN_NETNS") != "1":
         raise SystemExit("run through tests/integration/netns-run (its own network namespace)")

@@ -567,6 +567,13 @@ static const char *fake_slices(void *ud, const char *driver, const char *pool, c
     }
     if (strcmp(driver, "dra.net") == 0)
         return ""; /* listed, no GPU uuid: a NIC */
+    /* What resource_slices makes of AMD's driver's devices. */
+    if (strcmp(driver, "gpu.amd.com") == 0 && strcmp(pool, "n1") == 0) {
+        if (strcmp(device, "gpu-1-128") == 0)
+            return "0000:19:00.0";
+        if (strcmp(device, "gpu-3-144") == 0)
+            return "amdgpu-partition:0000:19:00.0/cpx_nps4";
+    }
     return NULL;
 }
 
@@ -585,6 +592,33 @@ static void dra_pods(fx_t *f) {
     pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
     pod(f, "ml", "p3", "n1", "Running", APP_VLLM, false);
     sync_pods(f);
+}
+
+/* A claim from AMD's DRA driver on a node with both vendors: the whole GPU
+ * by its PCI address counts like the device plugin's id; a partition is a
+ * gap. */
+static void test_workload_amd_dra_claim_resolves_by_pci_address(void **state) {
+    fx_t *f = *state;
+    cluster_view_set_resolver(f->view, fake_slices, NULL);
+    const unsigned util[2] = {30, 70};
+    node_pod_dra_t amd = {"gpu.amd.com", "n1", "gpu-1-128", "", "", false};
+    node_pod_dra_t nv = {"gpu.nvidia.com", "n1", "gpu-0", "", "", false};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", NULL, 0, &amd, 1, 1},
+                            {"ml", "p2", "main", NULL, 0, &nv, 1, 1}};
+    report(f, "a1", mixed_node(util), e, 2);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_ok(eval(f, &c), 100, 2);
+
+    node_pod_dra_t part = {"gpu.amd.com", "n1", "gpu-3-144", "", "", false};
+    node_pod_entry_t e2[] = {{"ml", "p1", "main", NULL, 0, &part, 1, 1},
+                             {"ml", "p2", "main", NULL, 0, &nv, 1, 1}};
+    report(f, "a1", mixed_node(util), e2, 2);
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "node n1 (pod ml/p1): device amdgpu-partition:0000:19:00.0/cpx_nps4 is a "
+                 "partition of an AMD GPU");
 }
 
 static void test_workload_dra_devices_count_like_device_plugin_ids(void **state) {
@@ -1368,6 +1402,7 @@ int main(void) {
         T(test_workload_amd_partition_is_a_gap_never_the_whole_gpu),
         T(test_workload_pci_address_not_on_the_node_is_a_failed_precondition),
         T(test_workload_amd_gpu_asking_pod_with_no_device_is_a_gap),
+        T(test_workload_amd_dra_claim_resolves_by_pci_address),
         T(test_workload_dra_devices_count_like_device_plugin_ids),
         T(test_workload_unresolved_dra_device_is_a_gap_naming_pod_and_device),
         T(test_workload_dra_devices_resolve_once_the_slices_arrive),

@@ -19,6 +19,7 @@
 #include "kube/pod_map.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,8 @@
 #define POD_MAP_AMD_RESOURCE_PREFIX "amd.com/"
 #define POD_MAP_AMD_XCP_PREFIX "amdgpu_xcp_"
 #define POD_MAP_AMD_XCP_DIGITS_MAX 6
+#define POD_MAP_AMD_ID_MAX 72 /* "amdgpu-partition:" + an address + "/" + a profile */
+#define POD_MAP_AMD_PROFILE_MAX 24
 
 typedef struct {
     const char *uuid;
@@ -57,7 +60,7 @@ typedef struct {
     const char *uuid;
     size_t uuid_len; /* without the "::N" suffix */
     const char *ns, *pod, *container, *resource;
-    char bdf[AMDGPU_BDF_MAX];
+    char bdf[POD_MAP_AMD_ID_MAX]; /* a PCI address, or "amdgpu-partition:<address>/<profile>" */
 } pod_map_pair_t;
 
 static const char *pair_id(const pod_map_pair_t *p) {
@@ -102,7 +105,19 @@ static resource_vendor_t resource_vendor(const char *name) {
  * aggregator to report as a partition it cannot read. No replica suffix:
  * the plugin has no time-slicing ids.
  */
-static bool amd_device_id_parse(const char *id, pod_map_pair_t *p) {
+/* Whether AMD resource `name` ("amd.com/cpx_nps4") is a partition profile
+ * that splits the GPU (CPX, DPX, QPX, TPX; SPX is the whole GPU): its
+ * devices are partitions even where the id is the GPU's own address. */
+static bool amd_resource_is_partition(const char *name, const char **profile) {
+    *profile = name + strlen(POD_MAP_AMD_RESOURCE_PREFIX);
+    static const char *const split[] = {"cpx_", "dpx_", "qpx_", "tpx_"};
+    for (size_t i = 0; i < sizeof split / sizeof split[0]; i++)
+        if (strncmp(*profile, split[i], 4) == 0)
+            return strlen(*profile) <= POD_MAP_AMD_PROFILE_MAX;
+    return false;
+}
+
+static bool amd_device_id_parse(const char *id, const char *resource, pod_map_pair_t *p) {
     if (!id)
         return false;
     size_t xn = strlen(POD_MAP_AMD_XCP_PREFIX);
@@ -117,8 +132,16 @@ static bool amd_device_id_parse(const char *id, pod_map_pair_t *p) {
         return true;
     }
     size_t n = strspn(id, "0123456789abcdefABCDEF:.");
-    if (id[n] != '\0' || amdgpu_bdf_normalise(id, n, p->bdf) != 0)
+    char bdf[AMDGPU_BDF_MAX];
+    if (id[n] != '\0' || amdgpu_bdf_normalise(id, n, bdf) != 0)
         return false; /* the normaliser trims blanks; an id has none */
+    /* Under a splitting profile's resource the address is the GPU's first
+     * partition, not the GPU: named as the DRA driver's partitions are. */
+    const char *profile;
+    if (amd_resource_is_partition(resource, &profile))
+        snprintf(p->bdf, sizeof p->bdf, "%s%s/%s", POD_MAP_AMD_PARTITION_PREFIX, bdf, profile);
+    else
+        memcpy(p->bdf, bdf, sizeof bdf);
     p->uuid = NULL;
     p->uuid_len = strlen(p->bdf);
     return true;
@@ -233,7 +256,7 @@ static void walk_pairs(const V1__ListPodResourcesResponse *r, pair_fn fn, void *
                                         .container = str_or_empty(ctr->name),
                                         .resource = dev->resource_name};
                     if (vendor == VENDOR_AMD) {
-                        if (!amd_device_id_parse(dev->device_ids[d], &p))
+                        if (!amd_device_id_parse(dev->device_ids[d], dev->resource_name, &p))
                             continue;
                     } else {
                         if (!device_id_parse(dev->device_ids[d], &p.uuid_len))

@@ -31,8 +31,11 @@
  *   "0000:1A:00.0" become "0000:19:00.0" / "0000:1a:00.0"), so the agent can
  *   find the GPU by its pci_bus_id; and "amdgpu_xcp_<n>", a further
  *   partition of a partitioned MI300, kept as it is (no GPU record has it:
- *   the aggregator reports its holder as a gap). Other ids under amd.com/
- *   are ignored, as are PCI addresses under nvidia.com/;
+ *   the aggregator reports its holder as a gap). Under a resource whose
+ *   profile splits the GPU ("amd.com/cpx_nps4", dpx_, qpx_, tpx_) a PCI
+ *   address is the GPU's first partition, not the GPU, and is held as
+ *   "amdgpu-partition:0000:19:00.0/cpx_nps4" (a gap alike). Other ids
+ *   under amd.com/ are ignored, as are PCI addresses under nvidia.com/;
  * - DRA devices (ContainerResources.dynamic_resources): every
  *   (driver, pool, device) a claim gave a container, whatever the driver,
  *   with the share id when the kubelet sends one. The kubelet names the

@@ -440,15 +440,35 @@ static void test_pod_map_attributes_amd_devices_by_normalised_pci_address(void *
     assert_int_equal(pod_map_lookup(m, "0000:1A:00.0", &h, &n), KGS_ENOTFOUND);
     assert_int_equal(pod_map_lookup(m, "0000:9c:00.0", &h, &n), 0);
     assert_holder(&h[0], "ml", "short", "main", "amd.com/gpu");
-    /* A partition resource: the first partition is the PCI device, the
-     * others are platform devices, kept by name. */
-    assert_int_equal(pod_map_lookup(m, "0000:bb:00.0", &h, &n), 0);
+    /* A partition resource: the first partition is named by the GPU's
+     * address, yet is not the GPU; the others are platform devices, kept
+     * by name. */
+    assert_int_equal(pod_map_lookup(m, "0000:bb:00.0", &h, &n), KGS_ENOTFOUND);
+    assert_int_equal(pod_map_lookup(m, "amdgpu-partition:0000:bb:00.0/cpx_nps4", &h, &n), 0);
     assert_holder(&h[0], "ml", "cpx", "main", "amd.com/cpx_nps4");
+    assert_true(pod_map_id_is_amd_partition("amdgpu-partition:0000:bb:00.0/cpx_nps4"));
     assert_int_equal(pod_map_lookup(m, "amdgpu_xcp_30", &h, &n), 0);
     assert_holder(&h[0], "ml", "cpx", "main", "amd.com/cpx_nps4");
+    assert_true(pod_map_id_is_amd_partition("amdgpu_xcp_30"));
+    assert_false(pod_map_id_is_amd_partition("0000:19:00.0"));
     unsigned gpu;
     int mig;
     assert_false(pod_map_id_is_index("0000:19:00.0", &gpu, &mig));
+    pod_map_free(m);
+}
+
+/* SPX is the whole GPU: its resource's address is the GPU. */
+static void test_pod_map_takes_an_spx_resources_address_as_the_gpu(void **state) {
+    (void)state;
+    const row_t rows[] = {
+        {"ml", "a", "c", "amd.com/spx_nps1", {"0000:19:00.0"}},
+        {"ml", "b", "c", "amd.com/dpx_nps2", {"0000:3b:00.0"}},
+    };
+    pod_map_t *m = map_of(rows, 2);
+    const pod_holder_t *h;
+    size_t n;
+    assert_int_equal(pod_map_lookup(m, "0000:19:00.0", &h, &n), 0);
+    assert_int_equal(pod_map_lookup(m, "amdgpu-partition:0000:3b:00.0/dpx_nps2", &h, &n), 0);
     pod_map_free(m);
 }
 
@@ -674,6 +694,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_pod_map_reads_the_wire_format, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_pod_map_attributes_amd_devices_by_normalised_pci_address, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_takes_an_spx_resources_address_as_the_gpu,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_pod_map_holds_one_amd_gpu_once_however_it_is_spelled,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_pod_map_ignores_amd_ids_that_are_not_pci_addresses,

@@ -402,6 +402,14 @@ static void pod_acc_add(pod_eval_t *pe, double v) {
  * before. See docs/configuration.md, "Shared GPUs".
  */
 
+/* How messages name device i: its uuid, or a GPU without one (an AMD GPU
+ * with no unique_id) by its PCI address. */
+static const char *device_label(const snapshot_t *s, bool is_gpu, int i) {
+    if (!is_gpu)
+        return s->mig[i].uuid;
+    return s->gpus[i].uuid[0] ? s->gpus[i].uuid : s->gpus[i].pci_bus_id;
+}
+
 static const proc_list_t *device_proc_list(const snapshot_t *s, bool is_gpu, int i) {
     return is_gpu ? &s->gpus[i].procs : &s->mig[i].procs;
 }
@@ -431,7 +439,7 @@ static bool metric_is_utilisation(metric_type_t t) {
 static bool share_data_missing(const snapshot_t *s, bool is_gpu, int i, metric_type_t t, char *why,
                                size_t n) {
     const proc_list_t *pl = device_proc_list(s, is_gpu, i);
-    const char *uuid = is_gpu ? s->gpus[i].uuid : s->mig[i].uuid;
+    const char *uuid = device_label(s, is_gpu, i);
     if (!s->procs_attributed) {
         snprintf(why, n,
                  "the agent does not attribute GPU processes to pods (it needs --proc-root /proc "
@@ -487,7 +495,7 @@ static bool share_value(const snapshot_t *s, bool is_gpu, int i, const char *pod
         if (!proc_has(r, f)) {
             snprintf(why, n, "NVML does not report the %s of the pod's process %u on %s",
                      f == PROC_F_USED_MEMORY ? "used memory" : "utilisation", r->pid,
-                     is_gpu ? s->gpus[i].uuid : s->mig[i].uuid);
+                     device_label(s, is_gpu, i));
             return false;
         }
         sum += f == PROC_F_SM_UTIL    ? r->sm_util_pct

@@ -1315,6 +1315,35 @@ static void test_workload_gpu_sharing_share_without_data_is_a_gap(void **state) 
     expect_error(eval(f, &ignore), EVAL_UNAVAILABLE, "no selected pod has fresh data");
 }
 
+/* The shared GPU as the amdgpu reader records an AMD GPU without a
+ * unique_id, held by both pods under its PCI address. */
+static void amd_shared_gpu(fx_t *f, void (*tweak)(snapshot_t *s)) {
+    snapshot_t *p = shared_snap(tweak);
+    p->gpus[0].vendor = GPU_VENDOR_AMD;
+    p->gpus[0].uuid[0] = '\0';
+    snprintf(p->gpus[0].pci_bus_id, sizeof p->gpus[0].pci_bus_id, "0000:19:00.0");
+    static const char *a[] = {"0000:19:00.0"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", a, 1}, {"ml", "p2", "main", a, 1}};
+    report(f, "a1", p, e, 2);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+}
+
+static void test_workload_gpu_sharing_shares_an_amd_gpu_named_by_address(void **state) {
+    fx_t *f = *state;
+    amd_shared_gpu(f, NULL);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "podAggregation", "sum");
+    expect_ok(eval(f, &c), 40, 2); /* 25 + 15, each pod its own share */
+    teardown(state);
+    setup(state);
+    f = *state;
+    amd_shared_gpu(f, no_list);
+    c = CFG("podSelector", "app=vllm", "gpuSharing", "share", "metricType", "memory_used_mib");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "process list of 0000:19:00.0 is unavailable (NO_PERMISSION)");
+}
+
 static void test_workload_gpu_sharing_share_names_what_is_missing(void **state) {
     fx_t *f = *state;
     static const struct {
@@ -1403,6 +1432,7 @@ int main(void) {
         T(test_workload_pci_address_not_on_the_node_is_a_failed_precondition),
         T(test_workload_amd_gpu_asking_pod_with_no_device_is_a_gap),
         T(test_workload_amd_dra_claim_resolves_by_pci_address),
+        T(test_workload_gpu_sharing_shares_an_amd_gpu_named_by_address),
         T(test_workload_dra_devices_count_like_device_plugin_ids),
         T(test_workload_unresolved_dra_device_is_a_gap_naming_pod_and_device),
         T(test_workload_dra_devices_resolve_once_the_slices_arrive),

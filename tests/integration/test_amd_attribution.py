@@ -112,16 +112,16 @@ class AMDAttribution(unittest.TestCase):
             json.dump({"pods": pods}, f)
         os.replace(tmp, cls.state)
 
-    def assign(self, plugin_id, dra_device):
-        """vllm-plugin holds plugin_id under amd.com/gpu; vllm-dra a claim
-        for dra_device from AMD's DRA driver."""
+    def assign(self, plugin_id, dra_device, resource="amd.com/gpu"):
+        """vllm-plugin holds plugin_id under resource; vllm-dra a claim for
+        dra_device from AMD's DRA driver."""
         claim = {"claim_name": "vllm-dra-gpus", "claim_namespace": "ml",
                  "claim_resources": [{"driver_name": DRIVER, "pool_name": NODE,
                                       "device_name": dra_device,
                                       "cdi_devices": ["k8s.%s/claim=%s" % (DRIVER, dra_device)]}]}
         self.set_pods([
             {"namespace": "ml", "name": "vllm-plugin", "containers": [
-                {"name": "main", "devices": [{"resource_name": "amd.com/gpu",
+                {"name": "main", "devices": [{"resource_name": resource,
                                               "device_ids": [plugin_id]}]}]},
             {"namespace": "ml", "name": "vllm-dra", "containers": [
                 {"name": "main", "devices": [], "dynamic_resources": [claim]}]},
@@ -170,6 +170,13 @@ class AMDAttribution(unittest.TestCase):
                         "an error naming amdgpu_xcp_3")
         self.settle(dict(self.MEM, partialData="ignore"),
                     lambda r: r.get("metricValueFloat") == 1024 and "error" not in r, 1024)
+        # The mixed naming strategy: under amd.com/cpx_nps4 the GPU's own
+        # address is its first partition, not the GPU.
+        self.assign("0000:19:00.0", "gpu-0-128", resource="amd.com/cpx_nps4")
+        want = "(pod ml/vllm-plugin): device amdgpu-partition:0000:19:00.0/cpx_nps4 is a partition"
+        r = self.settle(self.MEM, lambda r: "error" in r and want in r["error"]["message"],
+                        "an error with %r" % want)
+        self.assertEqual(r["error"]["code"], "UNAVAILABLE")
 
 
 if __name__ == "__main__":

@@ -310,6 +310,7 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
         o->uuid = (char *)g->uuid;
         o->name = (char *)g->name;
         o->pci_bus_id = (char *)g->pci_bus_id;
+        o->vendor = (uint32_t)g->vendor;
         o->valid = g->valid & ((1u << GPU_F_COUNT) - 1u);
         o->n_values = GPU_F_COUNT;
         o->values = &vals[i * GPU_F_COUNT];
@@ -947,6 +948,9 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
         copy_checked(g->uuid, sizeof g->uuid, in->uuid);
         copy_checked(g->name, sizeof g->name, in->name);
         copy_checked(g->pci_bus_id, sizeof g->pci_bus_id, in->pci_bus_id);
+        /* The vendor picks the evaluator's wording and hints (NVML or amdgpu
+         * sysfs); one this build does not know is unknown, not an error. */
+        g->vendor = in->vendor <= GPU_VENDOR_AMD ? (gpu_vendor_t)in->vendor : GPU_VENDOR_UNKNOWN;
         g->valid = gvalid[i];
         for (unsigned f = 0; f < GPU_F_COUNT; f++) {
             if ((g->valid >> f) & 1u)

@@ -156,6 +156,12 @@ class AMDAttribution(unittest.TestCase):
                     and "error" not in r, 21 * 1024)
         r = self.poll(dict(self.MEM, aggregation="max"))
         self.assertEqual(r.get("metricValueFloat"), 20 * 1024, r)
+        # The aggregator knows the GPUs are AMD's (the vendor crosses the
+        # wire): an NVIDIA-only metric gets the AMD hint, not NVML's.
+        r = self.poll(dict(self.MEM, metricType="sm_active"))
+        self.assertIn("error", r)
+        self.assertIn("amdgpu sysfs", r["error"]["message"])
+        self.assertIn("NVIDIA GPM metrics, which an AMD GPU", r["error"]["message"])
 
     def test_a_partition_is_a_gap_never_the_whole_gpu(self):
         self.assign("0000:19:00.0", "gpu-9-200")

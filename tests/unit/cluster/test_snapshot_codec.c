@@ -42,6 +42,7 @@ static snapshot_t *rich_snapshot(void) {
     snprintf(g->uuid, sizeof g->uuid, "GPU-aaaaaaaa-0000-1111-2222-333333333333");
     snprintf(g->name, sizeof g->name, "NVIDIA H100 80GB HBM3");
     snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "00000000:1B:00.0");
+    g->vendor = GPU_VENDOR_NVIDIA;
     g->gpu_util_pct = 97;
     g->mem_util_pct = 4294967295u; /* UINT_MAX survives */
     g->memory_used_bytes = UINT64_C(21474836480);
@@ -720,6 +721,7 @@ static void test_snapshot_codec_carries_processes_of_gpus_without_uuid(void **st
         gpu_record_t *g = &s->gpus[i];
         g->index = i;
         g->health = GPU_HEALTH_OK;
+        g->vendor = GPU_VENDOR_AMD;
         snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", bus[i]);
         g->procs = (proc_list_t){.first = i, .count = 1, .list_ok = true, .util_ok = true};
         s->procs[i] = (proc_record_t){.pid = 100 + i,
@@ -730,6 +732,7 @@ static void test_snapshot_codec_carries_processes_of_gpus_without_uuid(void **st
     assert_int_equal(d->proc_total, 2);
     for (unsigned i = 0; i < 2; i++) {
         assert_string_equal(d->gpus[i].uuid, "");
+        assert_int_equal(d->gpus[i].vendor, GPU_VENDOR_AMD);
         assert_int_equal(d->gpus[i].procs.count, 1);
         assert_int_equal(d->procs[d->gpus[i].procs.first].pid, 100 + i);
     }

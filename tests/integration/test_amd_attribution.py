@@ -158,18 +158,19 @@ class AMDAttribution(unittest.TestCase):
         self.assertEqual(r.get("metricValueFloat"), 20 * 1024, r)
         # The aggregator knows the GPUs are AMD's (the vendor crosses the
         # wire): an NVIDIA-only metric gets the AMD hint, not NVML's.
-        r = self.poll(dict(self.MEM, metricType="sm_active"))
-        self.assertIn("error", r)
+        want = "NVIDIA GPM metrics, which an AMD GPU"
+        r = self.settle(dict(self.MEM, metricType="sm_active"),
+                        lambda r: "error" in r and want in r["error"]["message"],
+                        "an error with %r" % want)
         self.assertIn("amdgpu sysfs", r["error"]["message"])
-        self.assertIn("NVIDIA GPM metrics, which an AMD GPU", r["error"]["message"])
 
     def test_a_partition_is_a_gap_never_the_whole_gpu(self):
         self.assign("0000:19:00.0", "gpu-9-200")
-        r = self.settle(self.MEM, lambda r: "error" in r and "vllm-dra" in r["error"]["message"],
-                        "an error naming vllm-dra")
+        want = ("(pod ml/vllm-dra): device amdgpu-partition:0000:19:00.0/cpx_nps4 is a "
+                "partition of an AMD GPU")
+        r = self.settle(self.MEM, lambda r: "error" in r and want in r["error"]["message"],
+                        "an error with %r" % want)
         self.assertEqual(r["error"]["code"], "UNAVAILABLE")
-        self.assertIn("amdgpu-partition:0000:19:00.0/cpx_nps4 is a partition of an AMD GPU",
-                      r["error"]["message"])
         # The plugin's partition id alike; partialData ignore leaves the pod out.
         self.assign("amdgpu_xcp_3", "gpu-0-128")
         r = self.settle(self.MEM, lambda r: "error" in r and "amdgpu_xcp_3" in r["error"]["message"],

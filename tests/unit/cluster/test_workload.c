@@ -517,7 +517,7 @@ static void test_workload_lost_amd_gpu_without_uuid_is_unavailable_naming_it(voi
     sync_pods(f);
     trigger_config_t c = CFG("podSelector", "app=vllm");
     expect_error(eval(f, &c), EVAL_UNAVAILABLE,
-                 "node n1 (pod ml/p-amd): GPU 1 (uuid unknown) on node n1 is lost");
+                 "node n1 (pod ml/p-amd): GPU 1 (0000:19:00.0) on node n1 is lost");
 }
 
 static void test_workload_amd_partition_is_a_gap_never_the_whole_gpu(void **state) {

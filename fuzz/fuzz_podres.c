@@ -4,7 +4,8 @@
  * podres_client does with what it reads from the kubelet socket.
  *
  * Invariants when the map builds: every device it lists can be looked up,
- * has at least one holder, is a "GPU-"/"MIG-" id without a "::" suffix, and
+ * has at least one holder, is a "GPU-"/"MIG-" id without a "::" suffix (or
+ * under amd.com/ a normalised PCI address or an AMD partition id), and
  * every holder's strings are non-NULL; every DRA device has a driver and a
  * device name, all its strings non-NULL, and the DRA list is sorted without
  * duplicates; the map equals itself rebuilt.
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "amdgpu/amdgpu_parse.h"
 #include "kube/pod_map.h"
 #include "core/err.h"
 #include "proto/podresources.pb-c.h"
@@ -29,13 +31,18 @@ static int check_device(void *ud, const char *uuid, const pod_holder_t *holders,
     unsigned gpu;
     int mig;
     bool index = pod_map_id_is_index(uuid, &gpu, &mig);
+    /* An AMD id: a PCI address already in the normalised spelling, or a
+     * partition id. */
+    char bdf[AMDGPU_BDF_MAX];
+    bool amd = (amdgpu_bdf_normalise(uuid, strlen(uuid), bdf) == 0 && strcmp(bdf, uuid) == 0) ||
+               pod_map_id_is_amd_partition(uuid);
     FUZZ_CHECK(strncmp(uuid, "GPU-", 4) == 0 || strncmp(uuid, "MIG-", 4) == 0 ||
-               (index && gpu <= 9999 && mig >= -1 && mig <= 9999));
+               (index && gpu <= 9999 && mig >= -1 && mig <= 9999) || amd);
     FUZZ_CHECK(strstr(uuid, "::") == NULL);
     for (size_t i = 0; i < n; i++) {
         FUZZ_CHECK(holders[i].namespace_ && holders[i].pod && holders[i].container);
-        FUZZ_CHECK(holders[i].resource_name &&
-                   strncmp(holders[i].resource_name, "nvidia.com/", 11) == 0);
+        const char *res = holders[i].resource_name;
+        FUZZ_CHECK(res && strncmp(res, amd ? "amd.com/" : "nvidia.com/", amd ? 8 : 11) == 0);
     }
     const pod_holder_t *h = NULL;
     size_t hn = 0;

@@ -3,10 +3,13 @@
  * index. Invariants: parsed slices respect their bounds; every device of a
  * listed slice is found afterwards (its uuid "", or GPU-/MIG-); DELETED
  * leaves no device of that slice findable through it. */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "amdgpu/amdgpu_parse.h"
+#include "kube/pod_map.h"
 #include "kube/resource_slices.h"
 #include "core/err.h"
 #include "fuzz_check.h"
@@ -20,7 +23,10 @@ static void check_slice(const dra_slice_t *s) {
     for (size_t d = 0; d < s->device_count; d++) {
         const char *u = s->devices[d].uuid;
         FUZZ_CHECK(s->devices[d].name[0]);
-        FUZZ_CHECK(!u[0] || strncmp(u, "GPU-", 4) == 0 || strncmp(u, "MIG-", 4) == 0);
+        char bdf[AMDGPU_BDF_MAX];
+        bool amd = (amdgpu_bdf_normalise(u, strlen(u), bdf) == 0 && strcmp(bdf, u) == 0) ||
+                   pod_map_id_is_amd_partition(u) || strcmp(u, "amdgpu:no-pci-address") == 0;
+        FUZZ_CHECK(!u[0] || strncmp(u, "GPU-", 4) == 0 || strncmp(u, "MIG-", 4) == 0 || amd);
     }
 }
 

@@ -254,6 +254,13 @@ static int cmp_by_first(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* How a process record names its GPU: the GPU's uuid, or for a GPU
+ * without one (an AMD GPU whose ASIC has no unique_id) its PCI address,
+ * which no uuid can equal (a uuid has no ':'), so the two never collide. */
+static const char *gpu_process_key(const gpu_record_t *g) {
+    return g->uuid[0] ? g->uuid : g->pci_bus_id;
+}
+
 int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_t now,
                           uint32_t sample_interval_ms, uint8_t **out, size_t *len, char *err,
                           size_t errlen) {
@@ -303,6 +310,7 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
         o->uuid = (char *)g->uuid;
         o->name = (char *)g->name;
         o->pci_bus_id = (char *)g->pci_bus_id;
+        o->vendor = (uint32_t)g->vendor;
         o->valid = g->valid & ((1u << GPU_F_COUNT) - 1u);
         o->n_values = GPU_F_COUNT;
         o->values = &vals[i * GPU_F_COUNT];
@@ -397,7 +405,7 @@ int snapshot_codec_encode(const snapshot_t *s, const node_pods_t *pods, mono_ns_
     for (size_t oi = 0; oi < ng + nm; oi++) {
         size_t i = order[oi];
         const proc_list_t *pl = i < ng ? &s->gpus[i].procs : &s->mig[i - ng].procs;
-        const char *uuid = i < ng ? s->gpus[i].uuid : s->mig[i - ng].uuid;
+        const char *uuid = i < ng ? gpu_process_key(&s->gpus[i]) : s->mig[i - ng].uuid;
         if (!pl->list_ok)
             continue;
         for (unsigned j = 0; j < pl->count && pl->first + j < nproc && k < nproc; j++) {
@@ -751,7 +759,8 @@ static int cmp_uuid_slot(const void *a, const void *b) {
 
 /*
  * The processes into s->procs, attached to their devices' lists. Each
- * record's gpu_uuid must name a GPU or MIG instance (uniquely) whose
+ * record's gpu_uuid must name a GPU or MIG instance (uniquely; a GPU
+ * without a uuid by its pci_bus_id, as gpu_process_key says) whose
  * processes_known is set, and one device's records must be adjacent.
  */
 static int decode_processes(const Kgs__Cluster__V1__NodeSnapshot *msg, snapshot_t *s, char *err,
@@ -763,7 +772,7 @@ static int decode_processes(const Kgs__Cluster__V1__NodeSnapshot *msg, snapshot_
     if (!slots)
         return kgs_seterr(err, errlen, KGS_ENOMEM, DEC "out of memory");
     for (size_t i = 0; i < ng + nm; i++) {
-        slots[i].uuid = i < ng ? s->gpus[i].uuid : s->mig[i - ng].uuid;
+        slots[i].uuid = i < ng ? gpu_process_key(&s->gpus[i]) : s->mig[i - ng].uuid;
         slots[i].pos = (unsigned)i;
     }
     qsort(slots, ng + nm, sizeof *slots, cmp_uuid_slot);
@@ -939,6 +948,9 @@ int snapshot_codec_decode(const uint8_t *buf, size_t len, mono_ns_t recv_now, sn
         copy_checked(g->uuid, sizeof g->uuid, in->uuid);
         copy_checked(g->name, sizeof g->name, in->name);
         copy_checked(g->pci_bus_id, sizeof g->pci_bus_id, in->pci_bus_id);
+        /* The vendor picks the evaluator's wording and hints (NVML or amdgpu
+         * sysfs); one this build does not know is unknown, not an error. */
+        g->vendor = in->vendor <= GPU_VENDOR_AMD ? (gpu_vendor_t)in->vendor : GPU_VENDOR_UNKNOWN;
         g->valid = gvalid[i];
         for (unsigned f = 0; f < GPU_F_COUNT; f++) {
             if ((g->valid >> f) & 1u)

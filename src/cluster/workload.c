@@ -57,7 +57,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "amdgpu/amdgpu_parse.h"
 #include "core/aggregate.h"
+#include "kube/pod_map.h"
 
 /* workload_evaluate() copies the fields before `demand` into its scratch
  * config and nothing after them. */
@@ -279,6 +281,26 @@ static int find_gpu_from(const snapshot_t *s, const char *id, size_t len, unsign
     return -1;
 }
 
+/* The GPU whose PCI address is bdf (normalised, as pod_map and
+ * resource_slices hold an AMD device's id): the address is the identity
+ * AMD's device plugin and DRA driver name a GPU by. Records are compared in
+ * normalised form, so a backend's spelling (NVML's 8-digit domain, upper
+ * case) does not matter. */
+static int find_gpu_by_pci(const snapshot_t *s, const char *bdf, unsigned *hint) {
+    unsigned n = s->gpu_count;
+    for (unsigned k = 0; k < n; k++) {
+        unsigned i = (*hint + k) % n;
+        const char *p = s->gpus[i].pci_bus_id;
+        char norm[AMDGPU_BDF_MAX];
+        if (p[0] && (strcmp(p, bdf) == 0 ||
+                     (amdgpu_bdf_normalise(p, strlen(p), norm) == 0 && strcmp(norm, bdf) == 0))) {
+            *hint = i + 1;
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
 static int find_mig(const snapshot_t *s, const char *id, size_t len) {
     for (unsigned i = 0; i < s->mig_total; i++)
         if (strncmp(s->mig[i].uuid, id, len) == 0 && s->mig[i].uuid[len] == '\0')
@@ -317,29 +339,48 @@ static aggregation_t batch_aggregation(pod_aggregation_t a) {
     return AGG_SUM; /* avg divides the exact sum at the end */
 }
 
+/* Runs the evaluator on scratch's selection and folds its answer into the
+ * pod's accumulator. */
+static void pod_run_scratch(pod_eval_t *pe) {
+    wl_ctx_t *x = pe->x;
+    eval_result_t r;
+    evaluator_run(&x->scratch, pe->s, x->now, x->stale_after_ns, &r);
+    if (r.status != EVAL_OK) {
+        fail(x, pe->pod->name, r.status, "%s: %s", pe->who, r.message);
+        pe->acc.failed = true;
+        return;
+    }
+    pod_aggregation_t a = x->c->pod_aggregation;
+    if (pe->acc.n == 0 || a == POD_AGG_AVG || a == POD_AGG_SUM)
+        pe->acc.v = pe->acc.n == 0 ? r.value : pe->acc.v + r.value;
+    else if (a == POD_AGG_MAX ? r.value > pe->acc.v : r.value < pe->acc.v)
+        pe->acc.v = r.value;
+    pe->acc.n += r.inputs;
+}
+
 /* Evaluates the devices gathered in scratch's gpuUUID or migUUID list. */
 static void pod_flush(pod_eval_t *pe) {
-    wl_ctx_t *x = pe->x;
-    trigger_config_t *sc = &x->scratch;
+    trigger_config_t *sc = &pe->x->scratch;
     if (sc->gpu_uuid_count == 0 && sc->mig_uuid_count == 0)
         return;
-    eval_result_t r;
-    if (!pe->acc.failed) {
-        evaluator_run(sc, pe->s, x->now, x->stale_after_ns, &r);
-        if (r.status != EVAL_OK) {
-            fail(x, pe->pod->name, r.status, "%s: %s", pe->who, r.message);
-            pe->acc.failed = true;
-        } else {
-            pod_aggregation_t a = x->c->pod_aggregation;
-            if (pe->acc.n == 0 || a == POD_AGG_AVG || a == POD_AGG_SUM)
-                pe->acc.v = pe->acc.n == 0 ? r.value : pe->acc.v + r.value;
-            else if (a == POD_AGG_MAX ? r.value > pe->acc.v : r.value < pe->acc.v)
-                pe->acc.v = r.value;
-            pe->acc.n += r.inputs;
-        }
-    }
+    if (!pe->acc.failed)
+        pod_run_scratch(pe);
     sc->gpu_uuid_count = 0;
     sc->mig_uuid_count = 0;
+}
+
+/* Evaluates GPU `index` alone, selected by its index: the batch path for a
+ * GPU with no UUID (an AMD GPU whose ASIC has no unique_id), which a
+ * gpuUUID list cannot name. */
+static void pod_flush_index(pod_eval_t *pe, unsigned index) {
+    trigger_config_t *sc = &pe->x->scratch;
+    pod_flush(pe);
+    if (pe->acc.failed)
+        return;
+    int saved = sc->gpu_index;
+    sc->gpu_index = (int)index;
+    pod_run_scratch(pe);
+    sc->gpu_index = saved;
 }
 
 /* Folds one device's value into the pod's accumulator (pod_flush's rule
@@ -361,6 +402,14 @@ static void pod_acc_add(pod_eval_t *pe, double v) {
  * pod_add_device asks share_try() first and, when it declines, goes on as
  * before. See docs/configuration.md, "Shared GPUs".
  */
+
+/* How messages name device i: its uuid, or a GPU without one (an AMD GPU
+ * with no unique_id) by its PCI address. */
+static const char *device_label(const snapshot_t *s, bool is_gpu, int i) {
+    if (!is_gpu)
+        return s->mig[i].uuid;
+    return s->gpus[i].uuid[0] ? s->gpus[i].uuid : s->gpus[i].pci_bus_id;
+}
 
 static const proc_list_t *device_proc_list(const snapshot_t *s, bool is_gpu, int i) {
     return is_gpu ? &s->gpus[i].procs : &s->mig[i].procs;
@@ -391,7 +440,7 @@ static bool metric_is_utilisation(metric_type_t t) {
 static bool share_data_missing(const snapshot_t *s, bool is_gpu, int i, metric_type_t t, char *why,
                                size_t n) {
     const proc_list_t *pl = device_proc_list(s, is_gpu, i);
-    const char *uuid = is_gpu ? s->gpus[i].uuid : s->mig[i].uuid;
+    const char *uuid = device_label(s, is_gpu, i);
     if (!s->procs_attributed) {
         snprintf(why, n,
                  "the agent does not attribute GPU processes to pods (it needs --proc-root /proc "
@@ -447,7 +496,7 @@ static bool share_value(const snapshot_t *s, bool is_gpu, int i, const char *pod
         if (!proc_has(r, f)) {
             snprintf(why, n, "NVML does not report the %s of the pod's process %u on %s",
                      f == PROC_F_USED_MEMORY ? "used memory" : "utilisation", r->pid,
-                     is_gpu ? s->gpus[i].uuid : s->mig[i].uuid);
+                     device_label(s, is_gpu, i));
             return false;
         }
         sum += f == PROC_F_SM_UTIL    ? r->sm_util_pct
@@ -516,7 +565,30 @@ static bool pod_add_device(pod_eval_t *pe, const node_pods_t *np, const char *d,
     const char *sep = strstr(d, "::");
     size_t len = sep ? (size_t)(sep - d) : strlen(d);
     bool is_gpu = strncmp(d, "GPU-", 4) == 0, is_mig = strncmp(d, "MIG-", 4) == 0;
-    int i = is_gpu ? find_gpu_from(s, d, len, &pe->gpu_hint) : is_mig ? find_mig(s, d, len) : -1;
+    char bdf[AMDGPU_BDF_MAX];
+    bool is_pci = !is_gpu && !is_mig && amdgpu_bdf_normalise(d, len, bdf) == 0;
+    if (pod_map_id_is_amd_partition(d)) {
+        /* A partition is not the whole GPU, and the snapshot has no record
+         * per partition: the pod's value is unknown, never the GPU's. */
+        gap(x, pe->pod->name,
+            "%s: device %s is a partition of an AMD GPU, and the node's GPU reader reports whole "
+            "GPUs only, so the pod's share is unknown",
+            pe->who, d);
+        pe->acc.failed = true;
+        return false;
+    }
+    int i = is_gpu   ? find_gpu_from(s, d, len, &pe->gpu_hint)
+            : is_mig ? find_mig(s, d, len)
+            : is_pci ? find_gpu_by_pci(s, bdf, &pe->gpu_hint)
+                     : -1;
+    if (is_pci && i < 0) {
+        fail(x, pe->pod->name, EVAL_FAILED_PRECONDITION,
+             "%s: the GPU at PCI address %s is not in the node's snapshot (it reports %u GPU%s)",
+             pe->who, bdf, s->gpu_count, s->gpu_count == 1 ? "" : "s");
+        pe->acc.failed = true;
+        return false;
+    }
+    is_gpu = is_gpu || is_pci;
     if (i < 0) {
         const gpu_record_t *sick = is_mig ? first_unhealthy(s) : NULL;
         if (sick)
@@ -527,7 +599,8 @@ static bool pod_add_device(pod_eval_t *pe, const node_pods_t *np, const char *d,
                  gpu_health_name(sick->health), nvml_code_name(sick->health_nvml_code));
         else if (!is_gpu && !is_mig)
             fail(x, pe->pod->name, EVAL_FAILED_PRECONDITION,
-                 "%s: device id %s is neither GPU-<uuid> nor MIG-<uuid>", pe->who, d);
+                 "%s: device id %s is neither GPU-<uuid>, MIG-<uuid> nor a PCI address", pe->who,
+                 d);
         else
             fail(x, pe->pod->name, EVAL_FAILED_PRECONDITION,
                  "%s: device %s is unknown to NVML on the node (it reports %u GPU%s and %u MIG "
@@ -557,6 +630,11 @@ static bool pod_add_device(pod_eval_t *pe, const node_pods_t *np, const char *d,
         }
         if (sc->mig_uuid_count)
             pod_flush(pe);
+        if (!g->uuid[0]) {
+            /* An AMD GPU without a unique_id has no UUID to list. */
+            pod_flush_index(pe, g->index);
+            return !pe->acc.failed;
+        }
         snprintf(sc->gpu_uuids[sc->gpu_uuid_count++], sizeof sc->gpu_uuids[0], "%s",
                  s->gpus[i].uuid);
         if (sc->gpu_uuid_count == TRIGGER_MAX_UUIDS)
@@ -621,7 +699,7 @@ static void pod_without_device(wl_ctx_t *x, const pod_eval_t *pe) {
      * or claims that nothing resolves to a GPU. */
     const char *hint = p->gpu_asks & ~POD_ASK_CLAIM
                            ? "the agent reads device ids GPU-<uuid> and MIG-<uuid> under "
-                             "nvidia.com/*"
+                             "nvidia.com/*, and PCI addresses under amd.com/*"
                            : "no GPU is attributed through its resource claims";
     gap(x, p->name, "%s: asks for %s, but the node's kubelet attributes no device to it%s (%s)",
         pe->who, asks, when, hint);

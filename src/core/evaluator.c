@@ -339,6 +339,12 @@ static void absent_hint(const snapshot_t *s, metric_type_t t, const gpu_record_t
     }
 }
 
+/* How messages name GPU g beside its index: its uuid, else its PCI address
+ * (an AMD GPU whose ASIC has no unique_id is known by that). */
+static const char *gpu_label(const gpu_record_t *g) {
+    return g->uuid[0] ? g->uuid : g->pci_bus_id[0] ? g->pci_bus_id : "uuid unknown";
+}
+
 /* ---- selection ------------------------------------------------------------- */
 
 static bool in_list(const char *s, const char (*list)[96], unsigned n) {
@@ -426,9 +432,9 @@ static const gpu_record_t *first_unhealthy_selected(const trigger_config_t *c,
 
 static void set_unhealthy(eval_result_t *out, const snapshot_t *s, const gpu_record_t *g,
                           const char *why) {
-    set(out, EVAL_UNAVAILABLE, "GPU %u (%s) on node %s is %s (NVML %s)%s%s", g->index,
-        g->uuid[0] ? g->uuid : "uuid unknown", node_of(s), gpu_health_name(g->health),
-        nvml_code_name(g->health_nvml_code), why[0] ? ": " : "", why);
+    set(out, EVAL_UNAVAILABLE, "GPU %u (%s) on node %s is %s (NVML %s)%s%s", g->index, gpu_label(g),
+        node_of(s), gpu_health_name(g->health), nvml_code_name(g->health_nvml_code),
+        why[0] ? ": " : "", why);
 }
 
 /* Validates gpuIndex / gpuUUID against the node. false with *out set. */
@@ -538,7 +544,7 @@ static void set_absent(eval_result_t *out, const snapshot_t *s, const trigger_co
         snprintf(who, sizeof who, "MIG instance %s (%s) of GPU %u", m->uuid,
                  m->profile[0] ? m->profile : "profile unknown", g->index);
     else
-        snprintf(who, sizeof who, "GPU %u (%s)", g->index, g->uuid[0] ? g->uuid : "uuid unknown");
+        snprintf(who, sizeof who, "GPU %u (%s)", g->index, gpu_label(g));
     if (t == METRIC_MEMORY_USED_PERCENT && ((valid >> GPU_F_MEM_USED) & 1u) &&
         ((valid >> GPU_F_MEM_TOTAL) & 1u))
         code = 0; /* both present, total is 0 */

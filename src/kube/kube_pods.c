@@ -358,9 +358,14 @@ bool kube_quantity_positive(const json_t *q, uint16_t *count) {
     return true;
 }
 
-static uint8_t nvidia_kind(const char *resource) {
+static uint8_t gpu_ask_kind(const char *resource) {
     static const char prefix[] = "nvidia.com/";
+    static const char amd[] = "amd.com/";
     size_t n = sizeof prefix - 1;
+    /* AMD's device plugin registers amd.com/gpu, or one resource per
+     * partition profile (amd.com/cpx_nps4) with its mixed naming strategy. */
+    if (strncmp(resource, amd, sizeof amd - 1) == 0 && resource[sizeof amd - 1] != '\0')
+        return POD_ASK_AMD;
     if (strncmp(resource, prefix, n) != 0 || resource[n] == '\0')
         return 0;
     if (strcmp(resource + n, "gpu") == 0)
@@ -374,7 +379,7 @@ static void add_count(uint16_t *acc, uint16_t n) {
     *acc = (uint16_t)(*acc > 65535 - n ? 65535 : *acc + n);
 }
 
-/* One container's nvidia.com/<name> asks: per resource the larger of limit and
+/* One container's nvidia.com/<name> and amd.com/<name> asks: per resource the larger of limit and
  * request (Kubernetes makes them equal for extended resources, and fills a
  * missing request from the limit; the larger is the safe reading of an
  * object that broke that rule). */
@@ -392,7 +397,7 @@ static void container_asks(const json_t *ctr, pod_t *p) {
         const char *key;
         json_t *q;
         json_object_foreach((json_t *)lists[pass], key, q) {
-            uint8_t kind = nvidia_kind(key);
+            uint8_t kind = gpu_ask_kind(key);
             if (!kind)
                 continue;
             /* A request with a limit of the same name was read with it. */
@@ -455,7 +460,8 @@ const char *pod_gpu_ask_describe(const pod_t *p, char *buf, size_t len) {
         const char *name;
     } kinds[] = {{POD_ASK_NVIDIA_GPU, "nvidia.com/gpu"},
                  {POD_ASK_NVIDIA_MIG, "nvidia.com/mig-*"},
-                 {POD_ASK_NVIDIA_OTHER, "nvidia.com/<other>"}};
+                 {POD_ASK_NVIDIA_OTHER, "nvidia.com/<other>"},
+                 {POD_ASK_AMD, "amd.com/*"}};
     size_t o = 0;
     unsigned nkinds = 0;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)

@@ -65,6 +65,7 @@ const char *pod_phase_name(pod_phase_t phase);
 #define POD_ASK_NVIDIA_MIG 0x02u   /* "nvidia.com/mig-<profile>" (the mixed MIG strategy) */
 #define POD_ASK_NVIDIA_OTHER 0x04u /* another "nvidia.com/<name>" (a renamed shared GPU, ...) */
 #define POD_ASK_CLAIM 0x08u        /* spec.resourceClaims (Dynamic Resource Allocation) */
+#define POD_ASK_AMD 0x10u          /* "amd.com/<name>" (AMD's device plugin: gpu, cpx_nps4, ...) */
 
 /*
  * One pod. Public fields are read-only for everyone but the parser; labels

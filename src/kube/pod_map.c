@@ -19,15 +19,22 @@
 #include "kube/pod_map.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "amdgpu/amdgpu_parse.h"
 #include "core/err.h"
 
 #define POD_MAP_UUID_BODY_MAX 90 /* NVML's UUID buffer is 96 bytes ("MIG-" + 90 + NUL fits) */
 #define POD_MAP_REPLICA_DIGITS_MAX 9
 #define POD_MAP_INDEX_DIGITS_MAX 4 /* an NVML index: 0 to 9999 */
 #define POD_MAP_RESOURCE_PREFIX "nvidia.com/"
+#define POD_MAP_AMD_RESOURCE_PREFIX "amd.com/"
+#define POD_MAP_AMD_XCP_PREFIX "amdgpu_xcp_"
+#define POD_MAP_AMD_XCP_DIGITS_MAX 6
+#define POD_MAP_AMD_ID_MAX 72 /* "amdgpu-partition:" + an address + "/" + a profile */
+#define POD_MAP_AMD_PROFILE_MAX 24
 
 typedef struct {
     const char *uuid;
@@ -46,20 +53,98 @@ struct pod_map {
     char *dra_strings;
 };
 
-/* A qualifying (device, container) pair, pointing into the decoded answer. */
+/* A qualifying (device, container) pair, pointing into the decoded answer,
+ * except an AMD PCI address, which is held normalised in bdf (uuid NULL:
+ * qsort moves pairs, so a pointer into the pair itself would not survive). */
 typedef struct {
     const char *uuid;
     size_t uuid_len; /* without the "::N" suffix */
     const char *ns, *pod, *container, *resource;
+    char bdf[POD_MAP_AMD_ID_MAX]; /* a PCI address, or "amdgpu-partition:<address>/<profile>" */
 } pod_map_pair_t;
+
+static const char *pair_id(const pod_map_pair_t *p) {
+    return p->uuid ? p->uuid : p->bdf;
+}
 
 static const char *str_or_empty(const char *s) {
     return s ? s : "";
 }
 
-static bool resource_is_nvidia(const char *name) {
-    size_t n = strlen(POD_MAP_RESOURCE_PREFIX);
-    return name && strncmp(name, POD_MAP_RESOURCE_PREFIX, n) == 0 && name[n] != '\0';
+typedef enum { VENDOR_NONE, VENDOR_NVIDIA, VENDOR_AMD } resource_vendor_t;
+
+static bool has_prefix(const char *name, const char *prefix) {
+    size_t n = strlen(prefix);
+    return strncmp(name, prefix, n) == 0 && name[n] != '\0';
+}
+
+/* Which GPU device plugin registered resource `name`: NVIDIA's
+ * ("nvidia.com/gpu", "nvidia.com/mig-3g.40gb") or AMD's ("amd.com/gpu"; with
+ * --resource_naming_strategy=mixed the partition profile, "amd.com/cpx_nps4":
+ * ROCm/k8s-device-plugin cmd/k8s-device-plugin/main.go getResourceList, tag
+ * v1.31.0.10-16-ged76468). */
+static resource_vendor_t resource_vendor(const char *name) {
+    if (!name)
+        return VENDOR_NONE;
+    if (has_prefix(name, POD_MAP_RESOURCE_PREFIX))
+        return VENDOR_NVIDIA;
+    if (has_prefix(name, POD_MAP_AMD_RESOURCE_PREFIX))
+        return VENDOR_AMD;
+    return VENDOR_NONE;
+}
+
+/*
+ * An AMD device plugin id. The plugin names a GPU by the basename of
+ * /sys/module/amdgpu/drivers/pci:amdgpu/<dddd:bb:dd.f> (the kernel's
+ * spelling: 4-digit domain, lower-case hex), and each further partition
+ * of a partitioned MI300 by the basename of
+ * /sys/devices/platform/amdgpu_xcp_<n> (internal/pkg/amdgpu/amdgpu.go,
+ * GetAMDGPUs, same tag). A PCI address is normalised into p->bdf (a plugin
+ * that ever dropped the domain or spelled it upper case still matches the
+ * amdgpu reader's address); a partition id is kept as it is, for the
+ * aggregator to report as a partition it cannot read. No replica suffix:
+ * the plugin has no time-slicing ids.
+ */
+/* Whether AMD resource `name` ("amd.com/cpx_nps4") is a partition profile
+ * that splits the GPU (CPX, DPX, QPX, TPX; SPX is the whole GPU): its
+ * devices are partitions even where the id is the GPU's own address. */
+static bool amd_resource_is_partition(const char *name, const char **profile) {
+    *profile = name + strlen(POD_MAP_AMD_RESOURCE_PREFIX);
+    static const char *const split[] = {"cpx_", "dpx_", "qpx_", "tpx_"};
+    for (size_t i = 0; i < sizeof split / sizeof split[0]; i++)
+        if (strncmp(*profile, split[i], 4) == 0)
+            return strlen(*profile) <= POD_MAP_AMD_PROFILE_MAX;
+    return false;
+}
+
+static bool amd_device_id_parse(const char *id, const char *resource, pod_map_pair_t *p) {
+    if (!id)
+        return false;
+    size_t xn = strlen(POD_MAP_AMD_XCP_PREFIX);
+    if (strncmp(id, POD_MAP_AMD_XCP_PREFIX, xn) == 0) {
+        size_t i = xn;
+        while (id[i] >= '0' && id[i] <= '9' && i - xn < POD_MAP_AMD_XCP_DIGITS_MAX)
+            i++;
+        if (i == xn || id[i] != '\0')
+            return false;
+        p->uuid = id;
+        p->uuid_len = i;
+        return true;
+    }
+    size_t n = strspn(id, "0123456789abcdefABCDEF:.");
+    char bdf[AMDGPU_BDF_MAX];
+    if (id[n] != '\0' || amdgpu_bdf_normalise(id, n, bdf) != 0)
+        return false; /* the normaliser trims blanks; an id has none */
+    /* Under a splitting profile's resource the address is the GPU's first
+     * partition, not the GPU: named as the DRA driver's partitions are. */
+    const char *profile;
+    if (amd_resource_is_partition(resource, &profile))
+        snprintf(p->bdf, sizeof p->bdf, "%s%s/%s", POD_MAP_AMD_PARTITION_PREFIX, bdf, profile);
+    else
+        memcpy(p->bdf, bdf, sizeof bdf);
+    p->uuid = NULL;
+    p->uuid_len = strlen(p->bdf);
+    return true;
 }
 
 static bool uuid_char_ok(char ch) {
@@ -141,6 +226,13 @@ bool pod_map_id_is_index(const char *device_id, unsigned *gpu, int *mig) {
     return true;
 }
 
+bool pod_map_id_is_amd_partition(const char *device_id) {
+    return device_id &&
+           (strncmp(device_id, POD_MAP_AMD_XCP_PREFIX, sizeof POD_MAP_AMD_XCP_PREFIX - 1) == 0 ||
+            strncmp(device_id, POD_MAP_AMD_PARTITION_PREFIX,
+                    sizeof POD_MAP_AMD_PARTITION_PREFIX - 1) == 0);
+}
+
 /* Calls fn for every qualifying pair; the one walk both passes share. */
 typedef void (*pair_fn)(void *ud, const pod_map_pair_t *p);
 
@@ -155,16 +247,22 @@ static void walk_pairs(const V1__ListPodResourcesResponse *r, pair_fn fn, void *
                 continue;
             for (size_t k = 0; k < ctr->n_devices; k++) {
                 const V1__ContainerDevices *dev = ctr->devices[k];
-                if (!dev || !dev->device_ids || !resource_is_nvidia(dev->resource_name))
+                resource_vendor_t vendor = dev ? resource_vendor(dev->resource_name) : VENDOR_NONE;
+                if (!dev || !dev->device_ids || vendor == VENDOR_NONE)
                     continue;
                 for (size_t d = 0; d < dev->n_device_ids; d++) {
                     pod_map_pair_t p = {.ns = str_or_empty(pod->namespace_),
                                         .pod = str_or_empty(pod->name),
                                         .container = str_or_empty(ctr->name),
                                         .resource = dev->resource_name};
-                    if (!device_id_parse(dev->device_ids[d], &p.uuid_len))
-                        continue;
-                    p.uuid = dev->device_ids[d];
+                    if (vendor == VENDOR_AMD) {
+                        if (!amd_device_id_parse(dev->device_ids[d], dev->resource_name, &p))
+                            continue;
+                    } else {
+                        if (!device_id_parse(dev->device_ids[d], &p.uuid_len))
+                            continue;
+                        p.uuid = dev->device_ids[d];
+                    }
                     fn(ud, &p);
                 }
             }
@@ -189,7 +287,7 @@ static void collect_pair(void *ud, const pod_map_pair_t *p) {
 
 static int uuid_cmp(const pod_map_pair_t *a, const pod_map_pair_t *b) {
     size_t n = a->uuid_len < b->uuid_len ? a->uuid_len : b->uuid_len;
-    int c = memcmp(a->uuid, b->uuid, n);
+    int c = memcmp(pair_id(a), pair_id(b), n);
     if (c)
         return c;
     return (a->uuid_len > b->uuid_len) - (a->uuid_len < b->uuid_len);
@@ -418,7 +516,7 @@ int pod_map_from_response(const V1__ListPodResourcesResponse *r, pod_map_t **out
         const pod_map_pair_t *p = &pairs[i];
         if (i == 0 || uuid_cmp(&pairs[i - 1], p) != 0) {
             pod_map_device_t *d = &m->devices[m->n_devices++];
-            d->uuid = arena_put(&cursor, p->uuid, p->uuid_len);
+            d->uuid = arena_put(&cursor, pair_id(p), p->uuid_len);
             d->first = i;
             d->n = 0;
         }

@@ -1,6 +1,7 @@
 /*
- * pod_map.h - which pod holds which GPU: an immutable map from a device UUID
- * (the string NVML reports: "GPU-<uuid>" or "MIG-<uuid>") to the containers
+ * pod_map.h - which pod holds which GPU: an immutable map from a device id
+ * (the string NVML reports: "GPU-<uuid>" or "MIG-<uuid>"; for an AMD GPU its
+ * PCI address, "0000:19:00.0") to the containers
  * the kubelet assigned it to, built from one pod-resources List answer.
  * Pure: no I/O.
  *
@@ -22,6 +23,19 @@
  *   ("nvidia0" from GKE's plugin: a device minor number) are ignored here;
  *   the aggregator then reports the pods that asked for GPUs as gaps
  *   (cluster/workload.c).
+ * - devices under a resource name starting with "amd.com/" (AMD's device
+ *   plugin, ROCm/k8s-device-plugin: "amd.com/gpu", and with its mixed
+ *   resource naming strategy one resource per partition profile,
+ *   "amd.com/cpx_nps4"). Its ids are PCI addresses, held normalised to
+ *   the amdgpu reader's spelling ("19:00.0", "0000:19:00.0" and
+ *   "0000:1A:00.0" become "0000:19:00.0" / "0000:1a:00.0"), so the agent can
+ *   find the GPU by its pci_bus_id; and "amdgpu_xcp_<n>", a further
+ *   partition of a partitioned MI300, kept as it is (no GPU record has it:
+ *   the aggregator reports its holder as a gap). Under a resource whose
+ *   profile splits the GPU ("amd.com/cpx_nps4", dpx_, qpx_, tpx_) a PCI
+ *   address is the GPU's first partition, not the GPU, and is held as
+ *   "amdgpu-partition:0000:19:00.0/cpx_nps4" (a gap alike). Other ids
+ *   under amd.com/ are ignored, as are PCI addresses under nvidia.com/;
  * - DRA devices (ContainerResources.dynamic_resources): every
  *   (driver, pool, device) a claim gave a container, whatever the driver,
  *   with the share id when the kubelet sends one. The kubelet names the
@@ -53,7 +67,7 @@ typedef struct {
     const char *namespace_;
     const char *pod;
     const char *container;
-    const char *resource_name; /* e.g. "nvidia.com/gpu", "nvidia.com/mig-3g.40gb" */
+    const char *resource_name; /* e.g. "nvidia.com/gpu", "nvidia.com/mig-3g.40gb", "amd.com/gpu" */
 } pod_holder_t;
 
 /*
@@ -82,6 +96,16 @@ int pod_map_lookup(const pod_map_t *m, const char *device_uuid, const pod_holder
 /* Whether a device id of the map is an index id ("0", "1:0"), not a UUID;
  * then *gpu and *mig (-1: a whole GPU) are its NVML indexes. */
 bool pod_map_id_is_index(const char *device_id, unsigned *gpu, int *mig);
+
+/* The prefix of the id the aggregator gives a partition device of AMD's
+ * DRA driver (resource_slices.h), beside the device plugin's
+ * "amdgpu_xcp_<n>". */
+#define POD_MAP_AMD_PARTITION_PREFIX "amdgpu-partition:"
+
+/* Whether a device id names a partition of an AMD GPU ("amdgpu_xcp_<n>",
+ * "amdgpu-partition:..."): a device no GPU record of a snapshot stands for,
+ * so its holder's value is unknown (a gap), never the whole GPU's. */
+bool pod_map_id_is_amd_partition(const char *device_id);
 
 /* Number of devices with at least one holder. */
 size_t pod_map_device_count(const pod_map_t *m);

@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amdgpu/amdgpu_parse.h"
 #include "core/err.h"
+#include "kube/pod_map.h"
 
 /* ---- decoding ------------------------------------------------------------------ */
 
@@ -61,8 +63,75 @@ static bool uuid_is_gpu(const char *s) {
     return strncmp(s, "GPU-", 4) == 0 || strncmp(s, "MIG-", 4) == 0;
 }
 
-/* The device's uuid attribute: "uuid" (the driver's own domain) or
- * "<driver>/uuid"; only a string value counts. */
+/* Attribute `name` of a device as a string: the key as it is (the driver's
+ * own domain, or a fully qualified standard one), else "<driver>/<name>".
+ * NULL when absent or not a string, or holding a NUL. */
+static const char *string_attr(const json_t *attrs, const char *driver, const char *name,
+                               size_t *len) {
+    const json_t *a = json_object_get(attrs, name);
+    if (!a) {
+        char qualified[DRA_DRIVER_MAX + 1 + 32];
+        if (snprintf(qualified, sizeof qualified, "%s/%s", driver, name) >= (int)sizeof qualified)
+            return NULL;
+        a = json_object_get(attrs, qualified);
+    }
+    const json_t *str = json_is_object(a) ? json_object_get(a, "string") : NULL;
+    if (!json_is_string(str) || strlen(json_string_value(str)) != json_string_length(str))
+        return NULL;
+    *len = json_string_length(str);
+    return json_string_value(str);
+}
+
+/*
+ * AMD's DRA driver (gpu.amd.com, ROCm/k8s-gpu-dra-driver) names no NVML
+ * UUID; it tells a device's kind by its "type" attribute and the GPU by its
+ * PCI address (cmd/gpu-kubeletplugin/deviceinfo.go GetDevice, commits
+ * 2622427 and c2b31bd; docs/driver-attributes.md, 06dbe58):
+ * - type "amdgpu", a whole GPU (also an auto-partition SPX device): the
+ *   standard "resource.kubernetes.io/pciBusID" in newer releases, "pciAddr"
+ *   in older ones and on auto-partition devices. Written out as the
+ *   normalised PCI address, which the aggregator matches to the GPU's
+ *   pci_bus_id as it does the device plugin's ids.
+ * - type "amdgpu-partition": a CPX/DPX partition. Its address is its
+ *   parent's ("parentPciAddr" in older releases), shared by every partition
+ *   of the GPU, so it cannot name the partition's own figures: written out
+ *   as "amdgpu-partition:<address>/<partitionProfile>", a GPU the
+ *   aggregator reports as a gap, never as the whole GPU.
+ * Anything else ("vfio" passthrough functions) is not a GPU we read.
+ * Returns true when the device is AMD's, with out filled: never "" (not a
+ * GPU) for one, so a whole GPU without a readable address gets an id no
+ * GPU has, and its holder is an error rather than left out.
+ */
+static bool amd_device_id(const json_t *attrs, const char *driver, char *out) {
+    size_t n = 0;
+    const char *type = string_attr(attrs, driver, "type", &n);
+    bool whole = type && strcmp(type, "amdgpu") == 0;
+    bool part = type && strcmp(type, "amdgpu-partition") == 0;
+    if (!whole && !part)
+        return false;
+    static const char *const addr_keys[] = {"resource.kubernetes.io/pciBusID", "pciAddr",
+                                            "parentPciAddr"};
+    char bdf[AMDGPU_BDF_MAX] = "";
+    for (size_t k = 0; k < sizeof addr_keys / sizeof addr_keys[0] && !bdf[0]; k++) {
+        const char *a = string_attr(attrs, driver, addr_keys[k], &n);
+        if (a && amdgpu_bdf_normalise(a, n, bdf) != 0)
+            bdf[0] = '\0';
+    }
+    if (whole) {
+        snprintf(out, DRA_UUID_MAX + 1, "%s", bdf[0] ? bdf : "amdgpu:no-pci-address");
+        return true;
+    }
+    const char *profile = string_attr(attrs, driver, "partitionProfile", &n);
+    if (!profile || n > 24 || strcspn(profile, "/ ") != n)
+        profile = "";
+    snprintf(out, DRA_UUID_MAX + 1, "%s%s/%s", POD_MAP_AMD_PARTITION_PREFIX, bdf[0] ? bdf : "?",
+             profile);
+    return true;
+}
+
+/* The device's GPU id: its "uuid" attribute (the driver's own domain, or
+ * "<driver>/uuid") when it is an NVML UUID, else what amd_device_id makes
+ * of an AMD device, else "" (not a GPU). */
 static int device_uuid(const json_t *dev, const char *driver, char *out, const char *who, char *err,
                        size_t errlen) {
     out[0] = '\0';
@@ -73,24 +142,19 @@ static int device_uuid(const json_t *dev, const char *driver, char *out, const c
                           who);
     if (!attrs)
         return 0;
-    char qualified[DRA_DRIVER_MAX + 8];
-    snprintf(qualified, sizeof qualified, "%s/uuid", driver);
-    const json_t *a = json_object_get(attrs, "uuid");
-    if (!a)
-        a = json_object_get(attrs, qualified);
-    if (!json_is_object(a))
-        return 0;
-    const json_t *str = json_object_get(a, "string");
-    if (!json_is_string(str))
-        return 0; /* an int or version uuid is not an NVML UUID */
-    size_t n = json_string_length(str);
-    if (n > DRA_UUID_MAX)
+    size_t n = 0;
+    const char *uuid = string_attr(attrs, driver, "uuid", &n);
+    if (uuid && n > DRA_UUID_MAX)
         return kgs_seterr(err, errlen, KGS_ERANGE,
                           "resourceslice %s: attributes.uuid: longer than %d bytes", who,
                           DRA_UUID_MAX);
-    if (!uuid_is_gpu(json_string_value(str)) || strlen(json_string_value(str)) != n)
+    if (uuid && uuid_is_gpu(uuid)) {
+        memcpy(out, uuid, n + 1);
         return 0;
-    memcpy(out, json_string_value(str), n + 1);
+    }
+    /* AMD's driver has a "uuid" of its own in some releases (a name-based
+     * UUID, not one a GPU reader reports): its type decides. */
+    amd_device_id(attrs, driver, out);
     return 0;
 }
 

@@ -11,7 +11,13 @@
  * qualified "<driver>/uuid"). NVIDIA's DRA driver (gpu.nvidia.com) puts
  * the NVML UUID there for GPUs ("GPU-...") and MIG devices ("MIG-..."); any
  * driver doing the same works alike. A device whose uuid is missing or not
- * GPU-/MIG- is known and not a GPU (a NIC, a VFIO function: "" on lookup).
+ * GPU-/MIG- is known and not a GPU (a NIC, a VFIO function: "" on lookup),
+ * except a device of AMD's DRA driver (gpu.amd.com), told by its "type"
+ * attribute: a whole GPU ("amdgpu") is looked up as its normalised PCI
+ * address ("resource.kubernetes.io/pciBusID", or the older "pciAddr":
+ * "0000:19:00.0"), a partition ("amdgpu-partition") as
+ * "amdgpu-partition:<parent's address>/<partitionProfile>" (see
+ * pod_map_id_is_amd_partition: its holder is a gap, never the whole GPU).
  * Bounds are Kubernetes' own: a driver name is at most 63 bytes, a pool
  * name 253, a device name a DNS label (63), a string attribute 64. Input
  * over a bound is refused with KGS_ERANGE, never truncated.
@@ -35,7 +41,7 @@
 
 typedef struct {
     char name[DRA_DEVICE_MAX + 1];
-    char uuid[DRA_UUID_MAX + 1]; /* "GPU-..."/"MIG-..."; "" when not a GPU */
+    char uuid[DRA_UUID_MAX + 1]; /* "GPU-..."/"MIG-...", an AMD GPU's id; "" when not a GPU */
 } dra_slice_device_t;
 
 /* One slice. Public fields read-only; devices owned (dra_slice_deinit). */

@@ -122,11 +122,13 @@ class FakeKubeAPI:
         self.cond.notify_all()
 
     def add_pod(self, namespace, name, labels=None, node="", phase="Pending", pod_ip="",
-                uid=None, ready=None, created=None, gpus="1", claims=0, started=None):
+                uid=None, ready=None, created=None, gpus="1", claims=0, started=None,
+                gpu_resource="nvidia.com/gpu"):
         """ready: the Ready condition; None = True exactly when phase is Running.
         created: creationTimestamp as seconds since 1970 (default 2026-11-29T10:00:00Z).
         gpus: the container's nvidia.com/gpu limit and request (a quantity string; None
-        for a pod asking for no GPU); claims: how many DRA resource claims it has.
+        for a pod asking for no GPU), under gpu_resource ("amd.com/gpu" for AMD's
+        device plugin); claims: how many DRA resource claims it has.
         started: status.startTime as seconds since 1970; by default the moment it is
         Running (as the kubelet writes it), absent before."""
         uid = uid or str(uuid.UUID(int=self.rng.getrandbits(128)))
@@ -145,8 +147,8 @@ class FakeKubeAPI:
         }
         res = pod["spec"]["containers"][0]["resources"]
         if gpus is not None:
-            res["limits"]["nvidia.com/gpu"] = gpus
-            res["requests"] = {"nvidia.com/gpu": gpus}
+            res["limits"][gpu_resource] = gpus
+            res["requests"] = {gpu_resource: gpus}
         if claims:
             pod["spec"]["resourceClaims"] = [
                 {"name": "gpu-%d" % i, "resourceClaimTemplateName": "single-gpu"}
@@ -234,7 +236,8 @@ class FakeKubeAPI:
 
     def add_resource_slice(self, name, driver, pool, node="", devices=(), generation=1):
         """A ResourceSlice as NVIDIA's DRA driver publishes it: devices are
-        (name, uuid) pairs, uuid None for a device without one. Returns its uid."""
+        (name, uuid) pairs, uuid None for a device without one, or a dict: the
+        device's attributes as another driver writes them. Returns its uid."""
         uid = str(uuid.UUID(int=self.rng.getrandbits(128)))
         sl = {"kind": "ResourceSlice", "apiVersion": "resource.k8s.io/v1",
               "metadata": {"name": name, "uid": uid, "resourceVersion": "0",
@@ -257,6 +260,9 @@ class FakeKubeAPI:
     def _slice_devices(devices):
         out = []
         for name, u in devices:
+            if isinstance(u, dict):  # another driver's attributes, as they are
+                out.append({"name": name, "attributes": u})
+                continue
             attrs = {"type": {"string": "mig" if "-mig-" in name else "gpu"},
                      "productName": {"string": "NVIDIA H100 80GB HBM3"},
                      "driverVersion": {"version": "560.35.3"}}

@@ -42,6 +42,7 @@ static snapshot_t *rich_snapshot(void) {
     snprintf(g->uuid, sizeof g->uuid, "GPU-aaaaaaaa-0000-1111-2222-333333333333");
     snprintf(g->name, sizeof g->name, "NVIDIA H100 80GB HBM3");
     snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "00000000:1B:00.0");
+    g->vendor = GPU_VENDOR_NVIDIA;
     g->gpu_util_pct = 97;
     g->mem_util_pct = 4294967295u; /* UINT_MAX survives */
     g->memory_used_bytes = UINT64_C(21474836480);
@@ -705,6 +706,40 @@ static void test_snapshot_codec_round_trips_processes_by_device(void **state) {
     snapshot_unref(s);
 }
 
+/* AMD GPUs as the amdgpu reader records them where the ASIC has no
+ * unique_id: no uuid, so their processes are sent by PCI address, and each
+ * lands on its own GPU. */
+static void test_snapshot_codec_carries_processes_of_gpus_without_uuid(void **state) {
+    (void)state;
+    snapshot_t *s = snapshot_new_with_procs(2, 0, 2);
+    assert_non_null(s);
+    s->status = SNAPSHOT_OK;
+    s->taken_mono = 100 * SEC;
+    s->procs_attributed = true;
+    const char *bus[2] = {"0000:19:00.0", "0000:c1:00.0"};
+    for (unsigned i = 0; i < 2; i++) {
+        gpu_record_t *g = &s->gpus[i];
+        g->index = i;
+        g->health = GPU_HEALTH_OK;
+        g->vendor = GPU_VENDOR_AMD;
+        snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", bus[i]);
+        g->procs = (proc_list_t){.first = i, .count = 1, .list_ok = true, .util_ok = true};
+        s->procs[i] = (proc_record_t){.pid = 100 + i,
+                                      .valid = 1u << PROC_F_USED_MEMORY,
+                                      .used_memory_bytes = (i + 1) * UINT64_C(1) << 30};
+    }
+    snapshot_t *d = trip(s, NULL, 100 * SEC, 100 * SEC, NULL);
+    assert_int_equal(d->proc_total, 2);
+    for (unsigned i = 0; i < 2; i++) {
+        assert_string_equal(d->gpus[i].uuid, "");
+        assert_int_equal(d->gpus[i].vendor, GPU_VENDOR_AMD);
+        assert_int_equal(d->gpus[i].procs.count, 1);
+        assert_int_equal(d->procs[d->gpus[i].procs.first].pid, 100 + i);
+    }
+    snapshot_unref(d);
+    snapshot_unref(s);
+}
+
 typedef void (*proc_mutate_fn)(Kgs__Cluster__V1__NodeSnapshot *m);
 
 static void expect_proc_reject(proc_mutate_fn mutate, const char *want) {
@@ -793,6 +828,7 @@ int main(void) {
         cmocka_unit_test(test_snapshot_codec_drops_fields_it_does_not_know),
         cmocka_unit_test(test_snapshot_codec_refuses_to_encode_over_4_mib),
         cmocka_unit_test(test_snapshot_codec_round_trips_processes_by_device),
+        cmocka_unit_test(test_snapshot_codec_carries_processes_of_gpus_without_uuid),
         cmocka_unit_test(test_snapshot_codec_rejects_inconsistent_processes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -473,6 +473,86 @@ static void test_workload_counts_a_time_sliced_gpu_once_per_pod(void **state) {
     expect_ok(eval(f, &c), 80, 2); /* each pod sees the shared GPU's 40 once */
 }
 
+/* ---- AMD: GPUs named by PCI address ------------------------------------------ */
+
+/* Node n1 with both vendors: GPU 0 an NVIDIA GPU (NVML's 8-digit domain),
+ * GPU 1 an AMD GPU as the amdgpu reader records it (no unique_id, so no
+ * UUID; its PCI address in the device plugin's spelling). */
+static snapshot_t *mixed_node(const unsigned *util) {
+    snapshot_t *s = snap("n1", 2, util, 0, T0);
+    s->gpus[0].vendor = GPU_VENDOR_NVIDIA;
+    snprintf(s->gpus[0].pci_bus_id, sizeof s->gpus[0].pci_bus_id, "00000000:17:00.0");
+    s->gpus[1].vendor = GPU_VENDOR_AMD;
+    s->gpus[1].uuid[0] = '\0';
+    snprintf(s->gpus[1].pci_bus_id, sizeof s->gpus[1].pci_bus_id, "0000:19:00.0");
+    return s;
+}
+
+static void test_workload_attributes_an_amd_gpu_by_pci_address_beside_an_nvidia_gpu(void **state) {
+    fx_t *f = *state;
+    const unsigned util[2] = {30, 70};
+    const char *nv[] = {"GPU-n1-0"};
+    const char *amd[] = {"0000:19:00.0"};
+    node_pod_entry_t e[] = {{"ml", "p-nv", "main", nv, 1}, {"ml", "p-amd", "main", amd, 1}};
+    report(f, "a1", mixed_node(util), e, 2);
+    pod(f, "ml", "p-nv", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p-amd", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_ok(eval(f, &c), 100, 2);
+}
+
+/* The batch path (here: the GPU is lost) selects a GPU without a UUID by
+ * its index, so the error names that GPU and no other. */
+static void test_workload_lost_amd_gpu_without_uuid_is_unavailable_naming_it(void **state) {
+    fx_t *f = *state;
+    const unsigned util[2] = {30, 70};
+    snapshot_t *s = mixed_node(util);
+    s->gpus[1].health = GPU_HEALTH_LOST;
+    s->gpus[1].valid = 0;
+    const char *amd[] = {"0000:19:00.0"};
+    node_pod_entry_t e[] = {{"ml", "p-amd", "main", amd, 1}};
+    report(f, "a1", s, e, 1);
+    pod(f, "ml", "p-amd", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "node n1 (pod ml/p-amd): GPU 1 (0000:19:00.0) on node n1 is lost");
+}
+
+static void test_workload_amd_partition_is_a_gap_never_the_whole_gpu(void **state) {
+    fx_t *f = *state;
+    const unsigned util[2] = {30, 70};
+    const char *part[] = {"amdgpu_xcp_30"};
+    const char *nv[] = {"GPU-n1-0"};
+    node_pod_entry_t e[] = {{"ml", "p-cpx", "main", part, 1}, {"ml", "p-nv", "main", nv, 1}};
+    report(f, "a1", mixed_node(util), e, 2);
+    pod(f, "ml", "p-cpx", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p-nv", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "node n1 (pod ml/p-cpx): device amdgpu_xcp_30 is a partition of an AMD GPU");
+    c = CFG("podSelector", "app=vllm", "partialData", "ignore");
+    workload_stats_t st;
+    expect_ok(eval_st(f, &c, &st), 30, 1);
+    assert_int_equal(st.skipped, 1);
+}
+
+static void test_workload_pci_address_not_on_the_node_is_a_failed_precondition(void **state) {
+    fx_t *f = *state;
+    const unsigned util[2] = {30, 70};
+    const char *amd[] = {"0000:aa:00.0"};
+    node_pod_entry_t e[] = {{"ml", "p-amd", "main", amd, 1}};
+    report(f, "a1", mixed_node(util), e, 1);
+    pod(f, "ml", "p-amd", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_error(eval(f, &c), EVAL_FAILED_PRECONDITION,
+                 "node n1 (pod ml/p-amd): the GPU at PCI address 0000:aa:00.0 is not in the "
+                 "node's snapshot (it reports 2 GPUs)");
+}
+
 /* ---- DRA: devices named (driver, pool, device), resolved by the view ------- */
 
 static const char *fake_slices(void *ud, const char *driver, const char *pool, const char *device) {
@@ -487,6 +567,13 @@ static const char *fake_slices(void *ud, const char *driver, const char *pool, c
     }
     if (strcmp(driver, "dra.net") == 0)
         return ""; /* listed, no GPU uuid: a NIC */
+    /* What resource_slices makes of AMD's driver's devices. */
+    if (strcmp(driver, "gpu.amd.com") == 0 && strcmp(pool, "n1") == 0) {
+        if (strcmp(device, "gpu-1-128") == 0)
+            return "0000:19:00.0";
+        if (strcmp(device, "gpu-3-144") == 0)
+            return "amdgpu-partition:0000:19:00.0/cpx_nps4";
+    }
     return NULL;
 }
 
@@ -505,6 +592,33 @@ static void dra_pods(fx_t *f) {
     pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
     pod(f, "ml", "p3", "n1", "Running", APP_VLLM, false);
     sync_pods(f);
+}
+
+/* A claim from AMD's DRA driver on a node with both vendors: the whole GPU
+ * by its PCI address counts like the device plugin's id; a partition is a
+ * gap. */
+static void test_workload_amd_dra_claim_resolves_by_pci_address(void **state) {
+    fx_t *f = *state;
+    cluster_view_set_resolver(f->view, fake_slices, NULL);
+    const unsigned util[2] = {30, 70};
+    node_pod_dra_t amd = {"gpu.amd.com", "n1", "gpu-1-128", "", "", false};
+    node_pod_dra_t nv = {"gpu.nvidia.com", "n1", "gpu-0", "", "", false};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", NULL, 0, &amd, 1, 1},
+                            {"ml", "p2", "main", NULL, 0, &nv, 1, 1}};
+    report(f, "a1", mixed_node(util), e, 2);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    expect_ok(eval(f, &c), 100, 2);
+
+    node_pod_dra_t part = {"gpu.amd.com", "n1", "gpu-3-144", "", "", false};
+    node_pod_entry_t e2[] = {{"ml", "p1", "main", NULL, 0, &part, 1, 1},
+                             {"ml", "p2", "main", NULL, 0, &nv, 1, 1}};
+    report(f, "a1", mixed_node(util), e2, 2);
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "node n1 (pod ml/p1): device amdgpu-partition:0000:19:00.0/cpx_nps4 is a "
+                 "partition of an AMD GPU");
 }
 
 static void test_workload_dra_devices_count_like_device_plugin_ids(void **state) {
@@ -726,6 +840,23 @@ static void test_workload_gpu_asking_pod_with_no_device_is_a_gap_naming_it(void 
     expect_ok(eval_st(f, &c, &st), 210, 6);
     assert_int_equal(st.skipped, 1);
     assert_non_null(strstr(st.skip_reason, "pod ml/vllm-lost): asks for 1 nvidia.com/gpu"));
+}
+
+static void test_workload_amd_gpu_asking_pod_with_no_device_is_a_gap(void **state) {
+    fx_t *f = *state;
+    cluster(f);
+    n1_taken_at(f, START_MS + 60 * 1000);
+    spec_pod(f, "vllm-rocm", "n1",
+             "\"containers\":[{\"name\":\"vllm\",\"resources\":{\"limits\":"
+             "{\"amd.com/gpu\":\"1\"}}}]",
+             START);
+    sync_pods(f);
+    trigger_config_t c = CFG("podSelector", "app=vllm");
+    eval_result_t r = eval(f, &c);
+    expect_error(r, EVAL_UNAVAILABLE,
+                 "node n1 (pod ml/vllm-rocm): asks for 1 amd.com/*, but the node's kubelet "
+                 "attributes no device to it");
+    expect_error(r, EVAL_UNAVAILABLE, "PCI addresses under amd.com/*");
 }
 
 static void test_workload_pod_asking_for_no_gpu_makes_no_gap(void **state) {
@@ -1187,6 +1318,35 @@ static void test_workload_gpu_sharing_share_without_data_is_a_gap(void **state) 
     expect_error(eval(f, &ignore), EVAL_UNAVAILABLE, "no selected pod has fresh data");
 }
 
+/* The shared GPU as the amdgpu reader records an AMD GPU without a
+ * unique_id, held by both pods under its PCI address. */
+static void amd_shared_gpu(fx_t *f, void (*tweak)(snapshot_t *s)) {
+    snapshot_t *p = shared_snap(tweak);
+    p->gpus[0].vendor = GPU_VENDOR_AMD;
+    p->gpus[0].uuid[0] = '\0';
+    snprintf(p->gpus[0].pci_bus_id, sizeof p->gpus[0].pci_bus_id, "0000:19:00.0");
+    static const char *a[] = {"0000:19:00.0"};
+    node_pod_entry_t e[] = {{"ml", "p1", "main", a, 1}, {"ml", "p2", "main", a, 1}};
+    report(f, "a1", p, e, 2);
+    pod(f, "ml", "p1", "n1", "Running", APP_VLLM, false);
+    pod(f, "ml", "p2", "n1", "Running", APP_VLLM, false);
+    sync_pods(f);
+}
+
+static void test_workload_gpu_sharing_shares_an_amd_gpu_named_by_address(void **state) {
+    fx_t *f = *state;
+    amd_shared_gpu(f, NULL);
+    trigger_config_t c = CFG("podSelector", "app=vllm", "podAggregation", "sum");
+    expect_ok(eval(f, &c), 40, 2); /* 25 + 15, each pod its own share */
+    teardown(state);
+    setup(state);
+    f = *state;
+    amd_shared_gpu(f, no_list);
+    c = CFG("podSelector", "app=vllm", "gpuSharing", "share", "metricType", "memory_used_mib");
+    expect_error(eval(f, &c), EVAL_UNAVAILABLE,
+                 "process list of 0000:19:00.0 is unavailable (NO_PERMISSION)");
+}
+
 static void test_workload_gpu_sharing_share_names_what_is_missing(void **state) {
     fx_t *f = *state;
     static const struct {
@@ -1269,6 +1429,13 @@ int main(void) {
         T(test_workload_values_that_overflow_are_an_error_naming_their_source),
         T(test_workload_a_pod_whose_devices_overflow_is_an_error_naming_it),
         T(test_workload_counts_a_time_sliced_gpu_once_per_pod),
+        T(test_workload_attributes_an_amd_gpu_by_pci_address_beside_an_nvidia_gpu),
+        T(test_workload_lost_amd_gpu_without_uuid_is_unavailable_naming_it),
+        T(test_workload_amd_partition_is_a_gap_never_the_whole_gpu),
+        T(test_workload_pci_address_not_on_the_node_is_a_failed_precondition),
+        T(test_workload_amd_gpu_asking_pod_with_no_device_is_a_gap),
+        T(test_workload_amd_dra_claim_resolves_by_pci_address),
+        T(test_workload_gpu_sharing_shares_an_amd_gpu_named_by_address),
         T(test_workload_dra_devices_count_like_device_plugin_ids),
         T(test_workload_unresolved_dra_device_is_a_gap_naming_pod_and_device),
         T(test_workload_dra_devices_resolve_once_the_slices_arrive),

@@ -686,6 +686,22 @@ static void test_kube_pods_reads_nvidia_limits_and_requests_as_gpu_asks(void **s
     pod_deinit(&p);
 }
 
+/* AMD's device plugin: amd.com/gpu, or a partition profile resource with
+ * its mixed naming strategy (amd.com/cpx_nps4). */
+static void test_kube_pods_amd_resources_are_gpu_asks(void **state) {
+    (void)state;
+    pod_t p = pod_with_spec("\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":"
+                            "{\"amd.com/gpu\":\"2\"}}},{\"name\":\"b\",\"resources\":"
+                            "{\"limits\":{\"amd.com/cpx_nps4\":\"1\"}}}]",
+                            "");
+    assert_true(pod_asks_gpu(&p));
+    assert_int_equal(p.gpu_asks, POD_ASK_AMD);
+    assert_int_equal(p.gpu_ask_count, 3);
+    char d[64];
+    assert_string_equal(pod_gpu_ask_describe(&p, d, sizeof d), "3 amd.com/*");
+    pod_deinit(&p);
+}
+
 static void test_kube_pods_a_pod_without_a_positive_nvidia_quantity_asks_for_no_gpu(void **state) {
     (void)state;
     const char *specs[] = {
@@ -694,8 +710,10 @@ static void test_kube_pods_a_pod_without_a_positive_nvidia_quantity_asks_for_no_
         /* a zero quantity, in both forms */
         "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"0\"},"
         "\"requests\":{\"nvidia.com/gpu\":\"0\"}}}]",
-        /* another vendor */
-        "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"amd.com/gpu\":\"1\"}}}]",
+        /* another vendor's device, not a GPU */
+        "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"example.com/fpga\":\"1\"}}}]",
+        /* a zero AMD quantity */
+        "\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":{\"amd.com/gpu\":\"0\"}}}]",
         /* no resources at all */
         "\"containers\":[{\"name\":\"a\",\"image\":\"busybox\"}]",
         /* a plain init container: it has exited by the time the pod runs */
@@ -817,6 +835,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_kube_pods_cache_applies_parsed_events_end_to_end,
                                         setup_cache, teardown_cache),
         cmocka_unit_test(test_kube_pods_reads_nvidia_limits_and_requests_as_gpu_asks),
+        cmocka_unit_test(test_kube_pods_amd_resources_are_gpu_asks),
         cmocka_unit_test(test_kube_pods_a_pod_without_a_positive_nvidia_quantity_asks_for_no_gpu),
         cmocka_unit_test(test_kube_pods_sidecars_and_resource_claims_ask_for_gpus),
         cmocka_unit_test(test_kube_quantity_positive_reads_kubernetes_quantities),

@@ -400,6 +400,134 @@ static void test_pod_map_reads_the_wire_format(void **state) {
     free(buf);
 }
 
+/* ---- AMD: ROCm/k8s-device-plugin's ids ------------------------------------------ */
+
+/*
+ * One node with both vendors, as its kubelet lists it. AMD's plugin
+ * registers "amd.com/gpu" (and with --resource_naming_strategy=mixed one
+ * resource per partition profile, "amd.com/cpx_nps4") and names each device
+ * by its PCI address, the basename of
+ * /sys/module/amdgpu/drivers/pci:amdgpu/0000:19:00.0, and each further
+ * MI300 partition by /sys/devices/platform/amdgpu_xcp_<n>
+ * (ROCm/k8s-device-plugin internal/pkg/amdgpu/amdgpu.go GetAMDGPUs,
+ * cmd/k8s-device-plugin/main.go getResourceList, v1.31.0.10-16-ged76468).
+ */
+static const row_t mixed_node_rows[] = {
+    {"ml", "vllm-nv", "main", "nvidia.com/gpu", {"GPU-aaaa-1111"}},
+    {"ml", "vllm-amd", "main", "amd.com/gpu", {"0000:19:00.0", "0000:3b:00.0"}},
+    {"ml", "sglang-amd", "server", "amd.com/gpu", {"0000:1A:00.0"}},
+    {"ml", "short", "main", "amd.com/gpu", {"9c:00.0"}},
+    {"ml", "cpx", "main", "amd.com/cpx_nps4", {"0000:bb:00.0", "amdgpu_xcp_30"}},
+};
+
+static void test_pod_map_attributes_amd_devices_by_normalised_pci_address(void **state) {
+    (void)state;
+    pod_map_t *m = map_of(mixed_node_rows, 5);
+    assert_int_equal(pod_map_device_count(m), 7);
+    const pod_holder_t *h = (const pod_holder_t *)(uintptr_t)0x1;
+    size_t n = 99;
+    assert_int_equal(pod_map_lookup(m, "GPU-aaaa-1111", &h, &n), 0);
+    assert_holder(&h[0], "ml", "vllm-nv", "main", "nvidia.com/gpu");
+    assert_int_equal(pod_map_lookup(m, "0000:19:00.0", &h, &n), 0);
+    assert_int_equal(n, 1);
+    assert_holder(&h[0], "ml", "vllm-amd", "main", "amd.com/gpu");
+    assert_int_equal(pod_map_lookup(m, "0000:3b:00.0", &h, &n), 0);
+    assert_holder(&h[0], "ml", "vllm-amd", "main", "amd.com/gpu");
+    /* Upper case and a missing domain are spelled as the amdgpu reader
+     * spells its pci_bus_id. */
+    assert_int_equal(pod_map_lookup(m, "0000:1a:00.0", &h, &n), 0);
+    assert_holder(&h[0], "ml", "sglang-amd", "server", "amd.com/gpu");
+    assert_int_equal(pod_map_lookup(m, "0000:1A:00.0", &h, &n), KGS_ENOTFOUND);
+    assert_int_equal(pod_map_lookup(m, "0000:9c:00.0", &h, &n), 0);
+    assert_holder(&h[0], "ml", "short", "main", "amd.com/gpu");
+    /* A partition resource: the first partition is named by the GPU's
+     * address, yet is not the GPU; the others are platform devices, kept
+     * by name. */
+    assert_int_equal(pod_map_lookup(m, "0000:bb:00.0", &h, &n), KGS_ENOTFOUND);
+    assert_int_equal(pod_map_lookup(m, "amdgpu-partition:0000:bb:00.0/cpx_nps4", &h, &n), 0);
+    assert_holder(&h[0], "ml", "cpx", "main", "amd.com/cpx_nps4");
+    assert_true(pod_map_id_is_amd_partition("amdgpu-partition:0000:bb:00.0/cpx_nps4"));
+    assert_int_equal(pod_map_lookup(m, "amdgpu_xcp_30", &h, &n), 0);
+    assert_holder(&h[0], "ml", "cpx", "main", "amd.com/cpx_nps4");
+    assert_true(pod_map_id_is_amd_partition("amdgpu_xcp_30"));
+    assert_false(pod_map_id_is_amd_partition("0000:19:00.0"));
+    unsigned gpu;
+    int mig;
+    assert_false(pod_map_id_is_index("0000:19:00.0", &gpu, &mig));
+    pod_map_free(m);
+}
+
+/* SPX is the whole GPU: its resource's address is the GPU. */
+static void test_pod_map_takes_an_spx_resources_address_as_the_gpu(void **state) {
+    (void)state;
+    const row_t rows[] = {
+        {"ml", "a", "c", "amd.com/spx_nps1", {"0000:19:00.0"}},
+        {"ml", "b", "c", "amd.com/dpx_nps2", {"0000:3b:00.0"}},
+    };
+    pod_map_t *m = map_of(rows, 2);
+    const pod_holder_t *h;
+    size_t n;
+    assert_int_equal(pod_map_lookup(m, "0000:19:00.0", &h, &n), 0);
+    assert_int_equal(pod_map_lookup(m, "amdgpu-partition:0000:3b:00.0/dpx_nps2", &h, &n), 0);
+    pod_map_free(m);
+}
+
+static void test_pod_map_holds_one_amd_gpu_once_however_it_is_spelled(void **state) {
+    (void)state;
+    const row_t rows[] = {
+        {"ml", "a", "c", "amd.com/gpu", {"19:00.0", "0000:19:00.0", "00000000:19:00.0"}},
+    };
+    pod_map_t *m = map_of(rows, 1);
+    const pod_holder_t *h;
+    size_t n;
+    assert_int_equal(pod_map_device_count(m), 1);
+    assert_int_equal(pod_map_lookup(m, "0000:19:00.0", &h, &n), 0);
+    assert_int_equal(n, 1);
+    pod_map_free(m);
+}
+
+static void test_pod_map_ignores_amd_ids_that_are_not_pci_addresses(void **state) {
+    (void)state;
+    const row_t rows[] = {
+        {"ml", "a", "c", "amd.com/gpu", {"GPU-aaaa", "0", "1:0", "0000:19:00.0::1"}},
+        {"ml",
+         "b",
+         "c",
+         "amd.com/gpu",
+         {" 0000:19:00.0", "0000:19:00.0\n", "0000:19:20.0", "0000:19:00.8"}},
+        {"ml", "c", "c", "amd.com/gpu", {"amdgpu_xcp_", "amdgpu_xcp_1a", "amdgpu_xcp_1234567", ""}},
+        {"ml", "d", "c", "amd.com/gpu", {"0000:119:00.0", "19.00.0", "card0", "renderD128"}},
+        {"ml", "e", "c", "amd.com/", {"0000:19:00.0"}},
+        {"ml", "f", "c", "nvidia.com/gpu", {"0000:19:00.0", "00000000:19:00.0", "amdgpu_xcp_3"}},
+        {"ml", "g", "c", "example.com/gpu", {"0000:19:00.0"}},
+    };
+    pod_map_t *m = map_of(rows, 7);
+    assert_int_equal(pod_map_device_count(m), 0);
+    pod_map_free(m);
+}
+
+/* The same node through the wire format: packed, unpacked, mapped. */
+static void test_pod_map_reads_a_mixed_vendor_node_from_the_wire(void **state) {
+    (void)state;
+    answer_t a;
+    answer_build(&a, mixed_node_rows, 5);
+    size_t len = v1__list_pod_resources_response__get_packed_size(&a.resp);
+    uint8_t *buf = malloc(len);
+    assert_non_null(buf);
+    v1__list_pod_resources_response__pack(&a.resp, buf);
+    V1__ListPodResourcesResponse *r = v1__list_pod_resources_response__unpack(NULL, len, buf);
+    assert_non_null(r);
+    pod_map_t *m = NULL;
+    assert_int_equal(pod_map_from_response(r, &m, NULL, 0), 0);
+    pod_map_t *direct = map_of(mixed_node_rows, 5);
+    assert_true(pod_map_equal(m, direct));
+    assert_int_equal(pod_map_device_count(m), 7);
+    pod_map_free(m);
+    pod_map_free(direct);
+    v1__list_pod_resources_response__free_unpacked(r, NULL);
+    free(buf);
+}
+
 /* ---- DRA: bytes laid out by the kubelet's own field numbers ------------------ */
 
 /* A tiny protobuf writer, so the bytes follow k8s.io/kubelet's api.proto
@@ -564,6 +692,16 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_pod_map_rejects_null_arguments_with_einval, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_pod_map_reads_the_wire_format, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_pod_map_attributes_amd_devices_by_normalised_pci_address, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_takes_an_spx_resources_address_as_the_gpu,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_holds_one_amd_gpu_once_however_it_is_spelled,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_ignores_amd_ids_that_are_not_pci_addresses,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pod_map_reads_a_mixed_vendor_node_from_the_wire, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_pod_map_keeps_dra_devices_from_the_kubelets_field_numbers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pod_map_fails_cleanly_at_every_allocation, setup,

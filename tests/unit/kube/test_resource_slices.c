@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -45,6 +46,85 @@ static void test_dra_slice_reads_nvidia_gpu_and_mig_uuids(void **state) {
     assert_string_equal(s.devices[1].uuid, "MIG-0f1e"); /* the qualified name works too */
     assert_string_equal(s.devices[2].uuid, "");         /* not an NVML UUID */
     assert_string_equal(s.devices[3].uuid, "");         /* not a string */
+    dra_slice_deinit(&s);
+    json_decref(j);
+}
+
+/* AMD's DRA driver (gpu.amd.com): tests/fixtures/dra/amd_resourceslice_list.json,
+ * whose README cites the driver's source each device follows. */
+static char *read_fixture(const char *rel, size_t *len) {
+    const char *root = getenv("KGS_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root ? root : ".", rel);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    static char buf[16384];
+    *len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[*len] = '\0';
+    return buf;
+}
+
+static void test_dra_slice_reads_amd_gpus_by_pci_address_and_marks_partitions(void **state) {
+    (void)state;
+    size_t len;
+    const char *buf = read_fixture("tests/fixtures/dra/amd_resourceslice_list.json", &len);
+    dra_slice_list_t l;
+    char err[256] = "";
+    if (dra_slice_list_parse(buf, len, &l, err, sizeof err) != 0)
+        fail_msg("parse: %s", err);
+    assert_int_equal(l.count, 1);
+    const dra_slice_t *s = &l.items[0];
+    assert_string_equal(s->driver, "gpu.amd.com");
+    assert_int_equal(s->device_count, 4);
+    /* The older "pciAddr" (its name-based "uuid" is no GPU reader's id). */
+    assert_string_equal(s->devices[0].name, "gpu-1-128");
+    assert_string_equal(s->devices[0].uuid, "0000:19:00.0");
+    /* The standard resource.kubernetes.io/pciBusID. */
+    assert_string_equal(s->devices[1].uuid, "0000:3b:00.0");
+    /* A partition: its parent's address and profile, never the GPU's id. */
+    assert_string_equal(s->devices[2].uuid, "amdgpu-partition:0000:bb:00.0/cpx_nps4");
+    /* A passthrough function is not a GPU this node reads. */
+    assert_string_equal(s->devices[3].uuid, "");
+
+    dra_index_t *x = NULL;
+    assert_int_equal(dra_index_new(&x), 0);
+    assert_int_equal(dra_index_replace_all(x, l.items, l.count, l.resource_version), 0);
+    assert_string_equal(dra_index_lookup(x, "gpu.amd.com", "node-m", "gpu-2-136"), "0000:3b:00.0");
+    assert_null(dra_index_lookup(x, "gpu.nvidia.com", "node-m", "gpu-2-136"));
+    dra_index_free(x);
+    dra_slice_list_deinit(&l);
+}
+
+/* Spellings the driver may use: the "<driver>/" qualified keys, upper case
+ * and a missing domain; an amdgpu device without an address stays a GPU
+ * (an id no GPU has), never "not a GPU". */
+static void test_dra_slice_normalises_amd_addresses_and_keeps_addressless_gpus(void **state) {
+    (void)state;
+    const char *js =
+        "{\"metadata\":{\"name\":\"s\",\"resourceVersion\":\"1\"},\"spec\":{\"driver\":"
+        "\"gpu.amd.com\",\"pool\":{\"name\":\"p\"},\"devices\":["
+        "{\"name\":\"a\",\"attributes\":{\"gpu.amd.com/type\":{\"string\":\"amdgpu\"},"
+        "\"gpu.amd.com/pciAddr\":{\"string\":\"0000:1A:00.0\"}}},"
+        "{\"name\":\"b\",\"attributes\":{\"type\":{\"string\":\"amdgpu\"},"
+        "\"pciAddr\":{\"string\":\"9c:00.0\"}}},"
+        "{\"name\":\"c\",\"attributes\":{\"type\":{\"string\":\"amdgpu\"},"
+        "\"pciAddr\":{\"string\":\"not-an-address\"}}},"
+        "{\"name\":\"d\",\"attributes\":{\"type\":{\"string\":\"amdgpu-partition\"}}},"
+        "{\"name\":\"e\",\"attributes\":{\"type\":{\"int\":1},"
+        "\"pciAddr\":{\"string\":\"0000:19:00.0\"}}}]}}";
+    json_t *j = json_loads(js, 0, NULL);
+    assert_non_null(j);
+    dra_slice_t s;
+    char err[256] = "";
+    if (dra_slice_from_json(j, &s, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_string_equal(s.devices[0].uuid, "0000:1a:00.0");
+    assert_string_equal(s.devices[1].uuid, "0000:9c:00.0");
+    assert_string_equal(s.devices[2].uuid, "amdgpu:no-pci-address");
+    assert_string_equal(s.devices[3].uuid, "amdgpu-partition:?/");
+    assert_string_equal(s.devices[4].uuid, ""); /* no string type: not AMD's */
     dra_slice_deinit(&s);
     json_decref(j);
 }
@@ -156,6 +236,8 @@ static void test_dra_index_resolves_and_follows_watch_events(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dra_slice_reads_nvidia_gpu_and_mig_uuids),
+        cmocka_unit_test(test_dra_slice_reads_amd_gpus_by_pci_address_and_marks_partitions),
+        cmocka_unit_test(test_dra_slice_normalises_amd_addresses_and_keeps_addressless_gpus),
         cmocka_unit_test(test_dra_slice_rejects_missing_fields_and_over_long_values),
         cmocka_unit_test(test_dra_index_resolves_and_follows_watch_events),
     };

@@ -432,8 +432,11 @@ static const gpu_record_t *first_unhealthy_selected(const trigger_config_t *c,
 
 static void set_unhealthy(eval_result_t *out, const snapshot_t *s, const gpu_record_t *g,
                           const char *why) {
-    set(out, EVAL_UNAVAILABLE, "GPU %u (%s) on node %s is %s (NVML %s)%s%s", g->index, gpu_label(g),
-        node_of(s), gpu_health_name(g->health), nvml_code_name(g->health_nvml_code),
+    /* the error kind is NVML's enum whichever backend read the GPU (the
+     * amdgpu reader maps its errors onto the same kinds): name the source */
+    set(out, EVAL_UNAVAILABLE, "GPU %u (%s) on node %s is %s (%s %s)%s%s", g->index, gpu_label(g),
+        node_of(s), gpu_health_name(g->health),
+        g->vendor == GPU_VENDOR_AMD ? "amdgpu sysfs" : "NVML", nvml_code_name(g->health_nvml_code),
         why[0] ? ": " : "", why);
 }
 

@@ -253,6 +253,11 @@ static void test_evaluator_never_skips_a_lost_gpu(void **state) {
     s->gpus[2].health = GPU_HEALTH_RESET_REQUIRED;
     s->gpus[2].health_nvml_code = 16;
     expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "reset_required", "RESET_REQUIRED");
+    /* an AMD GPU's loss names the reader that saw it, not NVML */
+    s->gpus[2].health = GPU_HEALTH_LOST;
+    s->gpus[2].health_nvml_code = 15;
+    s->gpus[2].vendor = GPU_VENDOR_AMD;
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "is lost", "(amdgpu sysfs GPU_IS_LOST)");
     snapshot_unref(s);
 }
 

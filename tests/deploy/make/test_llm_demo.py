@@ -68,16 +68,20 @@ def demo_env(**extra):
 
 
 class LlmStory(unittest.TestCase):
-    def test_one_cycle_wakes_sizes_and_returns_to_zero_within_3_minutes(self):
+    def test_one_cycle_wakes_sizes_and_returns_to_zero_within_4_minutes(self):
+        # The queueing model walks a small fall down one replica per 15 s of
+        # real time (rule 5), which the demo's 12x clock does not compress:
+        # 0 -> 4 -> 0 took 125 s alone here, and over 170 s once beside a
+        # full make test.
         env = demo_env(KGS_DEMO_CYCLES="1", KGS_DEMO_TIME_SCALE="12",
-                       KGS_DEMO_MAX_SECONDS=str(int(170 * SLOW)))
+                       KGS_DEMO_MAX_SECONDS=str(int(230 * SLOW)))
         t0 = time.monotonic()
         p = subprocess.run([DEMO, BUILD], capture_output=True, text=True, cwd=SOURCE, env=env,
-                           timeout=200 * SLOW)
+                           timeout=260 * SLOW)
         took = time.monotonic() - t0
         out = p.stdout
         self.assertEqual(p.returncode, 0, out[-4000:] + p.stderr[-4000:])
-        self.assertLess(took, 180 * SLOW, "one cycle took %.0f s" % took)
+        self.assertLess(took, 240 * SLOW, "one cycle took %.0f s" % took)
         # the banner: what is simulated, the compression against a real cold start
         self.assertIn("Time runs 12x faster than a real fleet", out)
         self.assertIn("cold start takes 8 s here for 90 s", out)

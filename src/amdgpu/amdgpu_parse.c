@@ -188,24 +188,34 @@ static bool engine_value(const char *p, size_t n, uint64_t *ns) {
     return value_with_unit(p, n, ns, &u, &un) == 0 && word_is(u, un, "ns");
 }
 
+/* The next "key<sep>value" line of text from *pos on (lines without sep
+ * are skipped); false at the end. Key and value are not trimmed. */
+static bool next_pair(const char *text, size_t len, size_t *pos, char sep, const char **key,
+                      size_t *kn, const char **val, size_t *vn) {
+    while (*pos < len) {
+        const char *line = text + *pos;
+        const char *nl = memchr(line, '\n', len - *pos);
+        size_t n = nl ? (size_t)(nl - line) : len - *pos;
+        *pos += n + (nl ? 1 : 0);
+        const char *at = memchr(line, sep, n);
+        if (!at)
+            continue;
+        *key = line;
+        *kn = (size_t)(at - line);
+        *val = at + 1;
+        *vn = n - *kn - 1;
+        return true;
+    }
+    return false;
+}
+
 int amdgpu_fdinfo_parse(const char *text, size_t len, amdgpu_fdinfo_t *out) {
     memset(out, 0, sizeof *out);
     bool is_drm = false, has_resident = false;
     uint64_t resident = 0;
-    size_t pos = 0;
-    while (pos < len) {
-        const char *line = text + pos;
-        const char *nl = memchr(line, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - line) : len - pos;
-        pos += n + (nl ? 1 : 0);
-
-        const char *colon = memchr(line, ':', n);
-        if (!colon)
-            continue;
-        const char *key = line;
-        size_t kn = (size_t)(colon - line);
-        const char *val = colon + 1;
-        size_t vn = n - kn - 1;
+    size_t pos = 0, kn, vn;
+    const char *key, *val;
+    while (next_pair(text, len, &pos, ':', &key, &kn, &val, &vn)) {
         trim(&val, &vn);
 
         if (word_is(key, kn, "drm-driver")) {
@@ -245,21 +255,12 @@ int amdgpu_fdinfo_parse(const char *text, size_t len, amdgpu_fdinfo_t *out) {
 bool amdgpu_uevent_parse(const char *text, size_t len, char slot[AMDGPU_BDF_MAX]) {
     bool amdgpu = false;
     slot[0] = '\0';
-    size_t pos = 0;
-    while (pos < len) {
-        const char *line = text + pos;
-        const char *nl = memchr(line, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - line) : len - pos;
-        pos += n + (nl ? 1 : 0);
-        const char *eq = memchr(line, '=', n);
-        if (!eq)
-            continue;
-        size_t kn = (size_t)(eq - line);
-        const char *val = eq + 1;
-        size_t vn = n - kn - 1;
-        if (word_is(line, kn, "DRIVER"))
+    size_t pos = 0, kn, vn;
+    const char *key, *val;
+    while (next_pair(text, len, &pos, '=', &key, &kn, &val, &vn)) {
+        if (word_is(key, kn, "DRIVER"))
             amdgpu = word_is(val, vn, "amdgpu");
-        else if (word_is(line, kn, "PCI_SLOT_NAME") && amdgpu_bdf_normalise(val, vn, slot) != 0)
+        else if (word_is(key, kn, "PCI_SLOT_NAME") && amdgpu_bdf_normalise(val, vn, slot) != 0)
             slot[0] = '\0';
     }
     if (!amdgpu)

@@ -436,17 +436,16 @@ static double capacity_of(const queue_model_t *m, const queue_model_params_t *p,
 /* The cold start a pod ordered now pays. Configured, it is that. Learned
  * by stage: the image and the weights, and the node unless the newest start
  * found one up and no pod of the workload waits for one now (*stages 1 or
- * 2). Else the mean create -> Ready of the pods seen starting, else the
- * prior. */
+ * 2, the stages' means in mean[]). Else the mean create -> Ready of the
+ * pods seen starting, else the prior. */
 static double cold_start_of(const queue_model_t *m, const queue_model_params_t *p,
                             const queue_model_sample_t *s, queue_model_source_t *from,
-                            unsigned char *stages) {
+                            unsigned char *stages, double mean[QUEUE_MODEL_STAGES]) {
     *stages = 0;
     if (p->cold_start_s > 0) {
         *from = QM_FROM_OVERRIDE;
         return p->cold_start_s;
     }
-    double mean[QUEUE_MODEL_STAGES];
     if (stage_means(m, mean)) {
         bool warm = m->last_node_s <= QUEUE_MODEL_WARM_NODE_S && s->waiting_for_node == 0;
         *from = QM_FROM_LEARNED;
@@ -706,9 +705,10 @@ void queue_model_decide(queue_model_t *m, const queue_model_params_t *p,
     double now = isfinite(s.t_s) ? s.t_s - m->t0_s : 0;
 
     double cap = capacity_of(m, p, &out->capacity_from);
-    double cold = cold_start_of(m, p, &s, &out->cold_start_from, &out->cold_start_stages);
     double stage_mean[QUEUE_MODEL_STAGES];
-    bool by_stage = out->cold_start_from == QM_FROM_LEARNED && stage_means(m, stage_mean);
+    double cold =
+        cold_start_of(m, p, &s, &out->cold_start_from, &out->cold_start_stages, stage_mean);
+    bool by_stage = out->cold_start_stages != 0; /* stage_mean[] is set */
     /* A capacity never measured nor configured orders as if each new
      * replica drained its share over a cold start, not the drain target: a
      * prior that is wrong then costs a bounded order. */

@@ -755,18 +755,18 @@ static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, co
                 q.ready++;
                 if (tracked(st, p->id) && p->age_s > 0)
                     queue_model_observe_cold_start(&st->m, p->age_s);
-                if (tracked(st, p->id) && p->has_stages)
-                    queue_model_observe_stages(&st->m, p->stage_s);
+                if (tracked(st, p->id) && p->start.has_stages)
+                    queue_model_observe_stages(&st->m, p->start.stage_s);
                 continue;
             }
             q.starting++;
-            if (p->waiting_for_node)
+            if (p->start.waiting_for_node)
                 q.waiting_for_node++;
             if (q.starting_ages < QUEUE_MODEL_MAX_STARTING) {
                 /* a stage said for every pod before it, or for none after */
-                if (q.starting_stages == q.starting_ages && p->stage != QM_STAGE_UNKNOWN) {
-                    q.starting_stage[q.starting_stages] = p->stage;
-                    q.starting_stage_age_s[q.starting_stages++] = p->stage_age_s;
+                if (q.starting_stages == q.starting_ages && p->start.stage != QM_STAGE_UNKNOWN) {
+                    q.starting_stage[q.starting_stages] = p->start.stage;
+                    q.starting_stage_age_s[q.starting_stages++] = p->start.stage_age_s;
                 }
                 q.starting_age_s[q.starting_ages++] = p->age_s > 0 ? p->age_s : 0;
             }

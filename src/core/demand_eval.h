@@ -292,6 +292,21 @@ typedef struct {
     double prompt_delta, generation_delta, tokens_span_s;
 } demand_source_t;
 
+/* How far a pod's start got, as its status tells it (aggregator: the
+ * PodScheduled and Ready conditions and the containers' startedAt; all
+ * zero / false: not known). Not Ready: where its start is (a
+ * queue_model_stage_t; 0 not known), for how long (seconds), and whether
+ * the scheduler found no node for it (Unschedulable). Ready: its completed
+ * start by stage (node, image, weights) when the times tell them
+ * (has_stages). */
+typedef struct {
+    unsigned char stage;
+    double stage_age_s;
+    bool waiting_for_node;
+    bool has_stages;
+    double stage_s[QUEUE_MODEL_STAGES];
+} demand_pod_start_t;
+
 /* One pod of the workload as the aggregator's pod list shows it: what
  * demandModel: queueing learns the cold start from and counts as capacity
  * on its way. */
@@ -299,15 +314,7 @@ typedef struct {
     uint64_t id;  /* stable for the pod's life (a hash of namespace/name/uid) */
     bool ready;   /* the Ready condition is True */
     double age_s; /* seconds since metadata.creationTimestamp; < 0 unknown */
-    /* Not Ready: where its start is (a queue_model_stage_t; 0 not known),
-     * since when (seconds), and whether the scheduler found no node for it
-     * (Unschedulable). Ready: its completed start by stage (node, image,
-     * weights) when the status tells them (has_stages). */
-    unsigned char stage;
-    double stage_age_s;
-    bool waiting_for_node;
-    bool has_stages;
-    double stage_s[QUEUE_MODEL_STAGES];
+    demand_pod_start_t start;
 } demand_pod_t;
 
 /* demandModel: queueing's state for one trigger and namespace: the

@@ -255,10 +255,11 @@ static bool scan_pod(const pod_t *p, void *ud) {
     /* its start by stage, for the queueing model's cold start (issue 33) */
     pod_stage_t stage;
     if (sp.ready) {
-        sp.has_stages = pod_start_stages(p->created_unix, &p->start, sp.stage_s);
-    } else if (pod_start_where(p->created_unix, &p->start, x->wall_now, &stage, &sp.stage_age_s)) {
-        sp.stage = (unsigned char)(QM_STAGE_NODE + (stage - POD_STAGE_NODE));
-        sp.waiting_for_node = p->start.trouble == POD_TROUBLE_UNSCHEDULABLE;
+        sp.start.has_stages = pod_start_stages(p->created_unix, &p->start, sp.start.stage_s);
+    } else if (pod_start_where(p->created_unix, &p->start, x->wall_now, &stage,
+                               &sp.start.stage_age_s)) {
+        sp.start.stage = (unsigned char)(QM_STAGE_NODE + (stage - POD_STAGE_NODE));
+        sp.start.waiting_for_node = p->start.trouble == POD_TROUBLE_UNSCHEDULABLE;
     }
     x->emit(x->emit_data, &sp);
     return true;

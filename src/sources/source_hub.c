@@ -1632,14 +1632,7 @@ static void read_pod(void *ud, const source_pod_t *p) {
     }
     if (!p->draining) /* a draining pod is neither capacity nor on its way */
         w->pods[w->npods++] =
-            (demand_pod_t){.id = p->id,
-                           .ready = p->ready,
-                           .age_s = p->age_s,
-                           .stage = p->stage,
-                           .stage_age_s = p->stage_age_s,
-                           .waiting_for_node = p->waiting_for_node,
-                           .has_stages = p->has_stages,
-                           .stage_s = {p->stage_s[0], p->stage_s[1], p->stage_s[2]}};
+            (demand_pod_t){.id = p->id, .ready = p->ready, .age_s = p->age_s, .start = p->start};
     if (!pod_scraped(x->c, p))
         return;
     char url[TRIGGER_URL_MAX + 128];

@@ -48,18 +48,13 @@ typedef struct source_hub source_hub_t;
 
 /* One selected pod, Ready or not (strings borrowed for the call). */
 typedef struct {
-    const char *pod; /* "namespace/name" */
-    const char *ip;  /* "" while it has none */
-    bool ready;      /* Running with the Ready condition True */
-    bool draining;   /* being deleted, still Running with an IP: finishing its requests */
-    double age_s;    /* seconds since its creationTimestamp; < 0 unknown */
-    uint64_t id;     /* stable for the pod's life (e.g. a hash of its uid) */
-    /* its start by stage, as demand_pod_t says it (0 / false: not known) */
-    unsigned char stage;
-    double stage_age_s;
-    bool waiting_for_node;
-    bool has_stages;
-    double stage_s[QUEUE_MODEL_STAGES];
+    const char *pod;          /* "namespace/name" */
+    const char *ip;           /* "" while it has none */
+    bool ready;               /* Running with the Ready condition True */
+    bool draining;            /* being deleted, still Running with an IP: finishing its requests */
+    double age_s;             /* seconds since its creationTimestamp; < 0 unknown */
+    uint64_t id;              /* stable for the pod's life (e.g. a hash of its uid) */
+    demand_pod_start_t start; /* its start by stage (zero: not known) */
 } source_pod_t;
 
 typedef void (*source_pod_emit_cb)(void *emit_data, const source_pod_t *pod);

@@ -732,21 +732,21 @@ static void evaluate_queueing(sim_t *s, const sim_signals_t *x, eval_result_t *o
             /* its start by stage, as the aggregator reads it from the pod's
              * status (src/server/aggregator.c scan_pod) */
             if (pd->ready && pd->scheduled_s >= 0 && pd->running_s >= 0 && pd->ready_s >= 0) {
-                dp->has_stages = true;
-                dp->stage_s[0] = pd->scheduled_s - pd->created_s;
-                dp->stage_s[1] = pd->running_s - pd->scheduled_s;
-                dp->stage_s[2] = pd->ready_s - pd->running_s;
+                dp->start.has_stages = true;
+                dp->start.stage_s[0] = pd->scheduled_s - pd->created_s;
+                dp->start.stage_s[1] = pd->running_s - pd->scheduled_s;
+                dp->start.stage_s[2] = pd->ready_s - pd->running_s;
             } else if (!pd->ready) {
                 double since = pd->scheduled_s < 0 ? pd->created_s
                                : pd->running_s < 0 ? pd->scheduled_s
                                                    : pd->running_s;
-                dp->stage = pd->scheduled_s < 0 ? QM_STAGE_NODE
-                            : pd->running_s < 0 ? QM_STAGE_IMAGE
-                                                : QM_STAGE_WEIGHTS;
-                dp->stage_age_s = x->t_s > since ? x->t_s - since : 0;
+                dp->start.stage = pd->scheduled_s < 0 ? QM_STAGE_NODE
+                                  : pd->running_s < 0 ? QM_STAGE_IMAGE
+                                                      : QM_STAGE_WEIGHTS;
+                dp->start.stage_age_s = x->t_s > since ? x->t_s - since : 0;
                 /* waiting for a node the cluster autoscaler provisions:
                  * the scheduler says Unschedulable meanwhile */
-                dp->waiting_for_node = pd->scheduled_s < 0;
+                dp->start.waiting_for_node = pd->scheduled_s < 0;
             }
         }
         if (!pd->ready && !draining)

@@ -918,8 +918,8 @@ static void test_queueing_learns_the_cold_start_by_stage(void **state) {
     demand_model_init(&st);
     demand_source_t v[1] = {counted("a", 100 * SEC, 10, 1)};
     demand_pod_t pods[2] = {{1, true, 4000}, {2, false, 50}};
-    pods[1].stage = QM_STAGE_WEIGHTS;
-    pods[1].stage_age_s = 8;
+    pods[1].start.stage = QM_STAGE_WEIGHTS;
+    pods[1].start.stage_age_s = 8;
     demand_inputs_t in = engines(v, 1);
     in.has_pods = true;
     in.pods = pods;
@@ -929,19 +929,18 @@ static void test_queueing_learns_the_cold_start_by_stage(void **state) {
     demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
     assert_int_equal(st.last.cold_start_stages, 0);
     pods[1] = (demand_pod_t){
-        .id = 2, .ready = true, .age_s = 72, .has_stages = true, .stage_s = {2, 40, 30}};
+        .id = 2, .ready = true, .age_s = 72, .start = {.has_stages = true, .stage_s = {2, 40, 30}}};
     v[0] = counted("a", 122 * SEC, 20, 1);
     demand_evaluate_inputs(&c, &in, 122 * SEC, NULL, &r);
     assert_int_equal(st.last.cold_start_from, QM_FROM_LEARNED);
     assert_int_equal(st.last.cold_start_stages, 1);
     NEAR(st.last.cold_start_s, 70);
-    demand_pod_t more[3] = {pods[0],
-                            pods[1],
-                            {.id = 3,
-                             .age_s = 20,
-                             .stage = QM_STAGE_NODE,
-                             .stage_age_s = 20,
-                             .waiting_for_node = true}};
+    demand_pod_t more[3] = {
+        pods[0],
+        pods[1],
+        {.id = 3,
+         .age_s = 20,
+         .start = {.stage = QM_STAGE_NODE, .stage_age_s = 20, .waiting_for_node = true}}};
     in.pods = more;
     in.npods = 3;
     v[0] = counted("a", 123 * SEC, 21, 1);

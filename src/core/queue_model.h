@@ -28,15 +28,19 @@
  *      expected idle time plus the expected cold starts), so on/off traffic
  *      keeps its replicas through its pauses and steady traffic releases
  *      soon.
- *   5. A small fall is walked: when the answer would fall by no more than
- *      a quarter of the last one (at least 2 replicas), it goes down one
- *      replica per HPA sync instead. A fall that small is what the
- *      estimates' noise, the rounding of the need and the rest of an order
- *      that arrived make; walked, each release waits for the next readings,
- *      and demand that comes back stops the walk where it is instead of
- *      turning the answer back up. A fall of g replicas costs at most
- *      g^2 x 15 s / 2 replica-seconds more; a larger fall (the demand went)
- *      is taken at once.
+ *   5. A small fall is walked: when the answer would fall, from one
+ *      decision to the next, by no more than a quarter of the last one (at
+ *      least 2 replicas), it goes down one replica per HPA sync instead. A
+ *      fall that small is what the estimates' noise, the rounding of the
+ *      need and the rest of an order that arrived make; walked, each
+ *      release waits for the next readings, and demand that comes back
+ *      stops the walk where it is instead of turning the answer back up. A
+ *      sudden larger fall (the demand went) is taken at once; a decline
+ *      spread over many decisions (a burst draining, the load's side of a
+ *      diurnal cycle) is walked all the way, each of its steps being
+ *      small. That last part is what the reversals figure needs: measuring
+ *      the fall from where the walk began instead gave back most of the
+ *      gain (bench/README.md, "Matrix").
  *
  * What it learns (each estimate says whether it is learned, configured or a
  * prior, so `query` can show it; a quantity never learned is a documented

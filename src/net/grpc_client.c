@@ -1,16 +1,23 @@
 /*
- * grpc_client.c - gRPC client on nghttp2, the mirror of grpc_server.c.
+ * grpc_client.c - gRPC client, the mirror of grpc_server.c, on our own
+ * client side of HTTP/2 (net/h2_lite.c).
  *
  * DESIGN
  * The connection is opened by net/connector.c (a host name resolved on the
  * DNS thread, each address tried in turn, TLS with ALPN "h2" required).
- * Requests are submitted to the nghttp2 session at once, even while the
- * connector is still at work: nghttp2 queues the frames and they go out on
- * the first flush after the transport is ready. The bytes between nghttp2
- * and the transport go through net/h2_pump.c, as the server's do. Every
- * completion (trailers, RST, deadline, connection loss) is delivered from a
- * zero-delay timer, so on_done never runs inside nghttp2 or inside
- * grpc_client_call(), and a handler may start new calls or free the client.
+ * Requests are queued at once, even while the connector is still at work:
+ * h2_lite buffers the frames and they go out on the first flush after the
+ * transport is ready. Every completion (trailers, RST, deadline, connection
+ * loss) is delivered from a zero-delay timer, so on_done never runs inside
+ * the HTTP/2 reader or inside grpc_client_call(), and a handler may start
+ * new calls or free the client.
+ *
+ * Memory: an aggregator keeps one client per agent of the cluster, each with
+ * one Watch call that lives for hours, so what a client and a call hold at
+ * rest is what 10,000 nodes multiply: no buffer is kept between writes, nor
+ * between messages (whole messages are decoded where they arrive; only a
+ * message cut across reads is copied, and freed once delivered), and the
+ * strings a failure needs are allocated when it happens.
  */
 #include "net/grpc_client.h"
 
@@ -19,29 +26,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <nghttp2/nghttp2.h>
-
 #include "core/err.h"
 #include "net/connector.h"
 #include "net/first_bytes.h"
 #include "net/grpc_frame.h"
-#include "net/h2_pump.h"
+#include "net/h2_lite.h"
 #include "net/transport.h"
 
 typedef enum { CLIENT_CONNECTING, CLIENT_READY, CLIENT_CLOSED } client_state_t;
 
 struct grpc_client_call {
     grpc_client_t *client;
-    int32_t stream_id;
-    uint8_t *req;
-    size_t req_len, req_off;
-    strbuf_t resp; /* response bytes not yet a whole message */
+    h2_lite_stream_t st; /* linked into the connection while open */
+    uint8_t *req;        /* the request message, prefixed; sent from here */
+    strbuf_t resp;       /* response bytes not yet a whole message */
     int http_status;
-    int grpc_status; /* -1 until seen */
-    char grpc_message[512];
+    int grpc_status;    /* -1 until seen */
+    char *grpc_message; /* owned; NULL until seen */
     bool cancelled, deadline_hit, closed, completed;
     int final_status;
-    char final_message[512];
+    char *final_message; /* owned, once completed */
     grpc_client_message_cb on_message;
     grpc_client_done_cb on_done;
     void *user_data;
@@ -51,8 +55,8 @@ struct grpc_client_call {
 
 struct grpc_client {
     loop_t *loop;
-    char address[256];
-    char server_name[256];
+    char *address;     /* owned */
+    char *server_name; /* owned: SNI and :authority */
     const logger_t *log;
     SSL_CTX *tls;
     client_state_t state;
@@ -60,25 +64,30 @@ struct grpc_client {
     transport_t tr;
     loop_io_t *io;
     uint32_t io_events;
-    nghttp2_session *h2;
-    h2_pump_t pump; /* h2 to and from tr */
+    h2_lite_t h2;
     bool got_bytes; /* anything read from the server yet */
     grpc_client_mode_hint_t mode_hint;
-    char goaway_reason[300]; /* a GOAWAY with an error and debug data, said as such */
-    char close_reason[300];
+    char *goaway_reason; /* owned: a GOAWAY with an error and debug data, said as such */
+    char *close_reason;  /* owned, once closed */
     grpc_client_call_t *calls;
 };
 
 static void client_flush(grpc_client_t *c);
 static void client_fail(grpc_client_t *c, const char *reason);
 
+static const char OUT_OF_MEMORY[] = "out of memory";
+
+/* A copy of text, or NULL when memory is out (callers then say so). */
+static char *dup_text(const char *text) {
+    return strdup(text ? text : "");
+}
+
 /* ---- calls ------------------------------------------------------------------- */
 
 static void call_free(grpc_client_call_t *k) {
     grpc_client_t *c = k->client;
-    /* nghttp2 may still report this stream (an RST in flight): unhook it. */
-    if (!k->closed && k->stream_id > 0 && c->h2)
-        nghttp2_session_set_stream_user_data(c->h2, k->stream_id, NULL);
+    if (!k->closed) /* still open on the connection: reset it, so nothing points here */
+        h2_lite_reset(&c->h2, &k->st, H2_CANCEL);
     loop_timer_stop(c->loop, &k->deadline_timer);
     loop_timer_stop(c->loop, &k->done_timer);
     if (k->prev)
@@ -88,6 +97,8 @@ static void call_free(grpc_client_call_t *k) {
     if (k->next)
         k->next->prev = k->prev;
     free(k->req);
+    free(k->grpc_message);
+    free(k->final_message);
     strbuf_free(&k->resp);
     free(k);
 }
@@ -100,7 +111,7 @@ static void on_done_timer(loop_t *loop, loop_timer_t *t, void *ud) {
     void *cud = k->user_data;
     int status = k->final_status;
     char msg[512];
-    snprintf(msg, sizeof msg, "%s", k->final_message);
+    snprintf(msg, sizeof msg, "%s", k->final_message ? k->final_message : OUT_OF_MEMORY);
     call_free(k);
     cb(cud, status, msg);
 }
@@ -111,9 +122,17 @@ static void call_complete(grpc_client_call_t *k, int status, const char *message
         return;
     k->completed = true;
     k->final_status = status;
-    snprintf(k->final_message, sizeof k->final_message, "%s", message ? message : "");
+    k->final_message = dup_text(message);
     loop_timer_stop(k->client->loop, &k->deadline_timer);
     loop_timer_start(k->client->loop, &k->done_timer, loop_now(k->client->loop));
+}
+
+/* Ends the call's stream on the wire (RST_STREAM code) unless it is over. */
+static void call_reset(grpc_client_call_t *k, uint32_t code) {
+    if (k->closed)
+        return;
+    k->closed = true;
+    h2_lite_reset(&k->client->h2, &k->st, code);
 }
 
 /* gRPC's HTTP-status-to-code mapping, for answers that are not gRPC. */
@@ -142,26 +161,9 @@ static void on_deadline(loop_t *loop, loop_timer_t *t, void *ud) {
     (void)t;
     grpc_client_call_t *k = ud;
     k->deadline_hit = true;
-    if (k->stream_id > 0 && !k->closed)
-        nghttp2_submit_rst_stream(k->client->h2, NGHTTP2_FLAG_NONE, k->stream_id, NGHTTP2_CANCEL);
+    call_reset(k, H2_CANCEL);
     call_complete(k, GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
     client_flush(k->client);
-}
-
-static ssize_t req_read_cb(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
-                           uint32_t *flags, nghttp2_data_source *src, void *ud) {
-    (void)s;
-    (void)id;
-    (void)ud;
-    grpc_client_call_t *k = src->ptr;
-    size_t n = k->req_len - k->req_off;
-    if (n > len)
-        n = len;
-    memcpy(buf, k->req + k->req_off, n);
-    k->req_off += n;
-    if (k->req_off == k->req_len)
-        *flags |= NGHTTP2_DATA_FLAG_EOF; /* END_STREAM: one request message */
-    return (ssize_t)n;
 }
 
 int grpc_client_call(grpc_client_t *c, const char *path, const uint8_t *req, size_t len,
@@ -182,9 +184,9 @@ int grpc_client_call(grpc_client_t *c, const char *path, const uint8_t *req, siz
     grpc_frame_prefix(k->req, (uint32_t)len);
     if (len)
         memcpy(k->req + 5, req, len);
-    k->req_len = len + 5;
     strbuf_init(&k->resp);
     k->client = c;
+    k->st.user = k;
     k->grpc_status = -1;
     k->on_message = on_message;
     k->on_done = on_done;
@@ -195,23 +197,21 @@ int grpc_client_call(grpc_client_t *c, const char *path, const uint8_t *req, siz
     char timeout[32] = "";
     if (timeout_ns)
         grpc_timeout_format(timeout_ns, timeout, sizeof timeout);
-    const char *authority = c->server_name[0] ? c->server_name : c->address;
-    nghttp2_nv hdrs[8] = {h2_nv(":method", "POST"),
-                          h2_nv(":scheme", c->tls ? "https" : "http"),
-                          h2_nv(":path", path),
-                          h2_nv(":authority", authority),
-                          h2_nv("content-type", "application/grpc"),
-                          h2_nv("te", "trailers"),
-                          h2_nv("user-agent", "keda-gpu-scaler-query"),
-                          h2_nv("grpc-timeout", timeout)};
-    nghttp2_data_provider dp = {.source.ptr = k, .read_callback = req_read_cb};
-    int32_t id = nghttp2_submit_request(c->h2, NULL, hdrs, timeout_ns ? 8 : 7, &dp, k);
-    if (id < 0) {
+    h2_lite_field_t hdrs[8] = {{":method", "POST"},
+                               {":scheme", c->tls ? "https" : "http"},
+                               {":path", path},
+                               {":authority", c->server_name},
+                               {"content-type", "application/grpc"},
+                               {"te", "trailers"},
+                               {"user-agent", "keda-gpu-scaler-query"},
+                               {"grpc-timeout", timeout}};
+    const char *why;
+    if (h2_lite_request(&c->h2, &k->st, hdrs, timeout_ns ? 8 : 7, k->req, len + 5, &why) != 0) {
+        LOG_DEBUG(c->log, "grpc client %s: call %s: %s", c->address, path, why);
         free(k->req);
         free(k);
-        return KGS_ESTATE;
+        return strcmp(why, OUT_OF_MEMORY) == 0 ? KGS_ENOMEM : KGS_ESTATE;
     }
-    k->stream_id = id;
     k->next = c->calls;
     if (c->calls)
         c->calls->prev = k;
@@ -228,42 +228,38 @@ void grpc_client_cancel(grpc_client_call_t *k) {
     if (k->completed)
         return;
     k->cancelled = true;
-    if (!k->closed)
-        nghttp2_submit_rst_stream(k->client->h2, NGHTTP2_FLAG_NONE, k->stream_id, NGHTTP2_CANCEL);
+    call_reset(k, H2_CANCEL);
     call_complete(k, GRPC_CANCELLED, "cancelled by the client");
     client_flush(k->client);
 }
 
-/* ---- nghttp2 callbacks ----------------------------------------------------------- */
+/* ---- HTTP/2 events ---------------------------------------------------------------- */
 
-static int on_header(nghttp2_session *h2, const nghttp2_frame *frame, const uint8_t *name,
-                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                     void *ud) {
-    (void)flags;
+static void on_header(void *ud, h2_lite_stream_t *s, bool trailers, const uint8_t *name,
+                      size_t namelen, const uint8_t *value, size_t valuelen) {
     (void)ud;
-    if (frame->hd.type != NGHTTP2_HEADERS)
-        return 0;
-    grpc_client_call_t *k = nghttp2_session_get_stream_user_data(h2, frame->hd.stream_id);
-    if (!k)
-        return 0;
+    (void)trailers;
+    grpc_client_call_t *k = s->user;
     char v[512];
     size_t n = valuelen < sizeof v - 1 ? valuelen : sizeof v - 1;
     memcpy(v, value, n);
     v[n] = '\0';
-    if (namelen == 7 && memcmp(name, ":status", 7) == 0)
+    if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
         k->http_status = atoi(v);
-    else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0)
+    } else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0) {
         k->grpc_status = atoi(v);
-    else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0)
-        grpc_percent_decode(v, n, k->grpc_message, sizeof k->grpc_message);
-    return 0;
+    } else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0) {
+        char m[512];
+        grpc_percent_decode(v, n, m, sizeof m);
+        free(k->grpc_message);
+        k->grpc_message = dup_text(m);
+    }
 }
 
 /* Hands the whole messages at buf[0..len) to the call, and in *used how
  * many bytes they took. Returns false when the stream was reset (a
  * malformed or compressed message). */
-static bool deliver_messages(nghttp2_session *h2, int32_t stream_id, grpc_client_call_t *k,
-                             const uint8_t *buf, size_t len, size_t *used) {
+static bool deliver_messages(grpc_client_call_t *k, const uint8_t *buf, size_t len, size_t *used) {
     size_t off = 0;
     for (;;) {
         const uint8_t *msg;
@@ -272,7 +268,7 @@ static bool deliver_messages(nghttp2_session *h2, int32_t stream_id, grpc_client
         if (r == GRPC_FRAME_INCOMPLETE)
             break;
         if (r != GRPC_FRAME_COMPLETE) {
-            nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+            call_reset(k, H2_CANCEL);
             call_complete(k, GRPC_INTERNAL, "malformed or compressed response message");
             return false;
         }
@@ -284,37 +280,30 @@ static bool deliver_messages(nghttp2_session *h2, int32_t stream_id, grpc_client
     return true;
 }
 
-/*
- * Memory: a call that streams (an agent's Watch, one per node of the
- * cluster) keeps no buffer between messages. Whole messages are decoded
- * where nghttp2 hands them over; only a message cut across chunks is
- * copied, and its buffer is freed once it is delivered. (Keeping the
- * grown buffer cost 4 KiB per agent, 40 MiB at 10,000 nodes.)
- */
-static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, const uint8_t *data,
-                         size_t len, void *ud) {
-    (void)flags;
+static void resp_failed(grpc_client_call_t *k) {
+    call_reset(k, H2_CANCEL);
+    call_complete(k, GRPC_RESOURCE_EXHAUSTED, OUT_OF_MEMORY);
+}
+
+static void on_data(void *ud, h2_lite_stream_t *s, const uint8_t *data, size_t len) {
     (void)ud;
-    grpc_client_call_t *k = nghttp2_session_get_stream_user_data(h2, stream_id);
-    if (!k || k->completed)
-        return 0;
+    grpc_client_call_t *k = s->user;
+    if (k->completed)
+        return;
     size_t off = 0;
     if (k->resp.len == 0) {
-        if (!deliver_messages(h2, stream_id, k, data, len, &off))
-            return 0;
-        if (off == len)
-            return 0;
+        if (!deliver_messages(k, data, len, &off) || off == len)
+            return;
         data += off;
         len -= off;
     }
     strbuf_append(&k->resp, (const char *)data, len);
     if (k->resp.failed) {
-        nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
-        call_complete(k, GRPC_RESOURCE_EXHAUSTED, "out of memory");
-        return 0;
+        resp_failed(k);
+        return;
     }
-    if (!deliver_messages(h2, stream_id, k, (const uint8_t *)k->resp.s, k->resp.len, &off))
-        return 0;
+    if (!deliver_messages(k, (const uint8_t *)k->resp.s, k->resp.len, &off))
+        return;
     if (off == k->resp.len) {
         strbuf_free(&k->resp);
     } else if (off > 0) { /* keep the start of the next message */
@@ -323,64 +312,62 @@ static int on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t stream_id, 
         strbuf_append(&rest, k->resp.s + off, k->resp.len - off);
         strbuf_free(&k->resp);
         k->resp = rest;
-        if (rest.failed) {
-            nghttp2_submit_rst_stream(h2, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
-            call_complete(k, GRPC_RESOURCE_EXHAUSTED, "out of memory");
-        }
+        if (rest.failed)
+            resp_failed(k);
     }
-    return 0;
 }
 
-static int on_stream_close(nghttp2_session *h2, int32_t stream_id, uint32_t error_code, void *ud) {
-    (void)ud;
-    grpc_client_call_t *k = nghttp2_session_get_stream_user_data(h2, stream_id);
-    if (!k)
-        return 0;
+static void on_close(void *ud, h2_lite_stream_t *s, bool reset, uint32_t code) {
+    grpc_client_t *c = ud;
+    grpc_client_call_t *k = s->user;
     k->closed = true;
-    if (k->grpc_status >= 0)
+    if (k->grpc_status >= 0) {
         call_complete(k, k->grpc_status, k->grpc_message);
-    else if (k->http_status && k->http_status != 200) {
+    } else if (k->http_status && k->http_status != 200) {
         char m[64];
         snprintf(m, sizeof m, "HTTP status %d (not a gRPC answer)", k->http_status);
         call_complete(k, status_from_http(k->http_status), m);
-    } else if (error_code == NGHTTP2_REFUSED_STREAM) {
+    } else if (reset && code == H2_REFUSED_STREAM) {
         call_complete(k, GRPC_UNAVAILABLE,
-                      k->client->goaway_reason[0] ? k->client->goaway_reason
-                                                  : "stream refused by the server");
+                      c->goaway_reason ? c->goaway_reason : "stream refused by the server");
     } else {
         char m[96];
         snprintf(m, sizeof m, "stream closed without a gRPC status (HTTP/2 error %s)",
-                 nghttp2_http2_strerror(error_code));
+                 h2_lite_error_name(code));
         call_complete(k, GRPC_INTERNAL, m);
     }
-    return 0;
 }
 
 /* A GOAWAY that carries an error: its debug data is the server's reason
  * (ours says "this port speaks TLS: connect with TLS" to a plaintext client). */
-static int on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *ud) {
-    (void)h2;
+static void on_goaway(void *ud, uint32_t last_stream_id, uint32_t code, const uint8_t *debug,
+                      size_t debuglen) {
+    (void)last_stream_id;
     grpc_client_t *c = ud;
-    if (frame->hd.type != NGHTTP2_GOAWAY || frame->goaway.error_code == NGHTTP2_NO_ERROR)
-        return 0;
-    int dlen = (int)(frame->goaway.opaque_data_len > 200 ? 200 : frame->goaway.opaque_data_len);
-    snprintf(c->goaway_reason, sizeof c->goaway_reason, "the server sent GOAWAY %s%s%.*s",
-             nghttp2_http2_strerror(frame->goaway.error_code), dlen ? ": " : "", dlen,
-             (const char *)frame->goaway.opaque_data);
-    if (frame->goaway.error_code == NGHTTP2_INADEQUATE_SECURITY && !c->tr.ssl)
+    if (code == H2_NO_ERROR)
+        return;
+    char m[300];
+    snprintf(m, sizeof m, "the server sent GOAWAY %s%s%.*s", h2_lite_error_name(code),
+             debuglen ? ": " : "", (int)debuglen, (const char *)debug);
+    free(c->goaway_reason);
+    c->goaway_reason = dup_text(m);
+    if (code == H2_INADEQUATE_SECURITY && !c->tr.ssl)
         c->mode_hint = GRPC_CLIENT_MODE_SERVER_TLS;
-    return 0;
 }
+
+static const h2_lite_callbacks_t H2_CALLBACKS = {
+    .on_header = on_header,
+    .on_data = on_data,
+    .on_close = on_close,
+    .on_goaway = on_goaway,
+};
 
 /* ---- connection ---------------------------------------------------------------------- */
 
 static void client_update_events(grpc_client_t *c) {
     if (!c->io || c->state == CLIENT_CLOSED)
         return;
-    uint32_t ev =
-        transport_poll_events(&c->tr, true,
-                              c->state == CLIENT_READY &&
-                                  (h2_pump_pending(&c->pump) || nghttp2_session_want_write(c->h2)));
+    uint32_t ev = transport_poll_events(&c->tr, true, h2_lite_pending(&c->h2) > 0);
     if (ev != c->io_events && loop_io_modify(c->loop, c->io, ev) == 0)
         c->io_events = ev;
 }
@@ -389,10 +376,14 @@ static void client_fail(grpc_client_t *c, const char *reason) {
     if (c->state == CLIENT_CLOSED)
         return;
     c->state = CLIENT_CLOSED;
-    snprintf(c->close_reason, sizeof c->close_reason, "%s", reason);
-    LOG_DEBUG(c->log, "grpc client %s: %s", c->address, reason);
-    for (grpc_client_call_t *k = c->calls; k; k = k->next)
-        call_complete(k, GRPC_UNAVAILABLE, c->close_reason);
+    c->close_reason = dup_text(reason);
+    const char *why = c->close_reason ? c->close_reason : OUT_OF_MEMORY;
+    LOG_DEBUG(c->log, "grpc client %s: %s", c->address, why);
+    for (grpc_client_call_t *k = c->calls; k; k = k->next) {
+        k->closed = true; /* the connection is gone, and its streams with it */
+        call_complete(k, GRPC_UNAVAILABLE, why);
+    }
+    h2_lite_free(&c->h2);
     connector_cancel(c->conn);
     c->conn = NULL;
     if (c->io) {
@@ -402,30 +393,35 @@ static void client_fail(grpc_client_t *c, const char *reason) {
     transport_close(&c->tr);
 }
 
+/* Reads what the server sent before a failed write: a server that refused
+ * us may have said why (a GOAWAY). */
+static void read_last_words(grpc_client_t *c) {
+    uint8_t buf[4096];
+    ssize_t n;
+    for (int i = 0; i < 16 && (n = transport_read(&c->tr, buf, sizeof buf)) > 0; i++)
+        if (h2_lite_feed(&c->h2, buf, (size_t)n) < 0)
+            break;
+}
+
 static void client_flush(grpc_client_t *c) {
-    if (c->state != CLIENT_READY || c->pump.in_recv)
+    if (c->state != CLIENT_READY)
         return;
-    int r = h2_pump_flush(&c->pump);
-    if (r == H2_PUMP_WRITE_FAILED) {
-        /* A server that refused us may have said why (a GOAWAY) before our
-         * write found the connection gone: read it. */
-        char werr[sizeof c->tr.error];
-        snprintf(werr, sizeof werr, "%s", c->tr.error[0] ? c->tr.error : "write failed");
-        uint8_t buf[4096];
-        ssize_t n;
-        for (int i = 0; i < 16 && (n = transport_read(&c->tr, buf, sizeof buf)) > 0; i++)
-            if (h2_pump_feed(&c->pump, buf, (size_t)n) < 0)
-                break;
-        client_fail(c, c->goaway_reason[0] ? c->goaway_reason : werr);
+    if (c->h2.out.failed) {
+        client_fail(c, OUT_OF_MEMORY);
         return;
     }
-    if (r == H2_PUMP_H2_FAILED) {
-        client_fail(c, nghttp2_strerror(c->pump.h2_error));
-        return;
-    }
-    if (r == H2_PUMP_OUT_OF_MEMORY) {
-        client_fail(c, "out of memory");
-        return;
+    while (h2_lite_pending(&c->h2) > 0) {
+        ssize_t n = transport_write(&c->tr, h2_lite_out(&c->h2), h2_lite_pending(&c->h2));
+        if (n == TRANSPORT_AGAIN)
+            break;
+        if (n < 0) {
+            char werr[sizeof c->tr.error];
+            snprintf(werr, sizeof werr, "%s", c->tr.error[0] ? c->tr.error : "write failed");
+            read_last_words(c);
+            client_fail(c, c->goaway_reason ? c->goaway_reason : werr);
+            return;
+        }
+        h2_lite_written(&c->h2, (size_t)n);
     }
     client_update_events(c);
 }
@@ -441,9 +437,9 @@ static void on_client_io(loop_t *loop, int fd, uint32_t events, void *ud) {
         if (n == TRANSPORT_AGAIN)
             break;
         if (n <= 0) {
-            client_fail(c, c->goaway_reason[0] ? c->goaway_reason
-                           : n == 0            ? "connection closed by the server"
-                                               : c->tr.error);
+            client_fail(c, c->goaway_reason ? c->goaway_reason
+                           : n == 0         ? "connection closed by the server"
+                                            : c->tr.error);
             return;
         }
         if (!c->got_bytes && !c->tr.ssl &&
@@ -453,16 +449,16 @@ static void on_client_io(loop_t *loop, int fd, uint32_t events, void *ud) {
             return;
         }
         c->got_bytes = true;
-        ssize_t used = h2_pump_feed(&c->pump, buf, (size_t)n);
-        if (used < 0) {
-            client_fail(c, nghttp2_strerror((int)used));
+        if (h2_lite_feed(&c->h2, buf, (size_t)n) < 0) {
+            client_flush(c); /* our GOAWAY, best effort */
+            client_fail(c, c->h2.why);
             return;
         }
     }
     client_flush(c);
-    if (c->state == CLIENT_READY && !nghttp2_session_want_read(c->h2) &&
-        !nghttp2_session_want_write(c->h2))
-        client_fail(c, c->goaway_reason[0] ? c->goaway_reason : "connection closed (GOAWAY)");
+    if (c->state == CLIENT_READY && c->h2.goaway_received && !c->h2.streams &&
+        h2_lite_pending(&c->h2) == 0)
+        client_fail(c, c->goaway_reason ? c->goaway_reason : "connection closed (GOAWAY)");
 }
 
 static void on_connected(void *ud, int status, transport_t *tr, const char *error) {
@@ -502,6 +498,13 @@ static void host_part(const char *addr, char *host, size_t hostlen) {
     }
 }
 
+static void client_free_strings(grpc_client_t *c) {
+    free(c->address);
+    free(c->server_name);
+    free(c->goaway_reason);
+    free(c->close_reason);
+}
+
 int grpc_client_connect(loop_t *loop, const grpc_client_opts_t *opts, grpc_client_t **out,
                         char *err, size_t errlen) {
     grpc_client_t *c = calloc(1, sizeof *c);
@@ -511,27 +514,17 @@ int grpc_client_connect(loop_t *loop, const grpc_client_opts_t *opts, grpc_clien
     c->log = opts->log;
     c->tls = opts->tls;
     c->tr.fd = -1;
-    snprintf(c->address, sizeof c->address, "%s", opts->address);
     char host[256];
     host_part(opts->address, host, sizeof host);
-    snprintf(c->server_name, sizeof c->server_name, "%s",
-             opts->server_name ? opts->server_name : host);
-    nghttp2_session_callbacks *cbs;
-    nghttp2_session_callbacks_new(&cbs);
-    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
-    int rv = nghttp2_session_client_new(&c->h2, cbs, c);
-    nghttp2_session_callbacks_del(cbs);
-    if (rv != 0) {
+    c->address = dup_text(opts->address);
+    c->server_name = dup_text(opts->server_name ? opts->server_name : host);
+    h2_lite_init(&c->h2, &H2_CALLBACKS, c);
+    if (!c->address || !c->server_name || c->h2.out.failed) {
+        h2_lite_free(&c->h2);
+        client_free_strings(c);
         free(c);
-        return kgs_seterr(err, errlen, KGS_ENOMEM, "grpc client: nghttp2: %s",
-                          nghttp2_strerror(rv));
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "grpc client: out of memory");
     }
-    h2_pump_init(&c->pump, c->h2, &c->tr);
-    nghttp2_settings_entry iv[1] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20}};
-    nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, 1);
     c->state = CLIENT_CONNECTING;
     connector_opts_t co = {
         .address = opts->address,
@@ -545,7 +538,8 @@ int grpc_client_connect(loop_t *loop, const grpc_client_opts_t *opts, grpc_clien
     };
     int rc = connector_start(loop, &co, &c->conn, err, errlen);
     if (rc != 0) {
-        nghttp2_session_del(c->h2);
+        h2_lite_free(&c->h2);
+        client_free_strings(c);
         free(c);
         return rc;
     }
@@ -566,8 +560,8 @@ void grpc_client_free(grpc_client_t *c) {
         call_free(k);
         cb(cud, st, "client closed");
     }
-    nghttp2_session_del(c->h2);
-    h2_pump_free(&c->pump);
+    h2_lite_free(&c->h2);
+    client_free_strings(c);
     free(c);
 }
 

@@ -2,7 +2,7 @@
  * grpc_server.c - gRPC server on nghttp2, one event-loop thread.
  *
  * DESIGN
- * - nghttp2 never sees a socket: net/h2_pump.c (shared with the client)
+ * - nghttp2 never sees a socket: net/h2_pump.c
  *   feeds it what the transport read and writes what it sends, through a
  *   bounded per-connection output buffer. Above H2_PUMP_HIGH_WATER we stop
  *   pulling from nghttp2, and stop reading, until the socket drains

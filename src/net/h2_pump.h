@@ -1,10 +1,12 @@
 /*
- * h2_pump.h - the bytes between an nghttp2 session and a transport, shared
- * by the gRPC server and client. nghttp2 never sees a socket: what is read
- * goes in through h2_pump_feed() (nghttp2_session_mem_recv), and
- * h2_pump_flush() pulls frames out of nghttp2_session_mem_send() into a
- * buffer and writes what the transport takes; h2_nv() builds the header
- * fields both submit. Loop thread only.
+ * h2_pump.h - the bytes between an nghttp2 session and a transport: the
+ * gRPC server's (the client speaks HTTP/2 through net/h2_lite.c, whose
+ * connections cost a few hundred bytes where an nghttp2 session costs
+ * ~25 KiB). nghttp2 never sees a socket: what is read goes in through
+ * h2_pump_feed() (nghttp2_session_mem_recv), and h2_pump_flush() pulls
+ * frames out of nghttp2_session_mem_send() into a buffer and writes what
+ * the transport takes; h2_nv() builds the header fields the server
+ * submits. Loop thread only.
  *
  * The owner keeps the session and the transport (both borrowed here) and
  * decides what a failure means; the pump never closes anything.

@@ -1162,7 +1162,7 @@ void workload_evaluate(const trigger_config_t *c, const char *scaled_object_name
         x.scratch.gpu_index = -1;
         x.scratch.mig_profile_count = 0;
         x.scratch.aggregation = batch_aggregation(c->pod_aggregation);
-        pod_cache_foreach(pods, pod_visit, &x);
+        pod_cache_foreach_in(pods, x.ns, pod_visit, &x);
     } else {
         node_count = nodes_evaluate(&x);
     }

@@ -786,11 +786,24 @@ int kube_watch_event_parse(const char *line, size_t len, kube_event_type_t *type
 /* One allocation per pod: its value, then its strings and labels packed
  * (pod_pack_into), so a pod costs what it holds. */
 typedef struct entry {
-    struct entry *next_uid; /* chain in by_uid */
-    struct entry *next_nn;  /* chain in by_name */
-    pod_t pod;              /* its strings point into bytes[] */
+    struct entry *next_uid;          /* chain in by_uid */
+    struct entry *next_nn;           /* chain in by_name */
+    struct entry *ns_next, *ns_prev; /* its namespace's pods */
+    pod_t pod;                       /* its strings point into bytes[] */
     char bytes[];
 } entry_t;
+
+/* The pods of one namespace, so that a workload's evaluation visits its
+ * namespace's pods and not the cluster's (GetMetrics costs the same at
+ * 500 pods and at 50,000 when the workload is the same). */
+typedef struct ns_pods {
+    struct ns_pods *next; /* chain in by_ns */
+    entry_t *head;
+    size_t count;
+    char name[]; /* the namespace */
+} ns_pods_t;
+
+#define NS_BUCKETS 256
 
 static entry_t *entry_new(const pod_t *src) {
     size_t n = pod_packed_size(src);
@@ -804,6 +817,7 @@ typedef struct {
     entry_t **by_uid, **by_name;
     size_t nbuckets; /* power of two */
     size_t size;
+    ns_pods_t **by_ns; /* NS_BUCKETS */
 } table_t;
 
 struct pod_cache {
@@ -824,16 +838,75 @@ static size_t name_slot(const table_t *t, const char *ns, const char *name) {
     return (size_t)hash_str(h, name) & (t->nbuckets - 1);
 }
 
+static size_t ns_slot(const char *ns) {
+    return (size_t)hash_str(HASH_SEED, ns) & (NS_BUCKETS - 1);
+}
+
+static ns_pods_t *ns_find(const table_t *t, const char *ns) {
+    for (ns_pods_t *n = t->by_ns[ns_slot(ns)]; n; n = n->next)
+        if (strcmp(n->name, ns) == 0)
+            return n;
+    return NULL;
+}
+
+/* Puts e into its namespace's list (the list made on its first pod). */
+static int ns_link(table_t *t, entry_t *e) {
+    ns_pods_t *n = ns_find(t, e->pod.namespace);
+    if (!n) {
+        size_t len = strlen(e->pod.namespace);
+        n = malloc(sizeof *n + len + 1);
+        if (!n)
+            return KGS_ENOMEM;
+        memcpy(n->name, e->pod.namespace, len + 1);
+        n->head = NULL;
+        n->count = 0;
+        size_t i = ns_slot(n->name);
+        n->next = t->by_ns[i];
+        t->by_ns[i] = n;
+    }
+    e->ns_prev = NULL;
+    e->ns_next = n->head;
+    if (n->head)
+        n->head->ns_prev = e;
+    n->head = e;
+    n->count++;
+    return 0;
+}
+
+/* Takes e out of its namespace's list, and the list away with its last pod. */
+static void ns_unlink(table_t *t, entry_t *e) {
+    ns_pods_t *n = ns_find(t, e->pod.namespace);
+    if (!n)
+        return;
+    if (e->ns_prev)
+        e->ns_prev->ns_next = e->ns_next;
+    else
+        n->head = e->ns_next;
+    if (e->ns_next)
+        e->ns_next->ns_prev = e->ns_prev;
+    if (--n->count)
+        return;
+    for (ns_pods_t **pp = &t->by_ns[ns_slot(n->name)]; *pp; pp = &(*pp)->next)
+        if (*pp == n) {
+            *pp = n->next;
+            break;
+        }
+    free(n);
+}
+
 static int table_init(table_t *t, size_t want) {
     size_t n = 16;
     while (n < want && n < ((size_t)1 << 30))
         n <<= 1;
     t->by_uid = calloc(n, sizeof *t->by_uid);
     t->by_name = calloc(n, sizeof *t->by_name);
-    if (!t->by_uid || !t->by_name) {
+    t->by_ns = calloc(NS_BUCKETS, sizeof *t->by_ns);
+    if (!t->by_uid || !t->by_name || !t->by_ns) {
         free(t->by_uid);
         free(t->by_name);
+        free(t->by_ns);
         t->by_uid = t->by_name = NULL;
+        t->by_ns = NULL;
         return KGS_ENOMEM;
     }
     t->nbuckets = n;
@@ -850,8 +923,14 @@ static void table_deinit(table_t *t) {
             e = next;
         }
     }
+    for (size_t i = 0; t->by_ns && i < NS_BUCKETS; i++)
+        for (ns_pods_t *n = t->by_ns[i], *next; n; n = next) {
+            next = n->next;
+            free(n);
+        }
     free(t->by_uid);
     free(t->by_name);
+    free(t->by_ns);
     memset(t, 0, sizeof *t);
 }
 
@@ -862,7 +941,7 @@ static entry_t **uid_link(const table_t *t, const char *uid) {
     return pp;
 }
 
-static void link_entry(table_t *t, entry_t *e) {
+static void link_hash(table_t *t, entry_t *e) {
     size_t u = uid_slot(t, e->pod.uid), n = name_slot(t, e->pod.namespace, e->pod.name);
     e->next_uid = t->by_uid[u];
     t->by_uid[u] = e;
@@ -871,7 +950,17 @@ static void link_entry(table_t *t, entry_t *e) {
     t->size++;
 }
 
+/* Links a new entry everywhere. KGS_ENOMEM (e linked nowhere) when its
+ * namespace's list could not be made. */
+static int link_entry(table_t *t, entry_t *e) {
+    if (ns_link(t, e) != 0)
+        return KGS_ENOMEM;
+    link_hash(t, e);
+    return 0;
+}
+
 static void unlink_entry(table_t *t, entry_t *e) {
+    ns_unlink(t, e);
     entry_t **pp = uid_link(t, e->pod.uid);
     if (*pp == e)
         *pp = e->next_uid;
@@ -895,12 +984,14 @@ static void table_maybe_grow(table_t *t) {
         entry_t *e = t->by_uid[i];
         while (e) {
             entry_t *next = e->next_uid;
-            link_entry(&bigger, e);
+            link_hash(&bigger, e);
             e = next;
         }
     }
     free(t->by_uid);
     free(t->by_name);
+    free(bigger.by_ns); /* the namespaces' lists stay as they are */
+    bigger.by_ns = t->by_ns;
     *t = bigger;
 }
 
@@ -945,11 +1036,11 @@ int pod_cache_replace_all(pod_cache_t *c, const pod_t *pods, size_t n, const cha
             free(dup);
         }
         entry_t *e = entry_new(&pods[i]);
-        if (!e) {
+        if (!e || link_entry(&t, e) != 0) {
+            free(e);
             table_deinit(&t);
             return KGS_ENOMEM;
         }
-        link_entry(&t, e);
     }
     table_deinit(&c->t);
     c->t = t;
@@ -1020,7 +1111,10 @@ int pod_cache_apply(pod_cache_t *c, kube_event_type_t type, const pod_t *pod, co
             unlink_entry(&c->t, old);
             free(old);
         }
-        link_entry(&c->t, e);
+        if (link_entry(&c->t, e) != 0) {
+            free(e); /* the old copy is gone: the next relist brings it back */
+            return KGS_ENOMEM;
+        }
         table_maybe_grow(&c->t);
         if (changed)
             *changed = true;
@@ -1066,6 +1160,13 @@ void pod_cache_foreach(const pod_cache_t *c, pod_cache_cb cb, void *user_data) {
         for (entry_t *e = c->t.by_uid[i]; e; e = e->next_uid)
             if (!cb(&e->pod, user_data))
                 return;
+}
+
+void pod_cache_foreach_in(const pod_cache_t *c, const char *ns, pod_cache_cb cb, void *user_data) {
+    const ns_pods_t *n = ns_find(&c->t, ns);
+    for (const entry_t *e = n ? n->head : NULL; e; e = e->ns_next)
+        if (!cb(&e->pod, user_data))
+            return;
 }
 
 size_t pod_cache_size(const pod_cache_t *c) {

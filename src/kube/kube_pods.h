@@ -298,6 +298,9 @@ const pod_t *pod_cache_find(const pod_cache_t *c, const char *ns, const char *na
  * stops early. cb must not modify the cache. */
 typedef bool (*pod_cache_cb)(const pod_t *pod, void *user_data);
 void pod_cache_foreach(const pod_cache_t *c, pod_cache_cb cb, void *user_data);
+/* The same over the pods of namespace ns only, at a cost that follows
+ * their count, not the cache's. */
+void pod_cache_foreach_in(const pod_cache_t *c, const char *ns, pod_cache_cb cb, void *user_data);
 
 size_t pod_cache_size(const pod_cache_t *c);
 

@@ -156,7 +156,7 @@ static void observe_cold_starts(server_t *sv, const trigger_config_t *c, const c
     w->last_round = now;
     cold_start_scan_t x = {c, w->ns, &w->rec};
     cold_start_round_begin(&w->rec);
-    pod_cache_foreach(kube_client_cache(sv->kube), cold_start_scan, &x);
+    pod_cache_foreach_in(kube_client_cache(sv->kube), x.ns, cold_start_scan, &x);
     if (cold_start_round_end(&w->rec) != 0)
         LOG_WARN(&sv->log, "cold starts of %s/%s: out of memory, the round is dropped", w->ns,
                  w->selector);
@@ -278,7 +278,7 @@ static int list_engine_pods(void *ud, const trigger_config_t *c, const char *ns,
         return kgs_seterr(err, errlen, KGS_ESTATE, "pod list not synced: %s",
                           kube_client_last_error(sv->kube));
     pod_scan_t x = {c, workload_namespace(c, ns), emit, emit_data, (int64_t)time(NULL)};
-    pod_cache_foreach(kube_client_cache(sv->kube), scan_pod, &x);
+    pod_cache_foreach_in(kube_client_cache(sv->kube), x.ns, scan_pod, &x);
     return 0;
 }
 

@@ -481,6 +481,82 @@ static void test_kube_pods_cache_adds_modifies_and_deletes(void **state) {
     assert_int_equal(n, 1);
 }
 
+/* Names of the pods of a namespace, sorted, as "a,b,". */
+static bool name_cb(const pod_t *p, void *ud) {
+    char *out = ud;
+    strcat(out, p->name);
+    strcat(out, ",");
+    return true;
+}
+
+static void names_in(const pod_cache_t *c, const char *ns, char *out) {
+    out[0] = '\0';
+    pod_cache_foreach_in(c, ns, name_cb, out);
+}
+
+static void test_kube_pods_cache_visits_one_namespace(void **state) {
+    pod_cache_t *c = *state;
+    char names[256];
+    const char *order[] = {"a", "b", "c", "d"};
+    const char *nss[] = {"team-1", "team-2", "team-1", "team-1"};
+    for (int i = 0; i < 4; i++) {
+        char uid[16];
+        snprintf(uid, sizeof uid, "uid-%s", order[i]);
+        pod_t p = mk(nss[i], order[i], uid, "1", POD_PHASE_RUNNING);
+        assert_int_equal(pod_cache_apply(c, KUBE_EVENT_ADDED, &p, "1", NULL), 0);
+    }
+    names_in(c, "team-1", names);
+    assert_int_equal(strlen(names), 6); /* a, c and d, newest first */
+    assert_string_equal(names, "d,c,a,");
+    names_in(c, "team-2", names);
+    assert_string_equal(names, "b,");
+    names_in(c, "nobody", names);
+    assert_string_equal(names, "");
+    /* a pod that changes stays listed once; one deleted leaves; the last
+     * one of a namespace takes the namespace with it */
+    pod_t c2 = mk("team-1", "c", "uid-c", "2", POD_PHASE_SUCCEEDED);
+    assert_int_equal(pod_cache_apply(c, KUBE_EVENT_MODIFIED, &c2, "2", NULL), 0);
+    names_in(c, "team-1", names);
+    assert_string_equal(names, "c,d,a,");
+    assert_true(pod_cache_remove(c, "uid-d"));
+    assert_true(pod_cache_remove(c, "uid-b"));
+    names_in(c, "team-1", names);
+    assert_string_equal(names, "c,a,");
+    names_in(c, "team-2", names);
+    assert_string_equal(names, "");
+    pod_t b = mk("team-2", "b", "uid-b", "3", POD_PHASE_RUNNING);
+    assert_int_equal(pod_cache_apply(c, KUBE_EVENT_ADDED, &b, "3", NULL), 0);
+    names_in(c, "team-2", names);
+    assert_string_equal(names, "b,");
+    /* a relist and a growing table keep the lists right */
+    pod_t list[40];
+    char nm[40][8], uid[40][12];
+    for (int i = 0; i < 40; i++) {
+        snprintf(nm[i], sizeof nm[i], "p%d", i);
+        snprintf(uid[i], sizeof uid[i], "u%d", i);
+        list[i] = mk(i % 2 ? "odd" : "even", nm[i], uid[i], "1", POD_PHASE_RUNNING);
+    }
+    assert_int_equal(pod_cache_replace_all(c, list, 40, "9"), 0);
+    names_in(c, "team-1", names);
+    assert_string_equal(names, "");
+    size_t n = 0;
+    pod_cache_foreach_in(c, "odd", count_cb, &n);
+    assert_int_equal(n, 20);
+    for (int i = 0; i < 40; i++) {
+        char u2[12], n2[8];
+        snprintf(u2, sizeof u2, "v%d", i);
+        snprintf(n2, sizeof n2, "q%d", i);
+        pod_t p = mk("odd", n2, u2, "1", POD_PHASE_RUNNING);
+        assert_int_equal(pod_cache_apply(c, KUBE_EVENT_ADDED, &p, "10", NULL), 0);
+    }
+    n = 0;
+    pod_cache_foreach_in(c, "odd", count_cb, &n);
+    assert_int_equal(n, 60);
+    n = 0;
+    pod_cache_foreach_in(c, "even", count_cb, &n);
+    assert_int_equal(n, 20);
+}
+
 static void test_kube_pods_cache_relist_drops_vanished_pods(void **state) {
     pod_cache_t *c = *state;
     pod_t a = mk("ns", "a", "uid-a", "1", POD_PHASE_RUNNING);
@@ -823,6 +899,8 @@ int main(void) {
         cmocka_unit_test(test_kube_pods_parses_watch_events_of_every_type),
         cmocka_unit_test(test_kube_pods_rejects_malformed_watch_events),
         cmocka_unit_test_setup_teardown(test_kube_pods_cache_adds_modifies_and_deletes, setup_cache,
+                                        teardown_cache),
+        cmocka_unit_test_setup_teardown(test_kube_pods_cache_visits_one_namespace, setup_cache,
                                         teardown_cache),
         cmocka_unit_test_setup_teardown(test_kube_pods_cache_relist_drops_vanished_pods,
                                         setup_cache, teardown_cache),

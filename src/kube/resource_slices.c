@@ -21,6 +21,7 @@
 
 #include "amdgpu/amdgpu_parse.h"
 #include "core/err.h"
+#include "kube/kube_resource.h"
 #include "kube/pod_map.h"
 
 /* ---- decoding ------------------------------------------------------------------ */
@@ -612,3 +613,150 @@ size_t dra_index_device_count(const dra_index_t *x) {
 const char *dra_index_resource_version(const dra_index_t *x) {
     return x->rv;
 }
+
+/* ---- the watched resource "resourceslices" (kube_resource.h) ------------------- */
+
+static int slices_state_new(void **out) {
+    dra_index_t *x;
+    int rc = dra_index_new(&x);
+    *out = rc ? NULL : x;
+    return rc;
+}
+
+static void slices_state_free(void *state) {
+    dra_index_free(state);
+}
+
+static const char *slices_resource_version(const void *state) {
+    return dra_index_resource_version(state);
+}
+
+static size_t slices_size(const void *state) {
+    return dra_index_slice_count(state);
+}
+
+static void slices_describe(const void *state, char *out, size_t cap) {
+    snprintf(out, cap, " (%zu devices)", dra_index_device_count(state));
+}
+
+static int slices_page_parse(const char *buf, size_t len, void **page, kube_page_info_t *info,
+                             char *err, size_t errlen) {
+    dra_slice_list_t *l = *page = malloc(sizeof *l);
+    int rc = l ? dra_slice_list_parse(buf, len, l, err, errlen)
+               : kgs_seterr(err, errlen, KGS_ENOMEM, "ResourceSliceList: out of memory");
+    if (rc == 0)
+        kube_page_info_set(info, l->count, l->skipped, l->skip_reason, l->resource_version,
+                           l->continue_token);
+    else {
+        free(l);
+        *page = NULL;
+    }
+    return rc;
+}
+
+static void slices_page_free(void *page) {
+    if (!page)
+        return;
+    dra_slice_list_deinit(page);
+    free(page);
+}
+
+/* A list being assembled: the slices of its pages so far, their devices
+ * moved out of the pages. */
+typedef struct {
+    dra_slice_t *items;
+    size_t n, cap;
+} slice_acc_t;
+
+static void slices_list_free(void *next) {
+    slice_acc_t *a = next;
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->n; i++)
+        dra_slice_deinit(&a->items[i]);
+    free(a->items);
+    free(a);
+}
+
+static int slices_list_add(void **next, void *page) {
+    dra_slice_list_t *l = page;
+    slice_acc_t *a = *next;
+    if (!a && !(a = *next = calloc(1, sizeof *a))) {
+        slices_page_free(l);
+        return KGS_ENOMEM;
+    }
+    if (l->count > a->cap - a->n) {
+        size_t cap = a->cap ? a->cap : 64;
+        while (cap < a->n + l->count)
+            cap *= 2;
+        dra_slice_t *na = realloc(a->items, cap * sizeof *na);
+        if (!na) {
+            slices_page_free(l);
+            return KGS_ENOMEM;
+        }
+        a->items = na;
+        a->cap = cap;
+    }
+    for (size_t i = 0; i < l->count; i++) {
+        a->items[a->n++] = l->items[i];
+        l->items[i].devices = NULL; /* moved */
+        l->items[i].device_count = 0;
+    }
+    slices_page_free(l);
+    return 0;
+}
+
+static int slices_list_replace(void *state, void *next, const char *rv) {
+    slice_acc_t *a = next;
+    int rc = dra_index_replace_all(state, a->items, a->n, rv);
+    slices_list_free(a); /* the devices moved into the index; keep no list-sized array */
+    return rc;
+}
+
+static int slices_watch_event(void *state, const char *line, size_t len, kube_event_result_t *out,
+                              char *err, size_t errlen) {
+    dra_index_t *x = state;
+    memset(out, 0, sizeof *out);
+    dra_slice_t sl;
+    char rv[KUBE_RV_MAX + 1];
+    int rc = dra_slice_event_parse(line, len, &out->type, &sl, rv, sizeof rv, &out->error_code, err,
+                                   errlen);
+    if (rc == KGS_ERANGE && sl.name[0]) {
+        /* Unrepresentable now: drop the old copy rather than keep stale devices. */
+        out->skipped = true;
+        dra_slice_t gone = sl;
+        gone.devices = NULL;
+        gone.device_count = 0;
+        dra_slice_deinit(&sl);
+        dra_index_apply(x, KUBE_EVENT_DELETED, &gone, NULL, &out->changed);
+        return 0;
+    }
+    if (rc || out->type == KUBE_EVENT_ERROR)
+        return rc;
+    rc = dra_index_apply(x, out->type, &sl, rv, &out->changed);
+    dra_slice_deinit(&sl);
+    out->applying = rc != 0;
+    return rc;
+}
+
+static dra_index_t *slices_dra_index(void *state) {
+    return state;
+}
+
+const kube_resource_t kube_resource_resourceslices = {
+    .name = "resourceslices",
+    .path = "/apis/resource.k8s.io/v1/resourceslices",
+    .state_new = slices_state_new,
+    .state_free = slices_state_free,
+    .resource_version = slices_resource_version,
+    .size = slices_size,
+    .describe = slices_describe,
+    .page_parse = slices_page_parse,
+    .page_free = slices_page_free,
+    .list_add = slices_list_add,
+    .list_free = slices_list_free,
+    .list_replace = slices_list_replace,
+    .watch_event = slices_watch_event,
+    .pod_cache = NULL,
+    .dra_index = slices_dra_index,
+};

@@ -28,6 +28,7 @@
 #include "core/duration.h"
 #include "core/hash.h"
 #include "core/err.h"
+#include "kube/kube_json.h"
 #include "kube/kube_resource.h"
 
 static const char *const phase_names[] = {"Unknown", "Pending", "Running", "Succeeded", "Failed"};
@@ -199,55 +200,6 @@ static void pod_pack_into(pod_t *dst, const pod_t *src, char *buf) {
 }
 
 /* ---- decoding ---------------------------------------------------------------------- */
-
-/* Points *dst at a JSON string (borrowed from parent) of under cap bytes.
- * `what` names the field in messages. A missing or null member is "" when
- * optional. */
-static int get_string(const json_t *parent, const char *key, bool required, const char **dst,
-                      size_t cap, const char *who, const char *what, char *err, size_t errlen) {
-    const json_t *v = parent ? json_object_get(parent, key) : NULL;
-    *dst = "";
-    if (!v || json_is_null(v)) {
-        if (required)
-            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: missing", who, what);
-        return 0;
-    }
-    if (!json_is_string(v))
-        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: not a string", who, what);
-    size_t n = json_string_length(v);
-    const char *s = json_string_value(v);
-    if (memchr(s, '\0', n))
-        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: contains a NUL character", who, what);
-    if (n >= cap)
-        return kgs_seterr(err, errlen, KGS_ERANGE, "%s: %s: %zu bytes, limit %zu", who, what, n,
-                          cap - 1);
-    if (required && n == 0)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: empty", who, what);
-    *dst = s;
-    return 0;
-}
-
-/* Copies a JSON string into dst[cap], as get_string checks it. */
-static int copy_string(const json_t *parent, const char *key, bool required, char *dst, size_t cap,
-                       const char *who, const char *what, char *err, size_t errlen) {
-    const char *s;
-    int rc = get_string(parent, key, required, &s, cap, who, what, err, errlen);
-    snprintf(dst, cap, "%s", rc ? "" : s);
-    return rc;
-}
-
-/* Returns the member if it is an object, NULL if absent or null; sets *bad
- * when it exists with another type. */
-static const json_t *get_object(const json_t *parent, const char *key, bool *bad) {
-    const json_t *v = parent ? json_object_get(parent, key) : NULL;
-    if (!v || json_is_null(v))
-        return NULL;
-    if (!json_is_object(v)) {
-        *bad = true;
-        return NULL;
-    }
-    return v;
-}
 
 static pod_phase_t phase_parse(const char *s) {
     for (size_t i = 1; i < sizeof phase_names / sizeof phase_names[0]; i++)
@@ -526,9 +478,9 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
     if (!json_is_object(obj))
         return kgs_seterr(err, errlen, KGS_EINVAL, "pod: not a JSON object");
     bool bad = false;
-    const json_t *meta = get_object(obj, "metadata", &bad);
-    const json_t *spec = get_object(obj, "spec", &bad);
-    const json_t *status = get_object(obj, "status", &bad);
+    const json_t *meta = kube_json_object(obj, "metadata", &bad);
+    const json_t *spec = kube_json_object(obj, "spec", &bad);
+    const json_t *status = kube_json_object(obj, "status", &bad);
     if (bad)
         return kgs_seterr(err, errlen, KGS_EINVAL, "pod: metadata, spec or status not an object");
     if (!meta)
@@ -536,26 +488,26 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
     int rc;
     pod_t *p = out;
     /* Optional: nodes, read with the same parser for their labels, have none. */
-    if ((rc = get_string(meta, "namespace", false, &p->namespace, KUBE_NAMESPACE_MAX + 1, "pod",
-                         "metadata.namespace", err, errlen)) ||
-        (rc = get_string(meta, "name", true, &p->name, KUBE_NAME_MAX + 1, "pod", "metadata.name",
-                         err, errlen)))
+    if ((rc = kube_json_string(meta, "namespace", false, &p->namespace, KUBE_NAMESPACE_MAX + 1,
+                               "pod", "metadata.namespace", err, errlen)) ||
+        (rc = kube_json_string(meta, "name", true, &p->name, KUBE_NAME_MAX + 1, "pod",
+                               "metadata.name", err, errlen)))
         goto fail;
     char who[KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 8];
     snprintf(who, sizeof who, "pod %s/%s", p->namespace, p->name);
-    if ((rc = get_string(meta, "uid", true, &p->uid, KUBE_UID_MAX + 1, who, "metadata.uid", err,
-                         errlen)))
+    if ((rc = kube_json_string(meta, "uid", true, &p->uid, KUBE_UID_MAX + 1, who, "metadata.uid",
+                               err, errlen)))
         goto fail;
-    if ((rc = get_string(meta, "resourceVersion", true, &p->resource_version, KUBE_RV_MAX + 1, who,
-                         "metadata.resourceVersion", err, errlen)) ||
-        (rc = get_string(spec, "nodeName", false, &p->node, KUBE_NODE_MAX + 1, who, "spec.nodeName",
-                         err, errlen)) ||
-        (rc = get_string(status, "podIP", false, &p->pod_ip, KUBE_POD_IP_MAX + 1, who,
-                         "status.podIP", err, errlen)))
+    if ((rc = kube_json_string(meta, "resourceVersion", true, &p->resource_version, KUBE_RV_MAX + 1,
+                               who, "metadata.resourceVersion", err, errlen)) ||
+        (rc = kube_json_string(spec, "nodeName", false, &p->node, KUBE_NODE_MAX + 1, who,
+                               "spec.nodeName", err, errlen)) ||
+        (rc = kube_json_string(status, "podIP", false, &p->pod_ip, KUBE_POD_IP_MAX + 1, who,
+                               "status.podIP", err, errlen)))
         goto fail_keep_identity;
     char phase[32];
-    if ((rc = copy_string(status, "phase", false, phase, sizeof phase, who, "status.phase", err,
-                          errlen)))
+    if ((rc = kube_json_copy(status, "phase", false, phase, sizeof phase, who, "status.phase", err,
+                             errlen)))
         goto fail_keep_identity;
     p->phase = phase_parse(phase);
     const json_t *ct = json_object_get(meta, "creationTimestamp");
@@ -608,29 +560,8 @@ fail:
 
 static int rv_copy(const json_t *meta, char *dst, size_t cap, bool required, const char *who,
                    char *err, size_t errlen) {
-    return copy_string(meta, "resourceVersion", required, dst, cap, who, "metadata.resourceVersion",
-                       err, errlen);
-}
-
-static json_t *load(const char *buf, size_t len, const char *what, char *err, size_t errlen,
-                    int *rc) {
-    json_error_t je;
-    /* JSON_ALLOW_NUL keeps "\u0000" from failing the whole document: the
-     * field checks reject it where it matters. */
-    json_t *root = json_loadb(buf, len, JSON_ALLOW_NUL, &je);
-    if (!root) {
-        *rc = je.text[0] && strstr(je.text, "memory") ? KGS_ENOMEM : KGS_EINVAL;
-        kgs_seterr(err, errlen, *rc, "%s: bad JSON at line %d column %d: %s", what, je.line,
-                   je.column, je.text);
-        return NULL;
-    }
-    if (!json_is_object(root)) {
-        json_decref(root);
-        *rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s: not a JSON object", what);
-        return NULL;
-    }
-    *rc = 0;
-    return root;
+    return kube_json_copy(meta, "resourceVersion", required, dst, cap, who,
+                          "metadata.resourceVersion", err, errlen);
 }
 
 void kube_pod_list_deinit(kube_pod_list_t *l) {
@@ -644,7 +575,7 @@ int kube_pod_list_parse(const char *buf, size_t len, kube_pod_list_t *out, char 
                         size_t errlen) {
     memset(out, 0, sizeof *out);
     int rc;
-    json_t *root = load(buf, len, "PodList", err, errlen, &rc);
+    json_t *root = kube_json_load(buf, len, JSON_ALLOW_NUL, "PodList", err, errlen, &rc);
     if (!root)
         return rc;
     const json_t *kind = json_object_get(root, "kind");
@@ -656,15 +587,16 @@ int kube_pod_list_parse(const char *buf, size_t len, kube_pod_list_t *out, char 
         goto fail;
     }
     bool bad = false;
-    const json_t *meta = get_object(root, "metadata", &bad);
+    const json_t *meta = kube_json_object(root, "metadata", &bad);
     if (bad || !meta) {
         rc = kgs_seterr(err, errlen, KGS_EINVAL, "PodList: metadata: missing or not an object");
         goto fail;
     }
     if ((rc = rv_copy(meta, out->resource_version, sizeof out->resource_version, true, "PodList",
                       err, errlen)) ||
-        (rc = copy_string(meta, "continue", false, out->continue_token, sizeof out->continue_token,
-                          "PodList", "metadata.continue", err, errlen)))
+        (rc = kube_json_copy(meta, "continue", false, out->continue_token,
+                             sizeof out->continue_token, "PodList", "metadata.continue", err,
+                             errlen)))
         goto fail;
     const json_t *items = json_object_get(root, "items");
     if (items && !json_is_null(items) && !json_is_array(items)) {
@@ -711,7 +643,7 @@ int kube_watch_envelope(const char *line, size_t len, json_t **root, kube_event_
     if (error_code)
         *error_code = 0;
     int rc;
-    *root = load(line, len, "watch event", err, errlen, &rc);
+    *root = kube_json_load(line, len, JSON_ALLOW_NUL, "watch event", err, errlen, &rc);
     if (!*root)
         return rc;
     const json_t *jt = json_object_get(*root, "type");
@@ -742,7 +674,7 @@ int kube_watch_envelope(const char *line, size_t len, json_t **root, kube_event_
     }
     if (*type == KUBE_EVENT_BOOKMARK) {
         bool bad = false;
-        const json_t *meta = get_object(o, "metadata", &bad);
+        const json_t *meta = kube_json_object(o, "metadata", &bad);
         if (bad || !meta)
             return kgs_seterr(err, errlen, KGS_EINVAL, "watch BOOKMARK event: metadata missing");
         return rv_copy(meta, rvbuf, KUBE_RV_MAX + 1, true, "watch BOOKMARK event", err, errlen);

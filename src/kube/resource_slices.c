@@ -21,43 +21,19 @@
 
 #include "amdgpu/amdgpu_parse.h"
 #include "core/err.h"
+#include "kube/kube_json.h"
 #include "kube/kube_resource.h"
 #include "kube/pod_map.h"
 
 /* ---- decoding ------------------------------------------------------------------ */
 
+/* A string field of a slice into out[cap] (kube_json_copy), the slice
+ * named "resourceslice WHO" in messages. */
 static int copy_field(const json_t *parent, const char *key, bool required, char *out, size_t cap,
                       const char *who, const char *what, char *err, size_t errlen) {
-    out[0] = '\0';
-    const json_t *v = parent ? json_object_get(parent, key) : NULL;
-    if (!v || json_is_null(v)) {
-        if (required)
-            return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: missing", who, what);
-        return 0;
-    }
-    if (!json_is_string(v))
-        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: not a string", who, what);
-    size_t n = json_string_length(v);
-    if (n >= cap)
-        return kgs_seterr(err, errlen, KGS_ERANGE, "resourceslice %s: %s: longer than %zu bytes",
-                          who, what, cap - 1);
-    if (strlen(json_string_value(v)) != n)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: holds a NUL", who, what);
-    if (required && n == 0) /* Kubernetes refuses these empty; an empty name could not be keyed */
-        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: empty", who, what);
-    memcpy(out, json_string_value(v), n + 1);
-    return 0;
-}
-
-static const json_t *object_or_null(const json_t *parent, const char *key, bool *bad) {
-    const json_t *v = parent ? json_object_get(parent, key) : NULL;
-    if (!v || json_is_null(v))
-        return NULL;
-    if (!json_is_object(v)) {
-        *bad = true;
-        return NULL;
-    }
-    return v;
+    char slice[KUBE_NAME_MAX + 16];
+    snprintf(slice, sizeof slice, "resourceslice %s", who);
+    return kube_json_copy(parent, key, required, out, cap, slice, what, err, errlen);
 }
 
 static bool uuid_is_gpu(const char *s) {
@@ -137,7 +113,7 @@ static int device_uuid(const json_t *dev, const char *driver, char *out, const c
                        size_t errlen) {
     out[0] = '\0';
     bool bad = false;
-    const json_t *attrs = object_or_null(dev, "attributes", &bad);
+    const json_t *attrs = kube_json_object(dev, "attributes", &bad);
     if (bad)
         return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: attributes: not an object",
                           who);
@@ -172,8 +148,8 @@ int dra_slice_from_json(const json_t *obj, dra_slice_t *out, char *err, size_t e
     if (!json_is_object(obj))
         return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice: not an object");
     bool bad = false;
-    const json_t *meta = object_or_null(obj, "metadata", &bad);
-    const json_t *spec = object_or_null(obj, "spec", &bad);
+    const json_t *meta = kube_json_object(obj, "metadata", &bad);
+    const json_t *spec = kube_json_object(obj, "spec", &bad);
     if (bad || !meta)
         return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice: metadata: missing");
     int rc;
@@ -183,7 +159,7 @@ int dra_slice_from_json(const json_t *obj, dra_slice_t *out, char *err, size_t e
     const char *who = out->name;
     if (!spec)
         return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: spec: missing", who);
-    const json_t *pool = object_or_null(spec, "pool", &bad);
+    const json_t *pool = kube_json_object(spec, "pool", &bad);
     if (bad || !pool)
         return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: spec.pool: missing", who);
     if ((rc = copy_field(meta, "resourceVersion", true, out->resource_version,
@@ -236,23 +212,6 @@ fail:
     return rc;
 }
 
-static json_t *load(const char *buf, size_t len, const char *what, char *err, size_t errlen,
-                    int *rc) {
-    json_error_t je;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        *rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s: not JSON: %s (line %d)", what, je.text,
-                         je.line);
-        return NULL;
-    }
-    if (!json_is_object(root)) {
-        json_decref(root);
-        *rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s: not a JSON object", what);
-        return NULL;
-    }
-    return root;
-}
-
 void dra_slice_list_deinit(dra_slice_list_t *l) {
     for (size_t i = 0; i < l->count; i++)
         dra_slice_deinit(&l->items[i]);
@@ -265,12 +224,13 @@ int dra_slice_list_parse(const char *buf, size_t len, dra_slice_list_t *out, cha
                          size_t errlen) {
     memset(out, 0, sizeof *out);
     int rc;
-    json_t *root = load(buf, len, "ResourceSliceList", err, errlen, &rc);
+    json_t *root =
+        kube_json_load(buf, len, JSON_REJECT_DUPLICATES, "ResourceSliceList", err, errlen, &rc);
     if (!root)
         return rc;
     const json_t *kind = json_object_get(root, "kind");
     bool bad = false;
-    const json_t *meta = object_or_null(root, "metadata", &bad);
+    const json_t *meta = kube_json_object(root, "metadata", &bad);
     const json_t *items = json_object_get(root, "items");
     if (kind &&
         (!json_is_string(kind) || strcmp(json_string_value(kind), "ResourceSliceList") != 0)) {

@@ -70,3 +70,42 @@ const json_t *kube_json_object(const json_t *parent, const char *key, bool *bad)
     }
     return v;
 }
+
+int kube_json_list_head(const json_t *root, const char *const *kinds, const char *what, char *rv,
+                        size_t rvcap, char *cont, size_t contcap, const json_t **items, char *err,
+                        size_t errlen) {
+    *items = NULL;
+    rv[0] = cont[0] = '\0';
+    const json_t *kind = json_object_get(root, "kind");
+    if (kind) {
+        size_t i = 0;
+        while (kinds[i] &&
+               !(json_is_string(kind) && strcmp(json_string_value(kind), kinds[i]) == 0))
+            i++;
+        if (!kinds[i]) {
+            char want[128] = "";
+            for (size_t k = 0, o = 0; kinds[k] && o < sizeof want; k++) {
+                int n = snprintf(want + o, sizeof want - o, "%s\"%s\"", k ? " or " : "", kinds[k]);
+                if (n < 0)
+                    break;
+                o += (size_t)n;
+            }
+            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: kind is not %s", what, want);
+        }
+    }
+    bool bad = false;
+    const json_t *meta = kube_json_object(root, "metadata", &bad);
+    if (bad || !meta)
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: metadata: missing or not an object", what);
+    int rc;
+    if ((rc = kube_json_copy(meta, "resourceVersion", true, rv, rvcap, what,
+                             "metadata.resourceVersion", err, errlen)) ||
+        (rc = kube_json_copy(meta, "continue", false, cont, contcap, what, "metadata.continue", err,
+                             errlen)))
+        return rc;
+    const json_t *it = json_object_get(root, "items");
+    if (it && !json_is_null(it) && !json_is_array(it))
+        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: items: not an array", what);
+    *items = json_is_array(it) ? it : NULL;
+    return 0;
+}

@@ -44,4 +44,18 @@ int kube_json_copy(const json_t *parent, const char *key, bool required, char *d
  * absent or null; NULL with *bad set when it has another type. */
 const json_t *kube_json_object(const json_t *parent, const char *key, bool *bad);
 
+/*
+ * The head every list page (PodList, ResourceSliceList, ...) shares, read
+ * from root: "kind", when present, one of kinds[] (NULL-terminated);
+ * metadata an object; metadata.resourceVersion (required, non-empty) into
+ * rv[rvcap]; metadata.continue ("" on the last page) into cont[contcap];
+ * *items the "items" array, NULL when absent or null. `what` names the
+ * list in messages. Returns 0, or KGS_EINVAL / KGS_ERANGE with a message
+ * ("PodList: kind is not \"PodList\" or \"NodeList\"", "PodList:
+ * metadata.continue: 5000 bytes, limit 4095", ...).
+ */
+int kube_json_list_head(const json_t *root, const char *const *kinds, const char *what, char *rv,
+                        size_t rvcap, char *cont, size_t contcap, const json_t **items, char *err,
+                        size_t errlen);
+
 #endif

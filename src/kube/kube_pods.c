@@ -578,31 +578,13 @@ int kube_pod_list_parse(const char *buf, size_t len, kube_pod_list_t *out, char 
     json_t *root = kube_json_load(buf, len, JSON_ALLOW_NUL, "PodList", err, errlen, &rc);
     if (!root)
         return rc;
-    const json_t *kind = json_object_get(root, "kind");
     /* NodeList too: the node watch reads Node labels with this parser. */
-    if (kind && (!json_is_string(kind) || (strcmp(json_string_value(kind), "PodList") != 0 &&
-                                           strcmp(json_string_value(kind), "NodeList") != 0))) {
-        rc =
-            kgs_seterr(err, errlen, KGS_EINVAL, "PodList: kind is not \"PodList\" or \"NodeList\"");
+    static const char *const kinds[] = {"PodList", "NodeList", NULL};
+    const json_t *items;
+    if ((rc = kube_json_list_head(root, kinds, "PodList", out->resource_version,
+                                  sizeof out->resource_version, out->continue_token,
+                                  sizeof out->continue_token, &items, err, errlen)))
         goto fail;
-    }
-    bool bad = false;
-    const json_t *meta = kube_json_object(root, "metadata", &bad);
-    if (bad || !meta) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "PodList: metadata: missing or not an object");
-        goto fail;
-    }
-    if ((rc = rv_copy(meta, out->resource_version, sizeof out->resource_version, true, "PodList",
-                      err, errlen)) ||
-        (rc = kube_json_copy(meta, "continue", false, out->continue_token,
-                             sizeof out->continue_token, "PodList", "metadata.continue", err,
-                             errlen)))
-        goto fail;
-    const json_t *items = json_object_get(root, "items");
-    if (items && !json_is_null(items) && !json_is_array(items)) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "PodList: items: not an array");
-        goto fail;
-    }
     size_t n = items ? json_array_size(items) : 0;
     if (n) {
         out->items = calloc(n, sizeof *out->items);

@@ -228,31 +228,13 @@ int dra_slice_list_parse(const char *buf, size_t len, dra_slice_list_t *out, cha
         kube_json_load(buf, len, JSON_REJECT_DUPLICATES, "ResourceSliceList", err, errlen, &rc);
     if (!root)
         return rc;
-    const json_t *kind = json_object_get(root, "kind");
-    bool bad = false;
-    const json_t *meta = kube_json_object(root, "metadata", &bad);
-    const json_t *items = json_object_get(root, "items");
-    if (kind &&
-        (!json_is_string(kind) || strcmp(json_string_value(kind), "ResourceSliceList") != 0)) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL,
-                        "ResourceSliceList: kind is not \"ResourceSliceList\"");
+    static const char *const kinds[] = {"ResourceSliceList", NULL};
+    const json_t *items;
+    if ((rc = kube_json_list_head(root, kinds, "ResourceSliceList", out->resource_version,
+                                  sizeof out->resource_version, out->continue_token,
+                                  sizeof out->continue_token, &items, err, errlen)))
         goto fail;
-    }
-    if (bad || !meta) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "ResourceSliceList: metadata: missing");
-        goto fail;
-    }
-    if ((rc = copy_field(meta, "resourceVersion", true, out->resource_version,
-                         sizeof out->resource_version, "list", "metadata.resourceVersion", err,
-                         errlen)) ||
-        (rc = copy_field(meta, "continue", false, out->continue_token, sizeof out->continue_token,
-                         "list", "metadata.continue", err, errlen)))
-        goto fail;
-    if (items && !json_is_null(items) && !json_is_array(items)) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "ResourceSliceList: items: not an array");
-        goto fail;
-    }
-    size_t n = items && json_is_array(items) ? json_array_size(items) : 0;
+    size_t n = items ? json_array_size(items) : 0;
     out->items = calloc(n ? n : 1, sizeof *out->items);
     if (!out->items) {
         rc = kgs_seterr(err, errlen, KGS_ENOMEM, "ResourceSliceList: out of memory");

@@ -1,5 +1,6 @@
 /*
- * kube_client.c - list + watch of pods over HTTP/1.1 on the event loop.
+ * kube_client.c - list + watch of one resource (pods, nodes, DRA
+ * ResourceSlices) over HTTP/1.1 on the event loop.
  *
  * DESIGN
  * One connection at a time, one request per connection (Connection:
@@ -37,8 +38,15 @@
  * chain ends: a relist holds the old pods and the new, never a third copy
  * in an assembled list. A chain over list_max_items items or
  * list_max_pages pages is refused, its pods freed, and retried after the
- * backoff. A relist that replaced many pods hands the freed pages back to
- * the system (release_replaced).
+ * backoff. How a relist replaces the old state is the resource's own (a
+ * pod relist that replaced many pods hands the freed pages back to the
+ * system: kube_pods.c, release_replaced).
+ *
+ * Resources: what is listed and watched (pods, nodes, resourceslices) is
+ * one constant row of functions (kube/kube_resource.h), defined beside its
+ * resource's code and looked up once by name in resources[] below; nothing
+ * here asks which resource it serves. Adding a watched resource = one file
+ * (its decoding, its state, its row) + one row in resources[].
  *
  * Connecting: net/connector.c opens each connection (the API host is an
  * IP literal, so nothing is resolved), with TLS from a fresh client context
@@ -56,9 +64,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdarg.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -73,6 +78,7 @@
 #include "core/err.h"
 #include "core/source_url.h"
 #include "kube/kube_backoff.h"
+#include "kube/kube_resource.h"
 #include "net/connector.h"
 #include "net/http_resp.h"
 #include "net/tls.h"
@@ -93,8 +99,10 @@ struct kube_client {
     kube_url_t url;
     kube_client_callbacks_t cbs;
     const logger_t *log;
-    pod_cache_t *cache;  /* pods, nodes */
-    dra_index_t *slices; /* resourceslices */
+    const kube_resource_t *res; /* what is listed and watched (kube_resource.h) */
+    void *state;                /* its state: a pod cache, a slice index */
+    char list_what[32];         /* "list pods": the start of every error message */
+    char watch_what[32];        /* "watch pods" */
 
     /* the connection */
     phase_t phase;
@@ -120,10 +128,8 @@ struct kube_client {
     mono_ns_t watch_last_data; /* the last complete line or clean end of this watch */
 
     /* the list being assembled across pages */
-    pod_cache_t *next; /* its pods so far; NULL between lists */
-    size_t acc_n;      /* items its pages held (the cap counts these) */
-    dra_slice_t *sacc; /* resourceslices */
-    size_t sacc_n, sacc_cap;
+    void *next;   /* its objects so far (res->list_add); NULL between lists */
+    size_t acc_n; /* items its pages held (the cap counts these) */
     char cont[KUBE_CONTINUE_MAX + 1];
     uint32_t chain_pages; /* pages of the list being assembled */
     bool relist_needed;
@@ -269,38 +275,55 @@ int kube_client_config_in_cluster(kube_client_config_t *cfg, const char *sa_dir,
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
-/* What this client lists and watches: "pods", "nodes" or "resourceslices". */
-static const char *res(const kube_client_t *c) {
-    return c->cfg.resource[0] ? c->cfg.resource : "pods";
+/* The resources a client can watch, by the name the config spells (the
+ * first is the default). Adding one: its file with its kube_resource_t row
+ * (kube_resource.h), and the row here. */
+static const kube_resource_t *const resources[] = {
+    &kube_resource_pods,
+    &kube_resource_nodes,
+    &kube_resource_resourceslices,
+};
+#define N_RESOURCES (sizeof resources / sizeof resources[0])
+
+/* The row for a configured name ("" is the first), or NULL. */
+static const kube_resource_t *resource_find(const char *name) {
+    if (!name[0])
+        return resources[0];
+    for (size_t i = 0; i < N_RESOURCES; i++)
+        if (strcmp(name, resources[i]->name) == 0)
+            return resources[i];
+    return NULL;
 }
 
-static bool is_slices(const kube_client_t *c) {
-    return c->slices != NULL;
+/* "pods, nodes or resourceslices": the valid names, for messages. */
+static void resource_names(char *out, size_t cap) {
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < N_RESOURCES && o < cap; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == N_RESOURCES ? " or " : ", ";
+        int n = snprintf(out + o, cap - o, "%s%s", sep, resources[i]->name);
+        if (n < 0)
+            break;
+        o += (size_t)n;
+    }
+}
+
+/* What this client lists and watches: "pods", "nodes" or "resourceslices". */
+static const char *res(const kube_client_t *c) {
+    return c->res->name;
 }
 
 /* "list pods", "watch nodes": the start of every error message. */
 static const char *phase_name(const kube_client_t *c) {
-    static const char *const names[3][2] = {{"list pods", "watch pods"},
-                                            {"list nodes", "watch nodes"},
-                                            {"list resourceslices", "watch resourceslices"}};
-    int r = is_slices(c) ? 2 : strcmp(res(c), "nodes") == 0 ? 1 : 0;
     if (c->phase == PHASE_LIST)
-        return names[r][0];
+        return c->list_what;
     if (c->phase == PHASE_WATCH)
-        return names[r][1];
+        return c->watch_what;
     return res(c);
 }
 
-/* The API path of the collection: core pods and nodes, or DRA's group. */
-static const char *collection_path(const kube_client_t *c) {
-    return is_slices(c)                   ? "/apis/resource.k8s.io/v1/resourceslices"
-           : strcmp(res(c), "nodes") == 0 ? "/api/v1/nodes"
-                                          : "/api/v1/pods";
-}
-
 static const char *cache_rv(const kube_client_t *c) {
-    return is_slices(c) ? dra_index_resource_version(c->slices)
-                        : pod_cache_resource_version(c->cache);
+    return c->res->resource_version(c->state);
 }
 
 /* Percent-encodes everything but RFC 3986 unreserved characters. */
@@ -578,10 +601,11 @@ fail:
     client_fail(c, "%s %s: %s", phase_name(c), c->url.host_header, why);
 }
 
-static void sacc_clear(kube_client_t *c) {
-    for (size_t i = 0; i < c->sacc_n; i++)
-        dra_slice_deinit(&c->sacc[i]);
-    c->sacc_n = 0;
+/* Drops the list being assembled. */
+static void list_drop(kube_client_t *c) {
+    c->acc_n = 0;
+    c->res->list_free(c->next);
+    c->next = NULL;
 }
 
 /* "&fieldSelector=..." when one is configured, else "". */
@@ -598,15 +622,12 @@ static void start_list(kube_client_t *c) {
     char fs[sizeof c->cfg.field_selector * 3 + 32];
     c->phase = PHASE_LIST;
     if (!c->cont[0]) {
-        c->acc_n = 0;
-        pod_cache_free(c->next); /* a list that failed half-way */
-        c->next = NULL;
+        list_drop(c); /* a list that failed half-way */
         c->chain_pages = 0;
-        sacc_clear(c);
     }
     field_selector_arg(c, fs, sizeof fs);
-    int n = snprintf(path, sizeof path, "%s?limit=%u%s", collection_path(c),
-                     (unsigned)c->cfg.page_limit, fs);
+    int n =
+        snprintf(path, sizeof path, "%s?limit=%u%s", c->res->path, (unsigned)c->cfg.page_limit, fs);
     if (c->cont[0] && url_encode(c->cont, enc, sizeof enc))
         snprintf(path + n, sizeof path - (size_t)n, "&continue=%s", enc);
     conn_open(c, path);
@@ -620,7 +641,7 @@ static void start_watch(kube_client_t *c) {
     field_selector_arg(c, fs, sizeof fs);
     snprintf(path, sizeof path,
              "%s?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u%s",
-             collection_path(c), enc, (unsigned)c->cfg.watch_timeout_s, fs);
+             c->res->path, enc, (unsigned)c->cfg.watch_timeout_s, fs);
     conn_open(c, path);
 }
 
@@ -656,54 +677,6 @@ static int sink_collect(const char *data, size_t len, void *ud) {
     return buf_append(c, data, len, LIST_BODY_MAX);
 }
 
-/* watch_line() for resourceslices. */
-static int watch_line_slices(kube_client_t *c, const char *line, size_t len) {
-    kube_event_type_t type;
-    dra_slice_t sl;
-    char rv[KUBE_RV_MAX + 1], why[400];
-    int code = 0;
-    int rc = dra_slice_event_parse(line, len, &type, &sl, rv, sizeof rv, &code, why, sizeof why);
-    if (rc == KGS_ERANGE && sl.name[0]) {
-        /* Unrepresentable now: drop the old copy rather than keep stale devices. */
-        c->stats.skipped_pods++;
-        dra_slice_t gone = sl;
-        gone.devices = NULL;
-        gone.device_count = 0;
-        dra_slice_deinit(&sl);
-        bool changed = false;
-        dra_index_apply(c->slices, KUBE_EVENT_DELETED, &gone, NULL, &changed);
-        c->changed |= changed;
-        LOG_WARN(c->log, "kube %s: %s (ignored)", c->url.host_header, why);
-        return 0;
-    }
-    if (rc) {
-        c->relist_needed = true;
-        client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
-        return 1;
-    }
-    if (type == KUBE_EVENT_ERROR) {
-        if (code == 410) {
-            relist_after_gone(c, why);
-        } else {
-            client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
-        }
-        return 1;
-    }
-    bool changed = false;
-    rc = dra_index_apply(c->slices, type, &sl, rv, &changed);
-    dra_slice_deinit(&sl);
-    if (rc) {
-        c->relist_needed = true;
-        client_fail(c, "watch %s: applying an event: %s", res(c), kgs_err_str(rc));
-        return 1;
-    }
-    c->stats.events++;
-    c->watch_last_data = loop_now(c->loop);
-    c->watch_saw_change |= type != KUBE_EVENT_BOOKMARK;
-    c->changed |= changed;
-    return 0;
-}
-
 /* Applies one watch line. Returns 0 to go on, or 1 when it closed the
  * connection (failure or relist). */
 static int watch_line(kube_client_t *c, const char *line, size_t len) {
@@ -711,50 +684,35 @@ static int watch_line(kube_client_t *c, const char *line, size_t len) {
         len--;
     if (!len)
         return 0;
-    if (is_slices(c))
-        return watch_line_slices(c, line, len);
-    kube_event_type_t type;
-    pod_t pod_value;
-    pod_t *pod = &pod_value;
-    char rv[KUBE_RV_MAX + 1], why[400];
-    int code = 0;
-    int rc = kube_watch_event_parse(line, len, &type, pod, rv, sizeof rv, &code, why, sizeof why);
-    if (rc == KGS_ERANGE && pod->uid[0]) {
-        /* Unrepresentable now: drop any old copy rather than keep stale labels. */
+    kube_event_result_t ev;
+    char why[400];
+    int rc = c->res->watch_event(c->state, line, len, &ev, why, sizeof why);
+    if (rc == 0 && ev.skipped) {
         c->stats.skipped_pods++;
-        if (pod_cache_remove(c->cache, pod->uid))
-            c->changed = true;
+        c->changed |= ev.changed;
         LOG_WARN(c->log, "kube %s: %s (ignored)", c->url.host_header, why);
-        pod_deinit(pod);
         return 0;
     }
     if (rc) {
-        pod_deinit(pod);
         c->relist_needed = true; /* an event is lost: only a relist is consistent again */
-        client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
+        if (ev.applying)
+            client_fail(c, "watch %s: applying an event: %s", res(c), kgs_err_str(rc));
+        else
+            client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
         return 1;
     }
-    if (type == KUBE_EVENT_ERROR) {
-        pod_deinit(pod);
-        if (code == 410) {
+    if (ev.type == KUBE_EVENT_ERROR) {
+        if (ev.error_code == 410) {
             relist_after_gone(c, why);
         } else {
             client_fail(c, "watch %s %s: %s", res(c), c->url.host_header, why);
         }
         return 1;
     }
-    bool changed = false;
-    rc = pod_cache_apply(c->cache, type, pod, rv, &changed);
-    pod_deinit(pod);
-    if (rc) {
-        c->relist_needed = true;
-        client_fail(c, "watch %s: applying an event: %s", res(c), kgs_err_str(rc));
-        return 1;
-    }
     c->stats.events++;
     c->watch_last_data = loop_now(c->loop);
-    c->watch_saw_change |= type != KUBE_EVENT_BOOKMARK;
-    c->changed |= changed;
+    c->watch_saw_change |= ev.type != KUBE_EVENT_BOOKMARK;
+    c->changed |= ev.changed;
     return 0;
 }
 
@@ -823,13 +781,7 @@ static bool list_over_cap(kube_client_t *c, size_t items, bool more) {
         return false;
     c->stats.refused_lists++;
     c->cont[0] = '\0';
-    c->acc_n = 0;
-    pod_cache_free(c->next);
-    c->next = NULL;
-    sacc_clear(c);
-    free(c->sacc);
-    c->sacc = NULL;
-    c->sacc_cap = 0;
+    list_drop(c);
     if (too_many)
         client_fail(c,
                     "list %s %s: refused: %zu items after %u pages, over the cap of %u items "
@@ -843,68 +795,6 @@ static bool list_over_cap(kube_client_t *c, size_t items, bool more) {
     return true;
 }
 
-/* list_page_done() for resourceslices. */
-static bool list_page_done_slices(kube_client_t *c) {
-    dra_slice_list_t page;
-    char why[400];
-    int rc = dra_slice_list_parse(c->buf, c->buf_len, &page, why, sizeof why);
-    conn_close(c);
-    if (rc) {
-        c->cont[0] = '\0';
-        client_fail(c, "list %s %s: %s", res(c), c->url.host_header, why);
-        return false;
-    }
-    c->stats.list_pages++;
-    c->stats.skipped_pods += page.skipped;
-    if (page.skipped)
-        LOG_WARN(c->log, "kube %s: list %s: %zu ignored, first: %s", c->url.host_header, res(c),
-                 page.skipped, page.skip_reason);
-    if (list_over_cap(c, c->sacc_n + page.count, page.continue_token[0] != '\0')) {
-        dra_slice_list_deinit(&page);
-        return false;
-    }
-    if (page.count > c->sacc_cap - c->sacc_n) {
-        size_t cap = c->sacc_cap ? c->sacc_cap : 64;
-        while (cap < c->sacc_n + page.count)
-            cap *= 2;
-        dra_slice_t *na = realloc(c->sacc, cap * sizeof *na);
-        if (!na) {
-            dra_slice_list_deinit(&page);
-            c->cont[0] = '\0';
-            client_fail(c, "list %s: out of memory", res(c));
-            return false;
-        }
-        c->sacc = na;
-        c->sacc_cap = cap;
-    }
-    for (size_t i = 0; i < page.count; i++) {
-        c->sacc[c->sacc_n++] = page.items[i];
-        page.items[i].devices = NULL; /* moved */
-        page.items[i].device_count = 0;
-    }
-    snprintf(c->cont, sizeof c->cont, "%s", page.continue_token);
-    char list_rv[KUBE_RV_MAX + 1];
-    snprintf(list_rv, sizeof list_rv, "%s", page.resource_version);
-    dra_slice_list_deinit(&page);
-    if (c->cont[0]) {
-        start_list(c);
-        return false;
-    }
-    rc = dra_index_replace_all(c->slices, c->sacc, c->sacc_n, list_rv);
-    sacc_clear(c);
-    free(c->sacc); /* the devices moved into the index; keep no list-sized array */
-    c->sacc = NULL;
-    c->sacc_cap = 0;
-    if (rc) {
-        client_fail(c, "list %s: replacing the cache: %s", res(c), kgs_err_str(rc));
-        return false;
-    }
-    LOG_INFO(c->log, "kube %s: listed %zu %s (%zu devices) at resourceVersion %s",
-             c->url.host_header, dra_index_slice_count(c->slices), res(c),
-             dra_index_device_count(c->slices), dra_index_resource_version(c->slices));
-    return list_done(c);
-}
-
 /* The last page of a list is in the cache: watch from its version. */
 static bool list_done(kube_client_t *c) {
     c->listed = true;
@@ -915,26 +805,12 @@ static bool list_done(kube_client_t *c) {
     return notify(c, c->cbs.on_synced);
 }
 
-/* glibc keeps what free() gave back in its arenas: after a relist freed
- * the old pods, RSS would stay near the relist's peak (50,000 pods: 46 MiB
- * after it, 25 MiB with the trim; bench/kube-relist.py). A relist that dropped RELIST_TRIM_PODS or
- * more hands the free pages back (a walk of the heap: milliseconds, once a relist). */
-#define RELIST_TRIM_PODS 1000
-static void release_replaced(size_t pods) {
-    if (pods < RELIST_TRIM_PODS)
-        return;
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
-}
-
 /* A list page arrived whole. Returns true if the client was freed. */
 static bool list_page_done(kube_client_t *c) {
-    if (is_slices(c))
-        return list_page_done_slices(c);
-    kube_pod_list_t page;
+    void *page;
+    kube_page_info_t info;
     char why[400];
-    int rc = kube_pod_list_parse(c->buf, c->buf_len, &page, why, sizeof why);
+    int rc = c->res->page_parse(c->buf, c->buf_len, &page, &info, why, sizeof why);
     conn_close(c);
     if (rc) {
         c->cont[0] = '\0';
@@ -942,45 +818,37 @@ static bool list_page_done(kube_client_t *c) {
         return false;
     }
     c->stats.list_pages++;
-    c->stats.skipped_pods += page.skipped;
-    if (page.skipped)
+    c->stats.skipped_pods += info.skipped;
+    if (info.skipped)
         LOG_WARN(c->log, "kube %s: list %s: %zu ignored, first: %s", c->url.host_header, res(c),
-                 page.skipped, page.skip_reason);
-    if (list_over_cap(c, c->acc_n + page.count, page.continue_token[0] != '\0')) {
-        kube_pod_list_deinit(&page);
+                 info.skipped, info.skip_reason);
+    if (list_over_cap(c, c->acc_n + info.count, info.continue_token[0] != '\0')) {
+        c->res->page_free(page);
         return false;
     }
-    rc = c->next ? 0 : pod_cache_new(&c->next);
-    /* ADDED into a cache of its own: a uid listed twice keeps the last copy */
-    for (size_t i = 0; i < page.count && rc == 0; i++)
-        rc = pod_cache_apply(c->next, KUBE_EVENT_ADDED, &page.items[i], NULL, NULL);
+    rc = c->res->list_add(&c->next, page); /* frees the page */
     if (rc) {
-        kube_pod_list_deinit(&page);
         c->cont[0] = '\0';
         client_fail(c, "list %s: out of memory", res(c));
         return false;
     }
-    c->acc_n += page.count;
-    snprintf(c->cont, sizeof c->cont, "%s", page.continue_token);
+    c->acc_n += info.count;
+    snprintf(c->cont, sizeof c->cont, "%s", info.continue_token);
     if (c->cont[0]) {
-        kube_pod_list_deinit(&page);
         start_list(c);
         return false;
     }
-    size_t replaced = pod_cache_size(c->cache);
-    rc = pod_cache_replace_with(c->cache, c->next, page.resource_version);
-    kube_pod_list_deinit(&page);
-    c->acc_n = 0;
-    pod_cache_free(c->next); /* do not keep a big cluster's buckets around */
+    rc = c->res->list_replace(c->state, c->next, info.resource_version); /* frees next */
     c->next = NULL;
-    if (rc == 0)
-        release_replaced(replaced);
+    c->acc_n = 0;
     if (rc) {
         client_fail(c, "list %s: replacing the cache: %s", res(c), kgs_err_str(rc));
         return false;
     }
-    LOG_INFO(c->log, "kube %s: listed %zu %s at resourceVersion %s", c->url.host_header,
-             pod_cache_size(c->cache), res(c), pod_cache_resource_version(c->cache));
+    char detail[64];
+    c->res->describe(c->state, detail, sizeof detail);
+    LOG_INFO(c->log, "kube %s: listed %zu %s%s at resourceVersion %s", c->url.host_header,
+             c->res->size(c->state), res(c), detail, cache_rv(c));
     return list_done(c);
 }
 
@@ -1194,11 +1062,14 @@ int kube_client_new(loop_t *loop, const kube_client_config_t *cfg,
                           "kube client: page_limit, watch_timeout_s, io_timeout_ns, backoff, "
                           "watch_idle_ns, list_max_items and list_max_pages must be > 0 (use "
                           "kube_client_config_init)");
-    if (cfg->resource[0] && strcmp(cfg->resource, "pods") != 0 &&
-        strcmp(cfg->resource, "nodes") != 0 && strcmp(cfg->resource, "resourceslices") != 0)
-        return kgs_seterr(err, errlen, KGS_EINVAL,
-                          "kube client: resource \"%s\": want pods, nodes or resourceslices",
-                          cfg->resource);
+    const kube_resource_t *resource =
+        memchr(cfg->resource, '\0', sizeof cfg->resource) ? resource_find(cfg->resource) : NULL;
+    if (!resource) {
+        char names[128];
+        resource_names(names, sizeof names);
+        return kgs_seterr(err, errlen, KGS_EINVAL, "kube client: resource \"%.*s\": want %s",
+                          (int)sizeof cfg->resource, cfg->resource, names);
+    }
     if (memchr(cfg->field_selector, '\0', sizeof cfg->field_selector) == NULL)
         return kgs_seterr(err, errlen, KGS_EINVAL, "kube client: field selector not terminated");
     if (url.https) {
@@ -1212,11 +1083,13 @@ int kube_client_new(loop_t *loop, const kube_client_config_t *cfg,
     kube_client_t *c = calloc(1, sizeof *c);
     if (!c)
         return kgs_seterr(err, errlen, KGS_ENOMEM, "kube client: out of memory");
-    bool slices = strcmp(cfg->resource, "resourceslices") == 0;
-    if (slices ? dra_index_new(&c->slices) : pod_cache_new(&c->cache)) {
+    c->res = resource;
+    if (resource->state_new(&c->state)) {
         free(c);
         return kgs_seterr(err, errlen, KGS_ENOMEM, "kube client: out of memory");
     }
+    snprintf(c->list_what, sizeof c->list_what, "list %s", resource->name);
+    snprintf(c->watch_what, sizeof c->watch_what, "watch %s", resource->name);
     c->loop = loop;
     c->cfg = *cfg;
     c->url = url;
@@ -1245,21 +1118,18 @@ void kube_client_free(kube_client_t *c) {
     conn_close(c);
     loop_timer_stop(c->loop, &c->retry);
     loop_timer_stop(c->loop, &c->idle);
-    pod_cache_free(c->cache);
-    dra_index_free(c->slices);
-    sacc_clear(c);
-    free(c->sacc);
-    pod_cache_free(c->next);
+    c->res->state_free(c->state);
+    list_drop(c);
     free(c->buf);
     free(c);
 }
 
 const pod_cache_t *kube_client_cache(const kube_client_t *c) {
-    return c->cache;
+    return c->res->pod_cache ? c->res->pod_cache(c->state) : NULL;
 }
 
 dra_index_t *kube_client_slices(const kube_client_t *c) {
-    return c->slices;
+    return c->res->dra_index ? c->res->dra_index(c->state) : NULL;
 }
 
 bool kube_client_synced(const kube_client_t *c, mono_ns_t now) {

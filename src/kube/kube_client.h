@@ -1,7 +1,10 @@
 /*
  * kube_client.h - keeps a pod cache current from the Kubernetes API with
  * one cluster-wide list + watch of pods (RBAC: get/list/watch pods), on the
- * event loop, never blocking it.
+ * event loop, never blocking it; or of nodes, or of DRA ResourceSlices
+ * (kube_client_config_t.resource). What is watched is one row of
+ * kube/kube_resource.h, defined beside its resource's code: adding a
+ * watched resource is one file and one row in kube_client.c's resources[].
  *
  * Flow: LIST /api/v1/pods?limit=N (following metadata.continue), replace
  * the cache, then WATCH from the list's resourceVersion with bookmarks.

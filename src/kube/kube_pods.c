@@ -18,6 +18,9 @@
  */
 #include "kube/kube_pods.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +28,8 @@
 #include "core/duration.h"
 #include "core/hash.h"
 #include "core/err.h"
+#include "kube/kube_json.h"
+#include "kube/kube_resource.h"
 
 static const char *const phase_names[] = {"Unknown", "Pending", "Running", "Succeeded", "Failed"};
 
@@ -195,55 +200,6 @@ static void pod_pack_into(pod_t *dst, const pod_t *src, char *buf) {
 }
 
 /* ---- decoding ---------------------------------------------------------------------- */
-
-/* Points *dst at a JSON string (borrowed from parent) of under cap bytes.
- * `what` names the field in messages. A missing or null member is "" when
- * optional. */
-static int get_string(const json_t *parent, const char *key, bool required, const char **dst,
-                      size_t cap, const char *who, const char *what, char *err, size_t errlen) {
-    const json_t *v = parent ? json_object_get(parent, key) : NULL;
-    *dst = "";
-    if (!v || json_is_null(v)) {
-        if (required)
-            return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: missing", who, what);
-        return 0;
-    }
-    if (!json_is_string(v))
-        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: not a string", who, what);
-    size_t n = json_string_length(v);
-    const char *s = json_string_value(v);
-    if (memchr(s, '\0', n))
-        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: contains a NUL character", who, what);
-    if (n >= cap)
-        return kgs_seterr(err, errlen, KGS_ERANGE, "%s: %s: %zu bytes, limit %zu", who, what, n,
-                          cap - 1);
-    if (required && n == 0)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "%s: %s: empty", who, what);
-    *dst = s;
-    return 0;
-}
-
-/* Copies a JSON string into dst[cap], as get_string checks it. */
-static int copy_string(const json_t *parent, const char *key, bool required, char *dst, size_t cap,
-                       const char *who, const char *what, char *err, size_t errlen) {
-    const char *s;
-    int rc = get_string(parent, key, required, &s, cap, who, what, err, errlen);
-    snprintf(dst, cap, "%s", rc ? "" : s);
-    return rc;
-}
-
-/* Returns the member if it is an object, NULL if absent or null; sets *bad
- * when it exists with another type. */
-static const json_t *get_object(const json_t *parent, const char *key, bool *bad) {
-    const json_t *v = parent ? json_object_get(parent, key) : NULL;
-    if (!v || json_is_null(v))
-        return NULL;
-    if (!json_is_object(v)) {
-        *bad = true;
-        return NULL;
-    }
-    return v;
-}
 
 static pod_phase_t phase_parse(const char *s) {
     for (size_t i = 1; i < sizeof phase_names / sizeof phase_names[0]; i++)
@@ -522,9 +478,9 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
     if (!json_is_object(obj))
         return kgs_seterr(err, errlen, KGS_EINVAL, "pod: not a JSON object");
     bool bad = false;
-    const json_t *meta = get_object(obj, "metadata", &bad);
-    const json_t *spec = get_object(obj, "spec", &bad);
-    const json_t *status = get_object(obj, "status", &bad);
+    const json_t *meta = kube_json_object(obj, "metadata", &bad);
+    const json_t *spec = kube_json_object(obj, "spec", &bad);
+    const json_t *status = kube_json_object(obj, "status", &bad);
     if (bad)
         return kgs_seterr(err, errlen, KGS_EINVAL, "pod: metadata, spec or status not an object");
     if (!meta)
@@ -532,26 +488,26 @@ int kube_pod_from_json(const json_t *obj, pod_t *out, char *err, size_t errlen) 
     int rc;
     pod_t *p = out;
     /* Optional: nodes, read with the same parser for their labels, have none. */
-    if ((rc = get_string(meta, "namespace", false, &p->namespace, KUBE_NAMESPACE_MAX + 1, "pod",
-                         "metadata.namespace", err, errlen)) ||
-        (rc = get_string(meta, "name", true, &p->name, KUBE_NAME_MAX + 1, "pod", "metadata.name",
-                         err, errlen)))
+    if ((rc = kube_json_string(meta, "namespace", false, &p->namespace, KUBE_NAMESPACE_MAX + 1,
+                               "pod", "metadata.namespace", err, errlen)) ||
+        (rc = kube_json_string(meta, "name", true, &p->name, KUBE_NAME_MAX + 1, "pod",
+                               "metadata.name", err, errlen)))
         goto fail;
     char who[KUBE_NAMESPACE_MAX + KUBE_NAME_MAX + 8];
     snprintf(who, sizeof who, "pod %s/%s", p->namespace, p->name);
-    if ((rc = get_string(meta, "uid", true, &p->uid, KUBE_UID_MAX + 1, who, "metadata.uid", err,
-                         errlen)))
+    if ((rc = kube_json_string(meta, "uid", true, &p->uid, KUBE_UID_MAX + 1, who, "metadata.uid",
+                               err, errlen)))
         goto fail;
-    if ((rc = get_string(meta, "resourceVersion", true, &p->resource_version, KUBE_RV_MAX + 1, who,
-                         "metadata.resourceVersion", err, errlen)) ||
-        (rc = get_string(spec, "nodeName", false, &p->node, KUBE_NODE_MAX + 1, who, "spec.nodeName",
-                         err, errlen)) ||
-        (rc = get_string(status, "podIP", false, &p->pod_ip, KUBE_POD_IP_MAX + 1, who,
-                         "status.podIP", err, errlen)))
+    if ((rc = kube_json_string(meta, "resourceVersion", true, &p->resource_version, KUBE_RV_MAX + 1,
+                               who, "metadata.resourceVersion", err, errlen)) ||
+        (rc = kube_json_string(spec, "nodeName", false, &p->node, KUBE_NODE_MAX + 1, who,
+                               "spec.nodeName", err, errlen)) ||
+        (rc = kube_json_string(status, "podIP", false, &p->pod_ip, KUBE_POD_IP_MAX + 1, who,
+                               "status.podIP", err, errlen)))
         goto fail_keep_identity;
     char phase[32];
-    if ((rc = copy_string(status, "phase", false, phase, sizeof phase, who, "status.phase", err,
-                          errlen)))
+    if ((rc = kube_json_copy(status, "phase", false, phase, sizeof phase, who, "status.phase", err,
+                             errlen)))
         goto fail_keep_identity;
     p->phase = phase_parse(phase);
     const json_t *ct = json_object_get(meta, "creationTimestamp");
@@ -604,29 +560,8 @@ fail:
 
 static int rv_copy(const json_t *meta, char *dst, size_t cap, bool required, const char *who,
                    char *err, size_t errlen) {
-    return copy_string(meta, "resourceVersion", required, dst, cap, who, "metadata.resourceVersion",
-                       err, errlen);
-}
-
-static json_t *load(const char *buf, size_t len, const char *what, char *err, size_t errlen,
-                    int *rc) {
-    json_error_t je;
-    /* JSON_ALLOW_NUL keeps "\u0000" from failing the whole document: the
-     * field checks reject it where it matters. */
-    json_t *root = json_loadb(buf, len, JSON_ALLOW_NUL, &je);
-    if (!root) {
-        *rc = je.text[0] && strstr(je.text, "memory") ? KGS_ENOMEM : KGS_EINVAL;
-        kgs_seterr(err, errlen, *rc, "%s: bad JSON at line %d column %d: %s", what, je.line,
-                   je.column, je.text);
-        return NULL;
-    }
-    if (!json_is_object(root)) {
-        json_decref(root);
-        *rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s: not a JSON object", what);
-        return NULL;
-    }
-    *rc = 0;
-    return root;
+    return kube_json_copy(meta, "resourceVersion", required, dst, cap, who,
+                          "metadata.resourceVersion", err, errlen);
 }
 
 void kube_pod_list_deinit(kube_pod_list_t *l) {
@@ -640,33 +575,16 @@ int kube_pod_list_parse(const char *buf, size_t len, kube_pod_list_t *out, char 
                         size_t errlen) {
     memset(out, 0, sizeof *out);
     int rc;
-    json_t *root = load(buf, len, "PodList", err, errlen, &rc);
+    json_t *root = kube_json_load(buf, len, JSON_ALLOW_NUL, "PodList", err, errlen, &rc);
     if (!root)
         return rc;
-    const json_t *kind = json_object_get(root, "kind");
     /* NodeList too: the node watch reads Node labels with this parser. */
-    if (kind && (!json_is_string(kind) || (strcmp(json_string_value(kind), "PodList") != 0 &&
-                                           strcmp(json_string_value(kind), "NodeList") != 0))) {
-        rc =
-            kgs_seterr(err, errlen, KGS_EINVAL, "PodList: kind is not \"PodList\" or \"NodeList\"");
+    static const char *const kinds[] = {"PodList", "NodeList", NULL};
+    const json_t *items;
+    if ((rc = kube_json_list_head(root, kinds, "PodList", out->resource_version,
+                                  sizeof out->resource_version, out->continue_token,
+                                  sizeof out->continue_token, &items, err, errlen)))
         goto fail;
-    }
-    bool bad = false;
-    const json_t *meta = get_object(root, "metadata", &bad);
-    if (bad || !meta) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "PodList: metadata: missing or not an object");
-        goto fail;
-    }
-    if ((rc = rv_copy(meta, out->resource_version, sizeof out->resource_version, true, "PodList",
-                      err, errlen)) ||
-        (rc = copy_string(meta, "continue", false, out->continue_token, sizeof out->continue_token,
-                          "PodList", "metadata.continue", err, errlen)))
-        goto fail;
-    const json_t *items = json_object_get(root, "items");
-    if (items && !json_is_null(items) && !json_is_array(items)) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "PodList: items: not an array");
-        goto fail;
-    }
     size_t n = items ? json_array_size(items) : 0;
     if (n) {
         out->items = calloc(n, sizeof *out->items);
@@ -707,7 +625,7 @@ int kube_watch_envelope(const char *line, size_t len, json_t **root, kube_event_
     if (error_code)
         *error_code = 0;
     int rc;
-    *root = load(line, len, "watch event", err, errlen, &rc);
+    *root = kube_json_load(line, len, JSON_ALLOW_NUL, "watch event", err, errlen, &rc);
     if (!*root)
         return rc;
     const json_t *jt = json_object_get(*root, "type");
@@ -738,7 +656,7 @@ int kube_watch_envelope(const char *line, size_t len, json_t **root, kube_event_
     }
     if (*type == KUBE_EVENT_BOOKMARK) {
         bool bad = false;
-        const json_t *meta = get_object(o, "metadata", &bad);
+        const json_t *meta = kube_json_object(o, "metadata", &bad);
         if (bad || !meta)
             return kgs_seterr(err, errlen, KGS_EINVAL, "watch BOOKMARK event: metadata missing");
         return rv_copy(meta, rvbuf, KUBE_RV_MAX + 1, true, "watch BOOKMARK event", err, errlen);
@@ -1176,3 +1094,134 @@ size_t pod_cache_size(const pod_cache_t *c) {
 const char *pod_cache_resource_version(const pod_cache_t *c) {
     return c->rv;
 }
+
+/* ---- the watched resources "pods" and "nodes" (kube_resource.h) ------------------- */
+
+/* A Node is read with the pod parser (its labels), so both rows share
+ * these; only the API path differs. */
+
+static int pods_state_new(void **out) {
+    pod_cache_t *c;
+    int rc = pod_cache_new(&c);
+    *out = rc ? NULL : c;
+    return rc;
+}
+
+static void pods_state_free(void *state) {
+    pod_cache_free(state);
+}
+
+static const char *pods_resource_version(const void *state) {
+    return pod_cache_resource_version(state);
+}
+
+static size_t pods_size(const void *state) {
+    return pod_cache_size(state);
+}
+
+static void pods_describe(const void *state, char *out, size_t cap) {
+    (void)state;
+    if (cap)
+        out[0] = '\0';
+}
+
+static int pods_page_parse(const char *buf, size_t len, void **page, kube_page_info_t *info,
+                           char *err, size_t errlen) {
+    kube_pod_list_t *l = *page = malloc(sizeof *l);
+    int rc = l ? kube_pod_list_parse(buf, len, l, err, errlen)
+               : kgs_seterr(err, errlen, KGS_ENOMEM, "PodList: out of memory");
+    if (rc == 0)
+        kube_page_info_set(info, l->count, l->skipped, l->skip_reason, l->resource_version,
+                           l->continue_token);
+    else {
+        free(l);
+        *page = NULL;
+    }
+    return rc;
+}
+
+static void pods_page_free(void *page) {
+    if (!page)
+        return;
+    kube_pod_list_deinit(page);
+    free(page);
+}
+
+/* ADDED into a cache of its own: a uid listed twice keeps the last copy. */
+static int pods_list_add(void **next, void *page) {
+    kube_pod_list_t *l = page;
+    pod_cache_t *n = *next;
+    int rc = n ? 0 : pod_cache_new(&n);
+    if (rc == 0)
+        *next = n;
+    for (size_t i = 0; i < l->count && rc == 0; i++)
+        rc = pod_cache_apply(n, KUBE_EVENT_ADDED, &l->items[i], NULL, NULL);
+    pods_page_free(l);
+    return rc;
+}
+
+static void pods_list_free(void *next) {
+    pod_cache_free(next);
+}
+
+/* glibc keeps what free() gave back in its arenas: after a relist freed
+ * the old pods, RSS would stay near the relist's peak (50,000 pods: 46 MiB
+ * after it, 25 MiB with the trim; bench/kube-relist.py). A relist that dropped RELIST_TRIM_PODS or
+ * more hands the free pages back (a walk of the heap: milliseconds, once a relist). */
+#define RELIST_TRIM_PODS 1000
+static void release_replaced(size_t pods) {
+    if (pods < RELIST_TRIM_PODS)
+        return;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+static int pods_list_replace(void *state, void *next, const char *rv) {
+    size_t replaced = pod_cache_size(state);
+    int rc = pod_cache_replace_with(state, next, rv);
+    pod_cache_free(next); /* do not keep a big cluster's buckets around */
+    if (rc == 0)
+        release_replaced(replaced);
+    return rc;
+}
+
+static int pods_watch_event(void *state, const char *line, size_t len, kube_event_result_t *out,
+                            char *err, size_t errlen) {
+    pod_cache_t *c = state;
+    memset(out, 0, sizeof *out);
+    pod_t pod;
+    char rv[KUBE_RV_MAX + 1];
+    int rc = kube_watch_event_parse(line, len, &out->type, &pod, rv, sizeof rv, &out->error_code,
+                                    err, errlen);
+    if (rc == KGS_ERANGE && pod.uid[0]) {
+        /* Unrepresentable now: drop any old copy rather than keep stale labels. */
+        out->skipped = true;
+        out->changed = pod_cache_remove(c, pod.uid);
+        pod_deinit(&pod);
+        return 0;
+    }
+    if (rc || out->type == KUBE_EVENT_ERROR) {
+        pod_deinit(&pod);
+        return rc;
+    }
+    rc = pod_cache_apply(c, out->type, &pod, rv, &out->changed);
+    pod_deinit(&pod);
+    out->applying = rc != 0;
+    return rc;
+}
+
+static const pod_cache_t *pods_pod_cache(const void *state) {
+    return state;
+}
+
+#define POD_SHAPED_ROW                                                                             \
+    .state_new = pods_state_new, .state_free = pods_state_free,                                    \
+    .resource_version = pods_resource_version, .size = pods_size, .describe = pods_describe,       \
+    .page_parse = pods_page_parse, .page_free = pods_page_free, .list_add = pods_list_add,         \
+    .list_free = pods_list_free, .list_replace = pods_list_replace,                                \
+    .watch_event = pods_watch_event, .pod_cache = pods_pod_cache, .dra_index = NULL
+
+const kube_resource_t kube_resource_pods = {.name = "pods", .path = "/api/v1/pods", POD_SHAPED_ROW};
+const kube_resource_t kube_resource_nodes = {
+    .name = "nodes", .path = "/api/v1/nodes", POD_SHAPED_ROW};

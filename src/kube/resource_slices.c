@@ -21,42 +21,19 @@
 
 #include "amdgpu/amdgpu_parse.h"
 #include "core/err.h"
+#include "kube/kube_json.h"
+#include "kube/kube_resource.h"
 #include "kube/pod_map.h"
 
 /* ---- decoding ------------------------------------------------------------------ */
 
+/* A string field of a slice into out[cap] (kube_json_copy), the slice
+ * named "resourceslice WHO" in messages. */
 static int copy_field(const json_t *parent, const char *key, bool required, char *out, size_t cap,
                       const char *who, const char *what, char *err, size_t errlen) {
-    out[0] = '\0';
-    const json_t *v = parent ? json_object_get(parent, key) : NULL;
-    if (!v || json_is_null(v)) {
-        if (required)
-            return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: missing", who, what);
-        return 0;
-    }
-    if (!json_is_string(v))
-        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: not a string", who, what);
-    size_t n = json_string_length(v);
-    if (n >= cap)
-        return kgs_seterr(err, errlen, KGS_ERANGE, "resourceslice %s: %s: longer than %zu bytes",
-                          who, what, cap - 1);
-    if (strlen(json_string_value(v)) != n)
-        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: holds a NUL", who, what);
-    if (required && n == 0) /* Kubernetes refuses these empty; an empty name could not be keyed */
-        return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: %s: empty", who, what);
-    memcpy(out, json_string_value(v), n + 1);
-    return 0;
-}
-
-static const json_t *object_or_null(const json_t *parent, const char *key, bool *bad) {
-    const json_t *v = parent ? json_object_get(parent, key) : NULL;
-    if (!v || json_is_null(v))
-        return NULL;
-    if (!json_is_object(v)) {
-        *bad = true;
-        return NULL;
-    }
-    return v;
+    char slice[KUBE_NAME_MAX + 16];
+    snprintf(slice, sizeof slice, "resourceslice %s", who);
+    return kube_json_copy(parent, key, required, out, cap, slice, what, err, errlen);
 }
 
 static bool uuid_is_gpu(const char *s) {
@@ -136,7 +113,7 @@ static int device_uuid(const json_t *dev, const char *driver, char *out, const c
                        size_t errlen) {
     out[0] = '\0';
     bool bad = false;
-    const json_t *attrs = object_or_null(dev, "attributes", &bad);
+    const json_t *attrs = kube_json_object(dev, "attributes", &bad);
     if (bad)
         return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: attributes: not an object",
                           who);
@@ -171,8 +148,8 @@ int dra_slice_from_json(const json_t *obj, dra_slice_t *out, char *err, size_t e
     if (!json_is_object(obj))
         return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice: not an object");
     bool bad = false;
-    const json_t *meta = object_or_null(obj, "metadata", &bad);
-    const json_t *spec = object_or_null(obj, "spec", &bad);
+    const json_t *meta = kube_json_object(obj, "metadata", &bad);
+    const json_t *spec = kube_json_object(obj, "spec", &bad);
     if (bad || !meta)
         return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice: metadata: missing");
     int rc;
@@ -182,7 +159,7 @@ int dra_slice_from_json(const json_t *obj, dra_slice_t *out, char *err, size_t e
     const char *who = out->name;
     if (!spec)
         return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: spec: missing", who);
-    const json_t *pool = object_or_null(spec, "pool", &bad);
+    const json_t *pool = kube_json_object(spec, "pool", &bad);
     if (bad || !pool)
         return kgs_seterr(err, errlen, KGS_EINVAL, "resourceslice %s: spec.pool: missing", who);
     if ((rc = copy_field(meta, "resourceVersion", true, out->resource_version,
@@ -235,23 +212,6 @@ fail:
     return rc;
 }
 
-static json_t *load(const char *buf, size_t len, const char *what, char *err, size_t errlen,
-                    int *rc) {
-    json_error_t je;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        *rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s: not JSON: %s (line %d)", what, je.text,
-                         je.line);
-        return NULL;
-    }
-    if (!json_is_object(root)) {
-        json_decref(root);
-        *rc = kgs_seterr(err, errlen, KGS_EINVAL, "%s: not a JSON object", what);
-        return NULL;
-    }
-    return root;
-}
-
 void dra_slice_list_deinit(dra_slice_list_t *l) {
     for (size_t i = 0; i < l->count; i++)
         dra_slice_deinit(&l->items[i]);
@@ -264,34 +224,17 @@ int dra_slice_list_parse(const char *buf, size_t len, dra_slice_list_t *out, cha
                          size_t errlen) {
     memset(out, 0, sizeof *out);
     int rc;
-    json_t *root = load(buf, len, "ResourceSliceList", err, errlen, &rc);
+    json_t *root =
+        kube_json_load(buf, len, JSON_REJECT_DUPLICATES, "ResourceSliceList", err, errlen, &rc);
     if (!root)
         return rc;
-    const json_t *kind = json_object_get(root, "kind");
-    bool bad = false;
-    const json_t *meta = object_or_null(root, "metadata", &bad);
-    const json_t *items = json_object_get(root, "items");
-    if (kind &&
-        (!json_is_string(kind) || strcmp(json_string_value(kind), "ResourceSliceList") != 0)) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL,
-                        "ResourceSliceList: kind is not \"ResourceSliceList\"");
+    static const char *const kinds[] = {"ResourceSliceList", NULL};
+    const json_t *items;
+    if ((rc = kube_json_list_head(root, kinds, "ResourceSliceList", out->resource_version,
+                                  sizeof out->resource_version, out->continue_token,
+                                  sizeof out->continue_token, &items, err, errlen)))
         goto fail;
-    }
-    if (bad || !meta) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "ResourceSliceList: metadata: missing");
-        goto fail;
-    }
-    if ((rc = copy_field(meta, "resourceVersion", true, out->resource_version,
-                         sizeof out->resource_version, "list", "metadata.resourceVersion", err,
-                         errlen)) ||
-        (rc = copy_field(meta, "continue", false, out->continue_token, sizeof out->continue_token,
-                         "list", "metadata.continue", err, errlen)))
-        goto fail;
-    if (items && !json_is_null(items) && !json_is_array(items)) {
-        rc = kgs_seterr(err, errlen, KGS_EINVAL, "ResourceSliceList: items: not an array");
-        goto fail;
-    }
-    size_t n = items && json_is_array(items) ? json_array_size(items) : 0;
+    size_t n = items ? json_array_size(items) : 0;
     out->items = calloc(n ? n : 1, sizeof *out->items);
     if (!out->items) {
         rc = kgs_seterr(err, errlen, KGS_ENOMEM, "ResourceSliceList: out of memory");
@@ -612,3 +555,150 @@ size_t dra_index_device_count(const dra_index_t *x) {
 const char *dra_index_resource_version(const dra_index_t *x) {
     return x->rv;
 }
+
+/* ---- the watched resource "resourceslices" (kube_resource.h) ------------------- */
+
+static int slices_state_new(void **out) {
+    dra_index_t *x;
+    int rc = dra_index_new(&x);
+    *out = rc ? NULL : x;
+    return rc;
+}
+
+static void slices_state_free(void *state) {
+    dra_index_free(state);
+}
+
+static const char *slices_resource_version(const void *state) {
+    return dra_index_resource_version(state);
+}
+
+static size_t slices_size(const void *state) {
+    return dra_index_slice_count(state);
+}
+
+static void slices_describe(const void *state, char *out, size_t cap) {
+    snprintf(out, cap, " (%zu devices)", dra_index_device_count(state));
+}
+
+static int slices_page_parse(const char *buf, size_t len, void **page, kube_page_info_t *info,
+                             char *err, size_t errlen) {
+    dra_slice_list_t *l = *page = malloc(sizeof *l);
+    int rc = l ? dra_slice_list_parse(buf, len, l, err, errlen)
+               : kgs_seterr(err, errlen, KGS_ENOMEM, "ResourceSliceList: out of memory");
+    if (rc == 0)
+        kube_page_info_set(info, l->count, l->skipped, l->skip_reason, l->resource_version,
+                           l->continue_token);
+    else {
+        free(l);
+        *page = NULL;
+    }
+    return rc;
+}
+
+static void slices_page_free(void *page) {
+    if (!page)
+        return;
+    dra_slice_list_deinit(page);
+    free(page);
+}
+
+/* A list being assembled: the slices of its pages so far, their devices
+ * moved out of the pages. */
+typedef struct {
+    dra_slice_t *items;
+    size_t n, cap;
+} slice_acc_t;
+
+static void slices_list_free(void *next) {
+    slice_acc_t *a = next;
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->n; i++)
+        dra_slice_deinit(&a->items[i]);
+    free(a->items);
+    free(a);
+}
+
+static int slices_list_add(void **next, void *page) {
+    dra_slice_list_t *l = page;
+    slice_acc_t *a = *next;
+    if (!a && !(a = *next = calloc(1, sizeof *a))) {
+        slices_page_free(l);
+        return KGS_ENOMEM;
+    }
+    if (l->count > a->cap - a->n) {
+        size_t cap = a->cap ? a->cap : 64;
+        while (cap < a->n + l->count)
+            cap *= 2;
+        dra_slice_t *na = realloc(a->items, cap * sizeof *na);
+        if (!na) {
+            slices_page_free(l);
+            return KGS_ENOMEM;
+        }
+        a->items = na;
+        a->cap = cap;
+    }
+    for (size_t i = 0; i < l->count; i++) {
+        a->items[a->n++] = l->items[i];
+        l->items[i].devices = NULL; /* moved */
+        l->items[i].device_count = 0;
+    }
+    slices_page_free(l);
+    return 0;
+}
+
+static int slices_list_replace(void *state, void *next, const char *rv) {
+    slice_acc_t *a = next;
+    int rc = dra_index_replace_all(state, a->items, a->n, rv);
+    slices_list_free(a); /* the devices moved into the index; keep no list-sized array */
+    return rc;
+}
+
+static int slices_watch_event(void *state, const char *line, size_t len, kube_event_result_t *out,
+                              char *err, size_t errlen) {
+    dra_index_t *x = state;
+    memset(out, 0, sizeof *out);
+    dra_slice_t sl;
+    char rv[KUBE_RV_MAX + 1];
+    int rc = dra_slice_event_parse(line, len, &out->type, &sl, rv, sizeof rv, &out->error_code, err,
+                                   errlen);
+    if (rc == KGS_ERANGE && sl.name[0]) {
+        /* Unrepresentable now: drop the old copy rather than keep stale devices. */
+        out->skipped = true;
+        dra_slice_t gone = sl;
+        gone.devices = NULL;
+        gone.device_count = 0;
+        dra_slice_deinit(&sl);
+        dra_index_apply(x, KUBE_EVENT_DELETED, &gone, NULL, &out->changed);
+        return 0;
+    }
+    if (rc || out->type == KUBE_EVENT_ERROR)
+        return rc;
+    rc = dra_index_apply(x, out->type, &sl, rv, &out->changed);
+    dra_slice_deinit(&sl);
+    out->applying = rc != 0;
+    return rc;
+}
+
+static dra_index_t *slices_dra_index(void *state) {
+    return state;
+}
+
+const kube_resource_t kube_resource_resourceslices = {
+    .name = "resourceslices",
+    .path = "/apis/resource.k8s.io/v1/resourceslices",
+    .state_new = slices_state_new,
+    .state_free = slices_state_free,
+    .resource_version = slices_resource_version,
+    .size = slices_size,
+    .describe = slices_describe,
+    .page_parse = slices_page_parse,
+    .page_free = slices_page_free,
+    .list_add = slices_list_add,
+    .list_free = slices_list_free,
+    .list_replace = slices_list_replace,
+    .watch_event = slices_watch_event,
+    .pod_cache = NULL,
+    .dra_index = slices_dra_index,
+};

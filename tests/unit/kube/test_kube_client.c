@@ -224,6 +224,32 @@ static void test_kube_client_new_rejects_bad_config(void **state) {
     snprintf(cfg.ca_file, sizeof cfg.ca_file, "/nonexistent/ca.crt");
     assert_int_equal(kube_client_new(loop, &cfg, NULL, NULL, &c, err, sizeof err), KGS_EINVAL);
     assert_non_null(strstr(err, "/nonexistent/ca.crt"));
+    /* the watched resource is looked up in the client's table: the error
+     * names the bad value and every valid one */
+    kube_client_config_init(&cfg);
+    snprintf(cfg.api_url, sizeof cfg.api_url, "http://127.0.0.1:1");
+    snprintf(cfg.resource, sizeof cfg.resource, "pod");
+    assert_int_equal(kube_client_new(loop, &cfg, NULL, NULL, &c, err, sizeof err), KGS_EINVAL);
+    assert_string_equal(err, "kube client: resource \"pod\": want pods, nodes or resourceslices");
+    assert_null(c);
+    /* pods and nodes are held in a pod cache, resourceslices in a slice index */
+    static const struct {
+        const char *resource;
+        bool cache, slices;
+    } kinds[] = {{"", true, false},
+                 {"pods", true, false},
+                 {"nodes", true, false},
+                 {"resourceslices", false, true}};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        snprintf(cfg.resource, sizeof cfg.resource, "%s", kinds[i].resource);
+        assert_int_equal(kube_client_new(loop, &cfg, NULL, NULL, &c, err, sizeof err), 0);
+        assert_int_equal(kube_client_cache(c) != NULL, kinds[i].cache);
+        assert_int_equal(kube_client_slices(c) != NULL, kinds[i].slices);
+        assert_false(kube_client_synced(c, 0));
+        assert_string_equal(kube_client_last_error(c), "");
+        kube_client_free(c);
+        c = NULL;
+    }
     loop_free(loop);
 }
 

@@ -263,6 +263,47 @@ static int print_continuously(const cli_options_t *o, sampler_t *sampler, sample
     return exit_code;
 }
 
+/* One shot: a fresh sweep (the first one primed the rates), printed.
+ * *snap is replaced by it (the caller releases it). Returns the exit code. */
+static int print_once(gpu_backend_t *backend, bool nvml, sample_ctx_t *sc, output_writer_t *writer,
+                      FILE *out, snapshot_t **snap) {
+    snapshot_unref(*snap);
+    *snap = NULL;
+    if (gpu_backend_sample(backend, clock_mono_now(), snap) != 0)
+        return EXIT_NVML;
+    if ((*snap)->status == SNAPSHOT_NVML_DOWN) {
+        fprintf(stderr, "gpu-metrics: %s%s\n", nvml ? "NVML unavailable: " : "", (*snap)->error);
+        return EXIT_NVML;
+    }
+    if (write_sample(sc, writer, out, *snap) != 0)
+        return EXIT_USAGE;
+    return health_exit_code(*snap, sc->sel);
+}
+
+/* --interval: the sampler thread owns the backend from here (*backend is
+ * emptied, *sampler set for the caller to stop); SIGINT and SIGTERM end
+ * the printing. Returns the exit code. */
+static int print_every_interval(const cli_options_t *o, logger_t *log, gpu_backend_t *backend,
+                                sample_ctx_t *sc, output_writer_t *writer, FILE *out,
+                                sampler_t **sampler, snapshot_t **snap) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    sampler_opts_t so = {.interval_ns = o->interval_ns, .log = log};
+    gpu_backend_t handed = *backend;
+    *backend = (gpu_backend_t){0};
+    char err[1024];
+    if (sampler_start(handed, &so, sampler, err, sizeof err) != 0) {
+        fprintf(stderr, "gpu-metrics: %s\n", err);
+        return EXIT_NVML;
+    }
+    return print_continuously(o, *sampler, sc, writer, out, snap);
+}
+
 int main(int argc, char **argv) {
     cli_options_t o;
     char err[1024];
@@ -358,43 +399,10 @@ int main(int argc, char **argv) {
     if (gpu_backend_wants_second_sample(&backend))
         sleep_ns(COLLECTOR_RATE_WINDOW_NS);
 
-    if (o.interval_ns == 0) {
-        snapshot_unref(snap);
-        snap = NULL;
-        if (gpu_backend_sample(&backend, clock_mono_now(), &snap) != 0) {
-            exit_code = EXIT_NVML;
-            goto done;
-        }
-        if (snap->status == SNAPSHOT_NVML_DOWN) {
-            fprintf(stderr, "gpu-metrics: %s%s\n", loader ? "NVML unavailable: " : "", snap->error);
-            exit_code = EXIT_NVML;
-            goto done;
-        }
-        if (write_sample(&sc, &writer, out, snap) != 0) {
-            exit_code = EXIT_USAGE;
-            goto done;
-        }
-        exit_code = health_exit_code(snap, &sel);
-        goto done;
-    }
-
-    /* Continuous: the sampler thread owns the backend from here. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-
-    sampler_opts_t so = {.interval_ns = o.interval_ns, .log = &log};
-    gpu_backend_t handed = backend;
-    backend = (gpu_backend_t){0};
-    if (sampler_start(handed, &so, &sampler, err, sizeof err) != 0) {
-        fprintf(stderr, "gpu-metrics: %s\n", err);
-        exit_code = EXIT_NVML;
-        goto done;
-    }
-    exit_code = print_continuously(&o, sampler, &sc, &writer, out, &snap);
+    if (o.interval_ns == 0)
+        exit_code = print_once(&backend, loader != NULL, &sc, &writer, out, &snap);
+    else
+        exit_code = print_every_interval(&o, &log, &backend, &sc, &writer, out, &sampler, &snap);
 
 done:
     sampler_stop(sampler);

@@ -1,10 +1,13 @@
 /*
  * server.h - the server process's state, shared by the rooms of
- * src/server: main.c (the flags, the loop, the gRPC dispatch, TLS reloads,
- * shutdown), agent.c (the agent role: its Watch service and the kubelet's
- * pods), aggregator.c (the aggregator role: the cluster view, the agents,
- * the pod list, ResourceSlices, and the scaler's and the source hub's hooks)
- * and endpoints.c (/metrics, /healthz, /readyz). Internal to the server
+ * src/server: main.c (the flags, the dispatch by role), lifecycle.c (start,
+ * signals, shutdown grace, teardown), sampling.c (this node's GPUs:
+ * standalone, agent), agent.c (the agent role: its Watch service and the
+ * kubelet's pods), aggregator.c (the aggregator role: the cluster view, the
+ * agents, the pod list, ResourceSlices, and the scaler's and the source
+ * hub's hooks), tls_reload.c (the TLS files and their reloads), serve.c
+ * (the sources, the scaler, the gRPC listener and its dispatch) and
+ * endpoints.c (/metrics, /healthz, /readyz). Internal to the server
  * executable; every function here runs on the loop thread.
  */
 #ifndef KGS_SERVER_SERVER_H
@@ -96,10 +99,32 @@ typedef struct {
     char readyz_body[400]; /* the 503 text; the HTTP server copies it before the next call */
 } server_t;
 
-/* main.c: the snapshot the sampler published last (NULL in the aggregator
- * role; a reference the caller drops), and a log line when readiness
- * changes. */
+/* lifecycle.c: the process's start (the log, the node name, the signal
+ * mask, the descriptor limit, the loop, its timers and signalfd), the run
+ * until shutdown, and the teardown of whatever was started. start: 0, or
+ * 1 after logging why; run: the exit status. */
+int server_process_start(server_t *sv);
+int server_run(server_t *sv);
+void server_teardown(server_t *sv);
+
+/* sampling.c: this node's GPU backend and the sampler thread (standalone,
+ * agent; 0, or 1 after logging why), and the snapshot it published last
+ * (NULL in the aggregator role; a reference the caller drops). */
+int server_sampling_start(server_t *sv);
 snapshot_t *server_current_snapshot(void *ud);
+
+/* tls_reload.c: the serving TLS context (--tls-cert) and the reload check's
+ * first run (0, or 1 after logging why); the check itself, the tls_timer's
+ * callback. */
+int server_tls_start(server_t *sv);
+void server_tls_check(loop_t *loop, loop_timer_t *t, void *ud);
+
+/* serve.c: the source hub, the scaler (and the agent's Watch service), the
+ * gRPC listener and the HTTP listeners (0, or 1 after logging why); the
+ * loop's wakeup (every sample, every eventfd write), and a log line when
+ * readiness changes. */
+int server_serve(server_t *sv);
+void server_on_wakeup(loop_t *loop, void *ud);
 void server_log_readiness(server_t *sv);
 
 /* agent.c: the Watch service beside the scaler and the pods of this node

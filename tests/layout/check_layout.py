@@ -5,6 +5,12 @@
                       SRC/core only ("core/..."); system headers are fine.
   include-cycles SRC  no circular includes: the graph of project includes
                       between the files under SRC has no cycle.
+  folder-arrows SRC   every project include from SRC/<A>/ to SRC/<B>/ is an
+                      arrow A -> B that FOLDER_ARROWS allows; the table itself
+                      points only down the layers (core at the bottom, server
+                      and cli at the top), and an arrow that points up is
+                      allowed only file by file, in ARROW_EXCEPTIONS, with
+                      its reason.
   header-guards SRC   every header under SRC is guarded by one pattern,
                       KGS_<FOLDER>_<FILE>_H from its path (core/err.h:
                       KGS_CORE_ERR_H), so a guard names its file and two
@@ -30,6 +36,37 @@ SOURCE_EXTS = (".c", ".h")
 # SRC, each with why it is tolerated. An entry that no longer matches an
 # include fails the check, so an exception cannot outlive its reason.
 CORE_ALLOWED = {}
+
+# The folders of src/, each with its layer (0 at the bottom; docs/architecture.md,
+# "Source layout") and the folders below it that its files may include. Derived
+# from the include graph as it is, each arrow confirmed to point down; a folder
+# not listed here may include nothing outside itself. An include the table does
+# not allow fails folder-arrows: add the arrow here only when it points down.
+FOLDER_ARROWS = {
+    "core": (0, set()),
+    "net": (1, {"core"}),
+    "env": (1, {"core"}),
+    "gpu": (1, {"core"}),
+    "nvml": (2, {"core", "gpu"}),
+    "amdgpu": (2, {"core", "gpu"}),
+    "kube": (3, {"core", "net", "amdgpu"}),
+    "sources": (3, {"core", "net"}),
+    "cluster": (4, {"core", "net", "amdgpu", "kube"}),
+    "scaler": (4, {"core", "net", "sources"}),
+    "server": (5, {"core", "net", "env", "gpu", "nvml", "kube", "sources", "cluster", "scaler"}),
+    "cli": (5, {"core", "env", "gpu", "nvml", "kube"}),
+}
+
+# Arrows that point up, allowed for one file each: (including file, target
+# folder) relative to SRC, with why. An entry that no longer matches an include
+# fails the check, so an exception cannot outlive its reason.
+_SELECT_WHY = ("gpu/select opens the backends that implement gpu/backend.h: it sits above "
+               "them (its own library, kgs_gpu_select), the rest of gpu/ below them")
+ARROW_EXCEPTIONS = {
+    ("gpu/select.c", "nvml"): _SELECT_WHY,
+    ("gpu/select.c", "amdgpu"): _SELECT_WHY,
+    ("gpu/select.h", "nvml"): _SELECT_WHY + " (gpu_selection_t hands out the NVML loader)",
+}
 
 INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.S)
@@ -100,6 +137,75 @@ def check_core_includes(root, allowed):
         problems.append("allow-list entry %s includes %s matches no include any more (%s): "
                         "drop it from CORE_ALLOWED in %s" % (key[0], key[1], allowed[key],
                                                              os.path.basename(__file__)))
+    return problems
+
+
+def folder_of(rel):
+    """core/err.h -> "core"; None for a file directly under SRC."""
+    parts = rel.split(os.sep)
+    return parts[0] if len(parts) > 1 else None
+
+
+def check_arrow_table(table, exceptions):
+    """Problems with the table itself: an allowed arrow that does not point
+    down, a target with no row, an exception that points down (it belongs in
+    the table) or names a folder with no row."""
+    problems = []
+    for a in sorted(table):
+        layer, allowed = table[a]
+        for b in sorted(allowed):
+            if b not in table:
+                problems.append("FOLDER_ARROWS: %s -> %s: %s has no row" % (a, b, b))
+            elif table[b][0] >= layer:
+                problems.append("FOLDER_ARROWS: %s -> %s does not point down (layer %d -> %d): "
+                                "an upward include is a named exception in ARROW_EXCEPTIONS"
+                                % (a, b, layer, table[b][0]))
+    for (rel, b), why in sorted(exceptions.items()):
+        a = folder_of(rel)
+        if a not in table or b not in table:
+            problems.append("ARROW_EXCEPTIONS: %s -> %s/: a folder with no row in FOLDER_ARROWS"
+                            % (rel, b))
+        elif table[b][0] < table[a][0]:
+            problems.append("ARROW_EXCEPTIONS: %s -> %s/ points down: allow %s -> %s in "
+                            "FOLDER_ARROWS instead (%s)" % (rel, b, a, b, why))
+    return problems
+
+
+def check_folder_arrows(root, table, exceptions):
+    """Problems (strings) with the includes between folders of root; [] when
+    every include is an arrow the table allows."""
+    problems = check_arrow_table(table, exceptions)
+    used = set()
+    for rel in source_files(root):
+        a = folder_of(rel)
+        if a is None:
+            continue
+        for line, quote, name in includes(root, rel):
+            target = resolve(root, rel, quote, name)
+            b = folder_of(target) if target else None
+            if b is None or b == a:
+                continue
+            if a in table and b in table[a][1]:
+                continue
+            if (rel, b) in exceptions:
+                used.add((rel, b))
+                continue
+            close = '"' if quote == '"' else ">"
+            if a not in table:
+                why = "%s/ has no row in FOLDER_ARROWS (its layer and the folders it may " \
+                      "include)" % a
+            else:
+                allowed = ", ".join(sorted(table[a][1])) or "nothing outside itself"
+                up = " (an upward include: layer %d -> %d)" % (table[a][0], table[b][0]) \
+                    if b in table and table[b][0] >= table[a][0] else ""
+                why = "arrow %s -> %s is not allowed%s; %s/ may include: %s" % (
+                    a, b, up, a, allowed)
+            problems.append("%s:%d includes %s%s%s: %s (FOLDER_ARROWS in %s)"
+                            % (rel, line, quote, name, close, why, os.path.basename(__file__)))
+    for key in sorted(set(exceptions) - used):
+        problems.append("exception %s -> %s/ matches no include any more (%s): drop it from "
+                        "ARROW_EXCEPTIONS in %s" % (key[0], key[1], exceptions[key],
+                                                    os.path.basename(__file__)))
     return problems
 
 
@@ -302,6 +408,55 @@ def self_test():
         if len(problems) != 3:
             failures.append("expected exactly 3 cycles, got %s" % problems)
 
+    table = {"core": (0, set()), "net": (1, {"core"}), "gpu": (1, {"core"}),
+             "nvml": (2, {"core", "gpu"}), "server": (3, {"core", "net", "nvml"})}
+    layered = {
+        "core/a.h": '#include <stdio.h>\n',
+        "net/x.h": '#include "core/a.h"\n#include "proto/gen.pb-c.h"\n',
+        "gpu/backend.h": '#include "core/a.h"\n',
+        "gpu/select.c": '#include "gpu/backend.h"\n#include "nvml/nvml.h"\n',
+        "nvml/nvml.h": '#include "gpu/backend.h"\n#include "nvml.h"\n',
+        "server/main.c": '#include "net/x.h"\n#include <nvml/nvml.h>\n#include "core/a.h"\n',
+    }
+    select_up = {("gpu/select.c", "nvml"): "t"}
+    with _tree(layered) as root:
+        expect("clean tree, folder-arrows", check_folder_arrows(root, table, select_up), [])
+        expect("upward include without its exception", check_folder_arrows(root, table, {}),
+               ['gpu/select.c:2 includes "nvml/nvml.h": arrow gpu -> nvml is not allowed '
+                "(an upward include: layer 1 -> 2); gpu/ may include: core"])
+        stale = {**select_up, ("core/a.h", "net"): "t"}
+        expect("stale exception", check_folder_arrows(root, table, stale),
+               ["exception core/a.h -> net/ matches no include any more"])
+    planted = dict(layered)
+    planted["net/x.c"] = '#include "net/x.h"\n\n#include "server/main.h"\n'
+    planted["server/main.h"] = "int x;\n"
+    planted["core/b.c"] = '#include <nvml/nvml.h>\n'
+    planted["server/more.c"] = '#include "gpu/backend.h"\n'  # down, but not in the table
+    planted["env/e.c"] = '#include "core/a.h"\n'  # a folder with no row
+    with _tree(planted) as root:
+        problems = check_folder_arrows(root, table, select_up)
+        expect("net includes server (upward)", problems,
+               ['net/x.c:3 includes "server/main.h": arrow net -> server is not allowed '
+                "(an upward include: layer 1 -> 3); net/ may include: core"])
+        expect("core includes nvml, angle", problems,
+               ["core/b.c:1 includes <nvml/nvml.h>: arrow core -> nvml is not allowed",
+                "core/ may include: nothing outside itself"])
+        expect("a downward arrow the table lacks", problems,
+               ['server/more.c:1 includes "gpu/backend.h": arrow server -> gpu is not allowed; '
+                "server/ may include: core, net, nvml"])
+        expect("a folder with no row", problems, ["env/e.c:1 includes \"core/a.h\": env/ has no row"])
+        if len(problems) != 4:
+            failures.append("folder-arrows: expected exactly 4 problems, got %s" % problems)
+    expect("table arrow pointing up", check_arrow_table(
+        dict(table, net=(1, {"core", "nvml"})), {}),
+        ["FOLDER_ARROWS: net -> nvml does not point down (layer 1 -> 2)"])
+    expect("table arrow within a layer", check_arrow_table(
+        dict(table, net=(1, {"core", "gpu"})), {}),
+        ["FOLDER_ARROWS: net -> gpu does not point down (layer 1 -> 1)"])
+    expect("exception that points down", check_arrow_table(table, {("server/m.c", "gpu"): "t"}),
+           ["ARROW_EXCEPTIONS: server/m.c -> gpu/ points down"])
+    expect("the real table", check_arrow_table(FOLDER_ARROWS, ARROW_EXCEPTIONS), [])
+
     for f in failures:
         print("self-test FAILED: " + f)
     if not failures:
@@ -312,7 +467,8 @@ def self_test():
 def main(argv):
     if len(argv) == 2 and argv[1] == "self-test":
         return self_test()
-    if len(argv) != 3 or argv[1] not in ("core-includes", "include-cycles", "header-guards"):
+    if len(argv) != 3 or argv[1] not in ("core-includes", "include-cycles", "header-guards",
+                                         "folder-arrows"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     root = argv[2]
@@ -322,6 +478,8 @@ def main(argv):
         return 2
     if argv[1] == "core-includes":
         problems = check_core_includes(root, CORE_ALLOWED)
+    elif argv[1] == "folder-arrows":
+        problems = check_folder_arrows(root, FOLDER_ARROWS, ARROW_EXCEPTIONS)
     elif argv[1] == "header-guards":
         problems = check_header_guards(root)
     else:

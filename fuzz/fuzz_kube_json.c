@@ -22,12 +22,14 @@ static void check_pod(const pod_t *p) {
         FUZZ_CHECK(strlen(v) <= KUBE_LABEL_VALUE_MAX);
         FUZZ_CHECK(pod_label(p, k) != NULL);
     }
-    /* The GPU ask: counts only with their bits, the description bounded. */
-    const unsigned nvidia = POD_ASK_NVIDIA_GPU | POD_ASK_NVIDIA_MIG | POD_ASK_NVIDIA_OTHER;
-    FUZZ_CHECK((p->gpu_asks & ~(nvidia | POD_ASK_CLAIM)) == 0);
+    /* The GPU ask: counts only with their bits (a device plugin's resource,
+     * NVIDIA's or AMD's), the description bounded. */
+    const unsigned plugin =
+        POD_ASK_NVIDIA_GPU | POD_ASK_NVIDIA_MIG | POD_ASK_NVIDIA_OTHER | POD_ASK_AMD;
+    FUZZ_CHECK((p->gpu_asks & ~(plugin | POD_ASK_CLAIM)) == 0);
     FUZZ_CHECK((p->gpu_claims > 0) == ((p->gpu_asks & POD_ASK_CLAIM) != 0));
-    FUZZ_CHECK(p->gpu_ask_count == 0 || (p->gpu_asks & nvidia));
-    FUZZ_CHECK(!(p->gpu_asks & nvidia) || p->gpu_ask_count > 0);
+    FUZZ_CHECK(p->gpu_ask_count == 0 || (p->gpu_asks & plugin));
+    FUZZ_CHECK(!(p->gpu_asks & plugin) || p->gpu_ask_count > 0);
     /* The start: a known trouble, a bounded one-line message, stages only
      * in order. */
     FUZZ_CHECK(p->start.trouble < POD_TROUBLE_COUNT);

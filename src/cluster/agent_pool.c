@@ -9,7 +9,14 @@
  * re-using one whose stream ended keeps a broken connection from being
  * re-used and costs one handshake per outage.
  *
- * Re-entrancy. gRPC callbacks (on_message inside nghttp2's receive path,
+ * Scale. A pool of 10,000 agents is a list; agent_pool_set_addresses (run
+ * on every DNS answer) matches the wanted addresses and the pool through a
+ * hash set built for the call, so an unchanged answer costs O(n), not the
+ * O(n^2) string compares (~10^8 at 10,000 agents) of scanning the list for
+ * each address. Each agent holds one descriptor; a list that cannot fit
+ * under RLIMIT_NOFILE is said once, naming the limit and what to raise.
+ *
+ * Re-entrancy. gRPC callbacks (on_message inside the HTTP/2 receive path,
  * on_done from the client's zero timer) never call user code: they only
  * update the view and mark the pool dirty. A zero-delay timer of the pool
  * (the notify timer) then runs on_change once for everything that changed
@@ -35,10 +42,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cluster/agent_service.h"
 #include "cluster/snapshot_codec.h"
 #include "core/err.h"
+#include "core/hash.h"
+#include "net/conn_limits.h"
 #include "net/grpc_client.h"
 #include "net/grpc_frame.h"
 #include "proto/cluster.pb-c.h"
@@ -73,6 +83,7 @@ struct agent_pool {
     loop_timer_t notify_timer;
     uint64_t rng;
     log_ratelimit_t rl;
+    size_t fd_warned_at; /* the agent count the descriptor warning was last given for */
 };
 
 static void agent_connect(agent_t *a);
@@ -425,18 +436,62 @@ static bool address_valid(const char *s) {
     return port > 0;
 }
 
-static bool in_list(const char *const *addrs, size_t n, const char *s) {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(addrs[i], s) == 0)
+/* A set of strings for one call: open addressing over a power-of-two
+ * table of borrowed pointers, load at most 1/2. */
+typedef struct {
+    const char **slot;
+    size_t mask;
+} str_set_t;
+
+static int str_set_init(str_set_t *t, size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap <<= 1;
+    t->slot = calloc(cap, sizeof *t->slot);
+    t->mask = cap - 1;
+    return t->slot ? 0 : KGS_ENOMEM;
+}
+
+/* Adds s; false when it was there already. */
+static bool str_set_add(str_set_t *t, const char *s) {
+    size_t i = (size_t)kgs_fnv1a(s) & t->mask;
+    for (; t->slot[i]; i = (i + 1) & t->mask)
+        if (strcmp(t->slot[i], s) == 0)
+            return false;
+    t->slot[i] = s;
+    return true;
+}
+
+static bool str_set_has(const str_set_t *t, const char *s) {
+    for (size_t i = (size_t)kgs_fnv1a(s) & t->mask; t->slot[i]; i = (i + 1) & t->mask)
+        if (strcmp(t->slot[i], s) == 0)
             return true;
     return false;
 }
 
-static agent_t *pool_find(agent_pool_t *p, const char *address) {
-    for (agent_t *a = p->agents; a; a = a->next)
-        if (strcmp(a->address, address) == 0)
-            return a;
-    return NULL;
+/* Says once per agent count that the agents cannot all hold a connection
+ * under the descriptor limit, and what to raise. */
+static void check_descriptors(agent_pool_t *p, size_t agents) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return;
+    uint64_t need = (uint64_t)agents + CONN_LIMITS_FD_HEADROOM;
+    if (need <= rl.rlim_cur) {
+        p->fd_warned_at = 0;
+        return;
+    }
+    if (p->fd_warned_at == agents)
+        return;
+    p->fd_warned_at = agents;
+    LOG_ERROR(p->o.log,
+              "%zu agents need one connection each: %llu descriptors with the %u kept for the "
+              "Kubernetes API, probes, sources and files, but RLIMIT_NOFILE is %llu: agents past "
+              "the limit fail to connect (\"Too many open files\"). "
+              "Raise the limit to at least %llu plus --max-connections (the container runtime's "
+              "nofile limit, e.g. containerd's LimitNOFILE or docker --ulimit nofile=N:N; "
+              "ulimit -n outside a container)",
+              agents, (unsigned long long)need, CONN_LIMITS_FD_HEADROOM,
+              (unsigned long long)rl.rlim_cur, (unsigned long long)need);
 }
 
 int agent_pool_set_addresses(agent_pool_t *p, const char *const *addrs, size_t n) {
@@ -450,11 +505,24 @@ int agent_pool_set_addresses(agent_pool_t *p, const char *const *addrs, size_t n
             return KGS_EINVAL;
         }
     }
+    /* The pool's addresses and the wanted ones, as sets. */
+    size_t have = 0;
+    for (agent_t *a = p->agents; a; a = a->next)
+        have++;
+    str_set_t pool, wanted;
+    if (str_set_init(&pool, have) != 0)
+        return KGS_ENOMEM;
+    if (str_set_init(&wanted, n) != 0) {
+        free(pool.slot);
+        return KGS_ENOMEM;
+    }
+    for (agent_t *a = p->agents; a; a = a->next)
+        str_set_add(&pool, a->address);
     /* Allocate every new agent first so that ENOMEM changes nothing. */
     agent_t *fresh = NULL;
     for (size_t i = 0; i < n; i++) {
-        if (pool_find(p, addrs[i]) || in_list(addrs, i, addrs[i]))
-            continue;
+        if (!str_set_add(&wanted, addrs[i]) || str_set_has(&pool, addrs[i]))
+            continue; /* listed twice, or already in the pool */
         agent_t *a = calloc(1, sizeof *a);
         if (!a) {
             while (fresh) {
@@ -462,6 +530,8 @@ int agent_pool_set_addresses(agent_pool_t *p, const char *const *addrs, size_t n
                 free(fresh);
                 fresh = next;
             }
+            free(pool.slot);
+            free(wanted.slot);
             return KGS_ENOMEM;
         }
         a->pool = p;
@@ -475,7 +545,7 @@ int agent_pool_set_addresses(agent_pool_t *p, const char *const *addrs, size_t n
     /* Forget the agents no longer wanted. */
     for (agent_t **pp = &p->agents; *pp;) {
         agent_t *a = *pp;
-        if (in_list(addrs, n, a->address)) {
+        if (str_set_has(&wanted, a->address)) {
             pp = &a->next;
             continue;
         }
@@ -485,6 +555,14 @@ int agent_pool_set_addresses(agent_pool_t *p, const char *const *addrs, size_t n
         agent_free(a);
         pool_changed(p);
     }
+    free(pool.slot);
+    free(wanted.slot);
+    size_t total = 0;
+    for (const agent_t *a = fresh; a; a = a->next)
+        total++;
+    for (const agent_t *a = p->agents; a; a = a->next)
+        total++;
+    check_descriptors(p, total);
     /* Link and dial the new ones. */
     while (fresh) {
         agent_t *a = fresh;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -463,6 +464,44 @@ static void test_agent_pool_rejects_malformed_addresses_and_changes_nothing(void
     assert_int_equal(f->changes, 0);
 }
 
+static void test_agent_pool_says_when_the_agents_outgrow_the_descriptor_limit(void **state) {
+    fixture_t *f = *state;
+    struct rlimit old, low;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = 400;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    logger_t log = {.level = LOG_ERROR, .out = out};
+    agent_pool_opts_t o = {.loop = f->loop, .view = f->view, .log = &log};
+    assert_int_equal(agent_pool_new(&o, &f->pool), 0);
+    /* 200 agents, each listed twice: 200 + 256 kept > 400 */
+    static char addr[400][24];
+    const char *addrs[400];
+    for (int i = 0; i < 400; i++) {
+        snprintf(addr[i], sizeof addr[i], "127.0.0.1:%d", 1 + i % 200);
+        addrs[i] = addr[i];
+    }
+    assert_int_equal(agent_pool_set_addresses(f->pool, addrs, 400), 0);
+    assert_int_equal(agent_pool_set_addresses(f->pool, addrs, 400), 0); /* said once */
+    fflush(out);
+    assert_non_null(strstr(text, "200 agents need one connection each: 456 descriptors"));
+    assert_non_null(strstr(text, "RLIMIT_NOFILE is 400"));
+    assert_null(strstr(strstr(text, "RLIMIT_NOFILE is 400") + 1, "RLIMIT_NOFILE is 400"));
+    /* 100 fit: nothing more is said */
+    size_t before = len;
+    assert_int_equal(agent_pool_set_addresses(f->pool, addrs, 100), 0);
+    fflush(out);
+    assert_int_equal(len, before);
+    agent_pool_free(f->pool);
+    f->pool = NULL;
+    fclose(out);
+    free(text);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+
 static void test_agent_pool_backoff_is_jittered_under_a_doubling_cap(void **state) {
     fixture_t *f = *state;
     new_pool(f, 0); /* min 50 ms, max 200 ms */
@@ -517,6 +556,7 @@ int main(void) {
         CASE(test_agent_pool_drops_an_undecodable_message_but_keeps_the_stream),
         CASE(test_agent_pool_records_an_unreachable_agent),
         CASE(test_agent_pool_rejects_malformed_addresses_and_changes_nothing),
+        CASE(test_agent_pool_says_when_the_agents_outgrow_the_descriptor_limit),
         CASE(test_agent_pool_backoff_is_jittered_under_a_doubling_cap),
         CASE(test_agent_pool_reads_the_sample_interval_off_the_wire),
     };

@@ -199,16 +199,17 @@ static void read_pod(void *ud, const source_pod_t *p) {
 }
 
 void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
-                        const char *ns, mono_ns_t now, demand_inputs_t *out) {
+                        const char *ns, mono_ns_t now, demand_inputs_t *out,
+                        demand_learned_t *learned) {
     const demand_config_t *d = &c->demand;
     memset(out, 0, sizeof *out);
     out->pods_status = EVAL_OK;
     sub_t *u = hub_sub_find(h, trigger_id, ns);
+    if (learned)
+        *learned = u ? (demand_learned_t){&u->f, &u->model, &u->view}
+                     : (demand_learned_t){NULL, NULL, NULL};
     if (u) {
         u->last_used = now;
-        out->forecast = &u->f;
-        out->model = &u->model;
-        out->view = &u->view;
         if (u->slo_mask)
             hist_read(u, now, out->latency);
     } else {

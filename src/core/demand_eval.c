@@ -720,10 +720,11 @@ static bool tracked(const demand_model_state_t *st, uint64_t id) {
  * list; its time is the newest reading's, so a read between two polls
  * feeds nothing twice. A pod seen starting and now Ready gives one
  * create -> Ready observation (its age now: late by at most one poll). */
-static void model_apply(const trigger_config_t *c, const demand_inputs_t *in, const engine_acc_t *x,
+static void model_apply(const trigger_config_t *c, const demand_inputs_t *in,
+                        demand_model_state_t *model, const engine_acc_t *x,
                         const demand_signals_t *sig, mono_ns_t now, eval_result_t *out) {
     const demand_config_t *d = &c->demand;
-    demand_model_state_t local, *st = in->model;
+    demand_model_state_t local, *st = model;
     if (!st) {
         demand_model_init(&local);
         st = &local;
@@ -940,7 +941,8 @@ static void read_queue(const demand_inputs_t *in, mono_ns_t now, queue_read_t *q
         q->value = in->queue.queue;
 }
 
-static void evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
+static void evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in,
+                            const demand_learned_t *learned, mono_ns_t now,
                             const eval_result_t *gpu, eval_result_t *out, demand_view_t *v) {
     const demand_config_t *d = &c->demand;
     char msg[1024];
@@ -1057,7 +1059,7 @@ static void evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         out->status == EVAL_OK) {
         if (in->has_queue_source && in->queue.last_ok > x.newest)
             x.newest = in->queue.last_ok;
-        model_apply(c, in, &x, &sig, now, out);
+        model_apply(c, in, learned->model, &x, &sig, now, out);
         if (out->status == EVAL_OK) {
             v->known[DSIG_QUEUEING_MODEL] = true;
             v->signal[DSIG_QUEUEING_MODEL] = v->need[DSIG_QUEUEING_MODEL] = out->value / 100;
@@ -1074,18 +1076,22 @@ static void evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in
         out->active = true;
     }
     if (d->forecast_trend && out->status == EVAL_OK)
-        demand_forecast_apply(c, in->forecast, (double)now / 1e9, out);
+        demand_forecast_apply(c, learned->forecast, (double)now / 1e9, out);
 }
 
-void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
-                            const eval_result_t *gpu, eval_result_t *out) {
-    demand_view_t local, *v = in->view;
+void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in,
+                            demand_learned_t *learned, mono_ns_t now, const eval_result_t *gpu,
+                            eval_result_t *out) {
+    demand_learned_t nothing = {NULL, NULL, NULL};
+    if (!learned)
+        learned = &nothing;
+    demand_view_t local, *v = learned->view;
     if (!v) {
         demand_view_init(&local);
         v = &local;
     }
     view_reset(v);
-    evaluate_inputs(c, in, now, gpu, out, v);
+    evaluate_inputs(c, in, learned, now, gpu, out, v);
     if (!v->not_serving) /* evaluation stopped before the engines, or none is */
         view_text(&v->not_serving_why, NULL);
     if (!v->first_use)

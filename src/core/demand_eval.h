@@ -338,7 +338,7 @@ void demand_model_init(demand_model_state_t *s);
  * What one evaluation of a demand trigger saw and why it answered as it
  * did: each signal's value, the replicas each signal with a target asks
  * for, which one decided, each latency target's observed quantile, and the
- * engines behind it. Written by demand_evaluate_inputs() into in->view
+ * engines behind it. Written by demand_evaluate_inputs() into learned->view
  * (the subscription's, kept between evaluations) so that `query`, the
  * Explain RPC and /metrics show the decision KEDA was given, not a new one.
  */
@@ -394,7 +394,8 @@ typedef struct {
 } demand_view_ref_t;
 
 /* Everything the sources layer read for one trigger: the "signals read so
- * far" of demand_evaluate_inputs(). Pointers borrowed for the call. */
+ * far" of demand_evaluate_inputs(), which only reads it (what it learns is
+ * demand_learned_t). Pointers borrowed for the call. */
 typedef struct {
     /* EVAL_OK, or the engine pods could not be listed: EVAL_UNAVAILABLE
      * ("engine pods: <pods_error>") or EVAL_FAILED_PRECONDITION (the role
@@ -408,25 +409,33 @@ typedef struct {
     unsigned nengines;
     bool has_queue_source; /* the trigger reads a Redis / Prometheus queue: `queue` */
     demand_source_t queue;
-    /* forecast: trend state of this trigger and namespace (mutable; NULL:
-     * none, the value is left as it is). */
-    forecast_t *forecast;
     /* The selected pods, Ready or not (aggregator with podSelector); has_pods
      * false: no pod list (explicit URLs, or a queue alone), and the Ready
      * replicas are the engines that answer. */
     bool has_pods;
     const demand_pod_t *pods;
     unsigned npods;
-    /* demandModel: queueing state of this trigger and namespace (mutable;
-     * NULL: the model starts from its priors on every call). */
-    demand_model_state_t *model;
     /* Latency over the trigger's window (c->demand.slo_mask signals), merged
      * over every pod that answered; known false: no request in the window. */
     demand_latency_t latency[SLO_SIGNAL_COUNT];
-    /* The decision view of this trigger and namespace (mutable; NULL: none
-     * is kept): rewritten by every evaluation. */
-    demand_view_t *view;
 } demand_inputs_t;
+
+/* What the evaluation of one trigger in one namespace learns and keeps from
+ * one call to the next. demand_evaluate_inputs() reads and rewrites it (every
+ * evaluation teaches the model), so it is an argument of its own, apart from
+ * the inputs it only reads. The caller owns each part (the aggregator's hub
+ * keeps one of each per subscription and hands them out with
+ * source_hub_signals()). */
+typedef struct {
+    /* forecast: trend state (NULL: none, the value is left as it is). */
+    forecast_t *forecast;
+    /* demandModel: queueing state (NULL: the model starts from its priors
+     * on every call). */
+    demand_model_state_t *model;
+    /* The decision view (NULL: none is kept): rewritten by every
+     * evaluation. */
+    demand_view_t *view;
+} demand_learned_t;
 
 /*
  * The one home of the demand rules: (config, what the sources read, clock,
@@ -448,14 +457,16 @@ typedef struct {
  *     each pool count, pool_waiting to waiting, pool_running to running,
  *     pool_kv_percent to kv_percent), then the forecast;
  *     for demandModel: queueing, the summed counters, gauges, queue and
- *     pods are fed to in->model (at the newest reading's time: a read with
- *     no new poll feeds nothing) and the value is 100 x its replicas.
+ *     pods are fed to learned->model (at the newest reading's time: a read
+ *     with no new poll feeds nothing) and the value is 100 x its replicas.
  * out->inputs adds the engines that answered. *out is fully written, and
- * so is *in->view when there is one (demand_view_init'ed; its strings are
- * replaced, kept when unchanged).
+ * so is *learned->view when there is one (demand_view_init'ed; its strings
+ * are replaced, kept when unchanged). learned may be NULL: nothing is kept
+ * (as when each of its parts is NULL).
  */
-void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in, mono_ns_t now,
-                            const eval_result_t *gpu, eval_result_t *out);
+void demand_evaluate_inputs(const trigger_config_t *c, const demand_inputs_t *in,
+                            demand_learned_t *learned, mono_ns_t now, const eval_result_t *gpu,
+                            eval_result_t *out);
 
 /*
  * forecast: trend. Feeds an OK result's value into f (the trigger's own

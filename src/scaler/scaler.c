@@ -304,8 +304,9 @@ static void evaluate_trigger(scaler_t *s, const config_entry_t *entry, const cha
     if (with_gpu)
         evaluate_gpu(s, cfg, ns, now, snap, &gpu);
     demand_inputs_t in;
-    source_hub_signals(s->opts.sources, cfg, entry->id, ns, now, &in);
-    demand_evaluate_inputs(cfg, &in, now, with_gpu ? &gpu : NULL, out);
+    demand_learned_t learned;
+    source_hub_signals(s->opts.sources, cfg, entry->id, ns, now, &in, &learned);
+    demand_evaluate_inputs(cfg, &in, &learned, now, with_gpu ? &gpu : NULL, out);
 }
 
 static void evaluate_now(scaler_t *s, const config_entry_t *entry, const char *ns,

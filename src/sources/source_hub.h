@@ -150,12 +150,17 @@ void source_hub_subscribe(source_hub_t *h, const trigger_config_t *c, uint64_t t
  * (idle eviction). A source not started yet is DEMAND_SOURCE_NOT_STARTED.
  * Lists the selected pods through opts.list_pods (a read of the pod cache).
  * *out is fully written; its pointers are borrowed from the hub until the
- * next call into it or the next loop callback, except out->forecast and
- * out->model, the subscription's forecast and queueing-model state, which
- * the evaluation updates.
+ * next call into it or the next loop callback.
+ *
+ * *learned (may be NULL: not wanted) is set to what the subscription keeps
+ * between evaluations: its forecast, queueing-model state and decision
+ * view, for demand_evaluate_inputs() to update (each NULL when there is no
+ * subscription); they live as long as the subscription. The read itself
+ * writes nothing in them.
  */
 void source_hub_signals(source_hub_t *h, const trigger_config_t *c, uint64_t trigger_id,
-                        const char *ns, mono_ns_t now, demand_inputs_t *out);
+                        const char *ns, mono_ns_t now, demand_inputs_t *out,
+                        demand_learned_t *learned);
 
 typedef struct {
     unsigned sources;  /* polled now */

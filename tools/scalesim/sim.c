@@ -771,6 +771,7 @@ static void evaluate_queueing(sim_t *s, const sim_signals_t *x, eval_result_t *o
         r->generation_tokens_total = pd->gen_tokens;
     }
     demand_inputs_t in;
+    demand_learned_t learned = {NULL, NULL, NULL};
     memset(&in, 0, sizeof in);
     in.pods_status = EVAL_OK;
     in.engines = engines;
@@ -778,7 +779,7 @@ static void evaluate_queueing(sim_t *s, const sim_signals_t *x, eval_result_t *o
     in.has_pods = true;
     in.pods = pods;
     in.npods = np;
-    in.model = &s->dm;
+    learned.model = &s->dm;
     if (s->cfg.demand.queue != QUEUE_NONE) {
         in.has_queue_source = true;
         in.queue.state = DEMAND_SOURCE_READING;
@@ -800,7 +801,7 @@ static void evaluate_queueing(sim_t *s, const sim_signals_t *x, eval_result_t *o
         in.latency[SLO_TPOT] =
             (demand_latency_t){tpot.known, tpot.count, tpot.p50_s, tpot.p90_s, tpot.p99_s};
     }
-    demand_evaluate_inputs(&s->cfg, &in, at, NULL, out);
+    demand_evaluate_inputs(&s->cfg, &in, &learned, at, NULL, out);
 }
 
 /* The product's evaluation of the policy's trigger on one sample. */

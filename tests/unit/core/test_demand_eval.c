@@ -242,7 +242,7 @@ static void test_demand_inputs_sums_engines_that_answered(void **state) {
     demand_source_t v[2] = {reading("vllm a", 3, 1, 10), reading("vllm b", 4, 0, 20)};
     demand_inputs_t in = engines(v, 2);
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 7);
     assert_true(r.active);
@@ -257,20 +257,20 @@ static void test_demand_inputs_failed_engine_is_unavailable_naming_it(void **sta
     v[1].error = "HTTP 503 (want 200)";
     demand_inputs_t in = engines(v, 2);
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_string_equal(r.message, "vllm b: HTTP 503 (want 200) (1 of 2 engine endpoints failing)");
     assert_false(r.pending);
     /* partialData: ignore leaves it out while one answers */
     c = vllm_queue("ignore");
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 3);
     assert_int_equal(r.inputs, 1);
     v[0].state = DEMAND_SOURCE_NOT_CREATED;
     v[0].name = "http://a/metrics";
     v[0].error = "out of memory";
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_string_equal(r.message,
                         "http://a/metrics: out of memory (2 of 2 engine endpoints failing)");
@@ -283,9 +283,9 @@ static void test_demand_inputs_stale_reading_is_unavailable(void **state) {
     demand_inputs_t in = engines(v, 1);
     eval_result_t r;
     /* stale after max(3 x 1 s, 1 s + 2 s) = 3 s */
-    demand_evaluate_inputs(&c, &in, 103 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 103 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
-    demand_evaluate_inputs(&c, &in, 103 * SEC + 1, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 103 * SEC + 1, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_non_null(strstr(r.message, "vllm a: last successful poll"));
     assert_non_null(strstr(r.message, "ago (stale)"));
@@ -299,18 +299,18 @@ static void test_demand_inputs_first_poll_is_pending(void **state) {
     v[1].created = 100 * SEC;
     demand_inputs_t in = engines(v, 2);
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_true(r.pending);
     assert_non_null(strstr(r.message, "vllm b: waiting for the first poll (started "));
     v[1].state = DEMAND_SOURCE_NOT_STARTED;
     v[1].name = "http://b/metrics";
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_true(r.pending);
     assert_string_equal(r.message,
                         "http://b/metrics: waiting for the first poll (not started yet)");
     c = vllm_queue("ignore");
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 3);
 }
@@ -322,13 +322,13 @@ static void test_demand_inputs_missing_gauge_is_failed_precondition(void **state
     v[0].reading.has_waiting = false;
     demand_inputs_t in = engines(v, 2);
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_FAILED_PRECONDITION);
     assert_string_equal(r.message,
                         "vllm a does not export the waiting-requests gauge (is it vllm, and "
                         "is the URL its metrics endpoint?)");
     c = vllm_queue("ignore");
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 4);
 }
@@ -345,7 +345,7 @@ static void test_demand_inputs_model_filter_lists_the_pages_models(void **state)
              "meta-llama/Llama-3.1-8B-Instruct");
     demand_inputs_t in = engines(v, 1);
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_FAILED_PRECONDITION);
     assert_string_equal(r.message,
                         "vllm a does not export the waiting-requests gauge for model "
@@ -379,24 +379,24 @@ static void test_demand_inputs_epp_pods_sum_queues_and_max_pool_gauges(void **st
     trigger_config_t c =
         CFG("metricType", "engine_queue", "engine", "epp", "targetValue", "5", "engineEndpoint",
             "http://epp-0:9090/metrics,http://epp-1:9090/metrics");
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 3 + 2 + 10); /* gateway queues summed + the servers' waiting, once */
     assert_true(r.active);
     assert_int_equal(r.inputs, 2);
     c = CFG("metricType", "engine_running", "engine", "epp", "targetValue", "8", "engineEndpoint",
             "http://epp-0:9090/metrics,http://epp-1:9090/metrics");
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     NEAR(r.value, 24);
     c = CFG("metricType", "engine_kv_cache", "engine", "epp", "targetValue", "70", "engineEndpoint",
             "http://epp-0:9090/metrics,http://epp-1:9090/metrics");
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     NEAR(r.value, 180);
     /* demand: max(15 / 5, 24 / 8, 180 / 90) = 3 -> 300 */
     c = CFG("metricType", "demand", "engine", "epp", "targetQueuePerReplica", "5",
             "targetRunningPerReplica", "8", "targetKvCache", "90", "engineEndpoint",
             "http://epp-0:9090/metrics,http://epp-1:9090/metrics");
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 300);
     /* Scale from zero: no model server ready, the gateway holds 4: active. */
@@ -404,18 +404,18 @@ static void test_demand_inputs_epp_pods_sum_queues_and_max_pool_gauges(void **st
     v[1] = epp_pod("epp pod ml/epp-1", 0, 0, 0, 0, 0);
     c = CFG("metricType", "engine_queue", "engine", "epp", "targetValue", "5", "engineEndpoint",
             "http://epp-0:9090/metrics,http://epp-1:9090/metrics");
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 4);
     assert_true(r.active);
     /* idle: a known 0, inactive */
     v[0] = epp_pod("epp pod ml/epp-0", 0, 0, 0, 0, 0);
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     NEAR(r.value, 0);
     assert_false(r.active);
     /* an EPP scrape with neither family names the EPP's metrics */
     v[1].reading.has_waiting = false;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_FAILED_PRECONDITION);
     assert_non_null(strstr(r.message, "epp pod ml/epp-1 does not export the flow-control queue "
                                       "(llm_d_epp_flow_control_queue_size"));
@@ -432,7 +432,7 @@ static void test_demand_inputs_triton_rates_wait_for_a_second_poll(void **state)
     v[0].reading.has_triton = true;
     demand_inputs_t in = engines(v, 1);
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_true(r.pending);
     assert_string_equal(r.message, "triton t: collecting a second poll to compute rates");
@@ -440,7 +440,7 @@ static void test_demand_inputs_triton_rates_wait_for_a_second_poll(void **state)
     v[0].success_delta = 100;
     v[0].queue_us_delta = 5000;
     v[0].span_s = 10;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 10);
 }
@@ -454,28 +454,28 @@ static void test_demand_inputs_pods_and_queue_errors(void **state) {
     in.queue = reading("redis r:6379 list q", 0, 0, 0);
     in.queue.queue = 9;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 9);
     in.queue.state = DEMAND_SOURCE_WAITING;
     in.queue.created = 101 * SEC;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_true(r.pending);
     in.queue.state = DEMAND_SOURCE_NOT_CREATED;
     in.queue.name = "queue";
     in.queue.error = "out of memory";
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_string_equal(r.message, "queue: out of memory");
     assert_false(r.pending);
     in.pods_status = EVAL_UNAVAILABLE;
     snprintf(in.pods_error, sizeof in.pods_error, "pod list not synced: 403");
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_string_equal(r.message, "engine pods: pod list not synced: 403");
     in.pods_status = EVAL_FAILED_PRECONDITION;
     snprintf(in.pods_error, sizeof in.pods_error, "needs the aggregator role");
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_FAILED_PRECONDITION);
     assert_string_equal(r.message, "needs the aggregator role");
 }
@@ -514,15 +514,16 @@ static void test_queueing_example_wake_from_zero(void **state) {
     demand_model_state_t st;
     demand_model_init(&st);
     demand_inputs_t in = engines(NULL, 0);
+    demand_learned_t learned = {NULL, NULL, NULL};
     in.has_queue_source = true;
     in.queue = queue_reading(100 * SEC, 40);
     in.has_pods = true; /* the pod list: no pods */
-    in.model = &st;
+    learned.model = &st;
     demand_view_t view;
     demand_view_init(&view);
-    in.view = &view;
+    learned.view = &view;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 100 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 100);
     assert_true(r.active);
@@ -540,22 +541,22 @@ static void test_queueing_example_wake_from_zero(void **state) {
     NEAR(st.last.need, 1);
     demand_model_state_t st2;
     demand_model_init(&st2);
-    in.model = &st2;
+    learned.model = &st2;
     in.queue = queue_reading(100 * SEC, 400);
-    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 100 * SEC, NULL, &r);
     NEAR(r.value, 100 * 400.0 / 120);
-    in.model = &st;
+    learned.model = &st;
     /* the queue empties: nothing asks any more, but the keep-alive holds
      * the replica that was asked for (no gap seen yet: K is three prior
      * cold starts), and the trigger stays active while it does */
     in.queue = queue_reading(101 * SEC, 0);
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 101 * SEC, NULL, &r);
     NEAR(st.last.need, 0);
     NEAR(st.last.held, 1);
     NEAR(st.last.keepalive_s, 3 * QUEUE_MODEL_PRIOR_COLD_START_S);
     assert_true(r.active);
     in.queue = queue_reading(100 * SEC + 362 * SEC, 0);
-    demand_evaluate_inputs(&c, &in, 100 * SEC + 362 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 100 * SEC + 362 * SEC, NULL, &r);
     NEAR(r.value, 0);
     assert_false(r.active);
     demand_view_free(&view);
@@ -597,7 +598,7 @@ static void test_queue_wakes_whatever_the_engine_url_says(void **state) {
         in.has_queue_source = true;
         in.queue = queue_reading(100 * SEC, 5);
         eval_result_t r;
-        demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+        demand_evaluate_inputs(&c, &in, NULL, 100 * SEC, NULL, &r);
         assert_int_equal(r.status, EVAL_OK);
         assert_true(r.active);
         /* the first wake, nothing learned: 5 / (1 request/s x 10 s) = 0.5,
@@ -606,13 +607,13 @@ static void test_queue_wakes_whatever_the_engine_url_says(void **state) {
         assert_int_equal(r.inputs, 0);
         /* nothing queued: 0, inactive, and that is an answer */
         in.queue = queue_reading(101 * SEC, 0);
-        demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+        demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
         assert_int_equal(r.status, EVAL_OK);
         assert_false(r.active);
         NEAR(r.value, 0);
         /* without a queue nothing else speaks: the failure stays one */
         in.has_queue_source = false;
-        demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+        demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
         assert_int_equal(r.status, EVAL_UNAVAILABLE);
         assert_false(r.wake);
     }
@@ -638,20 +639,20 @@ static void test_engine_failures_keep_the_value_unknown_but_the_queue_wakes(void
         in.has_queue_source = true;
         in.queue = queue_reading(100 * SEC, 5);
         eval_result_t r;
-        demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+        demand_evaluate_inputs(&c, &in, NULL, 100 * SEC, NULL, &r);
         assert_int_equal(r.status, EVAL_UNAVAILABLE);
         assert_non_null(strstr(r.message, "vllm llama: "));
         assert_true(r.wake);
         assert_int_equal(r.pending, cases[i] == &pending);
         in.queue = queue_reading(100 * SEC, 0);
-        demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+        demand_evaluate_inputs(&c, &in, NULL, 100 * SEC, NULL, &r);
         assert_int_equal(r.status, EVAL_UNAVAILABLE);
         assert_false(r.wake);
         /* a queue that cannot be read wakes nothing */
         in.queue = queue_reading(100 * SEC, 5);
         in.queue.state = DEMAND_SOURCE_FAILED;
         in.queue.error = "connect: Connection refused";
-        demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+        demand_evaluate_inputs(&c, &in, NULL, 100 * SEC, NULL, &r);
         assert_int_equal(r.status, EVAL_UNAVAILABLE);
         assert_false(r.wake);
     }
@@ -663,10 +664,10 @@ static void test_engine_failures_keep_the_value_unknown_but_the_queue_wakes(void
     in.has_queue_source = true;
     in.queue = queue_reading(100 * SEC, 5);
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 100 * SEC, NULL, &r);
     assert_false(r.wake);
     in.queue = queue_reading(100 * SEC, 6);
-    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 100 * SEC, NULL, &r);
     assert_true(r.wake);
 }
 
@@ -683,7 +684,7 @@ static void test_engine_not_there_beside_one_that_serves(void **state) {
     in.has_queue_source = true;
     in.queue = queue_reading(101 * SEC, 5);
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 100.0 * (5 + 3) / 4);
     assert_int_equal(r.inputs, 1);
@@ -705,15 +706,16 @@ static void test_queueing_example_steady_fleet(void **state) {
     for (int i = 0; i < 4; i++)
         v[i] = counted(names[i], 100 * SEC, 100, 2);
     demand_inputs_t in = engines(v, 4);
-    in.model = &st;
+    demand_learned_t learned = {NULL, NULL, NULL};
+    learned.model = &st;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 100 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     /* a read between two polls feeds nothing */
-    demand_evaluate_inputs(&c, &in, 100 * SEC + SEC / 2, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 100 * SEC + SEC / 2, NULL, &r);
     for (int i = 0; i < 4; i++)
         v[i] = counted(names[i], 130 * SEC, 145, 2);
-    demand_evaluate_inputs(&c, &in, 130 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 130 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(st.last.lambda_rps, 6);
     assert_int_equal(st.last.lambda_from, QM_FROM_LEARNED);
@@ -750,9 +752,10 @@ static void test_queueing_a_service_url_answered_by_two_replicas(void **state) {
         v[0].reading.has_start = true;
         v[0].reading.start_time_s = from_a ? 1.7e9 : 1.7e9 + 42;
         demand_inputs_t in = engines(v, 1);
-        in.model = &st;
+        demand_learned_t learned = {NULL, NULL, NULL};
+        learned.model = &st;
         eval_result_t r;
-        demand_evaluate_inputs(&c, &in, (mono_ns_t)t * SEC, NULL, &r);
+        demand_evaluate_inputs(&c, &in, &learned, (mono_ns_t)t * SEC, NULL, &r);
         assert_int_equal(r.status, EVAL_OK);
         a += 1;
         b += 1;
@@ -784,10 +787,11 @@ static void test_queueing_a_url_taking_turns_teaches_no_rate(void **state) {
             v[0].reading.start_time_s = 1.7e9;
             v[0].taking_turns = turns;
             demand_inputs_t in = engines(v, 1);
-            in.model = &st;
-            in.view = &view;
+            demand_learned_t learned = {NULL, NULL, NULL};
+            learned.model = &st;
+            learned.view = &view;
             eval_result_t r;
-            demand_evaluate_inputs(&c, &in, (mono_ns_t)t * SEC, NULL, &r);
+            demand_evaluate_inputs(&c, &in, &learned, (mono_ns_t)t * SEC, NULL, &r);
             assert_int_equal(r.status, EVAL_OK);
         }
         if (turns) {
@@ -819,20 +823,21 @@ static void test_queueing_example_starting_pods_count(void **state) {
     demand_source_t v[2] = {counted("a", 100 * SEC, 100, 2), counted("b", 100 * SEC, 100, 2)};
     demand_pod_t pods[4] = {{1, true, 600}, {2, true, 500}, {3, false, 0}, {4, false, 30}};
     demand_inputs_t in = engines(v, 2);
+    demand_learned_t learned = {NULL, NULL, NULL};
     in.has_queue_source = true;
     in.queue = queue_reading(100 * SEC, 100);
     in.has_pods = true;
     in.pods = pods;
     in.npods = 4;
-    in.model = &st;
+    learned.model = &st;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 100 * SEC, NULL, &r);
     v[0] = counted("a", 130 * SEC, 190, 2);
     v[1] = counted("b", 130 * SEC, 190, 2);
     in.queue = queue_reading(130 * SEC, 100);
     pods[2].age_s = 30;
     pods[3].age_s = 60;
-    demand_evaluate_inputs(&c, &in, 130 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 130 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(st.last.lambda_rps, 6);
     NEAR(st.last.backlog, 100);
@@ -857,16 +862,17 @@ static void test_queueing_example_queue_alone(void **state) {
     demand_model_state_t st;
     demand_model_init(&st);
     demand_inputs_t in = engines(NULL, 0);
+    demand_learned_t learned = {NULL, NULL, NULL};
     in.has_queue_source = true;
     in.queue = queue_reading(100 * SEC, 0);
-    in.model = &st;
+    learned.model = &st;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 100 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 0);
     assert_false(r.active);
     in.queue = queue_reading(110 * SEC, 30);
-    demand_evaluate_inputs(&c, &in, 110 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 110 * SEC, NULL, &r);
     NEAR(st.last.lambda_rps, 1);
     assert_int_equal(st.last.cold_start_from, QM_FROM_PRIOR);
     assert_false(st.last_has_counters);
@@ -885,24 +891,25 @@ static void test_queueing_learns_the_cold_start_from_the_pod_list(void **state) 
     demand_source_t v[1] = {counted("a", 100 * SEC, 10, 1)};
     demand_pod_t pods[2] = {{1, true, 4000}, {2, false, 5}};
     demand_inputs_t in = engines(v, 1);
+    demand_learned_t learned = {NULL, NULL, NULL};
     in.has_pods = true;
     in.pods = pods;
     in.npods = 2;
-    in.model = &st;
+    learned.model = &st;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 100 * SEC, NULL, &r);
     assert_int_equal(st.last.cold_start_from, QM_FROM_PRIOR);
     NEAR(st.last.cold_start_s, QUEUE_MODEL_PRIOR_COLD_START_S);
     pods[1].ready = true;
     pods[1].age_s = 95;
     v[0] = counted("a", 190 * SEC, 20, 1);
-    demand_evaluate_inputs(&c, &in, 190 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 190 * SEC, NULL, &r);
     assert_int_equal(st.last.cold_start_from, QM_FROM_LEARNED);
     NEAR(st.last.cold_start_s, 95);
     /* seen once: a later read does not observe it again */
     v[0] = counted("a", 191 * SEC, 21, 1);
     pods[1].age_s = 96;
-    demand_evaluate_inputs(&c, &in, 191 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 191 * SEC, NULL, &r);
     NEAR(st.last.cold_start_s, 95);
 }
 
@@ -921,17 +928,18 @@ static void test_queueing_learns_the_cold_start_by_stage(void **state) {
     pods[1].start.stage = QM_STAGE_WEIGHTS;
     pods[1].start.stage_age_s = 8;
     demand_inputs_t in = engines(v, 1);
+    demand_learned_t learned = {NULL, NULL, NULL};
     in.has_pods = true;
     in.pods = pods;
     in.npods = 2;
-    in.model = &st;
+    learned.model = &st;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 100 * SEC, NULL, &r);
     assert_int_equal(st.last.cold_start_stages, 0);
     pods[1] = (demand_pod_t){
         .id = 2, .ready = true, .age_s = 72, .start = {.has_stages = true, .stage_s = {2, 40, 30}}};
     v[0] = counted("a", 122 * SEC, 20, 1);
-    demand_evaluate_inputs(&c, &in, 122 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 122 * SEC, NULL, &r);
     assert_int_equal(st.last.cold_start_from, QM_FROM_LEARNED);
     assert_int_equal(st.last.cold_start_stages, 1);
     NEAR(st.last.cold_start_s, 70);
@@ -944,7 +952,7 @@ static void test_queueing_learns_the_cold_start_by_stage(void **state) {
     in.pods = more;
     in.npods = 3;
     v[0] = counted("a", 123 * SEC, 21, 1);
-    demand_evaluate_inputs(&c, &in, 123 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 123 * SEC, NULL, &r);
     assert_int_equal(st.last.cold_start_stages, 2);
     NEAR(st.last.cold_start_s, 72);
 }
@@ -962,25 +970,26 @@ static void test_queueing_reads_draining_pods_and_ignores_their_end(void **state
     v[1].draining = true;
     demand_pod_t pods[1] = {{1, true, 900}};
     demand_inputs_t in = engines(v, 2);
+    demand_learned_t learned = {NULL, NULL, NULL};
     in.has_pods = true;
     in.pods = pods;
     in.npods = 1;
-    in.model = &st;
+    learned.model = &st;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 100 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     assert_int_equal(st.last_ready, 1); /* the draining pod is not capacity */
     v[0] = counted("ml/a", 110 * SEC, 1020, 1);
     v[1] = counted("ml/b", 110 * SEC, 503, 0);
     v[1].draining = true;
-    demand_evaluate_inputs(&c, &in, 110 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 110 * SEC, NULL, &r);
     /* 23 done, present 4 -> 1: 20 arrived in the 10 s of history there is,
      * over the 30 s window */
     NEAR(st.last.lambda_rps, 20.0 / 30);
     /* its engine stopped: skipped, the answer stays OK */
     v[1].state = DEMAND_SOURCE_FAILED;
     v[1].error = "connection refused";
-    demand_evaluate_inputs(&c, &in, 111 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 111 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     assert_int_equal(r.inputs, 1);
 }
@@ -995,9 +1004,10 @@ static void test_queueing_engine_without_counters(void **state) {
     demand_model_init(&st);
     demand_source_t v[1] = {reading("a", 30, 4, 50)};
     demand_inputs_t in = engines(v, 1);
-    in.model = &st;
+    demand_learned_t learned = {NULL, NULL, NULL};
+    learned.model = &st;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     assert_false(st.last_has_counters);
     assert_true(r.value >= 100); /* 30 waiting: at least one replica */
@@ -1014,19 +1024,19 @@ static void test_demand_inputs_refuse_non_finite_sums_and_negative_counts(void *
     /* each engine's waiting is finite; their sum is not */
     demand_source_t v[2] = {reading("vllm a", 1e308, 0, 0), reading("vllm b", 1e308, 0, 0)};
     demand_inputs_t in = engines(v, 2);
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_string_equal(r.message, "the waiting requests summed over 2 engine endpoints are not "
                                    "finite (the engines' values overflow)");
     /* a negative gauge is named with its source */
     v[0] = reading("vllm a", 3, 0, 0);
     v[1] = reading("vllm b", -5, 0, 0);
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_non_null(strstr(r.message, "vllm b: the waiting-requests gauge is not a count"));
     v[1] = reading("vllm b", 4, 0, 0);
     v[1].reading.kv_percent = INFINITY;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, NULL, 101 * SEC, NULL, &r);
     assert_non_null(strstr(r.message, "vllm b: the KV-cache usage gauge is not a count"));
     /* a queue: a negative length names the queue source */
     trigger_config_t q = CFG("metricType", "queue_length", "targetValue", "5", "redisAddress",
@@ -1035,11 +1045,11 @@ static void test_demand_inputs_refuse_non_finite_sums_and_negative_counts(void *
     qi.has_queue_source = true;
     qi.queue = reading("redis r:6379 list q", 0, 0, 0);
     qi.queue.queue = -5;
-    demand_evaluate_inputs(&q, &qi, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&q, &qi, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_string_equal(r.message, "redis r:6379 list q: a queue length of -5 is not a count");
     qi.queue.queue = NAN;
-    demand_evaluate_inputs(&q, &qi, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&q, &qi, NULL, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
 }
 
@@ -1073,11 +1083,12 @@ static void test_queueing_replicas_that_overflow_are_an_error(void **state) {
     demand_model_state_t st;
     demand_model_init(&st);
     demand_inputs_t in = engines(NULL, 0);
+    demand_learned_t learned = {NULL, NULL, NULL};
     in.has_queue_source = true;
     in.queue = queue_reading(100 * SEC, 1e307);
-    in.model = &st;
+    learned.model = &st;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 100 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_non_null(strstr(r.message, "demandModel queueing: the replicas it computed are not "
                                       "finite"));

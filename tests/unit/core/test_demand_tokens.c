@@ -142,7 +142,7 @@ static eval_result_t eval(const trigger_config_t *c, const demand_source_t *v, u
     in.engines = v;
     in.nengines = n;
     eval_result_t r;
-    demand_evaluate_inputs(c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(c, &in, NULL, 101 * SEC, NULL, &r);
     return r;
 }
 

@@ -339,6 +339,7 @@ static void test_inputs_slo_value_is_100_x_replicas(void **state) {
     demand_source_t v[3] = {reading(0, 1), reading(0, 1), reading(0, 1)};
     demand_pod_t pods[3] = {{1, true, 100}, {2, true, 100}, {3, true, 100}};
     demand_inputs_t in;
+    demand_learned_t learned = {NULL, NULL, NULL};
     memset(&in, 0, sizeof in);
     in.pods_status = EVAL_OK;
     in.engines = v;
@@ -350,9 +351,9 @@ static void test_inputs_slo_value_is_100_x_replicas(void **state) {
     in.latency[SLO_TTFT] = lat(60, 0.3, 0.9, 1.2);
     demand_view_t view;
     demand_view_init(&view);
-    in.view = &view;
+    learned.view = &view;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 540);
     assert_true(r.active);
@@ -362,20 +363,20 @@ static void test_inputs_slo_value_is_100_x_replicas(void **state) {
     assert_int_equal(view.answering, 3);
     /* nothing in the window, requests in flight: hold 3 ready -> 300 */
     in.latency[SLO_TTFT] = lat(0, 0, 0, 0);
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 300);
     assert_true(r.active);
     /* idle: nothing running, waiting or observed -> 0, not active */
     for (int i = 0; i < 3; i++)
         v[i].reading.running = 0;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 0);
     assert_false(r.active);
     /* a latency that is not a number: UNAVAILABLE naming it */
     in.latency[SLO_TTFT] = lat(60, 0.3, INFINITY, 1.2);
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_non_null(strstr(r.message, "latency: ttft p90"));
     demand_view_free(&view);
@@ -389,15 +390,16 @@ static void test_inputs_demand_larger_need_wins(void **state) {
     /* queue 4 + 6 = 10 / 5 = 2 replicas -> 200 */
     demand_source_t v[2] = {reading(4, 2), reading(6, 2)};
     demand_inputs_t in;
+    demand_learned_t learned = {NULL, NULL, NULL};
     memset(&in, 0, sizeof in);
     in.pods_status = EVAL_OK;
     in.engines = v;
     in.nengines = 2;
     demand_view_t view;
     demand_view_init(&view);
-    in.view = &view;
+    learned.view = &view;
     eval_result_t r;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 101 * SEC, NULL, &r);
     NEAR(r.value, 200); /* no latency observed: the queue alone */
     assert_int_equal(view.decided_by, DSIG_QUEUE);
     NEAR(view.need[DSIG_QUEUE], 2);
@@ -406,7 +408,7 @@ static void test_inputs_demand_larger_need_wins(void **state) {
     assert_false(view.latency[SLO_TPOT][1].known);
     /* 2 engines answered x 0.08 / 0.05 = 3.2 -> 320 wins */
     in.latency[SLO_TPOT] = lat(500, 0.04, 0.08, 0.1);
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 101 * SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     NEAR(r.value, 320);
     assert_int_equal(view.decided_by, DSIG_LATENCY);
@@ -416,12 +418,12 @@ static void test_inputs_demand_larger_need_wins(void **state) {
     NEAR(view.value, 320);
     /* latency good (0.02 / 0.05 = 0.4 -> 0.8, clamped to 1): the queue's 200 wins */
     in.latency[SLO_TPOT].p90_s = 0.02;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 101 * SEC, NULL, &r);
     NEAR(r.value, 200);
     assert_int_equal(view.decided_by, DSIG_QUEUE);
     /* an error: nothing decided, the message kept */
     in.latency[SLO_TPOT].p90_s = INFINITY;
-    demand_evaluate_inputs(&c, &in, 101 * SEC, NULL, &r);
+    demand_evaluate_inputs(&c, &in, &learned, 101 * SEC, NULL, &r);
     assert_int_equal(view.status, EVAL_UNAVAILABLE);
     assert_int_equal(view.decided_by, -1);
     assert_string_equal(view.message, r.message);

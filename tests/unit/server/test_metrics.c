@@ -534,12 +534,13 @@ static void test_metrics_trigger_decisions(void **state) {
     demand_view_init(&view_a);
     demand_view_init(&view_b);
     demand_inputs_t in;
+    demand_learned_t learned = {NULL, NULL, NULL};
     memset(&in, 0, sizeof in);
     in.engines = va;
     in.nengines = 3;
-    in.view = &view_a;
+    learned.view = &view_a;
     eval_result_t r;
-    demand_evaluate_inputs(&a, &in, 100 * NS_PER_SEC, NULL, &r);
+    demand_evaluate_inputs(&a, &in, &learned, 100 * NS_PER_SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_OK);
     trigger_config_t b =
         CFG("metricType", "demand", "engine", "vllm", "vllmEndpoint", "http://d/m",
@@ -556,8 +557,8 @@ static void test_metrics_trigger_decisions(void **state) {
     in.queue.last_ok = 100 * NS_PER_SEC;
     in.queue.interval_ns = NS_PER_SEC;
     in.queue.queue = 7;
-    in.view = &view_b;
-    demand_evaluate_inputs(&b, &in, 100 * NS_PER_SEC, NULL, &r);
+    learned.view = &view_b;
+    demand_evaluate_inputs(&b, &in, &learned, 100 * NS_PER_SEC, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
     assert_true(r.wake);
     demand_view_ref_t refs[2] = {{"ml", "llama", "llama", &view_a},

@@ -234,14 +234,15 @@ static demand_source_t source_of(engine_t e, const char *url, const char *fixtur
 static eval_result_t evaluate(const trigger_config_t *c, demand_source_t *src, unsigned n,
                               demand_view_t *view, demand_model_state_t *model) {
     demand_inputs_t in;
+    demand_learned_t learned = {NULL, NULL, NULL};
     memset(&in, 0, sizeof in);
     in.pods_status = EVAL_OK;
     in.engines = src;
     in.nengines = n;
-    in.view = view;
-    in.model = model;
+    learned.view = view;
+    learned.model = model;
     eval_result_t r;
-    demand_evaluate_inputs(c, &in, 100 * SEC, NULL, &r);
+    demand_evaluate_inputs(c, &in, &learned, 100 * SEC, NULL, &r);
     return r;
 }
 

@@ -65,13 +65,17 @@ static void test_source_hub_signals_creates_nothing(void **state) {
         HUB_CFG("metricType", "vllm_queue_depth", "targetValue", "5", "vllmEndpoint",
                 "http://10.0.0.7:8000/metrics,http://10.0.0.8:8000/metrics");
     demand_inputs_t in;
-    source_hub_signals(f->hub, c, 1, "ml", 1000, &in);
+    demand_learned_t learned;
+    source_hub_signals(f->hub, c, 1, "ml", 1000, &in, &learned);
     assert_int_equal(sources(f), 0);
     assert_int_equal(in.pods_status, EVAL_OK);
     assert_int_equal(in.nengines, 2);
     assert_int_equal(in.engines[0].state, DEMAND_SOURCE_NOT_STARTED);
     assert_string_equal(in.engines[1].name, "http://10.0.0.8:8000/metrics");
-    assert_null(in.forecast);
+    /* not subscribed: nothing learned is kept */
+    assert_null(learned.forecast);
+    assert_null(learned.model);
+    assert_null(learned.view);
     assert_false(in.has_queue_source);
 }
 
@@ -86,18 +90,25 @@ static void test_source_hub_subscribe_starts_each_source_once(void **state) {
     source_hub_subscribe(f->hub, c, 1, "other", 2000); /* another namespace: shares the sources */
     assert_int_equal(sources(f), 2);
     demand_inputs_t in;
-    source_hub_signals(f->hub, c, 1, "ml", 3000, &in);
+    demand_learned_t learned;
+    source_hub_signals(f->hub, c, 1, "ml", 3000, &in, &learned);
     assert_int_equal(in.nengines, 1);
     assert_int_equal(in.engines[0].state, DEMAND_SOURCE_WAITING);
     assert_string_equal(in.engines[0].name, "vllm http://10.0.0.7:8000/metrics");
     assert_true(in.has_queue_source);
     assert_int_equal(in.queue.state, DEMAND_SOURCE_WAITING);
     assert_non_null(strstr(in.queue.name, "redis 10.0.0.9:6379 list jobs"));
-    assert_non_null(in.forecast);
+    /* the subscription's learned state, handed out for the evaluation */
+    assert_non_null(learned.forecast);
+    assert_non_null(learned.model);
+    assert_non_null(learned.view);
+    assert_null(source_hub_view(f->hub, 1, "ml")); /* not evaluated yet */
     /* the evaluation of what was read: pending on the first poll */
     eval_result_t r;
-    demand_evaluate_inputs(c, &in, 3000, NULL, &r);
+    demand_evaluate_inputs(c, &in, &learned, 3000, NULL, &r);
     assert_int_equal(r.status, EVAL_UNAVAILABLE);
+    /* it wrote its decision into the subscription's view */
+    assert_ptr_equal(source_hub_view(f->hub, 1, "ml"), learned.view);
     assert_true(r.pending);
     assert_non_null(strstr(r.message, "waiting for the first poll"));
 }
@@ -109,7 +120,8 @@ static void test_source_hub_pods_without_a_pod_list_is_a_role_error(void **state
     source_hub_subscribe(f->hub, c, 7, "ml", 1000);
     assert_int_equal(sources(f), 0);
     demand_inputs_t in;
-    source_hub_signals(f->hub, c, 7, "ml", 1000, &in);
+    demand_learned_t learned;
+    source_hub_signals(f->hub, c, 7, "ml", 1000, &in, &learned);
     assert_int_equal(in.pods_status, EVAL_FAILED_PRECONDITION);
     assert_non_null(strstr(in.pods_error, "needs the aggregator role"));
 }
@@ -134,12 +146,13 @@ static void test_source_hub_refuses_sources_beyond_the_caps(void **state) {
         source_hub_subscribe(f->hub, engine_at(i), i, "a", 1000);
     assert_int_equal(sources(f), 2);
     demand_inputs_t in;
+    demand_learned_t learned;
     eval_result_t r;
     const trigger_config_t *c = engine_at(3);
-    source_hub_signals(f->hub, c, 3, "a", 1000, &in);
+    source_hub_signals(f->hub, c, 3, "a", 1000, &in, &learned);
     assert_non_null(strstr(in.limit_error, "namespace \"a\": 2 polled now, at most 2 "
                                            "(--max-sources-per-namespace)"));
-    demand_evaluate_inputs(c, &in, 1000, NULL, &r);
+    demand_evaluate_inputs(c, &in, &learned, 1000, NULL, &r);
     assert_int_equal(r.status, EVAL_RESOURCE_EXHAUSTED);
     /* A URL already polled is shared, not created: no budget needed. */
     source_hub_subscribe(f->hub, engine_at(1), 11, "b", 1000);
@@ -147,7 +160,7 @@ static void test_source_hub_refuses_sources_beyond_the_caps(void **state) {
     source_hub_subscribe(f->hub, engine_at(5), 5, "b", 1000);
     assert_int_equal(sources(f), 3);
     c = engine_at(5);
-    source_hub_signals(f->hub, c, 5, "b", 1000, &in);
+    source_hub_signals(f->hub, c, 5, "b", 1000, &in, &learned);
     assert_non_null(strstr(in.limit_error, "3 polled now, at most 3 (--max-sources)"));
     source_hub_stats_t st;
     source_hub_stats(f->hub, &st);
@@ -166,12 +179,13 @@ static void test_source_hub_limits_the_creation_rate(void **state) {
         source_hub_subscribe(f->hub, engine_at(i), i, "a", t);
     assert_int_equal(sources(f), 2);
     demand_inputs_t in;
-    source_hub_signals(f->hub, engine_at(3), 3, "a", t, &in);
+    demand_learned_t learned;
+    source_hub_signals(f->hub, engine_at(3), 3, "a", t, &in, &learned);
     assert_non_null(strstr(in.limit_error, "(--source-create-rate)"));
     /* A second later a token is back: the next subscribe creates it. */
     source_hub_subscribe(f->hub, engine_at(3), 3, "a", t + 1000000000ull);
     assert_int_equal(sources(f), 3);
-    source_hub_signals(f->hub, engine_at(3), 3, "a", t + 1000000000ull, &in);
+    source_hub_signals(f->hub, engine_at(3), 3, "a", t + 1000000000ull, &in, &learned);
     assert_string_equal(in.limit_error, "");
 }
 
@@ -208,7 +222,8 @@ static void test_source_hub_takes_a_token_only_for_a_created_source(void **state
         source_hub_subscribe(f->hub, engine_at(i), i, "a", t);
     assert_int_equal(sources(f), 2);
     demand_inputs_t in;
-    source_hub_signals(f->hub, engine_at(3), 3, "a", t, &in);
+    demand_learned_t learned;
+    source_hub_signals(f->hub, engine_at(3), 3, "a", t, &in, &learned);
     assert_non_null(strstr(in.limit_error, "(--source-create-rate)"));
 }
 
@@ -227,7 +242,8 @@ static void test_source_hub_burned_bucket_spares_another_namespaces_first_source
     source_hub_subscribe(f->hub, engine_at(20), 20, "victim", t);
     assert_int_equal(sources(f), 4);
     demand_inputs_t in;
-    source_hub_signals(f->hub, engine_at(20), 20, "victim", t, &in);
+    demand_learned_t learned;
+    source_hub_signals(f->hub, engine_at(20), 20, "victim", t, &in, &learned);
     assert_string_equal(in.limit_error, "");
     assert_int_equal(in.engines[0].state, DEMAND_SOURCE_WAITING);
     /* its second source waits for a token like anybody's */
@@ -255,16 +271,17 @@ static void test_source_hub_bounds_subscriptions_per_namespace(void **state) {
     assert_true(st.subscriptions > 10 && st.subscriptions < 2000);
     assert_true(st.refused_subscriptions > 0);
     demand_inputs_t in;
-    source_hub_signals(f->hub, c, 2000, "attacker", t, &in);
+    demand_learned_t learned;
+    source_hub_signals(f->hub, c, 2000, "attacker", t, &in, &learned);
     assert_non_null(strstr(in.limit_error, "--subscription-bytes 1048576"));
     eval_result_t r;
-    demand_evaluate_inputs(c, &in, t, NULL, &r);
+    demand_evaluate_inputs(c, &in, &learned, t, NULL, &r);
     assert_int_equal(r.status, EVAL_RESOURCE_EXHAUSTED);
     /* another namespace is subscribed */
     source_hub_subscribe(f->hub, c, 1, "victim", t);
-    source_hub_signals(f->hub, c, 1, "victim", t, &in);
+    source_hub_signals(f->hub, c, 1, "victim", t, &in, &learned);
     assert_string_equal(in.limit_error, "");
-    assert_non_null(in.forecast);
+    assert_non_null(learned.forecast);
     /* the configurations go: so do their subscriptions, in every namespace */
     unsigned before = st.subscriptions;
     for (uint64_t id = 1; id <= 2000; id++)

@@ -217,6 +217,22 @@ static void render_gpu_directional(prom_buf_t *b, const snapshot_t *s, const cha
     }
 }
 
+/* One series a GPU whose labels add its vendor, so a dashboard or a query
+ * can tell (or join on) NVIDIA and AMD GPUs of one fleet. */
+static void render_gpu_info(prom_buf_t *b, const snapshot_t *s, const char *node) {
+    family_t f = family(b, NS "gpu_info", "gauge",
+                        "Always 1; labels carry each GPU's vendor (nvidia, amd) beside its "
+                        "index, UUID (an AMD GPU's PCI address) and name.");
+    for (unsigned i = 0; i < s->gpu_count; i++) {
+        const gpu_record_t *g = &s->gpus[i];
+        char idx[16];
+        prom_label_t l[GPU_LABELS];
+        gpu_labels(g, node, idx, l);
+        const char *vendor = gpu_vendor_name(g->vendor);
+        sample(&f, l, GPU_LABELS, &(prom_label_t){"vendor", vendor ? vendor : "unknown"}, 1);
+    }
+}
+
 static void render_gpu_health(prom_buf_t *b, const snapshot_t *s, const char *node) {
     static const gpu_health_t states[] = {GPU_HEALTH_OK, GPU_HEALTH_LOST, GPU_HEALTH_RESET_REQUIRED,
                                           GPU_HEALTH_ERROR};
@@ -300,6 +316,7 @@ static void render_gpus(prom_buf_t *b, const snapshot_t *s, const char *node) {
     render_gpu_directional(b, s, node, NS "gpu_nvlink_throughput_mbps",
                            "NVLink throughput summed over links, MiB/s.", GPU_F_NVLINK_TX,
                            v_nvlink_tx, GPU_F_NVLINK_RX, v_nvlink_rx);
+    render_gpu_info(b, s, node);
     render_gpu_health(b, s, node);
     render_mig(b, s, node);
 }

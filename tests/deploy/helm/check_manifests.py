@@ -38,6 +38,9 @@ except ImportError:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 YAMLLINT_CONFIG = os.path.join(HERE, "yamllint.yaml")
+# The chart's own example values files (values-amd.yaml), as the cases use them.
+CHART_DIR_FOR_CASES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))),
+                                   "deploy", "helm", "keda-gpu-scaler")
 WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
 POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
 ALLOWED_RBAC_VERBS = {"get", "list", "watch"}
@@ -592,6 +595,12 @@ CHART_CASES = [
     {"name": "cert-manager present, release outside KEDA's namespace: no mTLS",
      "args": ["--api-versions", "cert-manager.io/v1"],
      "expect": lambda d: expect_no_keda_mtls(d)},
+    {"name": "AMD nodes (values-amd.yaml)",
+     "args": ["-f", os.path.join(CHART_DIR_FOR_CASES, "values-amd.yaml")],
+     "expect": lambda d: expect_amd_nodes(d, "agent")},
+    {"name": "AMD nodes, standalone",
+     "args": ["--set", "mode=standalone", "-f", os.path.join(CHART_DIR_FOR_CASES, "values-amd.yaml")],
+     "expect": lambda d: expect_amd_nodes(d, "standalone")},
     {"name": "probes.type=grpc, one aggregator, release name override",
      "args": ["--set", "probes.type=grpc", "--set", "aggregator.replicaCount=1",
               "--set", r"nodeSelector.node\.kubernetes\.io/instance-type=p5.48xlarge"],
@@ -733,6 +742,8 @@ class Suite:
         default_docs = docs_by_case["defaults"]
         standalone_docs = docs_by_case["mode=standalone"]
         self.chart_refuses("mode=bogus", ["--set", "mode=bogus"], "mode must be cluster or standalone")
+        self.chart_refuses("gpuBackend=rocm", ["--set", "gpuBackend=rocm"],
+                           "gpuBackend must be auto, nvml, amdsmi or amdgpu-sysfs")
         self.chart_refuses("cert-manager without an issuer", ["--set", "tls.certManager.enabled=true"],
                            "tls.certManager.issuerRef.name is required")
         self.chart_refuses("nvmlHostMounts.enabled", ["--set", "nvmlHostMounts.enabled=true"],
@@ -1482,6 +1493,40 @@ def expect_sharing_attribution(docs):
     for w, _, _ in scaler_args(docs, "aggregator"):
         if pod_spec(w).get("hostPID"):
             errs.append("%s: hostPID on the aggregator" % ident(w))
+    return errs
+
+
+def expect_amd_nodes(docs, role):
+    """values-amd.yaml: the node pods go to AMD nodes, read the GPUs with the
+    amdgpu sysfs reader, run without the NVIDIA runtime or any privilege,
+    and (the agent) see the host's processes for per-process use. The
+    NVIDIA defaults expect_common_cluster checks are replaced, not kept."""
+    errs = []
+    found = scaler_args(docs, role)
+    if not found:
+        return ["no %s scaler" % role]
+    (w, c, args), = found
+    spec = pod_spec(w)
+    if arg_value(args, "--gpu-backend") != "amdgpu-sysfs":
+        errs.append("%s: no --gpu-backend=amdgpu-sysfs: %s" % (ident(w), args))
+    if spec.get("nodeSelector") != {"feature.node.kubernetes.io/amd-gpu": "true"}:
+        errs.append("%s: nodeSelector is %s, not the AMD GPU label" % (ident(w), spec.get("nodeSelector")))
+    if spec.get("runtimeClassName"):
+        errs.append("%s: runtimeClassName %s on an AMD node" % (ident(w), spec["runtimeClassName"]))
+    if role == "agent" and (spec.get("hostPID") is not True or arg_value(args, "--proc-root") != "/proc"):
+        errs.append("%s: per-process use needs hostPID and --proc-root=/proc" % ident(w))
+    tol = spec.get("tolerations") or []
+    if any(t.get("key") == "nvidia.com/gpu" for t in tol) or not any(t.get("key") == "amd.com/gpu" for t in tol):
+        errs.append("%s: tolerations %s are not the AMD ones" % (ident(w), tol))
+    sc = c.get("securityContext") or {}
+    if sc.get("privileged") or (sc.get("capabilities") or {}).get("add"):
+        errs.append("%s: privilege on an AMD node: %s" % (ident(w), sc))
+    if any(v.get("hostPath", {}).get("path", "").startswith("/dev") for v in spec.get("volumes") or []):
+        errs.append("%s: device nodes mounted" % ident(w))
+    for other in ("aggregator",) if role == "agent" else ():
+        for ow, oc, oargs in scaler_args(docs, other):
+            if arg_value(oargs, "--gpu-backend") is not None:
+                errs.append("%s: --gpu-backend on the %s" % (ident(ow), other))
     return errs
 
 

@@ -190,6 +190,9 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- if not (has .Values.mode (list "cluster" "standalone")) }}
 {{- fail (printf "mode must be cluster or standalone, not %q" (toString .Values.mode)) }}
 {{- end }}
+{{- if not (has .Values.gpuBackend (list "auto" "nvml" "amdsmi" "amdgpu-sysfs")) }}
+{{- fail (printf "gpuBackend must be auto, nvml, amdsmi or amdgpu-sysfs, not %q" (toString .Values.gpuBackend)) }}
+{{- end }}
 {{- if not (has .Values.probes.type (list "http" "grpc")) }}
 {{- fail (printf "probes.type must be http or grpc, not %q" (toString .Values.probes.type)) }}
 {{- end }}

@@ -227,7 +227,10 @@ def main():
         p = subprocess.run([CLIENT, "load", "-addr", addr, "-namespace", "bench", "-c", "1",
                             "-n", "20000", "-duration", "5s"] + md_args(md),
                            capture_output=True, text=True, timeout=60)
-        load = json.loads(p.stdout.splitlines()[-1])
+        load = json.loads(p.stdout.splitlines()[-1]) if p.stdout.strip() else {}
+        if "p50_us" not in load:
+            fail("GetMetrics load failed (exit %d): %s %s"
+                 % (p.returncode, p.stdout[-1000:], p.stderr[-1000:]))
         # Freshness: agent 0's GPUs go to 100 %; its pod alone is the probe workload.
         probe_md = {"metricType": "gpu_utilization", "targetValue": "50",
                     "podSelector": "probe=yes", "activationThreshold": "80",

@@ -262,6 +262,7 @@ def main():
         if PODS:
             # The aggregator's resourceVersion is now too old: its next watch gets 410.
             pages = len(pod_lists(api))
+            before = (status(agg.pid, "VmRSS") / 1024, status(agg.pid, "VmHWM") / 1024)
             t_relist = time.monotonic()
             api.advance_rv()
             api.compact()
@@ -286,6 +287,9 @@ def main():
         print("freshness, agent snapshot -> StreamIsActive push %5d ms (first message %s)"
               % ((pushed - published) if pushed else -1, first.get("result")))
         print("aggregator peak RSS            %6.1f MiB%s" % (rss_mib, relist))
+        if PODS:
+            print("aggregator RSS before the relist %4.1f MiB (peak until then %.1f MiB)"
+                  % before)
         print("aggregator RSS, settled        %6.1f MiB (5 s after the last measurement)"
               % settled_mib)
         print("aggregator descriptors open    %6d (%d sockets), agent farms' CPU %.0f %% of "

@@ -8,7 +8,8 @@ flight), time from an agent's changed snapshot leaving the agent to the new
 value in GetMetrics and to the StreamIsActive push, and aggregator RSS.
 Loopback only, bounded. Prints figures; asserts nothing.
 
-  bench/aggregator-load.py BUILD_DIR [AGENTS] [GPUS] [WORKLOAD] [dra]
+  bench/aggregator-load.py BUILD_DIR [AGENTS] [GPUS] [WORKLOAD] [dra] [pods=N]
+                           [interval=MS] [per=N]
 
 With "dra", every odd-numbered agent reports its GPUs as DRA devices
 (gpu.nvidia.com, pool farm-node-N, device gpu-G), so half the workload's
@@ -33,8 +34,8 @@ The farm runs as ceil(AGENTS / per) processes; their address lists are merged in
 import json
 import math
 import os
-import resource
 import queue
+import resource
 import signal
 import subprocess
 import sys

@@ -174,6 +174,27 @@ class FakeKubeAPI:
             self._bump("ADDED", pod)
         return uid
 
+    def add_filler_pods(self, count, nodes, gpu_every=10):
+        """count Running pods of other tenants, for a cluster-sized pod list: namespaces
+        team-0 .. team-39, four labels (app, app.kubernetes.io/name, pod-template-hash,
+        tier), a pod IP, spread round-robin over nodes (a list of node names); one in
+        gpu_every asks for one nvidia.com/gpu, the rest for none (0: none does).
+        Returns the uids."""
+        if not nodes:
+            raise ValueError("add_filler_pods: nodes is empty: give the node names the "
+                             "pods run on")
+        uids = []
+        for i in range(count):
+            app = "svc-%d" % (i % 200)
+            uids.append(self.add_pod(
+                "team-%d" % (i % 40), "%s-7d9f8c6b5-f%05d" % (app, i),
+                labels={"app": app, "app.kubernetes.io/name": app,
+                        "pod-template-hash": "7d9f8c6b5", "tier": "filler"},
+                node=nodes[i % len(nodes)], phase="Running",
+                pod_ip="10.%d.%d.%d" % (128 + ((i >> 16) & 127), (i >> 8) & 255, i & 255),
+                gpus="1" if gpu_every and i % gpu_every == 0 else None))
+        return uids
+
     def modify_pod(self, uid, phase=None, node=None, pod_ip=None, labels=None, deleting=None,
                    ready=None):
         with self.cond:

@@ -226,7 +226,8 @@ static int parse_gpu(json_t *g, size_t gi, amd_scenario_gpu_t *out, char *err, s
             return kgs_seterr(err, errlen, KGS_ENOMEM, "out of memory");
         out->process_count = n;
         for (size_t i = 0; i < n; i++) {
-            static const char *const pkeys[] = {"pid", "partition", "vram_bytes", "name", NULL};
+            static const char *const pkeys[] = {"pid",         "partition", "vram_bytes",
+                                                "gfx_percent", "name",      NULL};
             json_t *p = json_array_get(v, i);
             snprintf(sub, sizeof sub, "%s.processes[%zu]", path, i);
             if (!json_is_object(p))
@@ -251,6 +252,12 @@ static int parse_gpu(json_t *g, size_t gi, amd_scenario_gpu_t *out, char *err, s
                 if ((rc = get_uint(vram, 9007199254740992.0, &d, sub, "vram_bytes", err, errlen)))
                     return rc;
                 out->processes[i].vram_bytes = (uint64_t)d;
+            }
+            json_t *gfx = json_object_get(p, "gfx_percent");
+            if (gfx) {
+                if ((rc = get_uint(gfx, 100, &d, sub, "gfx_percent", err, errlen)))
+                    return rc;
+                out->processes[i].gfx_percent = (unsigned)d;
             }
             if ((rc = get_string(p, "name", out->processes[i].name, sizeof out->processes[i].name,
                                  sub, err, errlen)))

@@ -48,10 +48,13 @@ typedef struct {
     uint32_t v[AMD_V_COUNT];
 } amd_scenario_values_t;
 
+/* gfx_percent: the share of the gfx engine the process keeps busy; its
+ * engine_usage.gfx grows by that share of the time since amdsmi_init. */
 typedef struct {
     uint32_t pid;
     unsigned partition;
     uint64_t vram_bytes;
+    unsigned gfx_percent;
     char name[32];
 } amd_scenario_process_t;
 

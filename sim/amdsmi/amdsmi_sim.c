@@ -312,6 +312,7 @@ amdsmi_status_t amdsmi_get_gpu_process_list(amdsmi_processor_handle h, uint32_t 
             o->pid = sp->pid;
             o->mem = sp->vram_bytes;
             o->memory_usage.vram_mem = sp->vram_bytes;
+            o->engine_usage.gfx = (uint64_t)(since_init_s() * 1e9 * sp->gfx_percent / 100.0);
         }
         n++;
     }

@@ -20,6 +20,12 @@
  * is known to be partition 0, so in a partitioned mode every partition's
  * activity and power are unknown. The per-XCP busy counters of the metrics
  * table (amdsmi_gpu_xcp_metrics_t, library 24.7+) are not read yet.
+ *
+ * Per-process utilisation: amd-smi reports each process's gfx engine time
+ * (engine_usage.gfx, drm-engine-gfx of its fdinfo: nanoseconds since it
+ * opened the device), so a process's share is the growth of that count
+ * between two sweeps over the wall time between them, as the sysfs reader
+ * computes it. The first sweep has none and asks for a second.
  */
 #include "amdsmi/amdsmi_backend.h"
 
@@ -39,6 +45,7 @@ typedef struct {
     unsigned dev;
     uint32_t pid;
     uint64_t vram_bytes;
+    uint64_t gfx_ns;
 } use_t;
 
 struct amdsmi_backend {
@@ -54,6 +61,14 @@ struct amdsmi_backend {
     amdsmi_proc_info_t procbuf[AMDSMI_MAX_PROCS_PER_GPU];
     use_t *use;
     unsigned nuse, use_cap;
+    /* The previous sweep's, for engine-time rates; a device index counts
+     * as the same device only while its UUID is the same. */
+    use_t *prev;
+    unsigned nprev, prev_cap;
+    mono_ns_t prev_at; /* 0: no previous sweep */
+    char prev_uuid[AMDSMI_MAX_DEVICES][SNAPSHOT_UUID_MAX];
+    unsigned prev_ndev;
+    bool wants_second;
 };
 
 int amdsmi_backend_new(const amdsmi_api_t *api, const logger_t *log, const char *node_name,
@@ -74,6 +89,7 @@ void amdsmi_backend_free(amdsmi_backend_t *b) {
     if (b->inited)
         b->api->amdsmi_shut_down();
     free(b->use);
+    free(b->prev);
     free(b);
 }
 
@@ -344,8 +360,7 @@ static use_t *use_push(amdsmi_backend_t *b) {
 static int gather_procs(amdsmi_backend_t *b, amdsmi_processor_handle h, unsigned dev,
                         gpu_record_t *g) {
     proc_list_t *pl = &g->procs;
-    pl->util_ok = false;
-    pl->util_code = CODE_NOT_SUPPORTED; /* per-process activity: not read yet */
+    /* util_ok is settled in the sweep, once it knows a previous one. */
     if (!b->api->amdsmi_get_gpu_process_list) {
         pl->list_ok = false;
         pl->list_code = 0; /* no symbol */
@@ -371,6 +386,7 @@ static int gather_procs(amdsmi_backend_t *b, amdsmi_processor_handle h, unsigned
         u->dev = dev;
         u->pid = b->procbuf[i].pid;
         u->vram_bytes = b->procbuf[i].memory_usage.vram_mem;
+        u->gfx_ns = b->procbuf[i].engine_usage.gfx;
     }
     return 0;
 }
@@ -398,8 +414,35 @@ static int down_snapshot(amdsmi_backend_t *b, mono_ns_t t0, int code, const char
     return 0;
 }
 
+/* The process's gfx time at the previous sweep on the same device, or
+ * NULL. */
+static const use_t *prev_use(const amdsmi_backend_t *b, unsigned dev, const char *uuid,
+                             uint32_t pid) {
+    if (dev >= b->prev_ndev || strcmp(b->prev_uuid[dev], uuid) != 0)
+        return NULL;
+    for (unsigned i = 0; i < b->nprev; i++)
+        if (b->prev[i].dev == dev && b->prev[i].pid == pid)
+            return &b->prev[i];
+    return NULL;
+}
+
+/* Keeps this sweep's processes for the next sweep's rates. */
+static void remember(amdsmi_backend_t *b, const snapshot_t *s, mono_ns_t now) {
+    use_t *t = b->prev;
+    unsigned tc = b->prev_cap;
+    b->prev = b->use;
+    b->prev_cap = b->use_cap;
+    b->nprev = b->nuse;
+    b->use = t;
+    b->use_cap = tc;
+    b->nuse = 0;
+    b->prev_at = now;
+    b->prev_ndev = s->gpu_count;
+    for (unsigned i = 0; i < s->gpu_count; i++)
+        memcpy(b->prev_uuid[i], s->gpus[i].uuid, SNAPSHOT_UUID_MAX);
+}
+
 int amdsmi_backend_sample(amdsmi_backend_t *b, mono_ns_t now, snapshot_t **out) {
-    (void)now;
     mono_ns_t t0 = clock_mono_now();
     *out = NULL;
     const char *what = "";
@@ -429,21 +472,36 @@ int amdsmi_backend_sample(amdsmi_backend_t *b, mono_ns_t now, snapshot_t **out) 
         free(recs);
         return KGS_ENOMEM;
     }
+    double window_ns = b->prev_at && now > b->prev_at ? (double)(now - b->prev_at) : 0.0;
+    b->wants_second = false;
     unsigned next = 0;
     for (unsigned i = 0, ui = 0; i < b->ndev; i++) {
         s->gpus[i] = recs[i];
         proc_list_t *pl = &s->gpus[i].procs;
         pl->first = next;
         pl->count = 0;
+        pl->util_ok = pl->list_ok && window_ns > 0;
+        pl->util_code = pl->util_ok ? 0 : pl->list_ok ? CODE_NOT_SUPPORTED : pl->list_code;
         for (; ui < b->nuse && b->use[ui].dev == i; ui++) {
+            const use_t *u = &b->use[ui];
             proc_record_t *p = &s->procs[next++];
             pl->count++;
-            p->pid = b->use[ui].pid;
-            p->used_memory_bytes = b->use[ui].vram_bytes;
+            p->pid = u->pid;
+            p->used_memory_bytes = u->vram_bytes;
             p->valid = 1u << PROC_F_USED_MEMORY;
+            const use_t *before = prev_use(b, i, s->gpus[i].uuid, u->pid);
+            if (window_ns > 0 && before) {
+                uint64_t d = u->gfx_ns > before->gfx_ns ? u->gfx_ns - before->gfx_ns : 0;
+                double pct = (double)d / window_ns * 100.0;
+                p->sm_util_pct = pct > 100.0 ? 100.0 : pct;
+                p->valid |= 1u << PROC_F_SM_UTIL;
+            } else if (!b->prev_at) {
+                b->wants_second = true;
+            }
         }
     }
     free(recs);
+    remember(b, s, now);
     if (b->api->amdsmi_get_gpu_driver_info) {
         amdsmi_driver_info_t d;
         memset(&d, 0, sizeof d);
@@ -467,10 +525,14 @@ static void backend_free(void *self) {
     amdsmi_backend_free(self);
 }
 
+static bool backend_wants_second_sample(const void *self) {
+    return ((const amdsmi_backend_t *)self)->wants_second;
+}
+
 static const gpu_backend_ops_t amdsmi_ops = {
     .name = "amdsmi",
     .sample = backend_sample,
-    .wants_second_sample = NULL,
+    .wants_second_sample = backend_wants_second_sample,
     .free = backend_free,
 };
 

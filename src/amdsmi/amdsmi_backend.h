@@ -8,7 +8,8 @@
  * activity (gfx -> gpu_utilization, umc -> memory_utilization), VRAM used
  * and total, socket power and its cap, temperature (edge, else hotspot),
  * the gfx clock, BDF, UUID, market name, and the process list with each
- * process's VRAM. A partition whose activity the library cannot tell apart
+ * process's VRAM and, from the second sweep on, its share of the gfx
+ * engine. A partition whose activity the library cannot tell apart
  * from partition 0's has it unknown (amdsmi_decode.h,
  * amdsmi_activity_is_own). Errors become the NVML codes every consumer
  * shows (amdsmi_status_to_nvml_code): a device that is gone (NOT_FOUND) is

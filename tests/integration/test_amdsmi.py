@@ -113,6 +113,12 @@ class EightMi300x(unittest.TestCase):
         want = sorted((p["pid"], p["vram_bytes"]) for p in self.sc[1]["processes"])
         got = sorted((p["pid"], p["used_memory_bytes"]) for p in d["processes"])
         self.assertEqual(got, want)
+        # gfx engine time between the CLI's two sweeps: the stand-in's
+        # process keeps gfx_percent of the engine busy
+        for p in d["processes"]:
+            want = next(x["gfx_percent"] for x in self.sc[1]["processes"] if x["pid"] == p["pid"])
+            self.assertAlmostEqual(p["sm_utilization_percent"], want, delta=5)
+            self.assertIsNone(p["memory_utilization_percent"])
         self.assertEqual(self.devs[2]["processes"], [])
         self.assertIsNone(self.devs[2]["processes_error"])
 

@@ -20,6 +20,7 @@ static struct {
     bool kfd;                      /* partition ids known */
     uint32_t lost_dev;             /* device answering NOT_FOUND; 99 = none */
     unsigned nproc;
+    uint64_t gfx_ns; /* each process's engine_usage.gfx */
     int inits, shutdowns;
 } F;
 
@@ -113,6 +114,7 @@ static amdsmi_status_t f_plist(amdsmi_processor_handle h, uint32_t *max, amdsmi_
         memset(&l[i], 0, sizeof l[i]);
         l[i].pid = 1000 + i;
         l[i].memory_usage.vram_mem = (uint64_t)(i + 1) << 30;
+        l[i].engine_usage.gfx = F.gfx_ns * (i + 1);
     }
     uint32_t cap = *max;
     *max = n;
@@ -275,6 +277,36 @@ static void test_more_processes_than_kept_are_counted_as_dropped(void **state) {
     snapshot_unref(s);
 }
 
+static void test_process_share_is_gfx_time_gained_between_two_sweeps(void **state) {
+    (void)state;
+    F.nproc = 2;
+    F.gfx_ns = 5000000000ull; /* since the processes opened the device */
+    amdsmi_api_t a = full_api();
+    amdsmi_backend_t *b;
+    assert_int_equal(amdsmi_backend_new(&a, NULL, "n", &b), 0);
+    gpu_backend_t be = amdsmi_backend_as_gpu_backend(b);
+    snapshot_t *s;
+    assert_int_equal(amdsmi_backend_sample(b, 1000000000, &s), 0);
+    /* One reading: no share yet, and a second sweep is wanted. */
+    assert_false(s->gpus[0].procs.util_ok);
+    assert_false(proc_has(&s->procs[0], PROC_F_SM_UTIL));
+    assert_true(gpu_backend_wants_second_sample(&be));
+    snapshot_unref(s);
+    F.gfx_ns += 250000000; /* pid 1000 +0.25 s, pid 1001 +0.5 s, over 1 s */
+    assert_int_equal(amdsmi_backend_sample(b, 2000000000, &s), 0);
+    assert_true(s->gpus[0].procs.util_ok);
+    assert_true(proc_has(&s->procs[0], PROC_F_SM_UTIL));
+    assert_true(s->procs[0].sm_util_pct > 24.99 && s->procs[0].sm_util_pct < 25.01);
+    assert_true(s->procs[1].sm_util_pct > 49.99 && s->procs[1].sm_util_pct < 50.01);
+    assert_false(gpu_backend_wants_second_sample(&be));
+    snapshot_unref(s);
+    F.gfx_ns -= 1000000000; /* a count that goes backwards: 0, never negative */
+    assert_int_equal(amdsmi_backend_sample(b, 3000000000, &s), 0);
+    assert_true(s->procs[0].sm_util_pct == 0.0);
+    snapshot_unref(s);
+    gpu_backend_deinit(&be);
+}
+
 static void test_init_failure_is_a_down_snapshot_naming_the_status_and_retried(void **state) {
     (void)state;
     F.init_status = AMDSMI_STATUS_DRIVER_NOT_LOADED;
@@ -321,6 +353,8 @@ int main(void) {
                                reset_fake),
         cmocka_unit_test_setup(test_missing_process_list_symbol_leaves_the_list_absent, reset_fake),
         cmocka_unit_test_setup(test_more_processes_than_kept_are_counted_as_dropped, reset_fake),
+        cmocka_unit_test_setup(test_process_share_is_gfx_time_gained_between_two_sweeps,
+                               reset_fake),
         cmocka_unit_test_setup(test_init_failure_is_a_down_snapshot_naming_the_status_and_retried,
                                reset_fake),
         cmocka_unit_test_setup(test_probe_counts_devices_for_auto, reset_fake),

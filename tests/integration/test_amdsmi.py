@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 import unittest
 
 from kgs_util import (SOURCE_DIR, ServerProcess, child_env, free_port, http_get, md_args,

@@ -19,6 +19,10 @@
  * OUT_OF_RESOURCES with the list full and *max_processes the real count.
  * A step of a GPU's error_timeline makes every call on it (all partitions)
  * answer that status: NOT_FOUND is how a GPU that left the bus answers.
+ * It says it is library 24.7, and its metrics table has that version's
+ * layout with only num_partition and the per-XCP gfx_busy_inst filled: a
+ * partition's own busy figure is its partition_values gfx_activity (one XCC
+ * a partition, as in CPX), unfilled (UINT32_MAX) where the scenario has none.
  *
  * Variants for the loader's tests: built with AMDSMI_SIM_NO_PROCESS_LIST
  * the library lacks amdsmi_get_gpu_process_list (an optional symbol); with
@@ -320,6 +324,37 @@ amdsmi_status_t amdsmi_get_gpu_process_list(amdsmi_processor_handle h, uint32_t 
     return cap == 0 || cap >= n ? AMDSMI_STATUS_SUCCESS : AMDSMI_STATUS_OUT_OF_RESOURCES;
 }
 #endif
+
+amdsmi_status_t amdsmi_get_lib_version(amdsmi_version_t *version) {
+    if (!version)
+        return AMDSMI_STATUS_INVAL;
+    *version = (amdsmi_version_t){
+        .year = 24, .major = 7, .minor = 0, .release = 0, .build = "24.7.0 (libamdsmi-sim)"};
+    return AMDSMI_STATUS_SUCCESS;
+}
+
+amdsmi_status_t amdsmi_get_gpu_metrics_info(amdsmi_processor_handle h, void *metrics) {
+    const amd_scenario_gpu_t *g;
+    unsigned p;
+    amdsmi_status_t st = lookup(h, &g, &p);
+    if (st)
+        return st;
+    if (!metrics)
+        return AMDSMI_STATUS_INVAL;
+    unsigned char *t = metrics;
+    memset(t, 0xff, AMDSMI_GPU_METRICS_24_7_SIZE); /* every field "not filled" */
+    uint16_t nparts = (uint16_t)g->partitions;
+    memcpy(t + AMDSMI_GPU_METRICS_24_7_NUM_PARTITION_OFFSET, &nparts, sizeof nparts);
+    for (unsigned q = 0; q < g->partitions && q < AMDSMI_MAX_NUM_XCP; q++) {
+        const amd_scenario_values_t *pv = &g->partition_values[q];
+        if (!HAS(*pv, GFX_ACTIVITY))
+            continue;
+        uint32_t busy = pv->v[AMD_V_GFX_ACTIVITY];
+        memcpy(t + AMDSMI_GPU_METRICS_24_7_XCP_STATS_OFFSET + q * sizeof(amdsmi_gpu_xcp_metrics_t),
+               &busy, sizeof busy); /* gfx_busy_inst[0], the first member */
+    }
+    return AMDSMI_STATUS_SUCCESS;
+}
 
 static amdsmi_status_t copy_mode(const char *mode, char *out, uint32_t len) {
     if (!mode[0])

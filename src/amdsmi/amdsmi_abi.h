@@ -6,7 +6,12 @@
  * rocm-6.2.2 (library 24.6). Where a later layout is used it says so:
  * amdsmi_get_gpu_kfd_info and amdsmi_kfd_info_t.current_partition_id first
  * appear on ROCm/amdsmi amd-staging at 0ceca28 (2024-10-23, library 24.7,
- * the ROCm 6.3 line); the backend binds that symbol optionally.
+ * the ROCm 6.3 line); the backend binds that symbol optionally. The
+ * per-partition (XCP) block of the metrics table, amdsmi_gpu_metrics_t's
+ * xcp_stats, is read from the same commit's layout, and only from a library
+ * that says it is 24.7 (amdsmi_get_lib_version): that struct grows between
+ * releases, so its offsets are pinned to the one version they were read
+ * from (sizes and offsets computed with offsetof against that header).
  *
  * Every struct here is one the library fills through a caller's pointer,
  * so its size must be the library's; the static asserts at the end pin the
@@ -155,6 +160,33 @@ typedef struct {
     uint32_t reserved[12];
 } amdsmi_kfd_info_t;
 
+typedef struct {
+    uint32_t year; /* last two digits: 24 */
+    uint32_t major;
+    uint32_t minor;
+    uint32_t release;
+    const char *build;
+} amdsmi_version_t;
+
+#define AMDSMI_MAX_NUM_XCC 8
+#define AMDSMI_MAX_NUM_XCP 8
+#define AMDSMI_MAX_NUM_JPEG 32
+#define AMDSMI_MAX_NUM_VCN 4
+
+/* struct amdsmi_gpu_xcp_metrics_t (24.7): one partition's engines. */
+typedef struct {
+    uint32_t gfx_busy_inst[AMDSMI_MAX_NUM_XCC]; /* % per XCC; UINT32_MAX: not filled */
+    uint16_t jpeg_busy[AMDSMI_MAX_NUM_JPEG];
+    uint16_t vcn_busy[AMDSMI_MAX_NUM_VCN];
+    uint64_t gfx_busy_acc[AMDSMI_MAX_NUM_XCC];
+} amdsmi_gpu_xcp_metrics_t;
+
+/* amdsmi_gpu_metrics_t of library 24.7, handled as bytes: its size and the
+ * offsets of num_partition (uint16_t) and xcp_stats[AMDSMI_MAX_NUM_XCP]. */
+#define AMDSMI_GPU_METRICS_24_7_SIZE 1832
+#define AMDSMI_GPU_METRICS_24_7_NUM_PARTITION_OFFSET 472
+#define AMDSMI_GPU_METRICS_24_7_XCP_STATS_OFFSET 480
+
 typedef uint32_t amdsmi_process_handle_t;
 
 typedef struct {
@@ -207,7 +239,9 @@ typedef struct {
       (amdsmi_processor_handle h, char *compute_partition, uint32_t len))                          \
     X(amdsmi_get_gpu_memory_partition, 0,                                                          \
       (amdsmi_processor_handle h, char *memory_partition, uint32_t len))                           \
-    X(amdsmi_get_gpu_kfd_info, 0, (amdsmi_processor_handle h, amdsmi_kfd_info_t * info))
+    X(amdsmi_get_gpu_kfd_info, 0, (amdsmi_processor_handle h, amdsmi_kfd_info_t * info))           \
+    X(amdsmi_get_lib_version, 0, (amdsmi_version_t * version))                                     \
+    X(amdsmi_get_gpu_metrics_info, 0, (amdsmi_processor_handle h, void *metrics))
 
 /* Sizes computed from the rocm-6.2.2 header on LP64 (x86-64, aarch64). */
 _Static_assert(sizeof(amdsmi_bdf_t) == 8, "amdsmi_bdf_t");
@@ -219,5 +253,10 @@ _Static_assert(sizeof(amdsmi_driver_info_t) == 192, "amdsmi_driver_info_t");
 _Static_assert(sizeof(amdsmi_asic_info_t) == 448, "amdsmi_asic_info_t");
 _Static_assert(sizeof(amdsmi_proc_info_t) == 224, "amdsmi_proc_info_t");
 _Static_assert(sizeof(amdsmi_kfd_info_t) == 64, "amdsmi_kfd_info_t");
+_Static_assert(sizeof(amdsmi_gpu_xcp_metrics_t) == 168, "amdsmi_gpu_xcp_metrics_t");
+_Static_assert(AMDSMI_GPU_METRICS_24_7_XCP_STATS_OFFSET +
+                       AMDSMI_MAX_NUM_XCP * sizeof(amdsmi_gpu_xcp_metrics_t) <=
+                   AMDSMI_GPU_METRICS_24_7_SIZE,
+               "xcp_stats inside amdsmi_gpu_metrics_t");
 
 #endif

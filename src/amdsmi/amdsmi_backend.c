@@ -18,8 +18,11 @@
  * every partition of a DPX/QPX/CPX GPU. The id of a partition comes from
  * amdsmi_get_gpu_kfd_info (library 24.7 and later); without it no partition
  * is known to be partition 0, so in a partitioned mode every partition's
- * activity and power are unknown. The per-XCP busy counters of the metrics
- * table (amdsmi_gpu_xcp_metrics_t, library 24.7+) are not read yet.
+ * activity and power are unknown. Where the library is 24.7 (the one
+ * layout amdsmi_abi.h pins) a partition whose id is known gets its own gfx
+ * busy figure from the metrics table's per-XCP block
+ * (xcp_stats[id].gfx_busy_inst, the mean of its XCCs); its memory activity
+ * and power stay unknown (the table has no per-XCP figure for them).
  *
  * Per-process utilisation: amd-smi reports each process's gfx engine time
  * (engine_usage.gfx, drm-engine-gfx of its fdinfo: nanoseconds since it
@@ -69,6 +72,11 @@ struct amdsmi_backend {
     char prev_uuid[AMDSMI_MAX_DEVICES][SNAPSHOT_UUID_MAX];
     unsigned prev_ndev;
     bool wants_second;
+
+    amdsmi_version_t lib; /* year 0: not known */
+    /* The metrics table, far larger than any layout: the library writes its
+     * own struct's size, whatever its version. Read only for 24.7. */
+    unsigned char metrics[65536];
 };
 
 int amdsmi_backend_new(const amdsmi_api_t *api, const logger_t *log, const char *node_name,
@@ -105,6 +113,10 @@ static uint32_t enumerate(amdsmi_backend_t *b, const char **what) {
         if ((st = a->amdsmi_init(AMDSMI_INIT_AMD_GPUS)) != AMDSMI_STATUS_SUCCESS)
             return st;
         b->inited = true;
+        memset(&b->lib, 0, sizeof b->lib);
+        if (a->amdsmi_get_lib_version &&
+            a->amdsmi_get_lib_version(&b->lib) != AMDSMI_STATUS_SUCCESS)
+            memset(&b->lib, 0, sizeof b->lib);
     }
     amdsmi_socket_handle sockets[MAX_SOCKETS];
     uint32_t nsock = 0;
@@ -254,8 +266,20 @@ static void sample_identity(const amdsmi_api_t *a, amdsmi_processor_handle h, gp
     }
 }
 
-static void sample_device(const amdsmi_api_t *a, amdsmi_processor_handle h, unsigned index,
+/* A partition's own gfx busy figure from the metrics table's XCP block. */
+static bool xcp_busy(amdsmi_backend_t *b, amdsmi_processor_handle h, uint32_t part_id,
+                     unsigned *pct) {
+    if (!b->api->amdsmi_get_gpu_metrics_info || b->lib.year != 24 || b->lib.major != 7)
+        return false;
+    memset(b->metrics, 0, AMDSMI_GPU_METRICS_24_7_SIZE);
+    if (b->api->amdsmi_get_gpu_metrics_info(h, b->metrics) != AMDSMI_STATUS_SUCCESS)
+        return false;
+    return amdsmi_xcp_busy(b->lib.year, b->lib.major, b->metrics, sizeof b->metrics, part_id, pct);
+}
+
+static void sample_device(amdsmi_backend_t *b, amdsmi_processor_handle h, unsigned index,
                           gpu_record_t *g) {
+    const amdsmi_api_t *a = b->api;
     memset(g, 0, sizeof *g);
     g->index = index;
     g->vendor = GPU_VENDOR_AMD;
@@ -272,6 +296,11 @@ static void sample_device(const amdsmi_api_t *a, amdsmi_processor_handle h, unsi
         g->field_error[GPU_F_MEM_UTIL] = CODE_NOT_SUPPORTED;
         g->field_error[GPU_F_POWER] = CODE_NOT_SUPPORTED;
         g->field_error[GPU_F_POWER_LIMIT] = CODE_NOT_SUPPORTED;
+        unsigned pct;
+        if (pid_known && xcp_busy(b, h, part_id, &pct)) {
+            g->gpu_util_pct = pct;
+            field_result(g, GPU_F_GPU_UTIL, AMDSMI_STATUS_SUCCESS);
+        }
     } else {
         if (a->amdsmi_get_gpu_activity) {
             amdsmi_engine_usage_t u;
@@ -461,7 +490,7 @@ int amdsmi_backend_sample(amdsmi_backend_t *b, mono_ns_t now, snapshot_t **out) 
         return KGS_ENOMEM;
     b->nuse = 0;
     for (unsigned i = 0; i < b->ndev; i++) {
-        sample_device(b->api, b->handles[i], i, &recs[i]);
+        sample_device(b, b->handles[i], i, &recs[i]);
         if (gather_procs(b, b->handles[i], i, &recs[i]) != 0) {
             free(recs);
             return KGS_ENOMEM;

@@ -188,6 +188,34 @@ bool amdsmi_power_limit_w(uint32_t raw, double *watts) {
     return true;
 }
 
+bool amdsmi_xcp_busy(uint32_t year, uint32_t major, const void *table, size_t len, uint32_t xcp,
+                     unsigned *pct) {
+    if (year != 24 || major != 7 || !table || len < AMDSMI_GPU_METRICS_24_7_SIZE ||
+        xcp >= AMDSMI_MAX_NUM_XCP)
+        return false;
+    const unsigned char *t = table;
+    uint16_t nparts;
+    memcpy(&nparts, t + AMDSMI_GPU_METRICS_24_7_NUM_PARTITION_OFFSET, sizeof nparts);
+    if (xcp >= nparts)
+        return false;
+    amdsmi_gpu_xcp_metrics_t x;
+    memcpy(&x, t + AMDSMI_GPU_METRICS_24_7_XCP_STATS_OFFSET + xcp * sizeof x, sizeof x);
+    unsigned sum = 0, n = 0;
+    for (unsigned i = 0; i < AMDSMI_MAX_NUM_XCC; i++) {
+        uint32_t v = x.gfx_busy_inst[i];
+        if (v == UINT32_MAX || v == 0xFFFFu)
+            continue; /* not filled: this partition has fewer XCCs */
+        if (v > 100)
+            return false;
+        sum += v;
+        n++;
+    }
+    if (n == 0)
+        return false;
+    *pct = (sum + n / 2) / n;
+    return true;
+}
+
 bool amdsmi_activity_is_own(amdsmi_compute_partition_t cp, bool partition_id_known,
                             uint32_t partition_id) {
     if (cp == AMDSMI_CP_SPX)

@@ -97,4 +97,15 @@ bool amdsmi_power_limit_w(uint32_t raw, double *watts);
 bool amdsmi_activity_is_own(amdsmi_compute_partition_t cp, bool partition_id_known,
                             uint32_t partition_id);
 
+/*
+ * A partition's own gfx busy percent from amd-smi's metrics table
+ * (amdsmi_get_gpu_metrics_info) of library version year.major: the mean of
+ * its XCCs' gfx_busy_inst in xcp_stats[xcp]. True and *pct only for a 24.7
+ * table (the layout amdsmi_abi.h pins) of at least
+ * AMDSMI_GPU_METRICS_24_7_SIZE bytes, xcp below num_partition and
+ * AMDSMI_MAX_NUM_XCP, at least one XCC filled, and every filled one 0..100.
+ */
+bool amdsmi_xcp_busy(uint32_t year, uint32_t major, const void *table, size_t len, uint32_t xcp,
+                     unsigned *pct);
+
 #endif

@@ -132,17 +132,37 @@ class CpxPartitions(unittest.TestCase):
         self.assertEqual(devs[2]["memory_total_bytes"], 24576 * 1048576)
         self.assertEqual(devs[2]["memory_used_bytes"], 12288 * 1048576)
 
-    def test_only_partition_0_has_activity_the_others_are_null_not_a_copy(self):
+    def test_each_partition_has_its_own_busy_figure_from_the_xcp_table(self):
+        with open(CPX) as f:
+            sc = json.load(f)["gpus"]
         devs = devices(CPX)
+        for i, d in enumerate(devs):
+            want = sc[i // 8]["partition_values"][i % 8]["gfx_activity"]
+            self.assertEqual(d["gpu_utilization_percent"], want, i)
+            if i % 8 == 0:
+                self.assertIsNotNone(d["power_draw_watts"])
+                self.assertIsNotNone(d["memory_utilization_percent"])
+            else:
+                # no per-partition figure exists for these: null, not partition 0's
+                self.assertIsNone(d["memory_utilization_percent"], i)
+                self.assertIsNone(d["power_draw_watts"], i)
+
+    def test_without_the_xcp_table_only_partition_0_has_activity_never_a_copy(self):
+        def unfill(doc):
+            for g in doc["gpus"]:
+                for pv in g["partition_values"][1:]:
+                    pv.pop("gfx_activity")
+        path = scenario_copy(CPX, unfill)
+        try:
+            devs = devices(path)
+        finally:
+            os.unlink(path)
         for i, d in enumerate(devs):
             if i % 8 == 0:
                 self.assertEqual(d["gpu_utilization_percent"], 64 if i == 0 else 20)
-                self.assertIsNotNone(d["power_draw_watts"])
             else:
                 # the stand-in answers partition 0's 64 here, as amd-smi does
                 self.assertIsNone(d["gpu_utilization_percent"], i)
-                self.assertIsNone(d["memory_utilization_percent"], i)
-                self.assertIsNone(d["power_draw_watts"], i)
 
     def test_without_partition_ids_no_partition_claims_the_activity(self):
         path = scenario_copy(CPX, lambda doc: [g.update(kfd_info=False) for g in doc["gpus"]])

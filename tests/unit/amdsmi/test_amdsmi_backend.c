@@ -107,6 +107,24 @@ static amdsmi_status_t f_kfd(amdsmi_processor_handle h, amdsmi_kfd_info_t *k) {
     k->current_partition_id = (uint32_t)(dev_of(h) % 4);
     return AMDSMI_STATUS_SUCCESS;
 }
+static amdsmi_status_t f_version(amdsmi_version_t *v) {
+    *v = (amdsmi_version_t){.year = 24, .major = 7};
+    return AMDSMI_STATUS_SUCCESS;
+}
+/* Partition p of any GPU is 10 * p % busy on its one XCC. */
+static amdsmi_status_t f_metrics(amdsmi_processor_handle h, void *m) {
+    (void)h;
+    unsigned char *t = m;
+    memset(t, 0xff, AMDSMI_GPU_METRICS_24_7_SIZE);
+    uint16_t n = 4;
+    memcpy(t + AMDSMI_GPU_METRICS_24_7_NUM_PARTITION_OFFSET, &n, sizeof n);
+    for (uint32_t p = 0; p < 4; p++) {
+        uint32_t busy = 10 * p;
+        memcpy(t + AMDSMI_GPU_METRICS_24_7_XCP_STATS_OFFSET + p * sizeof(amdsmi_gpu_xcp_metrics_t),
+               &busy, sizeof busy);
+    }
+    return AMDSMI_STATUS_SUCCESS;
+}
 static amdsmi_status_t f_plist(amdsmi_processor_handle h, uint32_t *max, amdsmi_proc_info_t *l) {
     LOST_CHECK(h);
     unsigned n = dev_of(h) == 0 ? F.nproc : 0;
@@ -223,6 +241,30 @@ static void test_cpx_partitions_are_devices_and_only_partition_0_has_activity(vo
         }
     }
     assert_non_null(strstr(s->gpus[5].name, "[cpx_nps4 partition 1]"));
+    snapshot_unref(s);
+}
+
+static void test_cpx_partitions_read_their_own_busy_from_the_24_7_xcp_table(void **state) {
+    (void)state;
+    F.ndev = 4;
+    F.compute_partition = "CPX";
+    F.kfd = true;
+    amdsmi_api_t a = full_api();
+    a.amdsmi_get_lib_version = f_version;
+    a.amdsmi_get_gpu_metrics_info = f_metrics;
+    snapshot_t *s = sweep(&a, NULL);
+    assert_int_equal(s->gpus[0].gpu_util_pct, 40); /* partition 0: amd-smi's activity */
+    for (unsigned i = 1; i < 4; i++) {
+        assert_true(gpu_has(&s->gpus[i], GPU_F_GPU_UTIL));
+        assert_int_equal(s->gpus[i].gpu_util_pct, 10 * i);
+        assert_false(gpu_has(&s->gpus[i], GPU_F_MEM_UTIL));
+        assert_false(gpu_has(&s->gpus[i], GPU_F_POWER));
+    }
+    snapshot_unref(s);
+    /* Another library version: the table's layout is not known, so unknown. */
+    a.amdsmi_get_lib_version = NULL;
+    s = sweep(&a, NULL);
+    assert_false(gpu_has(&s->gpus[1], GPU_F_GPU_UTIL));
     snapshot_unref(s);
 }
 
@@ -346,6 +388,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_a_whole_gpu_reads_every_field_amd_smi_has, reset_fake),
         cmocka_unit_test_setup(test_cpx_partitions_are_devices_and_only_partition_0_has_activity,
+                               reset_fake),
+        cmocka_unit_test_setup(test_cpx_partitions_read_their_own_busy_from_the_24_7_xcp_table,
                                reset_fake),
         cmocka_unit_test_setup(test_cpx_without_partition_ids_leaves_every_activity_unknown,
                                reset_fake),

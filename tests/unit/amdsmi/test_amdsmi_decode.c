@@ -140,6 +140,42 @@ static void test_only_partition_0_owns_the_activity_amd_smi_reports(void **state
     assert_false(amdsmi_activity_is_own(AMDSMI_CP_UNKNOWN, true, 1));
 }
 
+/* A 24.7 metrics table with partition q's XCC busy figures. */
+static void put_xcp(unsigned char *t, uint16_t nparts, unsigned q, const uint32_t *busy,
+                    unsigned n) {
+    memcpy(t + AMDSMI_GPU_METRICS_24_7_NUM_PARTITION_OFFSET, &nparts, sizeof nparts);
+    unsigned char *x =
+        t + AMDSMI_GPU_METRICS_24_7_XCP_STATS_OFFSET + q * sizeof(amdsmi_gpu_xcp_metrics_t);
+    memcpy(x, busy, n * sizeof *busy);
+}
+
+static void test_xcp_busy_is_the_mean_of_the_partitions_xccs_on_24_7_only(void **state) {
+    (void)state;
+    static unsigned char t[AMDSMI_GPU_METRICS_24_7_SIZE];
+    memset(t, 0xff, sizeof t);
+    const uint32_t cpx3[] = {42};
+    put_xcp(t, 8, 3, cpx3, 1);
+    const uint32_t dpx1[] = {10, 20, 30, 41};
+    put_xcp(t, 8, 1, dpx1, 4);
+    unsigned pct = 7;
+    assert_true(amdsmi_xcp_busy(24, 7, t, sizeof t, 3, &pct));
+    assert_int_equal(pct, 42);
+    assert_true(amdsmi_xcp_busy(24, 7, t, sizeof t, 1, &pct));
+    assert_int_equal(pct, 25); /* (10+20+30+41)/4 = 25.25 */
+    pct = 7;
+    assert_false(amdsmi_xcp_busy(24, 7, t, sizeof t, 0, &pct)); /* nothing filled */
+    assert_false(amdsmi_xcp_busy(24, 6, t, sizeof t, 3, &pct)); /* another layout */
+    assert_false(amdsmi_xcp_busy(25, 7, t, sizeof t, 3, &pct));
+    assert_false(amdsmi_xcp_busy(24, 7, t, sizeof t - 1, 3, &pct)); /* short */
+    assert_false(amdsmi_xcp_busy(24, 7, t, sizeof t, 8, &pct));     /* out of range */
+    put_xcp(t, 2, 3, cpx3, 1);
+    assert_false(amdsmi_xcp_busy(24, 7, t, sizeof t, 3, &pct)); /* beyond num_partition */
+    const uint32_t junk[] = {150};
+    put_xcp(t, 8, 5, junk, 1);
+    assert_false(amdsmi_xcp_busy(24, 7, t, sizeof t, 5, &pct));
+    assert_int_equal(pct, 7);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_maps_to_the_nvml_code_consumers_already_show),
@@ -149,6 +185,7 @@ int main(void) {
         cmocka_unit_test(test_profile_names_match_the_device_plugins_resources),
         cmocka_unit_test(test_not_filled_metrics_are_unknown_never_a_number),
         cmocka_unit_test(test_only_partition_0_owns_the_activity_amd_smi_reports),
+        cmocka_unit_test(test_xcp_busy_is_the_mean_of_the_partitions_xccs_on_24_7_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,9 +10,12 @@
  *
  * A symbol the library lacks leaves its fields unknown with field_error 0
  * (as NVML's missing symbols do); a call that fails records its status as
- * the matching NVML code. NOT_FOUND from any call on a device means the
- * device is gone: its health becomes "lost" (NVML's GPU_IS_LOST path), and
- * KEDA's fallback engages on the rules that read it.
+ * the matching NVML code, and the device's health follows the NVML
+ * collector's rule: NOT_FOUND from any call on a device means the device is
+ * gone, health "lost" (NVML's GPU_IS_LOST path); another hard error
+ * (TIMEOUT, DRM_ERROR, IO, ...) makes it "error" with that code; "not
+ * supported", "no permission" and "insufficient size" only leave the field
+ * unknown. KEDA's fallback engages on the rules that read a sick device.
  *
  * Partitions: amd-smi returns partition 0's activity and socket power for
  * every partition of a DPX/QPX/CPX GPU. The id of a partition comes from
@@ -39,7 +42,12 @@
 #include "amdsmi/amdsmi_decode.h"
 #include "core/err.h"
 
-enum { CODE_NOT_SUPPORTED = 3, CODE_GPU_IS_LOST = 15 };
+enum {
+    CODE_NOT_SUPPORTED = 3,
+    CODE_NO_PERMISSION = 4,
+    CODE_INSUFFICIENT_SIZE = 7,
+    CODE_GPU_IS_LOST = 15
+};
 
 #define MAX_SOCKETS 64
 
@@ -165,27 +173,30 @@ int amdsmi_backend_probe(amdsmi_backend_t *b, char *err, size_t errlen) {
 
 /* ---- one device ---------------------------------------------------------------- */
 
+/* The device's health after a call answered `status` (any call, a field's
+ * or not): the NVML collector's note_health, on the mapped code. */
+static void note_health(gpu_record_t *g, uint32_t status) {
+    int code = amdsmi_status_to_nvml_code(status);
+    if (code == 0 || code == CODE_NOT_SUPPORTED || code == CODE_NO_PERMISSION ||
+        code == CODE_INSUFFICIENT_SIZE)
+        return;
+    if (code == CODE_GPU_IS_LOST) {
+        g->health = GPU_HEALTH_LOST;
+        g->health_nvml_code = code;
+    } else if (g->health == GPU_HEALTH_OK) {
+        g->health = GPU_HEALTH_ERROR;
+        g->health_nvml_code = code;
+    }
+}
+
 static void field_result(gpu_record_t *g, gpu_field_t f, uint32_t status) {
     if (status == AMDSMI_STATUS_SUCCESS) {
         g->valid |= 1u << f;
         g->field_error[f] = 0;
         return;
     }
-    int code = amdsmi_status_to_nvml_code(status);
-    g->field_error[f] = (int16_t)code;
-    if (code == CODE_GPU_IS_LOST && g->health == GPU_HEALTH_OK) {
-        g->health = GPU_HEALTH_LOST;
-        g->health_nvml_code = CODE_GPU_IS_LOST;
-    }
-}
-
-/* A call whose answer is not a field (BDF, UUID, partition) that says the
- * device is gone still makes it lost. */
-static void note_lost(gpu_record_t *g, uint32_t status) {
-    if (amdsmi_status_to_nvml_code(status) == CODE_GPU_IS_LOST && g->health == GPU_HEALTH_OK) {
-        g->health = GPU_HEALTH_LOST;
-        g->health_nvml_code = CODE_GPU_IS_LOST;
-    }
+    g->field_error[f] = (int16_t)amdsmi_status_to_nvml_code(status);
+    note_health(g, status);
 }
 
 static void set_pct(gpu_record_t *g, gpu_field_t f, unsigned *dst, uint32_t raw) {
@@ -208,7 +219,7 @@ static void sample_identity(const amdsmi_api_t *a, amdsmi_processor_handle h, gp
             amdsmi_bdf_format(bdf.as_uint, text);
             snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", text);
         } else {
-            note_lost(g, st);
+            note_health(g, st);
         }
     }
     if (a->amdsmi_get_gpu_device_uuid) {
@@ -218,7 +229,7 @@ static void sample_identity(const amdsmi_api_t *a, amdsmi_processor_handle h, gp
             uuid[sizeof uuid - 1] = '\0';
             snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
         } else {
-            note_lost(g, st);
+            note_health(g, st);
         }
     }
     if (a->amdsmi_get_gpu_asic_info) {
@@ -228,7 +239,7 @@ static void sample_identity(const amdsmi_api_t *a, amdsmi_processor_handle h, gp
             info.market_name[sizeof info.market_name - 1] = '\0';
             snprintf(g->name, sizeof g->name, "%.*s", (int)sizeof g->name - 1, info.market_name);
         } else {
-            note_lost(g, st);
+            note_health(g, st);
         }
     }
     char cpt[32] = "", mpt[32] = "";
@@ -401,7 +412,7 @@ static int gather_procs(amdsmi_backend_t *b, amdsmi_processor_handle h, unsigned
     if (st != AMDSMI_STATUS_SUCCESS && st != AMDSMI_STATUS_OUT_OF_RESOURCES) {
         pl->list_ok = false;
         pl->list_code = (int16_t)amdsmi_status_to_nvml_code(st);
-        note_lost(g, st);
+        note_health(g, st);
         return 0;
     }
     pl->list_ok = true;

@@ -19,6 +19,7 @@ static struct {
     const char *compute_partition; /* NULL: NOT_SUPPORTED */
     bool kfd;                      /* partition ids known */
     uint32_t lost_dev;             /* device answering NOT_FOUND; 99 = none */
+    uint32_t sick_dev;             /* device whose activity answers DRM_ERROR; 99 = none */
     unsigned nproc;
     uint64_t gfx_ns; /* each process's engine_usage.gfx */
     int inits, shutdowns;
@@ -63,6 +64,8 @@ static amdsmi_status_t f_bdf(amdsmi_processor_handle h, amdsmi_bdf_t *b) {
 }
 static amdsmi_status_t f_activity(amdsmi_processor_handle h, amdsmi_engine_usage_t *u) {
     LOST_CHECK(h);
+    if (dev_of(h) == F.sick_dev)
+        return AMDSMI_STATUS_DRM_ERROR;
     u->gfx_activity = 40 + (uint32_t)dev_of(h);
     u->umc_activity = 0xFFFF; /* not filled */
     u->mm_activity = 0;
@@ -163,6 +166,7 @@ static int reset_fake(void **state) {
     memset(&F, 0, sizeof F);
     F.ndev = 2;
     F.lost_dev = 99;
+    F.sick_dev = 99;
     return 0;
 }
 
@@ -297,6 +301,21 @@ static void test_a_device_that_is_gone_is_lost_and_the_others_still_read(void **
     snapshot_unref(s);
 }
 
+static void test_a_hard_error_makes_the_device_error_as_nvmls_do(void **state) {
+    (void)state;
+    F.sick_dev = 0;
+    amdsmi_api_t a = full_api();
+    snapshot_t *s = sweep(&a, NULL);
+    assert_int_equal(s->gpus[0].health, GPU_HEALTH_ERROR);
+    assert_int_equal(s->gpus[0].health_nvml_code, 999);
+    assert_int_equal(s->gpus[0].field_error[GPU_F_GPU_UTIL], 999);
+    assert_false(gpu_has(&s->gpus[0], GPU_F_GPU_UTIL));
+    assert_true(gpu_has(&s->gpus[0], GPU_F_MEM_USED)); /* the rest still reads */
+    /* A field the device does not have (no edge sensor) is no sickness. */
+    assert_int_equal(s->gpus[1].health, GPU_HEALTH_OK);
+    snapshot_unref(s);
+}
+
 static void test_missing_process_list_symbol_leaves_the_list_absent(void **state) {
     (void)state;
     amdsmi_api_t a = full_api();
@@ -395,6 +414,7 @@ int main(void) {
                                reset_fake),
         cmocka_unit_test_setup(test_a_device_that_is_gone_is_lost_and_the_others_still_read,
                                reset_fake),
+        cmocka_unit_test_setup(test_a_hard_error_makes_the_device_error_as_nvmls_do, reset_fake),
         cmocka_unit_test_setup(test_missing_process_list_symbol_leaves_the_list_absent, reset_fake),
         cmocka_unit_test_setup(test_more_processes_than_kept_are_counted_as_dropped, reset_fake),
         cmocka_unit_test_setup(test_process_share_is_gfx_time_gained_between_two_sweeps,

@@ -9,6 +9,7 @@ static const char *const kind_names[] = {
     [GPU_BACKEND_AUTO] = "auto",
     [GPU_BACKEND_NVML] = "nvml",
     [GPU_BACKEND_AMDGPU_SYSFS] = "amdgpu-sysfs",
+    [GPU_BACKEND_AMDSMI] = "amdsmi",
 };
 #define KIND_COUNT (sizeof kind_names / sizeof kind_names[0])
 
@@ -23,6 +24,6 @@ int gpu_backend_kind_parse(const char *text, gpu_backend_kind_t *out, char *err,
             return 0;
         }
     return kgs_seterr(err, errlen, KGS_EINVAL,
-                      "invalid GPU backend \"%s\": expected auto, nvml or amdgpu-sysfs",
+                      "invalid GPU backend \"%s\": expected auto, nvml, amdsmi or amdgpu-sysfs",
                       text ? text : "");
 }

@@ -8,12 +8,13 @@
 #include <stddef.h>
 
 typedef enum {
-    GPU_BACKEND_AUTO = 0,     /* NVML if it loads, else amdgpu sysfs if a card is there */
+    GPU_BACKEND_AUTO = 0,     /* NVML if it loads, else amd-smi if it finds GPUs, else sysfs */
     GPU_BACKEND_NVML,         /* libnvidia-ml.so.1 (or --nvml-library) */
     GPU_BACKEND_AMDGPU_SYSFS, /* /sys/class/drm and /proc/PID/fdinfo */
+    GPU_BACKEND_AMDSMI,       /* libamd_smi.so (ROCm's amd-smi library) */
 } gpu_backend_kind_t;
 
-/* "auto", "nvml", "amdgpu-sysfs". */
+/* "auto", "nvml", "amdgpu-sysfs", "amdsmi". */
 const char *gpu_backend_kind_name(gpu_backend_kind_t k);
 
 /* Parses one of the names above. Returns 0, or KGS_EINVAL with a message

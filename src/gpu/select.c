@@ -1,12 +1,15 @@
-/* select.c - --gpu-backend: open NVML or the amdgpu sysfs reader. */
+/* select.c - --gpu-backend: open NVML, amd-smi or the amdgpu sysfs reader. */
 #include "gpu/select.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "amdgpu/amdgpu_sysfs.h"
+#include "amdsmi/amdsmi_backend.h"
 #include "core/err.h"
 #include "nvml/collector.h"
+
+#define AMDSMI_NAME_OF(o) ((o)->amdsmi_library ? (o)->amdsmi_library : "libamd_smi.so")
 
 static int open_nvml(const gpu_select_opts_t *o, gpu_selection_t *out, char *err, size_t errlen) {
     int rc = nvml_loader_open(o->nvml_library, &out->loader, err, errlen);
@@ -22,6 +25,39 @@ static int open_nvml(const gpu_select_opts_t *o, gpu_selection_t *out, char *err
     return 0;
 }
 
+/*
+ * Loads amd-smi and makes its backend. With `probe` (auto) amd-smi must
+ * also initialise and list at least one GPU, else the library is released
+ * and KGS_ENOTFOUND says why; *ngpus is the count it found.
+ */
+static int open_amdsmi(const gpu_select_opts_t *o, bool probe, gpu_selection_t *out, int *ngpus,
+                       char *err, size_t errlen) {
+    int rc = amdsmi_loader_open(o->amdsmi_library, &out->amdsmi_loader, err, errlen);
+    if (rc != 0)
+        return rc;
+    amdsmi_backend_t *b;
+    if (amdsmi_backend_new(amdsmi_loader_api(out->amdsmi_loader), o->log, o->node_name, &b) != 0) {
+        amdsmi_loader_free(out->amdsmi_loader);
+        out->amdsmi_loader = NULL;
+        return kgs_seterr(err, errlen, KGS_ENOMEM, "open amd-smi backend: out of memory");
+    }
+    *ngpus = 0;
+    if (probe) {
+        char why[256];
+        int n = amdsmi_backend_probe(b, why, sizeof why);
+        if (n <= 0) {
+            amdsmi_backend_free(b);
+            amdsmi_loader_free(out->amdsmi_loader);
+            out->amdsmi_loader = NULL;
+            return kgs_seterr(err, errlen, KGS_ENOTFOUND, "amd-smi %s loaded but %s",
+                              AMDSMI_NAME_OF(o), n < 0 ? why : "lists no AMD GPU");
+        }
+        *ngpus = n;
+    }
+    out->backend = amdsmi_backend_as_gpu_backend(b);
+    return 0;
+}
+
 static int open_amdgpu(const gpu_select_opts_t *o, gpu_selection_t *out, char *err, size_t errlen) {
     amdgpu_sysfs_opts_t ao = {.sys_root = o->sys_root, .proc_root = o->proc_root};
     amdgpu_sysfs_t *r;
@@ -34,12 +70,14 @@ static int open_amdgpu(const gpu_select_opts_t *o, gpu_selection_t *out, char *e
     return 0;
 }
 
+#undef AMDSMI_NAME_OF
+
 int gpu_backend_select(const gpu_select_opts_t *o, gpu_selection_t *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     const char *sys = o->sys_root ? o->sys_root : "/sys";
     const char *lib = o->nvml_library ? o->nvml_library : NVML_DEFAULT_LIBRARY;
-    char nvml_err[256] = "";
-    int rc;
+    char nvml_err[256] = "", amdsmi_err[256] = "";
+    int rc, ngpus = 0;
 
     /* A library named with --nvml-library is a request for NVML. */
     gpu_backend_kind_t kind =
@@ -50,6 +88,12 @@ int gpu_backend_select(const gpu_select_opts_t *o, gpu_selection_t *out, char *e
             return rc;
         snprintf(out->why, sizeof out->why, "nvml: %s loaded (--gpu-backend %s)", lib,
                  gpu_backend_kind_name(o->kind));
+        return 0;
+    case GPU_BACKEND_AMDSMI:
+        if ((rc = open_amdsmi(o, false, out, &ngpus, err, errlen)) != 0)
+            return rc;
+        snprintf(out->why, sizeof out->why, "amdsmi: %.200s loaded (--gpu-backend amdsmi)",
+                 amdsmi_loader_path(out->amdsmi_loader));
         return 0;
     case GPU_BACKEND_AMDGPU_SYSFS:
         if ((rc = open_amdgpu(o, out, err, errlen)) != 0)
@@ -68,19 +112,30 @@ int gpu_backend_select(const gpu_select_opts_t *o, gpu_selection_t *out, char *e
     }
     if (rc == KGS_ENOMEM)
         return kgs_seterr(err, errlen, rc, "%s", nvml_err);
-    /* Room for amd-smi here, before the sysfs reader. */
+    /* amd-smi before the sysfs reader: where ROCm is installed it tells
+     * more (partitions, per-process VRAM without walking /proc). */
+    rc = open_amdsmi(o, true, out, &ngpus, amdsmi_err, sizeof amdsmi_err);
+    if (rc == 0) {
+        snprintf(out->why, sizeof out->why,
+                 "amdsmi: %.200s lists %d AMD GPU%s and NVML did not load (%.200s) "
+                 "(--gpu-backend auto)",
+                 amdsmi_loader_path(out->amdsmi_loader), ngpus, ngpus == 1 ? "" : "s", nvml_err);
+        return 0;
+    }
+    if (rc == KGS_ENOMEM)
+        return kgs_seterr(err, errlen, rc, "%s", amdsmi_err);
     unsigned cards = amdgpu_sysfs_count_cards(sys);
     if (cards == 0)
         return kgs_seterr(err, errlen, KGS_ENOTFOUND,
-                          "no GPU backend: NVML: %s; amdgpu sysfs: no amdgpu card under "
-                          "%.200s/class/drm",
-                          nvml_err, sys);
+                          "no GPU backend: NVML: %s; amd-smi: %s; amdgpu sysfs: no amdgpu card "
+                          "under %.200s/class/drm",
+                          nvml_err, amdsmi_err, sys);
     if ((rc = open_amdgpu(o, out, err, errlen)) != 0)
         return rc;
     snprintf(out->why, sizeof out->why,
-             "amdgpu-sysfs: %u amdgpu card%s under %.200s/class/drm and NVML did not load "
-             "(%.200s) (--gpu-backend auto)",
-             cards, cards == 1 ? "" : "s", sys, nvml_err);
+             "amdgpu-sysfs: %u amdgpu card%s under %.80s/class/drm and NVML did not load "
+             "(%.140s), nor amd-smi (%.140s) (--gpu-backend auto)",
+             cards, cards == 1 ? "" : "s", sys, nvml_err, amdsmi_err);
     return 0;
 }
 
@@ -90,4 +145,6 @@ void gpu_selection_deinit(gpu_selection_t *s) {
     gpu_backend_deinit(&s->backend);
     nvml_loader_free(s->loader);
     s->loader = NULL;
+    amdsmi_loader_free(s->amdsmi_loader);
+    s->amdsmi_loader = NULL;
 }

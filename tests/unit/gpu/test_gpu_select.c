@@ -34,9 +34,26 @@ static void test_gpu_backend_kind_parse_names_and_refusal(void **state) {
     assert_int_equal(gpu_backend_kind_parse("amdgpu-sysfs", &k, err, sizeof err), 0);
     assert_int_equal(k, GPU_BACKEND_AMDGPU_SYSFS);
     assert_int_equal(gpu_backend_kind_parse("AMD", &k, err, sizeof err), KGS_EINVAL);
-    assert_non_null(strstr(err, "expected auto, nvml or amdgpu-sysfs"));
+    assert_non_null(strstr(err, "expected auto, nvml, amdsmi or amdgpu-sysfs"));
     assert_int_equal(k, GPU_BACKEND_AMDGPU_SYSFS);
     assert_string_equal(gpu_backend_kind_name(GPU_BACKEND_NVML), "nvml");
+    assert_int_equal(gpu_backend_kind_parse("amdsmi", &k, err, sizeof err), 0);
+    assert_int_equal(k, GPU_BACKEND_AMDSMI);
+    assert_string_equal(gpu_backend_kind_name(GPU_BACKEND_AMDSMI), "amdsmi");
+}
+
+static void test_gpu_select_amdsmi_names_the_library_that_did_not_load(void **state) {
+    (void)state;
+    gpu_select_opts_t o = {.kind = GPU_BACKEND_AMDSMI,
+                           .amdsmi_library = "/nonexistent/libamd_smi.so",
+                           .sys_root = fixture_sys};
+    gpu_selection_t s;
+    char err[512] = "";
+    /* No fallback to the sysfs reader: amd-smi was asked for. */
+    assert_int_equal(gpu_backend_select(&o, &s, err, sizeof err), KGS_ENOTFOUND);
+    assert_non_null(strstr(err, "load amd-smi: /nonexistent/libamd_smi.so"));
+    assert_null(s.amdsmi_loader);
+    assert_null(s.backend.ops);
 }
 
 static void test_gpu_select_nvml_opens_the_named_library(void **state) {
@@ -98,12 +115,14 @@ static void test_gpu_select_auto_falls_back_to_amdgpu_then_explains(void **state
     assert_string_equal(gpu_backend_name(&s.backend), "amdgpu-sysfs");
     assert_non_null(strstr(s.why, "2 amdgpu cards under"));
     assert_non_null(strstr(s.why, "NVML did not load"));
+    assert_non_null(strstr(s.why, "nor amd-smi (load amd-smi: "));
     gpu_selection_deinit(&s);
 
     o.sys_root = "/nonexistent-kgs";
     err[0] = '\0';
     assert_int_equal(gpu_backend_select(&o, &s, err, sizeof err), KGS_ENOTFOUND);
     assert_non_null(strstr(err, "no GPU backend: NVML: "));
+    assert_non_null(strstr(err, "; amd-smi: load amd-smi: "));
     assert_non_null(strstr(err, "no amdgpu card under /nonexistent-kgs/class/drm"));
 }
 
@@ -113,6 +132,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_select_nvml_opens_the_named_library),
         cmocka_unit_test(test_gpu_select_auto_with_a_named_library_means_nvml),
         cmocka_unit_test(test_gpu_select_amdgpu_sysfs_needs_no_library),
+        cmocka_unit_test(test_gpu_select_amdsmi_names_the_library_that_did_not_load),
         cmocka_unit_test(test_gpu_select_auto_falls_back_to_amdgpu_then_explains),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -10,6 +10,8 @@ static const char *const kind_names[] = {
     [GPU_BACKEND_NVML] = "nvml",
     [GPU_BACKEND_AMDGPU_SYSFS] = "amdgpu-sysfs",
     [GPU_BACKEND_AMDSMI] = "amdsmi",
+    [GPU_BACKEND_NVML_AMDSMI] = "nvml+amdsmi",
+    [GPU_BACKEND_NVML_AMDGPU_SYSFS] = "nvml+amdgpu-sysfs",
 };
 #define KIND_COUNT (sizeof kind_names / sizeof kind_names[0])
 
@@ -24,6 +26,7 @@ int gpu_backend_kind_parse(const char *text, gpu_backend_kind_t *out, char *err,
             return 0;
         }
     return kgs_seterr(err, errlen, KGS_EINVAL,
-                      "invalid GPU backend \"%s\": expected auto, nvml, amdsmi or amdgpu-sysfs",
+                      "invalid GPU backend \"%s\": expected auto, nvml, amdsmi, amdgpu-sysfs, "
+                      "nvml+amdsmi or nvml+amdgpu-sysfs",
                       text ? text : "");
 }

@@ -7,6 +7,7 @@
 #include "amdgpu/amdgpu_sysfs.h"
 #include "amdsmi/amdsmi_backend.h"
 #include "core/err.h"
+#include "gpu/mixed.h"
 #include "nvml/collector.h"
 
 #define AMDSMI_NAME_OF(o) ((o)->amdsmi_library ? (o)->amdsmi_library : "libamd_smi.so")
@@ -70,6 +71,36 @@ static int open_amdgpu(const gpu_select_opts_t *o, gpu_selection_t *out, char *e
     return 0;
 }
 
+/*
+ * NVML, then an AMD backend (amd-smi when `amdsmi`, else the sysfs reader),
+ * into one mixed backend: a node with GPUs of both vendors. On failure
+ * nothing is left to free.
+ */
+static int open_mixed(const gpu_select_opts_t *o, bool amdsmi, bool probe, gpu_selection_t *out,
+                      char *err, size_t errlen) {
+    int rc = open_nvml(o, out, err, errlen), ngpus = 0;
+    if (rc != 0)
+        return rc;
+    gpu_backend_t nvidia = out->backend;
+    out->backend = (gpu_backend_t){0};
+    rc =
+        amdsmi ? open_amdsmi(o, probe, out, &ngpus, err, errlen) : open_amdgpu(o, out, err, errlen);
+    if (rc == 0) {
+        gpu_backend_t amd = out->backend;
+        rc = gpu_mixed_backend(&nvidia, &amd, &out->backend);
+    } else
+        gpu_backend_deinit(&nvidia);
+    if (rc != 0) {
+        nvml_loader_free(out->loader);
+        out->loader = NULL;
+        amdsmi_loader_free(out->amdsmi_loader);
+        out->amdsmi_loader = NULL;
+        if (rc == KGS_ENOMEM)
+            kgs_seterr(err, errlen, rc, "open the mixed NVIDIA + AMD backend: out of memory");
+    }
+    return rc;
+}
+
 #undef AMDSMI_NAME_OF
 
 int gpu_backend_select(const gpu_select_opts_t *o, gpu_selection_t *out, char *err, size_t errlen) {
@@ -101,12 +132,47 @@ int gpu_backend_select(const gpu_select_opts_t *o, gpu_selection_t *out, char *e
         snprintf(out->why, sizeof out->why,
                  "amdgpu-sysfs: reading %.200s/class/drm (--gpu-backend amdgpu-sysfs)", sys);
         return 0;
+    case GPU_BACKEND_NVML_AMDSMI:
+    case GPU_BACKEND_NVML_AMDGPU_SYSFS:
+        if ((rc = open_mixed(o, kind == GPU_BACKEND_NVML_AMDSMI, false, out, err, errlen)) != 0)
+            return rc;
+        snprintf(out->why, sizeof out->why, "mixed: nvml (%.120s) and %s (--gpu-backend %s)", lib,
+                 kind == GPU_BACKEND_NVML_AMDSMI ? "amdsmi" : "amdgpu-sysfs",
+                 gpu_backend_kind_name(o->kind));
+        return 0;
     case GPU_BACKEND_AUTO:
         break;
     }
 
     rc = open_nvml(o, out, nvml_err, sizeof nvml_err);
     if (rc == 0) {
+        /* NVML loads: is there an AMD GPU beside the NVIDIA ones? */
+        gpu_selection_t amd;
+        memset(&amd, 0, sizeof amd);
+        int namd = 0;
+        char amd_err[256];
+        const char *amd_name = NULL;
+        if (open_amdsmi(o, true, &amd, &namd, amd_err, sizeof amd_err) == 0)
+            amd_name = "amdsmi";
+        else if (amdgpu_sysfs_count_cards(sys) > 0 &&
+                 open_amdgpu(o, &amd, amd_err, sizeof amd_err) == 0)
+            amd_name = "amdgpu-sysfs";
+        if (amd_name) {
+            gpu_backend_t nvidia = out->backend;
+            out->backend = (gpu_backend_t){0};
+            if (gpu_mixed_backend(&nvidia, &amd.backend, &out->backend) != 0) {
+                gpu_selection_deinit(&amd);
+                gpu_selection_deinit(out);
+                return kgs_seterr(err, errlen, KGS_ENOMEM,
+                                  "open the mixed NVIDIA + AMD backend: out of memory");
+            }
+            out->amdsmi_loader = amd.amdsmi_loader;
+            snprintf(out->why, sizeof out->why,
+                     "mixed: nvml (%.120s) and %s: this node has AMD GPUs beside NVIDIA's "
+                     "(--gpu-backend auto; --gpu-backend nvml reads the NVIDIA ones alone)",
+                     lib, amd_name);
+            return 0;
+        }
         snprintf(out->why, sizeof out->why, "nvml: %s loaded (--gpu-backend auto)", lib);
         return 0;
     }

@@ -142,7 +142,7 @@ class AmdgpuOtherFormatsAndErrors(unittest.TestCase):
     def test_bad_backend_name_is_a_usage_error(self):
         r = run([], backend="rocm")
         self.assertEqual(r.returncode, 2)
-        self.assertIn("expected auto, nvml, amdsmi or amdgpu-sysfs", r.stderr)
+        self.assertIn("expected auto, nvml, amdsmi, amdgpu-sysfs, nvml+amdsmi or nvml+amdgpu-sysfs", r.stderr)
 
     def test_changed_files_are_read_live(self):
         with tempfile.TemporaryDirectory() as tmp:

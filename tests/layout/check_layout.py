@@ -49,6 +49,7 @@ FOLDER_ARROWS = {
     "gpu": (1, {"core"}),
     "nvml": (2, {"core", "gpu"}),
     "amdgpu": (2, {"core", "gpu"}),
+    "amdsmi": (2, {"core", "gpu"}),
     "kube": (3, {"core", "net", "amdgpu"}),
     "sources": (3, {"core", "net"}),
     "cluster": (4, {"core", "net", "amdgpu", "kube"}),
@@ -65,6 +66,8 @@ _SELECT_WHY = ("gpu/select opens the backends that implement gpu/backend.h: it s
 ARROW_EXCEPTIONS = {
     ("gpu/select.c", "nvml"): _SELECT_WHY,
     ("gpu/select.c", "amdgpu"): _SELECT_WHY,
+    ("gpu/select.c", "amdsmi"): _SELECT_WHY,
+    ("gpu/select.h", "amdsmi"): _SELECT_WHY + " (gpu_selection_t hands out the amd-smi loader)",
     ("gpu/select.h", "nvml"): _SELECT_WHY + " (gpu_selection_t hands out the NVML loader)",
 }
 

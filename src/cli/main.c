@@ -189,7 +189,9 @@ static int first_sweep(gpu_backend_t *backend, logger_t *log, const nvml_loader_
     }
     if ((*snap)->status != SNAPSHOT_NVML_DOWN)
         return EXIT_OK;
-    if (!loader) { /* the amdgpu sysfs reader: its message says where it looked */
+    /* An AMD reader's message (alone, or an AMD half of a mixed node) says
+     * where it looked: no NVIDIA hint for it. */
+    if (!loader || strcmp(snapshot_down_subject(*snap), "NVML") != 0) {
         fprintf(stderr, "gpu-metrics: %s\n", (*snap)->error);
         return EXIT_NVML;
     }
@@ -272,7 +274,8 @@ static int print_once(gpu_backend_t *backend, bool nvml, sample_ctx_t *sc, outpu
     if (gpu_backend_sample(backend, clock_mono_now(), snap) != 0)
         return EXIT_NVML;
     if ((*snap)->status == SNAPSHOT_NVML_DOWN) {
-        fprintf(stderr, "gpu-metrics: %s%s\n", nvml ? "NVML unavailable: " : "", (*snap)->error);
+        fprintf(stderr, "gpu-metrics: %s%s%s\n", nvml ? snapshot_down_subject(*snap) : "",
+                nvml ? " unavailable: " : "", (*snap)->error);
         return EXIT_NVML;
     }
     if (write_sample(sc, writer, out, *snap) != 0)

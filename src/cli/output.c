@@ -1460,7 +1460,8 @@ static int write_table(FILE *out, const snapshot_t *snap, const env_info_t *env,
     if (snap->status == SNAPSHOT_NVML_DOWN) {
         char buf[3 * 256 + 4];
         text_sanitize(snap->error, sizeof snap->error, buf, sizeof buf, true);
-        fprintf(out, "NVML unavailable: %s\n", buf[0] ? buf : nvml_code_name(snap->nvml_code));
+        fprintf(out, "%s unavailable: %s\n", snapshot_down_subject(snap),
+                buf[0] ? buf : nvml_code_name(snap->nvml_code));
         return 0;
     }
     table_t t = {.ok = true};

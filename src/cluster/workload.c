@@ -224,7 +224,7 @@ static bool node_fresh(const wl_ctx_t *x, const cluster_node_t *e, char *why, si
     const char *down = e->connected ? "" : "; agent stream down: ";
     const char *down_why = e->connected ? "" : (e->error[0] ? e->error : "disconnected");
     if (s->status == SNAPSHOT_NVML_DOWN) {
-        snprintf(why, len, "NVML unavailable: %s%s%s",
+        snprintf(why, len, "%s unavailable: %s%s%s", snapshot_down_subject(s),
                  s->error[0] ? s->error : nvml_code_name(s->nvml_code), down, down_why);
         return false;
     }

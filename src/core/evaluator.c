@@ -613,8 +613,8 @@ void evaluator_run(const trigger_config_t *c, const snapshot_t *s, mono_ns_t now
         return;
     }
     if (s->status == SNAPSHOT_NVML_DOWN) {
-        set(out, EVAL_UNAVAILABLE, "NVML unavailable on node %s: %s", node_of(s),
-            s->error[0] ? s->error : nvml_code_name(s->nvml_code));
+        set(out, EVAL_UNAVAILABLE, "%s unavailable on node %s: %s", snapshot_down_subject(s),
+            node_of(s), s->error[0] ? s->error : nvml_code_name(s->nvml_code));
         return;
     }
     uint64_t age = now > s->taken_mono ? now - s->taken_mono : 0;

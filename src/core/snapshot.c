@@ -7,6 +7,7 @@
 #include "core/snapshot.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/nvml_codes.h"
 
@@ -108,4 +109,8 @@ const char *nvml_code_name(int code) {
 #undef NVML_CODE_NAME
     }
     return "UNKNOWN_CODE";
+}
+
+const char *snapshot_down_subject(const snapshot_t *s) {
+    return s->error[0] == '\0' || strncmp(s->error, "nvml", 4) == 0 ? "NVML" : "GPU backend";
 }

@@ -242,6 +242,12 @@ static inline bool mig_has(const mig_record_t *m, gpu_field_t f) {
  * ("GPU_IS_LOST", "NOT_SUPPORTED", "SUCCESS"); "UNKNOWN_CODE" otherwise. */
 const char *nvml_code_name(int code);
 
+/* Whose failure a down snapshot reports, for "%s unavailable": "NVML" when
+ * NVML's own call failed (its message names the call, "nvmlInit_v2: ..."),
+ * else "GPU backend" (the AMD readers name themselves: "amd-smi: ...",
+ * "amdgpu sysfs: ..."), so an AMD node is never said to lack NVML. */
+const char *snapshot_down_subject(const snapshot_t *s);
+
 /* Finds a GPU by NVML index; NULL when absent. Borrowed from s. */
 const gpu_record_t *snapshot_gpu_by_index(const snapshot_t *s, unsigned index);
 

@@ -47,9 +47,12 @@ snapshot_t *gpu_snapshot_merge(const snapshot_t *a, const snapshot_t *b) {
     if (a->status != SNAPSHOT_OK || b->status != SNAPSHOT_OK) {
         out->status = SNAPSHOT_NVML_DOWN;
         out->nvml_code = a->status != SNAPSHOT_OK ? a->nvml_code : b->nvml_code;
-        snprintf(out->error, sizeof out->error, "%.120s; %.120s",
-                 a->status != SNAPSHOT_OK ? a->error : "the first backend answered",
-                 b->status != SNAPSHOT_OK ? b->error : "the second backend answered");
+        /* The failing side first: its message names it (snapshot_down_subject). */
+        if (a->status != SNAPSHOT_OK && b->status != SNAPSHOT_OK)
+            snprintf(out->error, sizeof out->error, "%.120s; %.120s", a->error, b->error);
+        else
+            snprintf(out->error, sizeof out->error, "%.160s; the other backend answered",
+                     a->status != SNAPSHOT_OK ? a->error : b->error);
     }
     unsigned offset = 0;
     for (unsigned i = 0; i < a->gpu_count; i++)

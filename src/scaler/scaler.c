@@ -1081,7 +1081,7 @@ bool scaler_ready(scaler_t *s, char *why, size_t whylen) {
     if (!snap) {
         snprintf(why, whylen, "no GPU snapshot yet");
     } else if (snap->status != SNAPSHOT_OK) {
-        snprintf(why, whylen, "NVML unavailable: %s", snap->error);
+        snprintf(why, whylen, "%s unavailable: %s", snapshot_down_subject(snap), snap->error);
     } else {
         mono_ns_t now = loop_now(s->opts.loop);
         uint64_t age = now > snap->taken_mono ? now - snap->taken_mono : 0;

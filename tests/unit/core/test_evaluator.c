@@ -203,6 +203,10 @@ static void test_evaluator_reports_nvml_down_as_unavailable(void **state) {
                "nvmlInit: DRIVER_NOT_LOADED");
     s->error[0] = '\0';
     expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "DRIVER_NOT_LOADED", NULL);
+    /* An AMD reader that is down is not said to be NVML. */
+    snprintf(s->error, sizeof s->error, "amd-smi: amdsmi_init: AMDSMI_STATUS_INIT_ERROR (4)");
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "GPU backend unavailable on node node-a",
+               "amd-smi: amdsmi_init");
     snapshot_unref(s);
 }
 

@@ -100,7 +100,8 @@ static void test_either_side_down_is_the_node_down(void **state) {
     snprintf(b->error, sizeof b->error, "amd-smi: AMDSMI_STATUS_INIT_ERROR");
     snapshot_t *m = gpu_snapshot_merge(a, b);
     assert_int_equal(m->status, SNAPSHOT_NVML_DOWN);
-    assert_string_equal(m->error, "the first backend answered; amd-smi: AMDSMI_STATUS_INIT_ERROR");
+    assert_string_equal(m->error, "amd-smi: AMDSMI_STATUS_INIT_ERROR; the other backend answered");
+    assert_string_equal(snapshot_down_subject(m), "GPU backend");
     snapshot_unref(m);
     a->status = SNAPSHOT_NVML_DOWN;
     a->nvml_code = 9;
@@ -108,6 +109,7 @@ static void test_either_side_down_is_the_node_down(void **state) {
     m = gpu_snapshot_merge(a, b);
     assert_int_equal(m->nvml_code, 9);
     assert_string_equal(m->error, "NVML: driver not loaded; amd-smi: AMDSMI_STATUS_INIT_ERROR");
+    assert_string_equal(snapshot_down_subject(m), "GPU backend"); /* not "nvml..." */
     snapshot_unref(m);
     snapshot_unref(a);
     snapshot_unref(b);

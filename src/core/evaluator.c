@@ -433,10 +433,11 @@ static const gpu_record_t *first_unhealthy_selected(const trigger_config_t *c,
 static void set_unhealthy(eval_result_t *out, const snapshot_t *s, const gpu_record_t *g,
                           const char *why) {
     /* the error kind is NVML's enum whichever backend read the GPU (the
-     * amdgpu reader maps its errors onto the same kinds): name the source */
+     * AMD readers map their errors onto the same kinds): name the vendor
+     * (a snapshot does not say which of the two AMD readers read it) */
     set(out, EVAL_UNAVAILABLE, "GPU %u (%s) on node %s is %s (%s %s)%s%s", g->index, gpu_label(g),
         node_of(s), gpu_health_name(g->health),
-        g->vendor == GPU_VENDOR_AMD ? "amdgpu sysfs" : "NVML", nvml_code_name(g->health_nvml_code),
+        g->vendor == GPU_VENDOR_AMD ? "AMD reader" : "NVML", nvml_code_name(g->health_nvml_code),
         why[0] ? ": " : "", why);
 }
 
@@ -553,7 +554,7 @@ static void set_absent(eval_result_t *out, const snapshot_t *s, const trigger_co
         code = 0; /* both present, total is 0 */
     set(out, permanent_absence(code) ? EVAL_FAILED_PRECONDITION : EVAL_UNAVAILABLE,
         "metricType %s: %s on node %s has no %s value (%s %s)%s%s", metric_type_name(t), who,
-        node_of(s), gpu_field_name(f), g->vendor == GPU_VENDOR_AMD ? "amdgpu sysfs" : "NVML",
+        node_of(s), gpu_field_name(f), g->vendor == GPU_VENDOR_AMD ? "AMD reader" : "NVML",
         code ? nvml_code_name(code) : "gave none", hint[0] ? "; " : "", hint);
 }
 

@@ -162,7 +162,7 @@ class AMDAttribution(unittest.TestCase):
         r = self.settle(dict(self.MEM, metricType="sm_active"),
                         lambda r: "error" in r and want in r["error"]["message"],
                         "an error with %r" % want)
-        self.assertIn("amdgpu sysfs", r["error"]["message"])
+        self.assertIn("(AMD reader ", r["error"]["message"])
 
     def test_a_partition_is_a_gap_never_the_whole_gpu(self):
         self.assign("0000:19:00.0", "gpu-9-200")

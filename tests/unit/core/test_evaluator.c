@@ -261,7 +261,7 @@ static void test_evaluator_never_skips_a_lost_gpu(void **state) {
     s->gpus[2].health = GPU_HEALTH_LOST;
     s->gpus[2].health_nvml_code = 15;
     s->gpus[2].vendor = GPU_VENDOR_AMD;
-    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "is lost", "(amdgpu sysfs GPU_IS_LOST)");
+    expect_err(run(&c, s, T0), EVAL_UNAVAILABLE, "is lost", "(AMD reader GPU_IS_LOST)");
     snapshot_unref(s);
 }
 
@@ -277,7 +277,7 @@ static void test_evaluator_absent_field_of_an_amd_gpu_names_its_source(void **st
     g->field_error[GPU_F_SM_ACTIVE] = 3; /* NOT_SUPPORTED */
     trigger_config_t c = CFG("metricType", "sm_active");
     eval_result_t r = run(&c, s, T0);
-    expect_err(r, EVAL_FAILED_PRECONDITION, "has no sm_active value (amdgpu sysfs NOT_SUPPORTED)",
+    expect_err(r, EVAL_FAILED_PRECONDITION, "has no sm_active value (AMD reader NOT_SUPPORTED)",
                "NVIDIA GPM metrics, which an AMD GPU (AMD Instinct MI300X) has not: use "
                "metricType gpu_utilization");
     assert_null(strstr(r.message, "Hopper"));

@@ -108,6 +108,34 @@ def descriptor_arithmetic():
           % (math.ceil(AGENTS / PER), PER, 2 * PER + 16))
 
 
+def time_wait_sockets():
+    """Loopback TCP sockets in TIME_WAIT (state 06 in /proc/net/tcp and tcp6)."""
+    n = 0
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                n += sum(1 for line in f if line.split()[3:4] == ["06"])
+        except OSError:
+            pass
+    return n
+
+
+def wait_for_ports():
+    """A run just before this one leaves its 10,000 connections in TIME_WAIT
+    for 60 s, holding their ports: with 10,000 listeners and the aggregator's
+    10,000 client ports beside them, the ephemeral range (28,232 ports by
+    default) runs out and the farm fails with "bind: Address already in use".
+    Wait (at most 70 s) until fewer than 1,000 are left."""
+    n, waited = time_wait_sockets(), 0
+    if AGENTS < 2000 or n < 1000:
+        return
+    print("waiting for %d sockets in TIME_WAIT (the last run's) to free their ports" % n)
+    while n >= 1000 and waited < 70:
+        time.sleep(2)
+        waited += 2
+        n = time_wait_sockets()
+
+
 def start_farms(tmp, bump):
     """ceil(AGENTS / PER) agent_farm processes; the first holds agent 0 (the probe's
     node) and alone reports the bump. Returns (processes, merged address list)."""
@@ -178,6 +206,7 @@ def main():
                                    devices=[("gpu-%d" % g, "GPU-farm-%05d-%02d" % (i, g))
                                             for g in range(GPUS)])
     descriptor_arithmetic()
+    wait_for_ports()
     farms, agents = start_farms(tmp.name, bump)
     farm = farms[0]
     port, probe = free_port(), free_port()

@@ -146,24 +146,42 @@ static int start_scaler(server_t *sv) {
     return 0;
 }
 
+/* The agents --agents names (one connection each); 0 without the flag.
+ * --agents-dns's are not known yet: the agent pool says when they outgrow
+ * the limit. */
+static unsigned static_agent_count(const char *agents) {
+    unsigned n = 0;
+    for (const char *p = agents; p && *p; p++)
+        if (*p != ',' && (p == agents || p[-1] == ','))
+            n++;
+    return n;
+}
+
 static int start_grpc(server_t *sv) {
     /* The connection caps, below the descriptor limit (read after the raise
-     * at start: that is the limit the process has). */
+     * at start: that is the limit the process has), less one descriptor
+     * for each agent an aggregator holds. */
     struct rlimit rl = {0};
     conn_limits_t cl;
-    conn_limits_clamp(sv->o.max_connections,
-                      getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+    uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
                           ? (uint64_t)rl.rlim_cur
-                          : 0,
+                          : 0;
+    unsigned agents = sv->o.role == SERVER_ROLE_AGGREGATOR ? static_agent_count(sv->o.agents) : 0;
+    conn_limits_clamp(sv->o.max_connections, nofile && nofile > agents ? nofile - agents : !!nofile,
                       &cl);
-    if (cl.clamped)
+    if (cl.clamped) {
+        char agents_part[96] = "";
+        if (agents)
+            snprintf(agents_part, sizeof agents_part,
+                     ", and %u for the agents --agents names (one connection each)", agents);
         LOG_WARN(&sv->log,
                  "--max-connections %u is more than the descriptor limit allows "
-                 "(RLIMIT_NOFILE %llu, less %u kept for the probe and metrics ports, sources, "
-                 "agents and files): serving at most %u gRPC connections; raise the limit "
-                 "(ulimit -n, or the container runtime's) or lower --max-connections",
-                 sv->o.max_connections, (unsigned long long)rl.rlim_cur, cl.headroom,
+                 "(RLIMIT_NOFILE %llu, less %u kept for the probe and metrics ports, sources and "
+                 "files%s): serving at most %u gRPC connections; raise the limit (ulimit -n, or "
+                 "the container runtime's) or lower --max-connections",
+                 sv->o.max_connections, (unsigned long long)nofile, cl.headroom, agents_part,
                  cl.max_connections);
+    }
     unsigned per_peer = sv->o.max_connections_per_peer
                             ? sv->o.max_connections_per_peer
                             : conn_limits_per_peer_default(cl.max_connections);

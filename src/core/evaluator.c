@@ -436,9 +436,8 @@ static void set_unhealthy(eval_result_t *out, const snapshot_t *s, const gpu_rec
      * AMD readers map their errors onto the same kinds): name the vendor
      * (a snapshot does not say which of the two AMD readers read it) */
     set(out, EVAL_UNAVAILABLE, "GPU %u (%s) on node %s is %s (%s %s)%s%s", g->index, gpu_label(g),
-        node_of(s), gpu_health_name(g->health),
-        g->vendor == GPU_VENDOR_AMD ? "AMD reader" : "NVML", nvml_code_name(g->health_nvml_code),
-        why[0] ? ": " : "", why);
+        node_of(s), gpu_health_name(g->health), g->vendor == GPU_VENDOR_AMD ? "AMD reader" : "NVML",
+        nvml_code_name(g->health_nvml_code), why[0] ? ": " : "", why);
 }
 
 /* Validates gpuIndex / gpuUUID against the node. false with *out set. */

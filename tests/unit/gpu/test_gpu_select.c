@@ -34,7 +34,8 @@ static void test_gpu_backend_kind_parse_names_and_refusal(void **state) {
     assert_int_equal(gpu_backend_kind_parse("amdgpu-sysfs", &k, err, sizeof err), 0);
     assert_int_equal(k, GPU_BACKEND_AMDGPU_SYSFS);
     assert_int_equal(gpu_backend_kind_parse("AMD", &k, err, sizeof err), KGS_EINVAL);
-    assert_non_null(strstr(err, "expected auto, nvml, amdsmi, amdgpu-sysfs, nvml+amdsmi or nvml+amdgpu-sysfs"));
+    assert_non_null(
+        strstr(err, "expected auto, nvml, amdsmi, amdgpu-sysfs, nvml+amdsmi or nvml+amdgpu-sysfs"));
     assert_int_equal(k, GPU_BACKEND_AMDGPU_SYSFS);
     assert_string_equal(gpu_backend_kind_name(GPU_BACKEND_NVML), "nvml");
     assert_int_equal(gpu_backend_kind_parse("amdsmi", &k, err, sizeof err), 0);

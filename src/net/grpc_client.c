@@ -235,6 +235,21 @@ void grpc_client_cancel(grpc_client_call_t *k) {
 
 /* ---- HTTP/2 events ---------------------------------------------------------------- */
 
+/* A status header's decimal value, or -2 when it is not one (empty, a sign,
+ * letters, past 999): atoi() would read "abc" as 0, and a grpc-status of 0
+ * is OK. */
+static int status_value(const char *v) {
+    int n = 0;
+    if (!*v || strlen(v) > 3)
+        return -2;
+    for (; *v; v++) {
+        if (*v < '0' || *v > '9')
+            return -2;
+        n = n * 10 + (*v - '0');
+    }
+    return n;
+}
+
 static void on_header(void *ud, h2_lite_stream_t *s, bool trailers, const uint8_t *name,
                       size_t namelen, const uint8_t *value, size_t valuelen) {
     (void)ud;
@@ -245,9 +260,9 @@ static void on_header(void *ud, h2_lite_stream_t *s, bool trailers, const uint8_
     memcpy(v, value, n);
     v[n] = '\0';
     if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
-        k->http_status = atoi(v);
+        k->http_status = status_value(v);
     } else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0) {
-        k->grpc_status = atoi(v);
+        k->grpc_status = status_value(v);
     } else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0) {
         char m[512];
         grpc_percent_decode(v, n, m, sizeof m);
@@ -321,7 +336,11 @@ static void on_close(void *ud, h2_lite_stream_t *s, bool reset, uint32_t code) {
     grpc_client_t *c = ud;
     grpc_client_call_t *k = s->user;
     k->closed = true;
-    if (k->grpc_status >= 0) {
+    if (k->grpc_status == -2 || k->http_status == -2) {
+        call_complete(k, GRPC_INTERNAL,
+                      k->grpc_status == -2 ? "malformed grpc-status from the server"
+                                           : "malformed :status from the server");
+    } else if (k->grpc_status >= 0) {
         call_complete(k, k->grpc_status, k->grpc_message);
     } else if (k->http_status && k->http_status != 200) {
         char m[64];

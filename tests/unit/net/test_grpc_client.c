@@ -125,6 +125,10 @@ static int srv_frame_recv(nghttp2_session *s, const nghttp2_frame *frame, void *
         nghttp2_submit_response(s, id, h, 1, NULL);
     } else if (strcmp(r->req_path, "/raw/NoStatus") == 0) {
         nghttp2_submit_response(s, id, ok, 2, NULL);
+    } else if (strcmp(r->req_path, "/raw/BadStatus") == 0) {
+        /* trailers-only, with a grpc-status that is not a number */
+        nghttp2_nv h[3] = {ok[0], ok[1], h2_nv("grpc-status", "abc")};
+        nghttp2_submit_response(s, id, h, 3, NULL);
     } else if (strcmp(r->req_path, "/raw/GoAway") == 0) {
         nghttp2_submit_goaway(s, NGHTTP2_FLAG_NONE, 0, NGHTTP2_ENHANCE_YOUR_CALM,
                               (const uint8_t *)"too many pings", 14);
@@ -289,6 +293,13 @@ static void test_a_stream_ended_without_grpc_status_is_internal(void **state) {
     assert_non_null(strstr(res.message, "stream closed without a gRPC status"));
 }
 
+static void test_a_grpc_status_that_is_not_a_number_is_internal_never_ok(void **state) {
+    result_t res;
+    call(*state, "/raw/BadStatus", &res);
+    assert_int_equal(res.status, GRPC_INTERNAL);
+    assert_string_equal(res.message, "malformed grpc-status from the server");
+}
+
 static void test_a_goaway_with_an_error_is_the_calls_reason(void **state) {
     result_t res;
     call(*state, "/raw/GoAway", &res);
@@ -306,6 +317,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_a_compressed_response_is_internal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_http_status_that_is_not_grpc_maps_to_a_code, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_grpc_status_that_is_not_a_number_is_internal_never_ok, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_stream_ended_without_grpc_status_is_internal, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_goaway_with_an_error_is_the_calls_reason, setup,

@@ -515,9 +515,7 @@ int agent_pool_set_addresses(agent_pool_t *p, const char *const *addrs, size_t n
         }
     }
     /* The pool's addresses and the wanted ones, as sets. */
-    size_t have = 0;
-    for (agent_t *a = p->agents; a; a = a->next)
-        have++;
+    size_t have = agent_pool_size(p);
     str_set_t pool, wanted;
     if (str_set_init(&pool, have) != 0)
         return KGS_ENOMEM;
@@ -566,10 +564,8 @@ int agent_pool_set_addresses(agent_pool_t *p, const char *const *addrs, size_t n
     }
     free(pool.slot);
     free(wanted.slot);
-    size_t total = 0;
+    size_t total = agent_pool_size(p);
     for (const agent_t *a = fresh; a; a = a->next)
-        total++;
-    for (const agent_t *a = p->agents; a; a = a->next)
         total++;
     check_descriptors(p, total);
     /* Link and dial the new ones. */
@@ -594,6 +590,13 @@ void agent_pool_set_tls(agent_pool_t *p, SSL_CTX *ctx) {
     }
     SSL_CTX_free(p->o.tls);
     p->o.tls = ctx;
+}
+
+unsigned agent_pool_size(const agent_pool_t *p) {
+    unsigned n = 0;
+    for (const agent_t *a = p ? p->agents : NULL; a; a = a->next)
+        n++;
+    return n;
 }
 
 unsigned agent_pool_connected(const agent_pool_t *p) {

@@ -77,6 +77,9 @@ int agent_pool_set_addresses(agent_pool_t *p, const char *const *addrs, size_t n
  * rotated certificate matters only at the next handshake. NULL = h2c. */
 void agent_pool_set_tls(agent_pool_t *p, SSL_CTX *ctx);
 
+/* Agents the pool holds (each one connection, connected or being dialled). */
+unsigned agent_pool_size(const agent_pool_t *p);
+
 /* Agents whose current stream has delivered at least one snapshot. */
 unsigned agent_pool_connected(const agent_pool_t *p);
 

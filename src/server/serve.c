@@ -146,17 +146,6 @@ static int start_scaler(server_t *sv) {
     return 0;
 }
 
-/* The agents --agents names (one connection each); 0 without the flag.
- * --agents-dns's are not known yet: the agent pool says when they outgrow
- * the limit. */
-static unsigned static_agent_count(const char *agents) {
-    unsigned n = 0;
-    for (const char *p = agents; p && *p; p++)
-        if (*p != ',' && (p == agents || p[-1] == ','))
-            n++;
-    return n;
-}
-
 static int start_grpc(server_t *sv) {
     /* The connection caps, below the descriptor limit (read after the raise
      * at start: that is the limit the process has), less one descriptor
@@ -166,7 +155,9 @@ static int start_grpc(server_t *sv) {
     uint64_t nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
                           ? (uint64_t)rl.rlim_cur
                           : 0;
-    unsigned agents = sv->o.role == SERVER_ROLE_AGGREGATOR ? static_agent_count(sv->o.agents) : 0;
+    /* The aggregator's pool holds --agents' by now (--agents-dns's come
+     * later: the pool says when they outgrow the limit). */
+    unsigned agents = agent_pool_size(sv->pool);
     conn_limits_clamp(sv->o.max_connections, nofile && nofile > agents ? nofile - agents : !!nofile,
                       &cl);
     if (cl.clamped) {
